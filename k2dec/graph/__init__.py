@@ -1,0 +1,37 @@
+"""Decoding graphs as ``k2.Fsa``: H, L, G, LG, HLG, HL, OpenFst interop, save/load."""
+
+from .build import GraphType, compile_graph, write_lexicon_graphs
+from .compile import compile_HL, compile_HLG, compile_LG, refresh_labels_version
+from .draw import draw_graph
+from .io import graph_metadata, load_graph, save_graph
+from .lexicon_fst import build_L
+from .ngram import ArpaInfo, build_G, build_rescoring_G, check_arpa, train_arpa
+from .openfst import compose_openfst, k2_to_openfst, openfst_to_k2, read_openfst, write_openfst
+from .topo import build_ctc_topo, build_trivial_graph
+
+__all__ = [
+    "ArpaInfo",
+    "GraphType",
+    "build_G",
+    "build_L",
+    "build_ctc_topo",
+    "build_rescoring_G",
+    "build_trivial_graph",
+    "check_arpa",
+    "compile_HL",
+    "compile_HLG",
+    "compile_LG",
+    "compile_graph",
+    "compose_openfst",
+    "draw_graph",
+    "graph_metadata",
+    "k2_to_openfst",
+    "load_graph",
+    "openfst_to_k2",
+    "read_openfst",
+    "refresh_labels_version",
+    "save_graph",
+    "train_arpa",
+    "write_lexicon_graphs",
+    "write_openfst",
+]

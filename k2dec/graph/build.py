@@ -1,0 +1,110 @@
+"""Lang-dir level graph building: what ``k2dec prepare-lang`` and ``k2dec compile-graph`` do.
+
+Graphs are written next to the text files of the lang dir (icefall layout), each
+with metadata tying it to that lang dir's ``tokens.txt`` / ``words.txt``.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from pathlib import Path
+
+import k2
+
+from ..lang.langdir import LangDir
+from .compile import compile_HL, compile_HLG, compile_LG
+from .io import graph_metadata, load_graph, save_graph
+from .lexicon_fst import build_L
+from .ngram import build_G
+from .topo import build_ctc_topo
+
+__all__ = ["GraphType", "write_lexicon_graphs", "compile_graph"]
+
+logger = logging.getLogger(__name__)
+
+
+class GraphType(str, enum.Enum):
+    """Graphs ``compile_graph`` can build (the file is ``<name>.pt`` in the lang dir)."""
+
+    H = "H"
+    L = "L"
+    HL = "HL"
+    HLG = "HLG"
+    LG = "LG"
+
+
+def write_lexicon_graphs(
+    lang_dir: str | Path, sil_token: str | None = None, sil_prob: float = 0.5
+) -> tuple[Path, Path]:
+    """Build and save ``L.pt`` and ``L_disambig.pt`` for a lang dir written by
+    :func:`k2dec.lang.write_lang_dir`. Returns their paths."""
+    ld = LangDir(Path(lang_dir))
+    L = build_L(ld.lexicon, ld.token_table, ld.word_table, sil_token, sil_prob)
+    L_disambig = build_L(
+        ld.lexicon_disambig,
+        ld.token_table,
+        ld.word_table,
+        sil_token,
+        sil_prob,
+        disambig_self_loops=True,
+    )
+    paths = (ld.path / "L.pt", ld.path / "L_disambig.pt")
+    meta = dict(sil_token=sil_token, sil_prob=sil_prob if sil_token else None)
+    for kind, fsa, path in (("L", L, paths[0]), ("L_disambig", L_disambig, paths[1])):
+        save_graph(fsa, path, graph_metadata(kind, ld.token_table, ld.word_table, **meta))
+    return paths
+
+
+def compile_graph(
+    lang_dir: str | Path,
+    graph_type: GraphType | str,
+    arpa: str | Path | None = None,
+    max_order: int = -1,
+    modified_ctc: bool = False,
+    out: str | Path | None = None,
+) -> tuple[k2.Fsa, Path]:
+    """Compile one graph for a lang dir and save it (default ``<lang_dir>/<type>.pt``).
+
+    ``HLG`` and ``LG`` need ``arpa``; ``LG`` is determinized with log weight pushing
+    (for transducer ``fast_beam_search``). ``L.pt``/``L_disambig.pt`` are built
+    first when missing (without optional silence).
+    """
+    graph_type = GraphType(graph_type)
+    ld = LangDir(Path(lang_dir))
+    if graph_type in (GraphType.HLG, GraphType.LG) and arpa is None:
+        raise ValueError(f"{graph_type.value} needs an ARPA language model (arpa=...)")
+    if not (ld.path / "L_disambig.pt").is_file():
+        write_lexicon_graphs(ld.path)
+
+    def load(name: str) -> k2.Fsa:
+        return load_graph(ld.path / f"{name}.pt", ld.token_table, ld.word_table)
+
+    H = build_ctc_topo(ld.max_token_id, modified=modified_ctc)
+    extra: dict = {}
+    if graph_type is GraphType.H:
+        graph = H
+        extra["modified"] = modified_ctc
+    elif graph_type is GraphType.L:
+        graph = load("L")
+    elif graph_type is GraphType.HL:
+        graph = compile_HL(H, load("L"))
+        extra["modified"] = modified_ctc
+    else:
+        G = build_G(arpa, ld.word_table, max_order)
+        extra.update(arpa=str(arpa), max_order=max_order)
+        if graph_type is GraphType.LG:
+            graph = compile_LG(
+                load("L_disambig"), G, ld.first_token_disambig_id, ld.first_word_disambig_id,
+                log_weight_pushing=True,
+            )
+        else:
+            graph = compile_HLG(
+                H, load("L_disambig"), G, ld.first_token_disambig_id, ld.first_word_disambig_id
+            )
+            extra["modified"] = modified_ctc
+    path = Path(out) if out is not None else ld.path / f"{graph_type.value}.pt"
+    save_graph(graph, path, graph_metadata(graph_type.value, ld.token_table, ld.word_table,
+                                           **extra))
+    logger.info("wrote %s (%d arcs)", path, graph.num_arcs)
+    return graph, path

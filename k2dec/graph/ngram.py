@@ -1,0 +1,218 @@
+"""G: n-gram language models from ARPA files (through kaldilm's arpa2fst)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+import k2
+import torch
+
+from ..lang.symbols import write_symbol_table
+
+__all__ = ["ArpaInfo", "check_arpa", "build_G", "build_rescoring_G", "train_arpa"]
+
+logger = logging.getLogger(__name__)
+
+_SENTENCE_MARKS = ("<s>", "</s>")
+
+
+@dataclass(frozen=True)
+class ArpaInfo:
+    """What :func:`check_arpa` learned from an ARPA file."""
+
+    order: int
+    counts: tuple[int, ...]
+    vocabulary: frozenset[str]
+
+
+def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None) -> ArpaInfo:
+    """Validate an ARPA file before handing it to kaldilm (whose errors abort).
+
+    Checks the ``\\data\\`` header, every ``\\N-grams:`` section (a log10 prob, N
+    words, and an optional backoff weight below the highest order), that the counts
+    match, the closing ``\\end\\``, and, with ``word_table``, that every word is in it.
+
+    Raises:
+      ValueError: naming file and line.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"ARPA file {path} does not exist")
+    counts: dict[int, int] = {}
+    seen: dict[int, int] = {}
+    vocab: set[str] = set()
+    section: int | None = None  # None: before \data\, 0: in \data\, N: in \N-grams:
+    ended = False
+    with open(path, encoding="utf-8") as f:
+        for lineno, raw in enumerate(f, start=1):
+            line = raw.strip()
+            where = f"{path}:{lineno}"
+            if not line:
+                continue
+            if ended:
+                raise ValueError(f"{where}: text after \\end\\")
+            if line == "\\data\\":
+                if section is not None:
+                    raise ValueError(f"{where}: second \\data\\ header")
+                section = 0
+                continue
+            if section is None:
+                continue  # free text before \data\ is allowed by the format
+            if line == "\\end\\":
+                ended = True
+                continue
+            if line.startswith("\\") and line.endswith("-grams:"):
+                try:
+                    n = int(line[1 : -len("-grams:")])
+                except ValueError:
+                    raise ValueError(f"{where}: bad section header {line!r}") from None
+                if n not in counts:
+                    raise ValueError(f"{where}: section {line!r} not declared in \\data\\")
+                expected = 1 if section == 0 else section + 1
+                if n != expected:
+                    raise ValueError(f"{where}: expected \\{expected}-grams:, got {line!r}")
+                section = n
+                seen[n] = 0
+                continue
+            if section == 0:
+                fields = line.replace("=", " ").split()
+                if len(fields) != 3 or fields[0] != "ngram":
+                    raise ValueError(f"{where}: expected 'ngram N=count', got {line!r}")
+                try:
+                    n, c = int(fields[1]), int(fields[2])
+                except ValueError:
+                    raise ValueError(f"{where}: expected 'ngram N=count', got {line!r}") from None
+                if n != len(counts) + 1 or c < 0:
+                    raise ValueError(f"{where}: bad n-gram count line {line!r}")
+                counts[n] = c
+                continue
+            fields = line.split()
+            order = len(counts)
+            if len(fields) not in (section + 1, section + 2) or (
+                len(fields) == section + 2 and section == order
+            ):
+                raise ValueError(
+                    f"{where}: a {section}-gram line needs a log-prob, {section} words"
+                    f"{' and an optional backoff' if section < order else ''}; got {line!r}"
+                )
+            numbers = [fields[0]] + fields[section + 1 :]
+            for x in numbers:
+                try:
+                    v = float(x)
+                except ValueError:
+                    raise ValueError(f"{where}: {x!r} is not a number") from None
+                if v != v or v in (float("inf"),):
+                    raise ValueError(f"{where}: {x!r} is not a finite log-prob")
+            words = fields[1 : section + 1]
+            for w in words:
+                if word_table is not None and w not in _SENTENCE_MARKS and w not in word_table:
+                    raise ValueError(f"{where}: word {w!r} is not in words.txt (OOV)")
+            vocab.update(words)
+            seen[section] += 1
+    if section is None:
+        raise ValueError(f"{path}: no \\data\\ header (not an ARPA file?)")
+    if not counts:
+        raise ValueError(f"{path}: \\data\\ declares no n-gram counts")
+    if not ended:
+        raise ValueError(f"{path}: missing \\end\\ (truncated file?)")
+    for n, c in counts.items():
+        if seen.get(n, 0) != c:
+            raise ValueError(f"{path}: \\data\\ says ngram {n}={c} but found {seen.get(n, 0)}")
+    return ArpaInfo(len(counts), tuple(counts[n] for n in sorted(counts)), frozenset(vocab))
+
+
+def _arpa_to_fst_text(
+    arpa: Path, word_table: k2.SymbolTable, max_order: int, disambig: bool, tmp_dir: Path
+) -> str:
+    import kaldilm
+
+    words_txt = tmp_dir / "words.txt"
+    write_symbol_table(word_table, words_txt)
+    return kaldilm.arpa2fst(
+        input_arpa=str(arpa),
+        disambig_symbol="#0" if disambig else "",
+        read_symbol_table=str(words_txt),
+        max_order=max_order,
+    )
+
+
+def build_G(
+    arpa: str | Path, word_table: k2.SymbolTable, max_order: int = -1
+) -> k2.Fsa:
+    """G for decoding-graph compilation (LG/HLG): backoff arcs carry ``#0``.
+
+    Args:
+      arpa: the ARPA file (natural-log conversion is done by kaldilm: scores are
+        ``ln 10 * log10 p``).
+      word_table: words.txt (must contain ``#0``, ``<s>``, ``</s>``); ``<s>`` and
+        ``</s>`` become epsilons, sentence end becomes the final weight.
+      max_order: use n-grams up to this order (``-1``: all).
+
+    Returns:
+      a single ``k2.Fsa`` on CPU with ``labels`` = word ids (``#0`` on backoff arcs)
+      and ``aux_labels`` = word ids (0 on backoff arcs), arc-sorted.
+    """
+    import tempfile
+
+    arpa = Path(arpa)
+    for sym in ("#0", "<s>", "</s>"):
+        if sym not in word_table:
+            raise ValueError(f"words.txt has no {sym!r}; it is needed to build G")
+    info = check_arpa(arpa, word_table)
+    if max_order != -1 and not 1 <= max_order:
+        raise ValueError(f"max_order must be -1 or >= 1, got {max_order}")
+    logger.info("building G from %s (order %d, max_order %d)", arpa, info.order, max_order)
+    with tempfile.TemporaryDirectory() as tmp:
+        text = _arpa_to_fst_text(arpa, word_table, max_order, True, Path(tmp))
+    G = k2.Fsa.from_openfst(text, acceptor=False)
+    return k2.arc_sort(G)
+
+
+def build_rescoring_G(
+    arpa: str | Path,
+    word_table: k2.SymbolTable,
+    max_order: int = -1,
+    device: torch.device | str = "cpu",
+) -> k2.Fsa:
+    """G for lattice / n-best rescoring (icefall's ``G_4_gram.pt``).
+
+    The backoff symbol becomes epsilon, ``aux_labels`` are dropped, epsilon
+    self-loops are added (so it can be intersected with word lattices whose
+    epsilons stand for non-word arcs), and the scores are copied to ``lm_scores``.
+
+    Returns:
+      a single acceptor ``k2.Fsa`` on ``device``, arc-sorted, with ``lm_scores``.
+    """
+    G = build_G(arpa, word_table, max_order)
+    first_word_disambig = word_table.get("#0")
+    labels = G.labels.clone()
+    labels[labels >= first_word_disambig] = 0
+    G = k2.Fsa(G.arcs)  # drop aux_labels
+    G.labels = labels  # the setter re-validates and keeps labels_version in step
+    G = k2.arc_sort(k2.add_epsilon_self_loops(k2.arc_sort(G)))
+    G = G.to(torch.device(device))
+    G.lm_scores = G.scores.clone()
+    return G
+
+
+def train_arpa(text: str | Path, arpa: str | Path, order: int = 3) -> Path:
+    """Train a Kneser-Ney ARPA LM on ``text`` (one sentence per line) with kaldingram.
+
+    Idempotent: an existing ``arpa`` is kept.
+    """
+    from kaldingram.train import main as kaldingram_train
+
+    text, arpa = Path(text), Path(arpa)
+    if not text.is_file():
+        raise ValueError(f"LM training text {text} does not exist")
+    if not 1 <= order <= 5:
+        raise ValueError(f"n-gram order must be in 1..5 (kaldingram's range), got {order}")
+    if arpa.is_file():
+        return arpa
+    arpa.parent.mkdir(parents=True, exist_ok=True)
+    tmp = arpa.with_suffix(arpa.suffix + ".tmp")
+    kaldingram_train(["--ngram-order", str(order), "--text", str(text), "--lm", str(tmp)])
+    tmp.replace(arpa)
+    return arpa

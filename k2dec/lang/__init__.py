@@ -1,0 +1,45 @@
+"""Symbol tables, lexicons, disambiguation symbols and the icefall lang-dir layout."""
+
+from .bpe import bpe_lexicon, bpe_token_table, load_bpe_model, train_bpe_model
+from .langdir import SPECIAL_WORDS, LangDir, write_lang_dir
+from .lexicon import (
+    Lexicon,
+    add_disambig_symbols,
+    check_lexicon_tokens,
+    lexicon_tokens,
+    lexicon_words,
+    read_lexicon,
+    write_lexicon,
+)
+from .phone import SILENCE_ENTRIES, cmudict_lexicon
+from .symbols import (
+    disambig_ids,
+    make_symbol_table,
+    read_symbol_table,
+    symbol_table_digest,
+    write_symbol_table,
+)
+
+__all__ = [
+    "LangDir",
+    "Lexicon",
+    "SILENCE_ENTRIES",
+    "SPECIAL_WORDS",
+    "add_disambig_symbols",
+    "bpe_lexicon",
+    "bpe_token_table",
+    "check_lexicon_tokens",
+    "cmudict_lexicon",
+    "disambig_ids",
+    "lexicon_tokens",
+    "lexicon_words",
+    "load_bpe_model",
+    "make_symbol_table",
+    "read_lexicon",
+    "read_symbol_table",
+    "symbol_table_digest",
+    "train_bpe_model",
+    "write_lang_dir",
+    "write_lexicon",
+    "write_symbol_table",
+]

@@ -1,0 +1,88 @@
+"""BPE (sentencepiece unigram) models and lexicons, icefall style.
+
+icefall trains its unigram models with ``<blk>`` = 0 and ``<sos/eos>`` = 1 as user
+symbols and ``<unk>`` = 2, so CTC/transducer blank is token 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import k2
+
+from .lexicon import Lexicon
+from .symbols import make_symbol_table
+
+__all__ = ["train_bpe_model", "load_bpe_model", "bpe_token_table", "bpe_lexicon"]
+
+
+def train_bpe_model(
+    text: str | Path, model_dir: str | Path, vocab_size: int, model_type: str = "unigram"
+) -> Path:
+    """Train ``model_dir/bpe.model`` on a text file (one sentence per line).
+
+    Idempotent: an existing model is kept. Returns the model path.
+    """
+    import sentencepiece as spm
+
+    text, model_dir = Path(text), Path(model_dir)
+    if not text.is_file():
+        raise ValueError(f"BPE training text {text} does not exist")
+    if vocab_size < 4:
+        raise ValueError(f"vocab_size must be >= 4, got {vocab_size}")
+    model_dir.mkdir(parents=True, exist_ok=True)
+    model = model_dir / "bpe.model"
+    if model.is_file():
+        return model
+    spm.SentencePieceTrainer.train(
+        input=str(text),
+        model_prefix=str(model_dir / "bpe"),
+        model_type=model_type,
+        vocab_size=vocab_size,
+        character_coverage=1.0,
+        input_sentence_size=100_000_000,
+        user_defined_symbols=["<blk>", "<sos/eos>"],
+        unk_id=2,
+        bos_id=-1,
+        eos_id=-1,
+        minloglevel=2,
+    )
+    return model
+
+
+def load_bpe_model(path: str | Path):
+    """Load a sentencepiece model and check icefall's special ids."""
+    import sentencepiece as spm
+
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"BPE model {path} does not exist")
+    sp = spm.SentencePieceProcessor()
+    sp.load(str(path))
+    expected = {0: "<blk>", 1: "<sos/eos>", 2: "<unk>"}
+    for idx, piece in expected.items():
+        if sp.get_piece_size() <= idx or sp.id_to_piece(idx) != piece:
+            raise ValueError(
+                f"{path}: token {idx} must be {piece!r} (train with "
+                "user_defined_symbols=['<blk>', '<sos/eos>'], unk_id=2)"
+            )
+    return sp
+
+
+def bpe_token_table(sp) -> k2.SymbolTable:
+    """``tokens.txt`` of a sentencepiece model: piece ``i`` has id ``i``."""
+    return make_symbol_table((sp.id_to_piece(i), i) for i in range(sp.get_piece_size()))
+
+
+def bpe_lexicon(sp, words: Iterable[str]) -> Lexicon:
+    """Spell each word with the model's pieces; ``<UNK>`` is spelled ``<unk>``."""
+    lexicon: Lexicon = [("<UNK>", ["<unk>"])]
+    for word in words:
+        if word in ("<UNK>", "<eps>", "#0", "<s>", "</s>"):
+            continue
+        pieces = sp.encode(word, out_type=str)
+        if not pieces:
+            raise ValueError(f"BPE model spells word {word!r} with no pieces")
+        lexicon.append((word, pieces))
+    return lexicon

@@ -1,0 +1,97 @@
+"""Symbol tables (``tokens.txt``, ``words.txt``) as :class:`k2.SymbolTable`, validated."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from pathlib import Path
+
+import k2
+
+__all__ = [
+    "read_symbol_table",
+    "write_symbol_table",
+    "make_symbol_table",
+    "symbol_table_digest",
+    "disambig_ids",
+]
+
+
+def read_symbol_table(path: str | Path) -> k2.SymbolTable:
+    """Read a ``symbol id`` file (one pair per line) into a :class:`k2.SymbolTable`.
+
+    Raises:
+      ValueError: naming the file and line for a malformed line, a non-integer or
+        negative id, a duplicate symbol or a duplicate id.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"symbol table {path} does not exist")
+    sym2id: dict[str, int] = {}
+    id2sym: dict[int, str] = {}
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            fields = line.split()
+            if not fields:
+                continue
+            where = f"{path}:{lineno}"
+            if len(fields) != 2:
+                raise ValueError(f"{where}: expected 'symbol id', got {line.rstrip()!r}")
+            sym, id_str = fields
+            try:
+                idx = int(id_str)
+            except ValueError:
+                raise ValueError(f"{where}: id {id_str!r} is not an integer") from None
+            if idx < 0:
+                raise ValueError(f"{where}: id {idx} is negative")
+            if sym in sym2id:
+                raise ValueError(
+                    f"{where}: duplicate symbol {sym!r} (first given id {sym2id[sym]})"
+                )
+            if idx in id2sym:
+                raise ValueError(f"{where}: duplicate id {idx} (already used by {id2sym[idx]!r})")
+            sym2id[sym] = idx
+            id2sym[idx] = sym
+    if not sym2id:
+        raise ValueError(f"symbol table {path} is empty")
+    return make_symbol_table((s, i) for s, i in sym2id.items())
+
+
+def make_symbol_table(pairs: Iterable[tuple[str, int]]) -> k2.SymbolTable:
+    """Build a :class:`k2.SymbolTable` from ``(symbol, id)`` pairs (validated for duplicates)."""
+    text = []
+    seen_sym: set[str] = set()
+    seen_id: set[int] = set()
+    for sym, idx in pairs:
+        if sym in seen_sym or idx in seen_id:
+            raise ValueError(f"duplicate symbol or id: {sym!r} {idx}")
+        if not sym or any(c.isspace() for c in sym):
+            raise ValueError(f"symbol {sym!r} is empty or contains whitespace")
+        seen_sym.add(sym)
+        seen_id.add(idx)
+        text.append(f"{sym} {idx}")
+    return k2.SymbolTable.from_str("\n".join(text))
+
+
+def write_symbol_table(table: k2.SymbolTable, path: str | Path) -> None:
+    """Write ``table`` as ``symbol id`` lines sorted by id."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        for idx in sorted(table.ids):
+            f.write(f"{table.get(idx)} {idx}\n")
+
+
+def symbol_table_digest(table: k2.SymbolTable) -> str:
+    """SHA-256 of the table's ``symbol id`` lines, sorted by id (for graph metadata)."""
+    h = hashlib.sha256()
+    for idx in sorted(table.ids):
+        h.update(f"{table.get(idx)} {idx}\n".encode())
+    return h.hexdigest()
+
+
+def disambig_ids(table: k2.SymbolTable) -> list[int]:
+    """Ids of the disambiguation symbols ``#0``, ``#1``, ... present in ``table``, sorted."""
+    return sorted(
+        table.get(s) for s in table.symbols if s.startswith("#") and s[1:].isdigit()
+    )

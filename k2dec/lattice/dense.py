@@ -1,0 +1,178 @@
+"""Dense inputs: validated ``k2.DenseFsaVec`` from network log-probs and lengths."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import k2
+import torch
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["DenseInput", "check_vocab", "make_dense_fsa_vec", "validate_log_probs"]
+
+
+@dataclass(frozen=True)
+class DenseInput:
+    """A ``k2.DenseFsaVec`` together with the order of its utterances.
+
+    Attributes:
+      dense_fsa_vec: the ``k2.DenseFsaVec``; its FSA ``i`` is utterance ``order[i]`` of the
+        caller's batch. FSAs are sorted by decreasing number of frames, as
+        ``k2.intersect_dense`` requires (``k2.intersect_dense_pruned`` accepts any order).
+      order: int64 CPU tensor of shape ``(N,)``; ``order[i]`` is the caller's index of FSA ``i``.
+      num_frames: int64 CPU tensor of shape ``(N,)``: frames used per utterance, in the
+        caller's order (after subsampling and truncation).
+      vocab_size: ``V``, the number of classes in ``log_probs``.
+    """
+
+    dense_fsa_vec: k2.DenseFsaVec
+    order: torch.Tensor
+    num_frames: torch.Tensor
+    vocab_size: int
+
+    @property
+    def inverse_order(self) -> torch.Tensor:
+        """int64 CPU tensor ``(N,)``: position in ``dense_fsa_vec`` of the caller's utterance."""
+        inv = torch.empty_like(self.order)
+        inv[self.order] = torch.arange(self.order.numel(), dtype=self.order.dtype)
+        return inv
+
+
+def validate_log_probs(
+    log_probs: torch.Tensor,
+    lengths: torch.Tensor,
+    subsampling_factor: int = 1,
+    allow_truncate: int = 0,
+) -> torch.Tensor:
+    """Validate network outputs and lengths; return the number of frames per utterance.
+
+    Args:
+      log_probs: float32 tensor ``(N, T, V)`` (log-softmax outputs or log-likelihoods).
+      lengths: integer tensor ``(N,)``: valid input frames per utterance, counted before
+        subsampling (``num_frames = lengths // subsampling_factor``).
+      subsampling_factor: ratio between the frame rate of ``lengths`` and of ``log_probs``.
+      allow_truncate: how many frames ``num_frames`` may exceed ``T`` by; the excess is
+        dropped (for models whose subsampling gives slightly fewer frames than ``// factor``).
+
+    Returns:
+      int64 CPU tensor ``(N,)`` with the frames to use, each in ``[1, T]``.
+
+    Raises:
+      TypeError: wrong type or dtype. ValueError: bad shape, value, NaN or +inf in valid frames.
+    """
+    if not isinstance(log_probs, torch.Tensor):
+        raise TypeError(f"log_probs must be a torch.Tensor, got {type(log_probs).__name__}")
+    if log_probs.dtype != torch.float32:
+        raise TypeError(f"log_probs must have dtype torch.float32, got {log_probs.dtype}")
+    if log_probs.ndim != 3:
+        raise ValueError(
+            f"log_probs must have shape (N, T, V), got {tuple(log_probs.shape)} "
+            f"({log_probs.ndim} dims)"
+        )
+    n, t, v = log_probs.shape
+    if n == 0 or t == 0 or v == 0:
+        raise ValueError(f"log_probs must be non-empty, got shape {tuple(log_probs.shape)}")
+    if not isinstance(lengths, torch.Tensor):
+        raise TypeError(f"lengths must be a torch.Tensor, got {type(lengths).__name__}")
+    if lengths.dtype.is_floating_point or lengths.dtype.is_complex or lengths.dtype == torch.bool:
+        raise TypeError(f"lengths must have an integer dtype, got {lengths.dtype}")
+    if lengths.shape != (n,):
+        raise ValueError(
+            f"lengths must have shape (N,) = ({n},) to match log_probs, "
+            f"got {tuple(lengths.shape)}"
+        )
+    if isinstance(subsampling_factor, bool) or not isinstance(subsampling_factor, int):
+        raise TypeError(f"subsampling_factor must be an int, got {subsampling_factor!r}")
+    if subsampling_factor < 1:
+        raise ValueError(f"subsampling_factor must be >= 1, got {subsampling_factor}")
+    if isinstance(allow_truncate, bool) or not isinstance(allow_truncate, int):
+        raise TypeError(f"allow_truncate must be an int, got {allow_truncate!r}")
+    if allow_truncate < 0:
+        raise ValueError(f"allow_truncate must be >= 0, got {allow_truncate}")
+
+    lengths_cpu = lengths.detach().to("cpu", torch.int64)
+    num_frames = torch.div(lengths_cpu, subsampling_factor, rounding_mode="floor")
+    bad = (num_frames < 1).nonzero().flatten()
+    if bad.numel() > 0:
+        i = int(bad[0])
+        raise ValueError(
+            f"lengths[{i}]={int(lengths_cpu[i])} gives {int(num_frames[i])} frames with "
+            f"subsampling_factor={subsampling_factor}; every utterance needs at least 1 frame "
+            f"(drop empty utterances before decoding)"
+        )
+    too_long = (num_frames > t + allow_truncate).nonzero().flatten()
+    if too_long.numel() > 0:
+        i = int(too_long[0])
+        raise ValueError(
+            f"lengths[{i}]={int(lengths_cpu[i])} gives {int(num_frames[i])} frames but "
+            f"log_probs has only T={t} frames (allow_truncate={allow_truncate})"
+        )
+    num_frames = num_frames.clamp(max=t)
+
+    valid = torch.arange(t).unsqueeze(0) < num_frames.unsqueeze(1)  # (N, T) on CPU
+    valid = valid.to(log_probs.device)
+    lp = log_probs.detach()
+    bad_values = (torch.isnan(lp) | (lp == float("inf"))).any(dim=2) & valid
+    if bool(bad_values.any()):
+        i, j = (int(x) for x in bad_values.nonzero()[0])
+        raise ValueError(
+            f"log_probs contains NaN or +inf at utterance {i}, frame {j} (within lengths); "
+            "-inf is allowed, NaN/+inf are not"
+        )
+    return num_frames
+
+
+def check_vocab(graph: k2.Fsa, vocab_size: int) -> None:
+    """Check that every label of ``graph`` indexes a class of a ``(N, T, V)`` posterior.
+
+    Args:
+      graph: decoding graph (Fsa or FsaVec) whose ``labels`` are token ids (``-1`` on final arcs).
+      vocab_size: ``V``, the number of classes in ``log_probs``.
+
+    Raises:
+      ValueError: if a label is ``>= V`` (e.g. a Kaldi graph still labelled with
+      transition ids, or token ids shifted by one).
+    """
+    if not isinstance(graph, k2.Fsa):
+        raise TypeError(f"graph must be a k2.Fsa, got {type(graph).__name__}")
+    if graph.num_arcs == 0:
+        return
+    max_label = int(graph.labels.max())
+    if max_label >= vocab_size:
+        raise ValueError(
+            f"graph has token id {max_label} but log_probs has only V={vocab_size} classes "
+            f"(ids 0..{vocab_size - 1}); the graph and the model's vocabulary do not match"
+        )
+
+
+def make_dense_fsa_vec(
+    log_probs: torch.Tensor,
+    lengths: torch.Tensor,
+    subsampling_factor: int = 1,
+    allow_truncate: int = 0,
+) -> DenseInput:
+    """Build a validated ``k2.DenseFsaVec`` from network outputs.
+
+    Args:
+      log_probs: float32 tensor ``(N, T, V)``; frames at or beyond an utterance's length are
+        ignored. Any device.
+      lengths: integer tensor ``(N,)`` with valid frames per utterance before subsampling.
+      subsampling_factor: frames used are ``lengths // subsampling_factor``.
+      allow_truncate: how many frames the subsampled length may exceed ``T`` by (then cut to T).
+
+    Returns:
+      :class:`DenseInput` with the ``k2.DenseFsaVec`` (utterances sorted by decreasing number of
+      frames, stable) and the permutation ``order`` back to the caller's indexes.
+    """
+    num_frames = validate_log_probs(log_probs, lengths, subsampling_factor, allow_truncate)
+    order = torch.sort(num_frames, descending=True, stable=True).indices
+    n = num_frames.numel()
+    segments = torch.stack(
+        [order, torch.zeros(n, dtype=torch.int64), num_frames[order]], dim=1
+    ).to(torch.int32)
+    dense = k2.DenseFsaVec(log_probs, segments)
+    return DenseInput(
+        dense_fsa_vec=dense, order=order, num_frames=num_frames, vocab_size=log_probs.shape[2]
+    )

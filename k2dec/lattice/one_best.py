@@ -1,0 +1,231 @@
+"""One-best decoding: best paths of lattices to tokens, words and frame timestamps; CTC greedy
+search; CTC decoding with H; HLG (or any token-in/word-out graph) 1best."""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass
+
+import k2
+import torch
+
+from k2dec.lattice.decode import (
+    LatticeConfig,
+    LatticeResult,
+    LatticeStatus,
+    UtteranceReport,
+    get_lattice,
+)
+from k2dec.lattice.dense import validate_log_probs
+from k2dec.utils import ctc_collapse, path_aux_ids, path_token_ids, ragged_from_row_ids
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "AuxLabels",
+    "Hypothesis",
+    "best_paths",
+    "ctc_decoding",
+    "ctc_greedy_search",
+    "hypotheses_from_lattice",
+    "one_best_decoding",
+]
+
+
+class AuxLabels(enum.Enum):
+    """What a graph's ``aux_labels`` hold; its ``labels`` are always token ids (one per frame)."""
+
+    WORDS = "words"
+    """Word ids (HL, HLG, HCLG). Tokens are read from ``labels`` by CTC collapse."""
+    TOKENS = "tokens"
+    """Token ids emitted once per token (H from ``k2.ctc_topo``). No words."""
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """The 1-best result of one utterance.
+
+    Attributes:
+      tokens: token ids.
+      token_frames: frame (after subsampling) where each token starts; same length as ``tokens``.
+      words: word ids (empty when the graph has no words).
+      word_frames: frame of the arc that emits each word; same length as ``words``.
+      score: total score of the best path (``-inf`` when the utterance has no lattice).
+      status: :class:`~k2dec.lattice.decode.LatticeStatus` of the utterance's lattice.
+      reason: why the lattice was retried or is empty (``""`` if OK).
+    """
+
+    tokens: tuple[int, ...]
+    token_frames: tuple[int, ...]
+    words: tuple[int, ...]
+    word_frames: tuple[int, ...]
+    score: float
+    status: LatticeStatus = LatticeStatus.OK
+    reason: str = ""
+
+
+def best_paths(lattice: k2.Fsa, use_double_scores: bool = True) -> k2.Fsa:
+    """Best path of every lattice: FsaVec ``[utt][state][arc]`` of linear FSAs (empty for empty
+    lattices). Does not modify ``lattice``."""
+    return k2.shortest_path(lattice, use_double_scores=use_double_scores)
+
+
+def hypotheses_from_lattice(
+    result: LatticeResult | k2.Fsa,
+    aux_labels: AuxLabels = AuxLabels.WORDS,
+    blank_id: int = 0,
+    use_double_scores: bool = True,
+) -> list[Hypothesis]:
+    """One :class:`Hypothesis` per utterance from the best paths of lattices.
+
+    Args:
+      result: a :class:`LatticeResult` (reports are copied into the hypotheses) or a lattice
+        FsaVec ``[utt][state][arc]`` produced by dense intersection.
+      aux_labels: what the graph's ``aux_labels`` hold (see :class:`AuxLabels`).
+      blank_id: blank token id for the CTC collapse of ``labels``.
+    """
+    if isinstance(result, LatticeResult):
+        lattice, reports = result.lattice, result.reports
+    elif isinstance(result, k2.Fsa):
+        lattice, reports = result, None
+    else:
+        raise TypeError(f"result must be a LatticeResult or k2.Fsa, got {type(result).__name__}")
+    if lattice.arcs.num_axes() != 3:
+        raise ValueError("lattice must be an FsaVec (3 axes [utt][state][arc])")
+    if not isinstance(aux_labels, AuxLabels):
+        raise TypeError(f"aux_labels must be an AuxLabels, got {aux_labels!r}")
+    paths = best_paths(lattice, use_double_scores)
+    scores = paths.get_tot_scores(use_double_scores=use_double_scores, log_semiring=False)
+    if aux_labels is AuxLabels.WORDS:
+        tokens, token_frames = path_token_ids(paths, blank_id=blank_id)
+        if hasattr(paths, "aux_labels"):
+            words, word_frames = path_aux_ids(paths, "aux_labels")
+        else:
+            words = word_frames = None
+    else:
+        if not hasattr(paths, "aux_labels"):
+            raise ValueError("aux_labels=AuxLabels.TOKENS but the lattice has no aux_labels")
+        tokens, token_frames = path_aux_ids(paths, "aux_labels")
+        words = word_frames = None
+    n = lattice.shape[0]
+    return _assemble(n, tokens, token_frames, words, word_frames, scores, reports)
+
+
+def _assemble(
+    n: int,
+    tokens: k2.RaggedTensor,
+    token_frames: k2.RaggedTensor,
+    words: k2.RaggedTensor | None,
+    word_frames: k2.RaggedTensor | None,
+    scores: torch.Tensor,
+    reports: tuple[UtteranceReport, ...] | None,
+) -> list[Hypothesis]:
+    tok = tokens.tolist()
+    tok_f = token_frames.tolist()
+    if words is not None:
+        wrd, wrd_f = words.tolist(), word_frames.tolist()
+    else:
+        wrd = wrd_f = [[] for _ in range(n)]
+    sc = scores.tolist()
+    out = []
+    for i in range(n):
+        status = reports[i].status if reports is not None else LatticeStatus.OK
+        reason = reports[i].reason if reports is not None else ""
+        out.append(
+            Hypothesis(
+                tokens=tuple(tok[i]),
+                token_frames=tuple(tok_f[i]),
+                words=tuple(wrd[i]),
+                word_frames=tuple(wrd_f[i]),
+                score=float(sc[i]),
+                status=status,
+                reason=reason,
+            )
+        )
+    return out
+
+
+def one_best_decoding(
+    log_probs: torch.Tensor,
+    lengths: torch.Tensor,
+    graph: k2.Fsa,
+    config: LatticeConfig = LatticeConfig(),  # noqa: B008 (frozen, immutable)
+    aux_labels: AuxLabels = AuxLabels.WORDS,
+    subsampling_factor: int = 1,
+    allow_truncate: int = 0,
+    blank_id: int = 0,
+) -> list[Hypothesis]:
+    """``1best`` decoding with any graph whose ``labels`` are token ids (HLG, HL, H, HCLG with
+    pdf-id labels): lattice, then its best path.
+
+    Args:
+      log_probs: float32 ``(N, T, V)``; lengths: integer ``(N,)`` (before subsampling).
+      graph: decoding graph (see :func:`~k2dec.lattice.decode.get_lattice`).
+      aux_labels: :attr:`AuxLabels.WORDS` for word-output graphs (HLG), :attr:`AuxLabels.TOKENS`
+        for H.
+
+    Returns:
+      ``N`` hypotheses in the caller's order; utterances with an empty lattice get an empty
+      hypothesis with ``status=EMPTY`` and the reason.
+    """
+    result = get_lattice(log_probs, lengths, graph, config, subsampling_factor, allow_truncate)
+    return hypotheses_from_lattice(result, aux_labels=aux_labels, blank_id=blank_id)
+
+
+def ctc_decoding(
+    log_probs: torch.Tensor,
+    lengths: torch.Tensor,
+    H: k2.Fsa | None = None,
+    config: LatticeConfig = LatticeConfig(),  # noqa: B008 (frozen, immutable)
+    modified: bool = False,
+    subsampling_factor: int = 1,
+    allow_truncate: int = 0,
+) -> list[Hypothesis]:
+    """icefall's ``ctc-decoding``: 1best through the CTC topology H (token ids out, no words).
+
+    Args:
+      H: the CTC topology; built with ``k2.ctc_topo(V - 1, modified)`` on ``log_probs.device``
+        when ``None``. Its ``aux_labels`` must be token ids.
+    """
+    if H is None:
+        validate_log_probs(log_probs, lengths, subsampling_factor, allow_truncate)
+        H = k2.arc_sort(
+            k2.ctc_topo(log_probs.shape[2] - 1, modified=modified, device=log_probs.device)
+        )
+    return one_best_decoding(
+        log_probs, lengths, H, config, AuxLabels.TOKENS, subsampling_factor, allow_truncate
+    )
+
+
+def ctc_greedy_search(
+    log_probs: torch.Tensor,
+    lengths: torch.Tensor,
+    blank_id: int = 0,
+    subsampling_factor: int = 1,
+    allow_truncate: int = 0,
+) -> list[Hypothesis]:
+    """Batched CTC greedy search: per-frame argmax, merge repeats, remove blanks.
+
+    Args:
+      log_probs: float32 ``(N, T, V)``; lengths: integer ``(N,)`` (before subsampling).
+      blank_id: the blank token id.
+
+    Returns:
+      ``N`` hypotheses; ``score`` is the sum over frames of the best log-prob (the score of the
+      greedy path through the standard CTC topology).
+    """
+    num_frames = validate_log_probs(log_probs, lengths, subsampling_factor, allow_truncate)
+    if not 0 <= blank_id < log_probs.shape[2]:
+        raise ValueError(f"blank_id must be in [0, {log_probs.shape[2]}), got {blank_id}")
+    n, t, _ = log_probs.shape
+    device = log_probs.device
+    best, best_id = log_probs.detach().max(dim=2)  # (N, T)
+    valid = (torch.arange(t).unsqueeze(0) < num_frames.unsqueeze(1)).to(device)
+    scores = torch.where(valid, best.double(), torch.zeros_like(best.double())).sum(dim=1)
+    row_ids = torch.arange(n, device=device).unsqueeze(1).expand(n, t)[valid]
+    frames = torch.arange(t, device=device).unsqueeze(0).expand(n, t)[valid]
+    labels = ragged_from_row_ids(row_ids, best_id[valid].to(torch.int32), n)
+    frame_r = ragged_from_row_ids(row_ids, frames.to(torch.int32), n)
+    tokens, token_frames = ctc_collapse(labels, frame_r, blank_id=blank_id)
+    return _assemble(n, tokens, token_frames, None, None, scores, None)

@@ -1,0 +1,188 @@
+"""Multi-process CPU decoding.
+
+On CPU, ``k2.intersect_dense_pruned`` works through a batch's utterances one after another on a
+single core (k2 issue 929), so a large batch leaves the other cores idle. :class:`DecodeRunner`
+keeps a pool of worker processes, each holding its own copy of the decoding graph, and spreads the
+utterances of every batch over them (balanced by number of frames). Each utterance is decoded
+independently of the others, so the hypotheses are identical to a single-process decode.
+
+Worker processes are started with the ``spawn`` method: scripts that use a runner need the usual
+``if __name__ == "__main__":`` guard.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+
+import k2
+import numpy as np
+import torch
+
+from k2dec.lattice.decode import LatticeConfig, prepare_graph
+from k2dec.lattice.dense import check_vocab, validate_log_probs
+from k2dec.lattice.one_best import AuxLabels, Hypothesis, one_best_decoding
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["DecodeRunner", "available_cores", "balance_by_frames"]
+
+_WORKER: dict = {}
+
+
+def available_cores() -> int:
+    """Number of CPU cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def balance_by_frames(num_frames: list[int], num_workers: int) -> list[list[int]]:
+    """Split utterance indexes into ``num_workers`` groups of similar total frames (longest
+    first to the least-loaded group). Each group is returned sorted; empty groups are dropped."""
+    loads = [0] * num_workers
+    groups: list[list[int]] = [[] for _ in range(num_workers)]
+    for i in sorted(range(len(num_frames)), key=lambda k: (-num_frames[k], k)):
+        w = min(range(num_workers), key=lambda k: (loads[k], k))
+        groups[w].append(i)
+        loads[w] += num_frames[i]
+    return [sorted(g) for g in groups if g]
+
+
+def _graph_to_bytes(graph: k2.Fsa) -> bytes:
+    buf = io.BytesIO()
+    torch.save(graph.as_dict(), buf)
+    return buf.getvalue()
+
+
+def _graph_from_bytes(data: bytes) -> k2.Fsa:
+    return k2.Fsa.from_dict(torch.load(io.BytesIO(data)))
+
+
+def _init_worker(graph_bytes: bytes, config: LatticeConfig, aux_labels: AuxLabels,
+                 blank_id: int) -> None:
+    torch.set_num_threads(1)
+    _WORKER["graph"] = _graph_from_bytes(graph_bytes)
+    _WORKER["config"] = config
+    _WORKER["aux_labels"] = aux_labels
+    _WORKER["blank_id"] = blank_id
+
+
+def _decode_in_worker(log_probs: np.ndarray, num_frames: np.ndarray) -> list[Hypothesis]:
+    return one_best_decoding(
+        torch.from_numpy(log_probs),
+        torch.from_numpy(num_frames),
+        _WORKER["graph"],
+        _WORKER["config"],
+        aux_labels=_WORKER["aux_labels"],
+        blank_id=_WORKER["blank_id"],
+    )
+
+
+class DecodeRunner:
+    """1best lattice decoding spread over CPU worker processes.
+
+    Example::
+
+        with DecodeRunner(HLG, LatticeConfig(), num_workers=4) as runner:
+            hyps = runner.decode(log_probs, lengths)   # list[Hypothesis], caller's order
+
+    Args:
+      graph: CPU decoding graph (a single Fsa), e.g. HLG; copied once into each worker.
+      config: lattice pruning settings.
+      aux_labels: what the graph's ``aux_labels`` hold (words for HLG, tokens for H).
+      num_workers: worker processes; ``None`` means all available cores. With 1, decoding runs
+        in the calling process.
+      blank_id: blank token id (CTC collapse of labels).
+    """
+
+    def __init__(
+        self,
+        graph: k2.Fsa,
+        config: LatticeConfig = LatticeConfig(),  # noqa: B008 (frozen, immutable)
+        aux_labels: AuxLabels = AuxLabels.WORDS,
+        num_workers: int | None = None,
+        blank_id: int = 0,
+    ) -> None:
+        if not isinstance(graph, k2.Fsa):
+            raise TypeError(f"graph must be a k2.Fsa, got {type(graph).__name__}")
+        if graph.device.type != "cpu":
+            raise ValueError(
+                f"DecodeRunner is for CPU decoding; graph is on {graph.device} "
+                "(on GPU, decode the whole batch with one_best_decoding)"
+            )
+        if graph.arcs.num_axes() != 2:
+            raise ValueError("DecodeRunner needs a single graph (2 axes), not an FsaVec")
+        if not isinstance(config, LatticeConfig):
+            raise TypeError(f"config must be a LatticeConfig, got {type(config).__name__}")
+        if not isinstance(aux_labels, AuxLabels):
+            raise TypeError(f"aux_labels must be an AuxLabels, got {aux_labels!r}")
+        if num_workers is None:
+            num_workers = available_cores()
+        if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
+            raise ValueError(f"num_workers must be a positive int, got {num_workers!r}")
+        self.graph = prepare_graph(graph, 1, torch.device("cpu"))
+        self.config = config
+        self.aux_labels = aux_labels
+        self.num_workers = num_workers
+        self.blank_id = blank_id
+        self._pool: ProcessPoolExecutor | None = None
+        if num_workers > 1:
+            self._pool = ProcessPoolExecutor(
+                max_workers=num_workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_init_worker,
+                initargs=(_graph_to_bytes(self.graph), config, aux_labels, blank_id),
+            )
+
+    def decode(
+        self,
+        log_probs: torch.Tensor,
+        lengths: torch.Tensor,
+        subsampling_factor: int = 1,
+        allow_truncate: int = 0,
+    ) -> list[Hypothesis]:
+        """Decode a batch; same arguments and result as
+        :func:`~k2dec.lattice.one_best.one_best_decoding` (``log_probs`` on CPU)."""
+        num_frames = validate_log_probs(log_probs, lengths, subsampling_factor, allow_truncate)
+        if log_probs.device.type != "cpu":
+            raise ValueError(f"log_probs must be on CPU for DecodeRunner, got {log_probs.device}")
+        check_vocab(self.graph, log_probs.shape[2])
+        if self._pool is None:
+            return one_best_decoding(
+                log_probs, num_frames, self.graph, self.config,
+                aux_labels=self.aux_labels, blank_id=self.blank_id,
+            )
+        groups = balance_by_frames(num_frames.tolist(), self.num_workers)
+        lp = log_probs.detach()
+        futures = []
+        for g in groups:
+            idx = torch.tensor(g)
+            t = int(num_frames[idx].max())
+            futures.append(
+                self._pool.submit(
+                    _decode_in_worker,
+                    lp[idx, :t].contiguous().numpy(),
+                    num_frames[idx].numpy(),
+                )
+            )
+        out: list[Hypothesis | None] = [None] * log_probs.shape[0]
+        for g, fut in zip(groups, futures):
+            for i, hyp in zip(g, fut.result()):
+                out[i] = hyp
+        return out  # type: ignore[return-value]
+
+    def close(self) -> None:
+        """Stop the worker processes."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+    def __enter__(self) -> DecodeRunner:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

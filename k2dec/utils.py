@@ -1,0 +1,187 @@
+"""Small helpers shared by the search modules: best paths to token ids, word ids and frame
+timestamps, and ragged-tensor utilities.
+
+Everything here works on whole batches (``k2.Fsa`` FsaVecs and ``k2.RaggedTensor``) without
+per-utterance Python loops; Python lists appear only in :func:`ragged_to_lists`.
+
+Append new helpers at the end of this module; keep it free of imports from the search modules.
+"""
+
+from __future__ import annotations
+
+import k2
+import torch
+
+__all__ = [
+    "arc_frames",
+    "ctc_collapse",
+    "path_aux_ids",
+    "path_token_ids",
+    "ragged_from_row_ids",
+    "ragged_select",
+    "ragged_to_lists",
+]
+
+
+def ragged_from_row_ids(row_ids: torch.Tensor, values: torch.Tensor, dim0: int) -> k2.RaggedTensor:
+    """Build a 2-axis ragged tensor ``[row][elem]`` from per-element row indexes.
+
+    Args:
+      row_ids: int tensor of shape ``(num_elems,)``, non-decreasing, each in ``[0, dim0)``.
+      values: tensor of shape ``(num_elems,)`` (any dtype k2 supports: int32, float32, float64).
+      dim0: number of rows; trailing rows with no elements are kept (empty).
+
+    Returns:
+      ``k2.RaggedTensor`` with axes ``[row][elem]`` on ``values.device``.
+    """
+    device = values.device
+    counts = torch.zeros(dim0, dtype=torch.int64, device=device)
+    counts.index_add_(0, row_ids.to(device=device, dtype=torch.int64),
+                      torch.ones_like(row_ids, dtype=torch.int64, device=device))
+    row_splits = torch.zeros(dim0 + 1, dtype=torch.int32, device=device)
+    row_splits[1:] = torch.cumsum(counts, dim=0).to(torch.int32)
+    shape = k2.ragged.create_ragged_shape2(row_splits, None, values.numel())
+    return k2.RaggedTensor(shape, values.contiguous())
+
+
+def ragged_select(ragged: k2.RaggedTensor, keep: torch.Tensor) -> k2.RaggedTensor:
+    """Keep the elements of a 2-axis ragged tensor where ``keep`` is True.
+
+    Args:
+      ragged: ``k2.RaggedTensor`` with axes ``[row][elem]``.
+      keep: bool tensor of shape ``(ragged.numel(),)``.
+
+    Returns:
+      ``k2.RaggedTensor`` ``[row][elem]`` with the same number of rows (rows may become empty).
+    """
+    if ragged.num_axes != 2:
+        raise ValueError(f"ragged must have 2 axes, got {ragged.num_axes}")
+    row_ids = ragged.shape.row_ids(1)
+    return ragged_from_row_ids(row_ids[keep], ragged.values[keep], ragged.dim0)
+
+
+def ragged_to_lists(ragged: k2.RaggedTensor) -> list[list]:
+    """Convert a 2-axis ragged tensor ``[row][elem]`` to a list of Python lists (the edge of the
+    library; do not use on hot paths)."""
+    return ragged.tolist()
+
+
+def arc_frames(paths: k2.Fsa) -> torch.Tensor:
+    """Index of each arc within its FSA of an FsaVec of linear paths.
+
+    For best paths taken from a lattice produced by dense intersection
+    (``k2.intersect_dense_pruned``, ``k2.OnlineDenseIntersecter``) every arc consumes one frame,
+    so this is the frame index of the arc (the final ``-1`` arc sits on frame ``num_frames``).
+
+    Args:
+      paths: FsaVec (3 axes ``[fsa][state][arc]``) whose FSAs are linear paths, e.g. the output
+        of ``k2.shortest_path``.
+
+    Returns:
+      int32 tensor of shape ``(paths.num_arcs,)`` on ``paths.device``.
+    """
+    if paths.arcs.num_axes() != 3:
+        raise ValueError(
+            f"paths must be an FsaVec (3 axes), got {paths.arcs.num_axes()} axes; "
+            "use k2.create_fsa_vec([fsa])"
+        )
+    shape = paths.arcs.shape().remove_axis(1)  # [fsa][arc]
+    row_ids = shape.row_ids(1).to(torch.int64)
+    row_splits = shape.row_splits(1).to(torch.int64)
+    idx = torch.arange(row_ids.numel(), device=row_ids.device, dtype=torch.int64)
+    return (idx - row_splits[row_ids]).to(torch.int32)
+
+
+def ctc_collapse(
+    labels: k2.RaggedTensor, frames: k2.RaggedTensor | None = None, blank_id: int = 0
+) -> tuple[k2.RaggedTensor, k2.RaggedTensor]:
+    """CTC collapse of per-frame labels: merge consecutive repeats, then drop blanks and ``-1``.
+
+    Args:
+      labels: int32 ``k2.RaggedTensor`` ``[utt][frame]`` (the label on each frame).
+      frames: optional int32 ``k2.RaggedTensor`` with the same shape giving the frame index of
+        each element; defaults to the position within the row.
+      blank_id: the blank token id.
+
+    Returns:
+      ``(tokens, token_frames)``: int32 ``k2.RaggedTensor`` ``[utt][token]``, and the frame where
+      each token's run starts (same shape).
+
+    This is exact for the standard CTC topology (a repeated token needs a blank in between); with
+    the modified topology ``aa`` is ambiguous and is read as one token.
+    """
+    values = labels.values
+    row_ids = labels.shape.row_ids(1).to(torch.int64)
+    n = values.numel()
+    if frames is None:
+        row_splits = labels.shape.row_splits(1).to(torch.int64)
+        frame_values = (torch.arange(n, device=values.device) - row_splits[row_ids]).to(torch.int32)
+    else:
+        frame_values = frames.values
+    is_first = torch.ones(n, dtype=torch.bool, device=values.device)
+    if n > 1:
+        is_first[1:] = row_ids[1:] != row_ids[:-1]
+    new_run = is_first.clone()
+    if n > 1:
+        new_run[1:] |= values[1:] != values[:-1]
+    keep = new_run & (values != blank_id) & (values >= 0)
+    tokens = ragged_from_row_ids(row_ids[keep], values[keep], labels.dim0)
+    token_frames = ragged_from_row_ids(row_ids[keep], frame_values[keep], labels.dim0)
+    return tokens, token_frames
+
+
+def path_token_ids(
+    paths: k2.Fsa, blank_id: int = 0
+) -> tuple[k2.RaggedTensor, k2.RaggedTensor]:
+    """Token ids and token start frames of best paths whose ``labels`` are CTC token ids (one
+    label per frame, e.g. paths through H, HL or HLG built on ``k2.ctc_topo``).
+
+    Args:
+      paths: FsaVec of linear paths (``k2.shortest_path`` of a lattice).
+      blank_id: the blank token id.
+
+    Returns:
+      ``(tokens, frames)``: int32 ``k2.RaggedTensor`` ``[utt][token]`` each.
+    """
+    shape = paths.arcs.shape().remove_axis(1)
+    labels = k2.RaggedTensor(shape, paths.labels.contiguous())
+    frames = k2.RaggedTensor(shape, arc_frames(paths))
+    return ctc_collapse(labels, frames, blank_id=blank_id)
+
+
+def path_aux_ids(
+    paths: k2.Fsa, name: str = "aux_labels"
+) -> tuple[k2.RaggedTensor, k2.RaggedTensor]:
+    """The positive ids of an output-label attribute along best paths, with the frame of the arc
+    that carries each id.
+
+    Works for a plain per-arc int32 tensor attribute and for a ragged one
+    (``k2.RaggedTensor`` ``[arc][label]``, as produced by ``k2.remove_epsilon`` or
+    ``k2.determinize``). Ids ``<= 0`` (epsilon, ``-1`` on final arcs) are dropped.
+
+    Args:
+      paths: FsaVec of linear paths (``k2.shortest_path`` of a lattice).
+      name: attribute name, ``"aux_labels"`` by default (word ids for HLG, token ids for H).
+
+    Returns:
+      ``(ids, frames)``: int32 ``k2.RaggedTensor`` ``[utt][id]`` each.
+    """
+    if not hasattr(paths, name):
+        raise ValueError(f"paths has no attribute {name!r}")
+    aux = getattr(paths, name)
+    arc_shape = paths.arcs.shape().remove_axis(1)  # [utt][arc]
+    frames_per_arc = arc_frames(paths)
+    if isinstance(aux, k2.RaggedTensor):
+        utt_arc_label = arc_shape.compose(aux.shape)  # [utt][arc][label]
+        utt_label = utt_arc_label.remove_axis(1)
+        values = aux.values
+        arc_of_label = aux.shape.row_ids(1).to(torch.int64)
+        frame_values = frames_per_arc[arc_of_label]
+    else:
+        utt_label = arc_shape
+        values = aux
+        frame_values = frames_per_arc
+    ids = k2.RaggedTensor(utt_label, values.contiguous())
+    frames = k2.RaggedTensor(utt_label, frame_values.contiguous())
+    keep = values > 0
+    return ragged_select(ids, keep), ragged_select(frames, keep)

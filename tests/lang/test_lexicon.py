@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+import pytest
+
+from k2dec.lang import (
+    LangDir,
+    add_disambig_symbols,
+    cmudict_lexicon,
+    read_lexicon,
+    read_symbol_table,
+    write_lang_dir,
+    write_lexicon,
+)
+
+
+def test_disambig_homophones_and_prefixes_hand_worked():
+    lexicon = [
+        ("A", ["a"]),  # prefix of "a b" -> #1
+        ("AB", ["a", "b"]),  # prefix of "a b c" -> #1
+        ("ABC", ["a", "b", "c"]),  # unique, no prefix -> none
+        ("RED", ["r", "e", "d"]),  # homophone -> #1
+        ("READ", ["r", "e", "d"]),  # homophone -> #2
+        ("REED", ["r", "e", "d"]),  # homophone -> #3
+        ("X", ["x"]),  # unique -> none
+    ]
+    out, max_disambig = add_disambig_symbols(lexicon)
+    assert out == [
+        ("A", ["a", "#1"]),
+        ("AB", ["a", "b", "#1"]),
+        ("ABC", ["a", "b", "c"]),
+        ("RED", ["r", "e", "d", "#1"]),
+        ("READ", ["r", "e", "d", "#2"]),
+        ("REED", ["r", "e", "d", "#3"]),
+        ("X", ["x"]),
+    ]
+    assert max_disambig == 3
+    assert lexicon[0] == ("A", ["a"]), "input must not be modified"
+
+
+def test_disambig_homophone_that_is_also_a_prefix():
+    lexicon = [("TO", ["t", "u"]), ("TWO", ["t", "u"]), ("TOOK", ["t", "u", "k"])]
+    out, n = add_disambig_symbols(lexicon)
+    assert out == [("TO", ["t", "u", "#1"]), ("TWO", ["t", "u", "#2"]), ("TOOK", ["t", "u", "k"])]
+    assert n == 2
+
+
+def test_no_disambig_needed():
+    out, n = add_disambig_symbols([("A", ["a"]), ("B", ["b"])])
+    assert out == [("A", ["a"]), ("B", ["b"])] and n == 0
+
+
+def test_disambig_rejects_existing_disambig_and_empty():
+    with pytest.raises(ValueError, match="already uses"):
+        add_disambig_symbols([("A", ["a", "#1"])])
+    with pytest.raises(ValueError, match="empty pronunciation"):
+        add_disambig_symbols([("A", [])])
+
+
+def test_read_lexicon_errors_name_file_and_line(tmp_path):
+    p = tmp_path / "lexicon.txt"
+    p.write_text("A a\n\nB\n")
+    with pytest.raises(ValueError, match=r"lexicon.txt:3: word 'B' has an empty pronunciation"):
+        read_lexicon(p)
+    p.write_text("A a\nB b q\n")
+    tokens = read_symbol_table_from(tmp_path, "<eps> 0\na 1\nb 2\n")
+    with pytest.raises(ValueError, match=r"lexicon.txt:2: token 'q' of word 'B'"):
+        read_lexicon(p, tokens)
+    p.write_text("")
+    with pytest.raises(ValueError, match="is empty"):
+        read_lexicon(p)
+
+
+def read_symbol_table_from(tmp_path, text):
+    (tmp_path / "tokens.txt").write_text(text)
+    return read_symbol_table(tmp_path / "tokens.txt")
+
+
+def test_write_lang_dir_layout(tmp_path):
+    lexicon = [("A", ["a"]), ("AB", ["a", "b"]), ("B", ["b"])]
+    lang = write_lang_dir(tmp_path / "lang", lexicon)
+    assert (tmp_path / "lang/tokens.txt").read_text().split("\n")[:5] == [
+        "<eps> 0", "a 1", "b 2", "#0 3", "#1 4"
+    ]
+    words = (tmp_path / "lang/words.txt").read_text().split()
+    assert words == ["<eps>", "0", "A", "1", "AB", "2", "B", "3", "#0", "4", "<s>", "5",
+                     "</s>", "6"]
+    assert (tmp_path / "lang/lexicon_disambig.txt").read_text() == "A a #1\nAB a b\nB b\n"
+    again = LangDir(tmp_path / "lang")
+    assert again.lexicon == lexicon
+    assert again.first_token_disambig_id == 3 and again.first_word_disambig_id == 4
+    assert again.max_token_id == 2 and lang.blank_symbol == "<eps>"
+
+
+def test_write_lang_dir_rejects_unknown_tokens(tmp_path):
+    with pytest.raises(ValueError, match="token 'z' is not in tokens.txt"):
+        write_lang_dir(tmp_path / "lang", [("A", ["z"])], tokens=["a"])
+
+
+def test_write_lexicon_rejects_empty(tmp_path):
+    with pytest.raises(ValueError, match="empty pronunciation"):
+        write_lexicon([("A", [])], tmp_path / "l.txt")
+
+
+def test_cmudict_lexicon():
+    lexicon, oov = cmudict_lexicon(["hello", "WORLD", "qzxqzx"], max_prons=1)
+    entries = dict(lexicon)
+    assert entries["HELLO"] in (["HH", "AH", "L", "OW"], ["HH", "EH", "L", "OW"])
+    assert entries["WORLD"] == ["W", "ER", "L", "D"]
+    assert entries["!SIL"] == ["SIL"] and entries["<UNK>"] == ["SPN"]
+    assert oov == ["QZXQZX"]
+    stressed, _ = cmudict_lexicon(["world"], strip_stress=False, add_silence_entries=False)
+    assert stressed == [("WORLD", ["W", "ER1", "L", "D"])]
+    with pytest.raises(ValueError, match="max_prons"):
+        cmudict_lexicon(["a"], max_prons=0)
+
+
+def test_langdir_missing(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        LangDir(tmp_path / "nope")
