@@ -3,6 +3,13 @@
 from .build import GraphType, compile_graph, write_lexicon_graphs
 from .compile import compile_HL, compile_HLG, compile_LG, refresh_labels_version
 from .draw import draw_graph
+from .hclg import (
+    HmmTopology,
+    build_hmm_topo,
+    compile_HCLG,
+    load_kaldi_hclg,
+    read_transition_pdf_table,
+)
 from .io import graph_metadata, load_graph, save_graph
 from .lexicon_fst import build_L
 from .ngram import ArpaInfo, build_G, build_rescoring_G, check_arpa, train_arpa
@@ -12,12 +19,15 @@ from .topo import build_ctc_topo, build_trivial_graph
 __all__ = [
     "ArpaInfo",
     "GraphType",
+    "HmmTopology",
     "build_G",
     "build_L",
     "build_ctc_topo",
+    "build_hmm_topo",
     "build_rescoring_G",
     "build_trivial_graph",
     "check_arpa",
+    "compile_HCLG",
     "compile_HL",
     "compile_HLG",
     "compile_LG",
@@ -27,8 +37,10 @@ __all__ = [
     "graph_metadata",
     "k2_to_openfst",
     "load_graph",
+    "load_kaldi_hclg",
     "openfst_to_k2",
     "read_openfst",
+    "read_transition_pdf_table",
     "refresh_labels_version",
     "save_graph",
     "train_arpa",
