@@ -1,0 +1,24 @@
+"""N-best lists from lattices, rescoring, oracle and multi-pass rescoring."""
+
+from .nbest import DedupKey, IntersectStatus, Nbest, NbestTopK
+from .rescore import (
+    RescoreResult,
+    best_paths_by_score,
+    combine_scores,
+    ngram_lm_scores,
+    rescore_with_ngram,
+    scale_key,
+)
+
+__all__ = [
+    "DedupKey",
+    "IntersectStatus",
+    "Nbest",
+    "NbestTopK",
+    "RescoreResult",
+    "best_paths_by_score",
+    "combine_scores",
+    "ngram_lm_scores",
+    "rescore_with_ngram",
+    "scale_key",
+]

@@ -1,0 +1,393 @@
+"""The :class:`Nbest` class: n-best lists sampled from lattices as k2 FsaVecs.
+
+An :class:`Nbest` holds a vector of linear FSAs (axes ``[path][state][arc]``) and a
+``k2.RaggedShape`` ``[utt][path]`` saying which utterance each path belongs to. Paths
+are deduplicated by a *key*: the word sequence (``aux_labels``) or the token sequence
+(the ``tokens`` attribute HLG lattices carry, else the non-blank ``labels``, as in
+transducer lattices). Every operation works on the whole batch at once.
+
+k2 1.23.4 ships a ``k2.Nbest`` whose ``intersect`` raises ``TypeError``; this class is
+k2dec's own.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass, field
+
+import k2
+import torch
+
+__all__ = ["DedupKey", "Nbest", "NbestTopK", "IntersectStatus"]
+
+logger = logging.getLogger(__name__)
+
+
+class DedupKey(str, enum.Enum):
+    """What makes two sampled paths "the same" hypothesis."""
+
+    WORDS = "words"
+    """Word ids from ``aux_labels`` (HLG/HCLG/LG lattices; for H lattices, tokens)."""
+    TOKENS = "tokens"
+    """Token ids: the ``tokens`` attribute if present (H o LG), else non-blank ``labels``."""
+
+
+@dataclass(frozen=True)
+class IntersectStatus:
+    """How :meth:`Nbest.intersect` went: chunk size used and whether it had to back off."""
+
+    chunk_size: int
+    backoffs: int = 0
+    message: str = ""
+
+
+def _check_lattice(lattice: k2.Fsa, name: str = "lattice") -> None:
+    if not isinstance(lattice, k2.Fsa):
+        raise TypeError(f"{name} must be a k2.Fsa, got {type(lattice).__name__}")
+    if len(lattice.shape) != 3:
+        raise ValueError(f"{name} must be an FsaVec [utt][state][arc], got shape {lattice.shape}")
+
+
+def _keyed(lattice: k2.Fsa, key: DedupKey) -> k2.Fsa:
+    """A copy of ``lattice`` whose ``labels`` are the dedup key (0 where an arc has none);
+    the original labels are kept in ``frame_labels``. Ragged word aux_labels are expanded
+    (k2.invert), which may add epsilon arcs."""
+    if key is DedupKey.WORDS:
+        if not hasattr(lattice, "aux_labels"):
+            raise ValueError(
+                "dedup by words needs a lattice with aux_labels (word ids); this one has none "
+                "(use DedupKey.TOKENS)"
+            )
+        out = lattice.clone()
+        out.frame_labels = lattice.labels.clone()
+        inv = k2.invert(out)  # labels = words, aux_labels = frame labels
+        return inv
+    out = lattice.clone()
+    key_labels = lattice.tokens.clone() if hasattr(lattice, "tokens") else lattice.labels.clone()
+    out.frame_labels = lattice.labels.clone()
+    key_labels = torch.where(lattice.labels == -1, lattice.labels, key_labels)
+    out.labels = key_labels.to(torch.int32)
+    return out
+
+
+def _restore_labels(fsa: k2.Fsa, key: DedupKey) -> k2.Fsa:
+    """Undo :func:`_keyed` on paths taken from a keyed lattice."""
+    if key is DedupKey.WORDS:
+        out = k2.invert(fsa)  # labels = frame labels, aux_labels = words
+        return out
+    labels = fsa.frame_labels.clone()
+    fsa.labels = labels
+    return fsa
+
+
+@dataclass
+class NbestTopK:
+    """A regular n-best: exactly ``k`` paths per utterance.
+
+    Attributes:
+      nbest: the :class:`Nbest` with shape ``[utt][k]`` (regular).
+      padded: bool ``[num_utts, k]``: True where a path repeats the utterance's last real
+        path because the utterance had fewer than ``k`` distinct paths.
+      index: int64 ``[num_utts, k]``: index of each selected path in the source Nbest.
+    """
+
+    nbest: Nbest
+    padded: torch.Tensor
+    index: torch.Tensor
+
+
+@dataclass
+class Nbest:
+    """N-best paths of a batch of utterances.
+
+    Attributes:
+      fsa: FsaVec ``[path][state][arc]`` of linear FSAs. Before :meth:`intersect` they are the
+        sampled alignments (scores and attributes of the lattice arcs they took); after it,
+        the best alignment of each key sequence in the lattice.
+      shape: ``k2.RaggedShape`` ``[utt][path]``.
+      key: what the paths were deduplicated by.
+      key_seqs: ``k2.RaggedTensor`` ``[path][symbol]`` (int32), the key sequence of each path
+        (word ids or token ids, no zeros).
+    """
+
+    fsa: k2.Fsa
+    shape: k2.RaggedShape
+    key: DedupKey
+    key_seqs: k2.RaggedTensor
+    status: IntersectStatus | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        if self.fsa.shape[0] != self.shape.tot_size(1):
+            raise ValueError(
+                f"fsa has {self.fsa.shape[0]} paths but shape has {self.shape.tot_size(1)}"
+            )
+        if self.key_seqs.dim0 != self.shape.tot_size(1):
+            raise ValueError("key_seqs must have one row per path")
+
+    @property
+    def num_utts(self) -> int:
+        return self.shape.dim0
+
+    @property
+    def num_paths(self) -> int:
+        return self.shape.tot_size(1)
+
+    @property
+    def device(self) -> torch.device:
+        return self.fsa.device
+
+    def path_to_utt(self) -> torch.Tensor:
+        """int32 ``[num_paths]``: the utterance of each path."""
+        return self.shape.row_ids(1)
+
+    @staticmethod
+    def from_lattice(
+        lattice: k2.Fsa,
+        num_paths: int,
+        nbest_scale: float = 0.5,
+        key: DedupKey | str = DedupKey.WORDS,
+        use_double_scores: bool = True,
+    ) -> Nbest:
+        """Sample up to ``num_paths`` paths per utterance and keep one per distinct key.
+
+        ``k2.random_paths`` runs on a copy of ``lattice`` whose scores are multiplied by
+        ``nbest_scale`` (a flatter distribution gives more distinct paths); ``lattice`` is
+        not modified.
+
+        Args:
+          lattice: FsaVec ``[utt][state][arc]`` (from ``get_lattice`` or fast_beam_search).
+          num_paths: paths sampled per utterance (``>= 1``).
+          nbest_scale: score scale for sampling (``> 0``).
+          key: dedup by word or token sequence.
+
+        Returns:
+          an :class:`Nbest` whose paths are the kept sampled alignments (unscaled scores).
+          An utterance whose lattice is empty gets zero paths.
+        """
+        _check_lattice(lattice)
+        key = DedupKey(key)
+        if not isinstance(num_paths, int) or num_paths < 1:
+            raise ValueError(f"num_paths must be an int >= 1, got {num_paths!r}")
+        if not nbest_scale > 0:
+            raise ValueError(f"nbest_scale must be > 0, got {nbest_scale}")
+        keyed = _keyed(lattice, key)
+        sampling = keyed.clone()
+        sampling.scores = keyed.scores * nbest_scale
+        path = k2.random_paths(sampling, num_paths=num_paths, use_double_scores=use_double_scores)
+        # path: [utt][path][arc] of arc indexes into `keyed`
+        key_seq = k2.ragged.index(keyed.labels.contiguous(), path)
+        key_seq = key_seq.remove_values_leq(0)
+        unique, _, new2old = key_seq.unique(need_num_repeats=False, need_new2old_indexes=True)
+        kept, _ = path.index(new2old, axis=1, need_value_indexes=False)
+        shape = unique.shape.get_layer(0)
+        arcs = kept.remove_axis(0)  # [path][arc]
+        fsa = _paths_to_fsa(keyed, arcs)
+        fsa = _restore_labels(fsa, key)
+        return Nbest(fsa=fsa, shape=shape, key=key, key_seqs=unique.remove_axis(0))
+
+    def intersect(
+        self, lattice: k2.Fsa, chunk_size: int = 2000, use_double_scores: bool = True
+    ) -> Nbest:
+        """Replace each path by the best alignment of its key sequence in ``lattice``.
+
+        The key sequences (as acceptors with epsilon self-loops) are intersected with the
+        keyed lattice of their utterance by ``k2.intersect_device`` in chunks of at most
+        ``chunk_size`` paths, so memory stays bounded for many paths. On an out-of-memory
+        error the chunk size is halved (down to 1) and the back-off is logged and recorded in
+        ``status``.
+
+        Returns:
+          a new :class:`Nbest` (same shape, key and key_seqs) whose FSAs carry the lattice's
+          attributes (``scores``, ``lm_scores``, ``aux_labels``, ...) along the best path.
+        """
+        _check_lattice(lattice)
+        if lattice.shape[0] != self.num_utts:
+            raise ValueError(
+                f"lattice has {lattice.shape[0]} utterances, the n-best has {self.num_utts}"
+            )
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+        keyed = k2.arc_sort(_keyed(lattice, self.key))
+        paths = k2.add_epsilon_self_loops(k2.linear_fsa(self.key_seqs.to(lattice.device)))
+        path_to_utt = self.path_to_utt().to(lattice.device)
+        results: list[k2.Fsa] = []
+        backoffs = 0
+        start = 0
+        size = chunk_size
+        while start < self.num_paths:
+            end = min(start + size, self.num_paths)
+            idx = torch.arange(start, end, dtype=torch.int32, device=lattice.device)
+            try:
+                chunk = k2.index_fsa(paths, idx)
+                inter = k2.intersect_device(
+                    keyed, chunk, b_to_a_map=path_to_utt[start:end], sorted_match_a=True
+                )
+                inter = k2.connect(inter)
+                best = k2.shortest_path(inter, use_double_scores=use_double_scores)
+            except (torch.cuda.OutOfMemoryError, MemoryError) as e:
+                if size == 1:
+                    raise
+                size = max(1, size // 2)
+                backoffs += 1
+                logger.warning("Nbest.intersect: out of memory (%s); chunk size -> %d", e, size)
+                continue
+            results.append(best)
+            start = end
+        if not results:
+            raise ValueError("the n-best has no paths to intersect")
+        fsa = results[0] if len(results) == 1 else k2.cat(results)
+        fsa = _restore_labels(fsa, self.key)
+        status = IntersectStatus(
+            chunk_size=size, backoffs=backoffs,
+            message=f"backed off {backoffs} times" if backoffs else "",
+        )
+        return Nbest(fsa=fsa, shape=self.shape, key=self.key, key_seqs=self.key_seqs,
+                     status=status)
+
+    def _sum_per_path(self, values: torch.Tensor) -> k2.RaggedTensor:
+        arc_shape = self.fsa.arcs.shape().remove_axis(1)  # [path][arc]
+        per_arc = k2.RaggedTensor(arc_shape, values.to(torch.float64))
+        return k2.RaggedTensor(self.shape, per_arc.sum())
+
+    def tot_scores(self) -> k2.RaggedTensor:
+        """float64 ragged ``[utt][path]``: sum of arc scores of each path (``-inf`` for a path
+        with no arcs, i.e. a key sequence missing from the lattice)."""
+        sums = self._sum_per_path(self.fsa.scores)
+        empty = self._arcs_per_path() == 0
+        if empty.any():
+            values = sums.values.clone()
+            values[empty] = float("-inf")
+            sums = k2.RaggedTensor(self.shape, values)
+        return sums
+
+    def lm_scores(self) -> k2.RaggedTensor:
+        """float64 ragged ``[utt][path]``: sum of the ``lm_scores`` attribute per path."""
+        if not hasattr(self.fsa, "lm_scores"):
+            raise ValueError(
+                "the n-best paths have no lm_scores: the lattice they came from had none "
+                "(decode with a graph whose lm_scores are set, e.g. HLG.lm_scores = HLG.scores)"
+            )
+        return self._sum_per_path(self.fsa.lm_scores)
+
+    def am_scores(self) -> k2.RaggedTensor:
+        """float64 ragged ``[utt][path]``: ``tot_scores - lm_scores``."""
+        tot, lm = self.tot_scores(), self.lm_scores()
+        return k2.RaggedTensor(self.shape, tot.values - lm.values)
+
+    def _arcs_per_path(self) -> torch.Tensor:
+        splits = self.fsa.arcs.shape().remove_axis(1).row_splits(1)
+        return (splits[1:] - splits[:-1]).to(torch.int64)
+
+    def top_k(self, k: int, scores: k2.RaggedTensor | None = None) -> NbestTopK:
+        """The ``k`` best paths of each utterance by ``scores`` (default :meth:`tot_scores`).
+
+        Utterances with fewer than ``k`` paths are padded by repeating their last (worst
+        kept) path; ``padded`` flags the repeats.
+
+        Raises:
+          ValueError: ``k < 1`` or an utterance with no paths at all.
+        """
+        if not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be an int >= 1, got {k!r}")
+        scores = self.tot_scores() if scores is None else scores
+        counts = (self.shape.row_splits(1)[1:] - self.shape.row_splits(1)[:-1]).to(torch.int64)
+        if (counts == 0).any():
+            bad = torch.nonzero(counts == 0).flatten().tolist()
+            raise ValueError(f"utterances {bad} have no paths (empty lattices); drop them first")
+        device = scores.values.device
+        new2old = _ragged_sort_desc(scores)
+        starts = self.shape.row_splits(1)[:-1].to(device=device, dtype=torch.int64)
+        counts = counts.to(device)
+        ranks = torch.arange(k, device=device).unsqueeze(0)  # [1, k]
+        padded = ranks >= counts.unsqueeze(1)
+        clipped = torch.minimum(ranks, counts.unsqueeze(1) - 1)
+        index = new2old[starts.unsqueeze(1) + clipped]  # [num_utts, k] path indexes
+        flat = index.flatten().to(torch.int32)
+        fsa = k2.index_fsa(self.fsa, flat.to(self.fsa.device))
+        key_seqs, _ = self.key_seqs.index(flat.to(self.key_seqs.device), axis=0)
+        shape = k2.ragged.regular_ragged_shape(self.num_utts, k).to(self.fsa.device)
+        nb = Nbest(fsa=fsa, shape=shape, key=self.key, key_seqs=key_seqs, status=self.status)
+        return NbestTopK(nbest=nb, padded=padded, index=index)
+
+    def build_levenshtein_graphs(self) -> k2.Fsa:
+        """``k2.levenshtein_graph`` of every path's key sequence: FsaVec ``[path][state][arc]``."""
+        return k2.levenshtein_graph(self.key_seqs, device=self.device)
+
+    def oracle(self, refs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """For each utterance, the path whose key sequence is closest to ``refs[utt]``.
+
+        Args:
+          refs: reference key sequences (word ids for word keys), one per utterance.
+
+        Returns:
+          ``(best_path, edit_distance)``: int64 ``[num_utts]`` index into the paths of the
+          n-best (-1 for an utterance without paths) and int64 ``[num_utts]`` its edit
+          distance (Levenshtein: substitutions, insertions and deletions cost 1).
+        """
+        if len(refs) != self.num_utts:
+            raise ValueError(f"need {self.num_utts} references, got {len(refs)}")
+        ref_graphs = k2.levenshtein_graph(refs, device=self.device)
+        hyp_graphs = self.build_levenshtein_graphs()
+        alignment = k2.levenshtein_alignment(
+            refs=ref_graphs,
+            hyps=hyp_graphs,
+            hyp_to_ref_map=self.path_to_utt().to(self.device),
+            sorted_match_ref=True,
+        )
+        tot = alignment.get_tot_scores(use_double_scores=False, log_semiring=False)
+        dist = k2.RaggedTensor(self.shape, (-tot).round().to(torch.float64))
+        best = torch.full((self.num_utts,), -1, dtype=torch.int64, device=self.device)
+        best_dist = torch.full((self.num_utts,), -1, dtype=torch.int64, device=self.device)
+        if self.num_paths:
+            neg = k2.RaggedTensor(self.shape, -dist.values)
+            argmax = neg.argmax()  # -1 for empty rows
+            has = argmax >= 0
+            best[has] = argmax[has].to(torch.int64)
+            best_dist[has] = dist.values[argmax[has].to(torch.int64)].to(torch.int64)
+        return best, best_dist
+
+    def key_lists(self) -> list[list[list[int]]]:
+        """The key sequences as Python lists ``[utt][path][symbol]`` (for output only)."""
+        return _split(self.key_seqs.tolist(), self.shape)
+
+    def texts(self, symbol_table: k2.SymbolTable, separator: str = " ") -> list[list[str]]:
+        """Each path's key sequence spelled with ``symbol_table`` (``[utt][path]``)."""
+        return [
+            [separator.join(symbol_table.get(i) for i in seq) for seq in utt]
+            for utt in _split(self.key_seqs.tolist(), self.shape)
+        ]
+
+
+def _split(rows: list, shape: k2.RaggedShape) -> list[list]:
+    splits = shape.row_splits(1).tolist()
+    return [rows[splits[i] : splits[i + 1]] for i in range(shape.dim0)]
+
+
+def _ragged_sort_desc(scores: k2.RaggedTensor) -> torch.Tensor:
+    """Order of a 2-axis ragged float tensor's values with each row sorted best first (ties
+    in path order); int64 indexes into ``scores.values``, rows kept in order."""
+    values = scores.values
+    row_ids = scores.shape.row_ids(1).to(torch.int64)
+    by_score = torch.sort(-values, stable=True).indices
+    by_row = torch.sort(row_ids[by_score], stable=True).indices
+    return by_score[by_row]
+
+
+def _paths_to_fsa(lattice: k2.Fsa, arcs: k2.RaggedTensor) -> k2.Fsa:
+    """Linear FSAs following arc indexes ``arcs`` ``[path][arc]`` (each ending with the final
+    arc) through ``lattice``, carrying every tensor attribute of the arcs taken."""
+    labels = k2.ragged.index(lattice.labels.contiguous(), arcs)  # [path][arc]
+    labels = labels.remove_values_eq(-1)
+    fsa = k2.linear_fsa(labels)  # on labels.device
+    flat = arcs.values.to(torch.int64)
+    fsa.scores = lattice.scores[flat].clone()
+    for name, value in lattice.named_tensor_attr(include_scores=False):
+        if name == "labels":
+            continue
+        if isinstance(value, torch.Tensor):
+            setattr(fsa, name, value[flat].clone())
+        else:  # ragged attribute (e.g. aux_labels of HLG lattices)
+            sub, _ = value.index(arcs.values, axis=0, need_value_indexes=False)
+            setattr(fsa, name, sub)
+    return fsa

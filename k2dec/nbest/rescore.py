@@ -1,0 +1,181 @@
+"""Rescoring n-best lists: n-gram G, neural scorers, and score combinations with scale sweeps.
+
+Scores are float64 ragged tensors ``[utt][path]`` aligned with an :class:`~k2dec.nbest.Nbest`.
+A combination ``am + s1*ngram + s2*attention + s3*nnlm`` is evaluated for every point of a
+grid of scales at once; results are keyed by icefall's names
+(``ngram_lm_scale_0.5_attention_scale_1.0``, ...).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import k2
+import torch
+
+from .nbest import DedupKey, Nbest, _ragged_sort_desc
+
+__all__ = [
+    "RescoreResult",
+    "ngram_lm_scores",
+    "best_paths_by_score",
+    "combine_scores",
+    "rescore_with_ngram",
+    "scale_key",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RescoreResult:
+    """The outcome of one point of a scale sweep.
+
+    Attributes:
+      key: icefall-style name of the setting, e.g. ``"ngram_lm_scale_0.5"``.
+      scales: the scales of this point, by component name.
+      best: int64 ``[num_utts]``: index (into the n-best's paths) of each utterance's best
+        path, -1 for an utterance without paths.
+      scores: float64 ``[num_utts]``: the combined score of that path (``-inf`` if none).
+      hyps: the best key sequence (word or token ids) of each utterance.
+    """
+
+    key: str
+    scales: Mapping[str, float]
+    best: torch.Tensor
+    scores: torch.Tensor
+    hyps: list[list[int]]
+
+
+def scale_key(scales: Mapping[str, float]) -> str:
+    """``{"ngram_lm_scale": 0.5, "attention_scale": 1.0}`` -> icefall's
+    ``"ngram_lm_scale_0.5_attention_scale_1.0"`` (insertion order)."""
+    return "_".join(f"{name}_{value}" for name, value in scales.items())
+
+
+def ngram_lm_scores(nbest: Nbest, G: k2.Fsa, chunk_size: int = 2000) -> k2.RaggedTensor:
+    """Score each path's word sequence with an n-gram acceptor G (best path, tropical).
+
+    Args:
+      nbest: deduplicated by words.
+      G: acceptor over word ids with epsilon backoff arcs (``build_rescoring_G``; epsilon
+        self-loops, if any, are removed here), on ``nbest``'s device.
+
+    Returns:
+      float64 ragged ``[utt][path]``: ``ln P(words </s> | <s>)`` under G's backoff
+      semantics (``-inf`` if G has no path, e.g. a word G does not know).
+    """
+    if nbest.key is not DedupKey.WORDS:
+        raise ValueError("n-gram rescoring needs an n-best deduplicated by words")
+    if not isinstance(G, k2.Fsa):
+        raise TypeError(f"G must be a k2.Fsa, got {type(G).__name__}")
+    if G.device != nbest.device:
+        raise ValueError(f"G is on {G.device} but the n-best is on {nbest.device}")
+    G = k2.remove_epsilon_self_loops(G)
+    if len(G.shape) == 2:
+        G = k2.create_fsa_vec([G])
+    G = k2.arc_sort(G)
+    paths = k2.add_epsilon_self_loops(k2.linear_fsa(nbest.key_seqs))
+    out = torch.empty(nbest.num_paths, dtype=torch.float64, device=nbest.device)
+    for start in range(0, nbest.num_paths, chunk_size):
+        end = min(start + chunk_size, nbest.num_paths)
+        idx = torch.arange(start, end, dtype=torch.int32, device=nbest.device)
+        chunk = k2.index_fsa(paths, idx)
+        b_to_a = torch.zeros(end - start, dtype=torch.int32, device=nbest.device)
+        inter = k2.connect(k2.intersect_device(G, chunk, b_to_a_map=b_to_a, sorted_match_a=True))
+        inter = k2.top_sort(inter)
+        out[start:end] = inter.get_tot_scores(use_double_scores=True, log_semiring=False)
+    return k2.RaggedTensor(nbest.shape, out)
+
+
+def best_paths_by_score(nbest: Nbest, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per utterance, the index of the highest-scoring path (ties: lowest index).
+
+    Args:
+      scores: float64 ``[num_paths]`` aligned with ``nbest``.
+
+    Returns:
+      ``(best, best_scores)``: int64 ``[num_utts]`` (-1 where an utterance has no path) and
+      float64 ``[num_utts]`` (``-inf`` there).
+    """
+    ragged = k2.RaggedTensor(nbest.shape, scores.to(torch.float64))
+    order = _ragged_sort_desc(ragged)
+    splits = nbest.shape.row_splits(1).to(torch.int64).to(scores.device)
+    counts = splits[1:] - splits[:-1]
+    has = counts > 0
+    best = torch.full((nbest.num_utts,), -1, dtype=torch.int64, device=scores.device)
+    best_scores = torch.full((nbest.num_utts,), float("-inf"), dtype=torch.float64,
+                             device=scores.device)
+    if nbest.num_paths:
+        first = splits[:-1][has]
+        best[has] = order[first]
+        best_scores[has] = scores.to(torch.float64)[best[has]]
+    return best, best_scores
+
+
+def combine_scores(
+    components: Mapping[str, k2.RaggedTensor],
+    scale_grid: Mapping[str, Sequence[float]],
+    base: str = "am",
+    nbest: Nbest | None = None,
+) -> dict[str, RescoreResult]:
+    """Evaluate ``base + sum_c scale_c * component_c`` for every point of a scale grid.
+
+    Args:
+      components: ragged ``[utt][path]`` float scores by name, including ``base``.
+      scale_grid: for each scaled component, its list of scales, keyed by the icefall scale
+        name (``"ngram_lm_scale"`` scales component ``"ngram_lm"``, ``"attention_scale"``
+        scales ``"attention"``, ``"nnlm_scale"`` scales ``"nnlm"``, ``"lm_scale"`` scales
+        ``"lm"``).
+      nbest: gives the shape and the key sequences for ``hyps``.
+
+    Returns:
+      ``{key: RescoreResult}`` in grid order.
+    """
+    if nbest is None:
+        raise ValueError("combine_scores needs the nbest the scores belong to")
+    if base not in components:
+        raise ValueError(f"components must include the base {base!r}")
+    names = list(scale_grid)
+    comp_for: dict[str, str] = {}
+    for name in names:
+        if not name.endswith("_scale"):
+            raise ValueError(f"scale names end in '_scale', got {name!r}")
+        comp = name[: -len("_scale")]
+        if comp not in components:
+            raise ValueError(f"no component {comp!r} for scale {name!r}")
+        comp_for[name] = comp
+    for comp, r in components.items():
+        if r.values.numel() != nbest.num_paths:
+            raise ValueError(f"component {comp!r} has {r.values.numel()} scores, "
+                             f"the n-best {nbest.num_paths} paths")
+    keys = nbest.key_lists()
+    splits = nbest.shape.row_splits(1).tolist()
+    results: dict[str, RescoreResult] = {}
+    for point in itertools.product(*(scale_grid[n] for n in names)):
+        scales = dict(zip(names, (float(x) for x in point)))
+        total = components[base].values.to(torch.float64).clone()
+        for name, s in scales.items():
+            total = total + s * components[comp_for[name]].values.to(torch.float64)
+        best, best_scores = best_paths_by_score(nbest, total)
+        hyps = [
+            keys[u][b - splits[u]] if b >= 0 else [] for u, b in enumerate(best.tolist())
+        ]
+        key = scale_key(scales) if scales else "no_rescore"
+        results[key] = RescoreResult(key, scales, best, best_scores, hyps)
+    return results
+
+
+def rescore_with_ngram(
+    nbest: Nbest, G: k2.Fsa, lm_scales: Sequence[float], chunk_size: int = 2000
+) -> dict[str, RescoreResult]:
+    """icefall's ``nbest-rescoring``: ``am + lm_scale * ngram`` with G (e.g. a 4-gram).
+
+    ``nbest`` must come from :meth:`Nbest.intersect` on a lattice with ``lm_scores`` (so
+    that ``am = tot - lm`` is defined). Keys: ``ngram_lm_scale_{s}``.
+    """
+    components = {"am": nbest.am_scores(), "ngram_lm": ngram_lm_scores(nbest, G, chunk_size)}
+    return combine_scores(components, {"ngram_lm_scale": list(lm_scales)}, nbest=nbest)
