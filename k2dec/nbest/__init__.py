@@ -1,5 +1,16 @@
 """N-best lists from lattices, rescoring, oracle and multi-pass rescoring."""
 
+from .multipass import (
+    GaussianPredictor,
+    LinearGaussianPredictor,
+    MultiPassConfig,
+    MultiPassResult,
+    ParameterFreePredictor,
+    PathScorer,
+    full_rescore,
+    matching_features,
+    multi_pass_rescore,
+)
 from .nbest import DedupKey, IntersectStatus, Nbest, NbestTopK
 from .rescore import (
     RescoreResult,
@@ -12,6 +23,15 @@ from .rescore import (
 
 __all__ = [
     "DedupKey",
+    "GaussianPredictor",
+    "LinearGaussianPredictor",
+    "MultiPassConfig",
+    "MultiPassResult",
+    "ParameterFreePredictor",
+    "PathScorer",
+    "full_rescore",
+    "matching_features",
+    "multi_pass_rescore",
     "IntersectStatus",
     "Nbest",
     "NbestTopK",
