@@ -186,6 +186,49 @@ class Nbest:
         fsa = _restore_labels(fsa, key)
         return Nbest(fsa=fsa, shape=shape, key=key, key_seqs=unique.remove_axis(0))
 
+    def _intersect_chunks(self, lattice: k2.Fsa, chunk_size: int, reduce) -> tuple[list,
+                                                                                   IntersectStatus]:
+        """Intersect the key sequences with their utterances' keyed lattices chunk by chunk;
+        ``reduce(inter)`` turns each chunk's path lattices into what the caller keeps."""
+        _check_lattice(lattice)
+        if lattice.shape[0] != self.num_utts:
+            raise ValueError(
+                f"lattice has {lattice.shape[0]} utterances, the n-best has {self.num_utts}"
+            )
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+        if self.num_paths == 0:
+            raise ValueError("the n-best has no paths to intersect")
+        keyed = k2.arc_sort(_keyed(lattice, self.key))
+        paths = k2.add_epsilon_self_loops(k2.linear_fsa(self.key_seqs.to(lattice.device)))
+        path_to_utt = self.path_to_utt().to(lattice.device)
+        results: list = []
+        backoffs = 0
+        start = 0
+        size = chunk_size
+        while start < self.num_paths:
+            end = min(start + size, self.num_paths)
+            idx = torch.arange(start, end, dtype=torch.int32, device=lattice.device)
+            try:
+                chunk = k2.index_fsa(paths, idx)
+                inter = k2.intersect_device(
+                    keyed, chunk, b_to_a_map=path_to_utt[start:end], sorted_match_a=True
+                )
+                results.append(reduce(k2.connect(inter)))
+            except (torch.cuda.OutOfMemoryError, MemoryError) as e:
+                if size == 1:
+                    raise
+                size = max(1, size // 2)
+                backoffs += 1
+                logger.warning("Nbest.intersect: out of memory (%s); chunk size -> %d", e, size)
+                continue
+            start = end
+        status = IntersectStatus(
+            chunk_size=size, backoffs=backoffs,
+            message=f"backed off {backoffs} times" if backoffs else "",
+        )
+        return results, status
+
     def intersect(
         self, lattice: k2.Fsa, chunk_size: int = 2000, use_double_scores: bool = True
     ) -> Nbest:
@@ -201,49 +244,28 @@ class Nbest:
           a new :class:`Nbest` (same shape, key and key_seqs) whose FSAs carry the lattice's
           attributes (``scores``, ``lm_scores``, ``aux_labels``, ...) along the best path.
         """
-        _check_lattice(lattice)
-        if lattice.shape[0] != self.num_utts:
-            raise ValueError(
-                f"lattice has {lattice.shape[0]} utterances, the n-best has {self.num_utts}"
-            )
-        if chunk_size < 1:
-            raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
-        keyed = k2.arc_sort(_keyed(lattice, self.key))
-        paths = k2.add_epsilon_self_loops(k2.linear_fsa(self.key_seqs.to(lattice.device)))
-        path_to_utt = self.path_to_utt().to(lattice.device)
-        results: list[k2.Fsa] = []
-        backoffs = 0
-        start = 0
-        size = chunk_size
-        while start < self.num_paths:
-            end = min(start + size, self.num_paths)
-            idx = torch.arange(start, end, dtype=torch.int32, device=lattice.device)
-            try:
-                chunk = k2.index_fsa(paths, idx)
-                inter = k2.intersect_device(
-                    keyed, chunk, b_to_a_map=path_to_utt[start:end], sorted_match_a=True
-                )
-                inter = k2.connect(inter)
-                best = k2.shortest_path(inter, use_double_scores=use_double_scores)
-            except (torch.cuda.OutOfMemoryError, MemoryError) as e:
-                if size == 1:
-                    raise
-                size = max(1, size // 2)
-                backoffs += 1
-                logger.warning("Nbest.intersect: out of memory (%s); chunk size -> %d", e, size)
-                continue
-            results.append(best)
-            start = end
-        if not results:
-            raise ValueError("the n-best has no paths to intersect")
+        results, status = self._intersect_chunks(
+            lattice, chunk_size,
+            lambda inter: k2.shortest_path(inter, use_double_scores=use_double_scores),
+        )
         fsa = results[0] if len(results) == 1 else k2.cat(results)
         fsa = _restore_labels(fsa, self.key)
-        status = IntersectStatus(
-            chunk_size=size, backoffs=backoffs,
-            message=f"backed off {backoffs} times" if backoffs else "",
-        )
         return Nbest(fsa=fsa, shape=self.shape, key=self.key, key_seqs=self.key_seqs,
                      status=status)
+
+    def total_scores_in(
+        self, lattice: k2.Fsa, log_semiring: bool = True, chunk_size: int = 2000
+    ) -> k2.RaggedTensor:
+        """float64 ragged ``[utt][path]``: the total score of *all* alignments of each key
+        sequence in ``lattice`` (log-sum with ``log_semiring``, else the best one) - what
+        icefall's ``fast_beam_search_nbest_LG`` ranks word sequences by."""
+
+        def totals(inter: k2.Fsa) -> torch.Tensor:
+            inter = k2.top_sort(inter)
+            return inter.get_tot_scores(use_double_scores=True, log_semiring=log_semiring)
+
+        results, _ = self._intersect_chunks(lattice, chunk_size, totals)
+        return k2.RaggedTensor(self.shape, torch.cat(results).to(torch.float64))
 
     def _sum_per_path(self, values: torch.Tensor) -> k2.RaggedTensor:
         arc_shape = self.fsa.arcs.shape().remove_axis(1)  # [path][arc]

@@ -154,3 +154,18 @@ def test_empty_lattice_gets_no_paths_and_top_k_says_so(tiny_hlg):
     assert counts[2] - counts[1] == 0
     with pytest.raises(ValueError, match=r"utterances \[1\] have no paths"):
         nbest.top_k(2)
+
+
+@pytest.mark.parametrize("log_semiring", [True, False])
+def test_total_scores_in_sums_every_alignment(tiny_hlg, device, log_semiring):
+    lang, HLG, _ = tiny_hlg
+    lattice = make_lattices(HLG, 2, 5, 9, device, lang.max_token_id + 1)
+    nbest = Nbest.from_lattice(lattice, num_paths=30)
+    totals = nbest.total_scores_in(lattice, log_semiring=log_semiring, chunk_size=4).tolist()
+    for u, keys in enumerate(nbest.key_lists()):
+        ref = enumerate_paths(lattice[u])
+        for key, got in zip(keys, totals[u]):
+            scores = torch.tensor([p.score for p in ref if p.words == tuple(key)],
+                                  dtype=torch.float64)
+            want = torch.logsumexp(scores, 0) if log_semiring else scores.max()
+            assert got == pytest.approx(want.item(), abs=1e-4)
