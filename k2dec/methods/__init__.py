@@ -1,0 +1,31 @@
+"""Named decoding methods (icefall's names) composing search, n-best and rescoring.
+
+    from k2dec.methods import get_method, Resources, TransducerInputs
+    method = get_method("fast_beam_search_nbest_LG")
+    results = method(TransducerInputs(model, encoder_out, encoder_out_lens),
+                     Resources(graphs={"LG": LG}), method.default_config())
+"""
+
+from .registry import (
+    CtcInputs,
+    Family,
+    Method,
+    MethodResult,
+    Resources,
+    TransducerInputs,
+    get_method,
+    list_methods,
+    register,
+)
+
+__all__ = [
+    "CtcInputs",
+    "Family",
+    "Method",
+    "MethodResult",
+    "Resources",
+    "TransducerInputs",
+    "get_method",
+    "list_methods",
+    "register",
+]

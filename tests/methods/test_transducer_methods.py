@@ -1,0 +1,143 @@
+"""The transducer methods of the registry, against brute-force enumeration of their lattices."""
+
+from __future__ import annotations
+
+import math
+
+import k2
+import pytest
+import torch
+
+from k2dec.graph import build_G, build_L, compile_LG
+from k2dec.lang import write_lang_dir
+from k2dec.methods import Family, Resources, TransducerInputs, get_method, list_methods
+from k2dec.transducer import FastBeamSearchConfig, fast_beam_search
+from tests.graph.conftest import TINY_ARPA, TINY_LEXICON
+from tests.reference.lattice_paths import enumerate_paths
+from tests.transducer.helpers import random_batch, random_model
+
+TRANSDUCER_METHODS = [
+    "fast_beam_search",
+    "fast_beam_search_LG",
+    "fast_beam_search_nbest",
+    "fast_beam_search_nbest_LG",
+    "fast_beam_search_nbest_oracle",
+    "greedy_search",
+    "modified_beam_search",
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_LG(tmp_path_factory):
+    d = tmp_path_factory.mktemp("lg")
+    lang = write_lang_dir(d / "lang", TINY_LEXICON)  # tokens a b c d = 1..4 (vocab 5)
+    (d / "lm.arpa").write_text(TINY_ARPA)
+    L = build_L(lang.lexicon_disambig, lang.token_table, lang.word_table,
+                disambig_self_loops=True)
+    LG = compile_LG(L, build_G(d / "lm.arpa", lang.word_table), lang.first_token_disambig_id,
+                    lang.first_word_disambig_id, log_weight_pushing=True)
+    return lang, LG
+
+
+def test_registry_names_and_errors():
+    assert [m.name for m in list_methods(Family.TRANSDUCER)] == TRANSDUCER_METHODS
+    with pytest.raises(ValueError, match="unknown decoding method 'nope'; known:"):
+        get_method("nope")
+    m = get_method("greedy_search")
+    with pytest.raises(TypeError, match="takes a GreedySearchConfig"):
+        m(None, Resources(), FastBeamSearchConfig())
+    assert all(m.description for m in list_methods())
+
+
+@pytest.mark.parametrize("name", TRANSDUCER_METHODS)
+@pytest.mark.parametrize("lens", [[3], [4, 1, 3]])
+def test_every_method_runs_and_passes_its_config(tiny_LG, device, name, lens):
+    _, LG = tiny_LG
+    model = random_model(vocab_size=5, seed=1, device=device)
+    enc, enc_lens = random_batch(lens, seed=2, device=device)
+    method = get_method(name)
+    cfg = method.default_config()
+    refs = [[1, 2]] * len(lens)
+    out = method(TransducerInputs(model, enc, enc_lens, ref_tokens=refs),
+                 Resources(graphs={"LG": LG.to(device)}), cfg)
+    assert len(out) == 1 and out[0].key == name
+    assert out[0].config is cfg
+    hyps = out[0].tokens if out[0].tokens is not None else out[0].words
+    assert len(hyps) == len(lens) and len(out[0].failed) == len(lens)
+
+
+def test_missing_graph_and_refs_are_clear_errors(device):
+    model = random_model(vocab_size=5, device=device)
+    enc, enc_lens = random_batch([3], device=device)
+    with pytest.raises(ValueError, match="needs the LG graph"):
+        get_method("fast_beam_search_nbest_LG")(TransducerInputs(model, enc, enc_lens),
+                                                Resources())
+    with pytest.raises(ValueError, match="needs reference token ids"):
+        get_method("fast_beam_search_nbest_oracle")(TransducerInputs(model, enc, enc_lens),
+                                                    Resources())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_nbest_picks_the_best_token_sequence_of_the_lattice(seed):
+    model = random_model(vocab_size=4, seed=seed)
+    enc, enc_lens = random_batch([4, 3], seed=seed)
+    cfg = FastBeamSearchConfig(num_paths=300)
+    out = get_method("fast_beam_search_nbest")(TransducerInputs(model, enc, enc_lens),
+                                               Resources(), cfg)[0]
+    lattice = fast_beam_search(model, enc, enc_lens, None, cfg).lattice
+    for u in range(2):
+        paths = enumerate_paths(lattice[u])
+        best: dict[tuple[int, ...], float] = {}
+        for p in paths:
+            best[p.tokens] = max(best.get(p.tokens, -math.inf), p.score)
+        want = max(best, key=best.get)
+        assert tuple(out.tokens[u]) == want
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_nbest_LG_picks_the_best_log_sum_word_sequence(tiny_LG, seed):
+    _, LG = tiny_LG
+    model = random_model(vocab_size=5, seed=seed)
+    enc, enc_lens = random_batch([4, 5], seed=seed)
+    cfg = FastBeamSearchConfig(num_paths=300)
+    res = Resources(graphs={"LG": LG})
+    out = get_method("fast_beam_search_nbest_LG")(TransducerInputs(model, enc, enc_lens),
+                                                  res, cfg)[0]
+    graph = LG.clone()
+    graph.scores = LG.scores * cfg.ngram_lm_scale
+    lattice = fast_beam_search(model, enc, enc_lens, graph, cfg).lattice
+    for u in range(2):
+        totals: dict[tuple[int, ...], list[float]] = {}
+        for p in enumerate_paths(lattice[u]):
+            totals.setdefault(p.words, []).append(p.score)
+        logsum = {k: torch.logsumexp(torch.tensor(v, dtype=torch.float64), 0).item()
+                  for k, v in totals.items()}
+        if not logsum:
+            assert out.words[u] == [] and out.failed[u]
+            continue
+        assert tuple(out.words[u]) == max(logsum, key=logsum.get)
+
+
+def test_oracle_finds_the_reference_when_it_is_in_the_lattice():
+    model = random_model(vocab_size=4, seed=7)
+    enc, enc_lens = random_batch([5, 3], seed=7)
+    cfg = FastBeamSearchConfig(num_paths=300)
+    one_best = fast_beam_search(model, enc, enc_lens, None, cfg).hyps
+    refs = [h.tokens for h in one_best]
+    out = get_method("fast_beam_search_nbest_oracle")(
+        TransducerInputs(model, enc, enc_lens, ref_tokens=refs), Resources(), cfg)[0]
+    assert out.tokens == refs
+
+
+def test_scaled_LG_is_built_once_and_leaves_the_graph_alone(tiny_LG):
+    _, LG = tiny_LG
+    before = LG.scores.clone()
+    res = Resources(graphs={"LG": LG})
+    model = random_model(vocab_size=5, seed=3)
+    enc, enc_lens = random_batch([3], seed=3)
+    m = get_method("fast_beam_search_LG")
+    m(TransducerInputs(model, enc, enc_lens), res)
+    m(TransducerInputs(model, enc, enc_lens), res)
+    assert torch.equal(LG.scores, before)
+    assert len(res.cache) == 1
+    assert isinstance(next(iter(res.cache.values())), k2.Fsa)
