@@ -267,6 +267,21 @@ class Nbest:
         results, _ = self._intersect_chunks(lattice, chunk_size, totals)
         return k2.RaggedTensor(self.shape, torch.cat(results).to(torch.float64))
 
+    def token_seqs(self) -> k2.RaggedTensor:
+        """int32 ragged ``[path][token]``: the token sequence of each path (for neural
+        rescoring). Token-keyed n-bests return their keys; word-keyed ones read the
+        ``tokens`` attribute HLG lattices carry (use an intersected n-best, whose paths are
+        real alignments)."""
+        if self.key is DedupKey.TOKENS:
+            return self.key_seqs
+        if not hasattr(self.fsa, "tokens"):
+            raise ValueError(
+                "this word n-best has no 'tokens' attribute to read token sequences from "
+                "(HLG lattices have one; dedup by tokens for graphs without words)"
+            )
+        shape = self.fsa.arcs.shape().remove_axis(1)  # [path][arc]
+        return k2.RaggedTensor(shape, self.fsa.tokens.to(torch.int32)).remove_values_leq(0)
+
     def _sum_per_path(self, values: torch.Tensor) -> k2.RaggedTensor:
         arc_shape = self.fsa.arcs.shape().remove_axis(1)  # [path][arc]
         per_arc = k2.RaggedTensor(arc_shape, values.to(torch.float64))

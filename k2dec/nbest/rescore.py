@@ -16,10 +16,14 @@ from dataclasses import dataclass
 import k2
 import torch
 
+from .multipass import PathScorer
 from .nbest import DedupKey, Nbest, _ragged_sort_desc
 
 __all__ = [
     "RescoreResult",
+    "neural_scores",
+    "rescore_with_attention_decoder",
+    "rescore_with_lm",
     "ngram_lm_scores",
     "best_paths_by_score",
     "combine_scores",
@@ -179,3 +183,83 @@ def rescore_with_ngram(
     """
     components = {"am": nbest.am_scores(), "ngram_lm": ngram_lm_scores(nbest, G, chunk_size)}
     return combine_scores(components, {"ngram_lm_scale": list(lm_scales)}, nbest=nbest)
+
+
+def neural_scores(nbest: Nbest, scorer: PathScorer, chunk_size: int = 500) -> k2.RaggedTensor:
+    """Sum of per-token neural scores of each path's token sequence (eos included).
+
+    Args:
+      scorer: ``(tokens [path][tok] int32, path_to_utt int64 [path]) -> [path][tok + 1]``;
+        e.g. ``partial(decoder.score_sequences, memory, memory_lens)`` adapted, or an LM's
+        batch scorer. Called on chunks of at most ``chunk_size`` paths.
+
+    Returns:
+      float64 ragged ``[utt][path]``.
+    """
+    tokens = nbest.token_seqs()
+    path_to_utt = nbest.path_to_utt().to(torch.int64)
+    out = torch.empty(nbest.num_paths, dtype=torch.float64, device=nbest.device)
+    for start in range(0, nbest.num_paths, chunk_size):
+        end = min(start + chunk_size, nbest.num_paths)
+        idx = torch.arange(start, end, dtype=torch.int32, device=tokens.device)
+        sub, _ = tokens.index(idx, axis=0)
+        scores = scorer(sub, path_to_utt[start:end])
+        if not isinstance(scores, k2.RaggedTensor) or scores.dim0 != end - start:
+            raise ValueError("the scorer must return a RaggedTensor [path][tok + 1]")
+        out[start:end] = scores.sum().to(torch.float64).to(out.device)
+    return k2.RaggedTensor(nbest.shape, out)
+
+
+def rescore_with_attention_decoder(
+    nbest: Nbest,
+    decoder,
+    memory: torch.Tensor,
+    memory_lens: torch.Tensor,
+    ngram_lm_scales: Sequence[float] = (0.01, 0.05, 0.08, 0.1, 0.3, 0.5, 0.6, 0.7, 0.9, 1.0,
+                                        1.1, 1.2, 1.3, 1.5, 1.7, 1.9, 2.0),
+    attention_scales: Sequence[float] = (0.01, 0.05, 0.08, 0.1, 0.3, 0.5, 0.6, 0.7, 0.9, 1.0,
+                                         1.1, 1.2, 1.3, 1.5, 1.7, 1.9, 2.0),
+    G: k2.Fsa | None = None,
+) -> dict[str, RescoreResult]:
+    """icefall's ``attention-decoder`` rescoring: ``am + s1 * ngram + s2 * attention``.
+
+    Args:
+      nbest: intersected with its lattice (needs ``lm_scores`` for ``am = tot - lm``).
+      decoder: has ``score_sequences(memory, memory_lens, tokens, seq_to_utt)`` (e.g.
+        :class:`k2dec.aed.TransformerDecoder`).
+      memory: float ``[N, T, C]`` encoder output; memory_lens: int ``[N]``.
+      G: n-gram for the ``ngram`` component; default: the lattice's own ``lm_scores``.
+
+    Returns:
+      ``{"ngram_lm_scale_{s1}_attention_scale_{s2}": RescoreResult}``.
+    """
+    if memory.dim() != 3 or memory.size(0) != nbest.num_utts:
+        raise ValueError(f"memory must be [N={nbest.num_utts}, T, C], got "
+                         f"{tuple(memory.shape)}")
+
+    def scorer(tokens: k2.RaggedTensor, seq_to_utt: torch.Tensor) -> k2.RaggedTensor:
+        return decoder.score_sequences(memory, memory_lens, tokens, seq_to_utt)
+
+    ngram = nbest.lm_scores() if G is None else ngram_lm_scores(nbest, G)
+    components = {
+        "am": nbest.am_scores(),
+        "ngram_lm": ngram,
+        "attention": neural_scores(nbest, scorer),
+    }
+    grid = {"ngram_lm_scale": list(ngram_lm_scales), "attention_scale": list(attention_scales)}
+    return combine_scores(components, grid, nbest=nbest)
+
+
+def rescore_with_lm(
+    nbest: Nbest,
+    lm_scorer: PathScorer,
+    lm_scales: Sequence[float] = (0.1, 0.3, 0.5, 0.7, 0.9, 1.0),
+    scale_name: str = "nnlm_scale",
+) -> dict[str, RescoreResult]:
+    """Rescoring with a neural LM (RNN or Transformer): ``am + s * nnlm`` keyed
+    ``{scale_name}_{s}`` (icefall's rnn-lm recipe names it ``rnn_lm_scale``)."""
+    if not scale_name.endswith("_scale"):
+        raise ValueError(f"scale_name must end in '_scale', got {scale_name!r}")
+    comp = scale_name[: -len("_scale")]
+    components = {"am": nbest.am_scores(), comp: neural_scores(nbest, lm_scorer)}
+    return combine_scores(components, {scale_name: list(lm_scales)}, nbest=nbest)
