@@ -1,0 +1,65 @@
+"""Transducer decoding: icefall's stateless decoder/joiner interface, greedy search, modified
+beam search and k2's fast_beam_search, all batched over utterances and streamable.
+
+Offline (``encoder_out`` float ``[N, T, C]``, ``encoder_out_lens`` int ``[N]``)::
+
+    hyps = greedy_search(model, encoder_out, encoder_out_lens)           # GreedySearchConfig
+    hyps = modified_beam_search(model, encoder_out, encoder_out_lens)    # beam=4
+    result = fast_beam_search(model, encoder_out, encoder_out_lens, decoding_graph=None)
+    result.lattice, result.hyps                                          # beam=20, 8, 64
+
+Each ``hyps[i]`` is a :class:`TransducerHypothesis` (``tokens``, ``timestamps`` = encoder frame
+of each token, ``score``). Streaming: every offline function is one ``decode_chunk`` of the
+matching searcher (:class:`GreedySearch`, :class:`ModifiedBeamSearch`, :class:`FastBeamSearch`):
+create one stream per utterance with ``new_stream()``, call ``decode_chunk(streams, chunk,
+chunk_lens)`` as frames arrive, and ``results(streams)`` for partial or final hypotheses.
+"""
+
+from k2dec.transducer._common import DecoderCache, TransducerHypothesis, TransducerNet
+from k2dec.transducer.fast_beam_search import (
+    FastBeamSearch,
+    FastBeamSearchConfig,
+    FastBeamSearchResult,
+    FastBeamSearchStream,
+    check_decoding_graph,
+    fast_beam_search,
+    one_best,
+)
+from k2dec.transducer.greedy import (
+    GreedySearch,
+    GreedySearchConfig,
+    GreedySearchStream,
+    greedy_search,
+)
+from k2dec.transducer.model import Joiner, LinearEncoder, StatelessDecoder, Transducer
+from k2dec.transducer.modified_beam_search import (
+    ModifiedBeamSearch,
+    ModifiedBeamSearchConfig,
+    ModifiedBeamSearchStream,
+    modified_beam_search,
+)
+
+__all__ = [
+    "DecoderCache",
+    "FastBeamSearch",
+    "FastBeamSearchConfig",
+    "FastBeamSearchResult",
+    "FastBeamSearchStream",
+    "GreedySearch",
+    "GreedySearchConfig",
+    "GreedySearchStream",
+    "Joiner",
+    "LinearEncoder",
+    "ModifiedBeamSearch",
+    "ModifiedBeamSearchConfig",
+    "ModifiedBeamSearchStream",
+    "StatelessDecoder",
+    "Transducer",
+    "TransducerHypothesis",
+    "TransducerNet",
+    "check_decoding_graph",
+    "fast_beam_search",
+    "greedy_search",
+    "modified_beam_search",
+    "one_best",
+]

@@ -1,0 +1,318 @@
+"""Shared pieces of the transducer searches: input validation, the network driver (projected
+encoder frames, decoder outputs with an optional cache, joiner log-probs) and result records."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["DecoderCache", "TransducerHypothesis", "TransducerNet"]
+
+
+@dataclass(frozen=True)
+class TransducerHypothesis:
+    """One decoding result for one utterance.
+
+    Attributes:
+      tokens: the non-blank token ids, in order.
+      timestamps: for each token, the (0-based) encoder frame on which it was emitted; same
+        length as ``tokens``, non-decreasing (strictly increasing with one symbol per frame).
+      score: total log-probability. Greedy search: sum of the log-probs of the decisions taken;
+        modified beam search: log-sum over the merged alignments of ``tokens`` that survived
+        the beam; fast_beam_search: score of the best path through the lattice (acoustic
+        log-probs plus graph scores).
+    """
+
+    tokens: list[int]
+    timestamps: list[int]
+    score: float
+
+
+def check_model(model: nn.Module) -> tuple[int, int, int]:
+    """Validate the stateless-transducer interface; return (blank_id, context_size, vocab_size)."""
+    for name in ("decoder", "joiner"):
+        if not hasattr(model, name):
+            raise TypeError(
+                f"model must have a .{name} (icefall's stateless transducer interface), "
+                f"got {type(model).__name__}"
+            )
+    values = []
+    for name in ("blank_id", "context_size", "vocab_size"):
+        if not hasattr(model.decoder, name):
+            raise TypeError(f"model.decoder must have an int attribute {name!r}")
+        values.append(int(getattr(model.decoder, name)))
+    blank_id, context_size, vocab_size = values
+    if context_size < 1:
+        raise ValueError(f"model.decoder.context_size must be >= 1, got {context_size}")
+    if vocab_size < 2:
+        raise ValueError(f"model.decoder.vocab_size must be >= 2, got {vocab_size}")
+    if not 0 <= blank_id < vocab_size:
+        raise ValueError(f"model.decoder.blank_id must be in [0, {vocab_size}), got {blank_id}")
+    return blank_id, context_size, vocab_size
+
+
+def check_encoder_out(
+    encoder_out: torch.Tensor, encoder_out_lens: torch.Tensor
+) -> torch.Tensor:
+    """Validate a padded batch of encoder frames; return the lengths as int64 on the device of
+    ``encoder_out``."""
+    if not isinstance(encoder_out, torch.Tensor):
+        raise TypeError(f"encoder_out must be a torch.Tensor, got {type(encoder_out).__name__}")
+    if encoder_out.dim() != 3:
+        raise ValueError(
+            f"encoder_out must have shape [N, T, C], got shape {tuple(encoder_out.shape)}"
+        )
+    if not encoder_out.is_floating_point():
+        raise TypeError(f"encoder_out must be a float tensor, got dtype {encoder_out.dtype}")
+    if not isinstance(encoder_out_lens, torch.Tensor):
+        raise TypeError(
+            f"encoder_out_lens must be a torch.Tensor, got {type(encoder_out_lens).__name__}"
+        )
+    if encoder_out_lens.dim() != 1 or encoder_out_lens.numel() != encoder_out.size(0):
+        raise ValueError(
+            f"encoder_out_lens must have shape [N] = [{encoder_out.size(0)}], "
+            f"got shape {tuple(encoder_out_lens.shape)}"
+        )
+    if encoder_out_lens.is_floating_point() or encoder_out_lens.dtype == torch.bool:
+        raise TypeError(
+            f"encoder_out_lens must be an integer tensor, got dtype {encoder_out_lens.dtype}"
+        )
+    lens = encoder_out_lens.to(device=encoder_out.device, dtype=torch.int64)
+    if lens.numel() > 0:
+        lo, hi = int(lens.min()), int(lens.max())
+        if lo < 0 or hi > encoder_out.size(1):
+            raise ValueError(
+                f"encoder_out_lens must be in [0, T={encoder_out.size(1)}], got values in "
+                f"[{lo}, {hi}]"
+            )
+    if encoder_out.numel() > 0 and not bool(torch.isfinite(encoder_out).all()):
+        raise ValueError("encoder_out contains NaN or inf")
+    return lens
+
+
+class DecoderCache:
+    """Projected decoder outputs keyed by context, shared by all streams of one searcher.
+
+    A context ``(y_1, ..., y_c)`` (ids in ``[-1, V)``) is keyed by the integer
+    ``sum_i (y_i + 1) * (V + 1) ** (c - i)``; keys are kept sorted so a batch of lookups is one
+    ``torch.searchsorted``. When the cache would exceed ``max_size`` entries it is emptied
+    (contexts recur mostly within an utterance, so a simple reset loses little).
+
+    Args:
+      vocab_size: ``V``.
+      context_size: ``c``; ``(V + 1) ** c`` must fit in int64.
+      max_size: maximum number of cached rows.
+    """
+
+    def __init__(self, vocab_size: int, context_size: int, max_size: int) -> None:
+        if context_size * math.log2(vocab_size + 1) >= 62:
+            raise ValueError(
+                f"cannot key contexts of size {context_size} over {vocab_size} symbols in int64"
+            )
+        self.base = vocab_size + 1
+        self.context_size = context_size
+        self.max_size = max_size
+        self.keys: torch.Tensor | None = None  # sorted int64 [K]
+        self.rows: torch.Tensor | None = None  # int64 [K]: row of each key in `values`
+        self.values: torch.Tensor | None = None  # append-only buffer [capacity, J]
+        self.num_rows = 0
+        self.hits = 0
+        self.lookups = 0
+
+    def key(self, contexts: torch.Tensor) -> torch.Tensor:
+        """int64 key of each row of ``contexts`` ``[M, c]``."""
+        powers = self.base ** torch.arange(
+            self.context_size - 1, -1, -1, device=contexts.device, dtype=torch.int64
+        )
+        return ((contexts.to(torch.int64) + 1) * powers).sum(dim=1)
+
+    def lookup(self, keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Return (found mask ``[M]`` bool, row index into ``values`` ``[M]`` int64, valid where
+        found)."""
+        self.lookups += keys.numel()
+        if self.keys is None or self.rows is None or self.keys.numel() == 0:
+            found = torch.zeros_like(keys, dtype=torch.bool)
+            return found, torch.zeros_like(keys)
+        pos = torch.searchsorted(self.keys, keys).clamp(max=self.keys.numel() - 1)
+        found = self.keys[pos] == keys
+        self.hits += int(found.sum())
+        return found, self.rows[pos]
+
+    def insert(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Add rows (keys must not be present yet and be unique). Values are appended to a
+        buffer (amortized O(1) per row); only the small key index is re-sorted."""
+        n = keys.numel()
+        if n == 0:
+            return
+        if self.keys is None or self.rows is None or self.values is None or (
+            self.num_rows + n > self.max_size
+        ):
+            capacity = min(self.max_size, max(2 * n, 1024))
+            self.values = values.new_empty((max(capacity, n), values.size(1)))
+            self.keys = keys.new_empty((0,))
+            self.rows = keys.new_empty((0,))
+            self.num_rows = 0
+        if self.num_rows + n > self.values.size(0):
+            bigger = self.values.new_empty((max(2 * self.values.size(0), self.num_rows + n),
+                                            self.values.size(1)))
+            bigger[: self.num_rows] = self.values[: self.num_rows]
+            self.values = bigger
+        new_rows = torch.arange(self.num_rows, self.num_rows + n, device=keys.device)
+        self.values[self.num_rows : self.num_rows + n] = values
+        self.num_rows += n
+        all_keys = torch.cat([self.keys, keys])
+        order = torch.argsort(all_keys)
+        self.keys = all_keys[order]
+        self.rows = torch.cat([self.rows, new_rows])[order]
+
+
+class TransducerNet:
+    """Drives a stateless transducer's decoder and joiner for the searches.
+
+    If the joiner has ``encoder_proj`` and ``decoder_proj``, encoder frames and decoder outputs
+    are projected once and the joiner is called with ``project_input=False`` (icefall's fast
+    path); otherwise the joiner is called on raw inputs.
+
+    Args:
+      model: object with ``.decoder`` and ``.joiner`` following icefall's interface (an
+        ``nn.Module`` or a TorchScript module).
+      decoder_cache_size: if > 0, decoder outputs are cached by context (see
+        :class:`DecoderCache`); 0 disables the cache.
+    """
+
+    def __init__(self, model: nn.Module, decoder_cache_size: int = 0) -> None:
+        self.blank_id, self.context_size, self.vocab_size = check_model(model)
+        self.decoder = model.decoder
+        self.joiner = model.joiner
+        self.project = hasattr(self.joiner, "encoder_proj") and hasattr(
+            self.joiner, "decoder_proj"
+        )
+        self.cache: DecoderCache | None = None
+        if decoder_cache_size > 0:
+            self.cache = DecoderCache(self.vocab_size, self.context_size, decoder_cache_size)
+        #: seconds spent in the decoder and joiner networks (for benchmarks)
+        self.net_seconds = 0.0
+        #: rows evaluated by the decoder and by the joiner so far (for benchmarks)
+        self.decoder_rows = 0
+        self.joiner_rows = 0
+        self.timing = False
+
+    def initial_context(self, n: int, device: torch.device) -> torch.Tensor:
+        """icefall's initial context ``[-1] * (c - 1) + [blank]`` for ``n`` hypotheses,
+        int64 ``[n, c]``."""
+        ctx = torch.full((n, self.context_size), -1, dtype=torch.int64, device=device)
+        ctx[:, -1] = self.blank_id
+        return ctx
+
+    def project_encoder(self, encoder_out: torch.Tensor) -> torch.Tensor:
+        """``[..., C]`` -> ``[..., J]`` (identity without projections)."""
+        if self.project:
+            with self._timer():
+                return self.joiner.encoder_proj(encoder_out)
+        return encoder_out
+
+    def _decoder_raw(self, contexts: torch.Tensor) -> torch.Tensor:
+        self.decoder_rows += contexts.size(0)
+        with self._timer():
+            out = self.decoder(contexts, need_pad=False)
+            if out.dim() != 3 or out.size(0) != contexts.size(0) or out.size(1) != 1:
+                raise ValueError(
+                    "model.decoder(y, need_pad=False) must return [N, 1, D] for y of shape "
+                    f"{tuple(contexts.shape)}, got {tuple(out.shape)}"
+                )
+            out = out.squeeze(1)
+            if self.project:
+                out = self.joiner.decoder_proj(out)
+        return out
+
+    def decoder_out(self, contexts: torch.Tensor) -> torch.Tensor:
+        """Projected decoder output for int64 contexts ``[M, c]`` -> float ``[M, J]``."""
+        if self.cache is None or contexts.size(0) == 0:
+            return self._decoder_raw(contexts)
+        keys = self.cache.key(contexts)
+        found, pos = self.cache.lookup(keys)
+        cached = self.cache.values
+        if cached is not None and bool(found.all()):
+            return cached[pos]
+        miss = ~found
+        uniq_keys, inverse = torch.unique(keys[miss], return_inverse=True)
+        # One representative row per missing context (equal contexts give equal outputs, so
+        # which one wins a duplicate index does not matter).
+        first = torch.empty(uniq_keys.numel(), dtype=torch.int64, device=keys.device)
+        first[inverse] = torch.nonzero(miss).squeeze(1)
+        new_values = self._decoder_raw(contexts[first])
+        out = new_values.new_empty((contexts.size(0), new_values.size(1)))
+        if cached is not None and bool(found.any()):
+            out[found] = cached[pos[found]]
+        out[miss] = new_values[inverse]
+        self.cache.insert(uniq_keys, new_values)
+        return out
+
+    def logits(self, encoder_out: torch.Tensor, decoder_out: torch.Tensor) -> torch.Tensor:
+        """Joiner logits for matching rows: ``[M, J]`` x ``[M, J]`` -> float ``[M, V]``.
+
+        The joiner is called on 4-D inputs ``[M, 1, 1, J]`` (some icefall joiners insist)."""
+        self.joiner_rows += encoder_out.size(0)
+        with self._timer():
+            e = encoder_out.unsqueeze(1).unsqueeze(1)
+            d = decoder_out.unsqueeze(1).unsqueeze(1)
+            if self.project:
+                out = self.joiner(e, d, project_input=False)
+            else:
+                out = self.joiner(e, d)
+            out = out.reshape(encoder_out.size(0), -1)
+        if out.size(1) != self.vocab_size:
+            raise ValueError(
+                f"joiner output has {out.size(1)} symbols but model.decoder.vocab_size is "
+                f"{self.vocab_size}"
+            )
+        return out
+
+    def _timer(self) -> _Timer:
+        return _Timer(self)
+
+
+class _Timer:
+    """Accumulates wall time into ``net.net_seconds`` when ``net.timing`` is set."""
+
+    def __init__(self, net: TransducerNet) -> None:
+        self.net = net
+        self.start = 0.0
+
+    def __enter__(self) -> None:
+        if self.net.timing:
+            self.start = time.perf_counter()
+
+    def __exit__(self, *exc) -> None:
+        if self.net.timing:
+            self.net.net_seconds += time.perf_counter() - self.start
+
+
+def log_probs_from_logits(
+    logits: torch.Tensor, blank_id: int, temperature: float, blank_penalty: float
+) -> torch.Tensor:
+    """``log_softmax((logits - blank_penalty * onehot(blank)) / temperature)`` in float32."""
+    logits = logits.float()
+    if blank_penalty != 0.0:
+        logits = logits.clone()
+        logits[:, blank_id] -= blank_penalty
+    if temperature != 1.0:
+        logits = logits / temperature
+    return logits.log_softmax(dim=-1)
+
+
+def check_positive(name: str, value: float) -> None:
+    if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+def check_finite(name: str, value: float) -> None:
+    if not (isinstance(value, int | float) and math.isfinite(value)):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")

@@ -1,0 +1,490 @@
+"""fast_beam_search: frame-synchronous FSA-constrained transducer search on
+``k2.RnntDecodingStreams`` (Kang et al., 2022), batched over utterances, streaming or offline.
+
+On every frame k2 reports, per utterance, the distinct decoder contexts alive in its search
+space; the decoder and joiner are evaluated once per (utterance, context) and k2 expands every
+(graph state, context) pair by blank (stay) or by each graph arc (emit its label, consume the
+frame), pruning with a log-prob ``beam``, ``max_states`` and ``max_contexts`` per utterance.
+The result is a lattice (one ``k2.Fsa`` per utterance) whose arc ``i`` on any path consumes
+frame ``i``; the one-best path gives tokens, their frames and the score.
+
+The decoding graph is ``k2.trivial_graph(vocab_size - 1)`` (no constraint) by default, or any
+single ``k2.Fsa`` whose ``labels`` are token ids in ``[0, vocab_size)`` (``-1`` on final arcs),
+e.g. an LG graph whose word ids are in ``aux_labels``. k2 assumes blank id 0.
+
+Streaming protocol (:func:`fast_beam_search` is this with one chunk)::
+
+    search = FastBeamSearch(model, graph, FastBeamSearchConfig())
+    streams = [search.new_stream() for _ in range(N)]
+    for chunk, chunk_lens in chunks:
+        search.decode_chunk(streams, chunk, chunk_lens)
+        partial = search.results(streams, final=False)
+    lattice = search.lattice(streams)
+    hyps = search.results(streams)
+
+n-best variants (``fast_beam_search_nbest``, ``..._nbest_LG``, ``..._nbest_oracle``) are
+compositions of :meth:`FastBeamSearch.lattice` with :mod:`k2dec.nbest` and live in
+:mod:`k2dec.methods`; the n-best options are carried in :class:`FastBeamSearchConfig` so each
+default is defined once.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import k2
+import torch
+from torch import nn
+
+from k2dec.transducer._common import (
+    TransducerHypothesis,
+    TransducerNet,
+    check_encoder_out,
+    check_finite,
+    check_positive,
+    log_probs_from_logits,
+)
+from k2dec.transducer.greedy import _check_streams, _num_active_per_frame
+from k2dec.utils import arc_frames, ragged_select
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "FastBeamSearch",
+    "FastBeamSearchConfig",
+    "FastBeamSearchResult",
+    "FastBeamSearchStream",
+    "check_decoding_graph",
+    "fast_beam_search",
+]
+
+
+@dataclass(frozen=True)
+class FastBeamSearchConfig:
+    """Options of fast_beam_search and of the n-best methods built on its lattice (icefall's
+    defaults).
+
+    Attributes:
+      beam: log-prob beam of the search, per utterance and frame.
+      max_contexts: maximum number of decoder contexts kept per utterance and frame.
+      max_states: maximum number of (graph state, context) states kept per utterance and frame.
+      temperature: logits are divided by it before the log-softmax.
+      blank_penalty: subtracted from the blank logit before the log-softmax.
+      ilme_scale: internal-LM estimation: ``ilme_scale`` times the log-probs of the joiner on a
+        zero encoder frame are subtracted from the log-probs (0 disables it).
+      allow_partial: when no final graph state survives at the last frame, treat every surviving
+        state as final instead of returning an empty lattice.
+      num_paths: n-best methods: number of paths sampled from the lattice.
+      nbest_scale: n-best methods: lattice scores are scaled by it before sampling.
+      ngram_lm_scale: LG methods: scale of the LG scores (applied where the graph is built for
+        ``fast_beam_search_nbest_LG``; not used by the search itself).
+    """
+
+    beam: float = 20.0
+    max_contexts: int = 8
+    max_states: int = 64
+    temperature: float = 1.0
+    blank_penalty: float = 0.0
+    ilme_scale: float = 0.0
+    allow_partial: bool = False
+    num_paths: int = 200
+    nbest_scale: float = 0.5
+    ngram_lm_scale: float = 0.01
+
+    def __post_init__(self) -> None:
+        check_positive("beam", self.beam)
+        for name in ("max_contexts", "max_states", "num_paths"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        check_positive("temperature", self.temperature)
+        check_finite("blank_penalty", self.blank_penalty)
+        check_finite("ilme_scale", self.ilme_scale)
+        check_positive("nbest_scale", self.nbest_scale)
+        check_finite("ngram_lm_scale", self.ngram_lm_scale)
+        if not isinstance(self.allow_partial, bool):
+            raise TypeError(f"allow_partial must be a bool, got {self.allow_partial!r}")
+
+
+@dataclass(frozen=True)
+class FastBeamSearchResult:
+    """Output of :func:`fast_beam_search`.
+
+    Attributes:
+      lattice: FsaVec ``[utt][state][arc]`` in input order. ``labels`` are token ids (0 = blank;
+        ``-1`` on final arcs), other attributes (e.g. ``aux_labels``) come from the decoding
+        graph; arc scores are acoustic log-probs plus graph scores; along any path arc ``i``
+        consumes frame ``i``. The final arcs have score 0: k2 drops the graph's final weights.
+        An utterance with no frames has the one-arc lattice of the empty hypothesis.
+      hyps: the one-best hypothesis of each utterance (tokens = non-blank labels of the best
+        path; an utterance with no frames gives ``([], [], 0.0)``; an empty lattice gives an
+        empty hypothesis with score ``-inf``).
+      config: the configuration used (so n-best compositions read ``num_paths`` etc. from the
+        very object the search ran with).
+    """
+
+    lattice: k2.Fsa
+    hyps: list[TransducerHypothesis]
+    config: FastBeamSearchConfig
+
+
+def check_decoding_graph(graph: k2.Fsa, vocab_size: int, context_size: int) -> None:
+    """Raise ValueError/TypeError unless ``graph`` is a single FSA usable with a joiner of
+    ``vocab_size`` symbols and a decoder history of ``context_size``."""
+    if not isinstance(graph, k2.Fsa):
+        raise TypeError(f"decoding_graph must be a k2.Fsa, got {type(graph).__name__}")
+    if graph.arcs.num_axes() != 2:
+        raise ValueError(
+            "decoding_graph must be a single FSA (2 axes), got an FsaVec; "
+            "pass graph[0] or one graph per stream via new_stream(decoding_graph=...)"
+        )
+    labels = graph.labels
+    if labels.numel() == 0:
+        raise ValueError("decoding_graph has no arcs")
+    lo, hi = int(labels.min()), int(labels.max())
+    if hi >= vocab_size:
+        raise ValueError(
+            f"decoding_graph has label {hi} but the joiner has only vocab_size={vocab_size} "
+            f"symbols (ids 0..{vocab_size - 1}); the graph must be built on the model's token "
+            "table (token ids in labels, word ids in aux_labels)"
+        )
+    if lo < -1:
+        raise ValueError(f"decoding_graph has label {lo}; labels must be >= -1")
+    num_states = int(graph.shape[0])
+    if math.log2(vocab_size) * context_size + math.log2(max(num_states, 1)) >= 63:
+        raise ValueError(
+            f"vocab_size={vocab_size} ** context_size={context_size} * num_states={num_states} "
+            "does not fit k2's int64 state ids"
+        )
+
+
+class FastBeamSearchStream:
+    """Decoding state of one utterance for :class:`FastBeamSearch`: a ``k2.RnntDecodingStream``
+    over its decoding graph and the number of frames consumed so far (``num_frames``)."""
+
+    def __init__(self, graph: k2.Fsa) -> None:
+        self.graph = graph
+        self.rnnt_stream = k2.RnntDecodingStream(graph)
+        self.num_frames = 0
+        #: True once the stream got its termination frame (see FastBeamSearch.terminate)
+        self.terminated = False
+        # A terminated k2.RnntDecodingStreams that contains this stream (and its index there);
+        # k2 formats lattices only through such an object.
+        self._owner: tuple[k2.RnntDecodingStreams, int] | None = None
+
+
+class FastBeamSearch:
+    """Batched fast_beam_search over a stateless transducer.
+
+    Args:
+      model: object with ``.decoder`` (``blank_id`` must be 0) and ``.joiner``.
+      decoding_graph: a single ``k2.Fsa``; ``None`` means ``k2.trivial_graph(vocab_size - 1)``.
+      config: search options.
+      decoder_cache_size: if > 0, decoder outputs are cached by context across frames and
+        streams (contexts recur a lot in this search); 0 disables the cache.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        decoding_graph: k2.Fsa | None = None,
+        config: FastBeamSearchConfig | None = None,
+        decoder_cache_size: int = 0,
+    ) -> None:
+        if config is None:
+            config = FastBeamSearchConfig()
+        if not isinstance(config, FastBeamSearchConfig):
+            raise TypeError(f"config must be a FastBeamSearchConfig, got {type(config).__name__}")
+        self.config = config
+        self.net = TransducerNet(model, decoder_cache_size)
+        if self.net.blank_id != 0:
+            raise ValueError(
+                f"fast_beam_search needs blank_id == 0 (k2 assumes it), got "
+                f"model.decoder.blank_id={self.net.blank_id}"
+            )
+        if decoding_graph is not None:
+            check_decoding_graph(decoding_graph, self.net.vocab_size, self.net.context_size)
+        self.decoding_graph = decoding_graph
+        self._trivial: dict[torch.device, k2.Fsa] = {}
+        self.k2_config = k2.RnntDecodingConfig(
+            vocab_size=self.net.vocab_size,
+            decoder_history_len=self.net.context_size,
+            beam=float(config.beam),
+            max_states=config.max_states,
+            max_contexts=config.max_contexts,
+        )
+        # The termination frame prunes nothing: it only decides which states are final.
+        self._termination_config = k2.RnntDecodingConfig(
+            vocab_size=self.net.vocab_size,
+            decoder_history_len=self.net.context_size,
+            beam=1e30,
+            max_states=1 << 30,
+            max_contexts=1 << 30,
+        )
+
+    def _graph_on(self, device: torch.device) -> k2.Fsa:
+        if self.decoding_graph is not None:
+            if self.decoding_graph.device != device:
+                raise ValueError(
+                    f"decoding_graph is on {self.decoding_graph.device} but the stream is on "
+                    f"{device}; move one of them"
+                )
+            return self.decoding_graph
+        if device not in self._trivial:
+            self._trivial[device] = k2.trivial_graph(self.net.vocab_size - 1, device=device)
+            check_decoding_graph(
+                self._trivial[device], self.net.vocab_size, self.net.context_size
+            )
+        return self._trivial[device]
+
+    def new_stream(
+        self, device: torch.device | str = "cpu", decoding_graph: k2.Fsa | None = None
+    ) -> FastBeamSearchStream:
+        """A fresh stream on ``device``, over ``decoding_graph`` if given (per-utterance graphs,
+        e.g. for biasing) else the searcher's graph."""
+        device = torch.device(device)
+        if decoding_graph is None:
+            graph = self._graph_on(device)
+        else:
+            check_decoding_graph(decoding_graph, self.net.vocab_size, self.net.context_size)
+            if decoding_graph.device != device:
+                raise ValueError(
+                    f"decoding_graph is on {decoding_graph.device}, the stream on {device}"
+                )
+            graph = decoding_graph
+        return FastBeamSearchStream(graph)
+
+    def decode_chunk(
+        self,
+        streams: Sequence[FastBeamSearchStream],
+        encoder_out: torch.Tensor,
+        encoder_out_lens: torch.Tensor,
+    ) -> None:
+        """Advance each stream over its next frames.
+
+        Args:
+          streams: ``N`` distinct streams from :meth:`new_stream`, on ``encoder_out.device``.
+          encoder_out: float ``[N, T, C]`` padded encoder frames of this chunk (not projected).
+          encoder_out_lens: int ``[N]`` valid frames of each stream in this chunk.
+
+        Utterances are sorted by length; whenever the shortest active one runs out of frames the
+        k2 streams object is terminated (flushing state to the individual streams) and rebuilt
+        over the remaining ones, so no stream ever consumes a padding frame.
+        """
+        lens = check_encoder_out(encoder_out, encoder_out_lens)
+        _check_streams(streams, encoder_out.size(0), FastBeamSearchStream)
+        device = encoder_out.device
+        for i, s in enumerate(streams):
+            if s.terminated:
+                raise ValueError(
+                    f"streams[{i}] was already terminated (its final result was taken); "
+                    "create a new stream"
+                )
+            if s.graph.device != device:
+                raise ValueError(
+                    f"streams[{i}] is on {s.graph.device} but encoder_out is on {device}"
+                )
+        if encoder_out.size(0) == 0 or encoder_out.size(1) == 0 or int(lens.max()) == 0:
+            return
+        net, cfg = self.net, self.config
+
+        lens_sorted, order = torch.sort(lens, descending=True, stable=True)
+        ordered = [streams[i] for i in order.tolist()]
+        enc = net.project_encoder(encoder_out.index_select(0, order))
+        num_active = _num_active_per_frame(lens_sorted.tolist())
+
+        current_n = num_active[0]
+        decoding = k2.RnntDecodingStreams(
+            [s.rnnt_stream for s in ordered[:current_n]], self.k2_config
+        )
+        for i, s in enumerate(ordered[:current_n]):
+            s._owner = (decoding, i)
+        for t, n in enumerate(num_active):
+            if n != current_n:
+                decoding.terminate_and_flush_to_streams()
+                decoding = k2.RnntDecodingStreams(
+                    [s.rnnt_stream for s in ordered[:n]], self.k2_config
+                )
+                current_n = n
+            shape, contexts = decoding.get_contexts()
+            utt = shape.row_ids(1).to(torch.int64)
+            dec = net.decoder_out(contexts.to(torch.int64))
+            enc_t = enc[utt, t]
+            logits = net.logits(enc_t, dec)
+            log_probs = log_probs_from_logits(logits, 0, cfg.temperature, cfg.blank_penalty)
+            if cfg.ilme_scale != 0.0:
+                ilme = net.logits(torch.zeros_like(enc_t), dec)
+                log_probs = log_probs - cfg.ilme_scale * log_probs_from_logits(
+                    ilme, 0, cfg.temperature, cfg.blank_penalty
+                )
+            decoding.advance(log_probs)
+        decoding.terminate_and_flush_to_streams()
+        for s, n_frames in zip(ordered, lens_sorted.tolist()):
+            s.num_frames += n_frames
+
+    def terminate(self, streams: Sequence[FastBeamSearchStream]) -> None:
+        """End the given streams (already terminated ones are skipped).
+
+        k2 takes a graph's final arc (label ``-1``) while advancing a frame and formats the
+        frame after the last one only as "which states are final". So that the lattice covers
+        *every* real frame, each stream is advanced over one extra termination frame whose
+        log-probs are 0 for blank and ``-inf`` for tokens (nothing is pruned on it; its scores
+        do not appear in the lattice). icefall's ``fast_beam_search`` skips this step, so its
+        lattices ignore the emissions of the last encoder frame.
+        """
+        _check_streams(streams, len(streams), FastBeamSearchStream)
+        todo = [s for s in streams if not s.terminated]
+        if not todo:
+            return
+        decoding = k2.RnntDecodingStreams(
+            [s.rnnt_stream for s in todo], self._termination_config
+        )
+        shape, _ = decoding.get_contexts()
+        log_probs = torch.full(
+            (shape.tot_size(1), self.net.vocab_size),
+            float("-inf"),
+            device=todo[0].graph.device,
+        )
+        log_probs[:, 0] = 0.0
+        decoding.advance(log_probs)
+        decoding.terminate_and_flush_to_streams()
+        for i, s in enumerate(todo):
+            s._owner = (decoding, i)
+            s.terminated = True
+
+    def lattice(
+        self, streams: Sequence[FastBeamSearchStream], final: bool = True
+    ) -> k2.Fsa:
+        """The lattices of the streams over all frames consumed so far.
+
+        Args:
+          streams: the streams, in the order wanted in the output.
+          final: True at the end of the utterances: terminates the streams (see
+            :meth:`terminate`; no more chunks can be fed) and uses ``config.allow_partial``.
+            False for partial results mid-stream: the lattice covers all frames but the last
+            one consumed (which k2 uses to find final states), and if no state can be final
+            every surviving state counts as final.
+
+        Returns:
+          FsaVec ``[utt][state][arc]``, see :class:`FastBeamSearchResult`.
+        """
+        _check_streams(streams, len(streams), FastBeamSearchStream)
+        if not streams:
+            raise ValueError("streams is empty")
+        allow_partial = self.config.allow_partial if final else True
+        if final:
+            self.terminate(streams)
+        groups: dict[int, tuple[k2.RnntDecodingStreams, dict[int, int]]] = {}
+        # Streams that never saw a frame get an owner over fresh k2 streams (the real stream is
+        # untouched) plus one extra stream given one dummy frame, because k2 formats only
+        # through a streams object that advanced; formatting 0 frames gives an empty lattice.
+        orphans = [s for s in streams if s._owner is None]
+        orphan_owner: dict[int, tuple[k2.RnntDecodingStreams, int]] = {}
+        if orphans:
+            fresh = [k2.RnntDecodingStream(s.graph) for s in orphans + orphans[:1]]
+            dummy = k2.RnntDecodingStreams(fresh, self.k2_config)
+            shape, _ = dummy.get_contexts()
+            dummy.advance(
+                torch.zeros(
+                    shape.tot_size(1), self.net.vocab_size, device=orphans[0].graph.device
+                )
+            )
+            dummy.terminate_and_flush_to_streams()
+            orphan_owner = {id(s): (dummy, i) for i, s in enumerate(orphans)}
+            groups[id(dummy)] = (dummy, {len(orphans): 1})
+
+        positions: list[tuple[int, int]] = []  # (group key, index in owner) per stream
+        for s in streams:
+            owner, idx = s._owner if s._owner is not None else orphan_owner[id(s)]
+            key = id(owner)
+            if key not in groups:
+                groups[key] = (owner, {})
+            groups[key][1][idx] = s.num_frames + int(s.terminated)
+            positions.append((key, idx))
+
+        parts: list[k2.Fsa] = []
+        offsets: dict[int, int] = {}
+        total = 0
+        for key, (owner, frames_by_idx) in groups.items():
+            num_frames = [frames_by_idx.get(i, 0) for i in range(owner.num_streams)]
+            parts.append(owner.format_output(num_frames, allow_partial=allow_partial))
+            offsets[key] = total
+            total += owner.num_streams
+        lattice = parts[0] if len(parts) == 1 else k2.cat(parts)
+        index = torch.tensor(
+            [offsets[key] + idx for key, idx in positions],
+            dtype=torch.int32,
+            device=lattice.device,
+        )
+        if total == len(streams) and bool(
+            (index == torch.arange(total, dtype=torch.int32, device=index.device)).all()
+        ):
+            return lattice
+        return k2.index_fsa(lattice, index)
+
+    def results(
+        self, streams: Sequence[FastBeamSearchStream], final: bool = True
+    ) -> list[TransducerHypothesis]:
+        """One-best hypothesis of each stream (see :meth:`lattice` for ``final``)."""
+        lattice = self.lattice(streams, final)
+        return one_best(lattice, [s.num_frames for s in streams])
+
+
+def one_best(lattice: k2.Fsa, num_frames: Sequence[int]) -> list[TransducerHypothesis]:
+    """Best path of each lattice of a transducer FsaVec as hypotheses.
+
+    Args:
+      lattice: FsaVec from :meth:`FastBeamSearch.lattice` (arc ``i`` of a path = frame ``i``).
+        num_frames: frames of each utterance; utterances with 0 frames get ``([], [], 0.0)``
+        whatever their lattice (empty for partial results).
+    """
+    best = k2.shortest_path(lattice, use_double_scores=True)
+    scores = best.get_tot_scores(use_double_scores=True, log_semiring=False).tolist()
+    shape = best.arcs.shape().remove_axis(1)  # [utt][arc]
+    # A 1-element column view counts as contiguous to torch but not to k2 (stride 4): copy.
+    label_values = best.labels.new_empty(best.labels.shape)
+    label_values.copy_(best.labels)
+    labels = k2.RaggedTensor(shape, label_values)
+    frames = k2.RaggedTensor(shape, arc_frames(best))
+    keep = label_values > 0
+    tokens = ragged_select(labels, keep).tolist()
+    times = ragged_select(frames, keep).tolist()
+    out = []
+    for i, n in enumerate(num_frames):
+        if n == 0:
+            out.append(TransducerHypothesis([], [], 0.0))
+        else:
+            out.append(TransducerHypothesis(tokens[i], times[i], float(scores[i])))
+    return out
+
+
+def fast_beam_search(
+    model: nn.Module,
+    encoder_out: torch.Tensor,
+    encoder_out_lens: torch.Tensor,
+    decoding_graph: k2.Fsa | None = None,
+    config: FastBeamSearchConfig | None = None,
+) -> FastBeamSearchResult:
+    """fast_beam_search over a padded batch: the lattices and their one-best hypotheses.
+
+    Args:
+      model: stateless transducer (``.decoder`` with ``blank_id == 0``, ``.joiner``).
+      encoder_out: float ``[N, T, C]`` encoder output (not projected), ``N >= 1``.
+      encoder_out_lens: int ``[N]`` valid frames per utterance.
+      decoding_graph: single ``k2.Fsa`` on ``encoder_out.device``; default trivial graph.
+      config: options; defaults to ``FastBeamSearchConfig()``.
+
+    Returns:
+      :class:`FastBeamSearchResult` (lattice, one-best hyps, the config).
+    """
+    search = FastBeamSearch(model, decoding_graph, config)
+    check_encoder_out(encoder_out, encoder_out_lens)
+    device = encoder_out.device
+    streams = [search.new_stream(device) for _ in range(encoder_out.size(0))]
+    search.decode_chunk(streams, encoder_out, encoder_out_lens)
+    lattice = search.lattice(streams)
+    hyps = one_best(lattice, [s.num_frames for s in streams])
+    return FastBeamSearchResult(lattice=lattice, hyps=hyps, config=search.config)

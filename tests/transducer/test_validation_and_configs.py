@@ -1,0 +1,142 @@
+"""Bad inputs get clear errors before any k2 call; every wrapper runs with exactly the config it
+was given."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from k2dec.transducer import (
+    FastBeamSearchConfig,
+    GreedySearch,
+    GreedySearchConfig,
+    ModifiedBeamSearch,
+    ModifiedBeamSearchConfig,
+    fast_beam_search,
+    greedy_search,
+    modified_beam_search,
+)
+from tests.transducer.helpers import random_batch, random_model
+
+
+def _run_fast(model, enc, lens, config=None):
+    return fast_beam_search(model, enc, lens, config=config).hyps
+
+
+WRAPPERS = [
+    pytest.param(greedy_search, GreedySearchConfig, id="greedy"),
+    pytest.param(modified_beam_search, ModifiedBeamSearchConfig, id="modified"),
+    pytest.param(_run_fast, FastBeamSearchConfig, id="fast"),
+]
+
+
+@pytest.mark.parametrize("search, config_cls", WRAPPERS)
+def test_bad_encoder_inputs(device, search, config_cls):
+    model = random_model(device=device)
+    enc, lens = random_batch([4, 2], device=device)
+    with pytest.raises(ValueError, match=r"encoder_out must have shape \[N, T, C\]"):
+        search(model, enc[0], lens)
+    with pytest.raises(TypeError, match="encoder_out must be a float tensor"):
+        search(model, enc.long(), lens)
+    with pytest.raises(TypeError, match="encoder_out must be a torch.Tensor"):
+        search(model, enc.tolist(), lens)
+    with pytest.raises(TypeError, match="encoder_out_lens must be an integer tensor"):
+        search(model, enc, lens.float())
+    with pytest.raises(ValueError, match=r"encoder_out_lens must have shape \[N\] = \[2\]"):
+        search(model, enc, lens[:1])
+    with pytest.raises(ValueError, match=r"encoder_out_lens must be in \[0, T=4\]"):
+        search(model, enc, torch.tensor([5, 2]))
+    with pytest.raises(ValueError, match=r"encoder_out_lens must be in \[0, T=4\]"):
+        search(model, enc, torch.tensor([-1, 2]))
+    bad = enc.clone()
+    bad[1, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="NaN or inf"):
+        search(model, bad, lens)
+    with pytest.raises(TypeError, match="config must be a"):
+        search(model, enc, lens, object())
+
+
+@pytest.mark.parametrize("search, config_cls", WRAPPERS)
+def test_bad_models(device, search, config_cls):
+    enc, lens = random_batch([3], device=device)
+    with pytest.raises(TypeError, match=r"model must have a \.decoder"):
+        search(torch.nn.Linear(2, 2), enc, lens)
+    model = random_model(device=device)
+    model.decoder.context_size = 0
+    with pytest.raises(ValueError, match="context_size must be >= 1"):
+        search(model, enc, lens)
+    model = random_model(vocab_size=4, device=device)
+    model.decoder.vocab_size = 5  # joiner still emits 4 symbols
+    with pytest.raises(ValueError, match="joiner output has 4 symbols"):
+        search(model, enc, lens)
+
+
+def test_streams_must_match_the_batch(device):
+    model = random_model(device=device)
+    enc, lens = random_batch([3, 2], device=device)
+    search = GreedySearch(model)
+    s = search.new_stream(device)
+    with pytest.raises(ValueError, match="got 1 streams for a batch of 2"):
+        search.decode_chunk([s], enc, lens)
+    with pytest.raises(ValueError, match="distinct objects"):
+        search.decode_chunk([s, s], enc, lens)
+    with pytest.raises(TypeError, match=r"streams\[1\] must be a GreedySearchStream"):
+        search.decode_chunk([s, ModifiedBeamSearch(model).new_stream(device)], enc, lens)
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="max_sym_per_frame"):
+        GreedySearchConfig(max_sym_per_frame=0)
+    with pytest.raises(ValueError, match="beam must be a finite number > 0"):
+        FastBeamSearchConfig(beam=-1.0)
+    with pytest.raises(ValueError, match="max_states"):
+        FastBeamSearchConfig(max_states=0)
+    with pytest.raises(ValueError, match="ilme_scale"):
+        FastBeamSearchConfig(ilme_scale=float("inf"))
+
+
+def test_icefall_defaults():
+    assert GreedySearchConfig() == GreedySearchConfig(max_sym_per_frame=1, blank_penalty=0.0)
+    assert ModifiedBeamSearchConfig().beam == 4
+    c = FastBeamSearchConfig()
+    assert (c.beam, c.max_contexts, c.max_states) == (20.0, 8, 64)
+    assert (c.num_paths, c.nbest_scale, c.ngram_lm_scale, c.ilme_scale) == (200, 0.5, 0.01, 0.0)
+
+
+@pytest.mark.parametrize(
+    "wrapper, searcher, base, changes",
+    [
+        (
+            greedy_search,
+            GreedySearch,
+            GreedySearchConfig(),
+            {"max_sym_per_frame": 3, "blank_penalty": 1.5},
+        ),
+        (
+            modified_beam_search,
+            ModifiedBeamSearch,
+            ModifiedBeamSearchConfig(),
+            {"beam": 1, "temperature": 0.5, "blank_penalty": 1.5, "length_norm": False},
+        ),
+    ],
+    ids=["greedy", "modified"],
+)
+def test_wrappers_pass_config_unchanged(device, wrapper, searcher, base, changes):
+    assert set(changes) == {f.name for f in dataclasses.fields(type(base))}
+    model = random_model(vocab_size=6, seed=9, device=device)
+    enc, lens = random_batch([12, 9, 11], seed=9, device=device)
+    default = wrapper(model, enc, lens, base)
+    for name, value in changes.items():
+        config = dataclasses.replace(base, **{name: value})
+        search = searcher(model, config)
+        assert search.config is config
+        streams = [search.new_stream(device) for _ in range(3)]
+        search.decode_chunk(streams, enc, lens)
+        got = wrapper(model, enc, lens, config)
+        want = search.results(streams)
+        assert [(h.tokens, h.timestamps) for h in got] == [(h.tokens, h.timestamps) for h in want]
+        assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-5)
+        # the field matters for this input, so a dropped field would be caught
+        assert [(h.tokens, h.score) for h in got] != [(h.tokens, h.score) for h in default], name
