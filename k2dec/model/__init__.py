@@ -3,6 +3,15 @@ attention model with its losses."""
 
 from .conformer import ConformerConfig, ConformerEncoder, Conv2dSubsampling, subsampled_lengths
 from .joint import JointConfig, JointModel, LossConfig, Losses
+from .train import (
+    TrainConfig,
+    average_checkpoints,
+    batch_to_inputs,
+    export_model,
+    latest_checkpoint,
+    load_model,
+    train_joint_model,
+)
 
 __all__ = [
     "ConformerConfig",
@@ -12,5 +21,12 @@ __all__ = [
     "JointModel",
     "LossConfig",
     "Losses",
+    "TrainConfig",
+    "average_checkpoints",
+    "batch_to_inputs",
+    "export_model",
+    "latest_checkpoint",
+    "load_model",
     "subsampled_lengths",
+    "train_joint_model",
 ]
