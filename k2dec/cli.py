@@ -115,6 +115,29 @@ def draw_graph_cmd(graph, out, lang_dir, max_arcs):
     click.echo(f"wrote {path}")
 
 
+_PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True,
+                "help_option_names": []}
+
+
+@main.command("train-lm", context_settings=_PASSTHROUGH, add_help_option=False)
+@click.pass_context
+def train_lm_cmd(ctx):
+    """Train an RNN or Transformer LM on a text file (BPE tokens); see --help."""
+    from .lm.train import main as train_main
+
+    train_main(ctx.args)
+
+
+@main.command("lm-perplexity", context_settings=_PASSTHROUGH, add_help_option=False)
+@click.pass_context
+def lm_perplexity_cmd(ctx):
+    """Perplexity of a trained neural LM on a text file; see --help."""
+    from .lm.perplexity import main as ppl_main
+
+    result = ppl_main(ctx.args)
+    click.echo(f"perplexity {result.perplexity:.3f} over {result.num_tokens} tokens")
+
+
 @main.command("demo")
 @click.option("--work-dir", type=click.Path(path_type=Path), default=Path("exp/demo"),
               show_default=True, help="Where the demo writes its lang dir and results.")

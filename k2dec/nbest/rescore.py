@@ -24,6 +24,7 @@ __all__ = [
     "neural_scores",
     "rescore_with_attention_decoder",
     "rescore_with_lm",
+    "lm_path_scorer",
     "ngram_lm_scores",
     "best_paths_by_score",
     "combine_scores",
@@ -263,3 +264,14 @@ def rescore_with_lm(
     comp = scale_name[: -len("_scale")]
     components = {"am": nbest.am_scores(), comp: neural_scores(nbest, lm_scorer)}
     return combine_scores(components, {scale_name: list(lm_scales)}, nbest=nbest)
+
+
+def lm_path_scorer(lm, batch_size: int | None = 256) -> PathScorer:
+    """Adapt a neural LM with ``score_sequences(tokens, batch_size)`` (``k2dec.lm``) to a
+    :data:`PathScorer` (the utterance of a path does not matter to an LM)."""
+
+    def scorer(tokens: k2.RaggedTensor, seq_to_utt: torch.Tensor) -> k2.RaggedTensor:
+        with torch.no_grad():
+            return lm.score_sequences(tokens, batch_size=batch_size).token_log_probs
+
+    return scorer

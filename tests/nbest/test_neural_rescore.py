@@ -92,3 +92,18 @@ def test_token_seqs_need_tokens_attribute(tiny_hlg):
     nb = Nbest.from_lattice(bare, num_paths=5)
     with pytest.raises(ValueError, match="no 'tokens' attribute"):
         nb.token_seqs()
+
+
+def test_lm_path_scorer_with_a_real_rnn_lm(tiny_hlg):
+    from k2dec.lm import RnnLM, RnnLmConfig
+    from k2dec.nbest import lm_path_scorer
+
+    lang, HLG, _ = tiny_hlg
+    lattice = make_lattices(HLG, 2, 5, 8, torch.device("cpu"), lang.max_token_id + 1)
+    nbest = Nbest.from_lattice(lattice, num_paths=20).intersect(lattice)
+    torch.manual_seed(0)
+    lm = RnnLM(RnnLmConfig(vocab_size=6, embedding_dim=8, hidden_dim=8, num_layers=1)).eval()
+    scores = neural_scores(nbest, lm_path_scorer(lm, batch_size=3), chunk_size=4)
+    with torch.no_grad():
+        want = lm.score_sequences(nbest.token_seqs()).totals.double()
+    assert torch.allclose(scores.values, want, atol=1e-5)
