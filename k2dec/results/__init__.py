@@ -1,0 +1,28 @@
+"""Results: hypotheses to words, WER (kaldialign), icefall-format files, RTF, resumable JSONL."""
+
+from .files import save_results, write_error_stats, write_recogs, write_wer_summary
+from .jsonl import ResultWriter, merge_results, read_results, wer_results
+from .text import bpe_ids_to_words, token_ids_to_words, word_ids_to_words
+from .timing import RtfTimer
+from .wer import EPS, Result, WerStats, align_words, combine_error_runs, compute_wer
+
+__all__ = [
+    "EPS",
+    "Result",
+    "ResultWriter",
+    "RtfTimer",
+    "WerStats",
+    "align_words",
+    "bpe_ids_to_words",
+    "combine_error_runs",
+    "compute_wer",
+    "merge_results",
+    "read_results",
+    "save_results",
+    "token_ids_to_words",
+    "wer_results",
+    "word_ids_to_words",
+    "write_error_stats",
+    "write_recogs",
+    "write_wer_summary",
+]

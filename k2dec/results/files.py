@@ -1,0 +1,145 @@
+"""icefall-format result files: ``recogs-*.txt``, ``errs-*.txt`` and ``wer-summary-*.txt``.
+
+The formats match what icefall's decode scripts write, so the tools and habits built around them
+keep working::
+
+    recogs-<test_set>-<key>[-<suffix>].txt  per cut "<id>:\\tref=[...]" and "<id>:\\thyp=[...]"
+    errs-<test_set>-<key>[-<suffix>].txt    %WER, per-utterance alignment, per-word error counts
+    wer-summary-<test_set>[-<suffix>].txt   "settings\\tWER", then "<key>\\t<WER>" lines, best first
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from .wer import Result, align_words, combine_error_runs, compute_wer
+
+__all__ = [
+    "save_results",
+    "write_error_stats",
+    "write_recogs",
+    "write_wer_summary",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def _sorted(results: Sequence[Result]) -> list[tuple[str, list[str], list[str]]]:
+    return sorted(((c, list(r), list(h)) for c, r, h in results), key=lambda x: x[0])
+
+
+def write_recogs(path: str | Path, results: Sequence[Result]) -> None:
+    """Write a ``recogs`` file: for each cut (sorted by id) a ``ref=`` and a ``hyp=`` line, the
+    words printed as a Python list."""
+    with open(path, "w", encoding="utf-8") as f:
+        for cut_id, ref, hyp in _sorted(results):
+            f.write(f"{cut_id}:\tref={ref!r}\n")
+            f.write(f"{cut_id}:\thyp={hyp!r}\n")
+
+
+def write_error_stats(f: TextIO, test_set: str, results: Sequence[Result]) -> float:
+    """Write the ``errs`` report of ``results`` to the open text file ``f``.
+
+    Sections, in icefall's order and wording: the ``%WER = x.xx`` line and error totals,
+    ``PER-UTT DETAILS`` (each cut's alignment, runs of errors shown as ``(ref words->hyp words)``),
+    ``SUBSTITUTIONS``, ``DELETIONS``, ``INSERTIONS`` (most frequent first) and ``PER-WORD STATS``
+    (``word corr tot_errs count_in_ref count_in_hyp``, most errors first).
+
+    Returns:
+      The WER in percent, rounded to two decimals (the number in the ``%WER`` line).
+
+    Raises:
+      ValueError: see :func:`k2dec.results.compute_wer`.
+    """
+    stats = compute_wer(results)
+    wer = float(f"{stats.wer:.2f}")
+    logger.info("[%s] %%WER %.2f%% [%d / %d, %d ins, %d del, %d sub]", test_set, stats.wer,
+                stats.num_errors, stats.num_ref_words, stats.num_ins, stats.num_del, stats.num_sub)
+    w = f.write
+    w(f"%WER = {stats.wer:.2f}\n")
+    w(f"Errors: {stats.num_ins} insertions, {stats.num_del} deletions, {stats.num_sub} "
+      f"substitutions, over {stats.num_ref_words} reference words ({stats.num_corr} correct)\n")
+    w("Search below for sections starting with PER-UTT DETAILS:, SUBSTITUTIONS:, DELETIONS:, "
+      "INSERTIONS:, PER-WORD STATS:\n")
+    w("\n")
+    w("PER-UTT DETAILS: corr or (ref->hyp)  \n")
+    for cut_id, ref, hyp in results:
+        pieces = [r if r == h else f"({r}->{h})"
+                  for r, h in combine_error_runs(align_words(ref, hyp))]
+        w(f"{cut_id}:\t{' '.join(pieces)}\n")
+    w("\n")
+    w("SUBSTITUTIONS: count ref -> hyp\n")
+    for (r, h), n in sorted(stats.subs.items(), key=lambda kv: (kv[1], kv[0]), reverse=True):
+        w(f"{n}   {r} -> {h}\n")
+    w("\n")
+    w("DELETIONS: count ref\n")
+    for r, n in sorted(stats.dels.items(), key=lambda kv: (kv[1], kv[0]), reverse=True):
+        w(f"{n}   {r}\n")
+    w("\n")
+    w("INSERTIONS: count hyp\n")
+    for h, n in sorted(stats.ins.items(), key=lambda kv: (kv[1], kv[0]), reverse=True):
+        w(f"{n}   {h}\n")
+    w("\n")
+    w("PER-WORD STATS: word  corr tot_errs count_in_ref count_in_hyp\n")
+    rows = sorted(stats.words.items(), key=lambda kv: (sum(kv[1][1:]), kv[0]), reverse=True)
+    for word, (corr, ref_sub, hyp_sub, ins, dels) in rows:
+        errs = ref_sub + hyp_sub + ins + dels
+        w(f"{word}   {corr} {errs} {corr + ref_sub + dels} {corr + hyp_sub + ins}\n")
+    return wer
+
+
+def write_wer_summary(path: str | Path, wers: Mapping[str, float]) -> None:
+    """Write a ``wer-summary`` file: ``settings\\tWER`` then ``key\\twer`` lines, lowest WER first
+    (ties in key order)."""
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("settings\tWER\n")
+        for key, wer in sorted(wers.items(), key=lambda kv: (kv[1], kv[0])):
+            f.write(f"{key}\t{wer}\n")
+
+
+def _check_name(name: str, value: str) -> None:
+    if not isinstance(value, str) or not value or "/" in value or "\0" in value:
+        raise ValueError(f"{name} must be a non-empty file-name fragment, got {value!r}")
+
+
+def save_results(
+    res_dir: str | Path,
+    test_set: str,
+    results: Mapping[str, Sequence[Result]],
+    suffix: str = "",
+) -> dict[str, float]:
+    """Write the recogs and errs files of each decoding setting and the test set's WER summary.
+
+    Args:
+      res_dir: output directory (created).
+      test_set: the test set name, e.g. ``test-clean``.
+      results: ``{key: [(cut_id, ref_words, hyp_words), ...]}``, one key per setting (e.g.
+        ``"greedy_search"``, ``"lm_scale_0.6"``).
+      suffix: appended to every file name as ``-<suffix>`` (e.g. ``epoch-30-avg-10``).
+
+    Returns:
+      ``{key: WER in percent}``, as in the summary file.
+
+    Raises:
+      ValueError: empty ``results``, a bad name, or a setting without reference words.
+    """
+    _check_name("test_set", test_set)
+    if suffix:
+        _check_name("suffix", suffix)
+    if not results:
+        raise ValueError("results is empty: no decoding settings to save")
+    res_dir = Path(res_dir)
+    res_dir.mkdir(parents=True, exist_ok=True)
+    tail = f"-{suffix}" if suffix else ""
+    wers = {}
+    for key, res in results.items():
+        _check_name("key", key)
+        ordered = _sorted(res)
+        write_recogs(res_dir / f"recogs-{test_set}-{key}{tail}.txt", ordered)
+        with open(res_dir / f"errs-{test_set}-{key}{tail}.txt", "w", encoding="utf-8") as f:
+            wers[key] = write_error_stats(f, f"{test_set}-{key}", ordered)
+    write_wer_summary(res_dir / f"wer-summary-{test_set}{tail}.txt", wers)
+    return wers
