@@ -182,4 +182,4 @@ def list_methods(family: Family | str | None = None) -> list[Method]:
 
 
 def _load_all() -> None:
-    from . import transducer  # noqa: F401  (registers on import)
+    from . import ctc, transducer  # noqa: F401  (registers on import)

@@ -39,7 +39,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Scores whole key sequences: ``(key_seqs [path][tok] int32, path_to_utt int32 [path])`` ->
+#: Scores whole token sequences: ``(tokens [path][tok] int32, path_to_utt int32 [path])`` ->
 #: per-token scores ``[path][tok + 1]`` (float; the last one of each row is end-of-sentence).
 PathScorer = Callable[[k2.RaggedTensor, torch.Tensor], k2.RaggedTensor]
 
@@ -180,15 +180,16 @@ def matching_features(
     Args:
       nbest: ``[utt][path]``; token ids must be >= 1 (0 and negatives are reserved).
       token_scores: float64 ``[num_positions]``: per-token neural scores of the
-        ``key_seqs + eos`` positions, defined where the path is rescored (anything elsewhere).
+        ``token_seqs() + eos`` positions, defined where the path is rescored (anything
+        elsewhere).
       rescored: bool ``[num_paths]``.
 
     Returns:
       float64 ``[num_positions, 4]`` = (mean, var, counts, ngram_order) from
-      ``k2.get_best_matching_stats`` (CPU), aligned with the ``key_seqs + eos`` positions.
+      ``k2.get_best_matching_stats`` (CPU), aligned with the ``token_seqs() + eos`` positions.
     """
     eos = 0
-    seqs = _with_eos(nbest.key_seqs, eos)  # [path][tok + 1], eos = 0 (< every real token)
+    seqs = _with_eos(nbest.token_seqs(), eos)  # [path][tok + 1], eos = 0 (< every real token)
     max_token = int(seqs.values.max()) if seqs.values.numel() else 0
     # An explicit bos (k2 pads with eos, which cannot tell "sentence start" from "after a
     # sentence end" for an empty hypothesis): [bos, tok..., eos].
@@ -221,7 +222,7 @@ def matching_features(
 
 def _score_paths(scorer: PathScorer, nbest: Nbest, idx: torch.Tensor) -> torch.Tensor:
     """Per-position scores (float64, ``[positions of idx paths]``) from one scorer call."""
-    sub, _ = nbest.key_seqs.index(idx.to(torch.int32), axis=0)
+    sub, _ = nbest.token_seqs().index(idx.to(torch.int32), axis=0)
     out = scorer(sub, nbest.path_to_utt()[idx.to(torch.int64)])
     if not isinstance(out, k2.RaggedTensor) or out.dim0 != sub.dim0:
         raise ValueError("the scorer must return a RaggedTensor [path][tok + 1]")
@@ -261,7 +262,7 @@ def multi_pass_rescore(
                          f"{nbest.num_paths} paths")
     predictor = predictor or ParameterFreePredictor()
     base = base_scores.to(torch.float64).view(num_utts, k)
-    seqs = _with_eos(nbest.key_seqs, 0)
+    seqs = _with_eos(nbest.token_seqs(), 0)
     pos_path = seqs.shape.row_ids(1).to(torch.int64).to(device)
     num_pos = seqs.numel()
     token_scores = torch.zeros(num_pos, dtype=torch.float64, device=device)
@@ -321,7 +322,7 @@ def full_rescore(
     select = ~top.padded.to(base.device)
     idx = torch.nonzero(select.flatten()).flatten()
     scores = _score_paths(scorer, nbest, idx)
-    seqs = _with_eos(nbest.key_seqs, 0)
+    seqs = _with_eos(nbest.token_seqs(), 0)
     pos_path = seqs.shape.row_ids(1).to(torch.int64).to(base.device)
     token_scores = torch.zeros(seqs.numel(), dtype=torch.float64, device=base.device)
     token_scores[torch.isin(pos_path, idx)] = scores.to(base.device)

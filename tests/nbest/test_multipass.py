@@ -76,11 +76,11 @@ def test_full_rescore_against_python_loop(tiny_hlg):
     lang, top, base = _topk(tiny_hlg, 3)
     scorer = BigramScorer(len(lang.word_table), 1)
     res = full_rescore(top, base, scorer, nn_scale=0.5)
-    keys = top.nbest.key_lists()
+    toks = top.nbest.token_seqs().tolist()  # what a neural model scores
     k = top.padded.shape[1]
     for u in range(top.padded.shape[0]):
         totals = [
-            base[u * k + j].item() + 0.5 * sum(scorer.score_seq(keys[u][j]))
+            base[u * k + j].item() + 0.5 * sum(scorer.score_seq(toks[u * k + j]))
             if not top.padded[u, j] else -math.inf for j in range(k)
         ]
         j = max(range(k), key=lambda i: (totals[i], -i))
@@ -107,8 +107,7 @@ def test_matching_stats_recover_a_bigram_model(tiny_hlg):
     lang, top, base = _topk(tiny_hlg, 4, k=12)
     scorer = BigramScorer(len(lang.word_table), 5)
     nbest = top.nbest
-    keys = nbest.key_lists()
-    flat = [s for utt in keys for s in utt]
+    flat = nbest.token_seqs().tolist()
     exact = torch.tensor([x for s in flat for x in scorer.score_seq(s)], dtype=torch.float64)
     k = top.padded.shape[1]
     rescored = torch.zeros(nbest.num_paths, dtype=torch.bool)
@@ -131,7 +130,7 @@ def test_linear_predictor_learns(tiny_hlg):
     lang, top, base = _topk(tiny_hlg, 0, k=12)
     scorer = BigramScorer(len(lang.word_table), 3)
     nbest = top.nbest
-    flat = [s for utt in nbest.key_lists() for s in utt]
+    flat = nbest.token_seqs().tolist()
     exact = torch.tensor([x for s in flat for x in scorer.score_seq(s)], dtype=torch.float64)
     rescored = torch.zeros(nbest.num_paths, dtype=torch.bool)
     rescored.view(-1, 12)[:, :4] = True

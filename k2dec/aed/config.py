@@ -1,0 +1,116 @@
+"""Configuration of the attention beam search (:func:`k2dec.aed.beam_search`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["BeamSearchConfig"]
+
+
+@dataclass(frozen=True)
+class BeamSearchConfig:
+    """Switches of :func:`beam_search` (see the module docstring for the exact scoring).
+
+    Attributes:
+      beam_size: ``B``, live hypotheses per utterance.
+      nbest: hypotheses returned per utterance (``<= beam_size``).
+      max_len_ratio: maximum output length is ``max(1, floor(max_len_ratio * T_n))`` tokens.
+      min_len: ``eos`` is not allowed before this many tokens.
+      temperature: divides the decoder log-probs before renormalizing.
+      length_norm: rank ended hypotheses by score / number of tokens (including ``eos``).
+      length_bonus: added per token (including ``eos``) during the search.
+      gnmt_alpha: GNMT length penalty exponent (0 disables).
+      coverage_penalty: GNMT coverage penalty weight ``beta`` (0 disables).
+      eos_threshold: ``gamma`` of the eos threshold rule (0 disables).
+      ctc_weight: ``lambda`` of joint CTC/attention decoding (0 disables; needs CTC log-probs).
+      ctc_pre_beam: candidate tokens per hypothesis scored by CTC; None means
+        ``floor(1.5 * beam_size)``. Ignored when ``ctc_weight == 1`` (all tokens are scored).
+      ctc_blank_id: the CTC blank id.
+      ctc_window: if set, CTC lets a new token be first emitted only within this many frames
+        of the step's attention peak (argmax of the decoder's cross-attention); needs a
+        decoder that returns attention. None: no window.
+      lm_weight: shallow-fusion LM weight (0 disables; needs an LM).
+      lm_fusion: ``"full"`` adds the LM on all ``B x V`` scores, ``"pruned"`` only on each
+        hypothesis' ``B`` best candidates.
+      end_detect: enable end detection; end_detect_window: ``M``; end_detect_margin: ``D``.
+      max_ended: stop an utterance once it has this many ended hypotheses (None: no cap); all
+        hypotheses that end in the step reaching the cap are kept.
+    """
+
+    beam_size: int = 10
+    nbest: int = 1
+    max_len_ratio: float = 1.0
+    min_len: int = 0
+    temperature: float = 1.0
+    length_norm: bool = False
+    length_bonus: float = 0.0
+    gnmt_alpha: float = 0.0
+    coverage_penalty: float = 0.0
+    eos_threshold: float = 0.0
+    ctc_weight: float = 0.0
+    ctc_pre_beam: int | None = None
+    ctc_blank_id: int = 0
+    ctc_window: int | None = None
+    lm_weight: float = 0.0
+    lm_fusion: Literal["full", "pruned"] = "full"
+    end_detect: bool = False
+    end_detect_window: int = 3
+    end_detect_margin: float = 10.0
+    max_ended: int | None = None
+
+    def __post_init__(self) -> None:
+        def _int(name: str, low: int) -> None:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+
+        def _float(name: str, low: float, strict: bool) -> None:
+            value = getattr(self, name)
+            bad = not isinstance(value, int | float) or isinstance(value, bool)
+            if not bad and (not math.isfinite(value) or value < low or (strict and value == low)):
+                bad = True
+            if bad:
+                op = ">" if strict else ">="
+                raise ValueError(f"{name} must be a finite number {op} {low}, got {value!r}")
+
+        _int("beam_size", 1)
+        _int("nbest", 1)
+        if self.nbest > self.beam_size:
+            raise ValueError(f"nbest ({self.nbest}) must be <= beam_size ({self.beam_size})")
+        _float("max_len_ratio", 0.0, strict=True)
+        _int("min_len", 0)
+        _float("temperature", 0.0, strict=True)
+        if not isinstance(self.length_norm, bool):
+            raise TypeError(f"length_norm must be a bool, got {self.length_norm!r}")
+        _float("length_bonus", -math.inf, strict=False)
+        _float("gnmt_alpha", 0.0, strict=False)
+        if self.length_norm and self.gnmt_alpha > 0:
+            raise ValueError("use either length_norm or gnmt_alpha > 0, not both")
+        _float("coverage_penalty", 0.0, strict=False)
+        _float("eos_threshold", 0.0, strict=False)
+        _float("ctc_weight", 0.0, strict=False)
+        if self.ctc_weight > 1:
+            raise ValueError(f"ctc_weight must be in [0, 1], got {self.ctc_weight}")
+        if self.ctc_pre_beam is not None:
+            _int("ctc_pre_beam", 1)
+        _int("ctc_blank_id", 0)
+        if self.ctc_window is not None:
+            _int("ctc_window", 0)
+        _float("lm_weight", 0.0, strict=False)
+        if self.lm_fusion not in ("full", "pruned"):
+            raise ValueError(f"lm_fusion must be 'full' or 'pruned', got {self.lm_fusion!r}")
+        if not isinstance(self.end_detect, bool):
+            raise TypeError(f"end_detect must be a bool, got {self.end_detect!r}")
+        _int("end_detect_window", 1)
+        _float("end_detect_margin", 0.0, strict=False)
+        if self.max_ended is not None:
+            _int("max_ended", 1)
+
+    @property
+    def pre_beam(self) -> int:
+        """Candidates per hypothesis scored by CTC."""
+        if self.ctc_pre_beam is not None:
+            return self.ctc_pre_beam
+        return max(1, int(1.5 * self.beam_size))

@@ -1,0 +1,169 @@
+"""CTC prefix scoring vectorized over hypotheses x candidate tokens (joint CTC/attention search).
+
+For a prefix ``g`` the CTC prefix probability is ``psi(g) = P(the CTC output starts with g)``,
+summed over all alignments of the utterance's frames. The search adds
+``log psi(g + c) - log psi(g)`` for each candidate token ``c`` (and, for ``c = eos``,
+``log P_ctc(g) - log psi(g)``, the probability that the output is exactly ``g``).
+
+The recursion keeps, per hypothesis, ``r[t, 0]`` / ``r[t, 1]``: the log-probability that frames
+``0..t`` emit exactly ``g`` and frame ``t`` is a non-blank / blank. Padded frames (``t >= T_n``)
+are handled by giving them blank log-prob 0 and non-blank log-prob -inf, which carries the
+complete-prefix probability unchanged to the last padded frame and adds nothing to ``psi``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["CtcPrefixScorer", "CtcPrefixState"]
+
+
+@dataclass
+class CtcPrefixState:
+    """Per-hypothesis CTC prefix state (``M`` rows).
+
+    Attributes:
+      r: float ``[T', 2, M]`` (``T' <= T``, at least the rows' longest utterance): log-prob
+        of having emitted exactly the prefix by frame ``t``,
+        with frame ``t`` non-blank (``[:, 0]``) or blank (``[:, 1]``).
+      log_psi: float ``[M]``: log prefix probability of each row's prefix.
+      last: int64 ``[M]``: last token of the prefix, ``-1`` for the empty prefix.
+    """
+
+    r: torch.Tensor
+    log_psi: torch.Tensor
+    last: torch.Tensor
+
+    def select(self, index: torch.Tensor) -> CtcPrefixState:
+        """Rows ``index`` (int64 ``[M']``)."""
+        return CtcPrefixState(
+            self.r.index_select(2, index),
+            self.log_psi.index_select(0, index),
+            self.last.index_select(0, index),
+        )
+
+
+class CtcPrefixScorer:
+    """CTC prefix scorer for a batch of utterances.
+
+    Args:
+      log_probs: float ``[N, T, V]`` CTC log-softmax output.
+      lens: int ``[N]`` valid frames per utterance, each in ``[1, T]``.
+      blank_id: the CTC blank; it is never a candidate.
+      eos_id: the decoder's end-of-sentence id; its score is the full-sequence probability.
+    """
+
+    def __init__(
+        self, log_probs: torch.Tensor, lens: torch.Tensor, blank_id: int, eos_id: int
+    ) -> None:
+        if log_probs.dim() != 3:
+            raise ValueError(
+                f"log_probs must have shape [N, T, V], got {tuple(log_probs.shape)}"
+            )
+        if not log_probs.is_floating_point():
+            raise TypeError(f"log_probs must be a float tensor, got {log_probs.dtype}")
+        n, t, v = log_probs.shape
+        if lens.shape != (n,):
+            raise ValueError(f"lens must have shape ({n},), got {tuple(lens.shape)}")
+        if n > 0 and (int(lens.min()) < 1 or int(lens.max()) > t):
+            raise ValueError(f"lens must be in [1, {t}], got {lens.tolist()}")
+        if not 0 <= blank_id < v:
+            raise ValueError(f"blank_id must be in [0, {v}), got {blank_id}")
+        if not 0 <= eos_id < v:
+            raise ValueError(f"eos_id must be in [0, {v}), got {eos_id}")
+        if eos_id == blank_id:
+            raise ValueError(f"eos_id and blank_id must differ, both are {eos_id}")
+        if bool((torch.isnan(log_probs) | (log_probs == float("inf"))).any()):
+            raise ValueError("log_probs contains NaN or +inf")
+        self.blank_id = blank_id
+        self.eos_id = eos_id
+        self.vocab_size = v
+        device = log_probs.device
+        pad = torch.arange(t, device=device).unsqueeze(0) >= lens.to(device).unsqueeze(1)  # [N, T]
+        x = log_probs.masked_fill(pad.unsqueeze(2), float("-inf"))
+        x[..., blank_id] = x[..., blank_id].masked_fill(pad, 0.0)
+        self.x = x.transpose(0, 1).contiguous()  # [T, N, V]
+        self.lens = lens.to(device=device, dtype=torch.int64)
+
+    def initial_state(self, row_utt: torch.Tensor) -> CtcPrefixState:
+        """State of the empty prefix for rows whose utterances are ``row_utt`` (int64 ``[M]``)."""
+        xb = self.x[:, row_utt, self.blank_id]  # [T, M]
+        r = torch.stack([torch.full_like(xb, float("-inf")), xb.cumsum(0)], dim=1)
+        zeros = torch.zeros(row_utt.numel(), dtype=self.x.dtype, device=self.x.device)
+        last = torch.full_like(row_utt, -1)
+        return CtcPrefixState(r, zeros, last)
+
+    def score(
+        self,
+        state: CtcPrefixState,
+        row_utt: torch.Tensor,
+        cand: torch.Tensor,
+        prefix_len: int,
+        window: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Prefix log-probs of every row's prefix extended by each candidate.
+
+        Args:
+          state: the rows' state (``M`` rows).
+          row_utt: int64 ``[M]``, the utterance of each row.
+          cand: int64 ``[M, K]`` candidate tokens.
+          prefix_len: ``u``, the number of tokens in every row's prefix (all rows are equal).
+          window: optional ``(first, last)``, int64 ``[M]`` each: the candidate token may only
+            be first emitted at frames ``first <= t <= last`` of its row (a time window, e.g.
+            around the decoder's attention peak). Earlier tokens keep the windows they had.
+
+        Returns:
+          ``(log_psi, r)``: float ``[M, K]`` log prefix probability of ``prefix + cand``
+          (``-inf`` for the blank; for ``eos`` the probability that the output is exactly the
+          prefix), and the extended rows' ``r``, float ``[T', 2, M, K]`` where ``T'`` is the
+          longest of the rows' utterances (``<= T``; later frames are padding for all rows).
+        """
+        x = self.x
+        # Frames past the longest of these rows' utterances are padding for all of them.
+        num_frames = int(self.lens.index_select(0, row_utt).max()) if row_utt.numel() else 1
+        r_prev = state.r
+        xc = x[:num_frames, row_utt.unsqueeze(1), cand]  # [T', M, K]
+        xb = x[:num_frames, row_utt, self.blank_id].unsqueeze(2)  # [T', M, 1]
+        # enter[t]: log-prob of having emitted exactly the prefix by frame t - 1 and being
+        # allowed to emit the candidate's first frame at t (a repeated token needs a blank).
+        r_prev = r_prev[:num_frames]
+        phi = torch.logaddexp(r_prev[:, 0], r_prev[:, 1])
+        same = (cand == state.last.unsqueeze(1)).unsqueeze(0)
+        phi = torch.where(same, r_prev[:, 1].unsqueeze(2), phi.unsqueeze(2))  # [T', M, K]
+        first = torch.full_like(phi[:1], 0.0 if prefix_len == 0 else float("-inf"))
+        enter = torch.cat([first, phi[:-1]], dim=0)
+        loop_start = max(prefix_len, 1)
+        if window is not None:
+            frames = torch.arange(num_frames, device=x.device).unsqueeze(1)
+            inside = (frames >= window[0].unsqueeze(0)) & (frames <= window[1].unsqueeze(0))
+            enter = enter.masked_fill(~inside.unsqueeze(2), float("-inf"))
+            if row_utt.numel() > 0:
+                loop_start = max(loop_start, int(window[0].min()))
+        r = torch.full((num_frames, 2) + tuple(cand.shape), float("-inf"), dtype=x.dtype,
+                       device=x.device)
+        r[0, 0] = enter[0] + xc[0]
+        for t in range(loop_start, num_frames):
+            r[t, 0] = torch.logaddexp(r[t - 1, 0], enter[t]) + xc[t]
+            r[t, 1] = torch.logaddexp(r[t - 1, 0], r[t - 1, 1]) + xb[t]
+        log_psi = torch.logsumexp(enter[loop_start:] + xc[loop_start:], dim=0)
+        log_psi = torch.logaddexp(log_psi, r[0, 0])
+        full = torch.logaddexp(r_prev[-1, 0], r_prev[-1, 1]).unsqueeze(1).expand_as(log_psi)
+        log_psi = torch.where(cand == self.eos_id, full, log_psi)
+        log_psi = log_psi.masked_fill(cand == self.blank_id, float("-inf"))
+        return log_psi, r
+
+    @staticmethod
+    def extend(
+        r: torch.Tensor,
+        log_psi: torch.Tensor,
+        row: torch.Tensor,
+        k: torch.Tensor,
+        token: torch.Tensor,
+    ) -> CtcPrefixState:
+        """State of the chosen extensions: candidate ``k[i]`` of row ``row[i]``, token ``token[i]``.
+
+        ``r`` and ``log_psi`` are the outputs of :meth:`score`; all index tensors int64 ``[M']``.
+        """
+        return CtcPrefixState(r[:, :, row, k], log_psi[row, k], token)

@@ -1,0 +1,287 @@
+"""A small pre-norm Transformer attention decoder implementing :class:`AttentionDecoder`.
+
+It plays the role of icefall's conformer_ctc attention decoder: token embedding plus sinusoidal
+positions, ``num_layers`` blocks of (causal self-attention, cross-attention over the encoder
+memory, feed-forward), a final layer norm and an output projection. ``sos_id`` and ``eos_id``
+default to ``vocab_size - 1`` as in icefall's BPE recipes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import k2
+import torch
+from torch import nn
+
+__all__ = ["TransformerDecoder"]
+
+# Per layer: (self_k, self_v, memory_k, memory_v), each [M, heads, length, head_dim]; the
+# self-attention keys/values of past positions and the projected encoder memory.
+_State = tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], ...]
+
+
+def _sinusoidal_positions(
+    offset: int, length: int, dim: int, device: torch.device, dtype: torch.dtype
+) -> torch.Tensor:
+    """Float ``[length, dim]`` sinusoidal encodings of positions ``offset .. offset+length-1``."""
+    pos = torch.arange(offset, offset + length, device=device, dtype=torch.float64).unsqueeze(1)
+    freq = torch.exp(
+        torch.arange(0, dim, 2, device=device, dtype=torch.float64) * (-math.log(10000.0) / dim)
+    )
+    pe = torch.zeros(length, dim, device=device, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(pos * freq)
+    pe[:, 1::2] = torch.cos(pos * freq)[:, : dim // 2]
+    return pe.to(dtype)
+
+
+class _Attention(nn.Module):
+    """Multi-head attention whose key/value projections can be computed once and cached."""
+
+    def __init__(self, d_model: int, nhead: int, dropout: float) -> None:
+        super().__init__()
+        self.nhead = nhead
+        self.head_dim = d_model // nhead
+        self.query = nn.Linear(d_model, d_model)
+        self.key = nn.Linear(d_model, d_model)
+        self.value = nn.Linear(d_model, d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        """``[M, L, D]`` -> ``[M, heads, L, head_dim]``."""
+        return x.view(x.size(0), x.size(1), self.nhead, self.head_dim).transpose(1, 2)
+
+    def keys_values(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._heads(self.key(x)), self._heads(self.value(x))
+
+    def forward(
+        self, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, blocked: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """x: ``[M, Lq, D]``; k, v: ``[M, heads, Lk, head_dim]``; blocked: bool broadcastable
+        to ``[M, 1, Lq, Lk]`` (True = may not attend). Returns (``[M, Lq, D]``, head-averaged
+        weights ``[M, Lq, Lk]``)."""
+        q = self._heads(self.query(x)) / math.sqrt(self.head_dim)
+        scores = q @ k.transpose(2, 3)
+        if blocked is not None:
+            scores = scores.masked_fill(blocked, float("-inf"))
+        weights = scores.softmax(dim=-1)
+        out = self.dropout(weights) @ v  # [M, heads, Lq, head_dim]
+        out = out.transpose(1, 2).reshape(x.size(0), x.size(1), -1)
+        return self.out(out), weights.mean(dim=1)
+
+
+class _DecoderLayer(nn.Module):
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int, dropout: float) -> None:
+        super().__init__()
+        self.self_attn = _Attention(d_model, nhead, dropout)
+        self.src_attn = _Attention(d_model, nhead, dropout)
+        self.feed_forward = nn.Sequential(
+            nn.Linear(d_model, dim_feedforward),
+            nn.ReLU(),
+            nn.Dropout(dropout),
+            nn.Linear(dim_feedforward, d_model),
+        )
+        self.norm_self_attn = nn.LayerNorm(d_model)
+        self.norm_src_attn = nn.LayerNorm(d_model)
+        self.norm_ff = nn.LayerNorm(d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        cache: tuple[torch.Tensor, ...],
+        memory_blocked: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]]:
+        """x: ``[M, u_new, D]`` new positions; cache: (self_k, self_v, memory_k, memory_v) with
+        self_k/self_v possibly covering 0 past positions; memory_blocked: bool ``[M, 1, 1, T]``.
+
+        Returns (output ``[M, u_new, D]``, cross-attention ``[M, u_new, T]``, new cache).
+        """
+        self_k, self_v, mem_k, mem_v = cache
+        h = self.norm_self_attn(x)
+        k_new, v_new = self.self_attn.keys_values(h)
+        self_k = torch.cat([self_k, k_new], dim=2)
+        self_v = torch.cat([self_v, v_new], dim=2)
+        u_new, u_all = h.size(1), self_k.size(2)
+        blocked = None
+        if u_new > 1:
+            q_pos = torch.arange(u_all - u_new, u_all, device=x.device).unsqueeze(1)
+            blocked = torch.arange(u_all, device=x.device).unsqueeze(0) > q_pos
+        sa, _ = self.self_attn(h, self_k, self_v, blocked)
+        x = x + self.dropout(sa)
+        ca, weights = self.src_attn(self.norm_src_attn(x), mem_k, mem_v, memory_blocked)
+        x = x + self.dropout(ca)
+        x = x + self.dropout(self.feed_forward(self.norm_ff(x)))
+        return x, weights, (self_k, self_v, mem_k, mem_v)
+
+
+class TransformerDecoder(nn.Module):
+    """Pre-norm Transformer decoder with incremental decoding and whole-sequence scoring.
+
+    Args:
+      vocab_size: output vocabulary size ``V`` (including ``sos``/``eos`` and the CTC blank).
+      memory_dim: feature size ``C`` of the encoder memory (a projection is added when it
+        differs from ``d_model``).
+      d_model, nhead, num_layers, dim_feedforward, dropout: the usual Transformer sizes.
+      sos_id, eos_id: default ``vocab_size - 1``.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        memory_dim: int,
+        d_model: int = 256,
+        nhead: int = 4,
+        num_layers: int = 6,
+        dim_feedforward: int = 2048,
+        dropout: float = 0.1,
+        sos_id: int | None = None,
+        eos_id: int | None = None,
+    ) -> None:
+        super().__init__()
+        for name, value in (
+            ("vocab_size", vocab_size),
+            ("memory_dim", memory_dim),
+            ("d_model", d_model),
+            ("nhead", nhead),
+            ("num_layers", num_layers),
+            ("dim_feedforward", dim_feedforward),
+        ):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if vocab_size < 2:
+            raise ValueError(f"vocab_size must be >= 2 (tokens plus eos), got {vocab_size}")
+        if d_model % nhead != 0:
+            raise ValueError(f"d_model ({d_model}) must be divisible by nhead ({nhead})")
+        self.vocab_size = vocab_size
+        self.sos_id = vocab_size - 1 if sos_id is None else sos_id
+        self.eos_id = vocab_size - 1 if eos_id is None else eos_id
+        for name, value in (("sos_id", self.sos_id), ("eos_id", self.eos_id)):
+            if not 0 <= value < vocab_size:
+                raise ValueError(f"{name} must be in [0, {vocab_size}), got {value}")
+        self.d_model = d_model
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.memory_proj = nn.Linear(memory_dim, d_model) if memory_dim != d_model else None
+        self.layers = nn.ModuleList(
+            [_DecoderLayer(d_model, nhead, dim_feedforward, dropout) for _ in range(num_layers)]
+        )
+        self.final_norm = nn.LayerNorm(d_model)
+        self.output = nn.Linear(d_model, vocab_size)
+
+    def _run(
+        self,
+        tokens: torch.Tensor,
+        memory: torch.Tensor,
+        memory_padding_mask: torch.Tensor,
+        state: _State | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, _State]:
+        offset = 0 if state is None else state[0][0].size(2)
+        x = self.embed(tokens) * math.sqrt(self.d_model)
+        x = x + _sinusoidal_positions(offset, tokens.size(1), self.d_model, x.device, x.dtype)
+        if state is None:
+            if self.memory_proj is not None:
+                memory = self.memory_proj(memory)
+            empty = x.new_zeros(x.size(0), self.layers[0].self_attn.nhead, 0,
+                                self.d_model // self.layers[0].self_attn.nhead)
+            state = tuple(
+                (empty, empty) + layer.src_attn.keys_values(memory) for layer in self.layers
+            )
+        memory_blocked = memory_padding_mask[:, None, None, :]
+        caches = []
+        weights = None
+        for layer, cache in zip(self.layers, state):
+            x, weights, cache = layer(x, cache, memory_blocked)
+            caches.append(cache)
+        logits = self.output(self.final_norm(x))
+        return logits.log_softmax(dim=-1), weights, tuple(caches)
+
+    def forward(
+        self, tokens: torch.Tensor, memory: torch.Tensor, memory_padding_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """Teacher-forced scoring.
+
+        Args:
+          tokens: int64 ``[N, U]`` (starting with ``sos_id``).
+          memory: float ``[N, T, C]``; memory_padding_mask: bool ``[N, T]``, True at padding.
+
+        Returns:
+          float ``[N, U, V]``: log-probs of the token after each position.
+        """
+        log_probs, _, _ = self._run(tokens, memory, memory_padding_mask, None)
+        return log_probs
+
+    def step(
+        self,
+        tokens: torch.Tensor,
+        memory: torch.Tensor,
+        memory_padding_mask: torch.Tensor,
+        state: _State | None,
+    ) -> tuple[torch.Tensor, torch.Tensor, _State]:
+        """One incremental step; see :meth:`k2dec.aed.AttentionDecoder.step` for shapes.
+
+        The state caches the self-attention keys/values of past positions and the projected
+        memory (computed on the first call), so later calls use the memory only for its mask.
+        """
+        offset = 0 if state is None else state[0][0].size(2)
+        if tokens.size(1) <= offset:
+            raise ValueError(
+                f"tokens has {tokens.size(1)} positions but the state already covers {offset}"
+            )
+        log_probs, weights, caches = self._run(
+            tokens[:, offset:], memory, memory_padding_mask, state
+        )
+        return log_probs[:, -1], weights[:, -1], caches
+
+    def select_state(self, state: _State, index: torch.Tensor) -> _State:
+        """Rows ``index`` of every per-layer cache."""
+        return tuple(tuple(c.index_select(0, index) for c in layer) for layer in state)
+
+    def score_sequences(
+        self,
+        memory: torch.Tensor,
+        memory_lens: torch.Tensor,
+        tokens: k2.RaggedTensor,
+        seq_to_utt: torch.Tensor,
+    ) -> k2.RaggedTensor:
+        """Whole-sequence scoring, e.g. for n-best rescoring.
+
+        Args:
+          memory: float ``[N, T, C]``; memory_lens: int ``[N]`` valid frames per utterance.
+          tokens: int32 ragged ``[seq][token]``, token ids without ``sos``/``eos``.
+          seq_to_utt: int64 ``[S]``, the utterance of each sequence.
+
+        Returns:
+          float ragged ``[seq][token]`` with ``len + 1`` entries per sequence: the log-prob of
+          each token given its prefix, then of ``eos``. Its ``.sum()`` gives per-sequence scores.
+        """
+        if tokens.num_axes != 2:
+            raise ValueError(f"tokens must have 2 axes [seq][token], got {tokens.num_axes}")
+        num_seqs = tokens.dim0
+        if seq_to_utt.shape != (num_seqs,):
+            raise ValueError(
+                f"seq_to_utt must have shape ({num_seqs},), got {tuple(seq_to_utt.shape)}"
+            )
+        device = memory.device
+        row_splits = tokens.shape.row_splits(1).to(device=device, dtype=torch.int64)
+        lens = row_splits[1:] - row_splits[:-1]
+        max_len = int(lens.max()) if num_seqs > 0 else 0
+        values = tokens.values.to(device=device, dtype=torch.int64)
+        padded = torch.full((num_seqs, max_len + 1), self.eos_id, dtype=torch.int64, device=device)
+        padded[:, 0] = self.sos_id
+        pos = torch.arange(values.numel(), device=device) - row_splits[:-1].repeat_interleave(lens)
+        seq_ids = torch.arange(num_seqs, device=device).repeat_interleave(lens)
+        padded[seq_ids, pos + 1] = values
+        targets = padded.roll(-1, dims=1)
+        targets[torch.arange(num_seqs, device=device), lens] = self.eos_id
+        seq_to_utt = seq_to_utt.to(device=device, dtype=torch.int64)
+        mem = memory.index_select(0, seq_to_utt)
+        frames = torch.arange(memory.size(1), device=device)
+        seq_lens = memory_lens.to(device).index_select(0, seq_to_utt)
+        mask = frames.unsqueeze(0) >= seq_lens.unsqueeze(1)
+        log_probs = self.forward(padded, mem, mask)
+        tok_lp = log_probs.gather(2, targets.unsqueeze(2)).squeeze(2)  # [S, max_len + 1]
+        keep = torch.arange(max_len + 1, device=device).unsqueeze(0) <= lens.unsqueeze(1)
+        out_splits = (row_splits + torch.arange(num_seqs + 1, device=device)).to(torch.int32)
+        shape = k2.ragged.create_ragged_shape2(out_splits, None, int(out_splits[-1]))
+        return k2.RaggedTensor(shape, tok_lp[keep].contiguous())

@@ -1,0 +1,238 @@
+"""CTC/HMM methods (icefall's names): greedy, H / HLG one-best, n-best, n-gram, attention
+and neural-LM rescoring, oracle and multi-pass rescoring, all on lattices from
+:func:`k2dec.lattice.get_lattice`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import k2
+import torch
+
+from ..lattice import (
+    AuxLabels,
+    LatticeConfig,
+    LatticeResult,
+    ctc_greedy_search,
+    get_lattice,
+    hypotheses_from_lattice,
+)
+from ..nbest import (
+    DedupKey,
+    MultiPassConfig,
+    Nbest,
+    best_paths_by_score,
+    lm_path_scorer,
+    multi_pass_rescore,
+    rescore_with_attention_decoder,
+    rescore_with_lm,
+    rescore_with_ngram,
+)
+from .registry import CtcInputs, Family, MethodResult, Resources, register
+
+__all__ = ["CtcConfig", "LM_SCALES"]
+
+#: icefall's lm/attention scale grid for rescoring sweeps.
+LM_SCALES: tuple[float, ...] = (0.01, 0.05, 0.08, 0.1, 0.3, 0.5, 0.6, 0.7, 0.9, 1.0, 1.1, 1.2,
+                                1.3, 1.5, 1.7, 1.9, 2.0)
+
+
+@dataclass(frozen=True)
+class CtcConfig:
+    """Settings shared by the CTC methods (icefall's defaults).
+
+    Attributes:
+      lattice: pruning of ``k2.intersect_dense_pruned``.
+      subsampling_factor: of ``log_probs`` relative to the graph's frame rate (1: none).
+      num_paths, nbest_scale: n-best sampling.
+      lm_scales: sweep for n-gram / neural-LM rescoring.
+      attention_scales: sweep for attention-decoder rescoring.
+      multi_pass: settings of ``multi-pass`` rescoring; its ``nn_scale`` weights the LM.
+      top_k: paths kept for multi-pass rescoring.
+      lm_batch_size: sequences per neural LM call.
+    """
+
+    lattice: LatticeConfig = field(default_factory=LatticeConfig)
+    subsampling_factor: int = 1
+    num_paths: int = 100
+    nbest_scale: float = 0.5
+    lm_scales: tuple[float, ...] = LM_SCALES
+    attention_scales: tuple[float, ...] = LM_SCALES
+    multi_pass: MultiPassConfig = field(default_factory=MultiPassConfig)
+    top_k: int = 100
+    lm_batch_size: int = 256
+
+
+def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcConfig) -> LatticeResult:
+    return get_lattice(inputs.log_probs, inputs.lengths, graph, cfg.lattice,
+                       cfg.subsampling_factor)
+
+
+def _failed(result: LatticeResult) -> list[str]:
+    return [r.reason if r.status.value == "empty" else "" for r in result.reports]
+
+
+def _hlg_with_lm_scores(res: Resources, method: str) -> k2.Fsa:
+    """HLG whose ``lm_scores`` hold its scores (icefall's convention for splitting AM and LM
+    scores in lattices), made once per graph and cached."""
+    HLG = res.graph("HLG", method)
+    if hasattr(HLG, "lm_scores"):
+        return HLG
+    key = ("HLG_lm_scores", id(HLG))
+    if key not in res.cache:
+        g = HLG.clone()
+        g.lm_scores = HLG.scores.clone()
+        res.cache[key] = g
+    return res.cache[key]
+
+
+@register("ctc-greedy-search", Family.CTC, CtcConfig)
+def _greedy(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+    """Per-frame argmax, repeats merged, blanks removed: token ids."""
+    hyps = ctc_greedy_search(inputs.log_probs, inputs.lengths,
+                             subsampling_factor=cfg.subsampling_factor)
+    return [MethodResult("ctc-greedy-search", [list(h.tokens) for h in hyps], None,
+                         [""] * len(hyps), cfg)]
+
+
+@register("ctc-decoding", Family.CTC, CtcConfig, requires=("H",))
+def _ctc_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+    """1best through the CTC topology H: token ids."""
+    result = _lattice(inputs, res.graph("H", "ctc-decoding"), cfg)
+    hyps = hypotheses_from_lattice(result, AuxLabels.TOKENS)
+    return [MethodResult("ctc-decoding", [list(h.tokens) for h in hyps], None,
+                         _failed(result), cfg)]
+
+
+@register("1best", Family.CTC, CtcConfig, requires=("HLG",))
+def _one_best(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+    """1best through HLG (or HCLG): word ids."""
+    result = _lattice(inputs, res.graph("HLG", "1best"), cfg)
+    hyps = hypotheses_from_lattice(result, AuxLabels.WORDS)
+    return [MethodResult("1best", [list(h.tokens) for h in hyps],
+                         [list(h.words) for h in hyps], _failed(result), cfg)]
+
+
+def _nbest(inputs: CtcInputs, res: Resources, cfg: CtcConfig, method: str,
+           lm_scores: bool = False) -> tuple[LatticeResult, Nbest]:
+    graph = _hlg_with_lm_scores(res, method) if lm_scores else res.graph("HLG", method)
+    result = _lattice(inputs, graph, cfg)
+    nbest = Nbest.from_lattice(result.lattice, cfg.num_paths, cfg.nbest_scale, DedupKey.WORDS)
+    return result, nbest
+
+
+def _pick(nbest: Nbest, scores: torch.Tensor) -> tuple[list[list[int]], torch.Tensor]:
+    best, _ = best_paths_by_score(nbest, scores)
+    keys = nbest.key_seqs.tolist()
+    return [keys[b] if b >= 0 else [] for b in best.tolist()], best
+
+
+def _sweep_results(results, failed: list[str], cfg: CtcConfig) -> list[MethodResult]:
+    return [MethodResult(key, None, r.hyps, failed, cfg) for key, r in results.items()]
+
+
+@register("nbest", Family.CTC, CtcConfig, requires=("HLG",))
+def _nbest_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+    """HLG lattice, num_paths sampled word sequences, the best alignment score wins."""
+    result, nbest = _nbest(inputs, res, cfg, "nbest")
+    nbest = nbest.intersect(result.lattice)
+    words, _ = _pick(nbest, nbest.tot_scores().values)
+    return [MethodResult("nbest", None, words, _failed(result), cfg)]
+
+
+@register("nbest-rescoring", Family.CTC, CtcConfig, requires=("HLG", "G"))
+def _nbest_rescoring(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+    """n-best from HLG rescored with a bigger n-gram G: am + lm_scale * G, per lm_scale."""
+    result, nbest = _nbest(inputs, res, cfg, "nbest-rescoring", lm_scores=True)
+    nbest = nbest.intersect(result.lattice)
+    sweep = rescore_with_ngram(nbest, res.graph("G", "nbest-rescoring"), cfg.lm_scales)
+    return _sweep_results(sweep, _failed(result), cfg)
+
+
+@register("nbest-oracle", Family.CTC, CtcConfig, requires=("HLG",))
+def _nbest_oracle(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+    """The n-best path closest to the reference words (an upper bound on n-best methods)."""
+    if inputs.ref_words is None:
+        raise ValueError("nbest-oracle needs reference word ids (CtcInputs.ref_words)")
+    result, nbest = _nbest(inputs, res, cfg, "nbest-oracle")
+    best, _ = nbest.oracle(inputs.ref_words)
+    keys = nbest.key_seqs.tolist()
+    words = [keys[b] if b >= 0 else [] for b in best.tolist()]
+    return [MethodResult("nbest-oracle", None, words, _failed(result), cfg)]
+
+
+@register("attention-decoder", Family.CTC, CtcConfig, requires=("HLG", "attention_decoder"))
+def _attention(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+    """n-best from HLG rescored with the attention decoder: am + s1 * ngram + s2 * attention
+    (the ngram is G when given, else HLG's own LM scores)."""
+    if res.attention_decoder is None:
+        raise ValueError("attention-decoder needs Resources.attention_decoder")
+    if inputs.memory is None or inputs.memory_lens is None:
+        raise ValueError("attention-decoder needs the encoder output (CtcInputs.memory, "
+                         "memory_lens)")
+    result, nbest = _nbest(inputs, res, cfg, "attention-decoder", lm_scores=True)
+    nbest = nbest.intersect(result.lattice)
+    with torch.no_grad():
+        sweep = rescore_with_attention_decoder(
+            nbest, res.attention_decoder, inputs.memory, inputs.memory_lens,
+            cfg.lm_scales, cfg.attention_scales, res.graphs.get("G"))
+    return _sweep_results(sweep, _failed(result), cfg)
+
+
+def _lm(res: Resources, method: str):
+    for name in ("rnn_lm", "transformer_lm"):
+        if name in res.lms:
+            return name, res.lms[name]
+    raise ValueError(f"{method} needs a neural LM in Resources.lms['rnn_lm'] or "
+                     "['transformer_lm']")
+
+
+@register("rnn-lm", Family.CTC, CtcConfig, requires=("HLG", "lm"))
+def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+    """n-best from HLG rescored with a neural LM: am + s * nnlm, per scale."""
+    name, lm = _lm(res, "rnn-lm")
+    result, nbest = _nbest(inputs, res, cfg, "rnn-lm", lm_scores=True)
+    nbest = nbest.intersect(result.lattice)
+    sweep = rescore_with_lm(nbest, lm_path_scorer(lm, cfg.lm_batch_size), cfg.lm_scales,
+                            scale_name=f"{name}_scale")
+    return _sweep_results(sweep, _failed(result), cfg)
+
+
+@register("multi-pass", Family.CTC, CtcConfig, requires=("HLG", "lm"))
+def _multi_pass(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+    """top_k n-best rescored with a neural LM in passes, evaluating only paths that may win
+    (k2.get_best_matching_stats predictions)."""
+    _, lm = _lm(res, "multi-pass")
+    result, nbest = _nbest(inputs, res, cfg, "multi-pass", lm_scores=True)
+    nbest = nbest.intersect(result.lattice)
+    counts = nbest.shape.row_splits(1)
+    has = (counts[1:] - counts[:-1]) > 0
+    failed = _failed(result)
+    if not bool(has.all()):
+        # utterances without paths cannot enter top_k: decode the others
+        keep = torch.nonzero(has).flatten().tolist()
+        if not keep:
+            return [MethodResult("multi-pass", None, [[] for _ in failed], failed, cfg)]
+        sub = _select_utts(nbest, keep)
+    else:
+        keep, sub = list(range(nbest.num_utts)), nbest
+    top = sub.top_k(cfg.top_k)
+    out = multi_pass_rescore(top, top.nbest.am_scores().values,
+                             lm_path_scorer(lm, cfg.lm_batch_size), cfg.multi_pass)
+    words: list[list[int]] = [[] for _ in failed]
+    for i, u in enumerate(keep):
+        words[u] = out.hyps[i]
+    return [MethodResult("multi-pass", None, words, failed, cfg)]
+
+
+def _select_utts(nbest: Nbest, utts: list[int]) -> Nbest:
+    splits = nbest.shape.row_splits(1).tolist()
+    idx = [p for u in utts for p in range(splits[u], splits[u + 1])]
+    index = torch.tensor(idx, dtype=torch.int32, device=nbest.device)
+    fsa = k2.index_fsa(nbest.fsa, index)
+    key_seqs, _ = nbest.key_seqs.index(index, axis=0)
+    counts = [splits[u + 1] - splits[u] for u in utts]
+    row_splits = torch.tensor([0] + list(torch.tensor(counts).cumsum(0).tolist()),
+                              dtype=torch.int32, device=nbest.device)
+    shape = k2.ragged.create_ragged_shape2(row_splits, None, len(idx))
+    return Nbest(fsa=fsa, shape=shape, key=nbest.key, key_seqs=key_seqs)

@@ -1,0 +1,406 @@
+"""Batched attention beam search against the per-hypothesis reference, plus hand-worked cases."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+
+import pytest
+import torch
+
+from k2dec.aed import BeamSearchConfig, IncrementalLM, beam_search
+from tests.aed.models import CountingDecoder, TableDecoder, TinyLM, random_decoder
+from tests.reference.aed_reference import greedy_search, reference_beam_search
+
+FIELDS = ("score", "raw_score", "attention_score", "ctc_score", "lm_score")
+
+
+def _problem(seed, device, n=3, t=7, v=6, c=5, eos_bias=1.0, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    dec = random_decoder(v, c, seed, eos_bias=eos_bias, dtype=dtype).to(device)
+    memory = torch.randn(n, t, c, generator=g, dtype=dtype)
+    lens = torch.randint(1, t + 1, (n,), generator=g)
+    lens[0] = t
+    pad = torch.arange(t).unsqueeze(0) >= lens.unsqueeze(1)
+    memory = memory.masked_fill(pad.unsqueeze(2), 50.0)  # padding must not matter
+    ctc = torch.randn(n, t, v, generator=g, dtype=dtype).mul(2).log_softmax(-1)
+    lm = TinyLM(v, seed=seed).to(dtype).to(device).eval()
+    return dec, memory.to(device), lens.to(device), ctc.to(device), lm
+
+
+def _assert_same(got, want, tol):
+    assert len(got) == len(want)
+    for hyps, ref in zip(got, want):
+        assert [h.tokens for h in hyps] == [h.tokens for h in ref]
+        for h, r in zip(hyps, ref):
+            for f in FIELDS:
+                assert getattr(h, f) == pytest.approx(getattr(r, f), abs=tol), f
+            assert h.token_scores == pytest.approx(r.token_scores, abs=tol)
+            assert len(h.token_scores) == len(h.tokens) + 1
+
+
+SWITCHES = {
+    "temperature": dict(temperature=1.7),
+    "length_norm": dict(length_norm=True),
+    "length_bonus": dict(length_bonus=0.8),
+    "gnmt": dict(gnmt_alpha=0.9),
+    "coverage": dict(coverage_penalty=0.7),
+    "eos_threshold": dict(eos_threshold=0.9),
+    "min_len": dict(min_len=3),
+    "max_len_ratio": dict(max_len_ratio=0.5),
+    "ctc": dict(ctc_weight=0.4),
+    "ctc_pre_beam": dict(ctc_weight=0.6, ctc_pre_beam=2),
+    "ctc_window": dict(ctc_weight=0.7, ctc_window=1),
+    "lm_full": dict(lm_weight=0.5),
+    "lm_pruned": dict(lm_weight=0.5, lm_fusion="pruned"),
+    "end_detect": dict(end_detect=True, end_detect_window=2, end_detect_margin=1.0),
+    "max_ended": dict(max_ended=2),
+}
+
+
+def _random_combos(count, seed=0):
+    rng = random.Random(seed)
+    names = sorted(SWITCHES)
+    combos = []
+    for _ in range(count):
+        chosen = rng.sample(names, rng.randint(2, 6))
+        if "length_norm" in chosen and "gnmt" in chosen:
+            chosen.remove("gnmt")
+        if "lm_full" in chosen and "lm_pruned" in chosen:
+            chosen.remove("lm_full")
+        kwargs = {}
+        for name in chosen:
+            kwargs.update(SWITCHES[name])
+        combos.append(kwargs)
+    return combos
+
+
+CASES = [{}] + list(SWITCHES.values()) + _random_combos(14)
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_matches_reference(case, device):
+    kwargs = CASES[case]
+    for seed in (case, case + 100):
+        beam = 2 + seed % 3
+        dec, memory, lens, ctc, lm = _problem(seed, device, eos_bias=(seed % 4) * 0.7)
+        cfg = BeamSearchConfig(beam_size=beam, nbest=beam, **kwargs)
+        got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+        want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+        assert any(len(h) > 0 for h in got)
+        _assert_same(got, want, 1e-8)
+
+
+@pytest.mark.parametrize("name", sorted(SWITCHES))
+def test_every_switch_changes_something(name):
+    """Guards the equivalence test against switches that neither implementation applies."""
+    changed = False
+    for seed in range(4):
+        dec, memory, lens, ctc, lm = _problem(seed, torch.device("cpu"), eos_bias=0.7)
+        base = BeamSearchConfig(beam_size=3, nbest=3)
+        on = dataclasses.replace(base, **SWITCHES[name])
+        sigs = []
+        for cfg in (base, on):
+            counting = CountingDecoder(dec)
+            hyps = beam_search(counting, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+            sigs.append(([[(h.tokens, round(h.score, 9)) for h in hs] for hs in hyps],
+                         counting.rows))
+        changed |= sigs[0] != sigs[1]
+    assert changed
+
+
+def test_float32_matches_reference(device):
+    for seed, kwargs in enumerate([{}, dict(ctc_weight=0.3, lm_weight=0.3, coverage_penalty=0.2)]):
+        dec, memory, lens, ctc, lm = _problem(seed, device, dtype=torch.float32)
+        cfg = BeamSearchConfig(beam_size=3, nbest=3, **kwargs)
+        got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+        want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+        _assert_same(got, want, 1e-4)
+
+
+@pytest.mark.parametrize("kwargs", [{}, dict(ctc_weight=0.3, lm_weight=0.3, coverage_penalty=0.5,
+                                             end_detect=True, end_detect_margin=1.0)])
+def test_batch_of_one_equals_batch_of_many(kwargs, device):
+    dec, memory, lens, ctc, lm = _problem(11, device, n=5, t=9)
+    cfg = BeamSearchConfig(beam_size=4, nbest=4, **kwargs)
+    batched = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+    for i in range(5):
+        t = int(lens[i])
+        single = beam_search(dec, memory[i : i + 1, :t], lens[i : i + 1], cfg,
+                             ctc_log_probs=ctc[i : i + 1, :t], lm=lm)
+        _assert_same([batched[i]], single, 1e-9)
+
+
+def test_vocab_smaller_than_beam(device):
+    dec, memory, lens, ctc, lm = _problem(5, device, v=3)
+    cfg = BeamSearchConfig(beam_size=5, nbest=5)
+    _assert_same(beam_search(dec, memory, lens, cfg),
+                 reference_beam_search(dec, memory, lens, cfg), 1e-8)
+
+
+def test_beam_one_is_greedy(device):
+    for seed in range(4):
+        dec, memory, lens, _, _ = _problem(seed, device, n=4, eos_bias=seed * 0.5)
+        got = beam_search(dec, memory, lens, BeamSearchConfig(beam_size=1))
+        assert [h[0].tokens for h in got] == greedy_search(dec, memory, lens)
+
+
+def test_finished_utterances_stop_costing_compute():
+    dec, memory, lens, _, _ = _problem(3, torch.device("cpu"), n=2, t=8)
+    lens = torch.tensor([8, 1])
+    counting = CountingDecoder(dec)
+    beam_search(counting, memory, lens, BeamSearchConfig(beam_size=3))
+    # step 1: 2 rows; step 2: utterance 1 (max length 1) ends -> 3 rows from then on
+    assert counting.calls == 9
+    assert counting.rows == 2 + 2 * 3 + 7 * 3
+
+
+def test_lengths_respect_min_and_max():
+    dec, memory, lens, _, _ = _problem(2, torch.device("cpu"), n=3, eos_bias=3.0)
+    cfg = BeamSearchConfig(beam_size=3, nbest=3, min_len=2, max_len_ratio=0.5)
+    for i, hyps in enumerate(beam_search(dec, memory, lens, cfg)):
+        max_len = max(1, math.floor(int(lens[i]) * 0.5))
+        assert hyps
+        for h in hyps:
+            assert min(2, max_len) <= len(h.tokens) <= max_len
+
+
+# A decoder whose next-token distribution depends only on the last token: tokens 0, 1, eos 2.
+TABLE = {None: [0.5, 0.1, 0.4], 0: [0.5, 0.2, 0.3], 1: [0.45, 0.35, 0.2]}
+
+
+def _table_search(cfg, num_frames=10):
+    dec = TableDecoder(TABLE, 3, eos_id=2)
+    memory = torch.zeros(1, num_frames, 1, dtype=torch.float64)
+    hyps = beam_search(dec, memory, torch.tensor([num_frames]), cfg)[0]
+    return dec, hyps
+
+
+def test_end_detection_hand_worked():
+    # B = 2: step u=0 ends [] (p .4, the best ended); then each step u ends 0^u with
+    # p .5^u * .3 * ... : [0] .15, [0,0] .075, [0,0,0] .0375. With D = 1.5, M = 2:
+    # u=2: log(.4/.075) = 1.67 > D but log(.4/.15) = 0.98 < D -> continue;
+    # u=3: log(.4/.0375) = 2.37 > D and 1.67 > D -> stop after 4 decoder calls.
+    cfg = BeamSearchConfig(beam_size=2, nbest=2, end_detect=True, end_detect_window=2,
+                           end_detect_margin=1.5)
+    dec, hyps = _table_search(cfg)
+    assert dec.calls == 4
+    assert [h.tokens for h in hyps] == [[], [0]]
+    assert [h.score for h in hyps] == pytest.approx([math.log(0.4), math.log(0.15)])
+    # margin 2.0: u=3 has 2.37 and 1.67 -> continue; u=4: log(.4/.01875)=3.06, 2.37 -> stop
+    dec, _ = _table_search(dataclasses.replace(cfg, end_detect_margin=2.0))
+    assert dec.calls == 5
+    # without end detection the search runs to the maximum length (10 tokens + eos)
+    dec, _ = _table_search(dataclasses.replace(cfg, end_detect=False))
+    assert dec.calls == 11
+
+
+def test_eos_threshold_hand_worked():
+    # u=0: p(eos) / max other = .4 / .5 = .8 ; after token 0: .3 / .5 = .6 ;
+    # after token 1: .2 / .45 = .44.
+    cfg = BeamSearchConfig(beam_size=2, nbest=2, eos_threshold=0.59)
+    _, hyps = _table_search(cfg, num_frames=3)
+    assert [h.tokens for h in hyps] == [[], [0]]
+    assert [h.score for h in hyps] == pytest.approx([math.log(0.4), math.log(0.5 * 0.3)])
+    # gamma .61 forbids eos after token 0 (and 1): [0] cannot end; [0, 0] cannot end either.
+    _, hyps = _table_search(dataclasses.replace(cfg, eos_threshold=0.61), num_frames=3)
+    assert [h.tokens for h in hyps] == [[], [0, 0, 0]]
+    assert hyps[1].score == pytest.approx(math.log(0.5 * 0.5 * 0.5 * 0.3))
+    # gamma .81 also forbids the empty hypothesis; at the maximum length eos is forced
+    _, hyps = _table_search(dataclasses.replace(cfg, eos_threshold=0.81), num_frames=3)
+    assert [h.tokens for h in hyps] == [[0, 0, 0], [0, 0, 1]]
+    assert hyps[0].score == pytest.approx(math.log(0.5 * 0.5 * 0.5 * 0.3))
+
+
+def test_max_ended_caps_the_search():
+    cfg = BeamSearchConfig(beam_size=2, nbest=2, max_ended=2)
+    dec, hyps = _table_search(cfg)
+    assert dec.calls == 2  # [] ends at u=0, [0] at u=1
+    assert [h.tokens for h in hyps] == [[], [0]]
+
+
+def test_length_penalties_hand_worked():
+    # the same ended set, ranked by score / |y| ([] has |y| = 1, [0] has 2, ...)
+    cfg = BeamSearchConfig(beam_size=2, nbest=2, length_norm=True, max_ended=2)
+    _, hyps = _table_search(cfg)
+    assert [h.score for h in hyps] == pytest.approx([math.log(0.4), math.log(0.15) / 2])
+    cfg = BeamSearchConfig(beam_size=2, nbest=2, gnmt_alpha=1.0, max_ended=2)
+    _, hyps = _table_search(cfg)
+    assert hyps[1].score == pytest.approx(math.log(0.15) / (7 / 6))
+    cfg = BeamSearchConfig(beam_size=2, nbest=2, length_bonus=1.0, max_ended=2)
+    _, hyps = _table_search(cfg)
+    assert [h.tokens for h in hyps] == [[0], []]
+    assert hyps[0].score == pytest.approx(math.log(0.15) + 2)
+
+
+def test_empty_batch():
+    dec = random_decoder(5, 3, seed=0)
+    assert beam_search(dec, torch.zeros(0, 4, 3, dtype=torch.float64),
+                       torch.zeros(0, dtype=torch.int64)) == []
+
+
+def test_lm_protocol():
+    assert isinstance(TinyLM(5), IncrementalLM)
+
+
+def _bad(**overrides):
+    dec = random_decoder(5, 3, seed=0)
+    args = dict(decoder=dec, memory=torch.zeros(2, 4, 3, dtype=torch.float64),
+                memory_lens=torch.tensor([4, 2]), config=BeamSearchConfig(beam_size=2))
+    args.update(overrides)
+    return args
+
+
+@pytest.mark.parametrize(
+    "overrides, exc, match",
+    [
+        (dict(memory=torch.zeros(2, 4)), ValueError, "memory must be a tensor of shape"),
+        (dict(memory=torch.zeros(2, 4, 3, dtype=torch.int64)), TypeError, "float"),
+        (dict(memory_lens=torch.tensor([4])), ValueError, "memory_lens must be a tensor"),
+        (dict(memory_lens=torch.tensor([4.0, 2.0])), TypeError, "integer"),
+        (dict(memory_lens=torch.tensor([0, 2])), ValueError, r"memory_lens must be in \[1, 4\]"),
+        (dict(memory_lens=torch.tensor([5, 2])), ValueError, r"memory_lens must be in \[1, 4\]"),
+        (dict(memory=torch.full((2, 4, 3), float("nan"))), ValueError, "NaN"),
+        (dict(config=dict(beam_size=2)), TypeError, "BeamSearchConfig"),
+        (dict(decoder=object()), TypeError, "AttentionDecoder"),
+        (dict(config=BeamSearchConfig(ctc_weight=0.3)), ValueError, "needs ctc_log_probs"),
+        (dict(config=BeamSearchConfig(ctc_weight=0.3), ctc_log_probs=torch.zeros(2, 4, 6)),
+         ValueError, "ctc_log_probs must have shape"),
+        (dict(config=BeamSearchConfig(ctc_weight=0.3),
+              ctc_log_probs=torch.full((2, 4, 5), float("nan"))), ValueError, "ctc_log_probs cont"),
+        (dict(config=BeamSearchConfig(ctc_weight=0.3),
+              ctc_log_probs=torch.zeros(2, 4, 5, dtype=torch.int64)), TypeError, "ctc_log_probs"),
+        (dict(config=BeamSearchConfig(ctc_weight=0.3), ctc_log_probs=[[0.0]]), ValueError,
+         "ctc_log_probs must be a tensor"),
+        (dict(config=BeamSearchConfig(ctc_weight=0.3, ctc_blank_id=4),
+              ctc_log_probs=torch.zeros(2, 4, 5)), ValueError, "ctc_blank_id"),
+        (dict(config=BeamSearchConfig(lm_weight=0.3)), ValueError, "needs an lm"),
+        (dict(config=BeamSearchConfig(lm_weight=0.3), lm=TinyLM(7)), ValueError,
+         "lm.vocab_size"),
+        (dict(config=BeamSearchConfig(lm_weight=0.3), lm=object()), TypeError, "IncrementalLM"),
+    ],
+)
+def test_bad_inputs(overrides, exc, match):
+    with pytest.raises(exc, match=match):
+        beam_search(**_bad(**overrides))
+
+
+def test_coverage_needs_attention():
+    dec = TableDecoder(TABLE, 3, eos_id=2)
+    with pytest.raises(ValueError, match="attention"):
+        beam_search(dec, torch.zeros(1, 3, 1), torch.tensor([3]),
+                    BeamSearchConfig(beam_size=2, coverage_penalty=1.0))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(beam_size=0), "beam_size"),
+        (dict(beam_size=2.0), "beam_size"),
+        (dict(nbest=3, beam_size=2), "nbest"),
+        (dict(max_len_ratio=0.0), "max_len_ratio"),
+        (dict(min_len=-1), "min_len"),
+        (dict(temperature=0.0), "temperature"),
+        (dict(temperature=float("nan")), "temperature"),
+        (dict(length_norm=True, gnmt_alpha=0.5), "either length_norm"),
+        (dict(gnmt_alpha=-1.0), "gnmt_alpha"),
+        (dict(coverage_penalty=-0.1), "coverage_penalty"),
+        (dict(eos_threshold=-1.0), "eos_threshold"),
+        (dict(ctc_weight=1.5), "ctc_weight"),
+        (dict(ctc_pre_beam=0), "ctc_pre_beam"),
+        (dict(lm_weight=-0.5), "lm_weight"),
+        (dict(lm_fusion="shallow"), "lm_fusion"),
+        (dict(end_detect_window=0), "end_detect_window"),
+        (dict(max_ended=0), "max_ended"),
+        (dict(length_bonus=float("inf")), "length_bonus"),
+    ],
+)
+def test_bad_config(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        BeamSearchConfig(**kwargs)
+
+
+def test_default_pre_beam():
+    assert BeamSearchConfig(beam_size=10).pre_beam == 15
+    assert BeamSearchConfig(beam_size=1).pre_beam == 1
+    assert BeamSearchConfig(beam_size=4, ctc_pre_beam=7).pre_beam == 7
+
+
+def test_docstring_example_runs():
+    import doctest
+
+    import k2dec.aed
+
+    result = doctest.testmod(k2dec.aed, raise_on_error=False)
+    assert result.attempted > 0 and result.failed == 0
+
+
+class _NanDecoder(TableDecoder):
+    def step(self, tokens, memory, memory_padding_mask, state):
+        lp, att, state = super().step(tokens, memory, memory_padding_mask, state)
+        return lp.fill_(float("nan")), att, state
+
+
+def test_nan_from_decoder_is_reported():
+    dec = _NanDecoder(TABLE, 3, eos_id=2)
+    with pytest.raises(ValueError, match="NaN log-probs"):
+        beam_search(dec, torch.zeros(1, 3, 1), torch.tensor([3]), BeamSearchConfig(beam_size=2))
+
+
+_hyp_settings = dict(max_examples=20, deadline=None, derandomize=True)
+
+
+def _config_strategy():
+    from hypothesis import strategies as st
+
+    return st.fixed_dictionaries(
+        {
+            "beam_size": st.integers(1, 4),
+            "temperature": st.sampled_from([1.0, 0.6, 2.0]),
+            "length_norm": st.booleans(),
+            "length_bonus": st.sampled_from([0.0, 0.5, -0.3]),
+            "coverage_penalty": st.sampled_from([0.0, 0.5]),
+            "eos_threshold": st.sampled_from([0.0, 0.3, 1.0]),
+            "min_len": st.integers(0, 3),
+            "max_len_ratio": st.sampled_from([1.0, 0.4, 2.0]),
+            "ctc_weight": st.sampled_from([0.0, 0.3, 1.0]),
+            "ctc_pre_beam": st.sampled_from([None, 1, 3]),
+            "ctc_window": st.sampled_from([None, 2]),
+            "lm_weight": st.sampled_from([0.0, 0.5]),
+            "lm_fusion": st.sampled_from(["full", "pruned"]),
+            "end_detect": st.booleans(),
+            "end_detect_margin": st.sampled_from([0.5, 3.0]),
+            "max_ended": st.sampled_from([None, 1, 3]),
+        }
+    )
+
+
+def test_random_switch_combinations_match_reference():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(**_hyp_settings)
+    @given(kwargs=_config_strategy(), seed=st.integers(0, 10_000))
+    def check(kwargs, seed):
+        kwargs = dict(kwargs)
+        kwargs["nbest"] = kwargs["beam_size"]
+        dec, memory, lens, ctc, lm = _problem(seed, torch.device("cpu"), n=2, t=5,
+                                              eos_bias=(seed % 3) * 0.8)
+        cfg = BeamSearchConfig(**kwargs)
+        got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+        want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+        _assert_same(got, want, 1e-8)
+
+    check()
+
+
+def test_ctc_minus_inf_is_allowed():
+    """-inf CTC log-probs (a masked token) are valid input; the token can then never be chosen."""
+    dec, memory, lens, ctc, lm = _problem(4, torch.device("cpu"))
+    ctc = ctc.clone()
+    ctc[..., 2] = float("-inf")
+    cfg = BeamSearchConfig(beam_size=3, nbest=3, ctc_weight=0.5)
+    got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc)
+    _assert_same(got, reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc), 1e-8)
+    assert all(2 not in h.tokens for hs in got for h in hs)

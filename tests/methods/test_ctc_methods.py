@@ -1,0 +1,114 @@
+"""The CTC methods of the registry on random posteriors through a tiny HLG."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from k2dec.aed import TransformerDecoder
+from k2dec.graph import build_rescoring_G
+from k2dec.lattice import LatticeConfig, get_lattice, hypotheses_from_lattice
+from k2dec.lm import RnnLM, RnnLmConfig
+from k2dec.methods import CtcInputs, Family, Resources, get_method, list_methods
+from k2dec.methods.ctc import CtcConfig
+from k2dec.nbest import MultiPassConfig, Nbest, rescore_with_ngram
+from tests.graph.conftest import TINY_ARPA
+
+CTC_METHODS = ["1best", "attention-decoder", "ctc-decoding", "ctc-greedy-search",
+               "multi-pass", "nbest", "nbest-oracle", "nbest-rescoring", "rnn-lm"]
+
+
+@pytest.fixture(scope="module")
+def setup(tiny_hlg, tmp_path_factory):
+    lang, HLG, H = tiny_hlg
+    d = tmp_path_factory.mktemp("ctc_methods")
+    (d / "lm.arpa").write_text(TINY_ARPA)
+    G = build_rescoring_G(d / "lm.arpa", lang.word_table)
+    torch.manual_seed(0)
+    decoder = TransformerDecoder(vocab_size=6, memory_dim=8, d_model=16, nhead=2,
+                                 num_layers=1, dim_feedforward=16, dropout=0.0).eval()
+    lm = RnnLM(RnnLmConfig(vocab_size=6, embedding_dim=8, hidden_dim=8, num_layers=1)).eval()
+    res = Resources(graphs={"HLG": HLG, "H": H, "G": G}, lms={"rnn_lm": lm},
+                    attention_decoder=decoder)
+    return lang, res
+
+
+def _inputs(seed: int, vocab: int, n: int = 3) -> CtcInputs:
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.tensor([7, 5, 6][:n])
+    log_probs = (torch.randn(n, 7, vocab, generator=g) * 2).log_softmax(-1)
+    memory = torch.randn(n, 7, 8, generator=g)
+    return CtcInputs(log_probs, lengths, ref_words=[[1, 3], [5], [2, 4]][:n], memory=memory,
+                     memory_lens=lengths)
+
+
+def test_registry_lists_the_ctc_methods():
+    assert [m.name for m in list_methods(Family.CTC)] == CTC_METHODS
+
+
+@pytest.mark.parametrize("name", CTC_METHODS)
+def test_every_ctc_method_runs_and_passes_its_config(setup, name):
+    lang, res = setup
+    cfg = CtcConfig(num_paths=20, lm_scales=(0.5, 1.0), attention_scales=(0.3,),
+                    top_k=5)
+    out = get_method(name)(_inputs(1, lang.max_token_id + 1), res, cfg)
+    assert out and all(r.config is cfg for r in out)
+    for r in out:
+        hyps = r.words if r.words is not None else r.tokens
+        assert len(hyps) == 3 and len(r.failed) == 3
+    keys = [r.key for r in out]
+    if name == "nbest-rescoring":
+        assert keys == ["ngram_lm_scale_0.5", "ngram_lm_scale_1.0"]
+    elif name == "attention-decoder":
+        assert keys == ["ngram_lm_scale_0.5_attention_scale_0.3",
+                        "ngram_lm_scale_1.0_attention_scale_0.3"]
+    elif name == "rnn-lm":
+        assert keys == ["rnn_lm_scale_0.5", "rnn_lm_scale_1.0"]
+    else:
+        assert keys == [name]
+
+
+def test_1best_equals_the_lattice_best_path(setup):
+    lang, res = setup
+    inp = _inputs(2, lang.max_token_id + 1)
+    out = get_method("1best")(inp, res)[0]
+    lat = get_lattice(inp.log_probs, inp.lengths, res.graphs["HLG"], LatticeConfig())
+    assert out.words == [list(h.words) for h in hypotheses_from_lattice(lat)]
+
+
+def test_nbest_rescoring_equals_the_library_call(setup):
+    lang, res = setup
+    inp = _inputs(3, lang.max_token_id + 1)
+    cfg = CtcConfig(num_paths=30, lm_scales=(0.7,))
+    out = get_method("nbest-rescoring")(inp, res, cfg)
+    HLG = res.graphs["HLG"].clone()
+    HLG.lm_scores = HLG.scores.clone()
+    lat = get_lattice(inp.log_probs, inp.lengths, HLG, cfg.lattice).lattice
+    nbest = Nbest.from_lattice(lat, 30, cfg.nbest_scale).intersect(lat)
+    want = rescore_with_ngram(nbest, res.graphs["G"], [0.7])["ngram_lm_scale_0.7"].hyps
+    assert out[0].words == want
+
+
+def test_multi_pass_at_full_budget_equals_rnn_lm_rescoring(setup):
+    lang, res = setup
+    inp = _inputs(4, lang.max_token_id + 1)
+    mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, nn_scale=1.0)
+    cfg = CtcConfig(num_paths=30, lm_scales=(1.0,), top_k=200, multi_pass=mp)
+    multi = get_method("multi-pass")(inp, res, cfg)[0]
+    full = get_method("rnn-lm")(inp, res, cfg)[0]
+    assert multi.words == full.words
+
+
+def test_missing_resources_are_clear_errors(setup):
+    lang, res = setup
+    inp = _inputs(5, lang.max_token_id + 1)
+    with pytest.raises(ValueError, match="needs the HLG graph"):
+        get_method("1best")(inp, Resources())
+    with pytest.raises(ValueError, match="needs a neural LM"):
+        get_method("rnn-lm")(inp, Resources(graphs=res.graphs))
+    with pytest.raises(ValueError, match="needs reference word ids"):
+        get_method("nbest-oracle")(CtcInputs(inp.log_probs, inp.lengths), res)
+    with pytest.raises(ValueError, match="needs the encoder output"):
+        get_method("attention-decoder")(CtcInputs(inp.log_probs, inp.lengths), res)
