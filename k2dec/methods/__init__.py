@@ -7,6 +7,7 @@
 """
 
 from .registry import (
+    AedInputs,
     CtcInputs,
     Family,
     Method,
@@ -19,6 +20,7 @@ from .registry import (
 )
 
 __all__ = [
+    "AedInputs",
     "CtcInputs",
     "Family",
     "Method",

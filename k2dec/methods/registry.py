@@ -23,6 +23,7 @@ __all__ = [
     "Resources",
     "TransducerInputs",
     "CtcInputs",
+    "AedInputs",
     "register",
     "get_method",
     "list_methods",
@@ -115,6 +116,20 @@ class CtcInputs:
     memory_lens: torch.Tensor | None = None
 
 
+@dataclass
+class AedInputs:
+    """A batch for attention encoder-decoder methods.
+
+    Attributes:
+      memory: float ``[N, T, C]`` encoder output; memory_lens: int ``[N]``.
+      ctc_log_probs: float ``[N, T, V]`` CTC log-probs for joint CTC/attention decoding.
+    """
+
+    memory: torch.Tensor
+    memory_lens: torch.Tensor
+    ctc_log_probs: torch.Tensor | None = None
+
+
 RunFn = Callable[[Any, Resources, Any], list[MethodResult]]
 
 
@@ -182,4 +197,4 @@ def list_methods(family: Family | str | None = None) -> list[Method]:
 
 
 def _load_all() -> None:
-    from . import ctc, transducer  # noqa: F401  (registers on import)
+    from . import aed, ctc, transducer  # noqa: F401  (registers on import)

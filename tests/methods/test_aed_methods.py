@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+import pytest
+import torch
+
+from k2dec.aed import BeamSearchConfig, TransformerDecoder, beam_search
+from k2dec.lm import RnnLM, RnnLmConfig
+from k2dec.methods import AedInputs, Family, Resources, get_method, list_methods
+
+
+def _setup(seed: int = 0):
+    torch.manual_seed(seed)
+    dec = TransformerDecoder(vocab_size=8, memory_dim=6, d_model=16, nhead=2, num_layers=1,
+                             dim_feedforward=16, dropout=0.0).eval()
+    lm = RnnLM(RnnLmConfig(vocab_size=8, embedding_dim=8, hidden_dim=8, num_layers=1,
+                           sos_id=7, eos_id=7)).eval()
+    memory = torch.randn(3, 9, 6)
+    lens = torch.tensor([9, 6, 8])
+    ctc = torch.randn(3, 9, 8).log_softmax(-1)
+    return dec, lm, AedInputs(memory, lens, ctc)
+
+
+def test_listed():
+    assert [m.name for m in list_methods(Family.AED)] == ["attention-beam-search"]
+
+
+@pytest.mark.parametrize("cfg", [BeamSearchConfig(beam_size=3),
+                                 BeamSearchConfig(beam_size=3, ctc_weight=0.3),
+                                 BeamSearchConfig(beam_size=3, lm_weight=0.5)])
+def test_method_equals_the_library_call(cfg):
+    dec, lm, inp = _setup()
+    out = get_method("attention-beam-search")(inp, Resources(lms={"rnn_lm": lm},
+                                                             attention_decoder=dec), cfg)[0]
+    assert out.config is cfg
+    with torch.no_grad():
+        want = beam_search(dec, inp.memory, inp.memory_lens, cfg,
+                           ctc_log_probs=inp.ctc_log_probs if cfg.ctc_weight else None,
+                           lm=lm if cfg.lm_weight else None)
+    assert out.tokens == [list(nb[0].tokens) for nb in want]
+
+
+def test_missing_pieces():
+    dec, lm, inp = _setup()
+    m = get_method("attention-beam-search")
+    with pytest.raises(ValueError, match="needs Resources.attention_decoder"):
+        m(inp, Resources())
+    with pytest.raises(ValueError, match="needs AedInputs.ctc_log_probs"):
+        m(AedInputs(inp.memory, inp.memory_lens), Resources(attention_decoder=dec),
+          BeamSearchConfig(ctc_weight=0.5))
+    with pytest.raises(ValueError, match="needs a neural LM"):
+        m(inp, Resources(attention_decoder=dec), BeamSearchConfig(lm_weight=0.5))
