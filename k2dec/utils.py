@@ -13,14 +13,22 @@ import k2
 import torch
 
 __all__ = [
+    "FRAME_ATTR",
     "arc_frames",
     "ctc_collapse",
     "path_aux_ids",
+    "path_frames",
     "path_token_ids",
     "ragged_from_row_ids",
     "ragged_select",
     "ragged_to_lists",
 ]
+
+
+FRAME_ATTR = "frame"
+"""Name of the int32 arc attribute holding each lattice arc's frame index (set by
+``k2dec.lattice.get_lattice`` via ``k2.intersect_dense_pruned(frame_idx_name=...)``); ``-1`` marks
+arcs that consume no frame (added when ragged labels are expanded, e.g. by ``k2.invert``)."""
 
 
 def ragged_from_row_ids(row_ids: torch.Tensor, values: torch.Tensor, dim0: int) -> k2.RaggedTensor:
@@ -137,7 +145,8 @@ def path_token_ids(
     label per frame, e.g. paths through H, HL or HLG built on ``k2.ctc_topo``).
 
     Args:
-      paths: FsaVec of linear paths (``k2.shortest_path`` of a lattice).
+      paths: FsaVec of linear paths (``k2.shortest_path`` of a lattice). When they carry the
+        per-arc frame attribute (see :func:`path_frames`), arcs with frame ``-1`` are skipped.
       blank_id: the blank token id.
 
     Returns:
@@ -145,7 +154,11 @@ def path_token_ids(
     """
     shape = paths.arcs.shape().remove_axis(1)
     labels = k2.RaggedTensor(shape, paths.labels.contiguous())
-    frames = k2.RaggedTensor(shape, arc_frames(paths))
+    frames = k2.RaggedTensor(shape, path_frames(paths))
+    if hasattr(paths, FRAME_ATTR):
+        # arcs added by k2.invert/expand_ragged_attributes consume no frame: skip them
+        keep = getattr(paths, FRAME_ATTR) >= 0
+        labels, frames = ragged_select(labels, keep), ragged_select(frames, keep)
     return ctc_collapse(labels, frames, blank_id=blank_id)
 
 
@@ -170,7 +183,7 @@ def path_aux_ids(
         raise ValueError(f"paths has no attribute {name!r}")
     aux = getattr(paths, name)
     arc_shape = paths.arcs.shape().remove_axis(1)  # [utt][arc]
-    frames_per_arc = arc_frames(paths)
+    frames_per_arc = path_frames(paths)
     if isinstance(aux, k2.RaggedTensor):
         utt_arc_label = arc_shape.compose(aux.shape)  # [utt][arc][label]
         utt_label = utt_arc_label.remove_axis(1)
@@ -185,3 +198,26 @@ def path_aux_ids(
     frames = k2.RaggedTensor(utt_label, frame_values.contiguous())
     keep = values > 0
     return ragged_select(ids, keep), ragged_select(frames, keep)
+
+
+def path_frames(paths: k2.Fsa) -> torch.Tensor:
+    """Frame index of each arc of an FsaVec of linear paths.
+
+    Uses the :data:`FRAME_ATTR` attribute when present (arcs marked ``-1`` take the frame of the
+    arc before them on the path), otherwise the arc's position in its path (exact for paths of
+    dense-intersection lattices, where every arc consumes one frame).
+
+    Returns:
+      int32 tensor of shape ``(paths.num_arcs,)`` on ``paths.device``.
+    """
+    if not hasattr(paths, FRAME_ATTR):
+        return arc_frames(paths)
+    frames = getattr(paths, FRAME_ATTR).to(torch.int64)
+    if frames.numel() == 0:
+        return frames.to(torch.int32)
+    row_ids = paths.arcs.shape().remove_axis(1).row_ids(1).to(torch.int64)
+    # forward-fill -1 within each path: frames are non-decreasing along a path, so a running
+    # maximum works once every path is offset above the previous one
+    big = int(frames.max()) + 2
+    filled = torch.cummax(frames + 1 + row_ids * big, dim=0).values - row_ids * big - 1
+    return filled.clamp(min=0).to(torch.int32)

@@ -1,5 +1,16 @@
 """Lattice decoding of CTC/HMM posteriors with k2: dense inputs, ``get_lattice``
-(``k2.intersect_dense_pruned``), one-best, rescoring, streaming and multi-process decoding."""
+(``k2.intersect_dense_pruned``), one-best, rescoring, streaming and multi-process decoding.
+
+Example (HLG 1best, then whole-lattice rescoring with a 4-gram)::
+
+    from k2dec.lattice import LatticeConfig, get_lattice, hypotheses_from_lattice
+    from k2dec.lattice import RescoreConfig, rescore_with_whole_lattice
+
+    HLG.lm_scores = HLG.scores.clone()
+    result = get_lattice(log_probs, lengths, HLG, LatticeConfig())  # log_probs (N, T, V)
+    hyps = hypotheses_from_lattice(result)          # N Hypothesis: words, tokens, frames
+    rescored = rescore_with_whole_lattice(result, G_4gram, RescoreConfig(lm_scales=(0.5,)))
+"""
 
 from k2dec.lattice.decode import (
     LatticeConfig,
@@ -18,6 +29,17 @@ from k2dec.lattice.one_best import (
     hypotheses_from_lattice,
     one_best_decoding,
 )
+from k2dec.lattice.rescore import (
+    RescoreConfig,
+    RescoreResult,
+    RescoreStatus,
+    ScaleResult,
+    SweepPoint,
+    SweepResult,
+    rescore_with_whole_lattice,
+    split_scores,
+    sweep_lattice_weights,
+)
 from k2dec.lattice.runner import DecodeRunner
 from k2dec.lattice.streaming import Stream, StreamingDecoder
 
@@ -29,8 +51,14 @@ __all__ = [
     "LatticeConfig",
     "LatticeResult",
     "LatticeStatus",
+    "RescoreConfig",
+    "RescoreResult",
+    "RescoreStatus",
+    "ScaleResult",
     "Stream",
     "StreamingDecoder",
+    "SweepPoint",
+    "SweepResult",
     "UtteranceReport",
     "best_paths",
     "check_vocab",
@@ -40,4 +68,7 @@ __all__ = [
     "hypotheses_from_lattice",
     "make_dense_fsa_vec",
     "one_best_decoding",
+    "rescore_with_whole_lattice",
+    "split_scores",
+    "sweep_lattice_weights",
 ]

@@ -16,6 +16,7 @@ import k2
 import torch
 
 from k2dec.lattice.dense import DenseInput, check_vocab, make_dense_fsa_vec
+from k2dec.utils import FRAME_ATTR
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +115,8 @@ class LatticeResult:
     Attributes:
       lattice: FsaVec with axes ``[utt][state][arc]`` and ``N`` FSAs, FSA ``i`` is utterance
         ``i`` (an empty FSA for ``EMPTY`` utterances). Arcs carry the graph's attributes
-        (``aux_labels``, ``lm_scores``, ...); each arc consumes one frame.
+        (``aux_labels``, ``lm_scores``, ...) and the int32 attribute ``frame`` (the frame each
+        arc consumes; ``num_frames`` on final arcs).
       reports: one :class:`UtteranceReport` per utterance.
     """
 
@@ -174,6 +176,7 @@ def _intersect(graph: k2.Fsa, dense: k2.DenseFsaVec, config: LatticeConfig) -> k
         output_beam=config.output_beam,
         min_active_states=config.min_active_states,
         max_active_states=config.max_active_states,
+        frame_idx_name=FRAME_ATTR,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import math
 from dataclasses import dataclass
 
 import k2
@@ -132,13 +133,19 @@ def _assemble(
     for i in range(n):
         status = reports[i].status if reports is not None else LatticeStatus.OK
         reason = reports[i].reason if reports is not None else ""
+        score = float(sc[i])
+        if score == -math.inf:  # empty lattice, or only -inf paths: no hypothesis
+            if status is not LatticeStatus.EMPTY:
+                status, reason = LatticeStatus.EMPTY, "the lattice has no path with a finite score"
+            out.append(Hypothesis((), (), (), (), score, status, reason))
+            continue
         out.append(
             Hypothesis(
                 tokens=tuple(tok[i]),
                 token_frames=tuple(tok_f[i]),
                 words=tuple(wrd[i]),
                 word_frames=tuple(wrd_f[i]),
-                score=float(sc[i]),
+                score=score,
                 status=status,
                 reason=reason,
             )

@@ -1,0 +1,186 @@
+"""Whole-lattice rescoring and lattice weight sweeps against path-enumeration references."""
+
+from __future__ import annotations
+
+import k2
+import numpy as np
+import pytest
+import torch
+
+from k2dec.lattice import LatticeConfig, get_lattice
+from k2dec.lattice.rescore import (
+    RescoreConfig,
+    RescoreStatus,
+    rescore_with_whole_lattice,
+    split_scores,
+    sweep_lattice_weights,
+)
+from tests.lattice.graphs import ctc_lexicon_graph, peaked_log_probs
+from tests.reference.lattice_rescore import (
+    g_score,
+    lattice_paths,
+    levenshtein,
+    rescore_reference,
+    weighted_best,
+)
+
+LEXICON = {1: [1], 2: [2], 3: [1, 3], 4: [3, 2]}
+
+# a bigram-with-backoff word acceptor: state 0 = history-less (backoff) state, state w = last
+# word w; epsilon (0) arcs back off to state 0; every state may end.
+G_ARCS = [
+    (0, 1, 1, -1.2), (0, 2, 2, -1.6), (0, 3, 3, -2.3), (0, 4, 4, -2.0), (0, 5, -1, -0.5),
+    (1, 2, 2, -0.3), (1, 0, 0, -1.0), (1, 5, -1, -0.7),
+    (2, 2, 2, -2.5), (2, 3, 3, -0.4), (2, 0, 0, -0.9), (2, 5, -1, -0.2),
+    (3, 1, 1, -0.6), (3, 0, 0, -1.1), (3, 5, -1, -1.5),
+    (4, 4, 4, -0.1), (4, 0, 0, -0.8), (4, 5, -1, -0.9),
+]
+
+
+def _G(device) -> k2.Fsa:
+    text = "\n".join(f"{s} {d} {lab} {sc!r}" for s, d, lab, sc in G_ARCS) + "\n5"
+    G = k2.arc_sort(k2.add_epsilon_self_loops(k2.Fsa.from_str(text, acceptor=True)))
+    G.lm_scores = G.scores.clone()
+    return G.to(device)
+
+
+def _lattices(device, seed=0, n=4, output_beam=5.0, ragged=False):
+    rng = np.random.default_rng(seed)
+    scores = {1: -1.0, 2: -1.4, 3: -2.0, 4: -1.8}
+    HLG = k2.Fsa.from_str(ctc_lexicon_graph(LEXICON, scores), acceptor=False)
+    if ragged:
+        # ragged word labels, as after k2.remove_epsilon; word 3's arcs emit "3 1" (two words)
+        aux = HLG.aux_labels.tolist()
+        HLG.aux_labels = k2.RaggedTensor(
+            [[3, 1] if a == 3 else ([a] if a != 0 else []) for a in aux]
+        )
+    HLG = HLG.to(device)
+    HLG.lm_scores = HLG.scores.clone()
+    lengths = torch.from_numpy(rng.integers(2, 7, size=n))
+    log_probs = peaked_log_probs(rng, n, int(lengths.max()), 4, scale=1.5).to(device)
+    config = LatticeConfig(search_beam=30.0, output_beam=output_beam)
+    return get_lattice(log_probs, lengths, HLG, config), HLG
+
+
+def _paths(lattice, i):
+    lat = lattice[i].to("cpu")
+    arcs = lat.arcs.values()[:, :3].tolist()
+    aux = lat.aux_labels.tolist()
+    return lattice_paths(arcs, lat.scores.double().tolist(), lat.lm_scores.double().tolist(), aux)
+
+
+@pytest.mark.parametrize("ragged", [False, True])
+def test_rescore_matches_path_enumeration(device, ragged):
+    G = _G(device)
+    checked = two_words = 0
+    for seed in range(4):
+        result, _ = _lattices(device, seed, ragged=ragged)
+        lattice = result.lattice
+        before = (lattice.scores.clone(), lattice.lm_scores.clone(), lattice.labels.clone())
+        res = rescore_with_whole_lattice(result, G, RescoreConfig(lm_scales=(0.5, 1.0, 2.0)))
+        assert res.status is RescoreStatus.OK and res.prune_threshold is None
+        assert [s.lm_scale for s in res.per_scale] == [0.5, 1.0, 2.0]
+        for i in range(lattice.shape[0]):
+            paths = _paths(lattice, i)
+            assert paths
+            for sr in res.per_scale:
+                ref_total, ref_words = rescore_reference(paths, G_ARCS, sr.lm_scale)
+                h = sr.hypotheses[i]
+                assert h.score == pytest.approx(ref_total, abs=1e-4), (seed, i, sr.lm_scale)
+                match = [p for p in paths if [w for w in p[2] if w > 0] == list(h.words)
+                         and am_total(p, sr.lm_scale) == pytest.approx(ref_total, abs=1e-4)]
+                assert match, (seed, i)  # the words of a best path (== reference unless a tie)
+                # tokens and their frames come from the frame-consuming arcs only
+                labels = match[0][3]
+                tokens = [x for t, x in enumerate(labels)
+                          if x > 0 and (t == 0 or labels[t - 1] != x)]
+                if len(match) == 1:
+                    assert list(h.tokens) == tokens
+                two_words += 3 in h.words
+                assert all(f < len(labels) - 1 for f in h.token_frames + h.word_frames)
+                assert list(h.word_frames) == sorted(h.word_frames)
+                checked += 1
+        # the caller's lattice is untouched
+        assert torch.equal(lattice.scores, before[0])
+        assert torch.equal(lattice.lm_scores, before[1])
+        assert torch.equal(lattice.labels, before[2])
+    assert checked == 4 * 4 * 3
+    if ragged:  # the two-word arcs were exercised
+        assert two_words > 0
+
+
+def am_total(path, lm_scale):
+    return path[0] / lm_scale + g_score(G_ARCS, path[2])
+
+
+def test_rescore_prunes_over_budget_then_reports(device):
+    result, _ = _lattices(device, seed=1, output_beam=8.0)
+    G = _G(device)
+    full = rescore_with_whole_lattice(result, G, RescoreConfig(lm_scales=(1.0,)))
+    arcs = result.lattice.num_arcs
+    cfg = RescoreConfig(lm_scales=(1.0,), prune_thresholds=(1e-3, 0.05, 0.2),
+                        max_lattice_arcs=arcs - 1)
+    pruned = rescore_with_whole_lattice(result, G, cfg)
+    assert pruned.status is RescoreStatus.PRUNED
+    assert pruned.prune_threshold in (1e-3, 0.05, 0.2)
+    assert f"{arcs} arcs > max_lattice_arcs={arcs - 1}" in pruned.reason
+    assert pruned.lattice.num_arcs < full.lattice.num_arcs
+    # pruning keeps the best path here (high-posterior arcs survive)
+    assert pruned.per_scale[0].hypotheses[0].words == full.per_scale[0].hypotheses[0].words
+    failed = rescore_with_whole_lattice(result, G, RescoreConfig(max_lattice_arcs=1))
+    assert failed.status is RescoreStatus.FAILED and failed.per_scale == ()
+    assert failed.lattice is None and "after pruning at 1e-06" in failed.reason
+
+
+def test_rescore_bad_inputs(device):
+    result, HLG = _lattices(device)
+    G = _G(device)
+    no_lm = result.lattice.clone()
+    del no_lm.lm_scores
+    with pytest.raises(ValueError, match="lattice has no lm_scores"):
+        rescore_with_whole_lattice(no_lm, G)
+    G2 = G.clone()
+    del G2.lm_scores
+    with pytest.raises(ValueError, match="G has no lm_scores"):
+        rescore_with_whole_lattice(result, G2)
+    with pytest.raises(TypeError, match="lattice must be a LatticeResult or k2.Fsa"):
+        rescore_with_whole_lattice([result.lattice], G)
+    with pytest.raises(ValueError, match="lm_scales must be"):
+        RescoreConfig(lm_scales=(0.0,))
+    with pytest.raises(ValueError, match="prune_thresholds must be rising"):
+        RescoreConfig(prune_thresholds=(1e-6, 1e-9))
+    with pytest.raises(ValueError, match="FsaVec"):
+        rescore_with_whole_lattice(result.lattice[0], G)
+
+
+@pytest.mark.parametrize("ragged", [False, True])
+def test_sweep_matches_path_enumeration(device, ragged):
+    result, _ = _lattices(device, seed=3, n=5, ragged=ragged)
+    lattice = result.lattice
+    rng = np.random.default_rng(0)
+    refs = [list(rng.integers(1, 5, size=int(rng.integers(1, 4)))) for _ in range(5)]
+    grid = dict(acoustic_scales=(0.5, 1.0), lm_scales=(0.0, 1.0, 3.0),
+                word_insertion_penalties=(-1.0, 0.0, 2.0))
+    res = sweep_lattice_weights(result, refs, **grid)
+    assert len(res.points) == 2 * 3 * 3
+    all_paths = [_paths(lattice, i) for i in range(5)]
+    for p in res.points:
+        errors = 0
+        for ref, paths in zip(refs, all_paths):
+            _, words = weighted_best(paths, p.acoustic_scale, p.lm_scale,
+                                     p.word_insertion_penalty)
+            errors += levenshtein(ref, words)
+        assert p.errors == errors, p
+        assert p.ref_words == sum(len(r) for r in refs)
+    assert res.best.errors == min(p.errors for p in res.points)
+    assert len({p.errors for p in res.points}) > 1  # the grid matters for this data
+    am, lm = split_scores(result)
+    assert torch.allclose(am + lm, lattice.scores)
+
+
+def test_sweep_bad_inputs(device):
+    result, _ = _lattices(device, n=2)
+    with pytest.raises(ValueError, match="references has 1 entries but the lattice has 2"):
+        sweep_lattice_weights(result, [[1]])
+    with pytest.raises(ValueError, match="lm_scales must be a non-empty"):
+        sweep_lattice_weights(result, [[1], [2]], lm_scales=())
