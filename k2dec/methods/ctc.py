@@ -17,6 +17,7 @@ from ..lattice import (
     get_lattice,
     hypotheses_from_lattice,
 )
+from ..lattice.rescore import RescoreConfig, RescoreStatus, rescore_with_whole_lattice
 from ..nbest import (
     DedupKey,
     MultiPassConfig,
@@ -50,6 +51,7 @@ class CtcConfig:
       multi_pass: settings of ``multi-pass`` rescoring; its ``nn_scale`` weights the LM.
       top_k: paths kept for multi-pass rescoring.
       lm_batch_size: sequences per neural LM call.
+      whole_lattice: LM scales and memory back-off of ``whole-lattice-rescoring``.
     """
 
     lattice: LatticeConfig = field(default_factory=LatticeConfig)
@@ -61,6 +63,7 @@ class CtcConfig:
     multi_pass: MultiPassConfig = field(default_factory=MultiPassConfig)
     top_k: int = 100
     lm_batch_size: int = 256
+    whole_lattice: RescoreConfig = field(default_factory=RescoreConfig)
 
 
 def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcConfig) -> LatticeResult:
@@ -111,6 +114,23 @@ def _one_best(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     hyps = hypotheses_from_lattice(result, AuxLabels.WORDS)
     return [MethodResult("1best", [list(h.tokens) for h in hyps],
                          [list(h.words) for h in hyps], _failed(result), cfg)]
+
+
+@register("whole-lattice-rescoring", Family.CTC, CtcConfig, requires=("HLG", "G"))
+def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+    """HLG lattices rescored with a bigger G (4-gram) as a whole; 1best per LM scale."""
+    graph = _hlg_with_lm_scores(res, "whole-lattice-rescoring")
+    result = _lattice(inputs, graph, cfg)
+    G = res.graph("G", "whole-lattice-rescoring")
+    out = rescore_with_whole_lattice(result, G, cfg.whole_lattice)
+    failed = _failed(result)
+    if out.status is RescoreStatus.FAILED:
+        reason = f"whole-lattice rescoring failed: {out.reason}"
+        return [MethodResult(f"lm_scale_{s}", None, [[] for _ in failed], [reason] * len(failed),
+                             cfg) for s in cfg.whole_lattice.lm_scales]
+    return [MethodResult(f"lm_scale_{r.lm_scale}", [list(h.tokens) for h in r.hypotheses],
+                         [list(h.words) for h in r.hypotheses], failed, cfg)
+            for r in out.per_scale]
 
 
 def _nbest(inputs: CtcInputs, res: Resources, cfg: CtcConfig, method: str,

@@ -10,6 +10,7 @@ import torch
 from k2dec.aed import TransformerDecoder
 from k2dec.graph import build_rescoring_G
 from k2dec.lattice import LatticeConfig, get_lattice, hypotheses_from_lattice
+from k2dec.lattice.rescore import RescoreConfig, rescore_with_whole_lattice
 from k2dec.lm import RnnLM, RnnLmConfig
 from k2dec.methods import CtcInputs, Family, Resources, get_method, list_methods
 from k2dec.methods.ctc import CtcConfig
@@ -17,7 +18,8 @@ from k2dec.nbest import MultiPassConfig, Nbest, rescore_with_ngram
 from tests.graph.conftest import TINY_ARPA
 
 CTC_METHODS = ["1best", "attention-decoder", "ctc-decoding", "ctc-greedy-search",
-               "multi-pass", "nbest", "nbest-oracle", "nbest-rescoring", "rnn-lm"]
+               "multi-pass", "nbest", "nbest-oracle", "nbest-rescoring", "rnn-lm",
+               "whole-lattice-rescoring"]
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +54,7 @@ def test_registry_lists_the_ctc_methods():
 def test_every_ctc_method_runs_and_passes_its_config(setup, name):
     lang, res = setup
     cfg = CtcConfig(num_paths=20, lm_scales=(0.5, 1.0), attention_scales=(0.3,),
-                    top_k=5)
+                    top_k=5, whole_lattice=RescoreConfig(lm_scales=(0.5, 1.0)))
     out = get_method(name)(_inputs(1, lang.max_token_id + 1), res, cfg)
     assert out and all(r.config is cfg for r in out)
     for r in out:
@@ -64,6 +66,8 @@ def test_every_ctc_method_runs_and_passes_its_config(setup, name):
     elif name == "attention-decoder":
         assert keys == ["ngram_lm_scale_0.5_attention_scale_0.3",
                         "ngram_lm_scale_1.0_attention_scale_0.3"]
+    elif name == "whole-lattice-rescoring":
+        assert keys == ["lm_scale_0.5", "lm_scale_1.0"]
     elif name == "rnn-lm":
         assert keys == ["rnn_lm_scale_0.5", "rnn_lm_scale_1.0"]
     else:
@@ -112,3 +116,15 @@ def test_missing_resources_are_clear_errors(setup):
         get_method("nbest-oracle")(CtcInputs(inp.log_probs, inp.lengths), res)
     with pytest.raises(ValueError, match="needs the encoder output"):
         get_method("attention-decoder")(CtcInputs(inp.log_probs, inp.lengths), res)
+
+
+def test_whole_lattice_rescoring_equals_the_library_call(setup):
+    lang, res = setup
+    inp = _inputs(6, lang.max_token_id + 1)
+    cfg = CtcConfig(whole_lattice=RescoreConfig(lm_scales=(0.6,)))
+    out = get_method("whole-lattice-rescoring")(inp, res, cfg)
+    HLG = res.graphs["HLG"].clone()
+    HLG.lm_scores = HLG.scores.clone()
+    lat = get_lattice(inp.log_probs, inp.lengths, HLG, cfg.lattice)
+    want = rescore_with_whole_lattice(lat, res.graphs["G"], cfg.whole_lattice)
+    assert out[0].words == [list(h.words) for h in want.per_scale[0].hypotheses]
