@@ -6,7 +6,12 @@ from dataclasses import dataclass
 
 import torch
 from lhotse import CutSet
-from lhotse.dataset import DynamicBucketingSampler, K2SpeechRecognitionDataset, SpecAugment
+from lhotse.dataset import (
+    DynamicBucketingSampler,
+    K2SpeechRecognitionDataset,
+    SimpleCutSampler,
+    SpecAugment,
+)
 from lhotse.dataset.input_strategies import PrecomputedFeatures
 
 __all__ = ["SpecAugmentConfig", "make_dataloader"]
@@ -83,16 +88,23 @@ def make_dataloader(
         raise ValueError(
             f"cuts must have precomputed features (cut {first.id} has none); "
             "run k2dec.data.compute_fbank first")
-    sampler = DynamicBucketingSampler(
-        cuts,
-        max_duration=max_duration,
-        shuffle=shuffle,
-        num_buckets=num_buckets,
-        drop_last=drop_last,
-        seed=seed,
-        world_size=world_size,
-        rank=rank,
-    )
+    if not cuts.is_lazy and len(cuts) < num_buckets:
+        # too few cuts to bucket (lhotse asserts num_buckets <= len(cuts)): one plain batch
+        # stream in the given order, or shuffled
+        sampler = SimpleCutSampler(cuts, max_duration=max_duration, shuffle=shuffle,
+                                   drop_last=drop_last, seed=seed, world_size=world_size,
+                                   rank=rank)
+    else:
+        sampler = DynamicBucketingSampler(
+            cuts,
+            max_duration=max_duration,
+            shuffle=shuffle,
+            num_buckets=num_buckets,
+            drop_last=drop_last,
+            seed=seed,
+            world_size=world_size,
+            rank=rank,
+        )
     input_transforms = []
     if spec_augment is not None:
         input_transforms.append(SpecAugment(

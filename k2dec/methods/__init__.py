@@ -16,6 +16,7 @@ from .registry import (
     TransducerInputs,
     get_method,
     list_methods,
+    override_config,
     register,
 )
 
@@ -29,5 +30,6 @@ __all__ = [
     "TransducerInputs",
     "get_method",
     "list_methods",
+    "override_config",
     "register",
 ]

@@ -9,8 +9,8 @@ on method-name strings elsewhere.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
-from dataclasses import dataclass, field, is_dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 import k2
@@ -27,6 +27,7 @@ __all__ = [
     "register",
     "get_method",
     "list_methods",
+    "override_config",
 ]
 
 
@@ -198,3 +199,53 @@ def list_methods(family: Family | str | None = None) -> list[Method]:
 
 def _load_all() -> None:
     from . import aed, ctc, transducer  # noqa: F401  (registers on import)
+
+
+def override_config(config: Any, assignments: Sequence[str]) -> Any:
+    """A copy of a (frozen dataclass) config with ``KEY=VALUE`` strings applied, each value
+    typed like the field's current value; ``a.b=1`` reaches into a nested config and tuples
+    are comma-separated (``lm_scales=0.5,1.0``).
+
+    Raises:
+      ValueError: a malformed assignment, an unknown field, or a value of the wrong type.
+    """
+    for item in assignments:
+        if "=" not in item:
+            raise ValueError(f"expected KEY=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        config = _set_field(config, key.split("."), value)
+    return config
+
+
+def _set_field(config: Any, path: list[str], value: str) -> Any:
+    names = {f.name for f in fields(config)}
+    if path[0] not in names:
+        raise ValueError(f"{type(config).__name__} has no field {path[0]!r} "
+                         f"(fields: {', '.join(sorted(names))})")
+    current = getattr(config, path[0])
+    if len(path) > 1:
+        return replace(config, **{path[0]: _set_field(current, path[1:], value)})
+    try:
+        if isinstance(current, bool):
+            if value.lower() not in ("1", "0", "true", "false", "yes", "no"):
+                raise ValueError(value)
+            new: Any = value.lower() in ("1", "true", "yes")
+        elif isinstance(current, tuple):
+            new = tuple(float(x) for x in value.split(",") if x)
+        elif current is None:
+            new = None if value.lower() == "none" else _number(value)
+        elif isinstance(current, int | float):
+            new = type(current)(_number(value))
+        else:
+            new = value
+    except ValueError:
+        raise ValueError(f"{path[0]}={value!r} does not fit the field's type "
+                         f"({type(current).__name__})") from None
+    return replace(config, **{path[0]: new})
+
+
+def _number(value: str) -> int | float:
+    try:
+        return int(value)
+    except ValueError:
+        return float(value)

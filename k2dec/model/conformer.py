@@ -127,6 +127,9 @@ class ConformerEncoder(nn.Module):
     """``forward(features [N, T, F], lengths [N]) -> (encoder_out [N, T', d_model], lengths')``
     with ``T' = ((T - 1) // 2 - 1) // 2``."""
 
+    #: Utterances need this many feature frames to give at least one encoder frame.
+    min_input_frames = 7
+
     def __init__(self, cfg: ConformerConfig = ConformerConfig()) -> None:  # noqa: B008
         super().__init__()
         self.cfg = cfg

@@ -10,7 +10,8 @@ from k2dec.graph import load_graph
 from k2dec.lang import LangDir
 from tests.graph.conftest import TINY_ARPA, TINY_LEXICON
 
-SUBCOMMANDS = ["prepare-lang", "compile-graph", "draw-graph", "demo", "train-lm", "lm-perplexity"]
+SUBCOMMANDS = ["prepare-lang", "compile-graph", "draw-graph", "decode", "demo", "train-lm",
+               "lm-perplexity"]
 
 
 @pytest.mark.parametrize("cmd", [[]] + [[c] for c in SUBCOMMANDS])

@@ -1,0 +1,349 @@
+"""The decode job behind ``k2dec decode`` and the recipes: cuts -> model -> a named method ->
+per-cut JSONL results (resumable) -> icefall result files, WER and real-time factor.
+
+Every cut ends up in the results file: decoded, or recorded as failed with the reason (a
+batch that raises is retried cut by cut so that one bad cut cannot sink its neighbours; an
+utterance whose lattice is empty is a failure with the lattice report's reason). A rerun skips
+the cuts already recorded, so a killed job resumes where it stopped. Under ``torchrun`` each
+rank decodes every ``world_size``-th cut into its own shard file; rank 0 merges the shards.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from lhotse import CutSet
+from tqdm import tqdm
+
+from .data import make_dataloader
+from .lang import LangDir
+from .methods import (
+    AedInputs,
+    CtcInputs,
+    Family,
+    Method,
+    MethodResult,
+    Resources,
+    TransducerInputs,
+    get_method,
+)
+from .results import (
+    ResultWriter,
+    RtfTimer,
+    bpe_ids_to_words,
+    merge_results,
+    read_results,
+    save_results,
+    word_ids_to_words,
+)
+
+__all__ = [
+    "DecodeConfig",
+    "DecodeAssets",
+    "DecodeSummary",
+    "load_assets",
+    "decode_cuts",
+    "shard_cuts",
+    "dist_info",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """Settings of a decode job.
+
+    Attributes:
+      max_duration: seconds of audio per batch.
+      num_buckets: duration buckets of the sampler.
+      retry_failed: decode again cuts a previous run recorded as failed.
+      world_size, rank: sharding (``torchrun``); rank ``r`` decodes cuts ``r, r + W, ...``.
+    """
+
+    max_duration: float = 200.0
+    num_buckets: int = 10
+    retry_failed: bool = False
+    world_size: int = 1
+    rank: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.rank < self.world_size:
+            raise ValueError(f"need 0 <= rank < world_size, got rank={self.rank}, "
+                             f"world_size={self.world_size}")
+
+
+@dataclass
+class DecodeAssets:
+    """What decoding needs besides the cuts.
+
+    Attributes:
+      model: the acoustic model (``JointModel``: encoder, CTC head, transducer, attention).
+      lang: the lang dir (tokens.txt/words.txt, graphs); ``None`` for token-only methods.
+      sp: the sentencepiece model turning token ids into words.
+      resources: graphs / LMs / attention decoder for the methods.
+    """
+
+    model: torch.nn.Module
+    lang: LangDir | None
+    sp: Any
+    resources: Resources = field(default_factory=Resources)
+
+
+@dataclass(frozen=True)
+class DecodeSummary:
+    """Outcome of :func:`decode_cuts` for one test set and method.
+
+    Attributes:
+      wers: ``{key: WER %}`` (one key per setting of the method).
+      rtf: decode seconds / audio seconds of the cuts decoded in this run (NaN if none).
+      num_cuts: cuts in the test set (this rank's shard).
+      failed: ids of cuts that could not be decoded (with reasons in the JSONL file).
+      results_path: the JSONL file.
+    """
+
+    wers: dict[str, float]
+    rtf: float
+    num_cuts: int
+    failed: list[str]
+    results_path: Path
+
+
+def dist_info() -> tuple[int, int]:
+    """``(world_size, rank)`` from torchrun's environment (``(1, 0)`` outside torchrun)."""
+    return int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
+
+
+def shard_cuts(cuts: CutSet, world_size: int, rank: int) -> CutSet:
+    """Every ``world_size``-th cut starting at ``rank`` (deterministic, order kept)."""
+    return CutSet.from_cuts(c for i, c in enumerate(cuts) if i % world_size == rank)
+
+
+def load_assets(
+    model_path: str | Path,
+    lang_dir: str | Path | None = None,
+    bpe_model: str | Path | None = None,
+    lm_paths: dict[str, str | Path] | None = None,
+    device: torch.device | str = "cpu",
+) -> DecodeAssets:
+    """Load a model, its lang dir graphs (``HLG.pt``, ``LG.pt``, ``G_4_gram.pt``, H built from
+    tokens.txt), the BPE model and neural LMs, all on ``device``."""
+    from .graph import build_ctc_topo, load_graph
+    from .lang import load_bpe_model
+    from .model import load_model
+
+    device = torch.device(device)
+    model = load_model(model_path, device)
+    lang = LangDir(Path(lang_dir)) if lang_dir is not None else None
+    if bpe_model is None and lang is not None and (lang.path / "bpe.model").is_file():
+        bpe_model = lang.path / "bpe.model"
+    sp = load_bpe_model(bpe_model) if bpe_model is not None else None
+    res = Resources(attention_decoder=getattr(model, "attention_decoder", None))
+    if lang is not None:
+        res.graphs["H"] = build_ctc_topo(lang.max_token_id, device=device)
+        for name, file in (("HLG", "HLG.pt"), ("LG", "LG.pt"), ("G", "G_4_gram.pt")):
+            path = lang.path / file
+            if path.is_file():
+                res.graphs[name] = load_graph(path, lang.token_table, lang.word_table, device)
+    if lm_paths:
+        from .lm.train import load_lm
+
+        for name, path in lm_paths.items():
+            res.lms[name] = load_lm(path).to(device).eval()
+    return DecodeAssets(model=model, lang=lang, sp=sp, resources=res)
+
+
+def _batch_arrays(batch: dict) -> tuple[torch.Tensor, torch.Tensor, list[str], list[list[str]]]:
+    sup = batch["supervisions"]
+    idx = sup["sequence_idx"].to(torch.int64)
+    feats = batch["inputs"][idx]
+    lens = sup["num_frames"].to(torch.int64)
+    cut_ids = [c.id for c in sup["cut"]]
+    refs = [t.split() for t in sup["text"]]
+    return feats, lens, cut_ids, refs
+
+
+def _inputs(method: Method, assets: DecodeAssets, feats: torch.Tensor, lens: torch.Tensor,
+            refs: list[list[str]]):
+    model = assets.model
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        enc, enc_lens = model(feats.to(device), lens.to(device))
+        if method.family is Family.TRANSDUCER:
+            ref_tokens = ([assets.sp.encode(" ".join(r)) for r in refs]
+                          if assets.sp is not None else None)
+            return TransducerInputs(model, enc, enc_lens, ref_tokens=ref_tokens)
+        log_probs = model.ctc_log_probs(enc)
+        if method.family is Family.AED:
+            return AedInputs(enc, enc_lens, ctc_log_probs=log_probs)
+        ref_words = None
+        if assets.lang is not None:
+            table = assets.lang.word_table
+            unk = table.get("<UNK>") if "<UNK>" in table else 0
+            ref_words = [[table.get(w) if w in table else unk for w in r] for r in refs]
+        return CtcInputs(log_probs, enc_lens, ref_words=ref_words, memory=enc,
+                         memory_lens=enc_lens)
+
+
+def _to_words(result: MethodResult, assets: DecodeAssets) -> list[list[str]]:
+    if result.words is not None:
+        if assets.lang is None:
+            raise ValueError("word hypotheses need the lang dir (words.txt)")
+        return word_ids_to_words(result.words, assets.lang.word_table)
+    if assets.sp is None:
+        raise ValueError("token hypotheses need the BPE model to become words")
+    return bpe_ids_to_words(result.tokens, assets.sp)
+
+
+def _decode_batch(method: Method, config: Any, assets: DecodeAssets, feats, lens, refs
+                  ) -> tuple[list[dict[str, list[str]]], list[str]]:
+    """Hypotheses ``[{key: words}]`` and failure reasons (``""`` if fine) per utterance."""
+    inputs = _inputs(method, assets, feats, lens, refs)
+    with torch.no_grad():
+        results = method(inputs, assets.resources, config)
+    n = len(refs)
+    hyps: list[dict[str, list[str]]] = [{} for _ in range(n)]
+    failed = [""] * n
+    for r in results:
+        words = _to_words(r, assets)
+        for i in range(n):
+            hyps[i][r.key] = words[i]
+            if r.failed[i] and not failed[i]:
+                failed[i] = r.failed[i]
+    return hyps, failed
+
+
+def decode_cuts(
+    assets: DecodeAssets,
+    cuts: CutSet,
+    method_name: str,
+    out_dir: str | Path,
+    test_set: str,
+    method_config: Any = None,
+    config: DecodeConfig = DecodeConfig(),  # noqa: B008 (frozen)
+    suffix: str = "",
+) -> DecodeSummary:
+    """Decode ``cuts`` with one method, resuming ``out_dir/{method}/results-{test_set}.jsonl``
+    (per-rank shard files under torchrun), then write icefall result files for every setting.
+
+    Returns:
+      :class:`DecodeSummary` (on ranks > 0 the WERs are empty: rank 0 merges and scores).
+    """
+    method = get_method(method_name)
+    method_config = method.default_config() if method_config is None else method_config
+    out_dir = Path(out_dir) / method_name
+    shard = f".rank{config.rank}" if config.world_size > 1 else ""
+    path = out_dir / f"results-{test_set}{shard}.jsonl"
+    cuts = shard_cuts(cuts, config.world_size, config.rank) if config.world_size > 1 else cuts
+    total = len(cuts)
+    assets.model.eval()
+    timer = RtfTimer()
+    with ResultWriter(path, retry_failed=config.retry_failed) as writer:
+        min_frames = getattr(getattr(assets.model, "encoder", None), "min_input_frames", 1)
+        todo = []
+        for c in cuts:
+            if c.id in writer:
+                continue
+            if c.num_frames is not None and c.num_frames < min_frames:
+                writer.write_failure(c.id, f"too short: {c.num_frames} feature frames, the "
+                                           f"model needs at least {min_frames}")
+                continue
+            todo.append(c)
+        todo = CutSet.from_cuts(todo)
+        logger.info("%s/%s: %d cuts, %d to decode", test_set, method_name, total, len(todo))
+        if len(todo):
+            loader = make_dataloader(todo, config.max_duration, shuffle=False,
+                                     num_buckets=config.num_buckets, world_size=1, rank=0)
+            for batch in tqdm(loader, desc=f"{test_set} {method_name}", unit="batch"):
+                feats, lens, cut_ids, refs = _batch_arrays(batch)
+                audio = float(lens.sum()) / 100.0  # fbank: 100 frames per second
+                start = time.perf_counter()
+                try:
+                    per_utt = [_decode_batch(method, method_config, assets, feats, lens, refs)]
+                    spans = [(0, len(cut_ids))]
+                except (ValueError, RuntimeError) as e:
+                    logger.warning("batch of %d failed (%s); decoding its cuts one by one",
+                                   len(cut_ids), e)
+                    per_utt, spans = [], []
+                    for i in range(len(cut_ids)):
+                        try:
+                            per_utt.append(_decode_batch(method, method_config, assets,
+                                                         feats[i:i + 1, : int(lens[i])],
+                                                         lens[i:i + 1], refs[i:i + 1]))
+                        except (ValueError, RuntimeError) as err:
+                            per_utt.append(([{}], [f"{type(err).__name__}: {err}"]))
+                        spans.append((i, i + 1))
+                timer.add(time.perf_counter() - start, audio)
+                for (lo, hi), (hyps, failed) in zip(spans, per_utt):
+                    for j, i in enumerate(range(lo, hi)):
+                        if failed[j]:
+                            writer.write_failure(cut_ids[i], failed[j])
+                        else:
+                            first = next(iter(hyps[j].values()))
+                            writer.write(cut_ids[i], hyp=first, ref=refs[i], hyps=hyps[j])
+    rtf = timer.rtf if timer.audio_seconds > 0 else float("nan")
+    if config.world_size > 1:
+        _barrier()  # every shard file is complete past this point
+        if config.rank != 0:
+            return DecodeSummary({}, rtf, total, [], path)
+        path = out_dir / f"results-{test_set}.jsonl"
+        merge_results([out_dir / f"results-{test_set}.rank{r}.jsonl"
+                       for r in range(config.world_size)], path)
+    return _score(path, out_dir, test_set, rtf, suffix)
+
+
+def _barrier() -> None:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.barrier()
+
+
+def _score(path: Path, out_dir: Path, test_set: str, rtf: float, suffix: str) -> DecodeSummary:
+    records = read_results(path)
+    failed = sorted(k for k, r in records.items() if r["status"] == "error")
+    by_key: dict[str, list] = {}
+    for cut_id in sorted(records):
+        rec = records[cut_id]
+        if rec["status"] != "ok" or rec.get("ref") is None:
+            continue
+        for key, hyp in rec["hyps"].items():
+            by_key.setdefault(key, []).append((cut_id, rec["ref"], hyp))
+    wers = save_results(out_dir, test_set, by_key, suffix=suffix) if by_key else {}
+    if failed:
+        logger.warning("%s: %d cuts could not be decoded (see %s): %s", test_set, len(failed),
+                       path, ", ".join(failed[:10]))
+    return DecodeSummary(wers, rtf, len(records), failed, path)
+
+
+def cuts_from_audio_dir(audio_dir: str | Path, feature_dir: str | Path,
+                        patterns: Sequence[str] = ("*.flac", "*.wav")) -> CutSet:
+    """Cuts with 80-bin fbank for every audio file under ``audio_dir`` (no references)."""
+    from lhotse import (
+        Fbank,
+        FbankConfig,
+        LilcomChunkyWriter,
+        Recording,
+        RecordingSet,
+        SupervisionSegment,
+    )
+    from lhotse.utils import fastcopy
+
+    audio_dir = Path(audio_dir)
+    files = sorted(p for pat in patterns for p in audio_dir.rglob(pat))
+    if not files:
+        raise ValueError(f"no audio files ({', '.join(patterns)}) under {audio_dir}")
+    recordings = RecordingSet.from_recordings(Recording.from_file(p) for p in files)
+    cuts = CutSet.from_manifests(recordings=recordings)
+    cuts = CutSet.from_cuts(
+        fastcopy(c, supervisions=[SupervisionSegment(c.id, c.recording_id, 0.0, c.duration,
+                                                     channel=0, text="")])
+        if not c.supervisions else c for c in cuts)
+    return cuts.compute_and_store_features(
+        extractor=Fbank(FbankConfig(num_mel_bins=80)), storage_path=str(feature_dir),
+        storage_type=LilcomChunkyWriter)
