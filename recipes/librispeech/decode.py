@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Decode the prepared test sets with every method and write a WER / RTF table.
+
+    python recipes/librispeech/decode.py --data-dir data --lang-dir data/lang_bpe_256 \\
+        --model exp/joint/model.pt --out-dir exp/joint/decode
+
+    # one method, with a changed setting
+    python recipes/librispeech/decode.py ... --method modified_beam_search --set beam=8
+
+Methods (icefall's names; see ``k2dec.methods.list_methods()``):
+  CTC:        ctc-greedy-search  ctc-decoding  1best  nbest  nbest-rescoring
+              whole-lattice-rescoring  nbest-oracle  attention-decoder  rnn-lm  multi-pass
+  transducer: greedy_search  modified_beam_search  fast_beam_search  fast_beam_search_LG
+              fast_beam_search_nbest  fast_beam_search_nbest_LG  fast_beam_search_nbest_oracle
+  AED:        attention-beam-search
+Each writes ``<out-dir>/<method>/{recogs,errs,wer-summary}-<test-set>-*.txt`` and a resumable
+``results-<test-set>.jsonl``; the table goes to ``<out-dir>/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+import click
+import torch
+from lhotse import CutSet
+
+from k2dec.decode import DecodeConfig, decode_cuts, load_assets
+from k2dec.methods import get_method, list_methods, override_config
+
+
+@click.command()
+@click.option("--data-dir", default=Path("data"), type=click.Path(path_type=Path),
+              show_default=True)
+@click.option("--lang-dir", required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--model", "model_path", required=True, type=click.Path(exists=True,
+                                                                      path_type=Path))
+@click.option("--out-dir", required=True, type=click.Path(path_type=Path))
+@click.option("--test-set", "test_sets", multiple=True,
+              default=("test-clean", "test-other"), show_default=True)
+@click.option("--method", "methods", multiple=True,
+              help="Methods to run (default: every method whose resources exist).")
+@click.option("--set", "assignments", multiple=True, help="KEY=VALUE config overrides.")
+@click.option("--rnn-lm", type=click.Path(exists=True, path_type=Path), default=None)
+@click.option("--max-duration", default=100.0, show_default=True)
+@click.option("--threads", default=2, show_default=True)
+def main(data_dir, lang_dir, model_path, out_dir, test_sets, methods, assignments, rnn_lm,
+         max_duration, threads):
+    """Decode test sets with each method; print and save a WER/RTF table."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    torch.set_num_threads(threads)
+    assets = load_assets(model_path, lang_dir,
+                         lm_paths={"rnn_lm": rnn_lm} if rnn_lm else None)
+    have = set(assets.resources.graphs) | {"attention_decoder"} | (
+        {"lm"} if assets.resources.lms else set())
+    names = list(methods) or [m.name for m in list_methods() if set(m.requires) <= have]
+    rows = []
+    for test_set in test_sets:
+        cuts = CutSet.from_file(data_dir / "fbank" / f"librispeech_cuts_{test_set}.jsonl.gz")
+        for name in names:
+            method = get_method(name)
+            fields = {f for f in method.config_cls.__dataclass_fields__}
+            mine = [a for a in assignments if a.split("=", 1)[0].split(".")[0] in fields]
+            cfg = override_config(method.default_config(), mine)
+            s = decode_cuts(assets, cuts, name, out_dir, test_set, cfg,
+                            DecodeConfig(max_duration=max_duration))
+            best = min(s.wers.items(), key=lambda kv: kv[1]) if s.wers else ("-", math.nan)
+            rows.append((test_set, name, best[0], best[1], s.rtf, len(s.failed)))
+    lines = ["| test set | method | best setting | WER % | RTF | failed |",
+             "| --- | --- | --- | ---: | ---: | ---: |"]
+    lines += [f"| {t} | {m} | {k} | {w:.2f} | {r:.4f} | {f} |" for t, m, k, w, r, f in rows]
+    table = "\n".join(lines)
+    click.echo(table)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "RESULTS.md").write_text(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
