@@ -9,10 +9,13 @@ Append new helpers at the end of this module; keep it free of imports from the s
 
 from __future__ import annotations
 
+import math
+
 import k2
 import torch
 
 __all__ = [
+    "sinusoidal_positions",
     "FRAME_ATTR",
     "arc_frames",
     "ctc_collapse",
@@ -221,3 +224,20 @@ def path_frames(paths: k2.Fsa) -> torch.Tensor:
     big = int(frames.max()) + 2
     filled = torch.cummax(frames + 1 + row_ids * big, dim=0).values - row_ids * big - 1
     return filled.clamp(min=0).to(torch.int32)
+
+
+def sinusoidal_positions(
+    offset: int, length: int, dim: int, device: torch.device, dtype: torch.dtype
+) -> torch.Tensor:
+    """Float ``[length, dim]`` sinusoidal encodings of positions ``offset .. offset+length-1``
+    (computed in float64, returned in ``dtype``; odd ``dim`` drops the last cosine)."""
+    pos = torch.arange(offset, offset + length, device=device, dtype=torch.float64).unsqueeze(1)
+    inv_freq = torch.exp(
+        torch.arange(0, dim, 2, device=device, dtype=torch.float64) * (-math.log(10000.0) / dim)
+    )
+    angles = pos * inv_freq
+    pe = torch.zeros(length, dim, device=device, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angles)
+    pe[:, 1::2] = torch.cos(angles)[:, : dim // 2]
+    return pe.to(dtype)
+

@@ -14,25 +14,13 @@ import k2
 import torch
 from torch import nn
 
+from ..utils import sinusoidal_positions
+
 __all__ = ["TransformerDecoder"]
 
 # Per layer: (self_k, self_v, memory_k, memory_v), each [M, heads, length, head_dim]; the
 # self-attention keys/values of past positions and the projected encoder memory.
 _State = tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], ...]
-
-
-def _sinusoidal_positions(
-    offset: int, length: int, dim: int, device: torch.device, dtype: torch.dtype
-) -> torch.Tensor:
-    """Float ``[length, dim]`` sinusoidal encodings of positions ``offset .. offset+length-1``."""
-    pos = torch.arange(offset, offset + length, device=device, dtype=torch.float64).unsqueeze(1)
-    freq = torch.exp(
-        torch.arange(0, dim, 2, device=device, dtype=torch.float64) * (-math.log(10000.0) / dim)
-    )
-    pe = torch.zeros(length, dim, device=device, dtype=torch.float64)
-    pe[:, 0::2] = torch.sin(pos * freq)
-    pe[:, 1::2] = torch.cos(pos * freq)[:, : dim // 2]
-    return pe.to(dtype)
 
 
 class _Attention(nn.Module):
@@ -178,7 +166,7 @@ class TransformerDecoder(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, _State]:
         offset = 0 if state is None else state[0][0].size(2)
         x = self.embed(tokens) * math.sqrt(self.d_model)
-        x = x + _sinusoidal_positions(offset, tokens.size(1), self.d_model, x.device, x.dtype)
+        x = x + sinusoidal_positions(offset, tokens.size(1), self.d_model, x.device, x.dtype)
         if state is None:
             if self.memory_proj is not None:
                 memory = self.memory_proj(memory)

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from ..utils import sinusoidal_positions
 from .base import NeuralLM, check_row_index
 
 __all__ = ["TransformerLM", "TransformerLmConfig", "TransformerLmState"]
@@ -59,21 +60,6 @@ class TransformerLmState(NamedTuple):
 
     keys: tuple[torch.Tensor, ...]
     values: tuple[torch.Tensor, ...]
-
-
-def sinusoidal_positions(
-    offset: int, length: int, dim: int, device: torch.device, dtype: torch.dtype
-) -> torch.Tensor:
-    """Float ``[length, dim]`` sinusoidal encodings of positions ``offset .. offset+length-1``."""
-    pos = torch.arange(offset, offset + length, device=device, dtype=torch.float64).unsqueeze(1)
-    inv_freq = torch.exp(
-        torch.arange(0, dim, 2, device=device, dtype=torch.float64) * (-math.log(10000.0) / dim)
-    )
-    angles = pos * inv_freq
-    pe = torch.zeros(length, dim, device=device, dtype=torch.float64)
-    pe[:, 0::2] = torch.sin(angles)
-    pe[:, 1::2] = torch.cos(angles)[:, : dim // 2]
-    return pe.to(dtype)
 
 
 class _CausalSelfAttention(nn.Module):

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..utils import sinusoidal_positions
+
 __all__ = ["ConformerConfig", "Conv2dSubsampling", "ConformerEncoder", "subsampled_lengths"]
 
 
@@ -61,16 +63,6 @@ class Conv2dSubsampling(nn.Module):
         x = self.conv(x.unsqueeze(1))  # [N, C, T', F']
         n, c, t, f = x.shape
         return self.out(x.transpose(1, 2).reshape(n, t, c * f))
-
-
-def _positions(length: int, dim: int, device: torch.device) -> torch.Tensor:
-    pos = torch.arange(length, device=device, dtype=torch.float32).unsqueeze(1)
-    div = torch.exp(torch.arange(0, dim, 2, device=device, dtype=torch.float32)
-                    * (-math.log(10000.0) / dim))
-    pe = torch.zeros(length, dim, device=device)
-    pe[:, 0::2] = torch.sin(pos * div)
-    pe[:, 1::2] = torch.cos(pos * div)
-    return pe
 
 
 class _FeedForward(nn.Module):
@@ -151,7 +143,8 @@ class ConformerEncoder(nn.Module):
         x = self.subsampling(x)
         out_lens = subsampled_lengths(lengths.to(x.device)).clamp(min=0, max=x.size(1))
         x = self.dropout(x * math.sqrt(self.cfg.d_model)
-                         + _positions(x.size(1), self.cfg.d_model, x.device))
+                         + sinusoidal_positions(0, x.size(1), self.cfg.d_model, x.device,
+                                                x.dtype))
         pad_mask = torch.arange(x.size(1), device=x.device).unsqueeze(0) >= out_lens.unsqueeze(1)
         for layer in self.layers:
             x = layer(x, pad_mask)
