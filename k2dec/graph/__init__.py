@@ -1,6 +1,6 @@
 """Decoding graphs as ``k2.Fsa``: H, L, G, LG, HLG, HL, OpenFst interop, save/load."""
 
-from .build import GraphType, compile_graph, write_lexicon_graphs
+from .build import GraphType, compile_graph, prepare_decoding_graphs, write_lexicon_graphs
 from .compile import compile_HL, compile_HLG, compile_LG, refresh_labels_version
 from .draw import draw_graph
 from .hclg import (
@@ -39,6 +39,7 @@ __all__ = [
     "load_graph",
     "load_kaldi_hclg",
     "openfst_to_k2",
+    "prepare_decoding_graphs",
     "read_openfst",
     "read_transition_pdf_table",
     "refresh_labels_version",

@@ -16,10 +16,10 @@ from ..lang.langdir import LangDir
 from .compile import compile_HL, compile_HLG, compile_LG
 from .io import graph_metadata, load_graph, save_graph
 from .lexicon_fst import build_L
-from .ngram import build_G
+from .ngram import build_G, build_rescoring_G
 from .topo import build_ctc_topo
 
-__all__ = ["GraphType", "write_lexicon_graphs", "compile_graph"]
+__all__ = ["GraphType", "write_lexicon_graphs", "compile_graph", "prepare_decoding_graphs"]
 
 logger = logging.getLogger(__name__)
 
@@ -108,3 +108,30 @@ def compile_graph(
                                            **extra))
     logger.info("wrote %s (%d arcs)", path, graph.num_arcs)
     return graph, path
+
+
+def prepare_decoding_graphs(
+    lang_dir: str | Path, arpa: str | Path, rescoring_arpa: str | Path | None = None
+) -> dict[str, Path]:
+    """Everything the decoding methods look for in a lang dir: ``HLG.pt`` and ``LG.pt`` from
+    ``arpa`` (e.g. a 3-gram) and, with ``rescoring_arpa`` (e.g. a 4-gram), ``G_4_gram.pt``
+    prepared for lattice and n-best rescoring. Files that exist are kept.
+
+    Returns:
+      ``{"HLG": path, "LG": path[, "G": path]}``.
+    """
+    ld = LangDir(Path(lang_dir))
+    out: dict[str, Path] = {}
+    for kind in ("HLG", "LG"):
+        path = ld.path / f"{kind}.pt"
+        if not path.is_file():
+            compile_graph(ld.path, kind, arpa=arpa)
+        out[kind] = path
+    if rescoring_arpa is not None:
+        path = ld.path / "G_4_gram.pt"
+        if not path.is_file():
+            G = build_rescoring_G(rescoring_arpa, ld.word_table)
+            save_graph(G, path, graph_metadata("G_4_gram", ld.token_table, ld.word_table,
+                                               arpa=str(rescoring_arpa)))
+        out["G"] = path
+    return out

@@ -24,14 +24,7 @@ import click
 
 from k2dec.data import compute_fbank, corpus_parts, prepare_manifests
 from k2dec.data.text import normalize_text
-from k2dec.graph import (
-    build_rescoring_G,
-    compile_graph,
-    graph_metadata,
-    save_graph,
-    train_arpa,
-    write_lexicon_graphs,
-)
+from k2dec.graph import prepare_decoding_graphs, train_arpa, write_lexicon_graphs
 from k2dec.lang import (
     bpe_lexicon,
     bpe_token_table,
@@ -114,16 +107,7 @@ def main(corpus_dir: Path, data_dir: Path, vocab_size: int, stage: int, stop_sta
         train_arpa(text, lm_dir / "4gram.arpa", order=4)
     if run(6):
         logger.info("stage 6: graphs in %s", bpe_dir)
-        from k2dec.lang import LangDir
-
-        lang = LangDir(bpe_dir)
-        for kind in ("HLG", "LG"):
-            if not (bpe_dir / f"{kind}.pt").is_file():
-                compile_graph(bpe_dir, kind, arpa=lm_dir / "3gram.arpa")
-        g4 = bpe_dir / "G_4_gram.pt"
-        if not g4.is_file():
-            G = build_rescoring_G(lm_dir / "4gram.arpa", lang.word_table)
-            save_graph(G, g4, graph_metadata("G_4_gram", lang.token_table, lang.word_table))
+        prepare_decoding_graphs(bpe_dir, lm_dir / "3gram.arpa", lm_dir / "4gram.arpa")
     logger.info("done")
 
 

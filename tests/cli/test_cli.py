@@ -103,3 +103,18 @@ def test_demo_runs_end_to_end(tmp_path, capsys):
     assert "SYNTHETIC" in out and "1best (HLG)" in out
     assert set(rates) == {"ctc-greedy", "ctc-decoding (H)", "1best (HLG)"}
     assert all(0.0 <= v <= 100.0 for v in rates.values())
+
+
+def test_prepare_decoding_graphs_is_idempotent(tmp_path, lexicon_file):
+    from k2dec.graph import prepare_decoding_graphs
+    from k2dec.lang import read_lexicon, write_lang_dir
+
+    lang = write_lang_dir(tmp_path / "lang", read_lexicon(lexicon_file))
+    arpa = tmp_path / "lm.arpa"
+    paths = prepare_decoding_graphs(lang.path, arpa, arpa)
+    assert set(paths) == {"HLG", "LG", "G"} and all(p.is_file() for p in paths.values())
+    stamps = {k: p.stat().st_mtime_ns for k, p in paths.items()}
+    prepare_decoding_graphs(lang.path, arpa, arpa)
+    assert stamps == {k: p.stat().st_mtime_ns for k, p in paths.items()}
+    g = load_graph(paths["G"], lang.token_table, lang.word_table, kind="G_4_gram")
+    assert hasattr(g, "lm_scores")
