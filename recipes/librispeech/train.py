@@ -34,6 +34,11 @@ SIZES = {
 }
 
 
+def _long_enough(cut) -> bool:
+    """At least 0.2 s: shorter cuts give no encoder frame after 4x subsampling."""
+    return cut.duration >= 0.2
+
+
 @click.command()
 @click.option("--data-dir", default=Path("data"), type=click.Path(path_type=Path),
               show_default=True)
@@ -58,7 +63,7 @@ def main(data_dir, lang_dir, exp_dir, train_part, model_size, num_epochs, max_st
     torch.set_num_threads(threads)
     sp = load_bpe_model(lang_dir / "bpe.model")
     cuts = CutSet.from_file(data_dir / "fbank" / f"librispeech_cuts_{train_part}.jsonl.gz")
-    cuts = cuts.filter(lambda c: c.duration >= 0.2)
+    cuts = cuts.filter(_long_enough).to_eager()
     model = JointModel(JointConfig(vocab_size=sp.get_piece_size(), encoder=SIZES[model_size]))
     logging.info("model: %.2fM parameters", sum(p.numel() for p in model.parameters()) / 1e6)
     augment = SpecAugmentConfig(time_warp_factor=0, num_frame_masks=2, frames_mask_size=30,

@@ -96,9 +96,9 @@ def test_draw_graph(tmp_path, lexicon_file, fmt):
 
 
 def test_demo_runs_end_to_end(tmp_path, capsys):
-    from k2dec.demo import run_demo
+    from k2dec.demo import run_synthetic_demo
 
-    rates = run_demo(tmp_path / "demo", num_utts=4, seed=1)
+    rates = run_synthetic_demo(tmp_path / "demo", num_utts=4, seed=1)
     out = capsys.readouterr().out
     assert "SYNTHETIC" in out and "1best (HLG)" in out
     assert set(rates) == {"ctc-greedy", "ctc-decoding (H)", "1best (HLG)"}
