@@ -22,6 +22,8 @@ from .rescore import (
     rescore_with_attention_decoder,
     rescore_with_lm,
     rescore_with_ngram,
+    rescore_with_rnn_lm,
+    rescore_with_transformer_lm,
     scale_key,
 )
 
@@ -46,6 +48,8 @@ __all__ = [
     "neural_scores",
     "rescore_with_attention_decoder",
     "rescore_with_lm",
+    "rescore_with_rnn_lm",
+    "rescore_with_transformer_lm",
     "ngram_lm_scores",
     "rescore_with_ngram",
     "scale_key",

@@ -24,6 +24,8 @@ __all__ = [
     "neural_scores",
     "rescore_with_attention_decoder",
     "rescore_with_lm",
+    "rescore_with_rnn_lm",
+    "rescore_with_transformer_lm",
     "lm_path_scorer",
     "ngram_lm_scores",
     "best_paths_by_score",
@@ -275,3 +277,22 @@ def lm_path_scorer(lm, batch_size: int | None = 256) -> PathScorer:
             return lm.score_sequences(tokens, batch_size=batch_size).token_log_probs
 
     return scorer
+
+
+def rescore_with_rnn_lm(
+    nbest: Nbest, rnn_lm, lm_scales: Sequence[float] = (0.1, 0.3, 0.5, 0.7, 0.9, 1.0),
+    batch_size: int | None = 256,
+) -> dict[str, RescoreResult]:
+    """icefall's ``rnn-lm`` rescoring with a :class:`k2dec.lm.RnnLM`: keys
+    ``rnn_lm_scale_{s}``."""
+    return rescore_with_lm(nbest, lm_path_scorer(rnn_lm, batch_size), lm_scales,
+                           scale_name="rnn_lm_scale")
+
+
+def rescore_with_transformer_lm(
+    nbest: Nbest, transformer_lm, lm_scales: Sequence[float] = (0.1, 0.3, 0.5, 0.7, 0.9, 1.0),
+    batch_size: int | None = 256,
+) -> dict[str, RescoreResult]:
+    """Rescoring with a :class:`k2dec.lm.TransformerLM`: keys ``transformer_lm_scale_{s}``."""
+    return rescore_with_lm(nbest, lm_path_scorer(transformer_lm, batch_size), lm_scales,
+                           scale_name="transformer_lm_scale")

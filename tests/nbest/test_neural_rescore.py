@@ -107,3 +107,23 @@ def test_lm_path_scorer_with_a_real_rnn_lm(tiny_hlg):
     with torch.no_grad():
         want = lm.score_sequences(nbest.token_seqs()).totals.double()
     assert torch.allclose(scores.values, want, atol=1e-5)
+
+
+def test_rnn_and_transformer_lm_rescoring_keys(tiny_hlg):
+    from k2dec.lm import RnnLM, RnnLmConfig, TransformerLM, TransformerLmConfig
+    from k2dec.nbest import rescore_with_rnn_lm, rescore_with_transformer_lm
+
+    lang, HLG, _ = tiny_hlg
+    lattice = make_lattices(HLG, 2, 5, 1, torch.device("cpu"), lang.max_token_id + 1)
+    nbest = Nbest.from_lattice(lattice, num_paths=10).intersect(lattice)
+    torch.manual_seed(0)
+    rnn = RnnLM(RnnLmConfig(vocab_size=6, embedding_dim=8, hidden_dim=8, num_layers=1)).eval()
+    tfm = TransformerLM(TransformerLmConfig(vocab_size=6, d_model=8, nhead=2, num_layers=1,
+                                            dim_feedforward=8)).eval()
+    a = rescore_with_rnn_lm(nbest, rnn, [0.5])
+    b = rescore_with_transformer_lm(nbest, tfm, [0.5])
+    assert list(a) == ["rnn_lm_scale_0.5"] and list(b) == ["transformer_lm_scale_0.5"]
+    # the same as the generic call
+    from k2dec.nbest import lm_path_scorer, rescore_with_lm
+    c = rescore_with_lm(nbest, lm_path_scorer(rnn), [0.5], scale_name="rnn_lm_scale")
+    assert a["rnn_lm_scale_0.5"].hyps == c["rnn_lm_scale_0.5"].hyps
