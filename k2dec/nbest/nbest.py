@@ -186,8 +186,8 @@ class Nbest:
         fsa = _restore_labels(fsa, key)
         return Nbest(fsa=fsa, shape=shape, key=key, key_seqs=unique.remove_axis(0))
 
-    def _intersect_chunks(self, lattice: k2.Fsa, chunk_size: int, reduce) -> tuple[list,
-                                                                                   IntersectStatus]:
+    def _intersect_chunks(self, lattice: k2.Fsa, chunk_size: int, reduce,
+                          max_arcs: int = 4_000_000) -> tuple[list, IntersectStatus]:
         """Intersect the key sequences with their utterances' keyed lattices chunk by chunk;
         ``reduce(inter)`` turns each chunk's path lattices into what the caller keeps."""
         _check_lattice(lattice)
@@ -202,12 +202,18 @@ class Nbest:
         keyed = k2.arc_sort(_keyed(lattice, self.key))
         paths = k2.add_epsilon_self_loops(k2.linear_fsa(self.key_seqs.to(lattice.device)))
         path_to_utt = self.path_to_utt().to(lattice.device)
+        # Each path's intersection is about as big as its utterance's lattice before
+        # `connect`: bound the lattice arcs a chunk may touch so that memory stays flat
+        # however many paths there are.
+        utt_arcs = _arcs_per_fsa(keyed).to(torch.int64)
+        cost = utt_arcs[path_to_utt.to(torch.int64)].cpu()
         results: list = []
         backoffs = 0
         start = 0
         size = chunk_size
+        budget = max_arcs
         while start < self.num_paths:
-            end = min(start + size, self.num_paths)
+            end = _chunk_end(cost, start, size, budget)
             idx = torch.arange(start, end, dtype=torch.int32, device=lattice.device)
             try:
                 chunk = k2.index_fsa(paths, idx)
@@ -216,11 +222,13 @@ class Nbest:
                 )
                 results.append(reduce(k2.connect(inter)))
             except (torch.cuda.OutOfMemoryError, MemoryError) as e:
-                if size == 1:
+                if end - start == 1:
                     raise
-                size = max(1, size // 2)
+                size = max(1, (end - start) // 2)
+                budget = max(1, budget // 2)
                 backoffs += 1
-                logger.warning("Nbest.intersect: out of memory (%s); chunk size -> %d", e, size)
+                logger.warning("Nbest.intersect: out of memory (%s); chunk size -> %d paths, "
+                               "%d lattice arcs", e, size, budget)
                 continue
             start = end
         status = IntersectStatus(
@@ -230,15 +238,17 @@ class Nbest:
         return results, status
 
     def intersect(
-        self, lattice: k2.Fsa, chunk_size: int = 2000, use_double_scores: bool = True
+        self, lattice: k2.Fsa, chunk_size: int = 2000, use_double_scores: bool = True,
+        max_arcs: int = 4_000_000,
     ) -> Nbest:
         """Replace each path by the best alignment of its key sequence in ``lattice``.
 
         The key sequences (as acceptors with epsilon self-loops) are intersected with the
         keyed lattice of their utterance by ``k2.intersect_device`` in chunks of at most
-        ``chunk_size`` paths, so memory stays bounded for many paths. On an out-of-memory
-        error the chunk size is halved (down to 1) and the back-off is logged and recorded in
-        ``status``.
+        ``chunk_size`` paths touching at most ``max_arcs`` lattice arcs in all (each path's
+        intersection is about the size of its utterance's lattice), so memory stays flat for
+        any number of paths. On an out-of-memory error both limits are halved (down to one
+        path) and the back-off is logged and recorded in ``status``.
 
         Returns:
           a new :class:`Nbest` (same shape, key and key_seqs) whose FSAs carry the lattice's
@@ -247,6 +257,7 @@ class Nbest:
         results, status = self._intersect_chunks(
             lattice, chunk_size,
             lambda inter: k2.shortest_path(inter, use_double_scores=use_double_scores),
+            max_arcs,
         )
         fsa = results[0] if len(results) == 1 else k2.cat(results)
         fsa = _restore_labels(fsa, self.key)
@@ -254,7 +265,8 @@ class Nbest:
                      status=status)
 
     def total_scores_in(
-        self, lattice: k2.Fsa, log_semiring: bool = True, chunk_size: int = 2000
+        self, lattice: k2.Fsa, log_semiring: bool = True, chunk_size: int = 2000,
+        max_arcs: int = 4_000_000,
     ) -> k2.RaggedTensor:
         """float64 ragged ``[utt][path]``: the total score of *all* alignments of each key
         sequence in ``lattice`` (log-sum with ``log_semiring``, else the best one) - what
@@ -264,7 +276,7 @@ class Nbest:
             inter = k2.top_sort(inter)
             return inter.get_tot_scores(use_double_scores=True, log_semiring=log_semiring)
 
-        results, _ = self._intersect_chunks(lattice, chunk_size, totals)
+        results, _ = self._intersect_chunks(lattice, chunk_size, totals, max_arcs)
         return k2.RaggedTensor(self.shape, torch.cat(results).to(torch.float64))
 
     def token_seqs(self) -> k2.RaggedTensor:
@@ -394,6 +406,21 @@ class Nbest:
             [separator.join(symbol_table.get(i) for i in seq) for seq in utt]
             for utt in _split(self.key_seqs.tolist(), self.shape)
         ]
+
+
+def _arcs_per_fsa(fsas: k2.Fsa) -> torch.Tensor:
+    """Number of arcs of each FSA of an FsaVec (int32 ``[num_fsas]``)."""
+    shape = fsas.arcs.shape()
+    splits = shape.row_splits(2)[shape.row_splits(1).to(torch.int64)]
+    return splits[1:] - splits[:-1]
+
+
+def _chunk_end(cost: torch.Tensor, start: int, max_paths: int, max_cost: int) -> int:
+    """End of the chunk starting at ``start``: at most ``max_paths`` paths whose summed
+    ``cost`` stays within ``max_cost`` (always at least one path)."""
+    end = min(start + max_paths, cost.numel())
+    within = torch.cumsum(cost[start:end], 0) <= max_cost
+    return start + max(1, int(within.sum()))
 
 
 def _split(rows: list, shape: k2.RaggedShape) -> list[list]:

@@ -169,3 +169,14 @@ def test_total_scores_in_sums_every_alignment(tiny_hlg, device, log_semiring):
                                   dtype=torch.float64)
             want = torch.logsumexp(scores, 0) if log_semiring else scores.max()
             assert got == pytest.approx(want.item(), abs=1e-4)
+
+
+def test_arc_budget_chunks_give_the_same_result(tiny_hlg):
+    lang, HLG, _ = tiny_hlg
+    lattice = make_lattices(HLG, 3, 6, 12, torch.device("cpu"), lang.max_token_id + 1)
+    nbest = Nbest.from_lattice(lattice, num_paths=30)
+    whole = nbest.intersect(lattice)
+    tiny = nbest.intersect(lattice, max_arcs=1)  # one path per chunk
+    assert torch.equal(whole.tot_scores().values, tiny.tot_scores().values)
+    assert torch.allclose(nbest.total_scores_in(lattice, max_arcs=1).values,
+                          nbest.total_scores_in(lattice).values)

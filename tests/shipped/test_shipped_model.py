@@ -1,0 +1,68 @@
+"""Regression test of the shipped model on (a slice of) the shipped test set: each method's
+WER stays under the threshold recorded from a real run, the n-best oracle is no worse than
+1best, and rescoring with the 4-gram is no worse than 1best."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from lhotse import CutSet
+
+from k2dec.decode import DecodeConfig, decode_cuts, load_assets
+from k2dec.demo import ASSETS, DEMO_OVERRIDES, prepare_demo
+from k2dec.methods import get_method, override_config
+
+pytestmark = pytest.mark.skipif(not (ASSETS / "model.pt").is_file(),
+                                reason="no shipped model in this checkout")
+
+NUM_CUTS = 40
+#: WER % on the first NUM_CUTS cuts of test-clean (sorted by id) with the demo's settings,
+#: recorded from a real run, plus a margin of 3 points for float differences across machines.
+THRESHOLDS = {
+    "greedy_search": 40.14 + 3.0,
+    "modified_beam_search": 34.44 + 3.0,
+    "fast_beam_search_nbest_LG": 29.22 + 3.0,
+    "ctc-greedy-search": 57.96 + 3.0,
+    "1best": 45.37 + 3.0,
+    "nbest-rescoring": 38.0 + 3.0,
+    "nbest-oracle": 30.64 + 3.0,
+    "attention-beam-search": 57.24 + 3.0,
+}
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory):
+    work = tmp_path_factory.mktemp("shipped")
+    lang, cut_paths = prepare_demo(ASSETS, work)
+    cuts = CutSet.from_file(cut_paths["test-clean"])
+    cuts = CutSet.from_cuts(sorted(cuts, key=lambda c: c.id)[:NUM_CUTS])
+    return work, load_assets(ASSETS / "model.pt", lang), cuts
+
+
+@pytest.fixture(scope="module")
+def wers(shipped):
+    work, assets, cuts = shipped
+    out = {}
+    for name in THRESHOLDS:
+        default = get_method(name).default_config()
+        fields = set(default.__dataclass_fields__)
+        cfg = override_config(default, [o for o in DEMO_OVERRIDES
+                                        if o.split("=")[0].split(".")[0] in fields])
+        s = decode_cuts(assets, cuts, name, work / "decode", "test-clean", cfg,
+                        config=DecodeConfig(max_duration=100.0, num_buckets=4))
+        assert s.failed == []
+        out[name] = min(s.wers.values())
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(THRESHOLDS))
+def test_wer_under_the_recorded_threshold(wers, name):
+    limit = THRESHOLDS[name]
+    assert limit is not None and not math.isnan(wers[name])
+    assert wers[name] <= limit, f"{name}: WER {wers[name]:.2f} > recorded {limit:.2f}"
+
+
+def test_oracle_and_rescoring_are_no_worse_than_1best(wers):
+    assert wers["nbest-oracle"] <= wers["1best"]
+    assert wers["nbest-rescoring"] <= wers["1best"]
