@@ -19,6 +19,7 @@ from ..lattice import (
 )
 from ..lattice.rescore import RescoreConfig, RescoreStatus, rescore_with_whole_lattice
 from ..nbest import (
+    SCALE_GRID,
     DedupKey,
     MultiPassConfig,
     Nbest,
@@ -31,11 +32,8 @@ from ..nbest import (
 )
 from .registry import CtcInputs, Family, MethodResult, Resources, register
 
-__all__ = ["CtcConfig", "LM_SCALES"]
+__all__ = ["CtcConfig"]
 
-#: icefall's lm/attention scale grid for rescoring sweeps.
-LM_SCALES: tuple[float, ...] = (0.01, 0.05, 0.08, 0.1, 0.3, 0.5, 0.6, 0.7, 0.9, 1.0, 1.1, 1.2,
-                                1.3, 1.5, 1.7, 1.9, 2.0)
 
 
 @dataclass(frozen=True)
@@ -58,8 +56,8 @@ class CtcConfig:
     subsampling_factor: int = 1
     num_paths: int = 100
     nbest_scale: float = 0.5
-    lm_scales: tuple[float, ...] = LM_SCALES
-    attention_scales: tuple[float, ...] = LM_SCALES
+    lm_scales: tuple[float, ...] = SCALE_GRID
+    attention_scales: tuple[float, ...] = SCALE_GRID
     multi_pass: MultiPassConfig = field(default_factory=MultiPassConfig)
     top_k: int = 100
     lm_batch_size: int = 256

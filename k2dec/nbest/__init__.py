@@ -13,6 +13,8 @@ from .multipass import (
 )
 from .nbest import DedupKey, IntersectStatus, Nbest, NbestTopK
 from .rescore import (
+    NNLM_SCALES,
+    SCALE_GRID,
     RescoreResult,
     best_paths_by_score,
     combine_scores,
@@ -28,6 +30,8 @@ from .rescore import (
 )
 
 __all__ = [
+    "NNLM_SCALES",
+    "SCALE_GRID",
     "DedupKey",
     "GaussianPredictor",
     "LinearGaussianPredictor",

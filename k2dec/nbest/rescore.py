@@ -20,6 +20,8 @@ from .multipass import PathScorer
 from .nbest import DedupKey, Nbest, _ragged_sort_desc
 
 __all__ = [
+    "NNLM_SCALES",
+    "SCALE_GRID",
     "RescoreResult",
     "neural_scores",
     "rescore_with_attention_decoder",
@@ -35,6 +37,12 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+#: icefall's scale grid for n-gram / attention rescoring sweeps.
+SCALE_GRID: tuple[float, ...] = (0.01, 0.05, 0.08, 0.1, 0.3, 0.5, 0.6, 0.7, 0.9, 1.0, 1.1, 1.2,
+                                 1.3, 1.5, 1.7, 1.9, 2.0)
+#: Default neural-LM scales.
+NNLM_SCALES: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
 
 
 @dataclass(frozen=True)
@@ -218,10 +226,8 @@ def rescore_with_attention_decoder(
     decoder,
     memory: torch.Tensor,
     memory_lens: torch.Tensor,
-    ngram_lm_scales: Sequence[float] = (0.01, 0.05, 0.08, 0.1, 0.3, 0.5, 0.6, 0.7, 0.9, 1.0,
-                                        1.1, 1.2, 1.3, 1.5, 1.7, 1.9, 2.0),
-    attention_scales: Sequence[float] = (0.01, 0.05, 0.08, 0.1, 0.3, 0.5, 0.6, 0.7, 0.9, 1.0,
-                                         1.1, 1.2, 1.3, 1.5, 1.7, 1.9, 2.0),
+    ngram_lm_scales: Sequence[float] = SCALE_GRID,
+    attention_scales: Sequence[float] = SCALE_GRID,
     G: k2.Fsa | None = None,
 ) -> dict[str, RescoreResult]:
     """icefall's ``attention-decoder`` rescoring: ``am + s1 * ngram + s2 * attention``.
@@ -256,7 +262,7 @@ def rescore_with_attention_decoder(
 def rescore_with_lm(
     nbest: Nbest,
     lm_scorer: PathScorer,
-    lm_scales: Sequence[float] = (0.1, 0.3, 0.5, 0.7, 0.9, 1.0),
+    lm_scales: Sequence[float] = NNLM_SCALES,
     scale_name: str = "nnlm_scale",
 ) -> dict[str, RescoreResult]:
     """Rescoring with a neural LM (RNN or Transformer): ``am + s * nnlm`` keyed
@@ -280,7 +286,7 @@ def lm_path_scorer(lm, batch_size: int | None = 256) -> PathScorer:
 
 
 def rescore_with_rnn_lm(
-    nbest: Nbest, rnn_lm, lm_scales: Sequence[float] = (0.1, 0.3, 0.5, 0.7, 0.9, 1.0),
+    nbest: Nbest, rnn_lm, lm_scales: Sequence[float] = NNLM_SCALES,
     batch_size: int | None = 256,
 ) -> dict[str, RescoreResult]:
     """icefall's ``rnn-lm`` rescoring with a :class:`k2dec.lm.RnnLM`: keys
@@ -290,7 +296,7 @@ def rescore_with_rnn_lm(
 
 
 def rescore_with_transformer_lm(
-    nbest: Nbest, transformer_lm, lm_scales: Sequence[float] = (0.1, 0.3, 0.5, 0.7, 0.9, 1.0),
+    nbest: Nbest, transformer_lm, lm_scales: Sequence[float] = NNLM_SCALES,
     batch_size: int | None = 256,
 ) -> dict[str, RescoreResult]:
     """Rescoring with a :class:`k2dec.lm.TransformerLM`: keys ``transformer_lm_scale_{s}``."""
