@@ -287,7 +287,8 @@ def decode_cuts(
                             writer.write_failure(cut_ids[i], failed[j])
                         else:
                             first = next(iter(hyps[j].values()))
-                            writer.write(cut_ids[i], hyp=first, ref=refs[i], hyps=hyps[j])
+                            writer.write(cut_ids[i], hyp=first, ref=refs[i] or None,
+                                         hyps=hyps[j])
     rtf = timer.rtf if timer.audio_seconds > 0 else float("nan")
     if config.world_size > 1:
         _barrier()  # every shard file is complete past this point
@@ -344,6 +345,7 @@ def cuts_from_audio_dir(audio_dir: str | Path, feature_dir: str | Path,
         fastcopy(c, supervisions=[SupervisionSegment(c.id, c.recording_id, 0.0, c.duration,
                                                      channel=0, text="")])
         if not c.supervisions else c for c in cuts)
+    Path(feature_dir).parent.mkdir(parents=True, exist_ok=True)
     return cuts.compute_and_store_features(
         extractor=Fbank(FbankConfig(num_mel_bins=80)), storage_path=str(feature_dir),
         storage_type=LilcomChunkyWriter)

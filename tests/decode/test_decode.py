@@ -99,3 +99,19 @@ def test_two_ranks_equal_one_process(decode_setup, tmp_path):
     merged = tmp_path / "two" / "1best" / "results-tiny.jsonl"
     assert read_results(merged) == read_results(one.results_path)
     assert (tmp_path / "two" / "1best" / "results-tiny.rank1.jsonl").is_file()
+
+
+def test_cli_decode_audio_dir_without_references(decode_setup, tmp_path):
+    s = decode_setup
+    audio = tmp_path / "audio"
+    audio.mkdir()
+    for f in sorted(s["dir"].glob("utt*.wav"))[:3]:
+        (audio / f.name).write_bytes(f.read_bytes())
+    r = CliRunner().invoke(main, [
+        "decode", "--audio-dir", str(audio), "--model", str(s["model_path"]),
+        "--lang-dir", str(s["lang_dir"]), "--method", "greedy_search",
+        "--out-dir", str(tmp_path / "out"), "--max-duration", "3"])
+    assert r.exit_code == 0, (r.output, r.exception)
+    records = read_results(tmp_path / "out" / "greedy_search" / "results-audio.jsonl")
+    assert len(records) == 3
+    assert all(rec["ref"] is None and rec["status"] == "ok" for rec in records.values())
