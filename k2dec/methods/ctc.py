@@ -139,12 +139,6 @@ def _nbest(inputs: CtcInputs, res: Resources, cfg: CtcConfig, method: str,
     return result, nbest
 
 
-def _pick(nbest: Nbest, scores: torch.Tensor) -> tuple[list[list[int]], torch.Tensor]:
-    best, _ = best_paths_by_score(nbest, scores)
-    keys = nbest.key_seqs.tolist()
-    return [keys[b] if b >= 0 else [] for b in best.tolist()], best
-
-
 def _sweep_results(results, failed: list[str], cfg: CtcConfig) -> list[MethodResult]:
     return [MethodResult(key, None, r.hyps, failed, cfg) for key, r in results.items()]
 
@@ -154,7 +148,7 @@ def _nbest_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """HLG lattice, num_paths sampled word sequences, the best alignment score wins."""
     result, nbest = _nbest(inputs, res, cfg, "nbest")
     nbest = nbest.intersect(result.lattice)
-    words, _ = _pick(nbest, nbest.tot_scores().values)
+    words = nbest.keys_at(best_paths_by_score(nbest, nbest.tot_scores().values)[0])
     return [MethodResult("nbest", None, words, _failed(result), cfg)]
 
 
@@ -173,9 +167,7 @@ def _nbest_oracle(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     if inputs.ref_words is None:
         raise ValueError("nbest-oracle needs reference word ids (CtcInputs.ref_words)")
     result, nbest = _nbest(inputs, res, cfg, "nbest-oracle")
-    best, _ = nbest.oracle(inputs.ref_words)
-    keys = nbest.key_seqs.tolist()
-    words = [keys[b] if b >= 0 else [] for b in best.tolist()]
+    words = nbest.keys_at(nbest.oracle(inputs.ref_words)[0])
     return [MethodResult("nbest-oracle", None, words, _failed(result), cfg)]
 
 

@@ -85,12 +85,14 @@ def _path_words(lattice: k2.Fsa) -> list[list[int]]:
     return words.remove_values_leq(0).tolist()
 
 
+def _keys_and_failures(nbest: Nbest, best: torch.Tensor) -> tuple[list[list[int]], list[str]]:
+    """Key sequences of the chosen paths; an utterance without paths (-1) failed."""
+    return nbest.keys_at(best), ["" if b >= 0 else "empty lattice" for b in best.tolist()]
+
+
 def _nbest_choice(nbest: Nbest, scores: k2.RaggedTensor) -> tuple[list[list[int]], list[str]]:
     best, _ = best_paths_by_score(nbest, scores.values)
-    keys = nbest.key_seqs.tolist()
-    hyps = [keys[b] if b >= 0 else [] for b in best.tolist()]
-    failed = ["" if b >= 0 else "empty lattice" for b in best.tolist()]
-    return hyps, failed
+    return _keys_and_failures(nbest, best)
 
 
 @register("fast_beam_search_nbest", Family.TRANSDUCER, FastBeamSearchConfig)
@@ -126,7 +128,5 @@ def _fbs_oracle(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchCon
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, None, cfg)
     nbest = Nbest.from_lattice(out.lattice, cfg.num_paths, cfg.nbest_scale, DedupKey.TOKENS)
     best, _ = nbest.oracle(inputs.ref_tokens)
-    keys = nbest.key_seqs.tolist()
-    tokens = [keys[b] if b >= 0 else [] for b in best.tolist()]
-    failed = ["" if b >= 0 else "empty lattice" for b in best.tolist()]
+    tokens, failed = _keys_and_failures(nbest, best)
     return [MethodResult("fast_beam_search_nbest_oracle", tokens, None, failed, cfg)]

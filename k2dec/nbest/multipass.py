@@ -340,8 +340,7 @@ def _finish(top: NbestTopK, base: torch.Tensor, nn: torch.Tensor, rescored: torc
     best_in_row = torch.argmax(total, dim=1)
     scores = total.gather(1, best_in_row.unsqueeze(1)).squeeze(1)
     best = best_in_row + torch.arange(num_utts, device=base.device) * k
-    keys = top.nbest.key_lists()
-    hyps = [keys[u][int(best_in_row[u])] for u in range(num_utts)]
+    hyps = top.nbest.keys_at(best)
     return MultiPassResult(
         best=best, scores=scores, hyps=hyps, evaluations=rescored.sum(1).to(torch.int64),
         passes=passes, nn_scores=nn.flatten(),

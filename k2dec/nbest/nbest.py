@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import logging
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import k2
 import torch
@@ -399,6 +400,19 @@ class Nbest:
     def key_lists(self) -> list[list[list[int]]]:
         """The key sequences as Python lists ``[utt][path][symbol]`` (for output only)."""
         return _split(self.key_seqs.tolist(), self.shape)
+
+    def keys_at(self, best: torch.Tensor) -> list[list[int]]:
+        """The key sequences of paths ``best`` (int ``[num_utts]``, e.g. from
+        :func:`~k2dec.nbest.best_paths_by_score` or :meth:`oracle`); ``[]`` where the index is
+        -1 (an utterance without paths)."""
+        keys = self._flat_keys
+        return [keys[b] if b >= 0 else [] for b in best.tolist()]
+
+    @cached_property
+    def _flat_keys(self) -> list[list[int]]:
+        """``key_seqs`` as Python lists, converted once (sweeps call :meth:`keys_at` per
+        setting)."""
+        return self.key_seqs.tolist()
 
     def texts(self, symbol_table: k2.SymbolTable, separator: str = " ") -> list[list[str]]:
         """Each path's key sequence spelled with ``symbol_table`` (``[utt][path]``)."""

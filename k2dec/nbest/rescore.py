@@ -167,8 +167,6 @@ def combine_scores(
         if r.values.numel() != nbest.num_paths:
             raise ValueError(f"component {comp!r} has {r.values.numel()} scores, "
                              f"the n-best {nbest.num_paths} paths")
-    keys = nbest.key_lists()
-    splits = nbest.shape.row_splits(1).tolist()
     results: dict[str, RescoreResult] = {}
     for point in itertools.product(*(scale_grid[n] for n in names)):
         scales = dict(zip(names, (float(x) for x in point)))
@@ -176,9 +174,7 @@ def combine_scores(
         for name, s in scales.items():
             total = total + s * components[comp_for[name]].values.to(torch.float64)
         best, best_scores = best_paths_by_score(nbest, total)
-        hyps = [
-            keys[u][b - splits[u]] if b >= 0 else [] for u, b in enumerate(best.tolist())
-        ]
+        hyps = nbest.keys_at(best)
         key = scale_key(scales) if scales else "no_rescore"
         results[key] = RescoreResult(key, scales, best, best_scores, hyps)
     return results
