@@ -4,7 +4,6 @@ import dataclasses
 
 import k2
 import pytest
-import torch
 
 from k2dec.transducer import (
     FastBeamSearch,
@@ -18,7 +17,12 @@ from tests.reference.transducer_reference import (
     best_alignment,
     total_log_prob,
 )
-from tests.transducer.helpers import assert_same_hyps, random_batch, random_model
+from tests.transducer.helpers import (
+    assert_same_hyps,
+    random_batch,
+    random_chunks,
+    random_model,
+)
 
 HUGE = FastBeamSearchConfig(beam=1e6, max_contexts=100000, max_states=100000)
 
@@ -152,18 +156,8 @@ def test_streaming_chunks_equal_offline(device, seed):
     offline = fast_beam_search(model, enc, enc_lens, config=config)
     search = FastBeamSearch(model, config=config)
     streams = [search.new_stream(device) for _ in lens]
-    g = torch.Generator().manual_seed(seed)
-    done = [0] * len(lens)
-    while any(d < n for d, n in zip(done, lens)):
-        take = [min(n - d, int(torch.randint(0, 4, (1,), generator=g))) for d, n in zip(done, lens)]
-        chunk = torch.zeros(len(lens), max(take), enc.size(2), device=device)
-        for i, (d, k) in enumerate(zip(done, take)):
-            chunk[i, :k] = enc[i, d : d + k]
-        perm = torch.randperm(len(lens), generator=g).tolist()
-        search.decode_chunk(
-            [streams[p] for p in perm], chunk[perm], torch.tensor([take[p] for p in perm])
-        )
-        done = [d + k for d, k in zip(done, take)]
+    for order, chunk, chunk_lens, done in random_chunks(enc, lens, seed, shuffle=True):
+        search.decode_chunk([streams[p] for p in order], chunk, chunk_lens)
         partial = search.results(streams, final=False)
         for p, d in zip(partial, done):
             assert all(t < d for t in p.timestamps)

@@ -5,7 +5,12 @@ import torch
 
 from k2dec.transducer import GreedySearch, GreedySearchConfig, greedy_search
 from tests.reference.transducer_reference import NetOracle, greedy_reference
-from tests.transducer.helpers import assert_same_hyps, random_batch, random_model
+from tests.transducer.helpers import (
+    assert_same_hyps,
+    random_batch,
+    random_chunks,
+    random_model,
+)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -62,18 +67,9 @@ def test_streaming_chunks_equal_offline(device, seed):
     offline = greedy_search(model, enc, enc_lens, config)
     search = GreedySearch(model, config)
     streams = [search.new_stream(device) for _ in lens]
-    g = torch.Generator().manual_seed(seed)
-    done = [0] * len(lens)
-    while any(d < n for d, n in zip(done, lens)):
-        # every stream gets a random-size chunk (possibly empty), different per stream
-        take = [min(n - d, int(torch.randint(0, 4, (1,), generator=g))) for d, n in zip(done, lens)]
-        width = max(take)
-        chunk = torch.zeros(len(lens), width, enc.size(2), device=device)
-        for i, (d, k) in enumerate(zip(done, take)):
-            chunk[i, :k] = enc[i, d : d + k]
-        search.decode_chunk(streams, chunk, torch.tensor(take))
+    for _, chunk, chunk_lens, _ in random_chunks(enc, lens, seed, shuffle=False):
+        search.decode_chunk(streams, chunk, chunk_lens)
         partial = search.results(streams)
-        done = [d + k for d, k in zip(done, take)]
         for p, s in zip(partial, streams):
             assert all(t < s.num_frames for t in p.timestamps)
     assert_same_hyps(search.results(streams), offline)

@@ -14,7 +14,12 @@ from tests.reference.transducer_reference import (
     pick_best,
     sequence_log_probs,
 )
-from tests.transducer.helpers import assert_same_hyps, random_batch, random_model
+from tests.transducer.helpers import (
+    assert_same_hyps,
+    random_batch,
+    random_chunks,
+    random_model,
+)
 
 
 def _as_dict(hyps):
@@ -100,20 +105,9 @@ def test_streaming_chunks_equal_offline(device, seed):
     offline = search.hypotheses(offline_streams)
 
     streams = [search.new_stream(device) for _ in lens]
-    g = torch.Generator().manual_seed(seed)
-    done = [0] * len(lens)
-    while any(d < n for d, n in zip(done, lens)):
-        take = [min(n - d, int(torch.randint(0, 4, (1,), generator=g))) for d, n in zip(done, lens)]
-        chunk = torch.zeros(len(lens), max(take), enc.size(2), device=device)
-        for i, (d, k) in enumerate(zip(done, take)):
-            chunk[i, :k] = enc[i, d : d + k]
-        # shuffle the batch order between chunks: streams carry their own state
-        perm = torch.randperm(len(lens), generator=g).tolist()
-        search.decode_chunk(
-            [streams[p] for p in perm], chunk[perm], torch.tensor([take[p] for p in perm])
-        )
+    for order, chunk, chunk_lens, _ in random_chunks(enc, lens, seed, shuffle=True):
+        search.decode_chunk([streams[p] for p in order], chunk, chunk_lens)
         search.results(streams)
-        done = [d + k for d, k in zip(done, take)]
     streamed = search.hypotheses(streams)
     for a, b in zip(streamed, offline):
         _assert_same_hyps(_as_dict(a), _as_dict(b))
