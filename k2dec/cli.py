@@ -210,6 +210,20 @@ def train_lm_cmd(ctx):
     train_main(ctx.args)
 
 
+@main.command("export-lm")
+@click.argument("checkpoints", nargs=-1, required=True,
+                type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="File to write (float16 weights, no optimizer state).")
+def export_lm_cmd(checkpoints, output):
+    """Average train-lm CHECKPOINTS into one small LM file for decoding (--rnn-lm)."""
+    from .lm.train import export_lm
+
+    path = export_lm(checkpoints, output)
+    click.echo(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) from {len(checkpoints)} "
+               "checkpoint(s)")
+
+
 @main.command("lm-perplexity", context_settings=_PASSTHROUGH, add_help_option=False)
 @click.pass_context
 def lm_perplexity_cmd(ctx):

@@ -38,6 +38,7 @@ __all__ = [
     "TrainLmResult",
     "build_lm",
     "epoch_batches",
+    "export_lm",
     "latest_checkpoint",
     "load_lm",
     "main",
@@ -155,6 +156,52 @@ def load_lm(checkpoint: str | Path, device: str | torch.device = "cpu") -> Neura
     model = build_lm(config_cls(**ckpt["model_config"]))
     model.load_state_dict(ckpt["model"])
     return model.to(device).eval()
+
+
+def export_lm(
+    checkpoints: Sequence[str | Path], output: str | Path, dtype: torch.dtype = torch.float16
+) -> Path:
+    """Average the model weights of :func:`train_lm` checkpoints (icefall's checkpoint
+    averaging) and save them, without optimizer state, in ``dtype``: a file
+    :func:`load_lm` reads (weights come back as float32).
+
+    Args:
+      checkpoints: one or more checkpoints of the same model (type and config).
+      output: the file to write.
+      dtype: floating dtype of the saved weights (``torch.float16`` halves the size).
+
+    Returns:
+      ``output`` as a Path.
+    """
+    if not checkpoints:
+        raise ValueError("export_lm needs at least one checkpoint")
+    if not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating dtype, got {dtype}")
+    first = None
+    total: dict[str, torch.Tensor] = {}
+    for c in checkpoints:
+        path = Path(c)
+        if not path.is_file():
+            raise ValueError(f"checkpoint {str(path)!r} does not exist")
+        ckpt = torch.load(path, map_location="cpu")
+        if not isinstance(ckpt, dict) or ckpt.get("model_type") not in MODEL_TYPES:
+            raise ValueError(f"{str(path)!r} is not a k2dec LM checkpoint")
+        head = (ckpt["model_type"], ckpt["model_config"])
+        if first is None:
+            first = head
+        elif head != first:
+            raise ValueError(f"{str(path)!r} holds another model ({head[0]}, {head[1]}) than "
+                             f"the first checkpoint ({first[0]}, {first[1]})")
+        for name, value in ckpt["model"].items():
+            v = value.to(torch.float64) if value.is_floating_point() else value
+            total[name] = total[name] + v if name in total and v.is_floating_point() else v
+    n = len(checkpoints)
+    state = {k: (v / n).to(dtype) if v.is_floating_point() else v for k, v in total.items()}
+    out = Path(output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"model_type": first[0], "model_config": first[1], "model": state,
+                "averaged_from": [Path(c).name for c in checkpoints]}, out)
+    return out
 
 
 def _check_train_config(config: TrainLmConfig) -> None:

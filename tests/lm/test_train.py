@@ -167,3 +167,33 @@ def test_epoch_batches_cover_every_sentence_once():
         return sum(int(lengths[b.long()].max()) * b.numel() for b in bs)
     plain = torch.randperm(1003, generator=torch.Generator().manual_seed(5)).split(10)
     assert padded(batches) < 0.8 * padded(plain)
+
+
+def test_export_lm_averages_checkpoints_into_a_small_loadable_file(corpus, tmp_path):
+    from k2dec.lm import export_lm
+
+    model = RnnLmConfig(embedding_dim=8, hidden_dim=8, num_layers=1)
+    train_lm(_config(corpus, tmp_path / "exp", model, num_steps=20, save_every_n=10,
+                     keep_last_k=0))
+    c10, c20 = tmp_path / "exp" / "checkpoint-10.pt", tmp_path / "exp" / "checkpoint-20.pt"
+    out = export_lm([c10, c20], tmp_path / "lm.pt")
+    assert out.stat().st_size < c20.stat().st_size / 2  # no optimizer state, float16
+    a, b, avg = load_lm(c10), load_lm(c20), load_lm(out)
+    assert isinstance(avg, RnnLM)
+    for name, p in avg.state_dict().items():
+        assert p.dtype == torch.float32
+        want = (a.state_dict()[name].double() + b.state_dict()[name].double()) / 2
+        torch.testing.assert_close(p.double(), want, rtol=1e-3, atol=1e-3)
+    # one checkpoint kept in float32: exactly the same weights
+    one = load_lm(export_lm([c20], tmp_path / "one.pt", dtype=torch.float32))
+    for name, p in one.state_dict().items():
+        torch.testing.assert_close(p, b.state_dict()[name])
+    with pytest.raises(ValueError, match="at least one checkpoint"):
+        export_lm([], tmp_path / "x.pt")
+    other = train_lm(_config(corpus, tmp_path / "other",
+                             RnnLmConfig(embedding_dim=4, hidden_dim=4, num_layers=1),
+                             num_steps=1))
+    with pytest.raises(ValueError, match="another model"):
+        export_lm([c10, other.checkpoint], tmp_path / "x.pt")
+    with pytest.raises(ValueError, match="does not exist"):
+        export_lm([tmp_path / "nope.pt"], tmp_path / "x.pt")
