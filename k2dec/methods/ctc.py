@@ -42,6 +42,9 @@ class CtcConfig:
 
     Attributes:
       lattice: pruning of ``k2.intersect_dense_pruned``.
+      hlg_scale: multiplies HLG's scores (the LM part of the first pass) in every HLG method
+        (icefall's ``--hlg-scale``; 1.0 = HLG as compiled). A weak acoustic model usually
+        wants less than 1.
       subsampling_factor: of ``log_probs`` relative to the graph's frame rate (1: none).
       num_paths, nbest_scale: n-best sampling.
       lm_scales: sweep for n-gram / neural-LM rescoring.
@@ -53,6 +56,7 @@ class CtcConfig:
     """
 
     lattice: LatticeConfig = field(default_factory=LatticeConfig)
+    hlg_scale: float = 1.0
     subsampling_factor: int = 1
     num_paths: int = 100
     nbest_scale: float = 0.5
@@ -62,6 +66,10 @@ class CtcConfig:
     top_k: int = 100
     lm_batch_size: int = 256
     whole_lattice: RescoreConfig = field(default_factory=RescoreConfig)
+
+    def __post_init__(self) -> None:
+        if not (0.0 < self.hlg_scale < float("inf")):
+            raise ValueError(f"hlg_scale must be positive and finite, got {self.hlg_scale}")
 
 
 def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcConfig) -> LatticeResult:
@@ -73,16 +81,24 @@ def _failed(result: LatticeResult) -> list[str]:
     return [r.reason if r.status.value == "empty" else "" for r in result.reports]
 
 
-def _hlg_with_lm_scores(res: Resources, method: str) -> k2.Fsa:
-    """HLG whose ``lm_scores`` hold its scores (icefall's convention for splitting AM and LM
-    scores in lattices), made once per graph and cached."""
+def _hlg(res: Resources, method: str, cfg: CtcConfig, lm_scores: bool = False) -> k2.Fsa:
+    """HLG with its scores multiplied by ``cfg.hlg_scale``; with ``lm_scores`` its (scaled)
+    scores are also copied to ``lm_scores`` (icefall's convention for splitting AM and LM
+    scores in lattices: ``am = tot - lm`` stays the acoustic part at any scale). Made once
+    per graph and setting, and cached; the caller's graph is never modified."""
     HLG = res.graph("HLG", method)
-    if hasattr(HLG, "lm_scores"):
+    scale = float(cfg.hlg_scale)
+    if scale == 1.0 and (not lm_scores or hasattr(HLG, "lm_scores")):
         return HLG
-    key = ("HLG_lm_scores", id(HLG))
+    key = ("HLG", id(HLG), scale, lm_scores)
     if key not in res.cache:
         g = HLG.clone()
-        g.lm_scores = HLG.scores.clone()
+        if scale != 1.0:
+            g.scores = HLG.scores * scale
+            if hasattr(HLG, "lm_scores"):
+                g.lm_scores = HLG.lm_scores * scale
+        if lm_scores and not hasattr(HLG, "lm_scores"):
+            g.lm_scores = g.scores.clone()
         res.cache[key] = g
     return res.cache[key]
 
@@ -108,7 +124,7 @@ def _ctc_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
 @register("1best", Family.CTC, CtcConfig, requires=("HLG",))
 def _one_best(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """1best through HLG (or HCLG): word ids."""
-    result = _lattice(inputs, res.graph("HLG", "1best"), cfg)
+    result = _lattice(inputs, _hlg(res, "1best", cfg), cfg)
     hyps = hypotheses_from_lattice(result, AuxLabels.WORDS)
     return [MethodResult("1best", [list(h.tokens) for h in hyps],
                          [list(h.words) for h in hyps], _failed(result), cfg)]
@@ -117,7 +133,7 @@ def _one_best(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
 @register("whole-lattice-rescoring", Family.CTC, CtcConfig, requires=("HLG", "G"))
 def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """HLG lattices rescored with a bigger G (4-gram) as a whole; 1best per LM scale."""
-    graph = _hlg_with_lm_scores(res, "whole-lattice-rescoring")
+    graph = _hlg(res, "whole-lattice-rescoring", cfg, lm_scores=True)
     result = _lattice(inputs, graph, cfg)
     G = res.graph("G", "whole-lattice-rescoring")
     out = rescore_with_whole_lattice(result, G, cfg.whole_lattice)
@@ -133,7 +149,7 @@ def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
 
 def _nbest(inputs: CtcInputs, res: Resources, cfg: CtcConfig, method: str,
            lm_scores: bool = False) -> tuple[LatticeResult, Nbest]:
-    graph = _hlg_with_lm_scores(res, method) if lm_scores else res.graph("HLG", method)
+    graph = _hlg(res, method, cfg, lm_scores=lm_scores)
     result = _lattice(inputs, graph, cfg)
     nbest = Nbest.from_lattice(result.lattice, cfg.num_paths, cfg.nbest_scale, DedupKey.WORDS)
     return result, nbest

@@ -128,3 +128,29 @@ def test_whole_lattice_rescoring_equals_the_library_call(setup):
     lat = get_lattice(inp.log_probs, inp.lengths, HLG, cfg.lattice)
     want = rescore_with_whole_lattice(lat, res.graphs["G"], cfg.whole_lattice)
     assert out[0].words == [list(h.words) for h in want.per_scale[0].hypotheses]
+
+
+@pytest.mark.parametrize("scale", [0.3, 1.7])
+def test_hlg_scale_scales_the_graph_not_the_callers(setup, scale):
+    lang, res = setup
+    inp = _inputs(5, lang.max_token_id + 1)
+    before = res.graphs["HLG"].scores.clone()
+    out = get_method("1best")(inp, res, CtcConfig(hlg_scale=scale))[0]
+    scaled = res.graphs["HLG"].clone()
+    scaled.scores = before * scale
+    lat = get_lattice(inp.log_probs, inp.lengths, scaled, LatticeConfig())
+    assert out.words == [list(h.words) for h in hypotheses_from_lattice(lat)]
+    assert torch.equal(res.graphs["HLG"].scores, before)
+    # n-gram rescoring sees the scaled graph's lm_scores (am = tot - lm stays acoustic)
+    cfg = CtcConfig(hlg_scale=scale, num_paths=30, lm_scales=(0.7,))
+    got = get_method("nbest-rescoring")(inp, res, cfg)[0].words
+    scaled.lm_scores = scaled.scores.clone()
+    lat = get_lattice(inp.log_probs, inp.lengths, scaled, cfg.lattice).lattice
+    nbest = Nbest.from_lattice(lat, 30, cfg.nbest_scale).intersect(lat)
+    assert got == rescore_with_ngram(nbest, res.graphs["G"], [0.7])["ngram_lm_scale_0.7"].hyps
+
+
+def test_hlg_scale_must_be_positive():
+    for bad in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="hlg_scale must be positive"):
+            CtcConfig(hlg_scale=bad)
