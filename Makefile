@@ -26,3 +26,26 @@ test: lint
 
 clean-venv:
 	rm -rf $(VENV)
+
+# `make bench` (BENCHMARKS.md + docs/bench/*.png; `make bench BENCH_ARGS=--quick` for a short
+# run under exp/bench-quick/). Peer decoders are installed once into the venv; a failed install
+# does not stop the bench (the report lists those peers as missing; rm the stamp to retry).
+BENCH_STAMP := $(VENV)/.k2dec-bench-installed
+BENCH_ARGS ?=
+
+$(BENCH_STAMP): $(STAMP) $(wildcard requirements/bench-ctc.txt requirements/bench-espnet.txt)
+	@if [ -f requirements/bench-ctc.txt ]; then \
+	  for pkg in $$(grep -v '^#' requirements/bench-ctc.txt); do \
+	    $(PY) -m pip install -c requirements/constraints.txt -c requirements/bench-ctc.txt $$pkg \
+	    || echo "bench: installing $$pkg failed; the peers needing it will be reported missing"; \
+	  done; \
+	fi
+	@if [ -f requirements/bench-espnet.txt ]; then \
+	  $(PY) -m pip install --no-deps -r requirements/bench-espnet.txt \
+	  || echo "bench: installing requirements/bench-espnet.txt failed; ESPnet will be reported missing"; \
+	fi
+	@touch $(BENCH_STAMP)
+
+.PHONY: bench
+bench: $(STAMP) $(BENCH_STAMP)
+	$(PY) scripts/bench.py $(BENCH_ARGS)

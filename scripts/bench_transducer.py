@@ -1,26 +1,23 @@
 #!/usr/bin/env python3
-"""Benchmark of the transducer searches (k2dec.transducer) on one fixed random model.
+"""Benchmark area "transducer": k2dec's transducer searches on the shipped model's real encoder
+outputs, run through the methods registry exactly as ``k2dec decode`` runs them.
 
-For each method it reports throughput (encoder frames per second), the time ratio to the
-batched run, and the share of wall time spent outside the decoder + joiner networks (the part
-the search itself can still win). Variants:
+Methods: ``greedy_search``, ``modified_beam_search`` (beam 4), ``fast_beam_search`` (one-best),
+``fast_beam_search_nbest``, ``fast_beam_search_nbest_LG`` and ``fast_beam_search_LG`` with
+icefall's default configs (LG: the shipped lang dir's LG). For each: encoder frames decoded per
+second, the share of wall time spent outside the decoder + joiner networks (network time is
+measured by timing every call of ``model.decoder``, ``model.joiner`` and the joiner's
+projections), the peak memory increase, and the WER as a sanity column. The issue names no peer
+for this area, so each batched search is compared with k2dec's own per-utterance loop (the same
+method called on one utterance at a time) on the same inputs: the ratio is per-utterance time /
+batched time, and the hypotheses must be identical.
 
-* ``batched``: one search over all N utterances (what the library does);
-* ``cache``: the same with the context-keyed decoder-output cache (``decoder_cache_size``);
-* ``per-utt``: N searches of one utterance each (no batching);
-* ``reference``: the per-utterance Python-loop reference of tests/reference (greedy and
-  modified beam search only; run on the first ``--reference-utts`` utterances, throughput
-  scaled accordingly).
+``--smoke`` runs a tiny random model instead of the shipped one (no LG methods, no WER).
+Times are the best of ``--repeat`` runs at one torch thread.
 
-``dec/join rows`` is the number of decoder evaluations per joiner evaluation: icefall's
-modified_beam_search recomputes the decoder for every hypothesis on every frame (ratio 1.0);
-k2dec carries decoder outputs along with hypotheses and recomputes them only after a token.
-Token sequences of every variant are checked against ``batched``.
+Usage (from the repository root)::
 
-Usage (from the repository root, one torch thread):
-
-    python scripts/bench_transducer.py
-    python scripts/bench_transducer.py --num-utts 32 --frames 300 --vocab 500 --dim 512
+    python scripts/bench_transducer.py [--quick | --smoke] [--report DIR]
 """
 
 from __future__ import annotations
@@ -28,162 +25,368 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from k2dec.transducer import (  # noqa: E402
-    FastBeamSearch,
-    FastBeamSearchConfig,
-    GreedySearch,
-    GreedySearchConfig,
-    Joiner,
-    LinearEncoder,
-    ModifiedBeamSearch,
-    ModifiedBeamSearchConfig,
-    StatelessDecoder,
-    Transducer,
-)
-from tests.reference.transducer_reference import (  # noqa: E402
-    NetOracle,
-    greedy_reference,
-    modified_beam_search_reference,
-    pick_best,
-)
+import benchlib  # noqa: E402
+
+from k2dec.methods import get_method  # noqa: E402
+from k2dec.methods.registry import MethodResult, Resources, TransducerInputs  # noqa: E402
+
+AREA = "transducer"
+METHODS = ("greedy_search", "modified_beam_search", "fast_beam_search",
+           "fast_beam_search_nbest", "fast_beam_search_nbest_LG", "fast_beam_search_LG")
 
 
-def make_problem(args: argparse.Namespace):
-    torch.manual_seed(args.seed)
-    model = Transducer(
-        LinearEncoder(args.dim, args.dim),
-        StatelessDecoder(args.vocab, args.dim, blank_id=0, context_size=args.context_size),
-        Joiner(args.dim, args.dim, args.dim, args.vocab),
-    ).eval()
+@dataclass(frozen=True)
+class Sizes:
+    cuts: int  # cuts per shipped test set (0: tiny random model instead)
+    repeat: int
+    per_utt_max: int  # utterances of the per-utterance loop
+    reference_utts: int  # utterances of the Python-loop references
+
+
+MODES = {"full": Sizes(20, 2, 16, 2), "quick": Sizes(8, 1, 8, 1), "smoke": Sizes(0, 1, 3, 1)}
+
+
+class NetworkTimer:
+    """Wall time spent inside the decoder, the joiner and the joiner's projections, via forward
+    hooks; nested calls count once."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.seconds = 0.0
+        self.calls = 0
+        self._depth = 0
+        self._start = 0.0
+        modules = [model.decoder, model.joiner]
+        for name in ("encoder_proj", "decoder_proj"):
+            if hasattr(model.joiner, name):
+                modules.append(getattr(model.joiner, name))
+        self._handles = []
+        for m in modules:
+            self._handles.append(m.register_forward_pre_hook(self._enter))
+            self._handles.append(m.register_forward_hook(self._exit))
+
+    def _enter(self, *_) -> None:
+        if self._depth == 0:
+            self._start = time.perf_counter()
+        self._depth += 1
+
+    def _exit(self, *_) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self.seconds += time.perf_counter() - self._start
+            self.calls += 1
+
+    def reset(self) -> None:
+        self.seconds, self.calls = 0.0, 0
+
+    def remove(self) -> None:
+        for h in self._handles:
+            h.remove()
+
+
+@dataclass
+class Problem:
+    model: torch.nn.Module
+    encoder_out: torch.Tensor
+    encoder_lens: torch.Tensor
+    resources: Resources
+    refs: list[list[str]] | None
+    cut_ids: list[str]
+    to_words: object  # MethodResult -> list[list[str]] (None without a lang dir)
+    description: str
+
+
+def shipped_problem(cuts: int) -> Problem:
+    from k2dec.results import bpe_ids_to_words, word_ids_to_words
+
+    b = benchlib.shipped_batch(max_cuts=cuts)
+    assets = b.assets
+
+    def to_words(r: MethodResult) -> list[list[str]]:
+        if r.words is not None:
+            return word_ids_to_words(r.words, assets.lang.word_table)
+        return bpe_ids_to_words(r.tokens, assets.sp)
+
+    n = len(b.refs)
+    desc = (f"the shipped model's encoder outputs on the first {cuts} cuts of each shipped test "
+            f"set ({n} utterances, {int(b.encoder_lens.sum())} encoder frames)")
+    assets.model.eval()
+    return Problem(assets.model, b.encoder_out, b.encoder_lens, assets.resources, b.refs,
+                   b.cut_ids, to_words, desc)
+
+
+def random_problem(seed: int) -> Problem:
+    from k2dec.transducer import Joiner, LinearEncoder, StatelessDecoder, Transducer
+
+    torch.manual_seed(seed)
+    dim, vocab = 32, 50
+    model = Transducer(LinearEncoder(dim, dim), StatelessDecoder(vocab, dim, blank_id=0,
+                                                                 context_size=2),
+                       Joiner(dim, dim, dim, vocab)).eval()
     with torch.no_grad():
-        model.joiner.output_linear.weight.mul_(4.0)  # peaky, like a trained model
-        model.joiner.output_linear.bias[0] += args.blank_bias  # mostly blank frames
-    g = torch.Generator().manual_seed(args.seed)
-    enc = torch.randn(args.num_utts, args.frames, args.dim, generator=g)
-    lens = torch.randint(args.frames // 2, args.frames + 1, (args.num_utts,), generator=g)
-    lens[0] = args.frames
-    return model, enc, lens
+        model.joiner.output_linear.weight.mul_(4.0)
+        model.joiner.output_linear.bias[0] += 3.0
+    g = torch.Generator().manual_seed(seed)
+    enc = torch.randn(3, 30, dim, generator=g)
+    lens = torch.tensor([30, 22, 17])
+    desc = "a tiny random transducer (vocab 50, dim 32), 3 utterances of up to 30 frames"
+    return Problem(model, enc, lens, Resources(), None, [f"u{i}" for i in range(3)], None, desc)
 
 
-def run_search(search, enc, lens, per_utt: bool):
-    search.net.timing = True
-    search.net.net_seconds = 0.0
-    start = time.perf_counter()
-    with torch.no_grad():
-        if per_utt:
-            hyps = []
-            for i in range(enc.size(0)):
-                n = int(lens[i])
-                streams = [search.new_stream()]
-                search.decode_chunk(streams, enc[i : i + 1, :n], lens[i : i + 1])
-                hyps += search.results(streams)
-        else:
-            streams = [search.new_stream() for _ in range(enc.size(0))]
-            search.decode_chunk(streams, enc, lens)
-            hyps = search.results(streams)
-    seconds = time.perf_counter() - start
-    rows = search.net.decoder_rows / max(1, search.net.joiner_rows)
-    return seconds, search.net.net_seconds, [h.tokens for h in hyps], rows
+@dataclass
+class Run:
+    seconds: float
+    net_seconds: float
+    result: MethodResult
 
 
-def run_reference(kind, model, enc, lens, n_utts, beam):
-    start = time.perf_counter()
-    tokens = []
-    with torch.no_grad():
-        for i in range(n_utts):
-            oracle = NetOracle(model, enc[i])
-            if kind == "greedy":
-                tokens.append(greedy_reference(oracle, int(lens[i]))[0])
+def run_method(name: str, prob: Problem, timer: NetworkTimer, idx: list[int] | None,
+               repeat: int) -> Run:
+    """Best of ``repeat`` runs of the method on the whole batch (``idx=None``) or one utterance
+    at a time over ``idx``; per-utterance results are concatenated."""
+    method = get_method(name)
+    best = None
+    for _ in range(max(1, repeat)):
+        timer.reset()
+        start = time.perf_counter()
+        with torch.no_grad():
+            if idx is None:
+                inputs = TransducerInputs(prob.model, prob.encoder_out, prob.encoder_lens)
+                result = method(inputs, prob.resources)[0]
             else:
-                hyps = modified_beam_search_reference(oracle, int(lens[i]), beam)
-                tokens.append(list(pick_best(hyps, True, model.decoder.context_size)[0]))
-    return time.perf_counter() - start, tokens
+                parts = []
+                for i in idx:
+                    n = int(prob.encoder_lens[i])
+                    inputs = TransducerInputs(prob.model, prob.encoder_out[i : i + 1, :n],
+                                              prob.encoder_lens[i : i + 1])
+                    parts.append(method(inputs, prob.resources)[0])
+                result = MethodResult(
+                    parts[0].key,
+                    None if parts[0].tokens is None else [t for p in parts for t in p.tokens],
+                    None if parts[0].words is None else [w for p in parts for w in p.words],
+                    [f for p in parts for f in p.failed], parts[0].config)
+        seconds = time.perf_counter() - start
+        if best is None or seconds < best.seconds:
+            best = Run(seconds, timer.seconds, result)
+    return best
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--num-utts", type=int, default=16)
-    parser.add_argument("--frames", type=int, default=200)
-    parser.add_argument("--vocab", type=int, default=500)
-    parser.add_argument("--dim", type=int, default=256)
-    parser.add_argument("--context-size", type=int, default=2)
-    parser.add_argument("--blank-bias", type=float, default=4.5)
-    parser.add_argument("--cache-size", type=int, default=20000)
-    parser.add_argument("--reference-utts", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=2, help="best of this many runs")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-
-    model, enc, lens = make_problem(args)
-    total_frames = int(lens.sum())
-    print(
-        f"# {args.num_utts} utts, {total_frames} frames (max {args.frames}), V={args.vocab}, "
-        f"dim={args.dim}, context_size={args.context_size}, torch threads=1"
+def searcher_variants(prob: Problem, repeat: int, reference_utts: int) -> list[list]:
+    """The searcher classes directly, with and without the context-keyed decoder-output cache,
+    and the per-utterance Python-loop references of tests/reference (greedy and modified beam
+    search, on the first ``reference_utts`` utterances): frames/s, decoder rows evaluated per
+    joiner row, and whether the tokens equal the plain batched search's."""
+    from k2dec.transducer import (
+        FastBeamSearch,
+        GreedySearch,
+        ModifiedBeamSearch,
     )
-    methods = [
-        ("greedy", lambda c: GreedySearch(model, GreedySearchConfig(), **c), "greedy"),
-        (
-            "greedy max_sym=3",
-            lambda c: GreedySearch(model, GreedySearchConfig(max_sym_per_frame=3), **c),
-            None,
-        ),
-        (
-            "modified_beam_search beam=4",
-            lambda c: ModifiedBeamSearch(model, ModifiedBeamSearchConfig(beam=4), **c),
-            "modified",
-        ),
-        (
-            "fast_beam_search 20/8/64",
-            lambda c: FastBeamSearch(model, None, FastBeamSearchConfig(), **c),
-            None,
-        ),
-    ]
-    header = (
-        f"{'method':30s} {'variant':10s} {'frames/s':>10s} {'seconds':>8s} {'ratio':>6s} "
-        f"{'outside NN':>10s} {'dec/join rows':>13s} {'same tokens':>11s}"
+    from tests.reference.transducer_reference import (
+        NetOracle,
+        greedy_reference,
+        modified_beam_search_reference,
+        pick_best,
     )
-    print(header)
-    print("-" * len(header))
-    for name, make, ref_kind in methods:
-        variants = [("batched", {}, False), ("per-utt", {}, True)]
-        if name.startswith(("modified", "fast")):
-            variants.insert(1, ("cache", {"decoder_cache_size": args.cache_size}, False))
-        base_time, base_tokens = None, None
-        for variant, kwargs, per_utt in variants:
-            best = None
-            for _ in range(args.repeats):
-                out = run_search(make(kwargs), enc, lens, per_utt)
-                if best is None or out[0] < best[0]:
-                    best = out
-            seconds, net_seconds, tokens, rows = best
-            if base_time is None:
-                base_time, base_tokens = seconds, tokens
-                if name == "greedy":
-                    emitted = sum(len(t) for t in tokens)
-                    print(f"# greedy emits {emitted / total_frames:.2f} tokens per frame")
-            outside = 1.0 - net_seconds / seconds
-            print(
-                f"{name:30s} {variant:10s} {total_frames / seconds:10.0f} {seconds:8.3f} "
-                f"{seconds / base_time:6.2f} {100 * outside:9.1f}% {rows:13.3f} "
-                f"{str(tokens == base_tokens):>11s}"
-            )
-        if ref_kind is not None and args.reference_utts > 0:
-            n = min(args.reference_utts, args.num_utts)
-            seconds, tokens = run_reference(ref_kind, model, enc, lens, n, 4)
-            frames = int(lens[:n].sum())
-            scaled = seconds * total_frames / frames
-            print(
-                f"{name:30s} {'reference':10s} {frames / seconds:10.0f} {scaled:8.3f} "
-                f"{scaled / base_time:6.2f} {'-':>10s} {'-':>13s} "
-                f"{str(tokens == base_tokens[:n]):>11s}"
-            )
+
+    enc, lens, model = prob.encoder_out, prob.encoder_lens, prob.model
+    frames = int(lens.sum())
+    context_size = int(model.decoder.context_size)
+
+    def batched(make, kwargs: dict):
+        best = None
+        for _ in range(max(1, repeat)):
+            search = make(kwargs)
+            search.net.decoder_rows = search.net.joiner_rows = 0
+            start = time.perf_counter()
+            with torch.no_grad():
+                streams = [search.new_stream() for _ in range(enc.size(0))]
+                search.decode_chunk(streams, enc, lens)
+                tokens = [h.tokens for h in search.results(streams)]
+            seconds = time.perf_counter() - start
+            rows = search.net.decoder_rows / max(1, search.net.joiner_rows)
+            if best is None or seconds < best[0]:
+                best = (seconds, tokens, rows)
+        return best
+
+    def reference(kind: str):
+        n = min(reference_utts, enc.size(0))
+        start = time.perf_counter()
+        tokens = []
+        with torch.no_grad():
+            for i in range(n):
+                oracle = NetOracle(model, enc[i, : int(lens[i])])
+                if kind == "greedy":
+                    tokens.append(greedy_reference(oracle, int(lens[i]))[0])
+                else:
+                    hyps = modified_beam_search_reference(oracle, int(lens[i]), 4)
+                    tokens.append(list(pick_best(hyps, True, context_size)[0]))
+        return time.perf_counter() - start, tokens, int(lens[:n].sum())
+
+    out = []
+    for name, make, kind in (
+        ("greedy_search", lambda c: GreedySearch(model, **c), "greedy"),
+        ("modified_beam_search", lambda c: ModifiedBeamSearch(model, **c), "modified"),
+        ("fast_beam_search", lambda c: FastBeamSearch(model, None, **c), None),
+    ):
+        base_s, base_tokens, base_rows = batched(make, {})
+        out.append([name, "batched", frames / base_s, 1.0, base_rows, "(base)"])
+        if kind != "greedy":
+            sec, tokens, rows = batched(make, {"decoder_cache_size": 20000})
+            out.append([name, "batched + decoder cache", frames / sec, base_s / sec, rows,
+                        "yes" if tokens == base_tokens else "**no**"])
+        if kind is not None and reference_utts > 0:
+            sec, tokens, ref_frames = reference(kind)
+            out.append([name, f"Python reference ({len(tokens)} utts)", ref_frames / sec,
+                        (ref_frames / sec) / (frames / base_s), None,
+                        "yes" if tokens == base_tokens[: len(tokens)] else "**no**"])
+    return out
+
+
+def hyps_of(r: MethodResult) -> list:
+    return r.words if r.words is not None else r.tokens
+
+
+def wer(prob: Problem, r: MethodResult) -> float | None:
+    if prob.refs is None or prob.to_words is None:
+        return None
+    from k2dec.results import compute_wer
+
+    hyps = prob.to_words(r)
+    return compute_wer(list(zip(prob.cut_ids, prob.refs, hyps))).wer
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
+    for i, r in enumerate(rows):
+        if r["wer"] is None:
+            continue
+        ax1.scatter([r["fps"]], [r["wer"]], color=f"C{i}")
+        ax1.annotate(r["name"], (r["fps"], r["wer"]), fontsize=7, xytext=(3, 3),
+                     textcoords="offset points")
+    ax1.set_xscale("log")
+    ax1.set_xlabel("encoder frames / s, batched (1 thread, log scale)")
+    ax1.set_ylabel("WER %")
+    ax1.set_title("WER vs speed (shipped model)")
+    ax1.grid(True, alpha=0.3)
+    names = [r["name"].replace("fast_beam_search", "fbs") for r in rows]
+    x = range(len(rows))
+    width = 0.4
+    batched = [r["fps"] for r in rows]
+    per_utt = [r["fps_utt"] for r in rows]
+    ax2.bar([i - width / 2 for i in x], batched, width, label="batched")
+    ax2.bar([i + width / 2 for i in x], per_utt, width, label="per-utterance loop")
+    for i, r in enumerate(rows):
+        ax2.annotate(f"{100 * r['outside']:.0f}% search", (i - width / 2, batched[i]),
+                     fontsize=6, ha="center", xytext=(0, 2), textcoords="offset points")
+    ax2.set_yscale("log")
+    ax2.set_xticks(list(x))
+    ax2.set_xticklabels(names, rotation=25, ha="right", fontsize=7)
+    ax2.set_ylabel("encoder frames / s (log scale)")
+    ax2.set_title("batched vs per-utterance loop (% = time outside the network)")
+    ax2.legend(fontsize=7)
+    ax2.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true")
+    mode.add_argument("--smoke", action="store_true")
+    p.add_argument("--report", default=None, help="write transducer.json and plots here")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeat", type=int, default=None, help="best of this many runs")
+    args = p.parse_args(argv)
+    benchlib.one_thread()
+    t_start = time.perf_counter()
+    mode_name = "smoke" if args.smoke else "quick" if args.quick else "full"
+    sz = MODES[mode_name]
+    repeat = args.repeat or sz.repeat
+    rep = benchlib.Report(AREA, "Transducer searches: batched vs per-utterance (shipped model)")
+    prob = shipped_problem(sz.cuts) if sz.cuts else random_problem(args.seed)
+    n = prob.encoder_out.size(0)
+    idx = list(range(min(n, sz.per_utt_max)))
+    frames = int(prob.encoder_lens.sum())
+    utt_frames = int(prob.encoder_lens[idx].sum())
+    timer = NetworkTimer(prob.model)
+    rows, table = [], []
+    for name in METHODS:
+        method = get_method(name)
+        missing = [g for g in method.requires if g not in prob.resources.graphs]
+        if missing:
+            rep.note(f"{name} not run: no {', '.join(missing)} graph ({mode_name} mode).")
+            continue
+        run_method(name, prob, timer, [0], 1)  # warm-up
+        with benchlib.track_peak_rss() as mem:
+            batched = run_method(name, prob, timer, None, repeat)
+        per_utt = run_method(name, prob, timer, idx, repeat)
+        fps = frames / batched.seconds
+        fps_utt = utt_frames / per_utt.seconds
+        outside = 1.0 - batched.net_seconds / batched.seconds
+        outside_utt = 1.0 - per_utt.net_seconds / per_utt.seconds
+        same = sum(a == b for a, b in zip(hyps_of(batched.result), hyps_of(per_utt.result)))
+        w = wer(prob, batched.result)
+        failed = sum(bool(f) for f in batched.result.failed)
+        rows.append({"name": name, "fps": fps, "fps_utt": fps_utt, "outside": outside,
+                     "wer": w})
+        table.append([name, fps, fps_utt, fps / fps_utt, f"{100 * outside:.0f}%",
+                      f"{100 * outside_utt:.0f}%", mem.increase_mb, w, failed,
+                      f"{same}/{len(idx)}"])
+        print(f"[transducer] {name}: done at {time.perf_counter() - t_start:.1f} s", flush=True)
+    timer.remove()
+    variants = searcher_variants(prob, repeat, sz.reference_utts)
+    print(f"[transducer] searcher variants: done at {time.perf_counter() - t_start:.1f} s",
+          flush=True)
+    rep.settings = (
+        f"Mode {mode_name}. Inputs: {prob.description}. Methods run through k2dec's methods "
+        "registry with icefall's default configs (modified_beam_search beam 4; "
+        "fast_beam_search beam 20, max_contexts 8, max_states 64; n-best num_paths 200, "
+        "nbest_scale 0.5; LG methods ngram_lm_scale 0.01). Batched: one call on all "
+        f"{n} utterances; per-utterance: one call per utterance on the first {len(idx)} "
+        f"utterances ({utt_frames} frames). One torch thread; times are the best of {repeat} "
+        "runs; the encoder is not timed.")
+    rep.table(
+        "Transducer searches: throughput, share of time outside the network, memory, WER",
+        ["method", "batched frames/s", "per-utt frames/s", "speed-up batched/per-utt",
+         "outside network (batched)", "outside network (per-utt)", "peak +MiB (batched)",
+         "WER %", "failed utts", "per-utt hyps identical to batched"], table)
+    rep.table("Searcher classes: decoder-output cache and the Python-loop references "
+              "(tests/reference); speed relative to the plain batched search",
+              ["search", "variant", "frames/s", "speed vs batched", "decoder rows / joiner row",
+               "same tokens as batched"], variants)
+    differ = [r[0] for r in table if r[-1] != f"{len(idx)}/{len(idx)}"]
+    if differ:
+        sampled = [m for m in differ if "nbest" in m]
+        other = [m for m in differ if "nbest" not in m]
+        if sampled:
+            rep.note(f"{', '.join(sampled)}: per-utterance and batched hypotheses may differ: "
+                     "k2.random_paths draws the same paths for the same batch every time, but "
+                     "which paths an utterance draws depends on the rest of its batch.")
+        if other:
+            rep.note(f"{', '.join(other)}: per-utterance hypotheses differ from the batched "
+                     "ones, although these searches should not depend on the batch.")
+    rep.note("'outside network' is the share of wall time not spent in model.decoder, "
+             "model.joiner or the joiner's projections: search bookkeeping, k2 calls and Python "
+             "overhead, i.e. what a faster search could still win.")
+    path = rep.plot_path(args.report, "transducer.png")
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        plot(rows, path)
+    rep.write(args.report)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,334 @@
+#!/usr/bin/env python3
+"""``make bench``: run every benchmark area side by side and assemble one report.
+
+Each area is a script ``scripts/bench_<area>.py`` run as a subprocess, one after another,
+with ``--report RAW_DIR`` (plus ``--quick`` or ``--smoke``); it writes ``RAW_DIR/<area>.json``
+(see ``scripts/benchlib.py``) and its PNG plots. This script then writes ``BENCHMARKS.md``: a
+header describing the machine and the run, a table of every target of every area (met / not
+met / n/a), and one section per area with its settings, tables, plots, missing peers and notes.
+An area whose script is missing, exits non-zero, times out or writes no report becomes a
+"failed" section quoting the end of its output; it is never dropped.
+
+Where things go:
+
+* full mode (default): ``BENCHMARKS.md`` at the repository root, plots under ``docs/bench/``,
+  raw reports and logs under ``exp/bench/raw/``;
+* ``--quick`` / ``--smoke``: everything under ``exp/bench-quick/`` / ``exp/bench-smoke/``;
+* ``--out DIR``: ``DIR/BENCHMARKS.md``, plots in ``DIR/bench/``, raw files in ``DIR/raw/``.
+
+Usage (from the repository root)::
+
+    python scripts/bench.py                       # full run, the committed report
+    python scripts/bench.py --quick               # a few minutes
+    python scripts/bench.py --smoke --areas lattice,transducer --out /tmp/b
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from benchlib import Report, markdown_table  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+AREAS = ("lattice", "ctc_lm", "transducer", "aed", "nbest")
+#: packages whose versions the report header lists (peers included)
+PACKAGES = ("torch", "k2", "lhotse", "kaldi-decoder", "kaldifst", "kaldilm", "kaldialign",
+            "sentencepiece", "numpy", "torchaudio", "pyctcdecode", "kenlm", "espnet")
+#: per-area subprocess time limit in seconds, by mode
+TIMEOUTS = {"full": 1200, "quick": 300, "smoke": 120}
+TAIL_LINES = 25
+STATUS = {True: "met", False: "**not met**", None: "n/a"}
+
+
+@dataclass
+class AreaRun:
+    """Outcome of one area's script."""
+
+    area: str
+    seconds: float = 0.0
+    report: Report | None = None
+    error: str = ""
+    tail: str = ""
+    plots: list[tuple[str, str]] = field(default_factory=list)  # (name, path from the .md)
+
+
+@dataclass(frozen=True)
+class Layout:
+    markdown: Path
+    plots: Path
+    raw: Path
+
+
+def layout(mode: str, out: str | None) -> Layout:
+    if out is not None:
+        base = Path(out).resolve()
+        return Layout(base / "BENCHMARKS.md", base / "bench", base / "raw")
+    if mode == "full":
+        return Layout(REPO / "BENCHMARKS.md", REPO / "docs" / "bench",
+                      REPO / "exp" / "bench" / "raw")
+    base = REPO / "exp" / f"bench-{mode}"
+    return Layout(base / "BENCHMARKS.md", base / "bench", base / "raw")
+
+
+def scrub(text: str) -> str:
+    """Replace this checkout's absolute path by ``.`` (reports must not name machine paths)."""
+    return text.replace(str(REPO) + os.sep, "").replace(str(REPO), ".")
+
+
+def tail(text: str, n: int = TAIL_LINES) -> str:
+    return scrub("\n".join(text.rstrip().splitlines()[-n:]))
+
+
+def run_area(area: str, mode: str, raw: Path, timeout: float) -> AreaRun:
+    """Run ``scripts/bench_<area>.py --report raw`` and read its JSON report."""
+    run = AreaRun(area)
+    script = REPO / "scripts" / f"bench_{area}.py"
+    if not script.is_file():
+        run.error = f"no script scripts/bench_{area}.py"
+        return run
+    result_path = raw / f"{area}.json"
+    result_path.unlink(missing_ok=True)  # never report a stale result
+    cmd = [sys.executable, str(script), "--report", str(raw)]
+    if mode != "full":
+        cmd.append(f"--{mode}")
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    start = time.perf_counter()
+    # Own process group, so a timeout also stops the area's worker processes.
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        code: int | None = proc.returncode
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = proc.communicate()
+        code = None
+    run.seconds = time.perf_counter() - start
+    (raw / f"{area}.log").write_text(f"$ {' '.join(cmd)}\n--- stdout\n{out}\n--- stderr\n{err}")
+    if code is None:
+        run.error = f"timed out after {timeout:g} s"
+    elif code != 0:
+        run.error = f"exited with status {code}"
+    elif not result_path.is_file():
+        run.error = f"exited normally but wrote no {area}.json"
+    else:
+        try:
+            run.report = Report.read(result_path)
+        except (ValueError, TypeError, KeyError) as e:
+            run.error = f"unreadable {area}.json: {e}"
+    if run.error:
+        run.tail = tail(err if err.strip() else out)
+    return run
+
+
+def copy_plots(run: AreaRun, raw: Path, lay: Layout) -> None:
+    if run.report is None:
+        return
+    lay.plots.mkdir(parents=True, exist_ok=True)
+    for name in run.report.plots:
+        src = raw / name
+        if not src.is_file():
+            run.report.notes.append(f"plot {name} was registered but not written")
+            continue
+        dst = lay.plots / name
+        shutil.copyfile(src, dst)
+        run.plots.append((name, os.path.relpath(dst, lay.markdown.parent)))
+
+
+def _git(*args: str) -> str:
+    try:
+        out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
+
+
+def git_commit() -> str:
+    commit = _git("rev-parse", "--short=12", "HEAD") or "unknown"
+    if _git("status", "--porcelain", "--untracked-files=no"):
+        commit += " (with uncommitted changes)"
+    return commit
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def core_count() -> str:
+    total = os.cpu_count() or 0
+    if hasattr(os, "sched_getaffinity"):
+        usable = len(os.sched_getaffinity(0))
+        if usable != total:
+            return f"{usable} usable of {total}"
+    return str(total)
+
+
+def load_average() -> str:
+    try:
+        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "n/a"
+
+
+def versions() -> str:
+    parts = [f"python {platform.python_version()}"]
+    for name in PACKAGES:
+        try:
+            parts.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{name} (not installed)")
+    return ", ".join(parts)
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render(runs: list[AreaRun], info: dict[str, str]) -> str:
+    lines = ["# k2dec benchmarks", ""]
+    lines.append("Decoding only (network outputs are computed once, before timing); every "
+                 "comparison runs k2dec and its peer on the same inputs in the same run, so "
+                 "read the ratios, not the absolute times. Generated by `scripts/bench.py` "
+                 "(`make bench`); do not edit by hand.")
+    lines.append("")
+    for key in ("date", "commit", "command", "mode", "cpu", "cores", "load average",
+                "versions", "total wall time"):
+        lines.append(f"- **{key}**: {info[key]}")
+    lines += ["", "## Targets", ""]
+    rows = []
+    for run in runs:
+        if run.report is None:
+            rows.append([run.area, "(area did not run)", _cell(run.error), "n/a"])
+            continue
+        if not run.report.targets:
+            rows.append([run.area, "(no targets reported)", "", "n/a"])
+        for t in run.report.targets:
+            rows.append([run.area, _cell(t["target"]), _cell(t["value"]), STATUS[t["met"]]])
+    lines.append(markdown_table(["area", "target", "value", "status"], rows))
+    lines += ["", "Areas: " + ", ".join(
+        f"[{r.area}](#{r.area.replace('_', '-')})" + (" (failed)" if r.report is None else "")
+        for r in runs), ""]
+    for run in runs:
+        lines += render_area(run)
+    return scrub("\n".join(lines).rstrip() + "\n")
+
+
+def render_area(run: AreaRun) -> list[str]:
+    lines = [f'<a id="{run.area.replace("_", "-")}"></a>', ""]
+    rep = run.report
+    if rep is None:
+        lines += [f"## {run.area}: FAILED", "",
+                  f"The area did not produce a report ({run.error}, after "
+                  f"{run.seconds:.1f} s), so its targets could not be evaluated."]
+        if run.tail:
+            lines += ["", "Last lines of its output:", "", "```text", run.tail, "```"]
+        return lines + [""]
+    lines += [f"## {rep.title} (`{run.area}`)", ""]
+    rss = f"{rep.peak_rss_mb:.0f} MiB" if rep.peak_rss_mb is not None else "n/a"
+    lines += [f"Wall time {run.seconds:.1f} s; peak RSS of the script {rss}.", ""]
+    if rep.settings:
+        lines += [f"**Settings.** {rep.settings}", ""]
+    for t in rep.tables:
+        lines += [f"**{t['caption']}**", "", markdown_table(t["headers"], t["rows"]), ""]
+    if rep.targets:
+        lines += ["**Targets.**", ""]
+        lines += [f"- {t['target']}: {t['value']} ({STATUS[t['met']]})" for t in rep.targets]
+        lines.append("")
+    for name, rel in run.plots:
+        lines += [f"![{name}]({rel})", ""]
+    if rep.missing:
+        lines += ["**Missing peers.**", ""]
+        lines += [f"- {m['peer']}: {m['reason']}" for m in rep.missing]
+        lines.append("")
+    if rep.notes:
+        lines += ["**Notes.**", ""]
+        lines += [f"- {n}" for n in rep.notes]
+        lines.append("")
+    return lines
+
+
+def parse_areas(text: str) -> list[str]:
+    areas = [a.strip() for a in text.split(",") if a.strip()]
+    if not areas:
+        raise argparse.ArgumentTypeError(f"--areas needs at least one area, got {text!r}")
+    for a in areas:
+        if not a.replace("_", "").isalnum():
+            raise argparse.ArgumentTypeError(f"bad area name {a!r} in --areas")
+    return areas
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="small sizes, a few minutes")
+    mode.add_argument("--smoke", action="store_true", help="tiny sizes: checks the plumbing")
+    p.add_argument("--out", default=None, help="output directory (see the module docstring)")
+    p.add_argument("--areas", type=parse_areas, default=list(AREAS),
+                   help=f"comma-separated areas (default: {','.join(AREAS)})")
+    args = p.parse_args(argv)
+    mode_name = "smoke" if args.smoke else "quick" if args.quick else "full"
+    lay = layout(mode_name, args.out)
+    lay.raw.mkdir(parents=True, exist_ok=True)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    load_before = load_average()
+    t0 = time.perf_counter()
+    runs = []
+    for area in args.areas:
+        print(f"[bench] {area}: running ({mode_name})", flush=True)
+        run = run_area(area, mode_name, lay.raw, TIMEOUTS[mode_name])
+        copy_plots(run, lay.raw, lay)
+        state = "ok" if run.report is not None else f"FAILED: {run.error}"
+        print(f"[bench] {area}: {state} in {run.seconds:.1f} s", flush=True)
+        if run.tail:
+            print(run.tail, flush=True)
+        runs.append(run)
+    total = time.perf_counter() - t0
+    command = " ".join(["python scripts/bench.py", *(sys.argv[1:] if argv is None else argv)])
+    info = {
+        "date": started.strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": git_commit(),
+        "command": f"`{scrub(command)}`",
+        "mode": mode_name,
+        "cpu": cpu_model(),
+        "cores": core_count(),
+        "load average": f"{load_before} (1/5/15 min, before the run; other work on the "
+                        "machine makes absolute times noisy)",
+        "versions": versions(),
+        "total wall time": f"{total:.0f} s",
+    }
+    lay.markdown.parent.mkdir(parents=True, exist_ok=True)
+    lay.markdown.write_text(render(runs, info))
+    (lay.raw / "runs.json").write_text(json.dumps(
+        [{"area": r.area, "seconds": r.seconds, "error": r.error} for r in runs], indent=1))
+    failed = [r.area for r in runs if r.report is None]
+    print(f"[bench] wrote {scrub(str(lay.markdown))} in {total:.0f} s"
+          + (f"; failed areas: {', '.join(failed)}" if failed else ""), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""``scripts/bench.py`` (``make bench``): the report is assembled from the area scripts, and an
+area that is missing or fails is reported as failed, never dropped."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "bench.py"
+
+
+def _load_bench():
+    spec = importlib.util.spec_from_file_location("k2dec_bench_orchestrator", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load_bench()
+
+
+def _run(*args: str, timeout: float = 150) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_smoke_report_has_targets_sections_and_plots(tmp_path):
+    proc = _run("--smoke", "--areas", "lattice,transducer", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    md = (tmp_path / "BENCHMARKS.md").read_text()
+    assert "| area | target | value | status |" in md
+    # every lattice target is in the summary table, none evaluated in smoke mode
+    lattice_rows = [line for line in md.splitlines() if line.startswith("| lattice |")]
+    assert len(lattice_rows) == 3, md
+    assert all(row.endswith("| n/a |") for row in lattice_rows)
+    assert "FAILED" not in md, md
+    assert "(`lattice`)" in md and "(`transducer`)" in md
+    for name in ("lattice", "transducer"):
+        assert f"![{name}.png](bench/{name}.png)" in md
+        assert (tmp_path / "bench" / f"{name}.png").stat().st_size > 1000
+        report = json.loads((tmp_path / "raw" / f"{name}.json").read_text())
+        assert report["area"] == name and report["tables"]
+    for key in ("date", "commit", "cpu", "cores", "versions", "command", "mode",
+                "total wall time"):
+        assert f"- **{key}**:" in md
+    assert ", k2 " in md and ", torch " in md
+    assert str(REPO) not in md
+
+
+def test_missing_area_is_reported_as_failed(tmp_path):
+    proc = _run("--smoke", "--areas", "no_such_area", "--out", str(tmp_path), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    md = (tmp_path / "BENCHMARKS.md").read_text()
+    assert "| no_such_area | (area did not run) | no script scripts/bench_no_such_area.py |" in md
+    assert "## no_such_area: FAILED" in md
+
+
+@pytest.fixture
+def fake_repo(tmp_path, monkeypatch):
+    (tmp_path / "scripts").mkdir()
+    monkeypatch.setattr(bench, "REPO", tmp_path)
+    return tmp_path
+
+
+def test_crashing_area_reports_its_stderr(fake_repo):
+    (fake_repo / "scripts" / "bench_boom.py").write_text(
+        "import sys\nprint('starting')\nsys.stderr.write('first line\\n')\n"
+        "raise RuntimeError('the peer exploded')\n")
+    raw = fake_repo / "raw"
+    raw.mkdir()
+    run = bench.run_area("boom", "smoke", raw, timeout=60)
+    assert run.report is None
+    assert run.error == "exited with status 1"
+    assert "RuntimeError: the peer exploded" in run.tail
+    assert "first line" in run.tail
+    md = bench.render([run], {k: "x" for k in (
+        "date", "commit", "command", "mode", "cpu", "cores", "load average", "versions",
+        "total wall time")})
+    assert "## boom: FAILED" in md
+    assert "RuntimeError: the peer exploded" in md
+    assert "| boom | (area did not run) | exited with status 1 | n/a |" in md
+
+
+def test_area_without_report_or_with_stale_report_fails(fake_repo):
+    (fake_repo / "scripts" / "bench_quiet.py").write_text("print('done')\n")
+    raw = fake_repo / "raw"
+    raw.mkdir()
+    (raw / "quiet.json").write_text('{"area": "quiet", "title": "stale"}')
+    run = bench.run_area("quiet", "full", raw, timeout=60)
+    assert run.report is None
+    assert run.error == "exited normally but wrote no quiet.json"
+
+
+def test_area_timeout_is_a_failure(fake_repo):
+    (fake_repo / "scripts" / "bench_slow.py").write_text("import time\ntime.sleep(30)\n")
+    raw = fake_repo / "raw"
+    raw.mkdir()
+    run = bench.run_area("slow", "quick", raw, timeout=0.5)
+    assert run.report is None
+    assert run.error.startswith("timed out")
+
+
+def test_render_marks_each_target_and_links_plots(tmp_path):
+    lay = bench.Layout(tmp_path / "BENCHMARKS.md", tmp_path / "bench", tmp_path / "raw")
+    lay.raw.mkdir()
+    rep = bench.Report("demo", "Demo area", settings="tiny")
+    rep.table("numbers", ["a", "b"], [[1, 2.5]])
+    rep.target("fast enough", "1.2x", True)
+    rep.target("accurate enough", "97%", False)
+    rep.target("not measurable", "peer missing", None)
+    rep.peer_missing("somepeer", "not installed")
+    (lay.raw / "demo.png").write_bytes(b"png")
+    rep.plots.append("never_written.png")
+    rep.plots.append("demo.png")
+    run = bench.AreaRun("demo", seconds=1.0, report=rep)
+    bench.copy_plots(run, lay.raw, lay)
+    md = bench.render([run], {k: "x" for k in (
+        "date", "commit", "command", "mode", "cpu", "cores", "load average", "versions",
+        "total wall time")})
+    assert "| demo | fast enough | 1.2x | met |" in md
+    assert "| demo | accurate enough | 97% | **not met** |" in md
+    assert "| demo | not measurable | peer missing | n/a |" in md
+    assert "![demo.png](bench/demo.png)" in md
+    assert (tmp_path / "bench" / "demo.png").read_bytes() == b"png"
+    assert "plot never_written.png was registered but not written" in md
+    assert "- somepeer: not installed" in md
+    assert "| 1 | 2.50 |" in md
+
+
+def test_bad_areas_argument_is_rejected():
+    with pytest.raises(SystemExit):
+        bench.main(["--areas", ",,"])
+    with pytest.raises(SystemExit):
+        bench.main(["--areas", "../etc"])

@@ -1,0 +1,152 @@
+"""``scripts/bench_ctc_lm.py``: the report is produced whether or not the peers (torchaudio,
+pyctcdecode + kenlm) are installed, missing peers are reported rather than dropped, and the
+comparison behind the target picks the right k2dec run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "bench_ctc_lm.py"
+
+
+def _load_script():
+    sys.path.insert(0, str(SCRIPT.parent))  # the script imports benchlib from its folder
+    spec = importlib.util.spec_from_file_location("k2dec_bench_ctc_lm", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load_script()
+
+
+def _peer_available(peer: str) -> bool:
+    if peer == bench.TORCHAUDIO:
+        return importlib.util.find_spec("torchaudio") is not None
+    return all(importlib.util.find_spec(m) is not None for m in ("pyctcdecode", "kenlm"))
+
+
+def _run(out: Path, env: dict | None = None) -> dict:
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--report", str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=200, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads((out / "ctc_lm.json").read_text())
+
+
+def _systems(report: dict) -> list[str]:
+    main = report["tables"][0]
+    assert main["headers"] == bench.RUN_HEADERS
+    return [row[0] for row in main["rows"]]
+
+
+def test_smoke_report(tmp_path):
+    report = _run(tmp_path)
+    assert report["area"] == "ctc_lm"
+    assert report["plots"] == ["ctc_lm.png"]
+    assert (tmp_path / "ctc_lm.png").stat().st_size > 1000
+    systems = _systems(report)
+    assert systems[:2] == [bench.K2_1BEST, bench.K2_WLR]
+    for row in report["tables"][0]["rows"]:
+        wers = row[3:6]
+        assert all(0.0 <= w <= 200.0 for w in wers), row
+        assert row[6] > 0  # frames/s
+    missing = {m["peer"] for m in report["missing"]}
+    assert [t["target"] for t in report["targets"]] == [bench.target_text(p) for p in bench.PEERS]
+    for peer, target in zip(bench.PEERS, report["targets"]):
+        if _peer_available(peer):
+            assert peer not in missing
+            assert peer in systems
+            assert target["value"].startswith("not evaluated on smoke sizes")
+            assert f"{peer}'s most accurate setting" in target["value"] or (
+                "no k2dec setting is as fast" in target["value"])
+        else:
+            assert peer in missing
+            assert peer not in systems
+        assert target["met"] is None  # never decided on 4 utterances
+    assert str(REPO) not in json.dumps(report)
+
+
+def test_missing_or_failing_peers_are_reported_not_dropped(tmp_path):
+    # packages first on the path stand for a peer that is not installed (torchaudio) and one
+    # that builds but fails while decoding (pyctcdecode)
+    shadow = tmp_path / "shadow"
+    (shadow / "torchaudio").mkdir(parents=True)
+    (shadow / "torchaudio" / "__init__.py").write_text(
+        "raise ImportError('torchaudio is not installed here')\n")
+    (shadow / "pyctcdecode").mkdir(parents=True)
+    (shadow / "pyctcdecode" / "__init__.py").write_text(
+        "class _Broken:\n"
+        "    def reset_params(self, **kwargs):\n"
+        "        raise RuntimeError('broken decoder')\n"
+        "def build_ctcdecoder(*args, **kwargs):\n"
+        "    return _Broken()\n")
+    env = dict(os.environ, PYTHONPATH=str(shadow))
+    report = _run(tmp_path / "report", env)
+    reasons = {m["peer"]: m["reason"] for m in report["missing"]}
+    assert set(reasons) == set(bench.PEERS)
+    assert "torchaudio is not installed here" in reasons[bench.TORCHAUDIO]
+    assert "requirements/bench-ctc.txt" in reasons[bench.TORCHAUDIO]
+    assert "failed while decoding (RuntimeError: broken decoder)" in reasons[bench.PYCTC]
+    assert set(_systems(report)) == {bench.K2_1BEST, bench.K2_WLR}
+    assert [t["met"] for t in report["targets"]] == [None, None]
+    assert all(row[0].startswith("k2dec") for row in report["tables"][-1]["rows"])  # tuning
+    assert "ctc_lm.png" in report["plots"]
+
+
+def _run_record(system: str, seconds: float, wer: float, setting: str = "s") -> object:
+    return bench.Run(system, setting, "λ=1", seconds, 1000, {"all": wer}, None)
+
+
+def test_compare_takes_the_most_accurate_k2dec_run_that_is_not_slower():
+    peer = bench.TORCHAUDIO
+    runs = [
+        _run_record(bench.K2_1BEST, 1.0, 30.0, "fast"),
+        _run_record(bench.K2_1BEST, 3.0, 20.0, "slow"),
+        _run_record(bench.K2_WLR, 2.0, 25.0, "mid"),
+        _run_record(peer, 0.5, 40.0, "p-fast"),
+        _run_record(peer, 2.5, 26.0, "p-best"),
+    ]
+    rows, target = bench.compare(runs, peer)
+    assert [r[0] for r in rows] == ["p-fast", "p-best"]
+    assert rows[0][3] == "none as fast"
+    assert rows[1][3] == f"{bench.K2_WLR}, mid"
+    assert rows[1][5] == pytest.approx(2.0 / 2.5)
+    assert rows[1][6] == pytest.approx(25.0 - 26.0)
+    assert target["met"] is True
+    assert "p-best" in target["value"]
+    assert f"No {peer} setting reaches k2dec's best WER (20.00%)" in target["value"]
+
+    # the same k2dec runs against a faster or a more accurate peer
+    _, target = bench.compare(runs[:3] + [_run_record(peer, 1.5, 24.0)], peer)
+    assert target["met"] is False  # only the 30% run is as fast
+    _, target = bench.compare(runs[:3] + [_run_record(peer, 0.1, 10.0)], peer)
+    assert target["met"] is False
+    assert "no k2dec setting is as fast" in target["value"]
+    assert "At equal accuracy" in target["value"]
+    assert "takes 30.00x the time of" in target["value"]  # k2dec's 20% run vs the peer's
+    assert bench.compare(runs[:3], peer) == ([], None)
+
+
+def test_tune_rescoring_reads_the_scale_from_the_result_key():
+    data = bench.Data(log_probs=None, lengths=None, refs=[["A", "B"]], cut_ids=["c"],
+                      test_sets=["t"])
+    sweep = {"lm_scale_0.5": [["A"]], "lm_scale_0.2": [["A", "B"]],
+             "ngram_lm_scale_0.1": [["A", "B"]]}
+    assert bench.tune_rescoring(data, sweep) == (0.1, 0.0)  # ties: the smaller scale
+
+
+def test_read_tokens(tmp_path):
+    path = tmp_path / "tokens.txt"
+    path.write_text("<blk> 0\n▁A 2\nB 1\n#0 3\n")
+    assert bench.read_tokens(path, 3) == ["<blk>", "B", "▁A"]
+    with pytest.raises(ValueError, match="no symbols for ids"):
+        bench.read_tokens(path, 5)
