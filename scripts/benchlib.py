@@ -169,6 +169,7 @@ class Report:
         if out_dir is None:
             return None
         self.plots.append(name)
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
         return Path(out_dir) / name
 
     def print(self) -> None:
