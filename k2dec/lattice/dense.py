@@ -113,8 +113,9 @@ def validate_log_probs(
 
     valid = torch.arange(t).unsqueeze(0) < num_frames.unsqueeze(1)  # (N, T) on CPU
     valid = valid.to(log_probs.device)
-    lp = log_probs.detach()
-    bad_values = (torch.isnan(lp) | (lp == float("inf"))).any(dim=2) & valid
+    # one pass over the data: a frame's maximum is NaN if any entry is NaN, +inf if any is +inf
+    frame_max = log_probs.detach().amax(dim=2)  # (N, T)
+    bad_values = (torch.isnan(frame_max) | (frame_max == float("inf"))) & valid
     if bool(bad_values.any()):
         i, j = (int(x) for x in bad_values.nonzero()[0])
         raise ValueError(

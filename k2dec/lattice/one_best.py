@@ -16,7 +16,7 @@ from k2dec.lattice.decode import (
     LatticeResult,
     LatticeStatus,
     UtteranceReport,
-    get_lattice,
+    _search_batch,
 )
 from k2dec.lattice.dense import validate_log_probs
 from k2dec.utils import ctc_collapse, path_aux_ids, path_token_ids, ragged_from_row_ids
@@ -32,6 +32,13 @@ __all__ = [
     "hypotheses_from_lattice",
     "one_best_decoding",
 ]
+
+ONE_BEST_OUTPUT_BEAM = 0.5
+"""``output_beam`` cap of :func:`one_best_decoding`. In ``k2.intersect_dense_pruned`` the
+``search_beam`` and active-state limits decide which paths survive; ``output_beam`` only prunes
+what else the returned lattice keeps (arcs within that margin of the best path). 1best reads the
+best path only, so it asks k2 for a thin lattice: less output pruning and formatting work, and a
+smaller lattice for ``k2.shortest_path`` (a few percent on the shipped HLG at beams 10-16)."""
 
 
 class AuxLabels(enum.Enum):
@@ -94,10 +101,27 @@ def hypotheses_from_lattice(
         raise TypeError(f"result must be a LatticeResult or k2.Fsa, got {type(result).__name__}")
     if lattice.arcs.num_axes() != 3:
         raise ValueError("lattice must be an FsaVec (3 axes [utt][state][arc])")
+    _check_aux_labels(aux_labels)
+    paths = best_paths(lattice, use_double_scores)
+    # shortest_path cached the lattice's tropical forward scores: its total scores are free
+    scores = lattice.get_tot_scores(use_double_scores=use_double_scores, log_semiring=False)
+    return _hypotheses_from_paths(paths, scores, reports, aux_labels, blank_id)
+
+
+def _check_aux_labels(aux_labels: AuxLabels) -> None:
     if not isinstance(aux_labels, AuxLabels):
         raise TypeError(f"aux_labels must be an AuxLabels, got {aux_labels!r}")
-    paths = best_paths(lattice, use_double_scores)
-    scores = paths.get_tot_scores(use_double_scores=use_double_scores, log_semiring=False)
+
+
+def _hypotheses_from_paths(
+    paths: k2.Fsa,
+    scores: torch.Tensor,
+    reports: tuple[UtteranceReport, ...] | None,
+    aux_labels: AuxLabels,
+    blank_id: int,
+) -> list[Hypothesis]:
+    """Hypotheses from best paths (FsaVec ``[utt][state][arc]`` of linear FSAs) and their
+    float64 ``(N,)`` scores."""
     if aux_labels is AuxLabels.WORDS:
         tokens, token_frames = path_token_ids(paths, blank_id=blank_id)
         if hasattr(paths, "aux_labels"):
@@ -109,7 +133,7 @@ def hypotheses_from_lattice(
             raise ValueError("aux_labels=AuxLabels.TOKENS but the lattice has no aux_labels")
         tokens, token_frames = path_aux_ids(paths, "aux_labels")
         words = word_frames = None
-    n = lattice.shape[0]
+    n = paths.shape[0]
     return _assemble(n, tokens, token_frames, words, word_frames, scores, reports)
 
 
@@ -166,6 +190,13 @@ def one_best_decoding(
     """``1best`` decoding with any graph whose ``labels`` are token ids (HLG, HL, H, HCLG with
     pdf-id labels): lattice, then its best path.
 
+    The same hypotheses as ``hypotheses_from_lattice(get_lattice(...))`` with the same
+    ``config``, but faster: the lattice is never returned, so k2 is asked for one pruned with
+    ``min(config.output_beam, ONE_BEST_OUTPUT_BEAM)`` (the best path and its score do not depend
+    on ``output_beam``; only among exactly tied paths may another one be picked), and the best
+    paths are taken before the utterances are put back in the caller's order. Reports (status,
+    reasons) quote ``config`` unchanged.
+
     Args:
       log_probs: float32 ``(N, T, V)``; lengths: integer ``(N,)`` (before subsampling).
       graph: decoding graph (see :func:`~k2dec.lattice.decode.get_lattice`).
@@ -176,8 +207,16 @@ def one_best_decoding(
       ``N`` hypotheses in the caller's order; utterances with an empty lattice get an empty
       hypothesis with ``status=EMPTY`` and the reason.
     """
-    result = get_lattice(log_probs, lengths, graph, config, subsampling_factor, allow_truncate)
-    return hypotheses_from_lattice(result, aux_labels=aux_labels, blank_id=blank_id)
+    _check_aux_labels(aux_labels)
+    search = _search_batch(log_probs, lengths, graph, config, subsampling_factor,
+                           allow_truncate, output_beam_cap=ONE_BEST_OUTPUT_BEAM)
+    paths = search.gather([best_paths(p) for p in search.pieces])
+    # shortest_path cached each piece's tropical forward scores: total scores are free
+    scores = torch.cat([
+        p.get_tot_scores(use_double_scores=True, log_semiring=False).to("cpu")
+        for p in search.pieces
+    ])[search.index]
+    return _hypotheses_from_paths(paths, scores, search.reports, aux_labels, blank_id)
 
 
 def ctc_decoding(
