@@ -57,7 +57,7 @@ class Sizes:
     """What one mode measures."""
 
     real_cuts: int  # cuts per shipped test set (0: skip the real HLG)
-    real_beams: tuple[float, ...]
+    real_beams: tuple  # beams (max-active 10000) or (beam, max-active) pairs
     target_beam: float  # beam of the runner scaling and of the profile
     words: int
     tokens: int
@@ -68,7 +68,8 @@ class Sizes:
 
 
 MODES = {
-    "full": Sizes(30, (8.0, 10.0, 12.0, 16.0), 12.0, 200, 40, 12, 250, (8.0, 12.0, 16.0), 2),
+    "full": Sizes(30, (8.0, 10.0, 12.0, 16.0, (16.0, 3000), (20.0, 3000)), 12.0, 200, 40, 12,
+                  250, (8.0, 12.0, 16.0), 2),
     "quick": Sizes(6, (10.0, 12.0), 12.0, 200, 40, 6, 150, (8.0, 20.0), 2),
     "smoke": Sizes(0, (), 12.0, 40, 12, 3, 40, (8.0, 12.0), 1),
 }
@@ -251,6 +252,7 @@ class Comparison:
     mem_kd: float | None
     wer_k2: float | None = None
     wer_kd: float | None = None
+    max_active: int = 10000
 
     @property
     def ratio(self) -> float:
@@ -261,14 +263,15 @@ class Comparison:
         return self.same / self.total
 
     def row(self) -> list:
-        return [self.graph, f"{self.beam:g}/{self.output_beam:g}", self.frames / self.t_k2,
+        return [self.graph, f"{self.beam:g}/{self.output_beam:g}/{self.max_active}",
+                self.frames / self.t_k2,
                 self.frames / self.t_kd, self.ratio, f"{100 * self.agreement:.1f}% "
                 f"({self.same}/{self.total})", f"{self.k2_empty}/{self.kd_not_final}",
                 f"{self.k2_better}/{self.kd_better}", self.wer_k2, self.wer_kd, self.mem_k2,
                 self.mem_kd]
 
 
-HEADERS = ["graph", "beam (search/output)", "k2dec frames/s", "kaldi frames/s",
+HEADERS = ["graph", "beam (search/output/max-active)", "k2dec frames/s", "kaldi frames/s",
            "time k2dec/kaldi", "identical 1-best", "no final path k2dec/kaldi",
            "better score k2dec/kaldi", "WER % k2dec", "WER % kaldi", "k2dec peak +MiB",
            "kaldi peak +MiB"]
@@ -307,8 +310,10 @@ def interleaved(repeat: int, fns: list) -> list[tuple[float, object, float | Non
 
 
 def compare(name: str, graph: k2.Fsa, fst, log_probs, lengths, beam: float,
-            repeat: int, refs: References | None = None) -> Comparison:
-    config = LatticeConfig(search_beam=beam, output_beam=beam / 2)
+            repeat: int, refs: References | None = None, max_active: int = 10000
+            ) -> Comparison:
+    config = LatticeConfig(search_beam=beam, output_beam=beam / 2, retry_scales=(),
+                           max_active_states=max_active)
     one_best_decoding(log_probs[:1], lengths[:1], graph, config)  # warm-up
     (t_k2, hyps, m_k2), (t_kd, ref, m_kd) = interleaved(repeat, [
         lambda: one_best_decoding(log_probs, lengths, graph, config),
@@ -318,6 +323,7 @@ def compare(name: str, graph: k2.Fsa, fst, log_probs, lengths, beam: float,
     finite = [(h.score, r.score) for h, r in zip(hyps, ref)]
     return Comparison(
         graph=name, beam=beam, output_beam=config.output_beam, frames=int(lengths.sum()),
+        max_active=max_active,
         t_k2=t_k2, t_kd=t_kd, same=sum(h.words == r.words for h, r in zip(hyps, ref)),
         total=len(hyps), k2_empty=sum(h.score == -float("inf") for h in hyps),
         kd_not_final=sum(not r.final for r in ref),
@@ -334,7 +340,7 @@ PROFILED = (
     ("k2.shortest_path", "shortest_path"),
     ("k2.index_fsa (restore the caller's order)", "index_fsa"),
     ("get_tot_scores", "get_tot_scores"),
-    ("input validation + DenseFsaVec", "make_dense_fsa_vec"),
+    ("input validation + DenseFsaVec", ("validate_log_probs", "_dense_subset")),
     ("best path -> token/word ids (k2dec.utils)", ("path_token_ids", "path_aux_ids")),
     ("Hypothesis records (tolist, assembly)", "_assemble"),
 )
@@ -343,7 +349,7 @@ PROFILED = (
 def profile_split(graph, log_probs, lengths, beam: float) -> list[list]:
     """Where one_best_decoding's time goes (cProfile cumulative times; the profiler's own
     overhead lands in the Python parts)."""
-    config = LatticeConfig(search_beam=beam, output_beam=beam / 2)
+    config = LatticeConfig(search_beam=beam, output_beam=beam / 2, retry_scales=())
     prof = cProfile.Profile()
     prof.enable()
     one_best_decoding(log_probs, lengths, graph, config)
@@ -370,7 +376,7 @@ def runner_scaling(graph, fst, log_probs, lengths, beam: float, repeat: int):
     """Best seconds of DecodeRunner with 1 and 2 workers and of kaldi-decoder (one process,
     ``None`` without ``fst``), timed in turns; and whether both runners give the words of
     one_best_decoding."""
-    config = LatticeConfig(search_beam=beam, output_beam=beam / 2)
+    config = LatticeConfig(search_beam=beam, output_beam=beam / 2, retry_scales=())
     expected = [h.words for h in one_best_decoding(log_probs, lengths, graph, config)]
     with DecodeRunner(graph, config, num_workers=1) as r1, \
             DecodeRunner(graph, config, num_workers=2) as r2:
@@ -431,9 +437,11 @@ def plot(comparisons: list[Comparison], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (ax1, ax2, ax3) = plt.subplots(1, 3, figsize=(16, 4.8))
-    graphs = list(dict.fromkeys(c.graph for c in comparisons))
-    for i, g in enumerate(graphs):
-        cs = sorted((c for c in comparisons if c.graph == g), key=lambda c: c.beam)
+    groups = list(dict.fromkeys((c.graph, c.max_active) for c in comparisons))
+    for i, (graph, max_active) in enumerate(groups):
+        g = graph if max_active == 10000 else f"{graph}, max-active {max_active}"
+        cs = sorted((c for c in comparisons if (c.graph, c.max_active) == (graph, max_active)),
+                    key=lambda c: c.beam)
         color = f"C{i}"
         beams = [c.beam for c in cs]
         ax1.plot(beams, [c.frames / c.t_k2 for c in cs], "o-", color=color,
@@ -519,8 +527,10 @@ def main(argv: list[str] | None = None) -> None:
         phase("shipped batch and kaldi FST")
         name = f"shipped HLG ({hlg.num_arcs / 1e6:.1f}M arcs)"
         for beam in sz.real_beams:
-            comparisons.append(compare(name, hlg, fst, lp, lens, beam, repeat, refs))
-            phase(f"shipped HLG beam {beam:g}")
+            beam, max_active = beam if isinstance(beam, tuple) else (beam, 10000)
+            comparisons.append(compare(name, hlg, fst, lp, lens, beam, repeat, refs,
+                                       max_active))
+            phase(f"shipped HLG beam {beam:g}, max-active {max_active}")
 
     rng = np.random.default_rng(args.seed)
     hlg_s, lexicon = lexicon_graph(rng, sz.words, sz.tokens)
@@ -543,8 +553,9 @@ def main(argv: list[str] | None = None) -> None:
     rep.settings = (
         f"Mode {mode_name}. {real_desc}; synthetic: {sz.utts} utterances of up to {sz.frames} "
         f"frames, {sz.words} words, {sz.tokens} tokens (seed {args.seed}). Equal beam: "
-        "k2 search_beam = kaldi beam, output_beam = beam/2, max_active 10000, min_active 30 "
-        "(k2dec's defaults) for both. One torch thread; times are the best of "
+        "k2 search_beam = kaldi beam, output_beam = beam/2, max_active 10000 (k2dec's default) "
+        "unless the row says otherwise, min_active 30, no retries, for both. One torch thread; "
+        "times are the best of "
         f"{repeat} runs; frames/s counts network frames decoded per second.")
     if comparisons:
         rep.table("1best: k2dec vs kaldi-decoder FasterDecoder (same graph, same log-probs)",
@@ -554,7 +565,7 @@ def main(argv: list[str] | None = None) -> None:
     real_cmp = [c for c in comparisons if real is not None and c.graph.startswith("shipped")]
     for c in real_cmp:
         met = c.ratio <= 1.5 and c.agreement >= 0.99
-        rep.target(f"{TARGET_TIME} (beam {c.beam:g})",
+        rep.target(f"{TARGET_TIME} (beam {c.beam:g}, max-active {c.max_active})",
                    f"{c.ratio:.2f}x kaldi's time, {100 * c.agreement:.1f}% identical", met)
     if not real_cmp:
         rep.target(TARGET_TIME, f"not measured ({mode_name} mode or kaldi-decoder missing)",
