@@ -15,7 +15,7 @@ from ..lattice import (
     LatticeResult,
     ctc_greedy_search,
     get_lattice,
-    hypotheses_from_lattice,
+    one_best_decoding,
 )
 from ..lattice.rescore import RescoreConfig, RescoreStatus, rescore_with_whole_lattice
 from ..nbest import (
@@ -115,19 +115,23 @@ def _greedy(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
 @register("ctc-decoding", Family.CTC, CtcConfig, requires=("H",))
 def _ctc_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """1best through the CTC topology H: token ids."""
-    result = _lattice(inputs, res.graph("H", "ctc-decoding"), cfg)
-    hyps = hypotheses_from_lattice(result, AuxLabels.TOKENS)
+    hyps = one_best_decoding(inputs.log_probs, inputs.lengths, res.graph("H", "ctc-decoding"),
+                             cfg.lattice, AuxLabels.TOKENS, cfg.subsampling_factor)
     return [MethodResult("ctc-decoding", [list(h.tokens) for h in hyps], None,
-                         _failed(result), cfg)]
+                         _failed_hyps(hyps), cfg)]
 
 
 @register("1best", Family.CTC, CtcConfig, requires=("HLG",))
 def _one_best(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """1best through HLG (or HCLG): word ids."""
-    result = _lattice(inputs, _hlg(res, "1best", cfg), cfg)
-    hyps = hypotheses_from_lattice(result, AuxLabels.WORDS)
+    hyps = one_best_decoding(inputs.log_probs, inputs.lengths, _hlg(res, "1best", cfg),
+                             cfg.lattice, AuxLabels.WORDS, cfg.subsampling_factor)
     return [MethodResult("1best", [list(h.tokens) for h in hyps],
-                         [list(h.words) for h in hyps], _failed(result), cfg)]
+                         [list(h.words) for h in hyps], _failed_hyps(hyps), cfg)]
+
+
+def _failed_hyps(hyps) -> list[str]:
+    return [h.reason if h.status.value == "empty" else "" for h in hyps]
 
 
 @register("whole-lattice-rescoring", Family.CTC, CtcConfig, requires=("HLG", "G"))
