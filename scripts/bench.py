@@ -281,6 +281,31 @@ def parse_areas(text: str) -> list[str]:
     return areas
 
 
+def reuse_earlier(runs: list[AreaRun], lay) -> list[AreaRun]:
+    """``runs`` plus the areas not run now whose report an earlier run left in ``lay.raw``,
+    in the order of AREAS; reused reports say so in their notes."""
+    done = {r.area: r for r in runs}
+    earlier = {}
+    runs_json = lay.raw / "runs.json"
+    if runs_json.is_file():
+        earlier = {r["area"]: r for r in json.loads(runs_json.read_text())}
+    out = []
+    for area in AREAS:
+        if area in done:
+            out.append(done[area])
+            continue
+        path = lay.raw / f"{area}.json"
+        if not path.is_file():
+            continue
+        run = AreaRun(area, seconds=float(earlier.get(area, {}).get("seconds", 0.0)))
+        run.report = Report.read(path)
+        run.report.notes.append("reused from an earlier run of scripts/bench.py into the same "
+                                "directory (this header's date, commit and load are not its)")
+        copy_plots(run, lay.raw, lay)
+        out.append(run)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     mode = p.add_mutually_exclusive_group()
@@ -289,6 +314,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="output directory (see the module docstring)")
     p.add_argument("--areas", type=parse_areas, default=list(AREAS),
                    help=f"comma-separated areas (default: {','.join(AREAS)})")
+    p.add_argument("--reuse", action="store_true",
+                   help="put the other areas' reports from an earlier run into the same output "
+                        "directory into BENCHMARKS.md too (marked as reused), e.g. after "
+                        "rerunning one area")
     args = p.parse_args(argv)
     mode_name = "smoke" if args.smoke else "quick" if args.quick else "full"
     lay = layout(mode_name, args.out)
@@ -307,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
             print(run.tail, flush=True)
         runs.append(run)
     total = time.perf_counter() - t0
+    if args.reuse:
+        runs = reuse_earlier(runs, lay)
     command = " ".join(["python scripts/bench.py", *(sys.argv[1:] if argv is None else argv)])
     info = {
         "date": started.strftime("%Y-%m-%d %H:%M UTC"),

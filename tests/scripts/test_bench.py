@@ -139,3 +139,22 @@ def test_bad_areas_argument_is_rejected():
         bench.main(["--areas", ",,"])
     with pytest.raises(SystemExit):
         bench.main(["--areas", "../etc"])
+
+
+def test_reuse_keeps_the_other_areas_of_an_earlier_run(tmp_path):
+    assert _run("--smoke", "--areas", "lattice", "--out", str(tmp_path)).returncode == 0
+    raw = tmp_path / "raw" / "lattice.json"
+    rep = json.loads(raw.read_text())
+    rep["notes"] = ["marker note"]
+    raw.write_text(json.dumps(rep))
+    # without --reuse a run of another area reports only that area
+    assert _run("--smoke", "--areas", "transducer", "--out", str(tmp_path)).returncode == 0
+    md = (tmp_path / "BENCHMARKS.md").read_text()
+    assert "(`transducer`)" in md and "(`lattice`)" not in md
+    # with --reuse the earlier lattice report comes back, marked as reused
+    assert _run("--smoke", "--areas", "transducer", "--reuse",
+                "--out", str(tmp_path)).returncode == 0
+    md = (tmp_path / "BENCHMARKS.md").read_text()
+    assert "(`transducer`)" in md and "(`lattice`)" in md
+    assert md.index("(`lattice`)") < md.index("(`transducer`)")  # the order of AREAS
+    assert "marker note" in md and "reused from an earlier run" in md
