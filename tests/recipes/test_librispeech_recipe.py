@@ -82,3 +82,16 @@ def test_recipe_end_to_end(tmp_path):
         for test_set in ("test-clean", "test-other"):
             assert (out / method / f"wer-summary-{test_set}.txt").is_file()
     assert (out / "RESULTS.md").is_file()
+    # the neural LM stage, and decoding with it
+    lm_exp = tmp_path / "rnn_lm"
+    r = _run(_script("train_lm"), ["--data-dir", data, "--lang-dir", lang, "--exp-dir", lm_exp,
+                                   "--num-steps", 2, "--batch-size", 2, "--embedding-dim", 8,
+                                   "--hidden-dim", 8, "--num-layers", 1, "--num-valid", 1,
+                                   "--save-every-n", 1, "--avg", 2])
+    assert "checkpoint-1.pt, checkpoint-2.pt" in r.output
+    r = _run(_script("decode"), ["--data-dir", data, "--lang-dir", lang, "--model",
+                                 exp / "model.pt", "--out-dir", out, "--method", "rnn-lm",
+                                 "--method", "multi-pass", "--rnn-lm", lm_exp / "rnn_lm.pt",
+                                 "--test-set", "test-clean", "--set", "num_paths=5",
+                                 "--threads", 1])
+    assert "| test-clean | rnn-lm |" in r.output and "| test-clean | multi-pass |" in r.output
