@@ -7,12 +7,15 @@ Two parts, both at one torch thread with fixed seeds:
 (assets/librispeech-synth) is run on the shipped test sets; its attention decoder and CTC head
 are searched by
 
-* ``k2dec``: one :func:`k2dec.aed.beam_search` over all utterances x beams;
+* ``k2dec``: one :func:`k2dec.aed.beam_search` over all utterances x beams (default
+  ``ctc_always_score_eos=True``: eos is CTC-scored on every hypothesis, as in ESPnet);
 * ``espnet``: ESPnet's ``BatchBeamSearch`` run once per utterance (its usual way: the beams of
   one utterance are batched), with the *same* decoder wrapped as an ESPnet
   ``BatchScorerInterface`` and ESPnet's own ``CTCPrefixScorer`` reading the same CTC log-probs;
-* ``espnet, eos pre-beamed`` (full mode, with CTC, smallest beam): ESPnet with one difference
-  removed (see below), to show which share of the disagreement it explains.
+* ``k2dec, eos pre-beamed`` and ``espnet, eos pre-beamed`` (full mode, with CTC, smallest
+  beam): both searches with the other eos rule (eos competes only when pre-selected; k2dec's
+  ``ctc_always_score_eos=False``), compared with each other, to show that the rule is the
+  same on both sides.
 
 Settings are matched: beam size, ``ctc_weight`` (decoder weight ``1 - ctc_weight``), pre-beam
 ``int(1.5 * beam)`` on the weighted decoder score, sos/eos/blank ids, maximum length ``T``
@@ -104,7 +107,8 @@ def espnet_decoder_scorer(esp: Espnet, decoder: TransformerDecoder) -> Any:
     ESPnet keeps one state per hypothesis (a list); here a hypothesis' state is its
     self-attention key/value cache, ``[heads, u, head_dim]`` per layer, plus a reference to the
     utterance's projected memory keys/values (computed once on the first step and shared by all
-    hypotheses, so the peer does not pay for copying them). ``batch_score`` stacks the caches,
+    hypotheses, passed to the decoder as one memory group for all rows, so the peer does not
+    pay for copying them). ``batch_score`` stacks the caches,
     runs one incremental :meth:`TransformerDecoder.step` for the ``n_batch`` prefixes and splits
     the new caches again."""
 
@@ -121,7 +125,7 @@ def espnet_decoder_scorer(esp: Espnet, decoder: TransformerDecoder) -> Any:
                 state = tuple(
                     (torch.stack([s[0][i][0] for s in states]),
                      torch.stack([s[0][i][1] for s in states]),
-                     mk.expand(n, -1, -1, -1), mv.expand(n, -1, -1, -1))
+                     mk, mv)  # one memory row for all n rows (TransformerDecoder groups)
                     for i, (mk, mv) in enumerate(memory_kv)
                 )
             log_probs, _, new = decoder.step(ys, xs, mask, state)
@@ -217,19 +221,21 @@ def timed(repeats: int, fn: Any) -> tuple[float, float, Any]:
     return wall, cpu, out
 
 
-def k2dec_config(beam: int, ctc_weight: float, end_detect: bool = True) -> BeamSearchConfig:
-    """k2dec's settings matching ESPnet's (maximum length T; ESPnet's end detection rule)."""
+def k2dec_config(beam: int, ctc_weight: float, end_detect: bool = True,
+                 always_score_eos: bool = True) -> BeamSearchConfig:
+    """k2dec's settings matching ESPnet's (maximum length T; ESPnet's end detection rule;
+    ``always_score_eos=False`` matches :func:`eos_prebeamed_ctc_scorer`)."""
     return BeamSearchConfig(beam_size=beam, nbest=1, max_len_ratio=1.0, ctc_weight=ctc_weight,
-                            end_detect=end_detect, end_detect_window=END_WINDOW,
-                            end_detect_margin=END_MARGIN)
+                            ctc_always_score_eos=always_score_eos, end_detect=end_detect,
+                            end_detect_window=END_WINDOW, end_detect_margin=END_MARGIN)
 
 
 def run_k2dec(batch: Any, beam: int, ctc_weight: float, repeats: int,
-              end_detect: bool = True) -> Run:
+              end_detect: bool = True, always_score_eos: bool = True) -> Run:
     """k2dec's batched search over all utterances of ``batch`` (a benchlib.ShippedBatch or
     anything with the same attributes)."""
     decoder = StateCopyTimer(batch.assets.model.attention_decoder)
-    cfg = k2dec_config(beam, ctc_weight, end_detect)
+    cfg = k2dec_config(beam, ctc_weight, end_detect, always_score_eos)
     ctc = batch.ctc_log_probs if ctc_weight > 0 else None
 
     def decode():
@@ -242,7 +248,8 @@ def run_k2dec(batch: Any, beam: int, ctc_weight: float, repeats: int,
         seconds, cpu, hyps = timed(repeats, decode)
     tokens = [list(h[0].tokens) if h else [] for h in hyps]
     scores = [h[0].score if h else None for h in hyps]
-    return Run("k2dec", seconds, cpu, tokens, scores, mem.increase_mb,
+    name = "k2dec" if always_score_eos else "k2dec, eos pre-beamed"
+    return Run(name, seconds, cpu, tokens, scores, mem.increase_mb,
                decoder.cpu_seconds / max(cpu, 1e-9))
 
 
@@ -354,18 +361,22 @@ def real_section(args: argparse.Namespace, report: benchlib.Report, out_dir: str
         end = not args.no_end_detect
         base = run_k2dec(batch, beam, w, args.repeats, end_detect=end)
         runs = [base]
+        ref_of: dict[str, Run] = {}  # the k2dec run a row is compared with (default: base)
         copy_shares.append(f"{100.0 * base.state_copy_share:.0f}% (ctc_weight {w:g}, beam {beam})")
         if esp is not None:
             runs.append(run_espnet(esp, batch, beam, w, args.repeats, end_detect=end))
             if w > 0 and args.eos_variant and beam == min(args.beams):
-                runs.append(run_espnet(esp, batch, beam, w, 1, eos_prebeamed=True,
-                                       end_detect=end))
+                k2_pre = run_k2dec(batch, beam, w, 1, end_detect=end, always_score_eos=False)
+                esp_pre = run_espnet(esp, batch, beam, w, 1, eos_prebeamed=True, end_detect=end)
+                runs += [k2_pre, esp_pre]
+                ref_of[esp_pre.system] = k2_pre
         for run in runs:
             wer = word_error_rate(batch.refs, bpe_ids_to_words(run.tokens, sp))
-            cmp = compare(base, run, max_lens) if run is not base else None
+            ref = ref_of.get(run.system, base)
+            cmp = compare(ref, run, max_lens) if run is not base else None
             rows.append([
                 f"{w:g}", beam, run.system, run.seconds, 1000.0 * run.seconds / n,
-                base.seconds / run.seconds, run.cpu_seconds, base.cpu_seconds / run.cpu_seconds,
+                ref.seconds / run.seconds, run.cpu_seconds, ref.cpu_seconds / run.cpu_seconds,
                 None if cmp is None else 100.0 * cmp.identical,
                 None if cmp is None or cmp.identical_short is None
                 else 100.0 * cmp.identical_short,
@@ -375,7 +386,8 @@ def real_section(args: argparse.Namespace, report: benchlib.Report, out_dir: str
             plot_points.append((w, beam, run.system, run.seconds / n, wer))
             if cmp is not None and cmp.mismatches:
                 report.note(
-                    f"ctc_weight {w:g}, beam {beam}, {run.system}: 1-best differs from k2dec on "
+                    f"ctc_weight {w:g}, beam {beam}, {run.system}: 1-best differs from "
+                    f"{ref.system} on "
                     f"utterances {', '.join(batch.cut_ids[i] for i in cmp.mismatches[:8])}"
                     + (" ..." if len(cmp.mismatches) > 8 else "")
                 )
@@ -389,7 +401,9 @@ def real_section(args: argparse.Namespace, report: benchlib.Report, out_dir: str
                 target_ok.append(min(speedup, cpu_speedup) >= 3.0 and cmp.identical >= 0.99)
         print(f"done: ctc_weight {w:g} beam {beam}", file=sys.stderr, flush=True)
     report.table(
-        "Attention beam search on the shipped model: k2dec (batched) vs ESPnet (per utterance)",
+        "Attention beam search on the shipped model: k2dec (batched) vs ESPnet (per utterance); "
+        "'espnet, eos pre-beamed' is compared with 'k2dec, eos pre-beamed', every other row "
+        "with 'k2dec'",
         ["ctc weight", "beam", "system", "wall s", "wall ms/utt", "wall k2dec/system",
          "CPU s", "CPU k2dec/system",
          "identical 1-best %", "identical, below max len %", "mean abs score diff", "WER %",
@@ -407,8 +421,9 @@ def real_section(args: argparse.Namespace, report: benchlib.Report, out_dir: str
         report.target(TARGET, "; ".join(target_parts), all(target_ok))
     _notes(report, esp is not None)
     report.note(
-        "Share of k2dec's CPU time spent in decoder.select_state (TransformerDecoder copies "
-        "every row's cached self-attention and projected-memory keys/values after each step): "
+        "Share of k2dec's CPU time spent in decoder.select_state (TransformerDecoder reorders "
+        "every row's cached self-attention keys/values after each step; the projected memory "
+        "is kept once per utterance): "
         + ", ".join(copy_shares) + "."
     )
     _plot(report, out_dir, plot_points)
@@ -416,11 +431,12 @@ def real_section(args: argparse.Namespace, report: benchlib.Report, out_dir: str
 
 def _notes(report: benchlib.Report, have_peer: bool) -> None:
     report.note(
-        "Differences between the two searches that remain with matched settings: (1) ESPnet's "
-        "CTCPrefixScoreTH gives eos its CTC score on every hypothesis, also when eos is not "
-        "among the pre-beam candidates, so eos always competes; k2dec scores only the "
-        "ctc_pre_beam best tokens (eos included only when pre-selected). The row 'espnet, eos "
-        "pre-beamed' (full mode) removes this one difference. (2) At the maximum length ESPnet "
+        "Differences between the two searches that remain with matched settings: (1) none in "
+        "the eos rule: ESPnet's CTCPrefixScoreTH gives eos its CTC score on every hypothesis, "
+        "also when eos is not among the pre-beam candidates, and so does k2dec by default "
+        "(ctc_always_score_eos=True); the rows 'k2dec, eos pre-beamed' "
+        "(ctc_always_score_eos=False) and 'espnet, eos pre-beamed' (full mode) show the other "
+        "rule on both sides. (2) At the maximum length ESPnet "
         "appends eos without scoring it, k2dec forces eos and adds its score; the column "
         "'identical, below max len' leaves out utterances where either 1-best reaches T tokens "
         "(only looping attention-only hypotheses do). (3) ESPnet's end_detect looks at "
@@ -433,8 +449,8 @@ def _notes(report: benchlib.Report, have_peer: bool) -> None:
         "Timing: k2dec searches all utterances at once (scores precomputed CTC log-probs); "
         "ESPnet runs BatchBeamSearch once per utterance with the same decoder, wrapped so that "
         "the utterance's projected memory keys/values are computed once and shared by its "
-        "hypotheses (k2dec's TransformerDecoder.select_state copies them for every row at "
-        "every step). Peak RSS increase is of the whole process during the timed runs."
+        "hypotheses (as k2dec's TransformerDecoder state keeps them once per utterance). "
+        "Peak RSS increase is of the whole process during the timed runs."
     )
     if not have_peer:
         report.note("Without ESPnet only k2dec's rows are reported; the random-decoder table "

@@ -20,7 +20,10 @@ a candidate token ``c`` after prefix ``g`` is computed in this order:
 3. ``s = (1 - ctc_weight) * a``, plus ``lm_weight * lm`` if ``lm_fusion == "full"``.
 4. CTC (``ctc_weight > 0``): the ``ctc_pre_beam`` best tokens of ``s`` per hypothesis get
    ``+ ctc_weight * (log psi(g + c) - log psi(g))``; all other tokens become ``-inf`` (with
-   ``ctc_weight == 1`` there is no attention score to pre-select by: all tokens are scored). With
+   ``ctc_weight == 1`` there is no attention score to pre-select by: all tokens are scored).
+   With ``ctc_always_score_eos`` (the default, as in ESPnet) ``eos`` is scored this way on
+   every hypothesis even when it is not among the pre-selected tokens (unless step 2 masked
+   it), so ending always competes with the ``ctc_pre_beam`` best continuations. With
    ``ctc_window = W`` each token's first CTC frame must lie within ``W`` frames of the argmax
    of the attention returned with the step that proposed it.
 5. Pruned LM fusion (``lm_fusion == "pruned"``): the ``beam_size`` best tokens of ``s`` per
@@ -297,8 +300,19 @@ def _search(
             dead = (log_psi == _NEG_INF) | (prev == _NEG_INF)
             delta = torch.where(dead, torch.full_like(log_psi, _NEG_INF), log_psi - prev)
             cand_scores = s.gather(1, cand) + config.ctc_weight * delta
+            s_att = s
             s = torch.full_like(s, _NEG_INF).scatter(1, cand, cand_scores)
             ctc_delta = torch.zeros_like(s).scatter(1, cand, delta)
+            if config.ctc_always_score_eos and k < vocab:
+                # eos is a candidate of every row, pre-selected or not (the same numbers as
+                # score() gives a pre-selected eos, so rows that have it are unchanged)
+                eos_psi = scorer.full_log_prob(ctc_state, row_utt).to(dtype)
+                prev_psi = prev.squeeze(1)
+                eos_dead = (eos_psi == _NEG_INF) | (prev_psi == _NEG_INF)
+                eos_delta = torch.where(eos_dead, torch.full_like(eos_psi, _NEG_INF),
+                                        eos_psi - prev_psi)
+                s[:, eos] = s_att[:, eos] + config.ctc_weight * eos_delta
+                ctc_delta[:, eos] = eos_delta
             k_pos = torch.zeros(num_rows, vocab, dtype=torch.int64, device=device).scatter(
                 1, cand, torch.arange(k, device=device).expand_as(cand).contiguous()
             )

@@ -27,6 +27,12 @@ class BeamSearchConfig:
       ctc_weight: ``lambda`` of joint CTC/attention decoding (0 disables; needs CTC log-probs).
       ctc_pre_beam: candidate tokens per hypothesis scored by CTC; None means
         ``floor(1.5 * beam_size)``. Ignored when ``ctc_weight == 1`` (all tokens are scored).
+      ctc_always_score_eos: with CTC prefix scoring, ``eos`` is always a candidate of every
+        hypothesis (scored with the CTC probability that the output is exactly the prefix),
+        also when it is not among the ``ctc_pre_beam`` best tokens, as in ESPnet's
+        ``CTCPrefixScorer`` (the established joint CTC/attention search; the default).
+        False: ``eos`` competes only when pre-selected, like every other token. Tokens the
+        token rules forbid (e.g. ``eos`` before ``min_len``) stay forbidden either way.
       ctc_blank_id: the CTC blank id.
       ctc_window: if set, CTC lets a new token be first emitted only within this many frames
         of the step's attention peak (argmax of the decoder's cross-attention); needs a
@@ -51,6 +57,7 @@ class BeamSearchConfig:
     eos_threshold: float = 0.0
     ctc_weight: float = 0.0
     ctc_pre_beam: int | None = None
+    ctc_always_score_eos: bool = True
     ctc_blank_id: int = 0
     ctc_window: int | None = None
     lm_weight: float = 0.0
@@ -95,6 +102,10 @@ class BeamSearchConfig:
             raise ValueError(f"ctc_weight must be in [0, 1], got {self.ctc_weight}")
         if self.ctc_pre_beam is not None:
             _int("ctc_pre_beam", 1)
+        if not isinstance(self.ctc_always_score_eos, bool):
+            raise TypeError(
+                f"ctc_always_score_eos must be a bool, got {self.ctc_always_score_eos!r}"
+            )
         _int("ctc_blank_id", 0)
         if self.ctc_window is not None:
             _int("ctc_window", 0)

@@ -121,8 +121,7 @@ class CtcPrefixScorer:
           longest of the rows' utterances (``<= T``; later frames are padding for all rows).
         """
         x = self.x
-        # Frames past the longest of these rows' utterances are padding for all of them.
-        num_frames = int(self.lens.index_select(0, row_utt).max()) if row_utt.numel() else 1
+        num_frames = self._num_frames(row_utt)
         r_prev = state.r
         xc = x[:num_frames, row_utt.unsqueeze(1), cand]  # [T', M, K]
         xb = x[:num_frames, row_utt, self.blank_id].unsqueeze(2)  # [T', M, 1]
@@ -149,10 +148,24 @@ class CtcPrefixScorer:
             r[t, 1] = torch.logaddexp(r[t - 1, 0], r[t - 1, 1]) + xb[t]
         log_psi = torch.logsumexp(enter[loop_start:] + xc[loop_start:], dim=0)
         log_psi = torch.logaddexp(log_psi, r[0, 0])
-        full = torch.logaddexp(r_prev[-1, 0], r_prev[-1, 1]).unsqueeze(1).expand_as(log_psi)
+        full = self._full(state, num_frames).unsqueeze(1).expand_as(log_psi)
         log_psi = torch.where(cand == self.eos_id, full, log_psi)
         log_psi = log_psi.masked_fill(cand == self.blank_id, float("-inf"))
         return log_psi, r
+
+    def full_log_prob(self, state: CtcPrefixState, row_utt: torch.Tensor) -> torch.Tensor:
+        """``log P_ctc(output == prefix)`` of every row, float ``[M]``: the score :meth:`score`
+        gives the candidate ``eos`` (``row_utt``: int64 ``[M]``, the utterance of each row)."""
+        return self._full(state, self._num_frames(row_utt))
+
+    def _num_frames(self, row_utt: torch.Tensor) -> int:
+        """Frames past the longest of these rows' utterances are padding for all of them."""
+        return int(self.lens.index_select(0, row_utt).max()) if row_utt.numel() else 1
+
+    @staticmethod
+    def _full(state: CtcPrefixState, num_frames: int) -> torch.Tensor:
+        last = state.r[num_frames - 1]  # [2, M]; padded frames carry it unchanged
+        return torch.logaddexp(last[0], last[1])
 
     @staticmethod
     def extend(

@@ -18,9 +18,39 @@ from ..utils import sinusoidal_positions
 
 __all__ = ["TransformerDecoder"]
 
-# Per layer: (self_k, self_v, memory_k, memory_v), each [M, heads, length, head_dim]; the
-# self-attention keys/values of past positions and the projected encoder memory.
+# Per layer: (self_k, self_v, memory_k, memory_v). self_k/self_v: [M, heads, u, head_dim], the
+# self-attention keys/values of each row's past positions. memory_k/memory_v:
+# [G, heads, T, head_dim], the projected encoder memory once per group of B = M // G consecutive
+# rows (G divides M; row m attends to memory row m // B). The beam search's rows are
+# utterance-major with B slots per utterance, so G is the number of utterances and the memory
+# is shared by the beams of an utterance instead of being copied per hypothesis.
 _State = tuple[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], ...]
+
+
+def _rows_per_group(num_rows: int, num_groups: int) -> int:
+    return num_rows // num_groups if num_groups > 0 else 1
+
+
+def _memory_groups(group: torch.Tensor, num_groups: int) -> torch.Tensor | None:
+    """How to lay out the memory for new rows whose memory rows are ``group`` (int64 ``[M']``).
+
+    Splits the rows into the largest equal chunks of consecutive rows that share a memory row
+    (the gcd of the lengths of the runs of equal values) and returns the memory row of each
+    chunk, int64 ``[G']`` (``G'`` divides ``M'``), or None when that is exactly the current
+    memory (``arange(num_groups)``), which then needs no copy."""
+    num_rows = group.numel()
+    if num_rows == 0:
+        return group
+    starts = torch.ones(num_rows, dtype=torch.bool, device=group.device)
+    starts[1:] = group[1:] != group[:-1]
+    bounds = starts.nonzero().squeeze(1).tolist() + [num_rows]
+    size = math.gcd(*[b - a for a, b in zip(bounds[:-1], bounds[1:])])
+    first = group[::size]
+    if first.numel() == num_groups and bool(
+        (first == torch.arange(num_groups, device=group.device)).all()
+    ):
+        return None
+    return first
 
 
 class _Attention(nn.Module):
@@ -46,17 +76,35 @@ class _Attention(nn.Module):
     def forward(
         self, x: torch.Tensor, k: torch.Tensor, v: torch.Tensor, blocked: torch.Tensor | None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """x: ``[M, Lq, D]``; k, v: ``[M, heads, Lk, head_dim]``; blocked: bool broadcastable
-        to ``[M, 1, Lq, Lk]`` (True = may not attend). Returns (``[M, Lq, D]``, head-averaged
-        weights ``[M, Lq, Lk]``)."""
-        q = self._heads(self.query(x)) / math.sqrt(self.head_dim)
+        """x: ``[M, Lq, D]``; k, v: ``[G, heads, Lk, head_dim]`` where ``G`` divides ``M`` and
+        row ``m`` attends to ``k[m // B]``, ``v[m // B]`` (``B = M // G``); blocked: bool
+        broadcastable to ``[M, 1, Lq, Lk]`` (True = may not attend). Returns (``[M, Lq, D]``,
+        head-averaged weights ``[M, Lq, Lk]``).
+
+        With ``B > 1`` the queries of a group are stacked (``[G, heads, B * Lq, head_dim]``) so
+        that each group's keys/values are used in place, never copied per row."""
+        num_rows, lq = x.size(0), x.size(1)
+        groups, lk = k.size(0), k.size(2)
+        per_group = _rows_per_group(num_rows, groups)
+        q = self._heads(self.query(x)) / math.sqrt(self.head_dim)  # [M, heads, Lq, head_dim]
+        if per_group > 1:
+            q = q.view(groups, per_group, self.nhead, lq, self.head_dim).transpose(1, 2)
+            q = q.reshape(groups, self.nhead, per_group * lq, self.head_dim)
+            if blocked is not None:
+                blocked = blocked.expand(num_rows, 1, lq, lk).reshape(
+                    groups, 1, per_group * lq, lk
+                )
         scores = q @ k.transpose(2, 3)
         if blocked is not None:
             scores = scores.masked_fill(blocked, float("-inf"))
         weights = scores.softmax(dim=-1)
-        out = self.dropout(weights) @ v  # [M, heads, Lq, head_dim]
-        out = out.transpose(1, 2).reshape(x.size(0), x.size(1), -1)
-        return self.out(out), weights.mean(dim=1)
+        out = self.dropout(weights) @ v  # [G, heads, B * Lq, head_dim]
+        mean_weights = weights.mean(dim=1).reshape(num_rows, lq, lk)
+        if per_group > 1:
+            out = out.view(groups, self.nhead, per_group, lq, self.head_dim).transpose(1, 2)
+            out = out.reshape(num_rows, self.nhead, lq, self.head_dim)
+        out = out.transpose(1, 2).reshape(num_rows, lq, -1)
+        return self.out(out), mean_weights
 
 
 class _DecoderLayer(nn.Module):
@@ -81,8 +129,9 @@ class _DecoderLayer(nn.Module):
         cache: tuple[torch.Tensor, ...],
         memory_blocked: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, ...]]:
-        """x: ``[M, u_new, D]`` new positions; cache: (self_k, self_v, memory_k, memory_v) with
-        self_k/self_v possibly covering 0 past positions; memory_blocked: bool ``[M, 1, 1, T]``.
+        """x: ``[M, u_new, D]`` new positions; cache: (self_k, self_v, memory_k, memory_v) (see
+        ``_State``) with self_k/self_v possibly covering 0 past positions; memory_blocked: bool
+        ``[M, 1, 1, T]``.
 
         Returns (output ``[M, u_new, D]``, cross-attention ``[M, u_new, T]``, new cache).
         """
@@ -208,22 +257,55 @@ class TransformerDecoder(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, _State]:
         """One incremental step; see :meth:`k2dec.aed.AttentionDecoder.step` for shapes.
 
-        The state caches the self-attention keys/values of past positions and the projected
-        memory (computed on the first call), so later calls use the memory only for its mask.
+        The state caches the self-attention keys/values of each row's past positions and the
+        projected memory (computed on the first call, one copy per row of that call's
+        ``memory``; :meth:`select_state` keeps one copy per group of rows that share it), so
+        later calls use ``memory`` only for its mask.
         """
         offset = 0 if state is None else state[0][0].size(2)
         if tokens.size(1) <= offset:
             raise ValueError(
                 f"tokens has {tokens.size(1)} positions but the state already covers {offset}"
             )
+        if memory_padding_mask.dim() != 2 or memory_padding_mask.size(0) != tokens.size(0):
+            raise ValueError(
+                f"memory_padding_mask must have shape [M, T] with M = {tokens.size(0)} rows "
+                f"like tokens, got {tuple(memory_padding_mask.shape)}"
+            )
+        if state is not None:
+            rows, groups = state[0][0].size(0), state[0][2].size(0)
+            if rows != tokens.size(0) or (groups > 0 and rows % groups != 0) or (
+                groups == 0 and rows > 0
+            ):
+                raise ValueError(
+                    f"state has {rows} rows and {groups} memory groups, tokens has "
+                    f"{tokens.size(0)} rows (the memory groups must divide the rows)"
+                )
         log_probs, weights, caches = self._run(
             tokens[:, offset:], memory, memory_padding_mask, state
         )
         return log_probs[:, -1], weights[:, -1], caches
 
     def select_state(self, state: _State, index: torch.Tensor) -> _State:
-        """Rows ``index`` of every per-layer cache."""
-        return tuple(tuple(c.index_select(0, index) for c in layer) for layer in state)
+        """The state of rows ``index`` (int64 ``[M']``, values in ``[0, M)``), in order.
+
+        The self-attention caches are reordered row by row. The projected memory is shared:
+        when consecutive selected rows keep using the same memory row (as the beam search's
+        utterance-major rows do), the new state keeps one memory row per such group, without a
+        copy when that is the current memory (a step that only reorders hypotheses within
+        utterances) and with a copy of the kept groups' rows when some are dropped."""
+        if not state:
+            return state
+        rows, groups = state[0][0].size(0), state[0][2].size(0)
+        per_group = _rows_per_group(rows, groups)
+        group = index // per_group if per_group > 1 else index
+        keep = _memory_groups(group, groups)
+        out = []
+        for self_k, self_v, mem_k, mem_v in state:
+            if keep is not None:
+                mem_k, mem_v = mem_k.index_select(0, keep), mem_v.index_select(0, keep)
+            out.append((self_k.index_select(0, index), self_v.index_select(0, index), mem_k, mem_v))
+        return tuple(out)
 
     def score_sequences(
         self,

@@ -52,6 +52,7 @@ SWITCHES = {
     "ctc": dict(ctc_weight=0.4),
     "ctc_pre_beam": dict(ctc_weight=0.6, ctc_pre_beam=2),
     "ctc_window": dict(ctc_weight=0.7, ctc_window=1),
+    "ctc_eos_prebeamed": dict(ctc_weight=0.5, ctc_pre_beam=1, ctc_always_score_eos=False),
     "lm_full": dict(lm_weight=0.5),
     "lm_pruned": dict(lm_weight=0.5, lm_fusion="pruned"),
     "end_detect": dict(end_detect=True, end_detect_window=2, end_detect_margin=1.0),
@@ -108,6 +109,60 @@ def test_every_switch_changes_something(name):
                          counting.rows))
         changed |= sigs[0] != sigs[1]
     assert changed
+
+
+@pytest.mark.parametrize("always", [True, False])
+def test_ctc_eos_rule_matches_reference(always, device):
+    """Small pre-beams, where eos is often not pre-selected: both settings of
+    ctc_always_score_eos against the reference, on many random cases (N = 1 and N > 1)."""
+    for seed in range(12):
+        n = 1 if seed % 4 == 0 else 3
+        dec, memory, lens, ctc, lm = _problem(seed, device, n=n, eos_bias=(seed % 3) * 0.6)
+        cfg = BeamSearchConfig(beam_size=1 + seed % 3, nbest=1 + seed % 3,
+                               ctc_weight=(0.3, 0.5, 0.8)[seed % 3], ctc_pre_beam=1 + seed % 2,
+                               ctc_always_score_eos=always, min_len=seed % 2)
+        got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+        want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+        _assert_same(got, want, 1e-8)
+
+
+def test_ctc_eos_rule_changes_results():
+    """Guards the test above: the switch matters on some of the same kind of cases."""
+    changed = 0
+    for seed in range(12):
+        dec, memory, lens, ctc, _ = _problem(seed, torch.device("cpu"), eos_bias=(seed % 3) * 0.6)
+        sigs = []
+        for always in (True, False):
+            cfg = BeamSearchConfig(beam_size=2, nbest=2, ctc_weight=0.5, ctc_pre_beam=1,
+                                   ctc_always_score_eos=always)
+            hyps = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc)
+            sigs.append([[(h.tokens, round(h.score, 9)) for h in hs] for hs in hyps])
+        changed += sigs[0] != sigs[1]
+    assert changed >= 3
+
+
+def test_ctc_eos_rule_hand_worked():
+    # tokens: blank 0, 1, 2, eos 3; beam 1, pre-beam 1, ctc_weight 0.5. CTC over 2 frames puts
+    # .9 on the blank, .05 on token 1: psi([1]) = .05 + .9 * .05 = .095, P([]) = .81,
+    # P([1]) = .05 * .05 + 2 * .9 * .05 = .0925.
+    table = {None: [0.001, 0.5, 0.3, 0.199], 1: [0.001, 0.1, 0.1, 0.799]}
+    dec = TableDecoder(table, 4, eos_id=3)
+    frame = [0.9, 0.05, 0.03, 0.02]
+    ctc = torch.tensor([[frame, frame]], dtype=torch.float64).log()
+    memory = torch.zeros(1, 2, 1, dtype=torch.float64)
+    cfg = BeamSearchConfig(beam_size=1, ctc_weight=0.5, ctc_pre_beam=1)
+    # eos always scored: at u=0 ending (.5 log(.199 * .81) = -0.91) beats token 1, the only
+    # pre-selected token (.5 log(.5 * .095) = -1.52)
+    (hyp,) = beam_search(dec, memory, torch.tensor([2]), cfg, ctc_log_probs=ctc)[0]
+    assert hyp.tokens == []
+    assert hyp.score == pytest.approx(0.5 * math.log(0.199 * 0.81))
+    assert hyp.ctc_score == pytest.approx(math.log(0.81))
+    # eos pre-beamed only: [1] is the only candidate, then eos is the best token after it
+    cfg = dataclasses.replace(cfg, ctc_always_score_eos=False)
+    (hyp,) = beam_search(dec, memory, torch.tensor([2]), cfg, ctc_log_probs=ctc)[0]
+    assert hyp.tokens == [1]
+    assert hyp.score == pytest.approx(0.5 * math.log(0.5 * 0.799 * 0.0925))
+    assert hyp.ctc_score == pytest.approx(math.log(0.0925))
 
 
 def test_float32_matches_reference(device):
@@ -321,6 +376,12 @@ def test_bad_config(kwargs, match):
         BeamSearchConfig(**kwargs)
 
 
+@pytest.mark.parametrize("name", ["length_norm", "end_detect", "ctc_always_score_eos"])
+def test_bool_switches_must_be_bools(name):
+    with pytest.raises(TypeError, match=name):
+        BeamSearchConfig(**{name: 1})
+
+
 def test_default_pre_beam():
     assert BeamSearchConfig(beam_size=10).pre_beam == 15
     assert BeamSearchConfig(beam_size=1).pre_beam == 1
@@ -366,6 +427,7 @@ def _config_strategy():
             "max_len_ratio": st.sampled_from([1.0, 0.4, 2.0]),
             "ctc_weight": st.sampled_from([0.0, 0.3, 1.0]),
             "ctc_pre_beam": st.sampled_from([None, 1, 3]),
+            "ctc_always_score_eos": st.booleans(),
             "ctc_window": st.sampled_from([None, 2]),
             "lm_weight": st.sampled_from([0.0, 0.5]),
             "lm_fusion": st.sampled_from(["full", "pruned"]),
@@ -404,3 +466,51 @@ def test_ctc_minus_inf_is_allowed():
     got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc)
     _assert_same(got, reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc), 1e-8)
     assert all(2 not in h.tokens for hs in got for h in hs)
+
+
+class _PerRowMemory(CountingDecoder):
+    """The TransformerDecoder state laid out as before memory sharing: the projected memory
+    copied for every row after each select_state (one memory row per hypothesis)."""
+
+    def select_state(self, state, index):
+        state = self.decoder.select_state(state, index)
+        rows, groups = state[0][0].size(0), state[0][2].size(0)
+        per_row = torch.arange(rows, device=index.device) // max(1, rows // max(groups, 1))
+        return tuple((sk, sv, mk.index_select(0, per_row), mv.index_select(0, per_row))
+                     for sk, sv, mk, mv in state)
+
+
+class _MemoryRecorder(CountingDecoder):
+    """Records (rows, memory rows, memory storage bytes) of every state select_state returns."""
+
+    def __init__(self, decoder):
+        super().__init__(decoder)
+        self.seen = []
+
+    def select_state(self, state, index):
+        state = self.decoder.select_state(state, index)
+        for sk, _, mk, mv in state:
+            storage = (mk.untyped_storage() if hasattr(mk, "untyped_storage") else mk.storage())
+            self.seen.append((sk.size(0), mk.size(0), mv.size(0), storage.nbytes()))
+        return state
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_shared_memory_gives_the_same_search(n, device):
+    """n-best lists and scores equal those of the per-row memory layout, on searches where
+    utterances finish at different steps; the memory is kept once per active utterance."""
+    for seed in range(4):
+        dec, memory, lens, ctc, lm = _problem(seed, device, n=n, t=9, eos_bias=0.8 * (seed % 3))
+        cfg = BeamSearchConfig(beam_size=3 + seed % 2, nbest=3, ctc_weight=0.3 * (seed % 2),
+                               coverage_penalty=0.2, end_detect=seed % 2 == 1,
+                               end_detect_margin=1.0)
+        old = beam_search(_PerRowMemory(dec), memory, lens, cfg, ctc_log_probs=ctc)
+        rec = _MemoryRecorder(dec)
+        new = beam_search(rec, memory, lens, cfg, ctc_log_probs=ctc)
+        _assert_same(new, old, 1e-10)
+        assert rec.seen
+        bytes_per_utt = memory.size(1) * dec.d_model * memory.element_size()
+        for rows, mem_k_rows, mem_v_rows, nbytes in rec.seen:
+            assert mem_k_rows == mem_v_rows <= n
+            assert rows == mem_k_rows * cfg.beam_size  # one memory row per utterance
+            assert nbytes == mem_k_rows * bytes_per_utt  # not rows * bytes_per_utt

@@ -128,3 +128,108 @@ def test_score_sequences_bad_seq_to_utt():
     with pytest.raises(ValueError, match="seq_to_utt"):
         dec.score_sequences(memory, torch.tensor([2]), k2.RaggedTensor([[1], [2]]),
                             torch.tensor([0]))
+
+
+def _storage_bytes(t: torch.Tensor) -> int:
+    storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+    return storage.nbytes()
+
+
+def _scratch(dec, tokens, memory, mask, mem_rows):
+    """Log-probs and attention of a from-scratch step (no state) on each row's utterance."""
+    lp, att, _ = dec.step(tokens, memory.index_select(0, mem_rows), mask.index_select(0, mem_rows),
+                          None)
+    return lp, att
+
+
+def test_select_state_shares_memory_across_beams(device):
+    dec = random_decoder(7, 5, seed=6).to(device)
+    memory, _, mask = _inputs(device)
+    n, beam = 3, 4
+    with torch.no_grad():
+        _, _, state = dec.step(torch.full((n, 1), dec.sos_id, device=device), memory, mask, None)
+        # every utterance's row fanned out to `beam` hypotheses: the memory is kept as it is
+        rows = torch.arange(n, device=device).repeat_interleave(beam)
+        new = dec.select_state(state, rows)
+        for (sk, _, mk, mv), (_, _, mk0, mv0) in zip(new, state):
+            assert sk.size(0) == n * beam
+            assert mk is mk0 and mv is mv0 and mk.size(0) == n
+        tokens = torch.randint(0, 6, (n * beam, 1), generator=torch.Generator().manual_seed(0))
+        tokens = torch.cat([torch.full((n * beam, 1), dec.sos_id), tokens], 1).to(device)
+        lp, att, state = dec.step(tokens, memory.index_select(0, rows),
+                                  mask.index_select(0, rows), new)
+        want_lp, want_att = _scratch(dec, tokens, memory, mask, rows)
+        torch.testing.assert_close(lp, want_lp)
+        torch.testing.assert_close(att, want_att)
+        # reorder within utterances and drop utterance 1: one memory row per kept utterance
+        index = torch.tensor([3, 0, 0, 1, 9, 9, 8, 11], device=device)
+        new = dec.select_state(state, index)
+        rows = torch.tensor([0, 2], device=device).repeat_interleave(beam)
+        for _, _, mk, mv in new:
+            assert mk.size(0) == mv.size(0) == 2
+            assert _storage_bytes(mk) == 2 * memory.size(1) * dec.d_model * mk.element_size()
+        tokens = torch.cat([tokens.index_select(0, index), torch.arange(8, device=device)
+                            .remainder(6).unsqueeze(1)], 1)
+        lp, att, _ = dec.step(tokens, memory.index_select(0, rows), mask.index_select(0, rows),
+                              new)
+        want_lp, want_att = _scratch(dec, tokens, memory, mask, rows)
+        torch.testing.assert_close(lp, want_lp)
+        torch.testing.assert_close(att, want_att)
+
+
+def test_select_state_any_index_matches_scratch(device):
+    """Random indices (grouped like a beam, or arbitrary) over several steps: the state keeps
+    G memory rows with G dividing the rows, and each step equals a from-scratch step."""
+    dec = random_decoder(7, 5, seed=7).to(device)
+    memory, _, mask = _inputs(device)
+    gen = torch.Generator().manual_seed(1)
+    for trial in range(12):
+        mem_rows = torch.arange(3)
+        tokens = torch.full((3, 1), dec.sos_id)
+        state = None
+        for step in range(4):
+            with torch.no_grad():
+                rows_d = mem_rows.to(device)
+                lp, att, state = dec.step(tokens.to(device), memory.index_select(0, rows_d),
+                                          mask.index_select(0, rows_d), state)
+                want_lp, want_att = _scratch(dec, tokens.to(device), memory, mask,
+                                             mem_rows.to(device))
+            torch.testing.assert_close(lp, want_lp)
+            torch.testing.assert_close(att, want_att)
+            rows = tokens.size(0)
+            if (trial + step) % 3 == 0:  # arbitrary rows, repeats allowed
+                index = torch.randint(0, rows, (int(torch.randint(1, 9, (1,), generator=gen)),),
+                                      generator=gen)
+            else:  # beam-like: B slots per kept utterance, sources within the utterance
+                utts = mem_rows.unique()
+                keep = utts[torch.rand(utts.numel(), generator=gen) < 0.8]
+                keep = utts[:1] if keep.numel() == 0 else keep
+                beam = int(torch.randint(1, 4, (1,), generator=gen))
+                index = torch.cat([
+                    (mem_rows == u).nonzero().squeeze(1)[
+                        torch.randint(0, int((mem_rows == u).sum()), (beam,), generator=gen)]
+                    for u in keep.tolist()
+                ])
+            state = dec.select_state(state, index.to(device))
+            mem_rows = mem_rows.index_select(0, index)
+            for sk, _, mk, _ in state:
+                assert sk.size(0) == index.numel() and index.numel() % mk.size(0) == 0
+                assert mk.size(0) <= index.numel()
+            new_tok = torch.randint(0, 6, (index.numel(), 1), generator=gen)
+            tokens = torch.cat([tokens.index_select(0, index), new_tok], 1)
+
+
+def test_step_rejects_state_of_other_rows():
+    dec = random_decoder(5, 3, seed=0)
+    memory = torch.randn(2, 2, 3, dtype=torch.float64)
+    mask = torch.zeros(2, 2, dtype=torch.bool)
+    _, _, state = dec.step(torch.tensor([[4], [4]]), memory, mask, None)
+    with pytest.raises(ValueError, match="state has 2 rows"):
+        dec.step(torch.tensor([[4, 1], [4, 2], [4, 3]]), memory[[0, 1, 1]], mask[[0, 1, 1]],
+                 state)
+    state = dec.select_state(state, torch.tensor([0, 0, 1, 1]))  # 2 memory groups, 4 rows
+    bad = tuple((sk[:3], sv[:3], mk, mv) for sk, sv, mk, mv in state)  # 3 rows, 2 groups
+    with pytest.raises(ValueError, match="memory groups must divide"):
+        dec.step(torch.tensor([[4, 1], [4, 2], [4, 3]]), memory[[0, 1, 1]], mask[[0, 1, 1]], bad)
+    with pytest.raises(ValueError, match="memory_padding_mask must have shape"):
+        dec.step(torch.tensor([[4, 1], [4, 2]]), memory, mask[:1], None)

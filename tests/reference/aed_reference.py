@@ -174,6 +174,8 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
                     if use_ctc:
                         pre_beam = vocab if config.ctc_weight == 1.0 else config.pre_beam
                         keep = set(_top(s, min(pre_beam, vocab)))
+                        if config.ctc_always_score_eos and s[eos] > NEG_INF:
+                            keep.add(eos)  # ending always competes (ESPnet's rule)
                         blank = config.ctc_blank_id
                         psi_g = ctc_prefix_logprob(x, h.tokens, blank, h.windows)
                         for c in range(vocab):

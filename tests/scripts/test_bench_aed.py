@@ -136,20 +136,25 @@ def _batch(dec, memory, lens, ctc) -> SimpleNamespace:
 
 
 @needs_espnet
+@pytest.mark.parametrize("always_score_eos", [True, False])
 @pytest.mark.parametrize(
     ("seed", "n", "beam", "ctc_weight", "end_detect"),
     [(0, 1, 3, 0.4, True), (0, 6, 1, 0.4, True), (0, 6, 3, 0.4, True), (1, 6, 3, 0.4, False),
      (2, 6, 4, 0.4, True), (0, 6, 3, 0.0, True)],
 )
-def test_k2dec_and_espnet_solve_the_same_search(seed, n, beam, ctc_weight, end_detect):
-    """With eos pre-beamed like k2dec (the documented CTC scoring difference), ESPnet finds the
-    same 1-best with the same score on every utterance whose 1-best stays below the maximum
-    length (where the two differ by design)."""
+def test_k2dec_and_espnet_solve_the_same_search(seed, n, beam, ctc_weight, end_detect,
+                                                always_score_eos):
+    """With the same eos rule (stock ESPnet and k2dec's default score eos on every hypothesis;
+    the pre-beamed variants only when pre-selected), ESPnet finds the same 1-best with the same
+    score on every utterance whose 1-best stays below the maximum length (where the two differ
+    by design)."""
     dec, memory, lens, ctc = _random_problem(seed, n)
     batch = _batch(dec, memory, lens, ctc)
-    ours = bench_aed.run_k2dec(batch, beam, ctc_weight, repeats=1, end_detect=end_detect)
+    ours = bench_aed.run_k2dec(batch, beam, ctc_weight, repeats=1, end_detect=end_detect,
+                               always_score_eos=always_score_eos)
     theirs = bench_aed.run_espnet(ESPNET, batch, beam, ctc_weight, repeats=1,
-                                  eos_prebeamed=ctc_weight > 0, end_detect=end_detect)
+                                  eos_prebeamed=ctc_weight > 0 and not always_score_eos,
+                                  end_detect=end_detect)
     max_lens = lens.tolist()
     below = sum(len(t) < m for t, m in zip(ours.tokens, max_lens))
     assert below >= (n + 1) // 2, ours.tokens
@@ -161,13 +166,18 @@ def test_k2dec_and_espnet_solve_the_same_search(seed, n, beam, ctc_weight, end_d
 
 
 @needs_espnet
-def test_stock_espnet_differs_only_by_always_scoring_eos():
-    """On this case stock ESPnet lets eos compete outside the pre-beam and ends some
-    utterances differently; pre-beaming eos removes every difference."""
+def test_the_eos_rule_matters_and_matches_on_both_sides():
+    """On this case the eos rule changes some 1-bests; each k2dec setting agrees with the
+    ESPnet variant that has the same rule and differs from the other."""
     dec, memory, lens, ctc = _random_problem(1, 6)
     batch = _batch(dec, memory, lens, ctc)
     ours = bench_aed.run_k2dec(batch, 3, 0.4, repeats=1)
+    ours_pre = bench_aed.run_k2dec(batch, 3, 0.4, repeats=1, always_score_eos=False)
     stock = bench_aed.run_espnet(ESPNET, batch, 3, 0.4, repeats=1)
-    fixed = bench_aed.run_espnet(ESPNET, batch, 3, 0.4, repeats=1, eos_prebeamed=True)
-    assert bench_aed.compare(ours, stock, lens.tolist()).identical_short < 1.0
-    assert bench_aed.compare(ours, fixed, lens.tolist()).identical_short == 1.0
+    pre = bench_aed.run_espnet(ESPNET, batch, 3, 0.4, repeats=1, eos_prebeamed=True)
+    max_lens = lens.tolist()
+    assert ours_pre.system == "k2dec, eos pre-beamed"
+    assert bench_aed.compare(ours, ours_pre, max_lens).identical_short < 1.0
+    assert bench_aed.compare(ours, stock, max_lens).identical_short == 1.0
+    assert bench_aed.compare(ours_pre, pre, max_lens).identical_short == 1.0
+    assert bench_aed.compare(ours, pre, max_lens).identical_short < 1.0
