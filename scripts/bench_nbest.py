@@ -294,23 +294,27 @@ def multipass(b: benchlib.ShippedBatch, lm, per_set: int, num_paths: int,
         ["test set", "system", "LM evaluations", "% of full", "WER %", "seconds", "LM calls"],
         rows,
     )
-    # target: smallest evaluation share whose WER <= full's, per set, with the predictors
+    # target: the smallest evaluation share from which a predictor's WER stays at or below
+    # full rescoring's for every larger budget tried (a lucky dip at one budget is not enough)
     verdicts = []
     ok = True
     for ts in data:
         best = None
         for name in ("multi-pass, parameter-free", "multi-pass, learned predictor"):
-            for frac, w in curves.get(f"{ts}: {name}", []):
-                if w <= full_wer[ts] + 1e-9 and (best is None or frac < best[0]):
-                    best = (frac, name)
+            pts = sorted(curves.get(f"{ts}: {name}", []))
+            for i, (frac, _) in enumerate(pts):
+                if all(w <= full_wer[ts] + 1e-9 for _, w in pts[i:]):
+                    if best is None or frac < best[0]:
+                        best = (frac, name)
+                    break
         if best is None:
             verdicts.append(f"{ts}: never within the budgets tried")
             ok = False
         else:
-            verdicts.append(f"{ts}: {best[0]:.0f}% ({best[1]})")
+            verdicts.append(f"{ts}: from {best[0]:.0f}% on ({best[1]})")
             ok &= best[0] <= 25.0
     report.target("Multi-pass reaches the WER of full rescoring with <= 25% of the neural "
-                  "evaluations", "; ".join(verdicts), ok)
+                  "evaluations (and stays there at larger budgets)", "; ".join(verdicts), ok)
     path = report.plot_path(out_dir, "nbest_multipass.png")
     if path is not None:
         import matplotlib
