@@ -11,7 +11,7 @@ from k2dec.lang import LangDir
 from tests.graph.conftest import TINY_ARPA, TINY_LEXICON
 
 SUBCOMMANDS = ["prepare-lang", "compile-graph", "draw-graph", "decode", "demo", "train-lm",
-               "lm-perplexity"]
+               "export-lm", "lm-perplexity"]
 
 
 @pytest.mark.parametrize("cmd", [[]] + [[c] for c in SUBCOMMANDS])
@@ -23,6 +23,32 @@ def test_help_on_every_subcommand(cmd):
 
 def test_every_subcommand_is_listed():
     assert sorted(main.commands) == sorted(SUBCOMMANDS)
+
+
+def test_export_lm_writes_a_loadable_average(tmp_path):
+    import dataclasses
+
+    import torch
+
+    from k2dec.lm import RnnLM, RnnLmConfig, load_lm
+
+    cfg = RnnLmConfig(vocab_size=7, embedding_dim=4, hidden_dim=4, num_layers=1)
+    paths = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        lm = RnnLM(cfg)
+        paths.append(tmp_path / f"checkpoint-{seed}.pt")
+        torch.save({"model_type": lm.model_type, "model_config": dataclasses.asdict(cfg),
+                    "model": lm.state_dict()}, paths[-1])
+    out = tmp_path / "lm.pt"
+    r = CliRunner().invoke(main, ["export-lm", *map(str, paths), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "from 2 checkpoint(s)" in r.output
+    a, b, avg = (load_lm(p).state_dict() for p in (*paths, out))
+    for name, value in avg.items():
+        torch.testing.assert_close(value, (a[name] + b[name]) / 2, rtol=1e-3, atol=1e-3)
+    r = CliRunner().invoke(main, ["export-lm", "-o", str(out)])
+    assert r.exit_code != 0  # no checkpoints given
 
 
 @pytest.fixture
