@@ -605,12 +605,7 @@ SIZES = {
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--report", metavar="DIR", help="write DIR/aed.json and DIR/aed.png")
-    mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true",
-                      help="16 utterances, with CTC only (< 35 s idle)")
-    mode.add_argument("--smoke", action="store_true", help="tiny sizes (< 10 s)")
+    parser = benchlib.area_parser(__doc__, "aed")
     real = parser.add_argument_group("real inputs vs ESPnet")
     real.add_argument("--real-utts", type=int, help="utterances per shipped test set")
     real.add_argument("--beams", type=lambda s: [int(x) for x in s.split(",")],

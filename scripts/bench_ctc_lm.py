@@ -35,7 +35,6 @@ Usage (from the repository root)::
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 import os
@@ -444,11 +443,7 @@ def bench_pyctcdecode(pc: PyctcdecodeSystem, sz: Sizes, data: Data, tune_data: D
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true")
-    mode.add_argument("--smoke", action="store_true")
-    p.add_argument("--report", default=None, help="write ctc_lm.json and ctc_lm.png here")
+    p = benchlib.area_parser(__doc__, "ctc_lm")
     p.add_argument("--repeat", type=int, default=None, help="best of this many runs")
     p.add_argument("--batch-size", type=int, default=40, help="utterances per k2dec call")
     args = p.parse_args(argv)

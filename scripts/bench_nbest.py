@@ -341,12 +341,7 @@ def multipass(b: benchlib.ShippedBatch, lm, per_set: int, num_paths: int,
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true")
-    mode.add_argument("--smoke", action="store_true")
-    p.add_argument("--report", default=None, help="write nbest.json and plots here")
+    p = benchlib.area_parser(__doc__, "nbest")
     p.add_argument("--lm", default=str(RNN_LM), help="RNN/Transformer LM checkpoint")
     p.add_argument("--memory-case", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()

@@ -22,7 +22,6 @@ Usage (from the repository root)::
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from dataclasses import dataclass
@@ -303,11 +302,7 @@ def plot(rows: list[dict], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--quick", action="store_true")
-    mode.add_argument("--smoke", action="store_true")
-    p.add_argument("--report", default=None, help="write transducer.json and plots here")
+    p = benchlib.area_parser(__doc__, "transducer")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeat", type=int, default=None, help="best of this many runs")
     args = p.parse_args(argv)

@@ -21,6 +21,7 @@ Scripts are run as ``python scripts/bench_x.py`` so this module imports as ``ben
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import time
@@ -199,6 +200,18 @@ class Report:
     @staticmethod
     def read(path: str | Path) -> Report:
         return Report(**json.loads(Path(path).read_text()))
+
+
+def area_parser(doc: str | None, area: str) -> argparse.ArgumentParser:
+    """The arguments every ``scripts/bench_<area>.py`` takes: ``--quick`` | ``--smoke`` and
+    ``--report DIR``; scripts add their own."""
+    p = argparse.ArgumentParser(description=(doc or "").split("\n")[0])
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--quick", action="store_true", help="small sizes (well under a minute)")
+    mode.add_argument("--smoke", action="store_true", help="tiny sizes: checks the plumbing")
+    p.add_argument("--report", default=None, metavar="DIR",
+                   help=f"write DIR/{area}.json and the plots there")
+    return p
 
 
 def one_thread() -> None:

@@ -3,7 +3,6 @@ area that is missing or fails is reported as failed, never dropped."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -11,19 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.scripts.loader import load_script
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "bench.py"
 
 
-def _load_bench():
-    spec = importlib.util.spec_from_file_location("k2dec_bench_orchestrator", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_script("bench")
 
 
 def _run(*args: str, timeout: float = 150) -> subprocess.CompletedProcess:

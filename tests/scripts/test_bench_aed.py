@@ -4,7 +4,6 @@ problem as k2dec's beam search."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -16,20 +15,13 @@ import pytest
 import torch
 
 from k2dec.aed import TransformerDecoder
+from tests.scripts.loader import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "bench_aed.py"
 
 
-def _load_script():
-    spec = importlib.util.spec_from_file_location("k2dec_bench_aed", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-bench_aed = _load_script()
+bench_aed = load_script("bench_aed")
 ESPNET, ESPNET_REASON = bench_aed.import_espnet()
 needs_espnet = pytest.mark.skipif(ESPNET is None, reason=f"ESPnet missing: {ESPNET_REASON}")
 

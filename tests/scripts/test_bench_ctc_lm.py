@@ -13,20 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.scripts.loader import load_script
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "bench_ctc_lm.py"
 
 
-def _load_script():
-    sys.path.insert(0, str(SCRIPT.parent))  # the script imports benchlib from its folder
-    spec = importlib.util.spec_from_file_location("k2dec_bench_ctc_lm", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_script()
+bench = load_script("bench_ctc_lm")
 
 
 def _peer_available(peer: str) -> bool:
