@@ -248,10 +248,11 @@ def run_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0,
         cuts = sorted(CutSet.from_file(cut_paths[test_set]), key=lambda c: c.id)
         cuts = CutSet.from_cuts(cuts[:max_cuts] if max_cuts else cuts)
         for name in methods or DEMO_METHODS:
-            if "lm" in get_method(name).requires and not dec.resources.lms:
+            method = get_method(name)
+            if "lm" in method.requires and not dec.resources.lms:
                 print(f"skipping {name}: no neural LM ships ({rnn_lm} is missing)")
                 continue
-            default = get_method(name).default_config()
+            default = method.default_config()
             fields = set(default.__dataclass_fields__)
             cfg = override_config(default, [o for o in overrides
                                             if o.split("=")[0].split(".")[0] in fields])

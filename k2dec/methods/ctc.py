@@ -77,8 +77,10 @@ def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcConfig) -> LatticeResult:
                        cfg.subsampling_factor)
 
 
-def _failed(result: LatticeResult) -> list[str]:
-    return [r.reason if r.status.value == "empty" else "" for r in result.reports]
+def _failed(records) -> list[str]:
+    """Per-utterance failure reasons from lattice reports or 1best hypotheses (anything with
+    ``status`` and ``reason``): the reason where the lattice is empty, else ``""``."""
+    return [r.reason if r.status.value == "empty" else "" for r in records]
 
 
 def _hlg(res: Resources, method: str, cfg: CtcConfig, lm_scores: bool = False) -> k2.Fsa:
@@ -118,7 +120,7 @@ def _ctc_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     hyps = one_best_decoding(inputs.log_probs, inputs.lengths, res.graph("H", "ctc-decoding"),
                              cfg.lattice, AuxLabels.TOKENS, cfg.subsampling_factor)
     return [MethodResult("ctc-decoding", [list(h.tokens) for h in hyps], None,
-                         _failed_hyps(hyps), cfg)]
+                         _failed(hyps), cfg)]
 
 
 @register("1best", Family.CTC, CtcConfig, requires=("HLG",))
@@ -127,11 +129,7 @@ def _one_best(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     hyps = one_best_decoding(inputs.log_probs, inputs.lengths, _hlg(res, "1best", cfg),
                              cfg.lattice, AuxLabels.WORDS, cfg.subsampling_factor)
     return [MethodResult("1best", [list(h.tokens) for h in hyps],
-                         [list(h.words) for h in hyps], _failed_hyps(hyps), cfg)]
-
-
-def _failed_hyps(hyps) -> list[str]:
-    return [h.reason if h.status.value == "empty" else "" for h in hyps]
+                         [list(h.words) for h in hyps], _failed(hyps), cfg)]
 
 
 @register("whole-lattice-rescoring", Family.CTC, CtcConfig, requires=("HLG", "G"))
@@ -141,7 +139,7 @@ def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     result = _lattice(inputs, graph, cfg)
     G = res.graph("G", "whole-lattice-rescoring")
     out = rescore_with_whole_lattice(result, G, cfg.whole_lattice)
-    failed = _failed(result)
+    failed = _failed(result.reports)
     if out.status is RescoreStatus.FAILED:
         reason = f"whole-lattice rescoring failed: {out.reason}"
         return [MethodResult(f"lm_scale_{s}", None, [[] for _ in failed], [reason] * len(failed),
@@ -169,7 +167,7 @@ def _nbest_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     result, nbest = _nbest(inputs, res, cfg, "nbest")
     nbest = nbest.intersect(result.lattice)
     words = nbest.keys_at(best_paths_by_score(nbest, nbest.tot_scores().values)[0])
-    return [MethodResult("nbest", None, words, _failed(result), cfg)]
+    return [MethodResult("nbest", None, words, _failed(result.reports), cfg)]
 
 
 @register("nbest-rescoring", Family.CTC, CtcConfig, requires=("HLG", "G"))
@@ -178,7 +176,7 @@ def _nbest_rescoring(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     result, nbest = _nbest(inputs, res, cfg, "nbest-rescoring", lm_scores=True)
     nbest = nbest.intersect(result.lattice)
     sweep = rescore_with_ngram(nbest, res.graph("G", "nbest-rescoring"), cfg.lm_scales)
-    return _sweep_results(sweep, _failed(result), cfg)
+    return _sweep_results(sweep, _failed(result.reports), cfg)
 
 
 @register("nbest-oracle", Family.CTC, CtcConfig, requires=("HLG",))
@@ -188,7 +186,7 @@ def _nbest_oracle(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
         raise ValueError("nbest-oracle needs reference word ids (CtcInputs.ref_words)")
     result, nbest = _nbest(inputs, res, cfg, "nbest-oracle")
     words = nbest.keys_at(nbest.oracle(inputs.ref_words)[0])
-    return [MethodResult("nbest-oracle", None, words, _failed(result), cfg)]
+    return [MethodResult("nbest-oracle", None, words, _failed(result.reports), cfg)]
 
 
 @register("attention-decoder", Family.CTC, CtcConfig, requires=("HLG", "attention_decoder"))
@@ -206,7 +204,7 @@ def _attention(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
         sweep = rescore_with_attention_decoder(
             nbest, res.attention_decoder, inputs.memory, inputs.memory_lens,
             cfg.lm_scales, cfg.attention_scales, res.graphs.get("G"))
-    return _sweep_results(sweep, _failed(result), cfg)
+    return _sweep_results(sweep, _failed(result.reports), cfg)
 
 
 def _lm(res: Resources, method: str):
@@ -225,7 +223,7 @@ def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     nbest = nbest.intersect(result.lattice)
     sweep = rescore_with_lm(nbest, lm_path_scorer(lm, cfg.lm_batch_size), cfg.lm_scales,
                             scale_name=f"{name}_scale")
-    return _sweep_results(sweep, _failed(result), cfg)
+    return _sweep_results(sweep, _failed(result.reports), cfg)
 
 
 @register("multi-pass", Family.CTC, CtcConfig, requires=("HLG", "lm"))
@@ -237,7 +235,7 @@ def _multi_pass(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     nbest = nbest.intersect(result.lattice)
     counts = nbest.shape.row_splits(1)
     has = (counts[1:] - counts[:-1]) > 0
-    failed = _failed(result)
+    failed = _failed(result.reports)
     if not bool(has.all()):
         # utterances without paths cannot enter top_k: decode the others
         keep = torch.nonzero(has).flatten().tolist()

@@ -6,6 +6,7 @@ import k2
 import numpy as np
 import torch
 
+from k2dec.lattice import LatticeConfig
 from tests.reference.viterbi import RefGraph
 
 
@@ -189,3 +190,8 @@ def hmm_lexicon_graph(
     lines = [f"{s} {d} {lab} {aux} {sc!r}" for s, d, lab, aux, sc in arcs]
     lines.append(str(final))
     return "\n".join(lines)
+
+
+#: Beams wide enough that nothing is pruned on the tests' small graphs (the exact search).
+HUGE = LatticeConfig(search_beam=1e4, output_beam=1e4, min_active_states=0,
+                     max_active_states=100000)

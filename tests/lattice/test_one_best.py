@@ -18,7 +18,7 @@ from k2dec.lattice import (
     hypotheses_from_lattice,
     one_best_decoding,
 )
-from tests.lattice.graphs import lattice_arc_frames, lattice_has_path, peaked_log_probs, to_k2
+from tests.lattice.graphs import HUGE, lattice_arc_frames, lattice_has_path, peaked_log_probs, to_k2
 from tests.reference.viterbi import (
     ctc_greedy,
     enumerate_paths,
@@ -27,9 +27,6 @@ from tests.reference.viterbi import (
     random_graph,
     viterbi,
 )
-
-HUGE = LatticeConfig(search_beam=1e4, output_beam=1e4, min_active_states=0,
-                     max_active_states=100000)
 
 
 def _random_case(seed: int, ragged: bool = False):

@@ -19,11 +19,9 @@ from k2dec.lattice import (
 )
 from k2dec.lattice.decode import has_final_arc
 from k2dec.lattice.one_best import ONE_BEST_OUTPUT_BEAM
-from tests.lattice.graphs import peaked_log_probs, to_k2
+from tests.lattice.graphs import HUGE, peaked_log_probs, to_k2
 from tests.reference.viterbi import path_outputs, path_score, random_graph, viterbi
 
-HUGE = LatticeConfig(search_beam=1e4, output_beam=1e4, min_active_states=0,
-                     max_active_states=100000)
 NARROW = LatticeConfig(search_beam=2.0, output_beam=6.0, min_active_states=0,
                        max_active_states=3, retry_scales=(2.0,))
 
