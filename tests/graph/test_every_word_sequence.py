@@ -20,16 +20,20 @@ from k2dec.graph import (
     HmmTopology,
     build_ctc_topo,
     build_G,
+    build_hmm_topo,
     build_L,
     build_rescoring_G,
     compile_HCLG,
     compile_HLG,
     compile_LG,
     graph_words,
+    k2_to_openfst,
+    load_kaldi_hclg,
     refresh_labels_version,
+    write_openfst,
 )
 from k2dec.lang import write_lang_dir
-from tests.reference.lattice_paths import best_by_key, enumerate_paths
+from tests.reference.lattice_paths import best_per_word_sequence
 from tests.reference.ngram import ArpaScorer, lexicon_lm_word_sequences
 
 from .random_lang import (
@@ -79,7 +83,7 @@ def _decoded(frames: list[list[int]], graph: k2.Fsa, wt: k2.SymbolTable):
     out = []
     for f in frames:
         inter = k2.connect(k2.intersect(_linear(f), graph, treat_epsilons_specially=False))
-        best = best_by_key(enumerate_paths(inter), "words") if inter.num_arcs else {}
+        best = best_per_word_sequence(inter) if inter.num_arcs else {}
         out.append({tuple(wt.get(w) for w in ws): s for ws, s in best.items()})
     return out
 
@@ -156,9 +160,8 @@ def test_HCLG_outputs_every_word_sequence_of_L_o_G(seed, tmp_path):
         _assert_same(got, case.expected(tokens), f"seed {seed} tokens {tokens} frames {f}")
 
 
-def _icefall_LG(case: Case) -> k2.Fsa:
-    """LG the way icefall's compile_hlg (and k2dec before issue 14) builds it: disambiguation
-    symbols to epsilon, then k2.remove_epsilon."""
+def _LG_with_epsilons(case) -> k2.Fsa:
+    """det(L o G) with the disambiguation symbols turned into epsilons (not removed)."""
     LG = k2.connect(k2.determinize(k2.connect(k2.compose(k2.arc_sort(case.L),
                                                          k2.arc_sort(case.G)))))
     labels = LG.labels.clone()
@@ -168,9 +171,43 @@ def _icefall_LG(case: Case) -> k2.Fsa:
     values = LG.aux_labels.values.clone()
     values[values >= case.ids[1]] = 0
     LG.aux_labels = k2.RaggedTensor(LG.aux_labels.shape, values)
-    LG = refresh_labels_version(k2.connect(refresh_labels_version(k2.remove_epsilon(LG))))
+    return LG
+
+
+def _icefall_LG(case) -> k2.Fsa:
+    """LG the way icefall's compile_hlg (and k2dec before issue 14) builds it: disambiguation
+    symbols to epsilon, then k2.remove_epsilon."""
+    LG = refresh_labels_version(k2.remove_epsilon(_LG_with_epsilons(case)))
+    LG = refresh_labels_version(k2.connect(LG))
     LG.aux_labels = LG.aux_labels.remove_values_leq(0)
     return k2.arc_sort(LG)
+
+
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_loaded_kaldi_HCLG_with_words_on_epsilon_arcs(seed, tmp_path):
+    """A Kaldi-style HCLG.fst keeps the input epsilons left by the disambiguation symbols,
+    with words on them; load_kaldi_hclg removes them without losing any word sequence."""
+    case = Case(seed, tmp_path)
+    topo = HmmTopology(num_phones=case.lang.first_token_disambig_id - 1, num_states=2)
+    raw = k2.connect(k2.compose(k2.arc_sort(build_hmm_topo(topo)),
+                                k2.arc_sort(_LG_with_epsilons(case))))
+    raw = k2.Fsa(raw.arcs, aux_labels=raw.aux_labels)  # labels pdf + 1, 0 = epsilon
+    eps = raw.labels == 0
+    lengths = raw.aux_labels.shape.row_splits(1)[1:] - raw.aux_labels.shape.row_splits(1)[:-1]
+    assert bool((eps & (lengths > 0)).any()), "the test graph should have eps:word arcs"
+    raw = k2.Fsa(raw.arcs, aux_labels=k2.RaggedTensor(  # one word per arc, as in OpenFst
+        raw.aux_labels.shape, raw.aux_labels.values))
+    fst_path = tmp_path / "HCLG.fst"
+    write_openfst(k2_to_openfst(raw), fst_path)
+    table = tmp_path / "tid2pdf.txt"
+    table.write_text("".join(f"{p + 1} {p}\n" for p in range(topo.num_pdfs)))
+    HCLG = load_kaldi_hclg(fst_path, table)
+    rng = random.Random(seed)
+    seqs = [t for t in sorted(case.token_sequences()) if t]
+    frames = [[topo.pdf(p, s) for p in case.token_ids(t) for s in range(topo.num_states)
+               for _ in range(rng.randint(1, 2))] for t in seqs]
+    for tokens, got in zip(seqs, _decoded(frames, HCLG, case.lang.word_table)):
+        _assert_same(got, case.expected(tokens), f"seed {seed} tokens {tokens}")
 
 
 def test_the_check_catches_the_old_epsilon_removal(tmp_path):

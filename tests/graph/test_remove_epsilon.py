@@ -9,7 +9,11 @@ import pytest
 import torch
 
 from k2dec.graph import remove_epsilon_keep_words
-from tests.reference.lattice_paths import enumerate_paths
+from tests.reference.lattice_paths import (
+    best_by_key,
+    best_per_word_sequence,
+    enumerate_paths,
+)
 
 
 def _random_fsa(seed: int) -> k2.Fsa:
@@ -51,6 +55,9 @@ def _best_per_labels_and_words(fsa: k2.Fsa) -> dict:
 def test_keeps_every_labels_and_words_pair_with_its_best_score(seed):
     fsa = _random_fsa(seed)
     want = _best_per_labels_and_words(fsa)
+    # the two references agree (the DP one serves the graph tests)
+    by_words = best_by_key(enumerate_paths(fsa), "words")
+    assert best_per_word_sequence(fsa) == pytest.approx(by_words)
     out = remove_epsilon_keep_words(fsa)
     assert not bool((out.labels == 0).any())
     got = _best_per_labels_and_words(out) if out.num_arcs else {}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 LN10 = math.log(10.0)
@@ -75,7 +75,7 @@ class ArpaScorer:
         ``words``: at every word either the n-gram's arc or a backoff arc (paying the
         backoff weight) to the next lower-order history. ``-inf`` if none."""
 
-        @lru_cache(maxsize=None)
+        @cache
         def best(state: tuple[str, ...], rest: tuple[str, ...]) -> float:
             options = []
             if not rest:
