@@ -110,10 +110,13 @@ def pronunciations(seq: tuple[str, ...], lexicon) -> set[tuple[str, ...]]:
             for combo in itertools.product(*(prons[w] for w in seq))}
 
 
-def ctc_realisations(ids: list[int], rng: random.Random, num_random: int = 2) -> list[list[int]]:
-    """CTC frame sequences (0 = blank) that collapse to ``ids``: the shortest one (blanks
-    only between repeated tokens), one with every token doubled and blanks everywhere,
-    and ``num_random`` random ones."""
+def ctc_realisations(ids: list[int], rng: random.Random, num_random: int = 2,
+                     exhaustive_up_to: int = 2) -> list[list[int]]:
+    """CTC frame sequences (0 = blank) that collapse to ``ids``. Up to
+    ``exhaustive_up_to`` tokens: every one with each token 1-2 frames and 0-1 blank frames
+    before, between and after the tokens (a repeated token always gets a blank between).
+    Longer: the shortest one, one with every token doubled and blanks everywhere, and
+    ``num_random`` random ones (1-3 frames per token, 0-2 blanks)."""
     def realise(reps, blanks) -> list[int]:
         frames = [0] * blanks[0]
         for k, t in enumerate(ids):
@@ -123,10 +126,14 @@ def ctc_realisations(ids: list[int], rng: random.Random, num_random: int = 2) ->
         return frames
 
     n = len(ids)
-    out = [realise([1] * n, [0] * (n + 1)), realise([2] * n, [1] * (n + 1))]
-    for _ in range(num_random):
-        out.append(realise([rng.randint(1, 3) for _ in range(n)],
-                           [rng.randint(0, 2) for _ in range(n + 1)]))
     if not ids:
-        out = [[0], [0, 0]]  # k2 cannot intersect with an empty linear FSA
+        return [[0], [0, 0]]  # k2 cannot intersect with an empty linear FSA
+    if n <= exhaustive_up_to:
+        out = [realise(r, b) for r in itertools.product((1, 2), repeat=n)
+               for b in itertools.product((0, 1), repeat=n + 1)]
+    else:
+        out = [realise([1] * n, [0] * (n + 1)), realise([2] * n, [1] * (n + 1))]
+        for _ in range(num_random):
+            out.append(realise([rng.randint(1, 3) for _ in range(n)],
+                               [rng.randint(0, 2) for _ in range(n + 1)]))
     return [list(f) for f in dict.fromkeys(tuple(f) for f in out)]

@@ -2,7 +2,8 @@
 
 For random small lexicons (homophones, prefix words, words with two pronunciations, words
 the LM lacks) and random backoff ARPA LMs, every word sequence up to length 3 is spelled
-with every pronunciation, realised as CTC frames (blanks, repeats) for HLG, as plain tokens
+with every pronunciation, realised as CTC frames for HLG (every realisation with 1-2 frames
+per token and optional blanks for up to 2 tokens, a few for longer ones), as plain tokens
 for LG (the transducer's trivial topology) and as HMM state frames for HCLG; the graph must
 output exactly the word sequences that the brute-force reference (lexicon segmentation +
 the backoff LM's best path) gives for those tokens, with the same scores.
@@ -119,7 +120,7 @@ def test_HLG_outputs_every_word_sequence_of_L_o_G(seed, tmp_path):
     for word, pron in case.spec.lexicon:
         if word in case.spec.unscored:
             continue
-        frames = ctc_realisations(case.token_ids(pron), rng=random.Random(0), num_random=0)
+        frames = ctc_realisations(case.token_ids(pron), random.Random(0), exhaustive_up_to=0)
         assert (word,) in _decoded(frames[:1], HLG, case.lang.word_table)[0], word
     assert graph_words(HLG, case.lang.word_table) == set(case.spec.words) - set(
         case.spec.unscored)
