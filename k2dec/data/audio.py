@@ -10,9 +10,9 @@ with fbank features at the feature extractor's sampling rate (16 kHz for the shi
   (``Recording.resample``) while its features are computed;
 - any number of channels: the channels are averaged into one (lhotse: one track per channel,
   each scaled by ``1 / num_channels``, mixed);
-- a file that cannot be read (corrupt, empty, no backend for it) does not stop the folder: it
-  becomes an :class:`AudioFailure` with the reason, and the decode job records it as a failed
-  cut.
+- a file that cannot be used (corrupt, truncated, empty, shorter than a feature frame, no
+  backend reads it) does not stop the folder: it becomes an :class:`AudioFailure` with the
+  reason, and the decode job records it as a failed cut.
 
 The cut id is the file's stem (``spk1/utt7.FLAC`` -> ``utt7``), which is also the utterance id
 references use: a Kaldi ``text`` file (:func:`read_kaldi_text`: ``<utt-id> WORD WORD ...`` per
@@ -64,7 +64,7 @@ class AudioFailure:
     Attributes:
       cut_id: the id the cut would have had (the file's stem).
       path: the file.
-      reason: what went wrong, one line.
+      reason: ``"<path>: <ExceptionType>: <what went wrong>"``, one line.
     """
 
     cut_id: str
@@ -189,6 +189,9 @@ def _reason(err: BaseException) -> str:
     """One line from lhotse's multi-line loading errors (without its tracebacks hint and the
     repr of the recording it appends)."""
     msg = str(err).split("\n[extra info]")[0]
+    if "number of declared samples" in msg:  # lhotse's words for a truncated file
+        msg = ("truncated or corrupt: fewer samples could be read than the header declares ("
+               + msg.split(" This could be")[0] + ")")
     lines = [x.strip() for x in msg.splitlines()
              if x.strip() and not x.startswith("Set LHOTSE_AUDIO_LOADING_EXCEPTION_VERBOSE")]
     return f"{type(err).__name__}: {' | '.join(lines) or repr(err)}"
@@ -218,7 +221,8 @@ def cuts_from_audio_dir(
     Each file is read with lhotse, resampled (lazily, by lhotse) to the extractor's sampling
     rate when it has another one, its channels averaged when it has several, and its features
     computed and stored, one file at a time (memory: one file's samples and features). A file
-    that cannot be read or is empty becomes an :class:`AudioFailure` instead of a cut.
+    that cannot be read, or is shorter than one feature frame, becomes an
+    :class:`AudioFailure` instead of a cut.
 
     Args:
       audio_dir: the folder (searched recursively, see :func:`find_audio_files`).
@@ -241,6 +245,7 @@ def cuts_from_audio_dir(
     extractor = extractor if extractor is not None else Fbank(FbankConfig(
         num_mel_bins=NUM_MEL_BINS))
     rate = int(extractor.config.sampling_rate)
+    frame = float(extractor.config.frame_length)
     references = dict(references or {})
     storage_path = Path(storage_path)
     storage_path.parent.mkdir(parents=True, exist_ok=True)
@@ -253,8 +258,9 @@ def cuts_from_audio_dir(
             utt = path.stem
             try:
                 rec = Recording.from_file(path, recording_id=utt)
-                if rec.num_samples == 0:
-                    raise ValueError("the file has no samples")
+                if rec.duration < frame:
+                    raise ValueError(f"too short: {rec.num_samples} samples ({rec.duration:g} "
+                                     f"s), less than one {frame:g} s feature frame")
                 if rec.sampling_rate != rate:
                     resampled[rec.sampling_rate] += 1
                     rec = rec.resample(rate)
@@ -262,7 +268,7 @@ def cuts_from_audio_dir(
                     multi.append((path.name, rec.num_channels))
                 cut = _mono_cut(rec).compute_and_store_features(extractor, writer)
             except _READ_ERRORS as e:
-                failed.append(AudioFailure(utt, path, f"cannot read {path}: {_reason(e)}"))
+                failed.append(AudioFailure(utt, path, f"{path}: {_reason(e)}"))
                 continue
             sup = SupervisionSegment(id=utt, recording_id=utt, start=0.0,
                                      duration=cut.duration, channel=0,
@@ -275,7 +281,7 @@ def cuts_from_audio_dir(
         logger.warning("%d of %d files have more than one channel (e.g. %s: %d channels); "
                        "their channels are averaged into one", len(multi), len(files), *multi[0])
     if failed:
-        logger.warning("%d of %d audio files cannot be read, e.g. %s", len(failed), len(files),
+        logger.warning("%d of %d audio files cannot be used, e.g. %s", len(failed), len(files),
                        failed[0].reason)
     ids = [p.stem for p in files]
     missing: tuple[str, ...] = ()

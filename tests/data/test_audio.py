@@ -51,7 +51,8 @@ def sox(src: Path, dst: Path, *opts: str) -> None:
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     """The shipped utterance at 16 kHz mono (as ``orig.flac``) and its variants, plus an opus
-    file (soundfile), a corrupt and an empty file, a text file and a subfolder."""
+    file (soundfile) in a subfolder, unusable files (corrupt, empty, no samples, shorter than a
+    frame, truncated) and a text file."""
     if not SOURCE.is_file() or shutil.which("sox") is None:
         pytest.skip("needs the shipped test audio and sox")
     d = tmp_path_factory.mktemp("audio")
@@ -64,6 +65,8 @@ def folder(tmp_path_factory):
     (d / "corrupt.wav").write_bytes(b"RIFF" + bytes(range(256)) * 8)
     (d / "empty.flac").write_bytes(b"")
     sf.write(d / "nosamples.wav", np.zeros(0, dtype="float32"), 16000)
+    sf.write(d / "tiny.wav", np.zeros(30, dtype="float32"), 8000)
+    (d / "truncated.flac").write_bytes(SOURCE.read_bytes()[:20000])
     (d / "notes.txt").write_text("not audio\n")
     return d
 
@@ -79,10 +82,14 @@ def test_every_file_becomes_a_cut_or_a_failure(folder, tmp_path, caplog):
         result = cuts_from_audio_dir(folder, tmp_path / "feats", progress=False)
     ids = {c.id for c in result.cuts}
     assert ids == {"orig", "opus", *SOX_VARIANTS}
-    assert {f.cut_id for f in result.failed} == {"corrupt", "empty", "nosamples"}
+    assert {f.cut_id for f in result.failed} == {"corrupt", "empty", "nosamples", "tiny",
+                                                  "truncated"}
     reasons = result.failures
-    assert "Format not recognised" in reasons["corrupt"] and "corrupt.wav" in reasons["corrupt"]
-    assert "no samples" in reasons["nosamples"]
+    assert reasons["corrupt"].startswith(str(folder / "corrupt.wav"))
+    assert "Format not recognised" in reasons["corrupt"]
+    assert "too short: 0 samples" in reasons["nosamples"]
+    assert "too short: 30 samples (0.00375 s)" in reasons["tiny"]
+    assert "truncated or corrupt" in reasons["truncated"]
     assert all("\n" not in r for r in reasons.values())
     for c in result.cuts:
         assert isinstance(c, MonoCut)
@@ -202,4 +209,4 @@ def test_references_become_supervision_text(tmp_path, caplog):
     text = caplog.text
     assert "2 of 3 audio files have no reference" in text
     assert "1 references match no audio file (e.g. z)" in text
-    assert "1 of 3 audio files cannot be read" in text
+    assert "1 of 3 audio files cannot be used" in text
