@@ -3,9 +3,9 @@
 :func:`cuts_from_audio_dir` turns every audio file under a folder (any depth) into one mono cut
 with fbank features at the feature extractor's sampling rate (16 kHz for the shipped models):
 
-- formats: ``.wav``, ``.flac``, ``.mp3``, ``.ogg`` (Vorbis) and ``.opus`` (Ogg Opus), matched
-  case-insensitively (``.WAV``, ``.Flac``), read by lhotse's audio backends (libsndfile through
-  soundfile first, then torchaudio and audioread);
+- formats: ``.wav``, ``.flac``, ``.mp3``, ``.ogg`` (Vorbis), ``.opus`` (Ogg Opus) and a few
+  more (:data:`AUDIO_EXTENSIONS`), matched case-insensitively (``.WAV``, ``.Flac``), read by
+  lhotse's audio backends (libsndfile through soundfile first, then torchaudio and audioread);
 - any sampling rate: a file at another rate is resampled lazily by lhotse
   (``Recording.resample``) while its features are computed;
 - any number of channels: the channels are averaged into one (lhotse: one track per channel,
@@ -48,8 +48,15 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-AUDIO_EXTENSIONS: tuple[str, ...] = (".flac", ".wav", ".mp3", ".ogg", ".opus")
-"""File name endings :func:`find_audio_files` picks up (compared in lower case)."""
+AUDIO_EXTENSIONS: tuple[str, ...] = (
+    ".wav", ".flac", ".mp3", ".ogg", ".opus", ".aif", ".aiff", ".au", ".caf", ".w64",
+    ".m4a", ".aac", ".wma", ".webm", ".sph",
+)
+"""File name endings :func:`find_audio_files` picks up (compared in lower case). With k2dec's
+pinned packages (soundfile 0.13 with libsndfile 1.2, torchaudio 0.13, no FFmpeg) the first ten
+are read; ``.m4a``, ``.aac``, ``.wma`` and ``.webm`` need FFmpeg's libraries and NIST ``.sph``
+needs lhotse's sph2pipe: without them such files become failures that say so, rather than
+being left out unseen."""
 
 # What reading or decoding a bad file raises through lhotse (its backends wrap most errors in
 # AudioLoadingError; soundfile's LibsndfileError is a RuntimeError).
@@ -108,7 +115,12 @@ def find_audio_files(audio_dir: str | Path,
     if not audio_dir.is_dir():
         raise ValueError(f"audio_dir: no such directory: {audio_dir}")
     wanted = {e.lower() for e in extensions}
-    files = sorted(p for p in audio_dir.rglob("*") if p.is_file() and p.suffix.lower() in wanted)
+    everything = sorted(p for p in audio_dir.rglob("*") if p.is_file())
+    files = [p for p in everything if p.suffix.lower() in wanted]
+    others = [p for p in everything if p.suffix.lower() not in wanted]
+    if others:
+        logger.info("%d files under %s are not audio by their name, e.g. %s", len(others),
+                    audio_dir, others[0].relative_to(audio_dir))
     if not files:
         raise ValueError(f"no audio files ({', '.join(sorted(wanted))}, any case) under "
                          f"{audio_dir}")

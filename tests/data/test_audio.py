@@ -2,7 +2,7 @@
 files become failures with reasons; references from a Kaldi text file or *.trans.txt.
 
 The variants are made here from one shipped test utterance: with sox (rates, channels, mp3,
-ogg) and soundfile (float stereo, opus, corrupt files)."""
+ogg, aiff, au) and soundfile (float stereo, opus, corrupt files)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,8 @@ SOX_VARIANTS = {
     "stereo48k": (["-r", "48000", "-c", "2"], "stereo48k.wav"),
     "mp3": ([], "mp3.MP3"),
     "vorbis": ([], "vorbis.ogg"),
+    "aiff": ([], "aiff.aiff"),
+    "au": (["-r", "8000"], "au.AU"),
 }
 
 
@@ -64,6 +66,7 @@ def folder(tmp_path_factory):
     sf.write(d / "sub" / "opus.opus", samples, rate, format="OGG", subtype="OPUS")
     (d / "corrupt.wav").write_bytes(b"RIFF" + bytes(range(256)) * 8)
     (d / "empty.flac").write_bytes(b"")
+    (d / "phone.m4a").write_bytes(bytes(range(256)) * 8)  # no reader here, or not audio
     sf.write(d / "nosamples.wav", np.zeros(0, dtype="float32"), 16000)
     sf.write(d / "tiny.wav", np.zeros(30, dtype="float32"), 8000)
     (d / "truncated.flac").write_bytes(SOURCE.read_bytes()[:20000])
@@ -83,7 +86,7 @@ def test_every_file_becomes_a_cut_or_a_failure(folder, tmp_path, caplog):
     ids = {c.id for c in result.cuts}
     assert ids == {"orig", "opus", *SOX_VARIANTS}
     assert {f.cut_id for f in result.failed} == {"corrupt", "empty", "nosamples", "tiny",
-                                                  "truncated"}
+                                                  "truncated", "phone"}
     reasons = result.failures
     assert reasons["corrupt"].startswith(str(folder / "corrupt.wav"))
     assert "Format not recognised" in reasons["corrupt"]
@@ -99,7 +102,9 @@ def test_every_file_becomes_a_cut_or_a_failure(folder, tmp_path, caplog):
     # downmixing is said once, however many files have several channels
     said = [r for r in caplog.records if "more than one channel" in r.getMessage()]
     assert len(said) == 1 and "stereo48k.wav" in said[0].getMessage()
-    assert any("resampled 5 files to 16000 Hz" in r.getMessage() for r in caplog.records)
+    assert any("resampled 6 files to 16000 Hz" in r.getMessage() for r in caplog.records)
+    assert any("1 files under" in r.getMessage() and "notes.txt" in r.getMessage()
+               for r in caplog.records)
     assert result.missing_references == ()
 
 
@@ -118,6 +123,7 @@ def test_resampled_and_downmixed_features_match_the_original(folder, tmp_path):
     n = min(len(f), len(ref))
     assert np.abs(f[:n, :50] - ref[:n, :50]).mean() < 0.1
     assert np.abs(f[:n, 70:] - ref[:n, 70:]).mean() > 1.0  # the test can see a difference
+    assert np.abs(feats["aiff"] - ref).mean() < 0.01
     # lossy codecs: the same length of audio
     for name in ("mp3", "vorbis", "opus"):
         assert abs(len(feats[name]) - len(ref)) <= 15, name
@@ -158,7 +164,8 @@ def test_find_audio_files(tmp_path):
     got = find_audio_files(tmp_path)
     assert sorted(p.relative_to(tmp_path).as_posix() for p in got) == sorted(names)
     assert find_audio_files(tmp_path, extensions=(".FLAC",)) == [tmp_path / "a" / "y.flac"]
-    assert set(AUDIO_EXTENSIONS) == {".wav", ".flac", ".mp3", ".ogg", ".opus"}
+    assert {".wav", ".flac", ".mp3", ".ogg", ".opus", ".m4a"} <= set(AUDIO_EXTENSIONS)
+    assert ".txt" not in AUDIO_EXTENSIONS
     (tmp_path / "a" / "x.flac").write_bytes(b"")
     with pytest.raises(ValueError, match=r"'x': a/x.flac, x.WAV"):
         find_audio_files(tmp_path)
