@@ -119,9 +119,9 @@ def draw_graph_cmd(graph, out, lang_dir, max_arcs):
 @click.option("--cuts", "cuts_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A lhotse CutSet manifest with fbank features (e.g. from the recipe).")
 @click.option("--audio-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Or: a folder of audio files (.wav .flac .mp3 .ogg .opus and more, any case, any "
-                   "depth; any sampling rate and channel count); the utterance id is the file "
-                   "stem. References: --text, else the folder's LibriSpeech *.trans.txt files.")
+              help="Or: a folder of audio files (.wav .flac .mp3 .ogg .opus and more, any "
+                   "case, any depth; any sampling rate and channel count); the utterance id is "
+                   "the file stem. References: --text, else the folder's *.trans.txt files.")
 @click.option("--text", "text_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="With --audio-dir: references as a Kaldi text file (<utt-id> WORDS... per "
                    "line, utt-id = file stem); WER and icefall result files follow.")
