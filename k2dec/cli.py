@@ -86,10 +86,11 @@ def prepare_lang(lang_dir, lexicon, words, bpe_model, sil_token, sil_prob, allow
               help="Output file (default: <lang-dir>/<TYPE>.pt).")
 def compile_graph_cmd(lang_dir, graph_type, arpa, max_order, modified_ctc, out):
     """Compile H, L, HL, HLG or LG for a lang dir and save it with metadata."""
-    from .graph import compile_graph
+    from .graph import check_lang_graph, compile_graph
 
     graph, path = compile_graph(lang_dir, graph_type, arpa, max_order, modified_ctc, out)
-    click.echo(f"wrote {path} ({graph.shape[0]} states, {graph.num_arcs} arcs)")
+    check = check_lang_graph(graph, graph_type, lang_dir)
+    click.echo(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB): {check.describe()}")
 
 
 @main.command("draw-graph")
