@@ -119,7 +119,12 @@ def draw_graph_cmd(graph, out, lang_dir, max_arcs):
 @click.option("--cuts", "cuts_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A lhotse CutSet manifest with fbank features (e.g. from the recipe).")
 @click.option("--audio-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Or: a folder of .flac/.wav files (features are computed; no references).")
+              help="Or: a folder of audio files (.wav .flac .mp3 .ogg .opus and more, any "
+                   "case, any depth; any sampling rate and channel count); the utterance id is "
+                   "the file stem. References: --text, else the folder's *.trans.txt files.")
+@click.option("--text", "text_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="With --audio-dir: references as a Kaldi text file (<utt-id> WORDS... per "
+                   "line, utt-id = file stem); WER and icefall result files follow.")
 @click.option("--model", "model_path", required=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A k2dec model file (recipes/librispeech/train.py, export).")
@@ -141,8 +146,8 @@ def draw_graph_cmd(graph, out, lang_dir, max_arcs):
 @click.option("--retry-failed", is_flag=True, help="Decode again cuts recorded as failed.")
 @click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1),
               help="torch threads.")
-def decode_cmd(cuts_path, audio_dir, model_path, lang_dir, methods, assignments, out_dir,
-               test_set, max_duration, rnn_lm, retry_failed, threads):
+def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, assignments,
+               out_dir, test_set, max_duration, rnn_lm, retry_failed, threads):
     """Decode cuts with one or more methods. Results stream to a JSONL file per method (a
     rerun resumes); icefall result files, WER and RTF follow. Under torchrun every rank
     decodes a shard and rank 0 merges. Every method, --set value and needed graph or LM is
@@ -150,10 +155,11 @@ def decode_cmd(cuts_path, audio_dir, model_path, lang_dir, methods, assignments,
     import torch
     from lhotse import CutSet
 
+    from .data import cuts_from_audio_dir, find_audio_files, load_references
     from .job import (
         DecodeConfig,
+        check_references,
         check_resources,
-        cuts_from_audio_dir,
         dist_info,
         load_assets,
         plan_methods,
@@ -163,31 +169,54 @@ def decode_cmd(cuts_path, audio_dir, model_path, lang_dir, methods, assignments,
 
     if (cuts_path is None) == (audio_dir is None):
         raise click.UsageError("give exactly one of --cuts and --audio-dir")
-    try:
-        runs = plan_methods(methods, assignments)
-    except ValueError as e:
-        raise click.UsageError(str(e)) from None
+    if text_path is not None and audio_dir is None:
+        raise click.UsageError("--text goes with --audio-dir (a --cuts manifest carries its "
+                               "references)")
+    runs = _checked(plan_methods, methods, assignments)
     torch.set_num_threads(threads)
     world_size, rank = dist_info()
     assets = load_assets(model_path, lang_dir,
                          lm_paths={"rnn_lm": rnn_lm} if rnn_lm is not None else None)
+    problems, refs = [], None
     try:
         check_resources(runs, assets.resources)
     except ValueError as e:
-        raise click.UsageError(str(e)) from None
+        problems.append(str(e))
+    if audio_dir is not None:  # the references of the files to come, before their features
+        refs = _checked(load_references, audio_dir, text_path)
+        utts = [f.stem for f in _checked(find_audio_files, audio_dir)]
+        try:
+            check_references([r.method for r in runs], {u: refs.get(u, "") for u in utts})
+        except ValueError as e:
+            problems.append(str(e))
+    if problems:
+        raise click.UsageError("; ".join(problems))
     if world_size > 1 and not torch.distributed.is_initialized():
         torch.distributed.init_process_group("gloo")
+    unreadable: dict[str, str] = {}
     if cuts_path is not None:
         cuts = CutSet.from_file(cuts_path)
         name = test_set or cuts_path.name.split(".")[0].replace("librispeech_cuts_", "")
     else:
-        cuts = cuts_from_audio_dir(audio_dir, out_dir / "features")
         name = test_set or audio_dir.name
+        shard = f".rank{rank}" if world_size > 1 else ""
+        audio = _checked(cuts_from_audio_dir, audio_dir,
+                         out_dir / "features" / f"{name}{shard}", references=refs)
+        cuts, unreadable = audio.cuts, audio.failures
+    _checked(check_references, [r.method for r in runs], cuts)
     cfg = DecodeConfig(max_duration=max_duration, retry_failed=retry_failed,
                        world_size=world_size, rank=rank)
-    rows = run_decode(assets, {name: cuts}, runs, out_dir, cfg)
+    rows = run_decode(assets, {name: cuts}, runs, out_dir, cfg, failed={name: unreadable})
     if rank == 0:
         click.echo("\n" + results_table(rows, all_settings=True))
+
+
+def _checked(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``; a ``ValueError`` (bad input) becomes a usage error."""
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
 
 
 _PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True,

@@ -4,12 +4,20 @@
   (:func:`plan_methods`, :func:`run_decode`, :func:`results_table`);
 - :mod:`~k2dec.job.cutset`: one method over one test set -> resumable JSONL results and icefall
   result files (:func:`decode_cuts`);
-- :mod:`~k2dec.job.assets`: the model, lang dir, graphs and LMs (:func:`load_assets`);
-- :mod:`~k2dec.job.inputs`: cuts from a folder of audio files.
+- :mod:`~k2dec.job.assets`: the model, lang dir, graphs and LMs (:func:`load_assets`).
+
+Cuts from a folder of audio files: :func:`k2dec.data.cuts_from_audio_dir`.
 """
 
 from .assets import GRAPH_FILES, DecodeAssets, load_assets, need_hint
-from .cutset import DecodeConfig, DecodeSummary, decode_cuts, dist_info, shard_cuts
+from .cutset import (
+    DecodeConfig,
+    DecodeSummary,
+    check_references,
+    decode_cuts,
+    dist_info,
+    shard_cuts,
+)
 from .driver import (
     MethodRun,
     check_resources,
@@ -18,7 +26,6 @@ from .driver import (
     run_decode,
     split_available,
 )
-from .inputs import cuts_from_audio_dir
 
 __all__ = [
     "GRAPH_FILES",
@@ -26,8 +33,8 @@ __all__ = [
     "DecodeConfig",
     "DecodeSummary",
     "MethodRun",
+    "check_references",
     "check_resources",
-    "cuts_from_audio_dir",
     "decode_cuts",
     "dist_info",
     "load_assets",

@@ -18,6 +18,7 @@ import logging
 import math
 import os
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,15 @@ from lhotse import CutSet
 from tqdm import tqdm
 
 from ..data import make_dataloader
-from ..methods import AedInputs, CtcInputs, Family, Method, MethodResult, TransducerInputs
+from ..methods import (
+    AedInputs,
+    CtcInputs,
+    Family,
+    Method,
+    MethodResult,
+    TransducerInputs,
+    get_method,
+)
 from ..results import (
     ResultWriter,
     RtfTimer,
@@ -40,7 +49,14 @@ from ..results import (
 from ..utils import HypothesisRecord
 from .assets import DecodeAssets
 
-__all__ = ["DecodeConfig", "DecodeSummary", "decode_cuts", "dist_info", "shard_cuts"]
+__all__ = [
+    "DecodeConfig",
+    "DecodeSummary",
+    "check_references",
+    "decode_cuts",
+    "dist_info",
+    "shard_cuts",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +66,9 @@ class DecodeConfig:
     """Settings of a decode job.
 
     Attributes:
-      max_duration: seconds of audio per batch.
+      max_duration: seconds of audio per batch; a longer cut is recorded as failed, since
+        memory grows with the square of a cut's length (``k2dec decode`` with the shipped
+        model peaks at about 0.5 GB for one 60 s cut, 2.2 GB for 300 s).
       num_buckets: duration buckets of the sampler.
       retry_failed: decode again cuts a previous run recorded as failed.
       world_size, rank: sharding (``torchrun``); rank ``r`` decodes cuts ``r, r + W, ...``.
@@ -106,6 +124,38 @@ def dist_info() -> tuple[int, int]:
 def shard_cuts(cuts: CutSet, world_size: int, rank: int) -> CutSet:
     """Every ``world_size``-th cut starting at ``rank`` (deterministic, order kept)."""
     return CutSet.from_cuts(c for i, c in enumerate(cuts) if i % world_size == rank)
+
+
+def check_references(methods: Sequence[str | Method],
+                     cuts: CutSet | Mapping[str, str]) -> None:
+    """Refuse, before any decoding, methods that read references (oracle methods) when a
+    cut has none (an empty supervision text).
+
+    Args:
+      methods: names or :class:`~k2dec.methods.Method` objects.
+      cuts: the cuts, or ``{utterance id: reference text}`` of the utterances to come (e.g.
+        the files of an audio folder, before their features are computed).
+
+    Raises:
+      ValueError: naming the method and the first cuts without a reference.
+    """
+    oracles = [m.name for m in map(_method, methods) if m.needs_references]
+    if not oracles:
+        return
+    if isinstance(cuts, Mapping):
+        missing = [utt for utt, text in cuts.items() if not (text or "").strip()]
+    else:
+        missing = [c.id for c in cuts
+                   if not any((s.text or "").strip() for s in c.supervisions)]
+    if missing:
+        raise ValueError(
+            f"method {oracles[0]!r} compares hypotheses with the references, but {len(missing)} "
+            f"of {len(cuts)} cuts have none (e.g. {', '.join(missing[:5])}); give references "
+            "(k2dec decode --text, or *.trans.txt files in the audio folder) or drop the method")
+
+
+def _method(method: str | Method) -> Method:
+    return get_method(method) if isinstance(method, str) else method
 
 
 def _batch_arrays(batch: dict) -> tuple[torch.Tensor, torch.Tensor, list[str], list[list[str]]]:
@@ -199,9 +249,9 @@ def _write(writer: ResultWriter, cut_id: str, ref: list[str], decoded: _Decoded)
                        hyps.items()})
 
 
-def _todo(cuts: CutSet, writer: ResultWriter, min_frames: int) -> CutSet:
-    """The cuts not yet in the results file; cuts too short for the model are recorded as
-    failed."""
+def _todo(cuts: CutSet, writer: ResultWriter, min_frames: int, max_duration: float) -> CutSet:
+    """The cuts not yet in the results file; cuts too short for the model or longer than a
+    batch are recorded as failed."""
     todo = []
     for c in cuts:
         if c.id in writer:
@@ -209,6 +259,13 @@ def _todo(cuts: CutSet, writer: ResultWriter, min_frames: int) -> CutSet:
         if c.num_frames is not None and c.num_frames < min_frames:
             writer.write_failure(c.id, f"too short: {c.num_frames} feature frames, the "
                                        f"model needs at least {min_frames}")
+            continue
+        if c.duration > max_duration:
+            # a batch holds at most max_duration seconds: this bounds memory (the
+            # encoder's attention grows with the square of the length)
+            writer.write_failure(c.id, f"too long: {c.duration:.1f} s of audio, more than "
+                                       f"max_duration={max_duration:g} s per batch; "
+                                       "raise max_duration (--max-duration) or split it")
             continue
         todo.append(c)
     return CutSet.from_cuts(todo)
@@ -223,27 +280,39 @@ def decode_cuts(
     method_config: Any = None,
     config: DecodeConfig = DecodeConfig(),  # noqa: B008 (frozen)
     suffix: str = "",
+    failed: Mapping[str, str] | None = None,
 ) -> DecodeSummary:
     """Decode ``cuts`` with one method, resuming ``out_dir/{method}/results-{test_set}.jsonl``
     (per-rank shard files under torchrun), then write icefall result files for every setting.
 
+    Args:
+      failed: ``{cut_id: reason}`` of utterances that never became cuts (e.g. unreadable
+        audio files, :attr:`k2dec.data.AudioDirCuts.failures`); they are recorded as failed
+        cuts of the test set (by rank 0 under torchrun).
+
     Returns:
       :class:`DecodeSummary` (on ranks > 0 the WERs are empty: rank 0 merges and scores).
-    """
-    from ..methods import get_method
 
-    method = get_method(method) if isinstance(method, str) else method
+    Raises:
+      ValueError: an oracle method and a cut without a reference (:func:`check_references`).
+    """
+    method = _method(method)
+    check_references([method], cuts)
     method_config = method.default_config() if method_config is None else method_config
     out_dir = Path(out_dir) / method.name
     shard = f".rank{config.rank}" if config.world_size > 1 else ""
     path = out_dir / f"results-{test_set}{shard}.jsonl"
     cuts = shard_cuts(cuts, config.world_size, config.rank) if config.world_size > 1 else cuts
-    total = len(cuts)
+    failed = dict(failed or {}) if config.rank == 0 else {}
+    total = len(cuts) + len(failed)
     assets.model.eval()
     timer = RtfTimer()
     with ResultWriter(path, retry_failed=config.retry_failed) as writer:
+        for cut_id, reason in failed.items():
+            if cut_id not in writer:
+                writer.write_failure(cut_id, reason)
         min_frames = getattr(getattr(assets.model, "encoder", None), "min_input_frames", 1)
-        todo = _todo(cuts, writer, min_frames)
+        todo = _todo(cuts, writer, min_frames, config.max_duration)
         logger.info("%s/%s: %d cuts, %d to decode", test_set, method.name, total, len(todo))
         if len(todo):
             loader = make_dataloader(todo, config.max_duration, shuffle=False,

@@ -24,7 +24,7 @@ from lhotse import CutSet
 
 from ..methods import Method, Resources, config_field_path, get_method, override_config
 from .assets import DecodeAssets, need_hint
-from .cutset import DecodeConfig, DecodeSummary, decode_cuts
+from .cutset import DecodeConfig, DecodeSummary, check_references, decode_cuts
 
 __all__ = [
     "MethodRun",
@@ -128,19 +128,31 @@ def run_decode(
     runs: Sequence[MethodRun],
     out_dir: str | Path,
     config: DecodeConfig = DecodeConfig(),  # noqa: B008 (frozen)
+    failed: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[DecodeSummary]:
     """Decode every test set with every planned method (:func:`decode_cuts`: resumable JSONL
-    and icefall files under ``out_dir/<method>/``), after checking the resources.
+    and icefall files under ``out_dir/<method>/``), after checking the resources and, for
+    oracle methods, the references.
+
+    Args:
+      test_sets: cuts by test-set name.
+      failed: by test-set name, ``{cut_id: reason}`` of utterances that never became cuts
+        (unreadable audio files); recorded as failed cuts.
 
     Returns:
       one :class:`DecodeSummary` per test set and method, test sets outermost, in the given
       orders.
 
     Raises:
-      ValueError: from :func:`check_resources`, before any cut is decoded.
+      ValueError: from :func:`check_resources` or :func:`check_references`, before any cut is
+        decoded.
     """
     check_resources(runs, assets.resources)
-    return [decode_cuts(assets, cuts, r.method, out_dir, name, r.config, config)
+    for cuts in test_sets.values():
+        check_references([r.method for r in runs], cuts)
+    failed = failed or {}
+    return [decode_cuts(assets, cuts, r.method, out_dir, name, r.config, config,
+                        failed=failed.get(name))
             for name, cuts in test_sets.items() for r in runs]
 
 

@@ -197,6 +197,8 @@ class Method:
     Attributes:
       requires: what the method needs from :class:`Resources`: graph names and
         :data:`NON_GRAPH_NEEDS` (``Resources.missing(method.requires)`` lists what is absent).
+      needs_references: the method reads every utterance's reference (oracle methods); a
+        job without references must refuse it before decoding.
     """
 
     name: str
@@ -205,6 +207,7 @@ class Method:
     run: RunFn
     requires: tuple[str, ...]
     description: str
+    needs_references: bool = False
 
     def default_config(self) -> Any:
         return self.config_cls()
@@ -222,9 +225,11 @@ _REGISTRY: dict[str, Method] = {}
 
 
 def register(
-    name: str, family: Family, config_cls: type, requires: tuple[str, ...] = ()
+    name: str, family: Family, config_cls: type, requires: tuple[str, ...] = (),
+    needs_references: bool = False,
 ) -> Callable[[RunFn], RunFn]:
-    """Decorator adding a method to the registry (its docstring's first line describes it)."""
+    """Decorator adding a method to the registry (its docstring's first line describes it;
+    ``needs_references`` marks oracle methods)."""
     if not is_dataclass(config_cls) or not config_cls.__dataclass_params__.frozen:
         raise TypeError(f"{config_cls!r} must be a frozen dataclass")
     try:
@@ -236,7 +241,7 @@ def register(
         if name in _REGISTRY:
             raise ValueError(f"method {name!r} is registered twice")
         doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
-        _REGISTRY[name] = Method(name, family, config_cls, fn, requires, doc)
+        _REGISTRY[name] = Method(name, family, config_cls, fn, requires, doc, needs_references)
         return fn
 
     return deco

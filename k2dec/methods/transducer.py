@@ -161,7 +161,8 @@ def _fbs_nbest_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchN
     return [MethodResult("fast_beam_search_nbest_LG", _chosen(nbest, best, True, scores), cfg)]
 
 
-@register("fast_beam_search_nbest_oracle", Family.TRANSDUCER, FastBeamSearchNbestConfig)
+@register("fast_beam_search_nbest_oracle", Family.TRANSDUCER, FastBeamSearchNbestConfig,
+          needs_references=True)
 def _fbs_oracle(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbestConfig):
     """fast_beam_search n-best: the path closest to the reference tokens (an upper bound)."""
     if inputs.ref_tokens is None:
