@@ -13,6 +13,7 @@ from .assets import GRAPH_FILES, DecodeAssets, load_assets, need_hint
 from .cutset import (
     DecodeConfig,
     DecodeSummary,
+    check_cuts,
     check_references,
     decode_cuts,
     dist_info,
@@ -33,6 +34,7 @@ __all__ = [
     "DecodeConfig",
     "DecodeSummary",
     "MethodRun",
+    "check_cuts",
     "check_references",
     "check_resources",
     "decode_cuts",

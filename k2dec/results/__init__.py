@@ -3,13 +3,14 @@ and the locks that keep one job per output."""
 
 from .files import save_results, write_error_stats, write_recogs, write_wer_summary
 from .jsonl import ResultWriter, merge_results, read_results, wer_results
-from .lock import DISK_FULL_ERRNOS, LockedError, disk_full_error, lock_out_dir
+from .lock import DISK_FULL_ERRNOS, DiskFullError, LockedError, disk_full_error, lock_out_dir
 from .text import bpe_ids_to_words, token_ids_to_words, word_ids_to_words
 from .timing import RtfTimer
 from .wer import EPS, Result, WerStats, align_words, combine_error_runs, compute_wer
 
 __all__ = [
     "DISK_FULL_ERRNOS",
+    "DiskFullError",
     "EPS",
     "LockedError",
     "Result",

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
-__all__ = ["DISK_FULL_ERRNOS", "LockedError", "disk_full_error", "exclusive_lock",
+__all__ = ["DISK_FULL_ERRNOS", "DiskFullError", "LockedError", "disk_full_error", "exclusive_lock",
            "flock_or_raise", "lock_out_dir"]
 
 #: ``errno`` values of a write that found no room: no space left on the device, a disk quota
@@ -29,6 +29,11 @@ DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 class LockedError(RuntimeError):
     """Another process holds the lock (another job writes the same output)."""
+
+
+class DiskFullError(OSError):
+    """A write found no room (:data:`DISK_FULL_ERRNOS`); the message says where and what to
+    do. ``errno`` is the original one."""
 
 
 _held: dict[Path, list[int]] = {}  # lock file -> [fd, depth] held by this process
@@ -114,12 +119,12 @@ def lock_out_dir(out_dir: str | Path, rank: int = 0) -> AbstractContextManager[P
 
 
 def disk_full_error(err: OSError, path: str | Path) -> OSError:
-    """A copy of ``err`` (same errno, so callers can still test it) whose message names
-    ``path`` and says how to go on, for write errors in :data:`DISK_FULL_ERRNOS`; other errors
-    are returned unchanged."""
-    if err.errno not in DISK_FULL_ERRNOS:
+    """For a write error in :data:`DISK_FULL_ERRNOS`: a :class:`DiskFullError` with the same
+    errno whose message names ``path`` and says how to go on. Other errors, and errors already
+    converted, are returned unchanged."""
+    if err.errno not in DISK_FULL_ERRNOS or isinstance(err, DiskFullError):
         return err
     why = {errno.ENOSPC: "no space left on the device", errno.EDQUOT: "disk quota exceeded",
            errno.EFBIG: "the file-size limit (ulimit -f) was reached"}[err.errno]
-    return OSError(err.errno, f"cannot write {path}: {why}. Free some space and run the same "
+    return DiskFullError(err.errno, f"cannot write {path}: {why}. Free some space and run the same "
                               "command again: it resumes where it stopped")

@@ -10,7 +10,7 @@ import math
 import pytest
 from lhotse import CutSet
 
-from k2dec.demo import ASSETS, DEMO_OVERRIDES, prepare_demo
+from k2dec.demo import ASSETS, DEMO_OVERRIDES
 from k2dec.job import DecodeConfig, load_assets, plan_methods, run_decode
 
 pytestmark = pytest.mark.skipif(not (ASSETS / "model.pt").is_file(),
@@ -34,9 +34,9 @@ THRESHOLDS = {
 
 
 @pytest.fixture(scope="module")
-def shipped(tmp_path_factory):
-    work = tmp_path_factory.mktemp("shipped")
-    lang, cut_paths = prepare_demo(ASSETS, work)
+def shipped(tmp_path_factory, shipped_demo):
+    work = tmp_path_factory.mktemp("shipped-decode")
+    _, lang, cut_paths = shipped_demo
     cuts = CutSet.from_file(cut_paths["test-clean"])
     cuts = CutSet.from_cuts(sorted(cuts, key=lambda c: c.id)[:NUM_CUTS])
     lm = ASSETS / "lm" / "rnn_lm.pt"

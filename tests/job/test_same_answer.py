@@ -1,0 +1,163 @@
+"""Same answer however the job was batched (issue 13): the shipped model decodes a handful of
+shipped test cuts with every method at three batch sizes (``max_duration``), and once more in a
+job killed with SIGKILL at a random point and resumed at yet another batch size; every
+method's result files must be the same bytes in all four output directories.
+
+The random kill point is drawn from a seed shown in the failure message; set
+``K2DEC_KILL_SEED`` to replay it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from lhotse import CutSet
+
+from k2dec.demo import DEMO_METHODS, DEMO_OVERRIDES
+from k2dec.job import DecodeConfig, load_assets, plan_methods, run_decode
+
+REPO = Path(__file__).resolve().parents[2]
+NUM_CUTS = 4
+MAX_CUT_SECONDS = 3.5
+#: one cut per batch (two short ones may share), two or three per batch, all in one
+BATCHINGS = (MAX_CUT_SECONDS, 6.0, 100.0)
+TEST_SET = "tc"
+
+#: Methods whose hypotheses come from n-best lists drawn with ``k2.random_paths``, which
+#: depends on an utterance's position in its batch (issue 13).
+NBEST = {"nbest", "nbest-rescoring", "nbest-oracle", "attention-decoder", "rnn-lm",
+         "multi-pass", "fast_beam_search_nbest", "fast_beam_search_nbest_LG",
+         "fast_beam_search_nbest_oracle"}
+#: Methods whose scores go through a network evaluated on the whole batch (transducer joiner,
+#: attention decoder steps, RNN-LM path scoring): BLAS sums in another order for another batch
+#: shape, so their scores differ in the last float32 digits (<= 1.3e-5 measured) while their
+#: hypotheses, frames and everything else must be identical.
+FLOAT_NOISE = {"greedy_search", "modified_beam_search", "fast_beam_search",
+               "fast_beam_search_LG", "fast_beam_search_nbest", "fast_beam_search_nbest_LG",
+               "fast_beam_search_nbest_oracle", "attention-beam-search", "rnn-lm", "multi-pass"}
+
+
+def decode(assets_dir: Path, lang: Path, cuts: CutSet, out_dir: Path, max_duration: float
+           ) -> None:
+    """The job under test: every demo method, demo settings."""
+    assets = load_assets(assets_dir / "model.pt", lang,
+                         lm_paths={"rnn_lm": assets_dir / "lm" / "rnn_lm.pt"})
+    runs = plan_methods(list(DEMO_METHODS), DEMO_OVERRIDES, require_used=False)
+    run_decode(assets, {TEST_SET: cuts}, runs, out_dir,
+               DecodeConfig(max_duration=max_duration, num_buckets=2))
+
+
+_KILLED = """
+import sys, torch
+from pathlib import Path
+from lhotse import CutSet
+from tests.job.test_same_answer import decode
+torch.set_num_threads(1)
+a, lang, cuts, out = map(Path, sys.argv[1:5])
+decode(a, lang, CutSet.from_file(cuts), out, float(sys.argv[5]))
+"""
+
+
+def _lines(out_dir: Path) -> int:
+    n = 0
+    for p in out_dir.glob(f"*/results-{TEST_SET}.jsonl"):
+        try:
+            n += p.read_bytes().count(b"\n")
+        except FileNotFoundError:  # replaced by its canonical form just now
+            pass
+    return n
+
+
+@pytest.fixture(scope="module")
+def outputs(shipped_demo, tmp_path_factory):
+    """``({name: out_dir}, kill note)``: the same cuts decoded at each batch size and by a job
+    killed at a random point, then resumed."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # module fixtures run before the autouse one that does this
+    try:
+        yield _decode_four_ways(shipped_demo, tmp_path_factory.mktemp("same-answer"))
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _decode_four_ways(shipped_demo, work: Path) -> tuple[dict[str, Path], str]:
+    assets_dir, lang, cut_paths = shipped_demo
+    cuts = [c for c in sorted(CutSet.from_file(cut_paths["test-clean"]), key=lambda c: c.id)
+            if c.duration < MAX_CUT_SECONDS][:NUM_CUTS]
+    cuts = CutSet.from_cuts(cuts)
+    cuts_path = work / "cuts.jsonl.gz"
+    cuts.to_file(cuts_path)
+    dirs = {}
+    for md in BATCHINGS:
+        dirs[f"max_duration={md:g}"] = work / f"md{md:g}"
+        decode(assets_dir, lang, cuts, dirs[f"max_duration={md:g}"], md)
+
+    seed = int(os.environ.get("K2DEC_KILL_SEED", random.randrange(1 << 30)))
+    total = len(DEMO_METHODS) * NUM_CUTS
+    kill_at = random.Random(seed).randint(1, total - 1)
+    killed = work / "killed"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _KILLED, str(assets_dir), str(lang), str(cuts_path),
+         str(killed), "100"], env=dict(os.environ, PYTHONPATH=str(REPO)),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while proc.poll() is None and _lines(killed) < kill_at and time.monotonic() < deadline:
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = _lines(killed)
+    note = f"killed after {done} of {total} result lines (K2DEC_KILL_SEED={seed})"
+    assert kill_at <= done < total, note
+    decode(assets_dir, lang, cuts, killed, 6.0)  # resumed at another batch size
+    dirs["killed, resumed"] = killed
+    return dirs, note
+
+
+def _strip_scores(line: bytes) -> tuple[dict, list[float]]:
+    rec = json.loads(line)
+    scores = [h.pop("score") for h in rec.get("hyps", {}).values() if "score" in h]
+    return rec, scores
+
+
+def _same(name: str, a: bytes, b: bytes, loose_scores: bool) -> None:
+    if not loose_scores or a == b:
+        assert a == b, f"{name} differs"
+        return
+    la, lb = a.splitlines(), b.splitlines()
+    assert len(la) == len(lb), f"{name}: {len(la)} vs {len(lb)} lines"
+    for x, y in zip(la, lb):
+        (rx, sx), (ry, sy) = _strip_scores(x), _strip_scores(y)
+        assert rx == ry, f"{name} differs beyond scores"
+        assert all(math.isclose(u, v, rel_tol=1e-6, abs_tol=1e-4) for u, v in zip(sx, sy)), \
+            (name, sx, sy)
+
+
+@pytest.mark.parametrize("method", [
+    pytest.param(m, marks=pytest.mark.xfail(
+        reason="n-best sampling (k2.random_paths) depends on the utterance's position in its "
+               "batch; per-utterance sampling is coming to k2dec/nbest", strict=False))
+    if m in NBEST else m
+    for m in DEMO_METHODS])
+def test_same_result_files_at_any_batch_size_and_after_a_kill(outputs, method):
+    dirs, note = outputs
+    (first_name, first), *others = dirs.items()
+    want = {p.name: p.read_bytes() for p in sorted((first / method).iterdir())}
+    assert f"results-{TEST_SET}.jsonl" in want and any(n.startswith("recogs-") for n in want)
+    records = [json.loads(x) for x in want[f"results-{TEST_SET}.jsonl"].splitlines()]
+    assert len(records) == NUM_CUTS and all(r["status"] == "ok" for r in records)
+    for name, d in others:
+        got = {p.name: p.read_bytes() for p in sorted((d / method).iterdir())}
+        assert sorted(got) == sorted(want), (name, note)
+        for fname, data in want.items():
+            _same(f"{method}/{fname} ({name} vs {first_name}; {note})", data, got[fname],
+                  loose_scores=method in FLOAT_NOISE and fname.endswith(".jsonl"))
