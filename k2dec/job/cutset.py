@@ -66,6 +66,7 @@ from ..results import (
     read_results,
     save_results,
     word_ids_to_words,
+    write_results,
 )
 from ..utils import HypothesisRecord
 from .assets import DecodeAssets
@@ -433,8 +434,8 @@ def _decode_locked(assets: DecodeAssets, cuts: CutSet, method: Method, out_dir: 
         path = out_dir / f"results-{test_set}.jsonl"
         merge_results([out_dir / f"results-{test_set}.rank{r}.jsonl"
                        for r in range(config.world_size)], path)
-    else:
-        merge_results([path], path)  # canonical: one line per utterance, sorted by id
+    else:  # canonical: one line per utterance, sorted by id
+        write_results(writer.records, path)
     return _score(path, out_dir, method.name, test_set, rtf, suffix)
 
 

@@ -2,7 +2,7 @@
 and the locks that keep one job per output."""
 
 from .files import save_results, write_error_stats, write_recogs, write_wer_summary
-from .jsonl import ResultWriter, merge_results, read_results, wer_results
+from .jsonl import ResultWriter, merge_results, read_results, wer_results, write_results
 from .lock import DISK_FULL_ERRNOS, DiskFullError, LockedError, disk_full_error, lock_out_dir
 from .text import bpe_ids_to_words, token_ids_to_words, word_ids_to_words
 from .timing import RtfTimer
@@ -31,5 +31,6 @@ __all__ = [
     "word_ids_to_words",
     "write_error_stats",
     "write_recogs",
+    "write_results",
     "write_wer_summary",
 ]

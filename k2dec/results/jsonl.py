@@ -31,7 +31,7 @@ from typing import Any
 
 from .lock import disk_full_error, flock_or_raise
 
-__all__ = ["ResultWriter", "merge_results", "read_results", "wer_results"]
+__all__ = ["ResultWriter", "merge_results", "read_results", "wer_results", "write_results"]
 
 logger = logging.getLogger(__name__)
 
@@ -233,9 +233,7 @@ def merge_results(paths: Iterable[str | Path], output: str | Path) -> dict[str, 
     """Merge the result files of several shards (e.g. one per rank) into ``output``.
 
     A cut in several files keeps its successful record over a failed one. ``output`` is
-    rewritten, one line per cut, sorted by cut id (it may be one of ``paths``: merging a file
-    alone puts it in this canonical form). It is replaced at once (written to a temporary
-    name first), so a kill leaves the old file or the new one.
+    rewritten by :func:`write_results` (one line per cut, sorted by cut id).
 
     Returns:
       ``{cut_id: record}`` as written.
@@ -253,15 +251,31 @@ def merge_results(paths: Iterable[str | Path], output: str | Path) -> dict[str, 
             elif old["status"] == "ok" and rec["status"] == "ok" and old != rec:
                 raise ValueError(f"cut {cut_id!r} has two different results ({path}): "
                                  f"{old} vs {rec}")
+    return write_results(merged, output)
+
+
+def write_results(records: Mapping[str, Mapping[str, Any]], output: str | Path
+                  ) -> dict[str, dict[str, Any]]:
+    """Write ``{cut_id: record}`` to ``output`` in canonical form: one line per cut, sorted by
+    cut id. The file is replaced at once (written to a temporary name first), so a kill leaves
+    the old file or the new one.
+
+    Returns:
+      the records as written (sorted by cut id).
+
+    Raises:
+      OSError: writing failed (a full disk: see :func:`~k2dec.results.lock.disk_full_error`).
+    """
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
+    ordered = {cut_id: dict(records[cut_id]) for cut_id in sorted(records)}
     try:
         with open(partial, "w", encoding="utf-8") as f:
-            for cut_id in sorted(merged):
-                f.write(json.dumps(merged[cut_id], ensure_ascii=False) + "\n")
+            for rec in ordered.values():
+                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
     except OSError as e:
         partial.unlink(missing_ok=True)
         raise disk_full_error(e, output) from e
     partial.replace(output)
-    return dict(sorted(merged.items()))
+    return ordered
