@@ -159,6 +159,7 @@ def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, a
     from .data import cuts_from_audio_dir, find_audio_files, load_references
     from .job import (
         DecodeConfig,
+        check_cuts,
         check_references,
         check_resources,
         dist_info,
@@ -167,6 +168,7 @@ def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, a
         results_table,
         run_decode,
     )
+    from .results import lock_out_dir
 
     if (cuts_path is None) == (audio_dir is None):
         raise click.UsageError("give exactly one of --cuts and --audio-dir")
@@ -192,6 +194,8 @@ def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, a
             problems.append(str(e))
     if problems:
         raise click.UsageError("; ".join(problems))
+    # one job per out dir, from before an audio folder's features are computed into it
+    _job_errors(click.get_current_context().with_resource, lock_out_dir(out_dir, rank))
     if world_size > 1 and not torch.distributed.is_initialized():
         torch.distributed.init_process_group("gloo")
     unreadable: dict[str, str] = {}
@@ -204,10 +208,11 @@ def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, a
         audio = _checked(cuts_from_audio_dir, audio_dir,
                          out_dir / "features" / f"{name}{shard}", references=refs)
         cuts, unreadable = audio.cuts, audio.failures
-    _checked(check_references, [r.method for r in runs], cuts)
+    _checked(check_cuts, [r.method for r in runs], cuts)
     cfg = DecodeConfig(max_duration=max_duration, retry_failed=retry_failed,
                        world_size=world_size, rank=rank)
-    rows = run_decode(assets, {name: cuts}, runs, out_dir, cfg, failed={name: unreadable})
+    rows = _job_errors(run_decode, assets, {name: cuts}, runs, out_dir, cfg,
+                       failed={name: unreadable})
     if rank == 0:
         click.echo("\n" + results_table(rows, all_settings=True))
 
@@ -218,6 +223,17 @@ def _checked(fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except ValueError as e:
         raise click.UsageError(str(e)) from None
+
+
+def _job_errors(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``; another job on the out dir or a full disk becomes a plain
+    error message (exit status 1)."""
+    from .results import DiskFullError, LockedError
+
+    try:
+        return fn(*args, **kwargs)
+    except (LockedError, DiskFullError) as e:
+        raise click.ClickException(str(e)) from None
 
 
 _PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True,

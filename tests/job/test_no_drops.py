@@ -233,8 +233,8 @@ def test_a_full_disk_stops_the_job_clearly_and_the_rerun_finishes_identical(
     cuts = CutSet.from_cuts(fastcopy(c, id=f"{c.id}-{k}") for k in range(4) for c in s["cuts"])
     cuts_path = tmp_path / "cuts.jsonl.gz"
     cuts.to_file(cuts_path)
-    want = decode_cuts(load_assets(s["model_path"], s["lang_dir"]), cuts, "1best",
-                       tmp_path / "want", "t", config=_FULL_CFG)
+    decode_cuts(load_assets(s["model_path"], s["lang_dir"]), cuts, "1best",
+                tmp_path / "want", "t", config=_FULL_CFG)
     want_files = {p.name: p.read_bytes() for p in sorted((tmp_path / "want" / "1best").iterdir())}
     size = len(want_files["results-t.jsonl"])
     args = [sys.executable, "-c", _DECODE, str(s["model_path"]), str(s["lang_dir"]),
@@ -280,3 +280,35 @@ def test_a_full_disk_stops_the_job_clearly_and_the_rerun_finishes_identical(
 def test_disk_full_error_keeps_errno():
     e = DiskFullError(errno.ENOSPC, "x")
     assert isinstance(e, OSError) and e.errno == errno.ENOSPC
+
+
+def test_cli_says_why_it_refuses(decode_setup, tmp_path):
+    from click.testing import CliRunner
+
+    from k2dec.cli import main
+
+    s = decode_setup
+    out = tmp_path / "out"
+    twice = tmp_path / "twice.jsonl.gz"
+    CutSet.from_cuts(_cuts(s) + [_cuts(s)[0]]).to_file(twice)
+
+    def decode(cuts_path):
+        return CliRunner().invoke(main, [
+            "decode", "--cuts", str(cuts_path), "--model", str(s["model_path"]),
+            "--lang-dir", str(s["lang_dir"]), "--method", "greedy_search", "--out-dir",
+            str(out), "--max-duration", "3"])
+
+    r = decode(twice)
+    assert r.exit_code == 2 and "('utt0' x2)" in r.output, r.output
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD, str(out)], stdout=subprocess.PIPE,
+                              text=True, env=_env())
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        r = decode(s["cuts_path"])
+        assert r.exit_code == 1, (r.output, r.exception)
+        assert f"Error: out dir {out} is in use by another process (pid {holder.pid})" in r.output
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    r = decode(s["cuts_path"])
+    assert r.exit_code == 0, (r.output, r.exception)
