@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -145,15 +146,40 @@ class DecodeDataset(torch.utils.data.Dataset):
         return DecodeBatch(features, num_frames, [c.id for c, _ in rows], texts, failed)
 
 
+class _AtMost:
+    """The batches of a lhotse sampler, each split (in order) where it holds more than
+    ``max_duration`` seconds of audio: lhotse's samplers end a batch after the cut that
+    exceeds the limit (a 100 s cut then a 200 s cut make one batch at ``max_duration=200``).
+    A cut longer than ``max_duration`` is a batch of its own."""
+
+    def __init__(self, sampler: Iterable[CutSet], max_duration: float) -> None:
+        self.sampler, self.max_duration = sampler, max_duration
+
+    def __iter__(self) -> Iterator[CutSet]:
+        for cuts in self.sampler:
+            batch: list[Cut] = []
+            seconds = 0.0
+            for cut in cuts:
+                if batch and seconds + cut.duration > self.max_duration:
+                    yield CutSet.from_cuts(batch)
+                    batch, seconds = [], 0.0
+                batch.append(cut)
+                seconds += cut.duration
+            if batch:
+                yield CutSet.from_cuts(batch)
+
+
 def make_decode_loader(cuts: CutSet, max_duration: float, num_buckets: int = 10
                        ) -> torch.utils.data.DataLoader:
     """A DataLoader of :class:`DecodeBatch` es over ``cuts`` (utterances, from
-    :func:`utterance_cuts`), at most ``max_duration`` seconds each, cuts of similar duration
-    together (the sampler of :func:`k2dec.data.make_dataloader`, unshuffled).
+    :func:`utterance_cuts`), cuts of similar duration together (the sampler of
+    :func:`k2dec.data.make_dataloader`, unshuffled), at most ``max_duration`` seconds of audio
+    in each (a longer cut alone).
 
     Raises:
       TypeError, ValueError: see :func:`k2dec.data.make_sampler`.
     """
     sampler = make_sampler(cuts, max_duration, shuffle=False, num_buckets=num_buckets,
                            world_size=1, rank=0)
-    return torch.utils.data.DataLoader(DecodeDataset(), sampler=sampler, batch_size=None)
+    return torch.utils.data.DataLoader(DecodeDataset(), sampler=_AtMost(sampler, max_duration),
+                                       batch_size=None)
