@@ -112,13 +112,13 @@ def make_dataloader(
     """
     if num_workers < 0:
         raise ValueError(f"num_workers must be >= 0, got {num_workers}")
-    first = next(iter(cuts), None) if isinstance(cuts, CutSet) else None
+    sampler = make_sampler(cuts, max_duration, shuffle, num_buckets=num_buckets,
+                           drop_last=drop_last, seed=seed, world_size=world_size, rank=rank)
+    first = next(iter(cuts), None)
     if first is not None and not first.has_features:
         raise ValueError(
             f"cuts must have precomputed features (cut {first.id} has none); "
             "run k2dec.data.compute_fbank first")
-    sampler = make_sampler(cuts, max_duration, shuffle, num_buckets=num_buckets,
-                           drop_last=drop_last, seed=seed, world_size=world_size, rank=rank)
     input_transforms = []
     if spec_augment is not None:
         input_transforms.append(SpecAugment(
