@@ -199,6 +199,8 @@ class ResultWriter:
             fd, self._fd = self._fd, None
             try:
                 os.fsync(fd)
+            except OSError as e:
+                raise disk_full_error(e, self.path) from e
             finally:
                 os.close(fd)
 
