@@ -167,14 +167,28 @@ def lattice_arc_frames(lattice: LatticeResult | k2.Fsa) -> torch.Tensor:
         if not bool(missing.any()):
             break
         known = ~missing
-        into = torch.full((num_states,), -1, dtype=torch.int64, device=lat.device)
-        into.scatter_reduce_(0, dst[known], frames[known], reduce="amax", include_self=True)
+        into = _max_into(dst[known], frames[known], num_states)
         fill = missing & (into[src] >= 0)
         if not bool(fill.any()):  # arcs no path reaches
             frames = torch.where(missing, torch.zeros_like(frames), frames)
             break
         frames = torch.where(fill, into[src], frames)
     return frames
+
+
+def _max_into(dst: torch.Tensor, values: torch.Tensor, num_states: int) -> torch.Tensor:
+    """int64 ``(num_states,)``: the largest of the non-negative ``values`` of the arcs entering
+    each state, -1 for states no arc enters."""
+    out = torch.full((num_states,), -1, dtype=torch.int64, device=dst.device)
+    if dst.numel() == 0:
+        return out
+    big = int(values.max()) + 1
+    key = torch.sort(dst * big + values).values
+    state, value = key // big, key % big
+    last = torch.ones_like(state, dtype=torch.bool)
+    last[:-1] = state[1:] != state[:-1]
+    out[state[last]] = value[last]
+    return out
 
 
 def _is_start(lat: k2.Fsa, src: torch.Tensor) -> torch.Tensor:

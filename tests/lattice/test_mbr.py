@@ -53,7 +53,8 @@ def test_mbr_matches_reference_recursion(device, decode_mbr):
     changed = 0
     for seed in range(30):
         rng = np.random.default_rng(seed)
-        dags = [random_word_dag(rng, int(rng.integers(3, 8))) for _ in range(int(rng.integers(1, 5)))]
+        num = int(rng.integers(1, 5))
+        dags = [random_word_dag(rng, int(rng.integers(3, 8))) for _ in range(num)]
         if seed % 3 == 0:
             dags.insert(int(rng.integers(0, len(dags) + 1)), None)
         if seed % 5 == 0:

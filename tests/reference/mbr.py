@@ -59,12 +59,12 @@ def ref_acc_stats(num_states: int, arcs: list[tuple[int, int, int, float]], hyp:
             return 0.0
         return math.exp(alpha[s] + p - alpha[n])
 
-    def l(a: int, b: int) -> float:
+    def cost(a: int, b: int) -> float:
         return 0.0 if a == b else 1.0
 
     alpha_d = [[0.0] * (q_max + 1) for _ in range(num_states)]
     for q in range(1, q_max + 1):
-        alpha_d[0][q] = alpha_d[0][q - 1] + l(0, r[q])
+        alpha_d[0][q] = alpha_d[0][q - 1] + cost(0, r[q])
 
     def arc_values(i: int) -> tuple[list[float], list[int]]:
         s, _, w, _ = arcs[i]
@@ -72,11 +72,11 @@ def ref_acc_stats(num_states: int, arcs: list[tuple[int, int, int, float]], hyp:
             return list(alpha_d[s]), [0] * (q_max + 1)
         val = [0.0] * (q_max + 1)
         move = [2] * (q_max + 1)
-        val[0] = alpha_d[s][0] + l(w, 0) + DELTA
+        val[0] = alpha_d[s][0] + cost(w, 0) + DELTA
         for q in range(1, q_max + 1):
-            a1 = alpha_d[s][q - 1] + l(w, r[q])
-            a2 = alpha_d[s][q] + l(w, 0) + DELTA
-            a3 = val[q - 1] + l(0, r[q])
+            a1 = alpha_d[s][q - 1] + cost(w, r[q])
+            a2 = alpha_d[s][q] + cost(w, 0) + DELTA
+            a3 = val[q - 1] + cost(0, r[q])
             if a1 <= a2 and a1 <= a3:
                 val[q], move[q] = a1, 1
             elif a2 <= a3:
