@@ -19,12 +19,14 @@ __all__ = [
     "FRAME_ATTR",
     "arc_frames",
     "ctc_collapse",
+    "ctc_token_spans",
     "path_aux_ids",
     "path_frames",
     "path_token_ids",
     "ragged_from_row_ids",
     "ragged_select",
     "ragged_to_lists",
+    "word_spans",
 ]
 
 
@@ -241,3 +243,80 @@ def sinusoidal_positions(
     pe[:, 1::2] = torch.cos(angles)[:, : dim // 2]
     return pe.to(dtype)
 
+
+
+def ctc_token_spans(
+    labels: k2.RaggedTensor, frames: k2.RaggedTensor | None = None, blank_id: int = 0
+) -> tuple[k2.RaggedTensor, k2.RaggedTensor, k2.RaggedTensor]:
+    """Like :func:`ctc_collapse`, and also where each token's run of frames ends.
+
+    Returns:
+      ``(tokens, begin, end)``: int32 ``k2.RaggedTensor`` ``[utt][token]`` each; a token
+      covers the frames ``begin <= f < end`` (its run of repeated frames, without the blanks
+      after it).
+    """
+    values = labels.values
+    row_ids = labels.shape.row_ids(1).to(torch.int64)
+    n = values.numel()
+    if frames is None:
+        row_splits = labels.shape.row_splits(1).to(torch.int64)
+        frame_values = (torch.arange(n, device=values.device) - row_splits[row_ids]).to(torch.int32)
+    else:
+        frame_values = frames.values
+    tokens, begin = ctc_collapse(labels, frames, blank_id=blank_id)
+    new_run = torch.ones(n, dtype=torch.bool, device=values.device)
+    if n > 1:
+        new_run[1:] = (row_ids[1:] != row_ids[:-1]) | (values[1:] != values[:-1])
+    run_id = torch.cumsum(new_run.to(torch.int64), 0) - 1
+    last = torch.ones_like(new_run)
+    if n > 1:
+        last[:-1] = new_run[1:]
+    run_end = torch.zeros(int(new_run.sum()), dtype=torch.int32, device=values.device)
+    run_end[run_id[last]] = frame_values[last] + 1
+    keep = new_run & (values != blank_id) & (values >= 0)
+    end = ragged_from_row_ids(row_ids[keep], run_end[run_id[keep]], labels.dim0)
+    return tokens, begin, end
+
+
+def word_spans(
+    tokens: k2.RaggedTensor,
+    begin: k2.RaggedTensor,
+    end: k2.RaggedTensor,
+    word_start: torch.Tensor,
+) -> tuple[k2.RaggedTensor, k2.RaggedTensor, torch.Tensor]:
+    """Frames of the words spelled by token sequences, read from word-start tokens (BPE pieces
+    beginning with ``▁``): a word runs from a word-start token to the token before the next
+    one (tokens before an utterance's first word-start token form a word of their own).
+
+    Args:
+      tokens: int32 ``k2.RaggedTensor`` ``[utt][token]``.
+      begin, end: int32 ``k2.RaggedTensor`` ``[utt][token]``: each token covers frames
+        ``begin <= f < end``.
+      word_start: bool ``(V,)``: which token ids begin a word.
+
+    Returns:
+      ``(word_begin, word_end, num_words)``: int32 ``k2.RaggedTensor`` ``[utt][word]`` (the
+      first ``begin`` and last ``end`` of each word's tokens) and int64 ``(num_utts,)`` (the
+      number of words found in each utterance).
+    """
+    device = tokens.values.device
+    n = tokens.dim0
+    row_ids = tokens.shape.row_ids(1).to(torch.int64)
+    ids = tokens.values.to(torch.int64)
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= word_start.numel()):
+        raise ValueError(f"token ids must be in [0, {word_start.numel()}), got "
+                         f"[{int(ids.min())}, {int(ids.max())}]")
+    starts = word_start.to(device)[ids]
+    first = torch.ones_like(starts)
+    if ids.numel() > 1:
+        first[1:] = row_ids[1:] != row_ids[:-1]
+    # a word begins at a word-start token, or at an utterance's first token
+    opens = starts | first
+    closes = torch.ones_like(opens)  # the last token of a word
+    if ids.numel() > 1:
+        closes[:-1] = opens[1:]
+    word_row = row_ids[opens]
+    wb, we = begin.values[opens], end.values[closes]
+    num_words = torch.bincount(word_row, minlength=n)
+    return (ragged_from_row_ids(word_row, wb.to(torch.int32), n),
+            ragged_from_row_ids(word_row, we.to(torch.int32), n), num_words)
