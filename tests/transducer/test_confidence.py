@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import pytest
-import torch
 
 from k2dec.transducer import (
     GreedySearchConfig,
