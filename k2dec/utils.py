@@ -26,6 +26,7 @@ __all__ = [
     "ragged_from_row_ids",
     "ragged_select",
     "ragged_to_lists",
+    "word_minimum",
     "word_spans",
 ]
 
@@ -320,3 +321,36 @@ def word_spans(
     num_words = torch.bincount(word_row, minlength=n)
     return (ragged_from_row_ids(word_row, wb.to(torch.int32), n),
             ragged_from_row_ids(word_row, we.to(torch.int32), n), num_words)
+
+
+def word_minimum(
+    tokens: k2.RaggedTensor, values: k2.RaggedTensor, word_start: torch.Tensor
+) -> k2.RaggedTensor:
+    """The smallest per-token value (e.g. a token confidence) of each word, with words found as
+    in :func:`word_spans`.
+
+    Args:
+      tokens: int32 ``k2.RaggedTensor`` ``[utt][token]``.
+      values: float ``k2.RaggedTensor`` with the same shape.
+      word_start: bool ``(V,)``: which token ids begin a word.
+
+    Returns:
+      float ``k2.RaggedTensor`` ``[utt][word]``.
+    """
+    device = tokens.values.device
+    row_ids = tokens.shape.row_ids(1).to(torch.int64)
+    ids = tokens.values.to(torch.int64)
+    starts = word_start.to(device)[ids] if ids.numel() else ids.bool()
+    first = torch.ones_like(starts)
+    if ids.numel() > 1:
+        first[1:] = row_ids[1:] != row_ids[:-1]
+    opens = starts | first
+    word_id = torch.cumsum(opens.to(torch.int64), 0) - 1
+    vals = values.values
+    # the smallest value first within each word: sort by value, then stably by word
+    order = torch.sort(vals, stable=True).indices
+    order = order[torch.sort(word_id[order], stable=True).indices]
+    lead = torch.ones_like(opens)
+    if ids.numel() > 1:
+        lead[1:] = word_id[order][1:] != word_id[order][:-1]
+    return ragged_from_row_ids(row_ids[opens], vals[order][lead], tokens.dim0)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from k2dec.lang import bpe_word_start_mask, make_symbol_table
-from k2dec.utils import ctc_token_spans, word_spans
+from k2dec.utils import ctc_token_spans, word_minimum, word_spans
 
 
 def _ref_ctc_spans(labels: list[int], blank: int = 0):
@@ -54,6 +54,15 @@ def test_ctc_token_spans_and_word_spans_random(device):
                               starts.tolist())
             assert [list(x) for x in zip(wb.tolist()[i], we.tolist()[i])] == want
             assert int(num[i]) == len(want)
+        conf = k2.RaggedTensor(tokens.shape, torch.rand(tokens.values.numel(), device=device))
+        mins = word_minimum(tokens, conf, starts.to(device))
+        for i in range(len(rows)):
+            groups: list[list[float]] = []
+            for tok, c in zip(tokens.tolist()[i], conf.tolist()[i]):
+                if starts[tok] or not groups:
+                    groups.append([])
+                groups[-1].append(c)
+            assert mins.tolist()[i] == [min(g) for g in groups]
 
 
 def test_ctc_token_spans_with_frames():
