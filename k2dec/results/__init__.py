@@ -2,9 +2,11 @@
 CTM files and confidence metrics."""
 
 from .confidence import (
+    Calibration,
     ConfidenceMetrics,
     ReliabilityBin,
     confidence_metrics,
+    fit_calibration,
     normalized_cross_entropy,
     plot_reliability,
     roc_auc,
@@ -18,10 +20,12 @@ from .timing import RtfTimer
 from .wer import EPS, Result, WerStats, align_words, combine_error_runs, compute_wer
 
 __all__ = [
+    "Calibration",
     "ConfidenceMetrics",
     "CtmWord",
     "ReliabilityBin",
     "confidence_metrics",
+    "fit_calibration",
     "frames_to_seconds",
     "normalized_cross_entropy",
     "plot_reliability",

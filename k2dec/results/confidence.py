@@ -14,9 +14,11 @@ import numpy as np
 from .wer import EPS, align_words
 
 __all__ = [
+    "Calibration",
     "ConfidenceMetrics",
     "ReliabilityBin",
     "confidence_metrics",
+    "fit_calibration",
     "normalized_cross_entropy",
     "plot_reliability",
     "roc_auc",
@@ -139,6 +141,54 @@ def confidence_metrics(confidences: Sequence[float], correct: Sequence[bool],
         ece=ece / n if n else math.nan,
         mean_confidence=float(c.mean()) if n else math.nan,
         bins=tuple(bins))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Platt scaling of confidences: ``sigmoid(a * logit(c) + b)`` (Kaldi recipes calibrate
+    lattice confidences on held-out data in the same spirit, ``steps/conf/``). ``a = 1, b = 0``
+    is the identity."""
+
+    a: float = 1.0
+    b: float = 0.0
+    eps: float = 1e-6
+
+    def __call__(self, confidences: Sequence[float]) -> np.ndarray:
+        c = np.clip(np.asarray(confidences, dtype=np.float64), self.eps, 1 - self.eps)
+        z = self.a * np.log(c / (1 - c)) + self.b
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+def fit_calibration(confidences: Sequence[float], correct: Sequence[bool],
+                    eps: float = 1e-6, iterations: int = 100) -> Calibration:
+    """The :class:`Calibration` minimizing the log loss of the calibrated confidences against
+    correctness (Newton's method on ``(a, b)``, a tiny ridge for stability). Fit it on
+    held-out words, not on the words it will be judged on."""
+    c, y = _arrays(confidences, correct)
+    if y.size == 0 or y.all() or not y.any():
+        raise ValueError("fitting a calibration needs both correct and wrong words")
+    c = np.clip(c, eps, 1 - eps)
+    x = np.stack([np.log(c / (1 - c)), np.ones_like(c)], axis=1)
+    t = y.astype(np.float64)
+    w = np.array([1.0, 0.0])
+    ridge = 1e-6 * np.eye(2)
+
+    def loss(v: np.ndarray) -> float:
+        z = x @ v
+        return float(np.sum(np.logaddexp(0.0, z) - t * z) + 0.5e-6 * v @ v)
+
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-(x @ w)))
+        grad = x.T @ (p - t) + 1e-6 * w
+        hess = (x * (p * (1 - p))[:, None]).T @ x + ridge
+        step = np.linalg.solve(hess, grad)
+        scale = 1.0
+        while loss(w - scale * step) > loss(w) and scale > 1e-8:  # damped Newton
+            scale /= 2
+        w = w - scale * step
+        if np.max(np.abs(scale * step)) < 1e-10:
+            break
+    return Calibration(float(w[0]), float(w[1]), eps)
 
 
 def plot_reliability(curves: Mapping[str, ConfidenceMetrics], path: str | Path,

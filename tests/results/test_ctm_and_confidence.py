@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 from k2dec.results import (
+    Calibration,
     CtmWord,
     confidence_metrics,
+    fit_calibration,
     frames_to_seconds,
     normalized_cross_entropy,
     plot_reliability,
@@ -109,3 +111,17 @@ def test_metrics_edge_cases(tmp_path):
     good = confidence_metrics([0.9, 0.8, 0.2, 0.7], [True, True, False, False])
     png = plot_reliability({"a": good, "b": good}, tmp_path / "r.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_calibration():
+    rng = np.random.default_rng(1)
+    c = rng.uniform(0.02, 0.98, size=4000)
+    truth = Calibration(a=0.5, b=-0.7)(c)  # overconfident raw scores
+    y = rng.random(c.size) < truth
+    cal = fit_calibration(c, y)
+    assert cal.a == pytest.approx(0.5, abs=0.1) and cal.b == pytest.approx(-0.7, abs=0.15)
+    # on the data it was fit on, the calibrated log loss is at most the identity's
+    assert normalized_cross_entropy(cal(c), y) >= normalized_cross_entropy(c, y) - 1e-12
+    assert np.allclose(Calibration()(c), c)
+    with pytest.raises(ValueError, match="both correct and wrong"):
+        fit_calibration([0.5, 0.6], [True, True])

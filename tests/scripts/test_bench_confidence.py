@@ -26,9 +26,9 @@ def test_smoke_report(tmp_path):
     wer, conf, times = rep["tables"]
     assert [r[0] for r in wer["rows"]] == ["HLG"] * 3 + ["fast_beam_search_LG"] * 3
     assert all(0 <= x <= 200 for r in wer["rows"] for x in r[2:])
-    assert len(conf["rows"]) == 12
+    assert len(conf["rows"]) == 12 and len(conf["headers"]) == 9
     for r in conf["rows"]:
-        assert r[2] > 0 and 0 <= r[4] <= 1 and 0 <= r[6] <= 1  # words, mean conf, AUC
+        assert r[2] > 0 and 0 <= r[4] <= 1 and 0 <= r[7] <= 1  # words, mean conf, AUC
     assert all(r[2] > 0 and r[5] > 0 and r[6] > 0 for r in times["rows"])
     assert len(rep["targets"]) == 6 and all(t["met"] in (True, False) for t in rep["targets"])
     assert rep["plots"] == ["confidence_reliability.png"]
