@@ -95,12 +95,17 @@ class Resources:
       attention_decoder: the AED decoder for attention rescoring / beam search.
       cache: scratch space methods use to keep derived objects (e.g. a scaled LG) across
         batches.
+      word_start: bool ``(V,)``: which token ids begin a word (BPE pieces starting with
+        ``▁``, :func:`k2dec.lang.bpe_word_start_mask`), so that methods can give words the
+        frames of their tokens; ``None`` when unknown (phone lexicons): word frames then
+        come from the arcs carrying the word labels.
     """
 
     graphs: dict[str, k2.Fsa] = field(default_factory=dict)
     lms: dict[str, Any] = field(default_factory=dict)
     attention_decoder: Any = None
     cache: dict[Any, Any] = field(default_factory=dict)
+    word_start: torch.Tensor | None = None
 
     def graph(self, name: str, method: str) -> k2.Fsa:
         if name not in self.graphs:
@@ -264,7 +269,7 @@ def list_methods(family: Family | str | None = None) -> list[Method]:
 
 
 def _load_all() -> None:
-    from . import aed, ctc, transducer  # noqa: F401  (registers on import)
+    from . import aed, ctc, mbr, transducer  # noqa: F401  (registers on import)
 
 
 def config_field_path(config: Any, key: str) -> list[str] | None:
