@@ -12,7 +12,7 @@ from .confidence import (
     roc_auc,
     word_correctness,
 )
-from .ctm import CtmWord, frames_to_seconds, read_ctm, timed_words, write_ctm
+from .ctm import CtmWord, frames_to_seconds, read_ctm, record_ctm_words, timed_words, write_ctm
 from .files import save_results, write_error_stats, write_recogs, write_wer_summary
 from .jsonl import ResultWriter, merge_results, read_results, wer_results
 from .text import bpe_ids_to_words, token_ids_to_words, word_ids_to_words
@@ -30,6 +30,7 @@ __all__ = [
     "normalized_cross_entropy",
     "plot_reliability",
     "read_ctm",
+    "record_ctm_words",
     "roc_auc",
     "timed_words",
     "word_correctness",

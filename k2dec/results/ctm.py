@@ -8,8 +8,10 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["CtmWord", "frames_to_seconds", "read_ctm", "timed_words", "write_ctm"]
+__all__ = ["CtmWord", "frames_to_seconds", "read_ctm", "record_ctm_words", "timed_words",
+           "write_ctm"]
 
 FRAME_SHIFT = 0.01
 """Seconds between feature frames (10 ms fbank, as in icefall's recipes)."""
@@ -127,3 +129,50 @@ def read_ctm(path: str | Path) -> dict[str, list[CtmWord]]:
             out.setdefault(parts[0], []).append(
                 CtmWord(parts[4], float(parts[2]), float(parts[3]), conf))
     return out
+
+
+def record_ctm_words(
+    record: Mapping[str, Any],
+    word_start: Sequence[bool] | None = None,
+    subsampling_factor: int = 4,
+    frame_shift: float = FRAME_SHIFT,
+) -> list[CtmWord] | None:
+    """The CTM words of one setting of a results line (a
+    :class:`~k2dec.utils.HypothesisRecord` as JSON plus ``text``, its words), or ``None``
+    when the record has no frames and confidences for its words.
+
+    Words with ``word_frames``, ``word_durations`` and ``word_confidences`` are used as they
+    are. Otherwise tokens with ``token_frames`` and ``token_confidences`` are grouped into
+    ``text``'s words by ``word_start`` (which token ids begin a word): a word spans from its
+    first token's frame to one frame after its last token's, and its confidence is its least
+    confident token's. ``None`` also when the grouping does not give ``text``'s words.
+    """
+    text = record.get("text")
+    if text is None:
+        return None
+    if all(k in record for k in ("word_frames", "word_durations", "word_confidences")):
+        frames = record["word_frames"]
+        if len(frames) != len(text):
+            return None
+        ends = [b + d for b, d in zip(frames, record["word_durations"])]
+        return timed_words(text, frames, ends, record["word_confidences"], subsampling_factor,
+                           frame_shift)
+    if word_start is None or not all(k in record for k in ("tokens", "token_frames",
+                                                           "token_confidences")):
+        return None
+    begin: list[int] = []
+    end: list[int] = []
+    conf: list[float] = []
+    for tok, frame, c in zip(record["tokens"], record["token_frames"],
+                             record["token_confidences"]):
+        starts = 0 <= tok < len(word_start) and bool(word_start[tok])
+        if starts or not begin:
+            begin.append(frame)
+            end.append(frame + 1)
+            conf.append(c)
+        else:
+            end[-1] = max(end[-1], frame + 1)
+            conf[-1] = min(conf[-1], c)
+    if len(begin) != len(text):
+        return None
+    return timed_words(text, begin, end, conf, subsampling_factor, frame_shift)
