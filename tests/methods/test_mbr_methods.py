@@ -133,3 +133,14 @@ def test_transducer_searches_carry_confidences(device):
         want = token_confidences(model, enc, lens, out.tokens,
                                  [list(r.token_frames) for r in out.hyps])
         _same([list(r.token_confidences) for r in out.hyps], want.tolist())
+
+
+def test_overrides_reach_the_nested_ctc_config():
+    from k2dec.methods import override_config
+
+    cfg = override_config(MbrMethodConfig(), ["lattice.output_beam=4", "hlg_scale=0.4",
+                                              "acoustic_scale=0.5", "rescore=1"])
+    assert cfg.ctc.lattice.output_beam == 4.0 and cfg.ctc.hlg_scale == 0.4
+    assert cfg.mbr.posterior.acoustic_scale == 0.5 and cfg.rescore is True
+    with pytest.raises(ValueError, match="no field"):
+        override_config(MbrMethodConfig(), ["lattice.nope=1"])
