@@ -128,6 +128,17 @@ def ctc_collapse(
     This is exact for the standard CTC topology (a repeated token needs a blank in between); with
     the modified topology ``aa`` is ambiguous and is read as one token.
     """
+    row_ids, frame_values, new_run, keep = _ctc_runs(labels, frames, blank_id)
+    tokens = ragged_from_row_ids(row_ids[keep], labels.values[keep], labels.dim0)
+    token_frames = ragged_from_row_ids(row_ids[keep], frame_values[keep], labels.dim0)
+    return tokens, token_frames
+
+
+def _ctc_runs(labels: k2.RaggedTensor, frames: k2.RaggedTensor | None, blank_id: int
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per element of ``labels`` ``[utt][frame]``: its row (int64), its frame (int32), whether
+    it starts a run of equal labels, and whether it starts a token (a run that is not blank or
+    ``-1``)."""
     values = labels.values
     row_ids = labels.shape.row_ids(1).to(torch.int64)
     n = values.numel()
@@ -136,16 +147,11 @@ def ctc_collapse(
         frame_values = (torch.arange(n, device=values.device) - row_splits[row_ids]).to(torch.int32)
     else:
         frame_values = frames.values
-    is_first = torch.ones(n, dtype=torch.bool, device=values.device)
+    new_run = torch.ones(n, dtype=torch.bool, device=values.device)
     if n > 1:
-        is_first[1:] = row_ids[1:] != row_ids[:-1]
-    new_run = is_first.clone()
-    if n > 1:
-        new_run[1:] |= values[1:] != values[:-1]
+        new_run[1:] = (row_ids[1:] != row_ids[:-1]) | (values[1:] != values[:-1])
     keep = new_run & (values != blank_id) & (values >= 0)
-    tokens = ragged_from_row_ids(row_ids[keep], values[keep], labels.dim0)
-    token_frames = ragged_from_row_ids(row_ids[keep], frame_values[keep], labels.dim0)
-    return tokens, token_frames
+    return row_ids, frame_values, new_run, keep
 
 
 def path_token_ids(
@@ -260,25 +266,15 @@ def ctc_token_spans(
       covers the frames ``begin <= f < end`` (its run of repeated frames, without the blanks
       after it).
     """
-    values = labels.values
-    row_ids = labels.shape.row_ids(1).to(torch.int64)
-    n = values.numel()
-    if frames is None:
-        row_splits = labels.shape.row_splits(1).to(torch.int64)
-        frame_values = (torch.arange(n, device=values.device) - row_splits[row_ids]).to(torch.int32)
-    else:
-        frame_values = frames.values
-    tokens, begin = ctc_collapse(labels, frames, blank_id=blank_id)
-    new_run = torch.ones(n, dtype=torch.bool, device=values.device)
-    if n > 1:
-        new_run[1:] = (row_ids[1:] != row_ids[:-1]) | (values[1:] != values[:-1])
+    row_ids, frame_values, new_run, keep = _ctc_runs(labels, frames, blank_id)
+    tokens = ragged_from_row_ids(row_ids[keep], labels.values[keep], labels.dim0)
+    begin = ragged_from_row_ids(row_ids[keep], frame_values[keep], labels.dim0)
     run_id = torch.cumsum(new_run.to(torch.int64), 0) - 1
-    last = torch.ones_like(new_run)
-    if n > 1:
+    last = torch.ones_like(new_run)  # the last element of its run
+    if new_run.numel() > 1:
         last[:-1] = new_run[1:]
-    run_end = torch.zeros(int(new_run.sum()), dtype=torch.int32, device=values.device)
+    run_end = torch.zeros(int(new_run.sum()), dtype=torch.int32, device=labels.values.device)
     run_end[run_id[last]] = frame_values[last] + 1
-    keep = new_run & (values != blank_id) & (values >= 0)
     end = ragged_from_row_ids(row_ids[keep], run_end[run_id[keep]], labels.dim0)
     return tokens, begin, end
 

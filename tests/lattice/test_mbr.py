@@ -10,11 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from k2dec.lattice import LatticeConfig, get_lattice
 from k2dec.lattice.mbr import DELTA, MbrConfig, mbr_decode
 from k2dec.lattice.posteriors import PosteriorConfig
-from tests.lattice.graphs import ctc_lexicon_graph, peaked_log_probs
 from tests.lattice.random_lattices import dags_to_vec, random_word_dag
+from tests.lattice.test_rescore import _lattices
 from tests.reference.mbr import (
     exhaustive_mbr,
     expected_edit_distance,
@@ -175,26 +174,12 @@ def test_single_path_lattice(device):
     assert res.sausages.tolist()[0] == [[(0, 1.0)], [(2, 1.0)], [(0, 1.0)]]
 
 
-LEXICON = {1: [1], 2: [2], 3: [1, 3], 4: [3, 2]}
-
-
 @pytest.mark.parametrize("ragged", [False, True])
 def test_mbr_on_dense_lattices(device, ragged):
     """Lattices from get_lattice (every arc a frame, words on few arcs; ragged word labels
     spelled out), with an acoustic scale: the recursion on k2's expansion of the lattice equals
     the reference, and the guarantees hold against every path."""
-    scores = {1: -1.0, 2: -1.4, 3: -2.0, 4: -1.8}
-    HLG = k2.Fsa.from_str(ctc_lexicon_graph(LEXICON, scores), acceptor=False)
-    if ragged:
-        aux = HLG.aux_labels.tolist()
-        HLG.aux_labels = k2.RaggedTensor(
-            [[3, 1] if a == 3 else ([a] if a != 0 else []) for a in aux])
-    HLG = HLG.to(device)
-    HLG.lm_scores = HLG.scores.clone()
-    rng = np.random.default_rng(5)
-    lengths = torch.from_numpy(rng.integers(2, 7, size=5))
-    log_probs = peaked_log_probs(rng, 5, int(lengths.max()), 4, scale=1.5).to(device)
-    lattice = get_lattice(log_probs, lengths, HLG, LatticeConfig(output_beam=5.0)).lattice
+    lattice = _lattices(device, 5, n=5, ragged=ragged)[0].lattice
     post = PosteriorConfig(acoustic_scale=0.5, lm_scale=1.0)
     res = mbr_decode(lattice, MbrConfig(posterior=post))
     expanded = k2.expand_ragged_attributes(lattice) if ragged else lattice

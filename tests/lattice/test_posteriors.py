@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from k2dec.lattice import LatticeConfig, get_lattice
+from k2dec.lattice import LatticeResult
 from k2dec.lattice.posteriors import (
     PosteriorConfig,
     arc_posteriors,
@@ -24,9 +24,8 @@ from k2dec.lattice.posteriors import (
 from k2dec.lattice.rescore import RescoreConfig, rescore_with_whole_lattice
 from k2dec.transducer import FastBeamSearchConfig, fast_beam_search
 from k2dec.utils import FRAME_ATTR
-from tests.lattice.graphs import ctc_lexicon_graph, peaked_log_probs
 from tests.lattice.random_lattices import dags_to_vec, empty_fsa, random_word_dag
-from tests.lattice.test_rescore import _G
+from tests.lattice.test_rescore import _G, _lattices
 from tests.reference.lattice_paths import enumerate_paths
 from tests.transducer.helpers import random_batch, random_model
 
@@ -34,20 +33,14 @@ LEXICON = {1: [1], 2: [2], 3: [1, 3], 4: [3, 2]}
 SCALES = [PosteriorConfig(), PosteriorConfig(acoustic_scale=0.3, lm_scale=1.5)]
 
 
-def _hlg_lattices(device, seed=0, n=4, ragged=False, lm_scores=True):
-    rng = np.random.default_rng(seed)
-    scores = {1: -1.0, 2: -1.4, 3: -2.0, 4: -1.8}
-    HLG = k2.Fsa.from_str(ctc_lexicon_graph(LEXICON, scores), acceptor=False)
-    if ragged:
-        aux = HLG.aux_labels.tolist()
-        HLG.aux_labels = k2.RaggedTensor(
-            [[3, 1] if a == 3 else ([a] if a != 0 else []) for a in aux])
-    HLG = HLG.to(device)
-    if lm_scores:
-        HLG.lm_scores = HLG.scores.clone()
-    lengths = torch.from_numpy(rng.integers(1, 7, size=n))
-    log_probs = peaked_log_probs(rng, n, int(lengths.max()), 4, scale=1.5).to(device)
-    return get_lattice(log_probs, lengths, HLG, LatticeConfig(output_beam=6.0)), lengths
+def _hlg_lattices(device, seed=0, ragged=False, lm_scores=True):
+    """HLG lattices (tests/lattice/test_rescore.py) and each utterance's number of frames."""
+    result, _ = _lattices(device, seed, ragged=ragged)
+    if not lm_scores:
+        lattice = result.lattice.clone()
+        del lattice.lm_scores
+        result = LatticeResult(lattice, result.reports)
+    return result, torch.tensor([r.num_frames for r in result.reports])
 
 
 def _brute_force(lattice: k2.Fsa, i: int, config: PosteriorConfig):

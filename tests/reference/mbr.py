@@ -16,6 +16,8 @@ from __future__ import annotations
 import itertools
 import math
 
+from tests.reference.lattice_rescore import levenshtein
+
 DELTA = 2.0**-17  # k2dec.lattice.mbr.DELTA
 GRID = 2.0**-32  # k2dec.lattice.mbr.GRID
 
@@ -179,18 +181,8 @@ def path_distribution(num_states: int, arcs: list[tuple[int, int, int, float]]
     return {k: math.exp(v - tot) for k, v in seqs.items()}
 
 
-def edit_distance(a: tuple[int, ...] | list[int], b: tuple[int, ...] | list[int]) -> int:
-    prev = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        cur = [i] + [0] * len(b)
-        for j, y in enumerate(b, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y))
-        prev = cur
-    return prev[-1]
-
-
 def expected_edit_distance(dist: dict[tuple[int, ...], float], hyp) -> float:
-    return sum(p * edit_distance(tuple(hyp), seq) for seq, p in dist.items())
+    return sum(p * levenshtein(tuple(hyp), seq) for seq, p in dist.items())
 
 
 def exhaustive_mbr(dist: dict[tuple[int, ...], float], max_extra: int = 1
