@@ -46,7 +46,7 @@ def load_assets(
     """Load a model, its lang dir graphs (:data:`GRAPH_FILES`, and H built from tokens.txt),
     the BPE model and neural LMs, all on ``device``."""
     from ..graph import build_ctc_topo, load_graph
-    from ..lang import load_bpe_model
+    from ..lang import bpe_word_start_mask, load_bpe_model
     from ..model import load_model
 
     device = torch.device(device)
@@ -58,6 +58,9 @@ def load_assets(
     res = Resources(attention_decoder=getattr(model, "attention_decoder", None))
     if lang is not None:
         res.graphs["H"] = build_ctc_topo(lang.max_token_id, device=device)
+        word_start = bpe_word_start_mask(lang.token_table)
+        if bool(word_start.any()):
+            res.word_start = word_start.to(device)
         for name, file in GRAPH_FILES.items():
             path = lang.path / file
             if path.is_file():

@@ -1,6 +1,18 @@
 """Results: hypotheses to words, WER (kaldialign), icefall-format files, RTF, resumable JSONL,
-and the locks that keep one job per output."""
+CTM files, confidence metrics, and the locks that keep one job per output."""
 
+from .confidence import (
+    Calibration,
+    ConfidenceMetrics,
+    ReliabilityBin,
+    confidence_metrics,
+    fit_calibration,
+    normalized_cross_entropy,
+    plot_reliability,
+    roc_auc,
+    word_correctness,
+)
+from .ctm import CtmWord, frames_to_seconds, read_ctm, record_ctm_words, timed_words, write_ctm
 from .files import save_results, write_error_stats, write_recogs, write_wer_summary
 from .jsonl import ResultWriter, merge_results, read_results, wer_results, write_results
 from .lock import DISK_FULL_ERRNOS, DiskFullError, LockedError, disk_full_error, lock_out_dir
@@ -10,9 +22,13 @@ from .wer import EPS, Result, WerStats, align_words, combine_error_runs, compute
 
 __all__ = [
     "DISK_FULL_ERRNOS",
-    "DiskFullError",
     "EPS",
+    "Calibration",
+    "ConfidenceMetrics",
+    "CtmWord",
+    "DiskFullError",
     "LockedError",
+    "ReliabilityBin",
     "Result",
     "ResultWriter",
     "RtfTimer",
@@ -21,14 +37,25 @@ __all__ = [
     "bpe_ids_to_words",
     "combine_error_runs",
     "compute_wer",
+    "confidence_metrics",
     "disk_full_error",
+    "fit_calibration",
+    "frames_to_seconds",
     "lock_out_dir",
     "merge_results",
+    "normalized_cross_entropy",
+    "plot_reliability",
+    "read_ctm",
     "read_results",
+    "record_ctm_words",
+    "roc_auc",
     "save_results",
+    "timed_words",
     "token_ids_to_words",
     "wer_results",
+    "word_correctness",
     "word_ids_to_words",
+    "write_ctm",
     "write_error_stats",
     "write_recogs",
     "write_results",
