@@ -3,7 +3,8 @@
 - :mod:`~k2dec.job.driver`: methods x assignments x resources -> typed rows and a table
   (:func:`plan_methods`, :func:`run_decode`, :func:`results_table`);
 - :mod:`~k2dec.job.cutset`: one method over one test set -> resumable JSONL results and icefall
-  result files (:func:`decode_cuts`);
+  result files (:func:`decode_cuts`: one utterance per supervision, every one recorded, the out
+  dir locked; :func:`check_cuts` refuses repeated utterance ids up front);
 - :mod:`~k2dec.job.assets`: the model, lang dir, graphs and LMs (:func:`load_assets`).
 
 Cuts from a folder of audio files: :func:`k2dec.data.cuts_from_audio_dir`.
