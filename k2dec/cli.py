@@ -217,7 +217,7 @@ def train_lm_cmd(ctx):
               help="File to write (float16 weights, no optimizer state).")
 def export_lm_cmd(checkpoints, output):
     """Average train-lm CHECKPOINTS into one small LM file for decoding (--rnn-lm)."""
-    from .lm.train import export_lm
+    from .lm.checkpoint import export_lm
 
     path = export_lm(checkpoints, output)
     click.echo(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) from {len(checkpoints)} "

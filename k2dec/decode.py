@@ -153,7 +153,7 @@ def load_assets(
             if path.is_file():
                 res.graphs[name] = load_graph(path, lang.token_table, lang.word_table, device)
     if lm_paths:
-        from .lm.train import load_lm
+        from .lm.checkpoint import load_lm
 
         for name, path in lm_paths.items():
             res.lms[name] = load_lm(path).to(device).eval()

@@ -12,13 +12,6 @@ Example (HLG 1best, then whole-lattice rescoring with a 4-gram)::
     rescored = rescore_with_whole_lattice(result, G_4gram, RescoreConfig(lm_scales=(0.5,)))
 """
 
-from k2dec.lattice.decode import (
-    LatticeConfig,
-    LatticeResult,
-    LatticeStatus,
-    UtteranceReport,
-    get_lattice,
-)
 from k2dec.lattice.dense import DenseInput, check_vocab, make_dense_fsa_vec
 from k2dec.lattice.one_best import (
     AuxLabels,
@@ -41,6 +34,13 @@ from k2dec.lattice.rescore import (
     sweep_lattice_weights,
 )
 from k2dec.lattice.runner import DecodeRunner
+from k2dec.lattice.search import (
+    LatticeConfig,
+    LatticeResult,
+    LatticeStatus,
+    UtteranceReport,
+    get_lattice,
+)
 from k2dec.lattice.streaming import Stream, StreamingDecoder
 
 __all__ = [

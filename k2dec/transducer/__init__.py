@@ -15,7 +15,7 @@ create one stream per utterance with ``new_stream()``, call ``decode_chunk(strea
 chunk_lens)`` as frames arrive, and ``results(streams)`` for partial or final hypotheses.
 """
 
-from k2dec.transducer._common import DecoderCache, TransducerHypothesis, TransducerNet
+from k2dec.transducer.common import DecoderCache, TransducerHypothesis, TransducerNet
 from k2dec.transducer.fast_beam_search import (
     FastBeamSearch,
     FastBeamSearchConfig,

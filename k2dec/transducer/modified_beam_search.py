@@ -20,6 +20,7 @@ The streaming protocol is the same as :class:`k2dec.transducer.GreedySearch`:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,19 +28,21 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from k2dec.transducer._common import (
+from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
     check_encoder_out,
     check_finite,
     check_positive,
+    check_streams,
     log_probs_from_logits,
+    num_active_per_frame,
 )
-from k2dec.transducer.greedy import _check_streams, _num_active_per_frame
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "BeamHyps",
     "ModifiedBeamSearch",
     "ModifiedBeamSearchConfig",
     "ModifiedBeamSearchStream",
@@ -79,19 +82,20 @@ class ModifiedBeamSearchConfig:
 
 
 class ModifiedBeamSearchStream:
-    """Decoding state of one utterance: its hypotheses as tensors ``[hyp, ...]``.
+    """Decoding state of one utterance: its hypotheses (see :class:`BeamHyps`).
 
     Attributes:
+      hyps: the current hypotheses, best first after each chunk (merged, at most ``beam``).
       num_frames: encoder frames consumed so far.
     """
 
-    def __init__(self, state: dict[str, torch.Tensor]) -> None:
-        self.state = state
+    def __init__(self, hyps: BeamHyps) -> None:
+        self.hyps = hyps
         self.num_frames = 0
 
     @property
     def num_hyps(self) -> int:
-        return int(self.state["log_prob"].numel())
+        return self.hyps.num_rows
 
 
 class ModifiedBeamSearch:
@@ -123,16 +127,7 @@ class ModifiedBeamSearch:
     def new_stream(self, device: torch.device | str = "cpu") -> ModifiedBeamSearchStream:
         """A fresh stream with one empty hypothesis (log-prob 0, icefall's initial context)."""
         device = torch.device(device)
-        ctx = self.net.initial_context(1, device)
-        state = {
-            "tokens": torch.zeros(1, 0, dtype=torch.int64, device=device),
-            "times": torch.zeros(1, 0, dtype=torch.int64, device=device),
-            "length": torch.zeros(1, dtype=torch.int64, device=device),
-            "log_prob": torch.zeros(1, dtype=torch.float64, device=device),
-            "hash": torch.zeros(1, dtype=torch.int64, device=device),
-            "context": ctx,
-        }
-        return ModifiedBeamSearchStream(state)
+        return ModifiedBeamSearchStream(BeamHyps.initial(self.net.initial_context(1, device)))
 
     def decode_chunk(
         self,
@@ -148,109 +143,84 @@ class ModifiedBeamSearch:
           encoder_out_lens: int ``[N]`` valid frames of each stream in this chunk.
         """
         lens = check_encoder_out(encoder_out, encoder_out_lens)
-        _check_streams(streams, encoder_out.size(0), ModifiedBeamSearchStream)
+        check_streams(streams, encoder_out.size(0), ModifiedBeamSearchStream)
         if encoder_out.size(0) == 0 or encoder_out.size(1) == 0 or int(lens.max()) == 0:
             return
         device = encoder_out.device
-        net, cfg = self.net, self.config
-        blank_id, vocab_size, beam = net.blank_id, net.vocab_size, cfg.beam
-
         lens_sorted, order = torch.sort(lens, descending=True, stable=True)
         ordered = [streams[i] for i in order.tolist()]
-        enc = net.project_encoder(encoder_out.index_select(0, order))
-        st = _stack_states(ordered, device)
-        if "decoder_out" not in st:
-            st["decoder_out"] = net.decoder_out(st["context"])
+        enc = self.net.project_encoder(encoder_out.index_select(0, order))
+        hyps = BeamHyps.cat([s.hyps.to(device) for s in ordered])
+        if hyps.decoder_out is None:
+            hyps.decoder_out = self.net.decoder_out(hyps.context)
         counts = torch.tensor([s.num_hyps for s in ordered], dtype=torch.int64, device=device)
         offsets = torch.tensor([s.num_frames for s in ordered], dtype=torch.int64, device=device)
-        num_active = _num_active_per_frame(lens_sorted.tolist())
-
-        for t, n in enumerate(num_active):
-            row_splits = _exclusive_cumsum(counts)
-            num_rows = int(row_splits[n])
-            utt_counts = counts[:n]
-            utt_of_row = torch.repeat_interleave(torch.arange(n, device=device), utt_counts)
-            local = torch.arange(num_rows, device=device) - row_splits[utt_of_row]
-
-            logits = net.logits(enc[utt_of_row, t], st["decoder_out"][:num_rows])
-            log_probs = log_probs_from_logits(logits, blank_id, cfg.temperature, cfg.blank_penalty)
-            tot = st["log_prob"][:num_rows].unsqueeze(1) + log_probs.to(torch.float64)
-
-            max_hyps = int(utt_counts.max())
-            dense = torch.full(
-                (n, max_hyps, vocab_size), float("-inf"), dtype=torch.float64, device=device
-            )
-            dense[utt_of_row, local] = tot
-            k = min(beam, max_hyps * vocab_size)
-            top_val, top_idx = dense.view(n, -1).topk(k, dim=1)  # sorted, best first
-            src_local = torch.div(top_idx, vocab_size, rounding_mode="floor")
-            tok = top_idx % vocab_size
-            valid = src_local < utt_counts.unsqueeze(1)
-            src_row = (row_splits[:n].unsqueeze(1) + src_local).clamp(max=max(num_rows - 1, 0))
-
-            is_tok = tok != blank_id
-            new_len = st["length"][src_row] + is_tok.to(torch.int64)
-            old_hash = st["hash"][src_row]
-            new_hash = torch.where(is_tok, old_hash * _HASH_MULT + tok + 1, old_hash)
-
-            same = (
-                (new_hash.unsqueeze(2) == new_hash.unsqueeze(1))
-                & (new_len.unsqueeze(2) == new_len.unsqueeze(1))
-                & valid.unsqueeze(2)
-                & valid.unsqueeze(1)
-            )  # [n, k, k]
-            first = same.to(torch.int8).argmax(dim=2)  # first (= best) equal candidate
-            is_rep = valid & (first == torch.arange(k, device=device))
-            merged = torch.logsumexp(
-                torch.where(same, top_val.unsqueeze(1), torch.tensor(float("-inf"), device=device)),
-                dim=2,
-            )
-
-            keep = is_rep.view(-1)
-            sel_row = src_row.view(-1)[keep]
-            sel_tok = tok.view(-1)[keep]
-            sel_is_tok = is_tok.view(-1)[keep]
-            sel_utt = torch.arange(n, device=device).repeat_interleave(k)[keep]
-            new_counts = is_rep.sum(dim=1)
-
-            new = _gather_rows(st, sel_row)
-            new["log_prob"] = merged.view(-1)[keep]
-            new["hash"] = new_hash.view(-1)[keep]
-            new["length"] = new_len.view(-1)[keep]
-            emit_rows = torch.nonzero(sel_is_tok).squeeze(1)
-            if emit_rows.numel() > 0:
-                pos = new["length"][emit_rows] - 1
-                cap = new["tokens"].size(1)
-                need = int(pos.max()) + 1
-                if need > cap:
-                    new["tokens"] = _grow(new["tokens"], max(need, 2 * cap))
-                    new["times"] = _grow(new["times"], max(need, 2 * cap))
-                emit_tok = sel_tok[emit_rows]
-                new["tokens"][emit_rows, pos] = emit_tok
-                new["times"][emit_rows, pos] = offsets[sel_utt[emit_rows]] + t
-                ctx = new["context"]
-                ctx[emit_rows] = torch.cat([ctx[emit_rows, 1:], emit_tok.unsqueeze(1)], dim=1)
-                new["decoder_out"][emit_rows] = net.decoder_out(ctx[emit_rows])
-            st = _concat_states(new, st, num_rows)
+        for t, n in enumerate(num_active_per_frame(lens_sorted.tolist())):
+            num_rows = int(counts[:n].sum())
+            new, new_counts = self._frame(hyps.rows(0, num_rows), counts[:n], enc[:n, t],
+                                          offsets[:n] + t)
+            hyps = BeamHyps.cat([new, hyps.rows(num_rows, hyps.num_rows)])
             counts = torch.cat([new_counts, counts[n:]])
-
-        _unstack_states(ordered, st, counts)
-        for s, n_frames in zip(ordered, lens_sorted.tolist()):
+        splits = _exclusive_cumsum(counts).tolist()
+        for i, (s, n_frames) in enumerate(zip(ordered, lens_sorted.tolist())):
+            s.hyps = hyps.rows(splits[i], splits[i + 1]).trimmed()
             s.num_frames += n_frames
+
+    def _frame(
+        self, hyps: BeamHyps, counts: torch.Tensor, enc_t: torch.Tensor, frame: torch.Tensor
+    ) -> tuple[BeamHyps, torch.Tensor]:
+        """One frame of ``n`` utterances.
+
+        Args:
+          hyps: their hypotheses, rows grouped by utterance (``counts``, int64 ``[n]``, rows
+            each).
+          enc_t: float ``[n, J]``, their projected encoder frame.
+          frame: int64 ``[n]``, the frame's index in each stream (for timestamps).
+
+        Returns:
+          The surviving hypotheses (merged, best first within each utterance) and their
+          counts per utterance.
+        """
+        net, cfg = self.net, self.config
+        device = enc_t.device
+        n = counts.numel()
+        row_splits = _exclusive_cumsum(counts)
+        utt_of_row = torch.repeat_interleave(torch.arange(n, device=device), counts)
+        logits = net.logits(enc_t[utt_of_row], hyps.decoder_out)
+        log_probs = log_probs_from_logits(logits, net.blank_id, cfg.temperature,
+                                          cfg.blank_penalty)
+        tot = hyps.log_prob.unsqueeze(1) + log_probs.to(torch.float64)
+        top_val, src_row, tok, valid = _top_k(tot, counts, row_splits, utt_of_row, cfg.beam)
+
+        is_tok = tok != net.blank_id
+        new_len = hyps.length[src_row] + is_tok.to(torch.int64)
+        old_hash = hyps.hash[src_row]
+        new_hash = torch.where(is_tok, old_hash * _HASH_MULT + tok + 1, old_hash)
+        keep, merged = _merge_equal(top_val, new_hash, new_len, valid)
+
+        new = hyps.select(src_row.view(-1)[keep])
+        new.log_prob = merged.view(-1)[keep]
+        new.hash = new_hash.view(-1)[keep]
+        new.length = new_len.view(-1)[keep]
+        k = tok.size(1)
+        sel_utt = torch.arange(n, device=device).repeat_interleave(k)[keep]
+        emit_rows = torch.nonzero(is_tok.view(-1)[keep]).squeeze(1)
+        emit_tok = tok.view(-1)[keep][emit_rows]
+        new.append_tokens(emit_rows, emit_tok, frame[sel_utt[emit_rows]], net)
+        return new, keep.view(n, k).sum(dim=1)
 
     def hypotheses(
         self, streams: Sequence[ModifiedBeamSearchStream]
     ) -> list[list[TransducerHypothesis]]:
         """All current hypotheses of each stream, best first (by the final-choice rule of the
         config, i.e. length-normalized when ``length_norm``)."""
-        _check_streams(streams, len(streams), ModifiedBeamSearchStream)
+        check_streams(streams, len(streams), ModifiedBeamSearchStream)
         out = []
         for s in streams:
-            st = s.state
-            lengths = st["length"].tolist()
-            scores = st["log_prob"].tolist()
-            tokens = st["tokens"].tolist()
-            times = st["times"].tolist()
+            lengths = s.hyps.length.tolist()
+            scores = s.hyps.log_prob.tolist()
+            tokens = s.hyps.tokens.tolist()
+            times = s.hyps.times.tolist()
             hyps = [
                 TransducerHypothesis(tokens[i][:n], times[i][:n], scores[i])
                 for i, n in enumerate(lengths)
@@ -293,13 +263,69 @@ def modified_beam_search(
     return search.results(streams)
 
 
-_ROW_KEYS = ("tokens", "times", "length", "log_prob", "hash", "context", "decoder_out")
-
-
 def _exclusive_cumsum(counts: torch.Tensor) -> torch.Tensor:
     out = torch.zeros(counts.numel() + 1, dtype=torch.int64, device=counts.device)
     out[1:] = torch.cumsum(counts, dim=0)
     return out
+
+
+def _top_k(
+    tot: torch.Tensor,
+    counts: torch.Tensor,
+    row_splits: torch.Tensor,
+    utt_of_row: torch.Tensor,
+    beam: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The ``k = min(beam, max_hyps * V)`` best (row, symbol) pairs of each utterance.
+
+    Args:
+      tot: float64 ``[R, V]``, the total score of every extension of every row (rows grouped
+        by utterance: ``counts[i]`` rows from ``row_splits[i]``; ``utt_of_row`` int64 ``[R]``).
+
+    Returns:
+      ``(score, row, symbol, valid)``, ``[n, k]`` each, best first; slots past an utterance's
+      ``counts * V`` candidates are not ``valid`` (their row is clamped to a real one).
+    """
+    n, vocab_size = counts.numel(), tot.size(1)
+    num_rows = tot.size(0)
+    local = torch.arange(num_rows, device=tot.device) - row_splits[utt_of_row]
+    max_hyps = int(counts.max())
+    dense = torch.full(
+        (n, max_hyps, vocab_size), float("-inf"), dtype=torch.float64, device=tot.device
+    )
+    dense[utt_of_row, local] = tot
+    k = min(beam, max_hyps * vocab_size)
+    top_val, top_idx = dense.view(n, -1).topk(k, dim=1)  # sorted, best first
+    src_local = torch.div(top_idx, vocab_size, rounding_mode="floor")
+    valid = src_local < counts.unsqueeze(1)
+    src_row = (row_splits[:n].unsqueeze(1) + src_local).clamp(max=max(num_rows - 1, 0))
+    return top_val, src_row, top_idx % vocab_size, valid
+
+
+def _merge_equal(
+    score: torch.Tensor, key: torch.Tensor, length: torch.Tensor, valid: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Merge the candidates of each utterance (``[n, k]`` each) that have the same token
+    sequence (equal ``key`` and ``length``) by log-add.
+
+    Returns:
+      ``(keep, merged)``: bool ``[n * k]``, True on the first (best) candidate of each group
+      of valid equal ones, and float ``[n, k]``, the log-sum of each candidate's group.
+    """
+    k = score.size(1)
+    same = (
+        (key.unsqueeze(2) == key.unsqueeze(1))
+        & (length.unsqueeze(2) == length.unsqueeze(1))
+        & valid.unsqueeze(2)
+        & valid.unsqueeze(1)
+    )  # [n, k, k]
+    first = same.to(torch.int8).argmax(dim=2)  # first (= best) equal candidate
+    is_rep = valid & (first == torch.arange(k, device=score.device))
+    merged = torch.logsumexp(
+        torch.where(same, score.unsqueeze(1), torch.tensor(float("-inf"), device=score.device)),
+        dim=2,
+    )
+    return is_rep.view(-1), merged
 
 
 def _grow(x: torch.Tensor, cap: int) -> torch.Tensor:
@@ -308,48 +334,104 @@ def _grow(x: torch.Tensor, cap: int) -> torch.Tensor:
     return out
 
 
-def _stack_states(
-    streams: Sequence[ModifiedBeamSearchStream], device: torch.device
-) -> dict[str, torch.Tensor]:
-    """Concatenate the streams' hypotheses (rows grouped by stream, in order)."""
-    cap = max(s.state["tokens"].size(1) for s in streams)
-    out: dict[str, torch.Tensor] = {}
-    for key in _ROW_KEYS:
-        if key == "decoder_out" and not all(key in s.state for s in streams):
-            continue
-        parts = [s.state[key].to(device) for s in streams]
-        if key in ("tokens", "times"):
-            parts = [p if p.size(1) == cap else _grow(p, cap) for p in parts]
-        out[key] = torch.cat(parts)
-    return out
+@dataclass
+class BeamHyps:
+    """Hypotheses of a beam search as rows of tensors (the rows of one stream, or of a batch
+    grouped by utterance).
 
+    Attributes:
+      tokens: int64 ``[R, W]``, the tokens of each row in its first ``length`` columns
+        (``W >= max(length)``; the rest is padding).
+      times: int64 ``[R, W]``, the frame of each token.
+      length: int64 ``[R]``, number of tokens.
+      log_prob: float64 ``[R]``, the score (log-sum over the merged alignments).
+      hash: int64 ``[R]``, a rolling hash of the tokens (equal sequences, equal hashes).
+      context: int64 ``[R, context_size]``, the decoder input.
+      decoder_out: float ``[R, J]``, the projected decoder output of ``context``, or None
+        when not computed yet.
+    """
 
-def _gather_rows(st: dict[str, torch.Tensor], rows: torch.Tensor) -> dict[str, torch.Tensor]:
-    return {key: st[key].index_select(0, rows) for key in _ROW_KEYS}
+    tokens: torch.Tensor
+    times: torch.Tensor
+    length: torch.Tensor
+    log_prob: torch.Tensor
+    hash: torch.Tensor
+    context: torch.Tensor
+    decoder_out: torch.Tensor | None = None
 
+    @classmethod
+    def initial(cls, context: torch.Tensor) -> BeamHyps:
+        """One empty hypothesis (log-prob 0) with decoder input ``context`` (``[1, c]``)."""
+        device = context.device
+        return cls(
+            tokens=torch.zeros(1, 0, dtype=torch.int64, device=device),
+            times=torch.zeros(1, 0, dtype=torch.int64, device=device),
+            length=torch.zeros(1, dtype=torch.int64, device=device),
+            log_prob=torch.zeros(1, dtype=torch.float64, device=device),
+            hash=torch.zeros(1, dtype=torch.int64, device=device),
+            context=context,
+        )
 
-def _concat_states(
-    new: dict[str, torch.Tensor], old: dict[str, torch.Tensor], start: int
-) -> dict[str, torch.Tensor]:
-    """New rows of the active utterances followed by the untouched rows ``old[start:]``."""
-    out = {}
-    for key in _ROW_KEYS:
-        a, b = new[key], old[key][start:]
-        if key in ("tokens", "times") and a.size(1) != b.size(1):
-            cap = max(a.size(1), b.size(1))
-            a, b = _grow(a, cap), _grow(b, cap)
-        out[key] = torch.cat([a, b]) if b.size(0) > 0 else a
-    return out
+    @property
+    def num_rows(self) -> int:
+        return self.length.numel()
 
+    def to(self, device: torch.device) -> BeamHyps:
+        return BeamHyps(*(None if x is None else x.to(device) for x in self._fields()))
 
-def _unstack_states(
-    streams: Sequence[ModifiedBeamSearchStream], st: dict[str, torch.Tensor], counts: torch.Tensor
-) -> None:
-    splits = _exclusive_cumsum(counts).tolist()
-    for i, s in enumerate(streams):
-        a, b = splits[i], splits[i + 1]
-        state = {key: st[key][a:b] for key in _ROW_KEYS}
-        width = int(state["length"].max()) if b > a else 0
-        state["tokens"] = state["tokens"][:, :width]
-        state["times"] = state["times"][:, :width]
-        s.state = state
+    def _fields(self) -> tuple[torch.Tensor | None, ...]:
+        return (self.tokens, self.times, self.length, self.log_prob, self.hash, self.context,
+                self.decoder_out)
+
+    def select(self, index: torch.Tensor) -> BeamHyps:
+        """Rows ``index`` (int64 ``[R']``), in order."""
+        return BeamHyps(*(None if x is None else x.index_select(0, index)
+                          for x in self._fields()))
+
+    def rows(self, start: int, end: int) -> BeamHyps:
+        """Rows ``start .. end - 1`` (views)."""
+        return BeamHyps(*(None if x is None else x[start:end] for x in self._fields()))
+
+    def trimmed(self) -> BeamHyps:
+        """The same rows with ``tokens``/``times`` cut to the longest ``length``."""
+        width = int(self.length.max()) if self.num_rows > 0 else 0
+        return dataclasses.replace(self, tokens=self.tokens[:, :width],
+                                   times=self.times[:, :width])
+
+    @staticmethod
+    def cat(parts: Sequence[BeamHyps]) -> BeamHyps:
+        """The rows of ``parts`` in order (token columns padded to the widest part); parts
+        without rows are skipped, and ``decoder_out`` is kept only if every part has it."""
+        parts = [p for p in parts if p.num_rows > 0] or list(parts[:1])
+        if len(parts) == 1:
+            return parts[0]
+        cap = max(p.tokens.size(1) for p in parts)
+        fields = []
+        for i, xs in enumerate(zip(*(p._fields() for p in parts))):
+            if any(x is None for x in xs):
+                fields.append(None)
+            elif i < 2:  # tokens, times
+                fields.append(torch.cat([x if x.size(1) == cap else _grow(x, cap) for x in xs]))
+            else:
+                fields.append(torch.cat(xs))
+        return BeamHyps(*fields)
+
+    def append_tokens(
+        self, rows: torch.Tensor, tokens: torch.Tensor, times: torch.Tensor, net: TransducerNet
+    ) -> None:
+        """Append ``tokens`` (emitted on frames ``times``) to rows ``rows`` (int64 ``[E]``
+        each; their ``length`` already counts the new token), in place, and recompute those
+        rows' decoder input and output."""
+        if rows.numel() == 0:
+            return
+        pos = self.length[rows] - 1
+        cap = self.tokens.size(1)
+        need = int(pos.max()) + 1
+        if need > cap:
+            self.tokens = _grow(self.tokens, max(need, 2 * cap))
+            self.times = _grow(self.times, max(need, 2 * cap))
+        self.tokens[rows, pos] = tokens
+        self.times[rows, pos] = times
+        ctx = self.context
+        ctx[rows] = torch.cat([ctx[rows, 1:], tokens.unsqueeze(1)], dim=1)
+        self.decoder_out[rows] = net.decoder_out(ctx[rows])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -13,7 +14,13 @@ from torch import nn
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DecoderCache", "TransducerHypothesis", "TransducerNet"]
+__all__ = [
+    "DecoderCache",
+    "TransducerHypothesis",
+    "TransducerNet",
+    "check_streams",
+    "num_active_per_frame",
+]
 
 
 @dataclass(frozen=True)
@@ -316,3 +323,29 @@ def check_positive(name: str, value: float) -> None:
 def check_finite(name: str, value: float) -> None:
     if not (isinstance(value, int | float) and math.isfinite(value)):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
+
+
+def num_active_per_frame(lens_desc: list[int]) -> list[int]:
+    """For lengths sorted in decreasing order, the number of utterances with length > t for
+    t = 0 .. max(lens) - 1."""
+    if not lens_desc:
+        return []
+    out = []
+    n = len(lens_desc)
+    for t in range(lens_desc[0]):
+        while n > 0 and lens_desc[n - 1] <= t:
+            n -= 1
+        out.append(n)
+    return out
+
+
+def check_streams(streams: Sequence, n: int, cls: type) -> None:
+    """Raise ``ValueError``/``TypeError`` unless ``streams`` are ``n`` distinct ``cls``
+    objects (one per row of a chunk)."""
+    if len(streams) != n:
+        raise ValueError(f"got {len(streams)} streams for a batch of {n} utterances")
+    if len({id(s) for s in streams}) != len(streams):
+        raise ValueError("streams must be distinct objects (the same stream was passed twice)")
+    for i, s in enumerate(streams):
+        if not isinstance(s, cls):
+            raise TypeError(f"streams[{i}] must be a {cls.__name__}, got {type(s).__name__}")
