@@ -57,9 +57,9 @@ from typing import Any
 import torch
 
 from k2dec.aed.config import BeamSearchConfig
-from k2dec.aed.ctc_prefix import CtcPrefixScorer, CtcPrefixState
 from k2dec.aed.interface import AttentionDecoder, IncrementalLM
 from k2dec.aed.scoring import end_detected, final_scores, token_mask
+from k2dec.scorers.ctc_prefix import CtcPrefixScorer, CtcPrefixState
 
 __all__ = ["AedHypothesis", "BeamSearchConfig", "beam_search"]
 

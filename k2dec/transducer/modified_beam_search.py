@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from k2dec.scorers.base import ScorerSet, WeightedScorer
 from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
@@ -107,6 +108,16 @@ class ModifiedBeamSearch:
       decoder_cache_size: if > 0, decoder outputs are also cached by context across frames and
         streams (see :class:`k2dec.transducer.DecoderCache`); 0 (default) only reuses the
         outputs of hypotheses whose context did not change.
+      scorers: weighted :class:`~k2dec.scorers.Scorer` s (neural LM, LODR n-gram, hotwords)
+        whose scores every emitted token gets; each hypothesis' score also gets their final
+        scores (e.g. the refund of an unfinished hotword) when results are taken. A
+        hypothesis' score is the log-sum over its merged alignments of transducer plus scorer
+        scores.
+      score_before_topk: where the scorers' scores enter: False (icefall's
+        ``modified_beam_search_lm_shallow_fusion``, ``_LODR`` and context biasing): the
+        ``beam`` best (hypothesis, symbol) pairs are chosen by the transducer score, then the
+        chosen tokens get the scorers' scores; True: every candidate gets them before the
+        choice (the usual shallow fusion).
     """
 
     def __init__(
@@ -114,6 +125,8 @@ class ModifiedBeamSearch:
         model: nn.Module,
         config: ModifiedBeamSearchConfig | None = None,
         decoder_cache_size: int = 0,
+        scorers: Sequence[WeightedScorer] = (),
+        score_before_topk: bool = False,
     ) -> None:
         if config is None:
             config = ModifiedBeamSearchConfig()
@@ -123,11 +136,21 @@ class ModifiedBeamSearch:
             )
         self.config = config
         self.net = TransducerNet(model, decoder_cache_size)
+        self.scorers = ScorerSet(scorers, self.net.vocab_size)
+        if not isinstance(score_before_topk, bool):
+            raise TypeError(f"score_before_topk must be a bool, got {score_before_topk!r}")
+        self.score_before_topk = score_before_topk
 
-    def new_stream(self, device: torch.device | str = "cpu") -> ModifiedBeamSearchStream:
-        """A fresh stream with one empty hypothesis (log-prob 0, icefall's initial context)."""
+    def new_stream(self, device: torch.device | str = "cpu",
+                   utt: int = 0) -> ModifiedBeamSearchStream:
+        """A fresh stream with one empty hypothesis (log-prob 0, icefall's initial context).
+
+        ``utt``: the stream's index for per-utterance scorers (e.g. a
+        :class:`~k2dec.scorers.HotwordScorer` with one hotword list per utterance)."""
         device = torch.device(device)
-        return ModifiedBeamSearchStream(BeamHyps.initial(self.net.initial_context(1, device)))
+        hyps = BeamHyps.initial(self.net.initial_context(1, device), self.scorers)
+        hyps.states = self.scorers.init(torch.tensor([utt], device=device))
+        return ModifiedBeamSearchStream(hyps)
 
     def decode_chunk(
         self,
@@ -190,7 +213,12 @@ class ModifiedBeamSearch:
         log_probs = log_probs_from_logits(logits, net.blank_id, cfg.temperature,
                                           cfg.blank_penalty)
         tot = hyps.log_prob.unsqueeze(1) + log_probs.to(torch.float64)
+        extra, pending = self._scorer_scores(hyps)
+        if extra is not None and self.score_before_topk:
+            tot = tot + extra
         top_val, src_row, tok, valid = _top_k(tot, counts, row_splits, utt_of_row, cfg.beam)
+        if extra is not None and not self.score_before_topk:
+            top_val = top_val + extra[src_row, tok]
 
         is_tok = tok != net.blank_id
         new_len = hyps.length[src_row] + is_tok.to(torch.int64)
@@ -207,7 +235,20 @@ class ModifiedBeamSearch:
         emit_rows = torch.nonzero(is_tok.view(-1)[keep]).squeeze(1)
         emit_tok = tok.view(-1)[keep][emit_rows]
         new.append_tokens(emit_rows, emit_tok, frame[sel_utt[emit_rows]], net)
+        if len(self.scorers):
+            new.states = self.scorers.advance(hyps.states, pending, src_row.view(-1)[keep],
+                                              tok.view(-1)[keep], is_tok.view(-1)[keep])
         return new, keep.view(n, k).sum(dim=1)
+
+    def _scorer_scores(self, hyps: BeamHyps) -> tuple[torch.Tensor | None, list]:
+        """Weighted sum of the scorers' scores of every token after every row, float64
+        ``[R, V]`` (0 for blank, which extends no prefix), and their ``pending``."""
+        if not len(self.scorers):
+            return None, []
+        scores, pending = self.scorers.score_full(hyps.states)
+        extra = self.scorers.weighted(scores, self.scorers.full, torch.float64)
+        extra[:, self.net.blank_id] = 0.0
+        return extra, pending
 
     def hypotheses(
         self, streams: Sequence[ModifiedBeamSearchStream]
@@ -218,7 +259,12 @@ class ModifiedBeamSearch:
         out = []
         for s in streams:
             lengths = s.hyps.length.tolist()
-            scores = s.hyps.log_prob.tolist()
+            scores = s.hyps.log_prob
+            if len(self.scorers):
+                finals = self.scorers.final(s.hyps.states)
+                scores = scores + self.scorers.weighted(finals, range(len(finals)),
+                                                        torch.float64)
+            scores = scores.tolist()
             tokens = s.hyps.tokens.tolist()
             times = s.hyps.times.tolist()
             hyps = [
@@ -244,6 +290,8 @@ def modified_beam_search(
     encoder_out: torch.Tensor,
     encoder_out_lens: torch.Tensor,
     config: ModifiedBeamSearchConfig | None = None,
+    scorers: Sequence[WeightedScorer] = (),
+    score_before_topk: bool = False,
 ) -> list[TransducerHypothesis]:
     """Modified beam search over a padded batch.
 
@@ -252,13 +300,16 @@ def modified_beam_search(
       encoder_out: float ``[N, T, C]`` encoder output (not projected).
       encoder_out_lens: int ``[N]`` valid frames per utterance.
       config: options; defaults to ``ModifiedBeamSearchConfig()`` (beam 4).
+      scorers, score_before_topk: see :class:`ModifiedBeamSearch` (utterance ``i`` is
+        ``utt=i`` of per-utterance scorers).
 
     Returns:
       The best hypothesis of each utterance, in input order.
     """
-    search = ModifiedBeamSearch(model, config)
+    search = ModifiedBeamSearch(model, config, scorers=scorers,
+                                score_before_topk=score_before_topk)
     check_encoder_out(encoder_out, encoder_out_lens)
-    streams = [search.new_stream(encoder_out.device) for _ in range(encoder_out.size(0))]
+    streams = [search.new_stream(encoder_out.device, i) for i in range(encoder_out.size(0))]
     search.decode_chunk(streams, encoder_out, encoder_out_lens)
     return search.results(streams)
 
@@ -349,6 +400,8 @@ class BeamHyps:
       context: int64 ``[R, context_size]``, the decoder input.
       decoder_out: float ``[R, J]``, the projected decoder output of ``context``, or None
         when not computed yet.
+      scorers: the search's scorers (they reorder ``states``).
+      states: one state per scorer, ``R`` rows each.
     """
 
     tokens: torch.Tensor
@@ -358,10 +411,13 @@ class BeamHyps:
     hash: torch.Tensor
     context: torch.Tensor
     decoder_out: torch.Tensor | None = None
+    scorers: ScorerSet | None = None
+    states: tuple = ()
 
     @classmethod
-    def initial(cls, context: torch.Tensor) -> BeamHyps:
-        """One empty hypothesis (log-prob 0) with decoder input ``context`` (``[1, c]``)."""
+    def initial(cls, context: torch.Tensor, scorers: ScorerSet | None = None) -> BeamHyps:
+        """One empty hypothesis (log-prob 0) with decoder input ``context`` (``[1, c]``), no
+        scorer state yet."""
         device = context.device
         return cls(
             tokens=torch.zeros(1, 0, dtype=torch.int64, device=device),
@@ -370,6 +426,7 @@ class BeamHyps:
             log_prob=torch.zeros(1, dtype=torch.float64, device=device),
             hash=torch.zeros(1, dtype=torch.int64, device=device),
             context=context,
+            scorers=scorers,
         )
 
     @property
@@ -377,7 +434,13 @@ class BeamHyps:
         return self.length.numel()
 
     def to(self, device: torch.device) -> BeamHyps:
-        return BeamHyps(*(None if x is None else x.to(device) for x in self._fields()))
+        if device == self.length.device:
+            return self
+        if self.states:
+            raise ValueError(f"hypotheses with scorer states are on {self.length.device}; "
+                             f"decode them there, not on {device}")
+        return BeamHyps(*(None if x is None else x.to(device) for x in self._fields()),
+                        scorers=self.scorers)
 
     def _fields(self) -> tuple[torch.Tensor | None, ...]:
         return (self.tokens, self.times, self.length, self.log_prob, self.hash, self.context,
@@ -385,12 +448,16 @@ class BeamHyps:
 
     def select(self, index: torch.Tensor) -> BeamHyps:
         """Rows ``index`` (int64 ``[R']``), in order."""
+        states = self.scorers.select(self.states, index) if self.states else ()
         return BeamHyps(*(None if x is None else x.index_select(0, index)
-                          for x in self._fields()))
+                          for x in self._fields()), scorers=self.scorers, states=states)
 
     def rows(self, start: int, end: int) -> BeamHyps:
-        """Rows ``start .. end - 1`` (views)."""
-        return BeamHyps(*(None if x is None else x[start:end] for x in self._fields()))
+        """Rows ``start .. end - 1`` (views when there are no scorer states)."""
+        if self.states:
+            return self.select(torch.arange(start, end, device=self.length.device))
+        return BeamHyps(*(None if x is None else x[start:end] for x in self._fields()),
+                        scorers=self.scorers)
 
     def trimmed(self) -> BeamHyps:
         """The same rows with ``tokens``/``times`` cut to the longest ``length``."""
@@ -414,7 +481,9 @@ class BeamHyps:
                 fields.append(torch.cat([x if x.size(1) == cap else _grow(x, cap) for x in xs]))
             else:
                 fields.append(torch.cat(xs))
-        return BeamHyps(*fields)
+        scorers = parts[0].scorers
+        states = scorers.cat([p.states for p in parts]) if parts[0].states else ()
+        return BeamHyps(*fields, scorers=scorers, states=states)
 
     def append_tokens(
         self, rows: torch.Tensor, tokens: torch.Tensor, times: torch.Tensor, net: TransducerNet
