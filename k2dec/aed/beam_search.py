@@ -17,7 +17,9 @@ a candidate token ``c`` after prefix ``g`` is computed in this order:
    When ``u`` reaches the utterance's maximum length only ``eos`` is allowed (``min_len`` and
    the threshold do not apply then). ``sos`` (when it differs from ``eos``) is always masked, and
    the CTC blank is masked when CTC is used.
-3. ``s = (1 - ctc_weight) * a``, plus ``lm_weight * lm`` if ``lm_fusion == "full"``.
+3. ``s = (1 - ctc_weight) * a``, plus ``lm_weight * lm`` if ``lm_fusion == "full"``, plus
+   ``w_i * score_i`` of every full scorer of ``scorers`` (their ``eos`` column is their final
+   score, e.g. an n-gram's ``log p(</s> | prefix)``).
 4. CTC (``ctc_weight > 0``): the ``ctc_pre_beam`` best tokens of ``s`` per hypothesis get
    ``+ ctc_weight * (log psi(g + c) - log psi(g))``; all other tokens become ``-inf`` (with
    ``ctc_weight == 1`` there is no attention score to pre-select by: all tokens are scored).
@@ -26,6 +28,8 @@ a candidate token ``c`` after prefix ``g`` is computed in this order:
    it), so ending always competes with the ``ctc_pre_beam`` best continuations. With
    ``ctc_window = W`` each token's first CTC frame must lie within ``W`` frames of the argmax
    of the attention returned with the step that proposed it.
+   Partial scorers of ``scorers`` then add ``w_i * score_i`` on the same candidates (the
+   ``ctc_pre_beam`` best tokens of ``s``, also without CTC).
 5. Pruned LM fusion (``lm_fusion == "pruned"``): the ``beam_size`` best tokens of ``s`` per
    hypothesis get ``+ lm_weight * lm``; all other tokens become ``-inf``.
 6. ``+ length_bonus`` (the additive length penalty, paid per token including ``eos``).
@@ -50,7 +54,7 @@ condition, as in ESPnet's ``end_detect`` but with no lag: the lengths include th
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +63,7 @@ import torch
 from k2dec.aed.config import BeamSearchConfig
 from k2dec.aed.interface import AttentionDecoder, IncrementalLM
 from k2dec.aed.scoring import end_detected, final_scores, token_mask
+from k2dec.scorers.base import ScorerSet, WeightedScorer
 from k2dec.scorers.ctc_prefix import CtcPrefixScorer, CtcPrefixState
 
 __all__ = ["AedHypothesis", "BeamSearchConfig", "beam_search"]
@@ -80,6 +85,8 @@ class AedHypothesis:
       attention_score: sum of the (temperature-scaled) decoder log-probs of the tokens and eos.
       ctc_score: CTC log-probability of the tokens (0 without CTC).
       lm_score: sum of LM log-probs of the tokens and eos (0 without an LM).
+      scorer_scores: the unweighted sum of each of ``scorers``' scores over the tokens and
+        eos, in the order of ``scorers``.
     """
 
     tokens: list[int]
@@ -89,6 +96,7 @@ class AedHypothesis:
     attention_score: float
     ctc_score: float
     lm_score: float
+    scorer_scores: tuple[float, ...] = ()
 
 
 def _validate(
@@ -164,6 +172,7 @@ def beam_search(
     config: BeamSearchConfig | None = None,
     ctc_log_probs: torch.Tensor | None = None,
     lm: IncrementalLM | None = None,
+    scorers: Sequence[WeightedScorer] = (),
 ) -> list[list[AedHypothesis]]:
     """Batched attention beam search.
 
@@ -176,6 +185,9 @@ def beam_search(
       ctc_log_probs: float ``[N, T, V]`` CTC log-softmax output (same frames as ``memory``),
         needed when ``config.ctc_weight > 0``.
       lm: an :class:`~k2dec.aed.IncrementalLM`, needed when ``config.lm_weight > 0``.
+      scorers: more weighted :class:`~k2dec.scorers.Scorer` s (e.g. a hotword list, a token
+        n-gram, a :class:`~k2dec.scorers.NeuralLmScorer`, a :class:`~k2dec.scorers.CtcScorer`);
+        utterance ``i`` is ``utt=i`` of per-utterance scorers.
 
     Returns:
       ``[N][<= nbest]`` hypotheses per utterance, best first (fewer than ``nbest``, possibly
@@ -189,7 +201,9 @@ def beam_search(
     with torch.no_grad():
         if memory.size(0) == 0:
             return []
-        return _BeamSearch(decoder, memory, memory_lens, config, ctc_log_probs, lm).run()
+        extra = ScorerSet(scorers, decoder.vocab_size, allow_partial=True)
+        return _BeamSearch(decoder, memory, memory_lens, config, ctc_log_probs, lm,
+                           extra).run()
 
 
 @dataclass
@@ -204,6 +218,7 @@ class _Ended:
     att: torch.Tensor
     ctc: torch.Tensor
     lm: torch.Tensor
+    extra: torch.Tensor  # [E, S]
 
 
 @dataclass
@@ -219,10 +234,12 @@ class _Beam:
       ys: int64 ``[M, u + 1]``, ``sos`` and the tokens.
       scores: float ``[M]``, the running scores (``-inf`` for dead slots).
       token_scores: float ``[M, u]``, the combined score of each token.
-      parts: float ``[M, 3]``, the attention, CTC and LM parts of the running scores.
+      parts: float ``[M, 3 + S]``, the attention, CTC, LM and each extra scorer's
+        (unweighted) parts of the running scores.
       coverage: float ``[M, T]``, attention accumulated per frame (coverage penalty), or None.
       decoder_state, lm_state: the decoder's and the LM's state of the rows (None at first).
       ctc_state: the CTC prefix state of the rows (None without CTC).
+      states: the extra scorers' states of the rows.
     """
 
     active: torch.Tensor
@@ -236,6 +253,7 @@ class _Beam:
     decoder_state: Any = None
     lm_state: Any = None
     ctc_state: CtcPrefixState | None = None
+    states: tuple = ()
 
     def select(
         self,
@@ -277,6 +295,9 @@ class _Beam:
                 new.ctc_state = CtcPrefixScorer.extend(
                     step.ctc.r, step.ctc.log_psi, rows, step.ctc.position[rows, token], token
                 )
+            if self.states:
+                new.states = step.extra_set.advance(self.states, step.extra_pending, rows,
+                                                    token, emit=token != step.eos)
         return new
 
 
@@ -307,6 +328,9 @@ class _Step:
       ctc: the CTC part (None without CTC).
       attention: float ``[M, T]``, the step's cross-attention (None if the decoder has none).
       select_decoder, select_lm: reorder the decoder's / LM's new state by rows.
+      extra: float ``[M, V]`` per extra scorer, its unweighted score of every token (0 where
+        a partial scorer scored nothing); extra_pending: their ``pending``; extra_set: the
+        scorers; eos: the eos id (extends no prefix).
     """
 
     scores: torch.Tensor
@@ -316,17 +340,22 @@ class _Step:
     attention: torch.Tensor | None
     select_decoder: Callable[[torch.Tensor], Any]
     select_lm: Callable[[torch.Tensor], Any]
+    extra: list[torch.Tensor]
+    extra_pending: list[Any]
+    extra_set: ScorerSet
+    eos: int
 
     def token_parts(
         self, rows: torch.Tensor, token: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The combined score ``[K]`` and its attention / CTC / LM parts ``[K, 3]`` of the
-        candidates ``(rows[k], token[k])``."""
+        """The combined score ``[K]`` and its attention / CTC / LM / extra scorer parts
+        ``[K, 3 + S]`` of the candidates ``(rows[k], token[k])``."""
         att = self.att[rows, token]
         zero = torch.zeros_like(att)
         ctc = zero if self.ctc is None else self.ctc.delta[rows, token]
         lm = zero if self.lm is None else self.lm[rows, token]
-        return self.scores[rows, token], torch.stack([att, ctc, lm], dim=1)
+        extra = [e[rows, token].to(att.dtype) for e in self.extra]
+        return self.scores[rows, token], torch.stack([att, ctc, lm, *extra], dim=1)
 
 
 class _EndedSet:
@@ -361,7 +390,9 @@ class _BeamSearch:
         config: BeamSearchConfig,
         ctc_log_probs: torch.Tensor | None,
         lm: IncrementalLM | None,
+        extra: ScorerSet,
     ) -> None:
+        self.extra = extra
         self.decoder, self.lm, self.config = decoder, (lm if config.lm_weight > 0 else None), config
         self.memory = memory
         self.device = memory.device
@@ -407,9 +438,10 @@ class _BeamSearch:
             ys=torch.full((n, 1), self.sos, dtype=torch.int64, device=device),
             scores=zeros,
             token_scores=torch.zeros(n, 0, dtype=dtype, device=device),
-            parts=torch.zeros(n, 3, dtype=dtype, device=device),
+            parts=torch.zeros(n, 3 + len(self.extra), dtype=dtype, device=device),
             coverage=cov,
             ctc_state=None if self.ctc is None else self.ctc.initial_state(active),
+            states=self.extra.init(active),
         )
 
     def _memory_of(self, row_utt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -453,10 +485,15 @@ class _BeamSearch:
         lm_lp, lm_state = self._lm_step(beam, u)
         if lm_lp is not None and config.lm_fusion == "full":
             s = s + config.lm_weight * lm_lp
+        extra, pending = self._extra_full(beam)
+        if extra:
+            s = s + self.extra.weighted(extra, self.extra.full, self.dtype)
         s = s.masked_fill(mask, _NEG_INF)
         ctc = None
         if self.ctc is not None:
             s, ctc = self._ctc_step(beam, s, att, u)
+        if self.extra.partial:
+            s = self._extra_partial(beam, s, extra, pending)
         if lm_lp is not None and config.lm_fusion == "pruned":
             cand = s.topk(min(config.beam_size, vocab), dim=1).indices
             cand_scores = s.gather(1, cand) + config.lm_weight * lm_lp.gather(1, cand)
@@ -472,7 +509,43 @@ class _BeamSearch:
             attention=att,
             select_decoder=lambda rows: self.decoder.select_state(dec_state, rows),
             select_lm=lambda rows: None if lm is None else lm.select_state(lm_state, rows),
+            extra=extra,
+            extra_pending=pending,
+            extra_set=self.extra,
+            eos=self.eos,
         )
+
+    def _extra_full(self, beam: _Beam) -> tuple[list[torch.Tensor], list[Any]]:
+        """Scores ``[M, V]`` of the full extra scorers, their ``eos`` column set to their final
+        scores (zeros for the partial ones, filled by :meth:`_extra_partial`), and every
+        scorer's ``pending``."""
+        if not len(self.extra):
+            return [], []
+        full, pending = self.extra.score_full(beam.states)
+        out = []
+        for i, ws in enumerate(self.extra.scorers):
+            if ws.scorer.partial:
+                out.append(torch.zeros(beam.row_utt.numel(), self.vocab, dtype=self.dtype,
+                                       device=self.device))
+                continue
+            sc = full[self.extra.full.index(i)].to(self.dtype).clone()
+            sc[:, self.eos] = ws.scorer.final_score(beam.states[i]).to(self.dtype)
+            out.append(sc)
+        return out, pending
+
+    def _extra_partial(self, beam: _Beam, s: torch.Tensor, extra: list[torch.Tensor],
+                       pending: list[Any]) -> torch.Tensor:
+        """Step 4 for the partial extra scorers: scores on the ``ctc_pre_beam`` best tokens of
+        ``s`` (``extra`` and ``pending`` are filled in place); other tokens become ``-inf``."""
+        cand = s.topk(min(self.config.pre_beam, self.vocab), dim=1).indices
+        total = s.gather(1, cand)
+        for i in self.extra.partial:
+            ws = self.extra.scorers[i]
+            sc, pending[i] = ws.scorer.score(beam.states[i], cand)
+            sc = sc.to(self.dtype)
+            extra[i] = extra[i].scatter(1, cand, sc)
+            total = total + ws.weight * sc
+        return torch.full_like(s, _NEG_INF).scatter(1, cand, total)
 
     def _lm_step(self, beam: _Beam, u: int) -> tuple[torch.Tensor | None, Any]:
         if self.lm is None:
@@ -570,6 +643,7 @@ class _BeamSearch:
                 att=ended.parts[:, 0],
                 ctc=ended.parts[:, 1],
                 lm=ended.parts[:, 2],
+                extra=ended.parts[:, 3:],
             ),
             u,
         )
@@ -637,6 +711,7 @@ def _collect(ended: list[_Ended], n: int, nbest: int) -> list[list[AedHypothesis
                 attention_score=float(e.att[p_i]),
                 ctc_score=float(e.ctc[p_i]),
                 lm_score=float(e.lm[p_i]),
+                scorer_scores=tuple(e.extra[p_i].tolist()),
             )
         )
     return out

@@ -239,20 +239,27 @@ class CtcScorer(Scorer):
 
     def advance(self, state: CtcScorerState, pending: tuple, rows: torch.Tensor,
                 tokens: torch.Tensor, emit: torch.Tensor | None = None) -> CtcScorerState:
-        if emit is not None and not bool(emit.all()):
-            raise ValueError("CtcScorer extends every row by its token (emit must be all True)")
-        bad = (tokens == self.ctc.blank_id) | (tokens == self.ctc.eos_id)
+        emit = torch.ones_like(tokens, dtype=torch.bool) if emit is None else emit
+        bad = emit & ((tokens == self.ctc.blank_id) | (tokens == self.ctc.eos_id))
         if bool(bad.any()):
             raise ValueError("CtcScorer.advance: blank and eos extend no prefix (got "
                              f"{tokens[bad].unique().tolist()})")
         log_psi, r, cand = pending
         hit = cand.index_select(0, rows) == tokens.unsqueeze(1)
-        if not bool(hit.any(dim=1).all()):
+        if not bool((hit.any(dim=1) | ~emit).all()):
             raise ValueError("CtcScorer.advance: a token was not among the scored candidates")
         k = hit.to(torch.int8).argmax(dim=1)
-        return CtcScorerState(CtcPrefixScorer.extend(r, log_psi, rows, k, tokens),
-                              state.utt.index_select(0, rows),
-                              state.length.index_select(0, rows) + 1)
+        moved = CtcPrefixScorer.extend(r, log_psi, rows, k, tokens)
+        if not bool(emit.all()):
+            kept = state.prefix.select(rows)
+            frames = moved.r.size(0)  # later frames are padding for all these rows
+            moved = CtcPrefixState(
+                torch.where(emit.view(1, 1, -1), moved.r, kept.r[:frames]),
+                torch.where(emit, moved.log_psi, kept.log_psi),
+                torch.where(emit, moved.last, kept.last),
+            )
+        return CtcScorerState(moved, state.utt.index_select(0, rows),
+                              state.length.index_select(0, rows) + emit.to(torch.int64))
 
     def select(self, state: CtcScorerState, index: torch.Tensor) -> CtcScorerState:
         check_rows("index", index, state.utt.numel())

@@ -125,7 +125,7 @@ class TokenNgramScorer(Scorer):
     starts at the ``<s>`` history; :meth:`final_score` is ``log p(</s> | history)``.
 
     Attributes:
-      score: float32 ``[S, V]``; next_state: int64 ``[S, V]``; final: float32 ``[S]``;
+      score: float64 ``[S, V]``; next_state: int64 ``[S, V]``; final: float64 ``[S]``;
       start: the ``<s>`` state.
     """
 
@@ -245,8 +245,8 @@ def _expand(model: ArpaModel, vocab_size: int, token_table: dict[str, int] | Non
                 score[i, column[w]] = lp
                 if len(h) + 1 < n and w != EOS:
                     nxt[i, column[w]] = state_of[h + (w,)]
-    return (score[:, :vocab_size].to(torch.float32).to(device), nxt.to(device),
-            score[:, vocab_size].to(torch.float32).to(device), _suffix_state((BOS,), state_of))
+    return (score[:, :vocab_size].contiguous().to(device), nxt.to(device),
+            score[:, vocab_size].contiguous().to(device), _suffix_state((BOS,), state_of))
 
 
 def _suffix_state(h: tuple[str, ...], state_of: dict[tuple[str, ...], int]) -> int:
