@@ -15,6 +15,8 @@ create one stream per utterance with ``new_stream()``, call ``decode_chunk(strea
 chunk_lens)`` as frames arrive, and ``results(streams)`` for partial or final hypotheses.
 """
 
+from k2dec.transducer.beam_hyps import BeamHyps
+from k2dec.transducer.beam_search import TransducerBeamSearchConfig, beam_search
 from k2dec.transducer.common import DecoderCache, TransducerHypothesis, TransducerNet
 from k2dec.transducer.fast_beam_search import (
     FastBeamSearch,
@@ -40,6 +42,7 @@ from k2dec.transducer.modified_beam_search import (
 )
 
 __all__ = [
+    "BeamHyps",
     "DecoderCache",
     "FastBeamSearch",
     "FastBeamSearchConfig",
@@ -55,8 +58,10 @@ __all__ = [
     "ModifiedBeamSearchStream",
     "StatelessDecoder",
     "Transducer",
+    "TransducerBeamSearchConfig",
     "TransducerHypothesis",
     "TransducerNet",
+    "beam_search",
     "check_decoding_graph",
     "fast_beam_search",
     "greedy_search",

@@ -20,7 +20,6 @@ The streaming protocol is the same as :class:`k2dec.transducer.GreedySearch`:
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ import torch
 from torch import nn
 
 from k2dec.scorers.base import ScorerSet, WeightedScorer
+from k2dec.transducer.beam_hyps import BeamHyps, exclusive_cumsum, extend_hash
 from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
@@ -43,16 +43,12 @@ from k2dec.transducer.common import (
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "BeamHyps",
     "ModifiedBeamSearch",
     "ModifiedBeamSearchConfig",
     "ModifiedBeamSearchStream",
     "modified_beam_search",
 ]
 
-# Multiplier of the rolling hash of token sequences (odd, so multiplication is invertible
-# modulo 2**64; int64 overflow wraps around).
-_HASH_MULT = 0x9E3779B97F4A7C15 - (1 << 64)
 
 
 @dataclass(frozen=True)
@@ -184,7 +180,7 @@ class ModifiedBeamSearch:
                                           offsets[:n] + t)
             hyps = BeamHyps.cat([new, hyps.rows(num_rows, hyps.num_rows)])
             counts = torch.cat([new_counts, counts[n:]])
-        splits = _exclusive_cumsum(counts).tolist()
+        splits = exclusive_cumsum(counts).tolist()
         for i, (s, n_frames) in enumerate(zip(ordered, lens_sorted.tolist())):
             s.hyps = hyps.rows(splits[i], splits[i + 1]).trimmed()
             s.num_frames += n_frames
@@ -207,7 +203,7 @@ class ModifiedBeamSearch:
         net, cfg = self.net, self.config
         device = enc_t.device
         n = counts.numel()
-        row_splits = _exclusive_cumsum(counts)
+        row_splits = exclusive_cumsum(counts)
         utt_of_row = torch.repeat_interleave(torch.arange(n, device=device), counts)
         logits = net.logits(enc_t[utt_of_row], hyps.decoder_out)
         log_probs = log_probs_from_logits(logits, net.blank_id, cfg.temperature,
@@ -222,8 +218,7 @@ class ModifiedBeamSearch:
 
         is_tok = tok != net.blank_id
         new_len = hyps.length[src_row] + is_tok.to(torch.int64)
-        old_hash = hyps.hash[src_row]
-        new_hash = torch.where(is_tok, old_hash * _HASH_MULT + tok + 1, old_hash)
+        new_hash = extend_hash(hyps.hash[src_row], tok, is_tok)
         keep, merged = _merge_equal(top_val, new_hash, new_len, valid)
 
         new = hyps.select(src_row.view(-1)[keep])
@@ -314,12 +309,6 @@ def modified_beam_search(
     return search.results(streams)
 
 
-def _exclusive_cumsum(counts: torch.Tensor) -> torch.Tensor:
-    out = torch.zeros(counts.numel() + 1, dtype=torch.int64, device=counts.device)
-    out[1:] = torch.cumsum(counts, dim=0)
-    return out
-
-
 def _top_k(
     tot: torch.Tensor,
     counts: torch.Tensor,
@@ -377,130 +366,3 @@ def _merge_equal(
         dim=2,
     )
     return is_rep.view(-1), merged
-
-
-def _grow(x: torch.Tensor, cap: int) -> torch.Tensor:
-    out = x.new_zeros((x.size(0), cap))
-    out[:, : x.size(1)] = x
-    return out
-
-
-@dataclass
-class BeamHyps:
-    """Hypotheses of a beam search as rows of tensors (the rows of one stream, or of a batch
-    grouped by utterance).
-
-    Attributes:
-      tokens: int64 ``[R, W]``, the tokens of each row in its first ``length`` columns
-        (``W >= max(length)``; the rest is padding).
-      times: int64 ``[R, W]``, the frame of each token.
-      length: int64 ``[R]``, number of tokens.
-      log_prob: float64 ``[R]``, the score (log-sum over the merged alignments).
-      hash: int64 ``[R]``, a rolling hash of the tokens (equal sequences, equal hashes).
-      context: int64 ``[R, context_size]``, the decoder input.
-      decoder_out: float ``[R, J]``, the projected decoder output of ``context``, or None
-        when not computed yet.
-      scorers: the search's scorers (they reorder ``states``).
-      states: one state per scorer, ``R`` rows each.
-    """
-
-    tokens: torch.Tensor
-    times: torch.Tensor
-    length: torch.Tensor
-    log_prob: torch.Tensor
-    hash: torch.Tensor
-    context: torch.Tensor
-    decoder_out: torch.Tensor | None = None
-    scorers: ScorerSet | None = None
-    states: tuple = ()
-
-    @classmethod
-    def initial(cls, context: torch.Tensor, scorers: ScorerSet | None = None) -> BeamHyps:
-        """One empty hypothesis (log-prob 0) with decoder input ``context`` (``[1, c]``), no
-        scorer state yet."""
-        device = context.device
-        return cls(
-            tokens=torch.zeros(1, 0, dtype=torch.int64, device=device),
-            times=torch.zeros(1, 0, dtype=torch.int64, device=device),
-            length=torch.zeros(1, dtype=torch.int64, device=device),
-            log_prob=torch.zeros(1, dtype=torch.float64, device=device),
-            hash=torch.zeros(1, dtype=torch.int64, device=device),
-            context=context,
-            scorers=scorers,
-        )
-
-    @property
-    def num_rows(self) -> int:
-        return self.length.numel()
-
-    def to(self, device: torch.device) -> BeamHyps:
-        if device == self.length.device:
-            return self
-        if self.states:
-            raise ValueError(f"hypotheses with scorer states are on {self.length.device}; "
-                             f"decode them there, not on {device}")
-        return BeamHyps(*(None if x is None else x.to(device) for x in self._fields()),
-                        scorers=self.scorers)
-
-    def _fields(self) -> tuple[torch.Tensor | None, ...]:
-        return (self.tokens, self.times, self.length, self.log_prob, self.hash, self.context,
-                self.decoder_out)
-
-    def select(self, index: torch.Tensor) -> BeamHyps:
-        """Rows ``index`` (int64 ``[R']``), in order."""
-        states = self.scorers.select(self.states, index) if self.states else ()
-        return BeamHyps(*(None if x is None else x.index_select(0, index)
-                          for x in self._fields()), scorers=self.scorers, states=states)
-
-    def rows(self, start: int, end: int) -> BeamHyps:
-        """Rows ``start .. end - 1`` (views when there are no scorer states)."""
-        if self.states:
-            return self.select(torch.arange(start, end, device=self.length.device))
-        return BeamHyps(*(None if x is None else x[start:end] for x in self._fields()),
-                        scorers=self.scorers)
-
-    def trimmed(self) -> BeamHyps:
-        """The same rows with ``tokens``/``times`` cut to the longest ``length``."""
-        width = int(self.length.max()) if self.num_rows > 0 else 0
-        return dataclasses.replace(self, tokens=self.tokens[:, :width],
-                                   times=self.times[:, :width])
-
-    @staticmethod
-    def cat(parts: Sequence[BeamHyps]) -> BeamHyps:
-        """The rows of ``parts`` in order (token columns padded to the widest part); parts
-        without rows are skipped, and ``decoder_out`` is kept only if every part has it."""
-        parts = [p for p in parts if p.num_rows > 0] or list(parts[:1])
-        if len(parts) == 1:
-            return parts[0]
-        cap = max(p.tokens.size(1) for p in parts)
-        fields = []
-        for i, xs in enumerate(zip(*(p._fields() for p in parts))):
-            if any(x is None for x in xs):
-                fields.append(None)
-            elif i < 2:  # tokens, times
-                fields.append(torch.cat([x if x.size(1) == cap else _grow(x, cap) for x in xs]))
-            else:
-                fields.append(torch.cat(xs))
-        scorers = parts[0].scorers
-        states = scorers.cat([p.states for p in parts]) if parts[0].states else ()
-        return BeamHyps(*fields, scorers=scorers, states=states)
-
-    def append_tokens(
-        self, rows: torch.Tensor, tokens: torch.Tensor, times: torch.Tensor, net: TransducerNet
-    ) -> None:
-        """Append ``tokens`` (emitted on frames ``times``) to rows ``rows`` (int64 ``[E]``
-        each; their ``length`` already counts the new token), in place, and recompute those
-        rows' decoder input and output."""
-        if rows.numel() == 0:
-            return
-        pos = self.length[rows] - 1
-        cap = self.tokens.size(1)
-        need = int(pos.max()) + 1
-        if need > cap:
-            self.tokens = _grow(self.tokens, max(need, 2 * cap))
-            self.times = _grow(self.times, max(need, 2 * cap))
-        self.tokens[rows, pos] = tokens
-        self.times[rows, pos] = times
-        ctx = self.context
-        ctx[rows] = torch.cat([ctx[rows, 1:], tokens.unsqueeze(1)], dim=1)
-        self.decoder_out[rows] = net.decoder_out(ctx[rows])

@@ -225,3 +225,51 @@ def _logsumexp(xs: list[float]) -> float:
     if m == -math.inf:
         return m
     return m + math.log(sum(math.exp(x - m) for x in xs))
+
+
+def classic_beam_search_reference(
+    oracle: NetOracle, num_frames: int, beam: int, max_expansions: int = 32, scorers=(),
+    utt: int = 0,
+) -> dict[tuple[int, ...], tuple[float, list[int]]]:
+    """icefall's ``beam_search`` for one utterance with Python dicts: per frame, repeatedly
+    take the best hypothesis of ``A``, add its blank extension to ``B`` and its extensions by
+    the ``beam + 1`` most likely symbols (blank skipped) to ``A`` (equal token sequences are
+    log-added, keeping the first one's timestamps), until ``B`` has ``beam`` hypotheses better
+    than the best of ``A`` or ``max_expansions`` were taken; then keep the ``beam`` best of
+    ``B``. ``scorers`` (``[(reference, weight)]``) add to each token extension, their final
+    scores to the result.
+
+    Returns:
+      ``{tokens: (log_prob, timestamps)}`` of the final hypotheses.
+    """
+    from tests.reference.scorers import weighted_final, weighted_step
+
+    def add(hyps, tokens, score, times, ctx, states):
+        if tokens in hyps:
+            old = hyps[tokens]
+            hyps[tokens] = (_logsumexp([old[0], score]),) + old[1:]
+        else:
+            hyps[tokens] = (score, times, ctx, states)
+
+    vocab = oracle.vocab_size
+    b = {(): (0.0, [], oracle.initial_context(), tuple(r.start(utt) for r, _ in scorers))}
+    for t in range(num_frames):
+        a, b = dict(b), {}
+        expansions = 0
+        while True:
+            tokens, (score, times, ctx, states) = max(a.items(), key=lambda kv: kv[1][0])
+            del a[tokens]
+            lp = oracle.log_probs(t, ctx)
+            add(b, tokens, score + lp[oracle.blank_id], times, ctx, states)
+            for k in sorted(range(vocab), key=lambda j: -lp[j])[: min(beam + 1, vocab)]:
+                if k == oracle.blank_id:
+                    continue
+                extra, new_states = weighted_step(scorers, states, k) if scorers else (0.0, ())
+                add(a, tokens + (k,), score + lp[k] + extra, times + [t],
+                    oracle.next_context(ctx, k), new_states)
+            expansions += 1
+            a_best = max(v[0] for v in a.values())
+            if sum(v[0] > a_best for v in b.values()) >= beam or expansions >= max_expansions:
+                b = dict(sorted(b.items(), key=lambda kv: -kv[1][0])[:beam])
+                break
+    return {k: (v[0] + weighted_final(scorers, v[3]), v[1]) for k, v in b.items()}
