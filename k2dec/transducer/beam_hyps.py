@@ -12,31 +12,9 @@ import torch
 
 from k2dec.scorers.base import ScorerSet
 from k2dec.transducer.common import TransducerNet
+from k2dec.utils import grow_columns
 
-__all__ = ["BeamHyps", "exclusive_cumsum", "extend_hash"]
-
-# Multiplier of the rolling hash of token sequences (odd, so multiplication is invertible
-# modulo 2**64; int64 overflow wraps around).
-HASH_MULT = 0x9E3779B97F4A7C15 - (1 << 64)
-
-
-def extend_hash(old: torch.Tensor, tokens: torch.Tensor, emit: torch.Tensor) -> torch.Tensor:
-    """Rolling hash (int64) of sequences ``old`` extended by ``tokens`` where ``emit``."""
-    return torch.where(emit, old * HASH_MULT + tokens + 1, old)
-
-
-def exclusive_cumsum(counts: torch.Tensor) -> torch.Tensor:
-    """``[0, c0, c0 + c1, ...]`` (int64, ``len(counts) + 1``)."""
-    out = torch.zeros(counts.numel() + 1, dtype=torch.int64, device=counts.device)
-    out[1:] = torch.cumsum(counts, dim=0)
-    return out
-
-
-def _grow(x: torch.Tensor, cap: int) -> torch.Tensor:
-    out = x.new_zeros((x.size(0), cap))
-    out[:, : x.size(1)] = x
-    return out
-
+__all__ = ["BeamHyps"]
 
 @dataclass
 class BeamHyps:
@@ -133,7 +111,8 @@ class BeamHyps:
             if any(x is None for x in xs):
                 fields.append(None)
             elif i < 2:  # tokens, times
-                fields.append(torch.cat([x if x.size(1) == cap else _grow(x, cap) for x in xs]))
+                fields.append(torch.cat([x if x.size(1) == cap else grow_columns(x, cap)
+                                         for x in xs]))
             else:
                 fields.append(torch.cat(xs))
         scorers = parts[0].scorers
@@ -152,8 +131,8 @@ class BeamHyps:
         cap = self.tokens.size(1)
         need = int(pos.max()) + 1
         if need > cap:
-            self.tokens = _grow(self.tokens, max(need, 2 * cap))
-            self.times = _grow(self.times, max(need, 2 * cap))
+            self.tokens = grow_columns(self.tokens, max(need, 2 * cap))
+            self.times = grow_columns(self.times, max(need, 2 * cap))
         self.tokens[rows, pos] = tokens
         self.times[rows, pos] = times
         ctx = self.context

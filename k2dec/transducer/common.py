@@ -19,7 +19,6 @@ __all__ = [
     "TransducerHypothesis",
     "TransducerNet",
     "check_streams",
-    "num_active_per_frame",
 ]
 
 
@@ -323,20 +322,6 @@ def check_positive(name: str, value: float) -> None:
 def check_finite(name: str, value: float) -> None:
     if not (isinstance(value, int | float) and math.isfinite(value)):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
-
-
-def num_active_per_frame(lens_desc: list[int]) -> list[int]:
-    """For lengths sorted in decreasing order, the number of utterances with length > t for
-    t = 0 .. max(lens) - 1."""
-    if not lens_desc:
-        return []
-    out = []
-    n = len(lens_desc)
-    for t in range(lens_desc[0]):
-        while n > 0 and lens_desc[n - 1] <= t:
-            n -= 1
-        out.append(n)
-    return out
 
 
 def check_streams(streams: Sequence, n: int, cls: type) -> None:

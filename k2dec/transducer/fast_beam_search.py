@@ -47,9 +47,8 @@ from k2dec.transducer.common import (
     check_positive,
     check_streams,
     log_probs_from_logits,
-    num_active_per_frame,
 )
-from k2dec.utils import arc_frames, ragged_select
+from k2dec.utils import arc_frames, num_active_per_frame, ragged_select
 
 logger = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from k2dec.transducer.common import (
     check_finite,
     check_streams,
     log_probs_from_logits,
-    num_active_per_frame,
 )
+from k2dec.utils import num_active_per_frame
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from k2dec.scorers.base import ScorerSet, WeightedScorer
-from k2dec.transducer.beam_hyps import BeamHyps, exclusive_cumsum, extend_hash
+from k2dec.transducer.beam_hyps import BeamHyps
 from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
@@ -37,8 +37,8 @@ from k2dec.transducer.common import (
     check_positive,
     check_streams,
     log_probs_from_logits,
-    num_active_per_frame,
 )
+from k2dec.utils import exclusive_cumsum, extend_hash, num_active_per_frame
 
 logger = logging.getLogger(__name__)
 
