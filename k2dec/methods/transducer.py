@@ -1,4 +1,5 @@
-"""Transducer methods: greedy, modified beam search and the fast_beam_search family.
+"""Transducer methods: greedy and the fast_beam_search family (the beam searches with
+scorers are in :mod:`k2dec.methods.transducer_lm`).
 
 The n-best variants compose :func:`k2dec.transducer.fast_beam_search` (which returns its
 lattice) with :class:`k2dec.nbest.Nbest`; this is the only place the two meet, and their
@@ -17,10 +18,8 @@ from ..nbest import DedupKey, Nbest, NbestConfig, best_paths_by_score
 from ..transducer import (
     FastBeamSearchConfig,
     GreedySearchConfig,
-    ModifiedBeamSearchConfig,
     fast_beam_search,
     greedy_search,
-    modified_beam_search,
 )
 from .records import EMPTY_LATTICE, from_ids, from_transducer
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
@@ -85,13 +84,6 @@ def _greedy(inputs: TransducerInputs, res: Resources, cfg: GreedySearchConfig):
     """Greedy search (batched; max_sym_per_frame symbols per frame)."""
     hyps = greedy_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg)
     return [MethodResult("greedy_search", from_transducer(hyps), cfg)]
-
-
-@register("modified_beam_search", Family.TRANSDUCER, ModifiedBeamSearchConfig)
-def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchConfig):
-    """Modified beam search (at most one symbol per frame, beam 4)."""
-    hyps = modified_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg)
-    return [MethodResult("modified_beam_search", from_transducer(hyps), cfg)]
 
 
 @register("fast_beam_search", Family.TRANSDUCER, FastBeamSearchConfig)
