@@ -20,7 +20,7 @@ Example (an LM and a hotword list in modified beam search)::
     hyps = modified_beam_search(model, encoder_out, encoder_out_lens, scorers=scorers)
 """
 
-from k2dec.scorers.base import Scorer, ScorerSet, WeightedScorer
+from k2dec.scorers.base import Scorer, ScorerSet, TableScorer, WeightedScorer
 from k2dec.scorers.ctc_prefix import CtcPrefixScorer, CtcPrefixState, CtcScorer, CtcScorerState
 from k2dec.scorers.hotwords import (
     ContextGraph,
@@ -45,6 +45,7 @@ __all__ = [
     "NeuralLmScorerState",
     "Scorer",
     "ScorerSet",
+    "TableScorer",
     "TokenNgramScorer",
     "WeightedScorer",
     "encode_hotwords",

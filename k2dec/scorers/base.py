@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["Scorer", "ScorerSet", "WeightedScorer", "check_rows"]
+__all__ = ["Scorer", "ScorerSet", "TableScorer", "WeightedScorer", "check_rows"]
 
 
 class Scorer(ABC):
@@ -101,6 +101,47 @@ class Scorer(ABC):
     @abstractmethod
     def cat(self, states: Sequence[Any]) -> Any:
         """The rows of ``states`` (one or more), in order."""
+
+
+class TableScorer(Scorer):
+    """A scorer whose state is a node of an automaton expanded into dense tables (token
+    n-grams, hotword graphs): a row's state is its node id (int64 ``[M]``), one search step is
+    two gathers. Subclasses set the tables and :meth:`init_state`.
+
+    Attributes:
+      score_table: float ``[S, V]``, the score of every token after every node.
+      next_state: int64 ``[S, V]``, the node after it.
+      final: float ``[S]``, the final score of every node.
+    """
+
+    score_table: torch.Tensor
+    next_state: torch.Tensor
+    final: torch.Tensor
+
+    def score(self, state: torch.Tensor,
+              cand: torch.Tensor | None = None) -> tuple[torch.Tensor, None]:
+        if cand is not None:
+            raise ValueError(f"{type(self).__name__} scores every token; cand must be None")
+        return self.score_table.index_select(0, state), None
+
+    def advance(self, state: torch.Tensor, pending: None, rows: torch.Tensor,
+                tokens: torch.Tensor, emit: torch.Tensor | None = None) -> torch.Tensor:
+        new = self.select(state, rows)
+        moved = self.next_state[new, tokens]
+        return moved if emit is None else torch.where(emit, moved, new)
+
+    def select(self, state: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        check_rows("index", index, state.numel())
+        return state.index_select(0, index)
+
+    def final_score(self, state: torch.Tensor) -> torch.Tensor:
+        return self.final.index_select(0, state)
+
+    def num_rows(self, state: torch.Tensor) -> int:
+        return state.numel()
+
+    def cat(self, states: Sequence[torch.Tensor]) -> torch.Tensor:
+        return torch.cat(list(states))
 
 
 def check_rows(name: str, index: torch.Tensor, num_rows: int) -> None:

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from k2dec.scorers.base import Scorer, check_rows
+from k2dec.scorers.base import TableScorer
 
 __all__ = ["ContextGraph", "Hotword", "HotwordScorer", "encode_hotwords", "read_hotwords"]
 
@@ -207,7 +207,7 @@ class ContextGraph:
         return nxt, score, -node_score
 
 
-class HotwordScorer(Scorer):
+class HotwordScorer(TableScorer):
     """Hotword biasing as a scorer (weight 1 gives icefall's behaviour: the bonuses are the
     graph's scores).
 
@@ -254,28 +254,3 @@ class HotwordScorer(Scorer):
             raise ValueError(f"utterance {int(utt.max())} has no hotword list (got "
                              f"{self.roots.numel()} lists)")
         return self.roots[utt]
-
-    def score(self, state: torch.Tensor,
-              cand: torch.Tensor | None = None) -> tuple[torch.Tensor, None]:
-        if cand is not None:
-            raise ValueError("HotwordScorer scores every token; cand must be None")
-        return self.score_table.index_select(0, state), None
-
-    def advance(self, state: torch.Tensor, pending: None, rows: torch.Tensor,
-                tokens: torch.Tensor, emit: torch.Tensor | None = None) -> torch.Tensor:
-        new = self.select(state, rows)
-        moved = self.next_state[new, tokens]
-        return moved if emit is None else torch.where(emit, moved, new)
-
-    def select(self, state: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        check_rows("index", index, state.numel())
-        return state.index_select(0, index)
-
-    def final_score(self, state: torch.Tensor) -> torch.Tensor:
-        return self.final.index_select(0, state)
-
-    def num_rows(self, state: torch.Tensor) -> int:
-        return state.numel()
-
-    def cat(self, states: Sequence[torch.Tensor]) -> torch.Tensor:
-        return torch.cat(list(states))

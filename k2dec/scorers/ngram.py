@@ -13,13 +13,12 @@ from __future__ import annotations
 import logging
 import math
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from k2dec.scorers.base import Scorer, check_rows
+from k2dec.scorers.base import TableScorer
 
 __all__ = ["ArpaModel", "TokenNgramScorer", "read_arpa", "train_token_arpa"]
 
@@ -118,7 +117,7 @@ def train_token_arpa(text: str | Path, bpe_model: str | Path, arpa: str | Path,
         return train_arpa(ids, arpa, order=order)
 
 
-class TokenNgramScorer(Scorer):
+class TokenNgramScorer(TableScorer):
     """A backoff n-gram over token ids (see the module docstring for the tables).
 
     Use :meth:`from_arpa`. The state of a row is its history state id (int64 ``[M]``); a row
@@ -170,31 +169,6 @@ class TokenNgramScorer(Scorer):
     def init_state(self, utt: torch.Tensor) -> torch.Tensor:
         return torch.full((utt.numel(),), self.start, dtype=torch.int64,
                           device=self.score_table.device)
-
-    def score(self, state: torch.Tensor,
-              cand: torch.Tensor | None = None) -> tuple[torch.Tensor, None]:
-        if cand is not None:
-            raise ValueError("TokenNgramScorer scores every token; cand must be None")
-        return self.score_table.index_select(0, state), None
-
-    def advance(self, state: torch.Tensor, pending: None, rows: torch.Tensor,
-                tokens: torch.Tensor, emit: torch.Tensor | None = None) -> torch.Tensor:
-        new = self.select(state, rows)
-        moved = self.next_state[new, tokens]
-        return moved if emit is None else torch.where(emit, moved, new)
-
-    def select(self, state: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        check_rows("index", index, state.numel())
-        return state.index_select(0, index)
-
-    def final_score(self, state: torch.Tensor) -> torch.Tensor:
-        return self.final.index_select(0, state)
-
-    def num_rows(self, state: torch.Tensor) -> int:
-        return state.numel()
-
-    def cat(self, states: Sequence[torch.Tensor]) -> torch.Tensor:
-        return torch.cat(list(states))
 
 
 def _expand(model: ArpaModel, vocab_size: int, token_table: dict[str, int] | None,
