@@ -175,12 +175,10 @@ def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
                                DedupKey.WORDS)  # H's aux_labels are the tokens
     nbest = nbest.intersect(result.lattice)
     am = nbest.tot_scores().values.to(torch.float64)
-    seqs = nbest.key_seqs.tolist()
-    utt = nbest.path_to_utt().to(torch.int64).tolist()
-    per_utt: list[list] = [[] for _ in range(nbest.num_utts)]
-    for u, seq in zip(utt, seqs):
-        per_utt[u].append(_Seq(seq))
-    lists = HypothesisLists.from_lists(per_utt, inputs.log_probs.device)
+    device = inputs.log_probs.device
+    lists = HypothesisLists(nbest.key_seqs.to(device),
+                            nbest.path_to_utt().to(device=device, dtype=torch.int64),
+                            nbest.num_utts, [[] for _ in range(nbest.num_paths)])
     att = attention_scores(res.attention_decoder, inputs.memory, inputs.memory_lens, lists)
     out = sweep(lists, am.to(lists.utt.device), {"att": att}, {"att": cfg.attention_scales},
                 lambda b, c, s: b + s["att"] * c["att"], lambda s: f"attention_scale_{s['att']}")
@@ -191,14 +189,3 @@ def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
                      for r, err in zip(recs, failed))
         results.append(MethodResult(key, recs, cfg))
     return results
-
-
-@dataclass(frozen=True)
-class _Seq:
-    """A token sequence without timestamps (n-best paths keep none)."""
-
-    tokens: list[int]
-
-    @property
-    def timestamps(self) -> list[int]:
-        return []

@@ -5,11 +5,13 @@ Offline (``encoder_out`` float ``[N, T, C]``, ``encoder_out_lens`` int ``[N]``):
 
     hyps = greedy_search(model, encoder_out, encoder_out_lens)           # GreedySearchConfig
     hyps = modified_beam_search(model, encoder_out, encoder_out_lens)    # beam=4
+    nbests = beam_search(model, encoder_out, encoder_out_lens)           # classic, [N][beam]
     result = fast_beam_search(model, encoder_out, encoder_out_lens, decoding_graph=None)
     result.lattice, result.hyps                                          # beam=20, 8, 64
 
 Each ``hyps[i]`` is a :class:`TransducerHypothesis` (``tokens``, ``timestamps`` = encoder frame
-of each token, ``score``). Streaming: every offline function is one ``decode_chunk`` of the
+of each token, ``score``). ``modified_beam_search`` and ``beam_search`` take
+``scorers=[WeightedScorer(...)]`` (:mod:`k2dec.scorers`: LM fusion, LODR, hotwords). Streaming: every offline function is one ``decode_chunk`` of the
 matching searcher (:class:`GreedySearch`, :class:`ModifiedBeamSearch`, :class:`FastBeamSearch`):
 create one stream per utterance with ``new_stream()``, call ``decode_chunk(streams, chunk,
 chunk_lens)`` as frames arrive, and ``results(streams)`` for partial or final hypotheses.

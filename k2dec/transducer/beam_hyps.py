@@ -79,18 +79,21 @@ class BeamHyps:
         return (self.tokens, self.times, self.length, self.log_prob, self.hash, self.context,
                 self.decoder_out)
 
-    def select(self, index: torch.Tensor) -> BeamHyps:
-        """Rows ``index`` (int64 ``[R']``), in order."""
-        states = self.scorers.select(self.states, index) if self.states else ()
+    def select(self, index: torch.Tensor, states: bool = True) -> BeamHyps:
+        """Rows ``index`` (int64 ``[R']``), in order; without their scorer states when
+        ``states`` is False (the caller sets them, e.g. from ``ScorerSet.advance``)."""
+        picked = self.scorers.select(self.states, index) if self.states and states else ()
         return BeamHyps(*(None if x is None else x.index_select(0, index)
-                          for x in self._fields()), scorers=self.scorers, states=states)
+                          for x in self._fields()), scorers=self.scorers, states=picked)
 
     def rows(self, start: int, end: int) -> BeamHyps:
-        """Rows ``start .. end - 1`` (views when there are no scorer states)."""
+        """Rows ``start .. end - 1`` (views of the tensors; the scorer states are selected)."""
+        states = ()
         if self.states:
-            return self.select(torch.arange(start, end, device=self.length.device))
+            index = torch.arange(start, end, device=self.length.device)
+            states = self.scorers.select(self.states, index)
         return BeamHyps(*(None if x is None else x[start:end] for x in self._fields()),
-                        scorers=self.scorers)
+                        scorers=self.scorers, states=states)
 
     def trimmed(self) -> BeamHyps:
         """The same rows with ``tokens``/``times`` cut to the longest ``length``."""

@@ -11,7 +11,9 @@ icefall's ``modified_beam_search`` with every per-hypothesis Python loop replace
 - token sequences are compared through (length, 64-bit rolling hash); equal sequences are merged
   with a masked ``logsumexp`` over the ``[utt, beam, beam]`` equality matrix;
 - decoder outputs are carried along with hypotheses and recomputed only for hypotheses that
-  emitted a token on this frame.
+  emitted a token on this frame;
+- scorers (:mod:`k2dec.scorers`: LM shallow fusion, LODR, hotwords) keep one state per
+  hypothesis in :class:`~k2dec.transducer.BeamHyps` and add their scores to emitted tokens.
 
 The streaming protocol is the same as :class:`k2dec.transducer.GreedySearch`:
 ``new_stream`` / ``decode_chunk`` / ``results``; :func:`modified_beam_search` is one
@@ -221,7 +223,7 @@ class ModifiedBeamSearch:
         new_hash = extend_hash(hyps.hash[src_row], tok, is_tok)
         keep, merged = _merge_equal(top_val, new_hash, new_len, valid)
 
-        new = hyps.select(src_row.view(-1)[keep])
+        new = hyps.select(src_row.view(-1)[keep], states=False)
         new.log_prob = merged.view(-1)[keep]
         new.hash = new_hash.view(-1)[keep]
         new.length = new_len.view(-1)[keep]
