@@ -11,7 +11,8 @@ Offline (``encoder_out`` float ``[N, T, C]``, ``encoder_out_lens`` int ``[N]``):
 
 Each ``hyps[i]`` is a :class:`TransducerHypothesis` (``tokens``, ``timestamps`` = encoder frame
 of each token, ``score``). ``modified_beam_search`` and ``beam_search`` take
-``scorers=[WeightedScorer(...)]`` (:mod:`k2dec.scorers`: LM fusion, LODR, hotwords). Streaming: every offline function is one ``decode_chunk`` of the
+``scorers=[WeightedScorer(...)]`` (:mod:`k2dec.scorers`: LM fusion, LODR, hotwords).
+Streaming: every offline function but ``beam_search`` is one ``decode_chunk`` of the
 matching searcher (:class:`GreedySearch`, :class:`ModifiedBeamSearch`, :class:`FastBeamSearch`):
 create one stream per utterance with ``new_stream()``, call ``decode_chunk(streams, chunk,
 chunk_lens)`` as frames arrive, and ``results(streams)`` for partial or final hypotheses.
