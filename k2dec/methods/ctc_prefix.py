@@ -20,7 +20,8 @@ from .ctc import CtcConfig
 from .lists import HypothesisLists, attention_scores, sweep
 from .records import lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, register
-from .transducer_lm import HOTWORDS_SCORE, LM_SCALE, hotword_scorers
+from .transducer import HOTWORDS_SCORE
+from .transducer_lm import LM_SCALE, hotword_scorers
 
 __all__ = [
     "ATTENTION_SCALES",

@@ -15,21 +15,29 @@ import k2
 import torch
 
 from ..nbest import DedupKey, Nbest, NbestConfig, best_paths_by_score
+from ..scorers import ContextGraph, hotword_graph
 from ..transducer import (
     FastBeamSearchConfig,
     GreedySearchConfig,
     fast_beam_search,
     greedy_search,
 )
+from .checks import check_finite
 from .records import EMPTY_LATTICE, from_ids, from_transducer
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
 
 __all__ = [
+    "HOTWORDS_SCORE",
     "NGRAM_LM_SCALE",
+    "FastBeamSearchMethodConfig",
     "FastBeamSearchLGConfig",
     "FastBeamSearchNbestConfig",
     "FastBeamSearchNbestLGConfig",
 ]
+
+#: icefall's ``--context-score``: the per-token bonus of a hotword (of a phrase without its
+#: own score in the hotwords file).
+HOTWORDS_SCORE = 2.0
 
 #: icefall's ``--ngram-lm-scale`` of the LG methods (LG scores are multiplied by it).
 NGRAM_LM_SCALE = 0.01
@@ -86,10 +94,33 @@ def _greedy(inputs: TransducerInputs, res: Resources, cfg: GreedySearchConfig):
     return [MethodResult("greedy_search", from_transducer(hyps), cfg)]
 
 
-@register("fast_beam_search", Family.TRANSDUCER, FastBeamSearchConfig)
-def _fbs(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchConfig):
-    """fast_beam_search with the trivial graph: one-best tokens."""
-    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, None, cfg)
+@dataclass(frozen=True)
+class FastBeamSearchMethodConfig:
+    """``fast_beam_search``: the search with the trivial graph, or, when hotwords are given,
+    with the hotword automaton (:func:`k2dec.scorers.hotword_graph`, ``hotwords_score`` per
+    token) as the decoding graph."""
+
+    search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
+    hotwords_score: float = HOTWORDS_SCORE
+
+    def __post_init__(self) -> None:
+        check_finite("hotwords_score", self.hotwords_score)
+
+
+@register("fast_beam_search", Family.TRANSDUCER, FastBeamSearchMethodConfig)
+def _fbs(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMethodConfig):
+    """fast_beam_search with the trivial graph (the hotword graph when Resources.hotwords are
+    given): one-best tokens."""
+    graph = None
+    if res.hotwords:
+        vocab, device = int(inputs.model.decoder.vocab_size), inputs.encoder_out.device
+        key = ("hotword_graph", id(res.hotwords), float(cfg.hotwords_score), vocab, str(device))
+        if key not in res.cache:
+            res.cache[key] = hotword_graph(ContextGraph(res.hotwords, cfg.hotwords_score), vocab,
+                                           int(inputs.model.decoder.blank_id), device)
+        graph = res.cache[key]
+    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
+                           cfg.search)
     return [MethodResult("fast_beam_search", from_transducer(out.hyps), cfg)]
 
 

@@ -32,9 +32,9 @@ from .checks import check_finite, check_scales
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
 from .records import from_transducer
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
+from .transducer import HOTWORDS_SCORE
 
 __all__ = [
-    "HOTWORDS_SCORE",
     "BeamSearchMethodConfig",
     "LmRescoreConfig",
     "LmRescoreLodrConfig",
@@ -44,9 +44,6 @@ __all__ = [
     "hotword_scorers",
 ]
 
-#: icefall's ``--context-score``: the per-token bonus of a hotword (of a phrase without its
-#: own score in the hotwords file).
-HOTWORDS_SCORE = 2.0
 #: icefall's ``--lm-scale`` for shallow fusion.
 LM_SCALE = 0.3
 #: icefall's recommended LODR setting (its LODR documentation: ``--lm-scale 0.42

@@ -27,6 +27,7 @@ from k2dec.scorers.hotwords import (
     Hotword,
     HotwordScorer,
     encode_hotwords,
+    hotword_graph,
     read_hotwords,
 )
 from k2dec.scorers.neural_lm import NeuralLmScorer, NeuralLmScorerState
@@ -49,6 +50,7 @@ __all__ = [
     "TokenNgramScorer",
     "WeightedScorer",
     "encode_hotwords",
+    "hotword_graph",
     "read_arpa",
     "read_hotwords",
     "train_token_arpa",

@@ -34,11 +34,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import k2
 import torch
 
 from k2dec.scorers.base import TableScorer
 
-__all__ = ["ContextGraph", "Hotword", "HotwordScorer", "encode_hotwords", "read_hotwords"]
+__all__ = [
+    "ContextGraph",
+    "Hotword",
+    "HotwordScorer",
+    "encode_hotwords",
+    "hotword_graph",
+    "read_hotwords",
+]
 
 
 @dataclass(frozen=True)
@@ -205,6 +213,40 @@ class ContextGraph:
             nxt = torch.where(matched[goto], torch.zeros_like(goto), goto)
         score = node_score[goto] - node_score.unsqueeze(1) + extra[goto]
         return nxt, score, -node_score
+
+
+def hotword_graph(graph: ContextGraph, vocab_size: int, blank_id: int = 0,
+                  device: torch.device | str = "cpu") -> k2.Fsa:
+    """The hotword automaton as a decoding graph for ``fast_beam_search``
+    (:class:`k2dec.transducer.FastBeamSearch`; on CPU and CUDA): a deterministic acceptor with
+    one state per trie node, an arc for every (node, token) but ``blank_id`` carrying the
+    non-strict bonus or refund of the module docstring, and a final arc from every node.
+
+    It accepts every token sequence, so it replaces the trivial graph. k2's RNN-T decoding
+    drops final weights, so a match still unfinished at the end of the utterance keeps its
+    partial bonus (the scorer refunds it).
+
+    Returns:
+      ``k2.Fsa`` with ``S + 1`` states (the last is final), ``S * (V - 1) + S`` arcs, on
+      ``device``.
+    """
+    nxt, score, _ = graph.tables(vocab_size, strict=False)
+    s = graph.num_nodes
+    tokens = torch.tensor([v for v in range(vocab_size) if v != blank_id], dtype=torch.int64)
+    src = torch.arange(s).repeat_interleave(tokens.numel())
+    dst = nxt[:, tokens].reshape(-1)
+    labels = tokens.repeat(s)
+    weights = score[:, tokens].reshape(-1).to(torch.float32)
+    final_src = torch.arange(s)
+    src = torch.cat([src, final_src])
+    dst = torch.cat([dst, torch.full_like(final_src, s)])
+    labels = torch.cat([labels, torch.full_like(final_src, -1)])
+    weights = torch.cat([weights, torch.zeros(s)])
+    order = torch.sort(src, stable=True).indices
+    arcs = torch.stack([src, dst, labels, torch.zeros_like(src)], dim=1)[order].to(torch.int32)
+    fsa = k2.Fsa(arcs)
+    fsa.scores = weights[order]
+    return k2.arc_sort(fsa).to(torch.device(device))
 
 
 class HotwordScorer(TableScorer):

@@ -86,10 +86,10 @@ def test_shallow_fusion_and_lodr_compose_the_documented_scorers(resources):
         scorers=[WeightedScorer(NeuralLmScorer(lm, score_eos=False), 0.42),
                  WeightedScorer(res.lodr, -0.24)])
     assert got.tokens == [h.tokens for h in want]
-    plain = get_method("modified_beam_search")(inputs, Resources(), None)[0]
-    biased = get_method("modified_beam_search")(inputs, Resources(hotwords=res.hotwords),
-                                                None)[0]
-    assert [h.score for h in plain.hyps] != [h.score for h in biased.hyps]
+    for name in ("modified_beam_search", "fast_beam_search", "beam_search"):
+        plain = get_method(name)(inputs, Resources(), None)[0]
+        biased = get_method(name)(inputs, Resources(hotwords=res.hotwords), None)[0]
+        assert [h.score for h in plain.hyps] != [h.score for h in biased.hyps], name
 
 
 @pytest.mark.parametrize("lodr", [False, True])
