@@ -50,7 +50,7 @@ def load_assets(
     optionally ``PHRASE :SCORE``, encoded with the BPE model) and LODR's token n-gram ARPA
     (:func:`k2dec.scorers.train_token_arpa`) when given."""
     from ..graph import build_ctc_topo, load_graph
-    from ..lang import load_bpe_model
+    from ..lang import bpe_word_start_mask, load_bpe_model
     from ..model import load_model
 
     device = torch.device(device)
@@ -62,6 +62,9 @@ def load_assets(
     res = Resources(attention_decoder=getattr(model, "attention_decoder", None))
     if lang is not None:
         res.graphs["H"] = build_ctc_topo(lang.max_token_id, device=device)
+        word_start = bpe_word_start_mask(lang.token_table)
+        if bool(word_start.any()):
+            res.word_start = word_start.to(device)
         for name, file in GRAPH_FILES.items():
             path = lang.path / file
             if path.is_file():

@@ -22,6 +22,7 @@ from ..transducer import (
     fast_beam_search,
     greedy_search,
 )
+from ..transducer.confidence import token_confidences
 from .checks import check_finite
 from .records import EMPTY_LATTICE, from_ids, from_transducer
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
@@ -87,11 +88,23 @@ class FastBeamSearchNbestLGConfig:
         _check_scale(self.ngram_lm_scale)
 
 
+def with_confidences(inputs: TransducerInputs, hyps, temperature: float,
+                      blank_penalty: float) -> tuple:
+    """Records of greedy / modified beam search hypotheses with each token's probability on
+    its frame under the search's own softmax
+    (:func:`k2dec.transducer.confidence.token_confidences`)."""
+    conf = token_confidences(inputs.model, inputs.encoder_out, inputs.encoder_out_lens,
+                             [h.tokens for h in hyps], [h.timestamps for h in hyps],
+                             temperature=temperature, blank_penalty=blank_penalty)
+    return from_transducer(hyps, token_confidences=conf.tolist())
+
+
 @register("greedy_search", Family.TRANSDUCER, GreedySearchConfig)
 def _greedy(inputs: TransducerInputs, res: Resources, cfg: GreedySearchConfig):
     """Greedy search (batched; max_sym_per_frame symbols per frame)."""
     hyps = greedy_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg)
-    return [MethodResult("greedy_search", from_transducer(hyps), cfg)]
+    records = with_confidences(inputs, hyps, 1.0, cfg.blank_penalty)  # no temperature
+    return [MethodResult("greedy_search", records, cfg)]
 
 
 @dataclass(frozen=True)

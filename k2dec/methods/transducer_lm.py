@@ -32,7 +32,7 @@ from .checks import check_finite, check_scales
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
 from .records import from_transducer
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
-from .transducer import HOTWORDS_SCORE
+from .transducer import HOTWORDS_SCORE, with_confidences
 
 __all__ = [
     "BeamSearchMethodConfig",
@@ -182,7 +182,8 @@ def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchM
     Resources.hotwords are given."""
     scorers = hotword_scorers(res, _vocab(inputs), cfg.hotwords_score, inputs.encoder_out.device)
     hyps = _mbs(inputs, cfg.search, scorers)
-    return [MethodResult("modified_beam_search", from_transducer(hyps), cfg)]
+    records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)
+    return [MethodResult("modified_beam_search", records, cfg)]
 
 
 @register("beam_search", Family.TRANSDUCER, BeamSearchMethodConfig)
@@ -204,7 +205,8 @@ def _shallow_fusion(inputs: TransducerInputs, res: Resources, cfg: LmShallowFusi
     scorers += hotword_scorers(res, _vocab(inputs), cfg.hotwords_score,
                                inputs.encoder_out.device)
     hyps = _mbs(inputs, cfg.search, scorers)
-    return [MethodResult("modified_beam_search_lm_shallow_fusion", from_transducer(hyps), cfg)]
+    records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)
+    return [MethodResult("modified_beam_search_lm_shallow_fusion", records, cfg)]
 
 
 @register("modified_beam_search_LODR", Family.TRANSDUCER, LodrConfig, requires=("lm", "lodr"))
@@ -218,7 +220,8 @@ def _lodr_fusion(inputs: TransducerInputs, res: Resources, cfg: LodrConfig):
     scorers += hotword_scorers(res, _vocab(inputs), cfg.hotwords_score,
                                inputs.encoder_out.device)
     hyps = _mbs(inputs, cfg.search, scorers)
-    return [MethodResult("modified_beam_search_LODR", from_transducer(hyps), cfg)]
+    records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)
+    return [MethodResult("modified_beam_search_LODR", records, cfg)]
 
 
 def _final_lists(inputs: TransducerInputs,
