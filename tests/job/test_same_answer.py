@@ -4,8 +4,9 @@ shipped test cuts with every registered method its assets can run, at three batc
 yet another batch size; every method's result files must be the same bytes in all four output
 directories (float noise allowed only where a method evaluates a network on whole batches).
 
-The random kill point is drawn from a seed shown in the failure message; set
-``K2DEC_KILL_SEED`` to replay it.
+The killed job dies by its own SIGKILL when it is about to write its k-th results line (k at
+random, half the time after writing part of that line); k comes from a seed shown in the
+failure message: set ``K2DEC_KILL_SEED`` to replay it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -88,24 +88,38 @@ def decode(assets_dir: Path, lang: Path, cuts: CutSet, out_dir: Path, max_durati
 
 
 _KILLED = """
-import sys, torch
+import json, os, signal, sys, torch
 from pathlib import Path
 from lhotse import CutSet
+from k2dec.results import ResultWriter
 from tests.job.test_same_answer import decode
 torch.set_num_threads(1)
 a, lang, cuts, out = map(Path, sys.argv[1:5])
+kill_at, mid_line = int(sys.argv[6]), sys.argv[7] == "1"
+written = 0
+append = ResultWriter._append
+
+
+def append_then_die(self, record):
+    # SIGKILL when the job is about to write its kill_at-th results line, maybe half-way in
+    global written
+    written += 1
+    if written == kill_at:
+        if mid_line:
+            with open(self.path, "ab") as f:
+                f.write(json.dumps(record).encode()[:30])
+        os.kill(os.getpid(), signal.SIGKILL)
+    append(self, record)
+
+
+ResultWriter._append = append_then_die
 decode(a, lang, CutSet.from_file(cuts), out, float(sys.argv[5]))
 """
 
 
 def _lines(out_dir: Path) -> int:
-    n = 0
-    for p in out_dir.glob(f"*/results-{TEST_SET}.jsonl"):
-        try:
-            n += p.read_bytes().count(b"\n")
-        except FileNotFoundError:  # replaced by its canonical form just now
-            pass
-    return n
+    """Complete results lines under ``out_dir``, all methods together."""
+    return sum(p.read_bytes().count(b"\n") for p in out_dir.glob(f"*/results-{TEST_SET}.jsonl"))
 
 
 @pytest.fixture(scope="module")
@@ -135,20 +149,17 @@ def _decode_four_ways(shipped_demo, work: Path
 
     seed = int(os.environ.get("K2DEC_KILL_SEED", random.randrange(1 << 30)))
     total = (len(list_methods()) - len(lacking)) * NUM_CUTS
-    kill_at = random.Random(seed).randint(1, total - 1)
+    rng = random.Random(seed)
+    kill_at, mid_line = rng.randint(1, total), rng.random() < 0.5
     killed = work / "killed"
-    proc = subprocess.Popen(
+    proc = subprocess.run(
         [sys.executable, "-c", _KILLED, str(assets_dir), str(lang), str(cuts_path),
-         str(killed), "100"], env=dict(os.environ, PYTHONPATH=str(REPO)),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while proc.poll() is None and _lines(killed) < kill_at and time.monotonic() < deadline:
-        time.sleep(0.005)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    done = _lines(killed)
-    note = f"killed after {done} of {total} result lines (K2DEC_KILL_SEED={seed})"
-    assert kill_at <= done < total, note
+         str(killed), f"{MAX_CUT_SECONDS}", str(kill_at), str(int(mid_line))],
+        env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True)
+    note = (f"killed at result line {kill_at} of {total}{', half-way in' if mid_line else ''} "
+            f"(K2DEC_KILL_SEED={seed})")
+    assert proc.returncode == -signal.SIGKILL, (note, proc.stderr[-3000:])
+    assert _lines(killed) == kill_at - 1, note
     decode(assets_dir, lang, cuts, killed, 6.0)  # resumed at another batch size
     dirs["killed, resumed"] = killed
     return dirs, note, lacking
