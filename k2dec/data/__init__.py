@@ -4,12 +4,13 @@ The synthetic corpus maker lives in :mod:`k2dec.data.synth` (imported on demand:
 speech synthesizers only when it runs).
 """
 
-from .features import compute_fbank, manifest_parts
+from .features import FeatureConfig, compute_fbank, manifest_parts
 from .loader import SpecAugmentConfig, make_dataloader
 from .manifests import MANIFEST_PREFIX, corpus_parts, manifest_path, prepare_manifests
 from .text import has_digits, normalize_text, split_sentences
 
 __all__ = [
+    "FeatureConfig",
     "MANIFEST_PREFIX",
     "SpecAugmentConfig",
     "compute_fbank",
