@@ -137,10 +137,10 @@ def load_assets(
     tokens.txt), the BPE model and neural LMs, all on ``device``."""
     from .graph import build_ctc_topo, load_graph
     from .lang import load_bpe_model
-    from .model import load_model
+    from .model import load_joint_model
 
     device = torch.device(device)
-    model = load_model(model_path, device)
+    model = load_joint_model(model_path, device)
     lang = LangDir(Path(lang_dir)) if lang_dir is not None else None
     if bpe_model is None and lang is not None and (lang.path / "bpe.model").is_file():
         bpe_model = lang.path / "bpe.model"
