@@ -399,7 +399,7 @@ class StreamingEncoderModel(nn.Module):
                 ) -> Tuple[Tensor, Tensor, List[Tensor]]:
         n = features.size(0)
         c = self.chunk_size * 2
-        main = features[:, :c].reshape(n, c // 4, 4 * FEATURES)
+        main = features[:, :c].reshape(n, c // 4, 4 * features.size(2))
         ahead = features[:, c:].mean(dim=1, keepdim=True)
         y = torch.tanh(self.proj(main) + self.look(ahead))
         summed, count, processed = states[0], states[1], states[2]
