@@ -115,22 +115,47 @@ def draw_graph_cmd(graph, out, lang_dir, max_arcs):
     click.echo(f"wrote {path}")
 
 
+def _feature_options(fn):
+    """``--feature-<field>`` for every :class:`k2dec.data.FeatureConfig` field (a model
+    trained with other features than icefall's)."""
+    import dataclasses
+
+    from .data import FeatureConfig
+
+    for f in reversed(dataclasses.fields(FeatureConfig)):
+        name = "--feature-" + f.name.replace("_", "-")
+        default = f.default
+        if isinstance(default, bool):
+            opt = click.option(f"{name}/{name.replace('--feature-', '--feature-no-')}",
+                               f"feature_{f.name}", default=None,
+                               help=f"Features: {f.name} (default {default}).")
+        else:
+            opt = click.option(name, f"feature_{f.name}", type=type(default), default=None,
+                               help=f"Features: {f.name} (default {default}).")
+        fn = opt(fn)
+    return fn
+
+
 @main.command("decode")
 @click.option("--cuts", "cuts_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A lhotse CutSet manifest with fbank features (e.g. from the recipe).")
 @click.option("--audio-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Or: a folder of .flac/.wav files (features are computed; no references).")
-@click.option("--model", "model_path", required=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A k2dec model file (recipes/librispeech/train.py, export).")
+@click.option("--model", "model_path",
+              type=click.Path(exists=True, path_type=Path),
+              help="A k2dec model file, an icefall TorchScript export (jit_script.pt, "
+                   "cpu_jit.pt, jit_script_chunk_*.pt) or a sherpa-onnx folder / .onnx file.")
 @click.option("--lang-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Lang dir with tokens.txt, words.txt, bpe.model and graphs (HLG.pt, ...).")
-@click.option("--method", "methods", multiple=True, required=True,
-              help="Decoding method (repeatable); see `k2dec decode --list-methods`.")
+              help="Lang dir with tokens.txt, words.txt, bpe.model and graphs (HLG.pt, ...); "
+                   "without it, tokens.txt / bpe.model beside the model are used.")
+@click.option("--method", "methods", multiple=True,
+              help="Decoding method (repeatable); see `k2dec decode --list-methods [--model X]`.")
+@click.option("--list-methods", is_flag=True,
+              help="List the methods (those --model supports, if given) and exit.")
 @click.option("--set", "assignments", multiple=True,
               help="Override a config field, KEY=VALUE (e.g. beam=4, lattice.search_beam=15, "
                    "lm_scales=0.5,1.0), in every given method whose config has KEY.")
-@click.option("--out-dir", required=True, type=click.Path(path_type=Path))
+@click.option("--out-dir", type=click.Path(path_type=Path))
 @click.option("--test-set", default=None, help="Name used in result files (default: from "
               "the manifest or folder name).")
 @click.option("--max-duration", default=200.0, show_default=True,
@@ -139,8 +164,9 @@ def draw_graph_cmd(graph, out, lang_dir, max_arcs):
               help="A neural LM checkpoint (k2dec train-lm) for rnn-lm / multi-pass.")
 @click.option("--retry-failed", is_flag=True, help="Decode again cuts recorded as failed.")
 @click.option("--threads", default=1, show_default=True, help="torch threads.")
-def decode_cmd(cuts_path, audio_dir, model_path, lang_dir, methods, assignments, out_dir,
-               test_set, max_duration, rnn_lm, retry_failed, threads):
+@_feature_options
+def decode_cmd(cuts_path, audio_dir, model_path, lang_dir, methods, list_methods, assignments,
+               out_dir, test_set, max_duration, rnn_lm, retry_failed, threads, **features):
     """Decode cuts with one or more methods. Results stream to a JSONL file per method (a
     rerun resumes); icefall result files, WER and RTF follow. Under torchrun every rank
     decodes a shard and rank 0 merges."""
@@ -149,23 +175,42 @@ def decode_cmd(cuts_path, audio_dir, model_path, lang_dir, methods, assignments,
     import torch
     from lhotse import CutSet
 
+    from .data import FeatureConfig
     from .decode import DecodeConfig, cuts_from_audio_dir, decode_cuts, dist_info, load_assets
     from .methods import get_method, override_config
 
     torch.set_num_threads(threads)
+    changes = {k[len("feature_"):]: v for k, v in features.items() if v is not None}
+    try:
+        FeatureConfig().override(**changes)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--feature-*") from None
+    if list_methods:
+        _list_methods(model_path, lang_dir, changes)
+        return
+    for name, value in (("--model", model_path), ("--method", methods),
+                        ("--out-dir", out_dir)):
+        if not value:
+            raise click.UsageError(f"missing option {name}")
     if (cuts_path is None) == (audio_dir is None):
         raise click.UsageError("give exactly one of --cuts and --audio-dir")
     world_size, rank = dist_info()
     if world_size > 1 and not torch.distributed.is_initialized():
         torch.distributed.init_process_group("gloo")
+    assets = load_assets(model_path, lang_dir,
+                         lm_paths={"rnn_lm": rnn_lm} if rnn_lm is not None else None,
+                         feature_overrides=changes)
+    unsupported = [m for m in methods if not assets.model.supports(get_method(m))]
+    if unsupported:
+        raise click.UsageError(f"{', '.join(unsupported)}: not for this model "
+                               f"({assets.model.describe()}); see --list-methods --model")
     if cuts_path is not None:
         cuts = CutSet.from_file(cuts_path)
         name = test_set or cuts_path.name.split(".")[0].replace("librispeech_cuts_", "")
     else:
-        cuts = cuts_from_audio_dir(audio_dir, out_dir / "features")
+        cuts = cuts_from_audio_dir(audio_dir, out_dir / "features",
+                                   feature_config=assets.model.feature_config)
         name = test_set or audio_dir.name
-    assets = load_assets(model_path, lang_dir,
-                         lm_paths={"rnn_lm": rnn_lm} if rnn_lm is not None else None)
     cfg = DecodeConfig(max_duration=max_duration, retry_failed=retry_failed,
                        world_size=world_size, rank=rank)
     configs = {}
@@ -195,6 +240,26 @@ def decode_cmd(cuts_path, audio_dir, model_path, lang_dir, methods, assignments,
         click.echo(f"\n{'method':<32} {'setting':<40} {'WER %':>7} {'RTF':>7} {'failed':>6}")
         for m, key, wer, rtf, failed in rows:
             click.echo(f"{m:<32} {key:<40} {wer:7.2f} {rtf:7.4f} {failed:6d}")
+
+
+def _list_methods(model_path, lang_dir, feature_overrides) -> None:
+    """Print the registry (or what ``model_path`` supports) with each method's needs."""
+    from .methods import list_methods
+    from .model import load_model, supported_methods
+
+    if model_path is None:
+        methods = list_methods()
+    else:
+        tokens = lang_dir / "tokens.txt" if lang_dir is not None and (
+            lang_dir / "tokens.txt").is_file() else None
+        model = load_model(model_path, tokens=tokens)
+        if feature_overrides:
+            model.set_feature_config(model.feature_config.override(**feature_overrides))
+        click.echo(f"{model_path}: {model.describe()}")
+        methods = supported_methods(model)
+    for m in methods:
+        needs = f" (needs {', '.join(m.requires)})" if m.requires else ""
+        click.echo(f"{m.name:<32} {m.family.value:<11} {m.description}{needs}")
 
 
 _PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True,

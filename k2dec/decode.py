@@ -22,7 +22,7 @@ import torch
 from lhotse import CutSet
 from tqdm import tqdm
 
-from .data import make_dataloader
+from .data import FeatureConfig, make_dataloader
 from .lang import LangDir
 from .methods import (
     AedInputs,
@@ -41,6 +41,7 @@ from .results import (
     merge_results,
     read_results,
     save_results,
+    token_ids_to_words,
     word_ids_to_words,
 )
 
@@ -85,16 +86,20 @@ class DecodeAssets:
     """What decoding needs besides the cuts.
 
     Attributes:
-      model: the acoustic model (``JointModel``: encoder, CTC head, transducer, attention).
+      model: the acoustic model (:class:`k2dec.model.AcousticModel`: k2dec's joint model, an
+        icefall TorchScript export or an ONNX export); methods need what it has.
       lang: the lang dir (tokens.txt/words.txt, graphs); ``None`` for token-only methods.
       sp: the sentencepiece model turning token ids into words.
       resources: graphs / LMs / attention decoder for the methods.
+      tokens: the token table turning token ids into words when there is no ``sp``
+        (the lang dir's, else the one found beside the model).
     """
 
-    model: torch.nn.Module
+    model: Any
     lang: LangDir | None
     sp: Any
     resources: Resources = field(default_factory=Resources)
+    tokens: Any = None
 
 
 @dataclass(frozen=True)
@@ -132,20 +137,36 @@ def load_assets(
     bpe_model: str | Path | None = None,
     lm_paths: dict[str, str | Path] | None = None,
     device: torch.device | str = "cpu",
+    feature_overrides: dict[str, Any] | None = None,
 ) -> DecodeAssets:
-    """Load a model, its lang dir graphs (``HLG.pt``, ``LG.pt``, ``G_4_gram.pt``, H built from
-    tokens.txt), the BPE model and neural LMs, all on ``device``."""
+    """Load a model (any :func:`k2dec.model.load_model` recognises), its lang dir graphs
+    (``HLG.pt``, ``LG.pt``, ``G_4_gram.pt``, H built from tokens.txt), the BPE model and
+    neural LMs, all on ``device``.
+
+    Tokens: the lang dir's ``tokens.txt`` and ``bpe.model`` when given, else a
+    ``tokens.txt`` / ``bpe.model`` beside the model. ``feature_overrides`` (FeatureConfig
+    field names) change the features the model expects (default: icefall's, or what an ONNX
+    export declares), for a model trained otherwise."""
     from .graph import build_ctc_topo, load_graph
     from .lang import load_bpe_model
-    from .model import load_joint_model
+    from .model import find_tokens, load_model
 
     device = torch.device(device)
-    model = load_joint_model(model_path, device)
     lang = LangDir(Path(lang_dir)) if lang_dir is not None else None
-    if bpe_model is None and lang is not None and (lang.path / "bpe.model").is_file():
-        bpe_model = lang.path / "bpe.model"
+    tokens = lang.path / "tokens.txt" if lang is not None and (
+        lang.path / "tokens.txt").is_file() else None
+    model = load_model(model_path, device, tokens=tokens)
+    if feature_overrides:
+        model.set_feature_config(model.feature_config.override(**feature_overrides))
+    if bpe_model is None:
+        beside = find_tokens(model_path)
+        for folder in ([lang.path] if lang is not None else []) + (
+                [beside.parent] if beside is not None else []):
+            if (folder / "bpe.model").is_file():
+                bpe_model = folder / "bpe.model"
+                break
     sp = load_bpe_model(bpe_model) if bpe_model is not None else None
-    res = Resources(attention_decoder=getattr(model, "attention_decoder", None))
+    res = Resources(attention_decoder=model.attention_decoder)
     if lang is not None:
         res.graphs["H"] = build_ctc_topo(lang.max_token_id, device=device)
         for name, file in (("HLG", "HLG.pt"), ("LG", "LG.pt"), ("G", "G_4_gram.pt")):
@@ -157,7 +178,7 @@ def load_assets(
 
         for name, path in lm_paths.items():
             res.lms[name] = load_lm(path).to(device).eval()
-    return DecodeAssets(model=model, lang=lang, sp=sp, resources=res)
+    return DecodeAssets(model=model, lang=lang, sp=sp, resources=res, tokens=model.tokens)
 
 
 def _batch_arrays(batch: dict) -> tuple[torch.Tensor, torch.Tensor, list[str], list[list[str]]]:
@@ -173,23 +194,21 @@ def _batch_arrays(batch: dict) -> tuple[torch.Tensor, torch.Tensor, list[str], l
 def _inputs(method: Method, assets: DecodeAssets, feats: torch.Tensor, lens: torch.Tensor,
             refs: list[list[str]]):
     model = assets.model
-    device = next(model.parameters()).device
-    with torch.no_grad():
-        enc, enc_lens = model(feats.to(device), lens.to(device))
-        if method.family is Family.TRANSDUCER:
-            ref_tokens = ([assets.sp.encode(" ".join(r)) for r in refs]
-                          if assets.sp is not None else None)
-            return TransducerInputs(model, enc, enc_lens, ref_tokens=ref_tokens)
-        log_probs = model.ctc_log_probs(enc)
-        if method.family is Family.AED:
-            return AedInputs(enc, enc_lens, ctc_log_probs=log_probs)
-        ref_words = None
-        if assets.lang is not None:
-            table = assets.lang.word_table
-            unk = table.get("<UNK>") if "<UNK>" in table else 0
-            ref_words = [[table.get(w) if w in table else unk for w in r] for r in refs]
-        return CtcInputs(log_probs, enc_lens, ref_words=ref_words, memory=enc,
-                         memory_lens=enc_lens)
+    out = model.encode(feats, lens)
+    if method.family is Family.TRANSDUCER:
+        ref_tokens = ([assets.sp.encode(" ".join(r)) for r in refs]
+                      if assets.sp is not None else None)
+        return TransducerInputs(model.transducer, out.encoder_out, out.encoder_out_lens,
+                                ref_tokens=ref_tokens)
+    if method.family is Family.AED:
+        return AedInputs(out.memory, out.memory_lens, ctc_log_probs=out.ctc_log_probs)
+    ref_words = None
+    if assets.lang is not None:
+        table = assets.lang.word_table
+        unk = table.get("<UNK>") if "<UNK>" in table else 0
+        ref_words = [[table.get(w) if w in table else unk for w in r] for r in refs]
+    return CtcInputs(out.ctc_log_probs, out.encoder_out_lens, ref_words=ref_words,
+                     memory=out.memory, memory_lens=out.memory_lens)
 
 
 def _to_words(result: MethodResult, assets: DecodeAssets) -> list[list[str]]:
@@ -197,9 +216,14 @@ def _to_words(result: MethodResult, assets: DecodeAssets) -> list[list[str]]:
         if assets.lang is None:
             raise ValueError("word hypotheses need the lang dir (words.txt)")
         return word_ids_to_words(result.words, assets.lang.word_table)
-    if assets.sp is None:
-        raise ValueError("token hypotheses need the BPE model to become words")
-    return bpe_ids_to_words(result.tokens, assets.sp)
+    if assets.sp is not None:
+        return bpe_ids_to_words(result.tokens, assets.sp)
+    tokens = assets.tokens if assets.tokens is not None else (
+        assets.lang.token_table if assets.lang is not None else None)
+    if tokens is None:
+        raise ValueError("token hypotheses need a bpe.model or tokens.txt (--lang-dir, or "
+                         "beside the model) to become words")
+    return token_ids_to_words(result.tokens, tokens)
 
 
 def _decode_batch(method: Method, config: Any, assets: DecodeAssets, feats, lens, refs
@@ -237,16 +261,19 @@ def decode_cuts(
       :class:`DecodeSummary` (on ranks > 0 the WERs are empty: rank 0 merges and scores).
     """
     method = get_method(method_name)
+    if not assets.model.supports(method):
+        raise ValueError(f"method {method_name!r} ({method.family.value}) needs what this "
+                         f"model lacks: {assets.model.describe()}")
     method_config = method.default_config() if method_config is None else method_config
     out_dir = Path(out_dir) / method_name
     shard = f".rank{config.rank}" if config.world_size > 1 else ""
     path = out_dir / f"results-{test_set}{shard}.jsonl"
     cuts = shard_cuts(cuts, config.world_size, config.rank) if config.world_size > 1 else cuts
     total = len(cuts)
-    assets.model.eval()
     timer = RtfTimer()
+    frames_per_second = assets.model.feature_config.frames_per_second
     with ResultWriter(path, retry_failed=config.retry_failed) as writer:
-        min_frames = getattr(getattr(assets.model, "encoder", None), "min_input_frames", 1)
+        min_frames = assets.model.min_input_frames
         todo = []
         for c in cuts:
             if c.id in writer:
@@ -263,7 +290,7 @@ def decode_cuts(
                                      num_buckets=config.num_buckets, world_size=1, rank=0)
             for batch in tqdm(loader, desc=f"{test_set} {method_name}", unit="batch"):
                 feats, lens, cut_ids, refs = _batch_arrays(batch)
-                audio = float(lens.sum()) / 100.0  # fbank: 100 frames per second
+                audio = float(lens.sum()) / frames_per_second
                 start = time.perf_counter()
                 try:
                     per_utt = [_decode_batch(method, method_config, assets, feats, lens, refs)]
@@ -323,11 +350,11 @@ def _score(path: Path, out_dir: Path, test_set: str, rtf: float, suffix: str) ->
 
 
 def cuts_from_audio_dir(audio_dir: str | Path, feature_dir: str | Path,
-                        patterns: Sequence[str] = ("*.flac", "*.wav")) -> CutSet:
-    """Cuts with 80-bin fbank for every audio file under ``audio_dir`` (no references)."""
+                        patterns: Sequence[str] = ("*.flac", "*.wav"),
+                        feature_config: FeatureConfig | None = None) -> CutSet:
+    """Cuts with fbank (``feature_config``, default icefall's) for every audio file under
+    ``audio_dir`` (no references), resampled to its sampling rate."""
     from lhotse import (
-        Fbank,
-        FbankConfig,
         LilcomChunkyWriter,
         Recording,
         RecordingSet,
@@ -339,13 +366,14 @@ def cuts_from_audio_dir(audio_dir: str | Path, feature_dir: str | Path,
     files = sorted(p for pat in patterns for p in audio_dir.rglob(pat))
     if not files:
         raise ValueError(f"no audio files ({', '.join(patterns)}) under {audio_dir}")
+    feature_config = feature_config or FeatureConfig()
     recordings = RecordingSet.from_recordings(Recording.from_file(p) for p in files)
-    cuts = CutSet.from_manifests(recordings=recordings)
+    cuts = CutSet.from_manifests(recordings=recordings).resample(feature_config.sampling_rate)
     cuts = CutSet.from_cuts(
         fastcopy(c, supervisions=[SupervisionSegment(c.id, c.recording_id, 0.0, c.duration,
                                                      channel=0, text="")])
         if not c.supervisions else c for c in cuts)
     Path(feature_dir).parent.mkdir(parents=True, exist_ok=True)
     return cuts.compute_and_store_features(
-        extractor=Fbank(FbankConfig(num_mel_bins=80)), storage_path=str(feature_dir),
+        extractor=feature_config.extractor(), storage_path=str(feature_dir),
         storage_type=LilcomChunkyWriter)
