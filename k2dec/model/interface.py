@@ -29,7 +29,13 @@ if TYPE_CHECKING:
 
     from ..methods.registry import Method
 
-__all__ = ["AcousticModel", "EncoderOutput", "check_features", "supported_methods"]
+__all__ = [
+    "AcousticModel",
+    "EncoderOutput",
+    "check_features",
+    "normalized_log_probs",
+    "supported_methods",
+]
 
 
 @dataclass
@@ -88,6 +94,16 @@ def check_features(features: Any, feature_lens: Any, num_mel_bins: int | None
     if features.numel() and not bool(torch.isfinite(features).all()):
         raise ValueError("features contain NaN or inf")
     return lens
+
+
+def normalized_log_probs(x: torch.Tensor) -> torch.Tensor:
+    """float32 log-probs: ``x`` as it is when its rows already sum to 1 in probability
+    (icefall's CTC heads end in a log-softmax; re-normalizing would change the last bits),
+    else ``log_softmax(x)``."""
+    x = x.float()
+    if x.numel() == 0 or float(x.logsumexp(dim=-1).abs().max()) < 1e-3:
+        return x
+    return x.log_softmax(dim=-1)
 
 
 class AcousticModel:

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from ..data.features import FeatureConfig
-from .interface import AcousticModel, EncoderOutput
+from .interface import AcousticModel, EncoderOutput, normalized_log_probs
 
 __all__ = ["OnnxCtcModel", "OnnxSession", "OnnxTransducerModel", "load_onnx_model"]
 
@@ -177,9 +177,19 @@ def _min_frames(model_type: str) -> int:
 
 class _OnnxEncoderMixin:
     """Runs an encoder-like session on a batch (one utterance at a time for exports
-    without ``x_lens``, as ``export-onnx.py --keep-x-lens 0`` writes them)."""
+    without ``x_lens``, as ``export-onnx.py --keep-x-lens 0`` writes them); outputs go to
+    :attr:`device` (the sessions themselves run on CPU)."""
 
     session: OnnxSession
+    _device: torch.device
+
+    @property
+    def device(self) -> torch.device:
+        return self._device
+
+    def to(self, device: torch.device | str):
+        self._device = torch.device(device)
+        return self
 
     def _run(self, features: torch.Tensor, lens: torch.Tensor
              ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -237,14 +247,6 @@ class OnnxTransducerModel(_OnnxEncoderMixin, AcousticModel):
     def transducer(self) -> OnnxTransducer:
         return self._transducer
 
-    @property
-    def device(self) -> torch.device:
-        return self._device
-
-    def to(self, device: torch.device | str) -> OnnxTransducerModel:
-        self._device = torch.device(device)
-        return self
-
     def _encode(self, features: torch.Tensor, feature_lens: torch.Tensor) -> EncoderOutput:
         enc, enc_lens = self._run(features, feature_lens)
         return EncoderOutput(enc, enc_lens)
@@ -286,19 +288,9 @@ class OnnxCtcModel(_OnnxEncoderMixin, AcousticModel):
     def has_ctc(self) -> bool:
         return True
 
-    @property
-    def device(self) -> torch.device:
-        return self._device
-
-    def to(self, device: torch.device | str) -> OnnxCtcModel:
-        self._device = torch.device(device)
-        return self
-
     def _encode(self, features: torch.Tensor, feature_lens: torch.Tensor) -> EncoderOutput:
         log_probs, lens = self._run(features, feature_lens)
-        log_probs = log_probs.float()
-        if log_probs.numel() and float(log_probs.logsumexp(-1).abs().max()) > 1e-3:
-            log_probs = log_probs.log_softmax(-1)
+        log_probs = normalized_log_probs(log_probs)
         return EncoderOutput(log_probs, lens, ctc_log_probs=log_probs)
 
 

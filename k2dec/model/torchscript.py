@@ -29,7 +29,7 @@ import k2
 import torch
 
 from ..data.features import FeatureConfig
-from .interface import AcousticModel, EncoderOutput
+from .interface import AcousticModel, EncoderOutput, normalized_log_probs
 
 __all__ = ["IcefallAttentionDecoder", "IcefallTorchScriptModel"]
 
@@ -51,16 +51,6 @@ def _has_method(module: Any, name: str) -> bool:
     except (AttributeError, RuntimeError):
         return callable(_member(module, name)) and not isinstance(_member(module, name),
                                                                   torch.nn.Module)
-
-
-def _log_softmax_if_needed(x: torch.Tensor) -> torch.Tensor:
-    """icefall's CTC heads end in a log-softmax already; others get one (float32)."""
-    x = x.float()
-    if x.numel() == 0:
-        return x
-    if float(x.logsumexp(dim=-1).abs().max()) < 1e-3:
-        return x
-    return x.log_softmax(dim=-1)
 
 
 class IcefallAttentionDecoder:
@@ -226,7 +216,7 @@ class IcefallTorchScriptModel(AcousticModel):
         enc_lens = enc_lens.to(torch.int64)
         ctc = None
         if self._ctc_output is not None:
-            ctc = _log_softmax_if_needed(self.module.ctc_output(enc))
+            ctc = normalized_log_probs(self.module.ctc_output(enc))
         return EncoderOutput(enc, enc_lens, ctc_log_probs=ctc)
 
     def _encode_conformer_ctc(self, features: torch.Tensor, feature_lens: torch.Tensor
@@ -244,7 +234,7 @@ class IcefallTorchScriptModel(AcousticModel):
         lens = torch.clamp(feature_lens // self.subsampling_factor, max=t)
         memory = memory.permute(1, 0, 2)
         memory_lens = (~mask).sum(dim=1).to(torch.int64)
-        return EncoderOutput(memory, lens, ctc_log_probs=_log_softmax_if_needed(nnet_output),
+        return EncoderOutput(memory, lens, ctc_log_probs=normalized_log_probs(nnet_output),
                              memory=memory, memory_lens=memory_lens)
 
 

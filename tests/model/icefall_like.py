@@ -201,21 +201,6 @@ class OnnxJoiner(nn.Module):
         return self.output_linear(torch.tanh(encoder_out + decoder_out))
 
 
-class OnnxCtc(nn.Module):
-    def __init__(self, encoder: nn.Module, encoder_embed: nn.Module, ctc_output: nn.Module):
-        super().__init__()
-        self.encoder = encoder
-        self.encoder_embed = encoder_embed
-        self.ctc_output = ctc_output
-
-    def forward(self, x: Tensor, x_lens: Tensor) -> Tuple[Tensor, Tensor]:
-        x, x_lens = self.encoder_embed(x, x_lens)
-        src_key_padding_mask = make_pad_mask(x_lens, x.shape[1]).to(torch.int32)
-        x = x.permute(1, 0, 2)
-        encoder_out, log_probs_len = self.encoder(x, x_lens, src_key_padding_mask)
-        return self.ctc_output(encoder_out.permute(1, 0, 2)), log_probs_len
-
-
 def add_meta_data(filename: Path, meta_data: Dict[str, str]) -> None:
     import onnx
 
@@ -268,7 +253,8 @@ def export_onnx(model: AsrModel, out_dir: Path, suffix: str = "epoch-99-avg-1",
                                         "logit": {0: "N"}})
         add_meta_data(paths["joiner"], {"joiner_dim": str(joiner_dim)})
     if model.ctc_output is not None:
-        ctc = OnnxCtc(zipformer, embed, model.ctc_output).eval()
+        # export-onnx-ctc.py's wrapper is the encoder wrapper with ctc_output as the head
+        ctc = OnnxEncoder(zipformer, embed, model.ctc_output).eval()
         paths["ctc"] = out_dir / ("model.onnx" if model.decoder is None else "ctc" / Path(
             "model.onnx"))
         paths["ctc"].parent.mkdir(parents=True, exist_ok=True)
