@@ -305,10 +305,10 @@ class PositionalEncoding(nn.Module):
         self.xscale = math.sqrt(d_model)
 
     def forward(self, x: Tensor) -> Tensor:
-        pos = torch.arange(x.size(1), dtype=torch.float32).unsqueeze(1)
-        div = torch.exp(torch.arange(0, self.d_model, 2, dtype=torch.float32)
+        pos = torch.arange(x.size(1), dtype=torch.float32, device=x.device).unsqueeze(1)
+        div = torch.exp(torch.arange(0, self.d_model, 2, dtype=torch.float32, device=x.device)
                         * -(math.log(10000.0) / self.d_model))
-        pe = torch.zeros(x.size(1), self.d_model)
+        pe = torch.zeros(x.size(1), self.d_model, device=x.device)
         pe[:, 0::2] = torch.sin(pos * div)
         pe[:, 1::2] = torch.cos(pos * div)
         return x * self.xscale + pe.unsqueeze(0)
@@ -337,6 +337,7 @@ class ConformerCtc(nn.Module):
                 ) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
         x = self.encoder_embed(x.permute(0, 2, 1)).permute(2, 0, 1)  # (T, N, C)
         mask = encoder_padding_mask(x.size(0), supervision)
+        mask = mask.to(x.device) if mask is not None else None
         x = self.encoder(x, src_key_padding_mask=mask)
         nnet = self.encoder_output_layer(x).permute(1, 0, 2)
         return nn.functional.log_softmax(nnet, dim=-1), x, mask
@@ -347,11 +348,14 @@ class ConformerCtc(nn.Module):
         ys_in = [torch.tensor([sos_id] + t) for t in token_ids]
         ys_out = [torch.tensor(t + [eos_id]) for t in token_ids]
         ys_in_pad = nn.utils.rnn.pad_sequence(ys_in, batch_first=True,
-                                              padding_value=float(eos_id)).to(torch.int64)
+                                              padding_value=float(eos_id))
         ys_out_pad = nn.utils.rnn.pad_sequence(ys_out, batch_first=True,
-                                               padding_value=float(-1)).to(torch.int64)
+                                               padding_value=float(-1))
+        ys_in_pad = ys_in_pad.to(memory.device, dtype=torch.int64)
+        ys_out_pad = ys_out_pad.to(memory.device, dtype=torch.int64)
         u = ys_in_pad.shape[-1]
-        tgt_mask = torch.triu(torch.full((u, u), float("-inf")), diagonal=1)
+        tgt_mask = torch.triu(torch.full((u, u), float("-inf"), device=memory.device),
+                              diagonal=1)
         tgt_key_padding_mask = ys_in_pad == eos_id
         tgt_key_padding_mask[:, 0] = False
         tgt = self.decoder_pos(self.decoder_embed(ys_in_pad)).permute(1, 0, 2)

@@ -81,14 +81,16 @@ def test_onnx_methods_with_nbest(exported):
         assert got[0].tokens == want[0].tokens
 
 
-def test_onnx_ctc(exported):
+def test_onnx_ctc(exported, device):
     eager, paths, jit = exported
-    model = load_model(paths["ctc"])
+    model = load_model(paths["ctc"], device)
     assert isinstance(model, OnnxCtcModel)
     assert model.capabilities == {Family.CTC}
     assert model.vocab_size == 12 and model.subsampling_factor == 4
     x, x_lens = _features([50, 30, 12])
-    out = model.encode(x, x_lens)
+    out = model.encode(x.to(device), x_lens.to(device))
+    assert out.ctc_log_probs.device == device  # onnxruntime runs on CPU, outputs follow
+    out = model.to("cpu").encode(x, x_lens)
     enc, enc_lens = eager.encoder(x, x_lens)
     torch.testing.assert_close(out.ctc_log_probs, eager.ctc_output(enc), atol=1e-5, rtol=0)
     assert out.encoder_out_lens.tolist() == enc_lens.tolist()

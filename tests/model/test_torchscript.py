@@ -42,14 +42,18 @@ def transducer_jit(tmp_path_factory):
 
 
 @pytest.mark.parametrize("lens", [[60], [60, 45, 9], [30, 30]])
-def test_jit_transducer_agrees_with_eager(transducer_jit, lens):
+def test_jit_transducer_agrees_with_eager(transducer_jit, lens, device):
     eager, path = transducer_jit
-    model = load_model(path)
+    model = load_model(path, device)
+    assert model.device == device
     assert isinstance(model, IcefallTorchScriptModel)
     assert model.capabilities == {Family.TRANSDUCER, Family.CTC}
     assert model.tokens is not None and model.tokens["<sos/eos>"] == 1  # tokens.txt beside
     x, x_lens = _features(lens)
-    out = model.encode(x, x_lens)
+    out = model.encode(x.to(device), x_lens.to(device))
+    assert out.encoder_out.device == device
+    out.encoder_out, out.encoder_out_lens = out.encoder_out.cpu(), out.encoder_out_lens.cpu()
+    out.ctc_log_probs = out.ctc_log_probs.cpu()
     enc, enc_lens = eager.encoder(x, x_lens)
     torch.testing.assert_close(out.encoder_out, enc, atol=1e-5, rtol=0)
     assert out.encoder_out_lens.tolist() == [((t - 7) // 2 + 1) // 2 for t in lens]
@@ -57,7 +61,7 @@ def test_jit_transducer_agrees_with_eager(transducer_jit, lens):
     for name, search in SEARCHES.items():
         want = search(eager, enc, enc_lens)
         # the adapter's transducer, and the scripted module itself (the Python API)
-        got = search(model.transducer, out.encoder_out, out.encoder_out_lens)
+        got = search(model.to("cpu").transducer, out.encoder_out, out.encoder_out_lens)
         assert_same_hyps(got, want, abs_tol=1e-4)
         assert any(h.tokens for h in want), name  # the comparison is not vacuous
         scripted = torch.jit.load(str(path))
@@ -142,15 +146,16 @@ def conformer_jit(tmp_path_factory):
     return eager, il.save_jit(eager, d / "cpu_jit.pt")
 
 
-def test_conformer_ctc_encode_as_icefall(conformer_jit):
+def test_conformer_ctc_encode_as_icefall(conformer_jit, device):
     eager, path = conformer_jit
-    model = load_model(path)
+    model = load_model(path, device)
     assert model.capabilities == {Family.CTC, Family.AED}
     names = {m.name for m in supported_methods(model)}
     assert {"attention-decoder", "attention-beam-search", "1best"} <= names
     lens = [61, 40, 23]
     x, x_lens = _features(lens)
-    out = model.encode(x, x_lens)
+    out = model.encode(x.to(device), x_lens.to(device))
+    assert out.memory.device == device
     t = out.ctc_log_probs.size(1)
     assert t == ((61 - 1) // 2 - 1) // 2
     # icefall's decode.py: num_frames // 4, truncated to the output (DenseFsaVec
