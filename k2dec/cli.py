@@ -140,7 +140,12 @@ def _feature_options(fn):
 @click.option("--cuts", "cuts_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A lhotse CutSet manifest with fbank features (e.g. from the recipe).")
 @click.option("--audio-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Or: a folder of .flac/.wav files (features are computed; no references).")
+              help="Or: a folder of audio files (.wav .flac .mp3 .ogg .opus and more, any "
+                   "case, any depth; any sampling rate and channel count); the utterance id is "
+                   "the file stem. References: --text, else the folder's *.trans.txt files.")
+@click.option("--text", "text_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="With --audio-dir: references as a Kaldi text file (<utt-id> WORDS... per "
+                   "line, utt-id = file stem); WER and icefall result files follow.")
 @click.option("--model", "model_path",
               type=click.Path(exists=True, path_type=Path),
               help="A k2dec model file, an icefall TorchScript export (jit_script.pt, "
@@ -165,8 +170,9 @@ def _feature_options(fn):
 @click.option("--retry-failed", is_flag=True, help="Decode again cuts recorded as failed.")
 @click.option("--threads", default=1, show_default=True, help="torch threads.")
 @_feature_options
-def decode_cmd(cuts_path, audio_dir, model_path, lang_dir, methods, list_methods, assignments,
-               out_dir, test_set, max_duration, rnn_lm, retry_failed, threads, **features):
+def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, list_methods,
+               assignments, out_dir, test_set, max_duration, rnn_lm, retry_failed, threads,
+               **features):
     """Decode cuts with one or more methods. Results stream to a JSONL file per method (a
     rerun resumes); icefall result files, WER and RTF follow. Under torchrun every rank
     decodes a shard and rank 0 merges."""
@@ -175,8 +181,8 @@ def decode_cmd(cuts_path, audio_dir, model_path, lang_dir, methods, list_methods
     import torch
     from lhotse import CutSet
 
-    from .data import FeatureConfig
-    from .decode import DecodeConfig, cuts_from_audio_dir, decode_cuts, dist_info, load_assets
+    from .data import FeatureConfig, cuts_from_audio_dir, load_references
+    from .decode import DecodeConfig, check_references, decode_cuts, dist_info, load_assets
     from .methods import get_method, override_config
 
     torch.set_num_threads(threads)
@@ -194,6 +200,9 @@ def decode_cmd(cuts_path, audio_dir, model_path, lang_dir, methods, list_methods
             raise click.UsageError(f"missing option {name}")
     if (cuts_path is None) == (audio_dir is None):
         raise click.UsageError("give exactly one of --cuts and --audio-dir")
+    if text_path is not None and audio_dir is None:
+        raise click.UsageError("--text goes with --audio-dir (a --cuts manifest carries its "
+                               "references)")
     world_size, rank = dist_info()
     if world_size > 1 and not torch.distributed.is_initialized():
         torch.distributed.init_process_group("gloo")
@@ -204,13 +213,30 @@ def decode_cmd(cuts_path, audio_dir, model_path, lang_dir, methods, list_methods
     if unsupported:
         raise click.UsageError(f"{', '.join(unsupported)}: not for this model "
                                f"({assets.model.describe()}); see --list-methods --model")
+    unreadable: dict[str, str] = {}
     if cuts_path is not None:
         cuts = CutSet.from_file(cuts_path)
         name = test_set or cuts_path.name.split(".")[0].replace("librispeech_cuts_", "")
     else:
-        cuts = cuts_from_audio_dir(audio_dir, out_dir / "features",
-                                   feature_config=assets.model.feature_config)
         name = test_set or audio_dir.name
+        try:
+            refs = load_references(audio_dir, text_path)
+            oracles = [m for m in methods if get_method(m).needs_references]
+            if oracles and not refs:  # before computing features
+                raise ValueError(f"method {oracles[0]!r} compares hypotheses with the "
+                                 f"references, but {audio_dir} has none; give --text or "
+                                 "*.trans.txt files, or drop the method")
+            shard = f".rank{rank}" if world_size > 1 else ""
+            audio = cuts_from_audio_dir(audio_dir, out_dir / "features" / f"{name}{shard}",
+                                        references=refs,
+                                        extractor=assets.model.feature_config.extractor())
+        except ValueError as e:
+            raise click.UsageError(str(e)) from None
+        cuts, unreadable = audio.cuts, audio.failures
+    try:
+        check_references(methods, cuts)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
     cfg = DecodeConfig(max_duration=max_duration, retry_failed=retry_failed,
                        world_size=world_size, rank=rank)
     configs = {}
@@ -231,7 +257,7 @@ def decode_cmd(cuts_path, audio_dir, model_path, lang_dir, methods, list_methods
     rows = []
     for m in methods:
         mcfg = configs[m]
-        summary = decode_cuts(assets, cuts, m, out_dir, name, mcfg, cfg)
+        summary = decode_cuts(assets, cuts, m, out_dir, name, mcfg, cfg, failed=unreadable)
         for key, wer in sorted(summary.wers.items(), key=lambda kv: kv[1]):
             rows.append((m, key, wer, summary.rtf, len(summary.failed)))
         if not summary.wers:

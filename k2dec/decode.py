@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ import torch
 from lhotse import CutSet
 from tqdm import tqdm
 
-from .data import FeatureConfig, make_dataloader
+from .data import make_dataloader
 from .lang import LangDir
 from .methods import (
     AedInputs,
@@ -51,6 +51,7 @@ __all__ = [
     "DecodeSummary",
     "load_assets",
     "decode_cuts",
+    "check_references",
     "shard_cuts",
     "dist_info",
 ]
@@ -63,7 +64,9 @@ class DecodeConfig:
     """Settings of a decode job.
 
     Attributes:
-      max_duration: seconds of audio per batch.
+      max_duration: seconds of audio per batch; a longer cut is recorded as failed, since
+        memory grows with the square of a cut's length (``k2dec decode`` with the shipped
+        model peaks at about 0.5 GB for one 60 s cut, 2.2 GB for 300 s).
       num_buckets: duration buckets of the sampler.
       retry_failed: decode again cuts a previous run recorded as failed.
       world_size, rank: sharding (``torchrun``); rank ``r`` decodes cuts ``r, r + W, ...``.
@@ -129,6 +132,24 @@ def dist_info() -> tuple[int, int]:
 def shard_cuts(cuts: CutSet, world_size: int, rank: int) -> CutSet:
     """Every ``world_size``-th cut starting at ``rank`` (deterministic, order kept)."""
     return CutSet.from_cuts(c for i, c in enumerate(cuts) if i % world_size == rank)
+
+
+def check_references(method_names: Sequence[str], cuts: CutSet) -> None:
+    """Refuse, before any decoding, methods that read references (oracle methods) when a
+    cut has none (an empty supervision text).
+
+    Raises:
+      ValueError: naming the method and the first cuts without a reference.
+    """
+    oracles = [m for m in method_names if get_method(m).needs_references]
+    if not oracles:
+        return
+    missing = [c.id for c in cuts if not any((s.text or "").strip() for s in c.supervisions)]
+    if missing:
+        raise ValueError(
+            f"method {oracles[0]!r} compares hypotheses with the references, but {len(missing)} "
+            f"of {len(cuts)} cuts have none (e.g. {', '.join(missing[:5])}); give references "
+            "(k2dec decode --text, or *.trans.txt files in the audio folder) or drop the method")
 
 
 def load_assets(
@@ -253,14 +274,24 @@ def decode_cuts(
     method_config: Any = None,
     config: DecodeConfig = DecodeConfig(),  # noqa: B008 (frozen)
     suffix: str = "",
+    failed: Mapping[str, str] | None = None,
 ) -> DecodeSummary:
     """Decode ``cuts`` with one method, resuming ``out_dir/{method}/results-{test_set}.jsonl``
     (per-rank shard files under torchrun), then write icefall result files for every setting.
 
+    Args:
+      failed: ``{cut_id: reason}`` of utterances that never became cuts (e.g. unreadable
+        audio files, :attr:`k2dec.data.AudioDirCuts.failures`); they are recorded as failed
+        cuts of the test set (by rank 0 under torchrun).
+
     Returns:
       :class:`DecodeSummary` (on ranks > 0 the WERs are empty: rank 0 merges and scores).
+
+    Raises:
+      ValueError: an oracle method and a cut without a reference (:func:`check_references`).
     """
     method = get_method(method_name)
+    check_references([method_name], cuts)
     if not assets.model.supports(method):
         raise ValueError(f"method {method_name!r} ({method.family.value}) needs what this "
                          f"model lacks: {assets.model.describe()}")
@@ -269,10 +300,14 @@ def decode_cuts(
     shard = f".rank{config.rank}" if config.world_size > 1 else ""
     path = out_dir / f"results-{test_set}{shard}.jsonl"
     cuts = shard_cuts(cuts, config.world_size, config.rank) if config.world_size > 1 else cuts
-    total = len(cuts)
+    failed = dict(failed or {}) if config.rank == 0 else {}
+    total = len(cuts) + len(failed)
     timer = RtfTimer()
     frames_per_second = assets.model.feature_config.frames_per_second
     with ResultWriter(path, retry_failed=config.retry_failed) as writer:
+        for cut_id, reason in failed.items():
+            if cut_id not in writer:
+                writer.write_failure(cut_id, reason)
         min_frames = assets.model.min_input_frames
         todo = []
         for c in cuts:
@@ -281,6 +316,13 @@ def decode_cuts(
             if c.num_frames is not None and c.num_frames < min_frames:
                 writer.write_failure(c.id, f"too short: {c.num_frames} feature frames, the "
                                            f"model needs at least {min_frames}")
+                continue
+            if c.duration > config.max_duration:
+                # a batch holds at most max_duration seconds: this bounds memory (the
+                # encoder's attention grows with the square of the length)
+                writer.write_failure(c.id, f"too long: {c.duration:.1f} s of audio, more than "
+                                           f"max_duration={config.max_duration:g} s per batch; "
+                                           "raise max_duration (--max-duration) or split it")
                 continue
             todo.append(c)
         todo = CutSet.from_cuts(todo)
@@ -347,33 +389,3 @@ def _score(path: Path, out_dir: Path, test_set: str, rtf: float, suffix: str) ->
         logger.warning("%s: %d cuts could not be decoded (see %s): %s", test_set, len(failed),
                        path, ", ".join(failed[:10]))
     return DecodeSummary(wers, rtf, len(records), failed, path)
-
-
-def cuts_from_audio_dir(audio_dir: str | Path, feature_dir: str | Path,
-                        patterns: Sequence[str] = ("*.flac", "*.wav"),
-                        feature_config: FeatureConfig | None = None) -> CutSet:
-    """Cuts with fbank (``feature_config``, default icefall's) for every audio file under
-    ``audio_dir`` (no references), resampled to its sampling rate."""
-    from lhotse import (
-        LilcomChunkyWriter,
-        Recording,
-        RecordingSet,
-        SupervisionSegment,
-    )
-    from lhotse.utils import fastcopy
-
-    audio_dir = Path(audio_dir)
-    files = sorted(p for pat in patterns for p in audio_dir.rglob(pat))
-    if not files:
-        raise ValueError(f"no audio files ({', '.join(patterns)}) under {audio_dir}")
-    feature_config = feature_config or FeatureConfig()
-    recordings = RecordingSet.from_recordings(Recording.from_file(p) for p in files)
-    cuts = CutSet.from_manifests(recordings=recordings).resample(feature_config.sampling_rate)
-    cuts = CutSet.from_cuts(
-        fastcopy(c, supervisions=[SupervisionSegment(c.id, c.recording_id, 0.0, c.duration,
-                                                     channel=0, text="")])
-        if not c.supervisions else c for c in cuts)
-    Path(feature_dir).parent.mkdir(parents=True, exist_ok=True)
-    return cuts.compute_and_store_features(
-        extractor=feature_config.extractor(), storage_path=str(feature_dir),
-        storage_type=LilcomChunkyWriter)

@@ -35,9 +35,12 @@ from lhotse import CutSet, Fbank, FbankConfig, LilcomChunkyWriter, RecordingSet,
 
 from .manifests import MANIFEST_PREFIX, manifest_path
 
-__all__ = ["FeatureConfig", "compute_fbank", "manifest_parts"]
+__all__ = ["NUM_MEL_BINS", "FeatureConfig", "compute_fbank", "manifest_parts"]
 
 logger = logging.getLogger(__name__)
+
+NUM_MEL_BINS = 80
+"""Filterbank size of the features k2dec computes (icefall's LibriSpeech recipes use 80)."""
 
 _WINDOWS = ("povey", "hamming", "hanning", "rectangular", "blackman")
 
@@ -58,7 +61,7 @@ class FeatureConfig:
         options (its defaults).
     """
 
-    num_mel_bins: int = 80
+    num_mel_bins: int = NUM_MEL_BINS
     sampling_rate: int = 16000
     frame_length: float = 0.025
     frame_shift: float = 0.01
@@ -168,7 +171,7 @@ def compute_fbank(
     manifest_dir: str | Path,
     output_dir: str | Path | None = None,
     dataset_parts: Sequence[str] | None = None,
-    num_mel_bins: int = 80,
+    num_mel_bins: int = NUM_MEL_BINS,
     num_jobs: int = 1,
     progress: bool = True,
 ) -> dict[str, CutSet]:

@@ -179,7 +179,7 @@ def _nbest_rescoring(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     return _sweep_results(sweep, _failed(result.reports), cfg)
 
 
-@register("nbest-oracle", Family.CTC, CtcConfig, requires=("HLG",))
+@register("nbest-oracle", Family.CTC, CtcConfig, requires=("HLG",), needs_references=True)
 def _nbest_oracle(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """The n-best path closest to the reference words (an upper bound on n-best methods)."""
     if inputs.ref_words is None:

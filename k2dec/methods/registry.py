@@ -136,7 +136,11 @@ RunFn = Callable[[Any, Resources, Any], list[MethodResult]]
 
 @dataclass(frozen=True)
 class Method:
-    """A named decoding method: ``run(inputs, resources, config) -> [MethodResult]``."""
+    """A named decoding method: ``run(inputs, resources, config) -> [MethodResult]``.
+
+    ``needs_references``: the method reads every utterance's reference (oracle methods); a
+    job without references must refuse it before decoding.
+    """
 
     name: str
     family: Family
@@ -144,6 +148,7 @@ class Method:
     run: RunFn
     requires: tuple[str, ...]
     description: str
+    needs_references: bool = False
 
     def default_config(self) -> Any:
         return self.config_cls()
@@ -161,9 +166,11 @@ _REGISTRY: dict[str, Method] = {}
 
 
 def register(
-    name: str, family: Family, config_cls: type, requires: tuple[str, ...] = ()
+    name: str, family: Family, config_cls: type, requires: tuple[str, ...] = (),
+    needs_references: bool = False,
 ) -> Callable[[RunFn], RunFn]:
-    """Decorator adding a method to the registry (its docstring's first line describes it)."""
+    """Decorator adding a method to the registry (its docstring's first line describes it;
+    ``needs_references`` marks oracle methods)."""
     if not is_dataclass(config_cls) or not config_cls.__dataclass_params__.frozen:
         raise TypeError(f"{config_cls!r} must be a frozen dataclass")
     try:
@@ -175,7 +182,7 @@ def register(
         if name in _REGISTRY:
             raise ValueError(f"method {name!r} is registered twice")
         doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
-        _REGISTRY[name] = Method(name, family, config_cls, fn, requires, doc)
+        _REGISTRY[name] = Method(name, family, config_cls, fn, requires, doc, needs_references)
         return fn
 
     return deco

@@ -119,7 +119,8 @@ def _fbs_nbest_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchC
     return [MethodResult("fast_beam_search_nbest_LG", None, words, failed, cfg)]
 
 
-@register("fast_beam_search_nbest_oracle", Family.TRANSDUCER, FastBeamSearchConfig)
+@register("fast_beam_search_nbest_oracle", Family.TRANSDUCER, FastBeamSearchConfig,
+          needs_references=True)
 def _fbs_oracle(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchConfig):
     """fast_beam_search n-best: the path closest to the reference tokens (an upper bound)."""
     if inputs.ref_tokens is None:

@@ -31,6 +31,8 @@ def setup(tmp_path_factory):
     for i, dur in enumerate([1.1, 0.7, 1.6]):
         x = (rng.standard_normal(int(16000 * dur)) * 0.1).astype("float32")
         sf.write(audio / f"rec{i}.wav", x, 16000)
+    # an 8 kHz recording: resampled to the model's 16 kHz before the fbank
+    sf.write(audio / "rec3.wav", (rng.standard_normal(8000) * 0.1).astype("float32"), 8000)
     eager = il.build_transducer(seed=2)
     exp = d / "exp"
     exp.mkdir()
@@ -99,7 +101,7 @@ def test_torchscript_and_onnx_decode_a_folder_like_icefall(setup, tmp_path):
 
 def test_ctc_head_of_a_torchscript_export(setup, tmp_path):
     got = _decode(setup["jit"], setup["audio"], tmp_path / "ctc", ("ctc-greedy-search",))
-    assert len(got["ctc-greedy-search"]) == 3
+    assert len(got["ctc-greedy-search"]) == 4
 
 
 def test_list_methods_follows_the_model(setup, tmp_path):
