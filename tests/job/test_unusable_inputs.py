@@ -7,7 +7,7 @@ import pytest
 from lhotse import CutSet
 from lhotse.utils import fastcopy
 
-from k2dec.decode import DecodeConfig, check_references, decode_cuts, load_assets
+from k2dec.job import DecodeConfig, check_references, decode_cuts, load_assets
 from k2dec.results import read_results
 
 

@@ -145,8 +145,9 @@ def test_references_give_icefall_files_and_a_finite_wer(decoded):
     for name in ("recogs-audio-greedy_search.txt", "errs-audio-greedy_search.txt",
                  "wer-summary-audio.txt"):
         assert (d / name).is_file(), name
-    row = next(line for line in r.output.splitlines() if line.startswith("greedy_search"))
-    wer = float(row.split()[2])
+    row = next(line for line in r.output.splitlines()
+               if line.startswith("| audio | greedy_search |"))
+    wer = float(row.split("|")[4])
     assert math.isfinite(wer) and 0 < wer < 100
     assert "broken" not in (d / "recogs-audio-greedy_search.txt").read_text()
 

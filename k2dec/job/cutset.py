@@ -1,20 +1,25 @@
-"""The decode job behind ``k2dec decode`` and the recipes: cuts -> model -> a named method ->
-per-cut JSONL results (resumable) -> icefall result files, WER and real-time factor.
+"""One method over one test set: cuts -> model -> the method -> per-cut JSONL results
+(resumable) -> icefall result files, WER and real-time factor.
 
 Every cut ends up in the results file: decoded, or recorded as failed with the reason (a
 batch that raises is retried cut by cut so that one bad cut cannot sink its neighbours; an
 utterance whose lattice is empty is a failure with the lattice report's reason). A rerun skips
 the cuts already recorded, so a killed job resumes where it stopped. Under ``torchrun`` each
 rank decodes every ``world_size``-th cut into its own shard file; rank 0 merges the shards.
+
+A decoded cut's line holds ``hyp`` (the first setting's words, for quick reading), ``ref`` and
+``hyps``: per setting, the method's :class:`~k2dec.utils.HypothesisRecord` as JSON (token and
+word ids, frames, score) plus ``text``, its words.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,19 +27,17 @@ import torch
 from lhotse import CutSet
 from tqdm import tqdm
 
-from .data import make_dataloader
-from .lang import LangDir
-from .methods import (
+from ..data import make_dataloader
+from ..methods import (
     AedInputs,
     CtcInputs,
     Family,
     Method,
     MethodResult,
-    Resources,
     TransducerInputs,
     get_method,
 )
-from .results import (
+from ..results import (
     ResultWriter,
     RtfTimer,
     bpe_ids_to_words,
@@ -44,16 +47,16 @@ from .results import (
     token_ids_to_words,
     word_ids_to_words,
 )
+from ..utils import HypothesisRecord
+from .assets import DecodeAssets
 
 __all__ = [
     "DecodeConfig",
-    "DecodeAssets",
     "DecodeSummary",
-    "load_assets",
-    "decode_cuts",
     "check_references",
-    "shard_cuts",
+    "decode_cuts",
     "dist_info",
+    "shard_cuts",
 ]
 
 logger = logging.getLogger(__name__)
@@ -84,44 +87,34 @@ class DecodeConfig:
                              f"world_size={self.world_size}")
 
 
-@dataclass
-class DecodeAssets:
-    """What decoding needs besides the cuts.
-
-    Attributes:
-      model: the acoustic model (:class:`k2dec.model.AcousticModel`: k2dec's joint model, an
-        icefall TorchScript export or an ONNX export); methods need what it has.
-      lang: the lang dir (tokens.txt/words.txt, graphs); ``None`` for token-only methods.
-      sp: the sentencepiece model turning token ids into words.
-      resources: graphs / LMs / attention decoder for the methods.
-      tokens: the token table turning token ids into words when there is no ``sp``
-        (the lang dir's, else the one found beside the model).
-    """
-
-    model: Any
-    lang: LangDir | None
-    sp: Any
-    resources: Resources = field(default_factory=Resources)
-    tokens: Any = None
-
-
 @dataclass(frozen=True)
 class DecodeSummary:
-    """Outcome of :func:`decode_cuts` for one test set and method.
+    """Outcome of :func:`decode_cuts` for one test set and method: one row of a results table.
 
     Attributes:
-      wers: ``{key: WER %}`` (one key per setting of the method).
+      method: the method's name.
+      test_set: the test set's name.
+      wers: ``{key: WER %}`` (one key per setting of the method; empty without references).
       rtf: decode seconds / audio seconds of the cuts decoded in this run (NaN if none).
       num_cuts: cuts in the test set (this rank's shard).
       failed: ids of cuts that could not be decoded (with reasons in the JSONL file).
       results_path: the JSONL file.
     """
 
+    method: str
+    test_set: str
     wers: dict[str, float]
     rtf: float
     num_cuts: int
     failed: list[str]
     results_path: Path
+
+    @property
+    def best(self) -> tuple[str, float]:
+        """``(setting, WER %)`` of the best setting; ``("-", nan)`` without WERs."""
+        if not self.wers:
+            return "-", math.nan
+        return min(self.wers.items(), key=lambda kv: kv[1])
 
 
 def dist_info() -> tuple[int, int]:
@@ -134,17 +127,27 @@ def shard_cuts(cuts: CutSet, world_size: int, rank: int) -> CutSet:
     return CutSet.from_cuts(c for i, c in enumerate(cuts) if i % world_size == rank)
 
 
-def check_references(method_names: Sequence[str], cuts: CutSet) -> None:
+def check_references(methods: Sequence[str | Method],
+                     cuts: CutSet | Mapping[str, str]) -> None:
     """Refuse, before any decoding, methods that read references (oracle methods) when a
     cut has none (an empty supervision text).
+
+    Args:
+      methods: names or :class:`~k2dec.methods.Method` objects.
+      cuts: the cuts, or ``{utterance id: reference text}`` of the utterances to come (e.g.
+        the files of an audio folder, before their features are computed).
 
     Raises:
       ValueError: naming the method and the first cuts without a reference.
     """
-    oracles = [m for m in method_names if get_method(m).needs_references]
+    oracles = [m.name for m in map(_method, methods) if m.needs_references]
     if not oracles:
         return
-    missing = [c.id for c in cuts if not any((s.text or "").strip() for s in c.supervisions)]
+    if isinstance(cuts, Mapping):
+        missing = [utt for utt, text in cuts.items() if not (text or "").strip()]
+    else:
+        missing = [c.id for c in cuts
+                   if not any((s.text or "").strip() for s in c.supervisions)]
     if missing:
         raise ValueError(
             f"method {oracles[0]!r} compares hypotheses with the references, but {len(missing)} "
@@ -152,54 +155,8 @@ def check_references(method_names: Sequence[str], cuts: CutSet) -> None:
             "(k2dec decode --text, or *.trans.txt files in the audio folder) or drop the method")
 
 
-def load_assets(
-    model_path: str | Path,
-    lang_dir: str | Path | None = None,
-    bpe_model: str | Path | None = None,
-    lm_paths: dict[str, str | Path] | None = None,
-    device: torch.device | str = "cpu",
-    feature_overrides: dict[str, Any] | None = None,
-) -> DecodeAssets:
-    """Load a model (any :func:`k2dec.model.load_model` recognises), its lang dir graphs
-    (``HLG.pt``, ``LG.pt``, ``G_4_gram.pt``, H built from tokens.txt), the BPE model and
-    neural LMs, all on ``device``.
-
-    Tokens: the lang dir's ``tokens.txt`` and ``bpe.model`` when given, else a
-    ``tokens.txt`` / ``bpe.model`` beside the model. ``feature_overrides`` (FeatureConfig
-    field names) change the features the model expects (default: icefall's, or what an ONNX
-    export declares), for a model trained otherwise."""
-    from .graph import build_ctc_topo, load_graph
-    from .lang import load_bpe_model
-    from .model import find_tokens, load_model
-
-    device = torch.device(device)
-    lang = LangDir(Path(lang_dir)) if lang_dir is not None else None
-    tokens = lang.path / "tokens.txt" if lang is not None and (
-        lang.path / "tokens.txt").is_file() else None
-    model = load_model(model_path, device, tokens=tokens)
-    if feature_overrides:
-        model.set_feature_config(model.feature_config.override(**feature_overrides))
-    if bpe_model is None:
-        beside = find_tokens(model_path)
-        for folder in ([lang.path] if lang is not None else []) + (
-                [beside.parent] if beside is not None else []):
-            if (folder / "bpe.model").is_file():
-                bpe_model = folder / "bpe.model"
-                break
-    sp = load_bpe_model(bpe_model) if bpe_model is not None else None
-    res = Resources(attention_decoder=model.attention_decoder)
-    if lang is not None:
-        res.graphs["H"] = build_ctc_topo(lang.max_token_id, device=device)
-        for name, file in (("HLG", "HLG.pt"), ("LG", "LG.pt"), ("G", "G_4_gram.pt")):
-            path = lang.path / file
-            if path.is_file():
-                res.graphs[name] = load_graph(path, lang.token_table, lang.word_table, device)
-    if lm_paths:
-        from .lm.train import load_lm
-
-        for name, path in lm_paths.items():
-            res.lms[name] = load_lm(path).to(device).eval()
-    return DecodeAssets(model=model, lang=lang, sp=sp, resources=res, tokens=model.tokens)
+def _method(method: str | Method) -> Method:
+    return get_method(method) if isinstance(method, str) else method
 
 
 def _batch_arrays(batch: dict) -> tuple[torch.Tensor, torch.Tensor, list[str], list[list[str]]]:
@@ -232,7 +189,8 @@ def _inputs(method: Method, assets: DecodeAssets, feats: torch.Tensor, lens: tor
                      memory=out.memory, memory_lens=out.memory_lens)
 
 
-def _to_words(result: MethodResult, assets: DecodeAssets) -> list[list[str]]:
+def _texts(result: MethodResult, assets: DecodeAssets) -> list[list[str]]:
+    """Each utterance's words: word ids through words.txt, else token ids through BPE."""
     if result.words is not None:
         if assets.lang is None:
             raise ValueError("word hypotheses need the lang dir (words.txt)")
@@ -247,28 +205,80 @@ def _to_words(result: MethodResult, assets: DecodeAssets) -> list[list[str]]:
     return token_ids_to_words(result.tokens, tokens)
 
 
+#: Per utterance: ``{setting: (record, words)}`` and the failure reason (``""`` if fine).
+_Decoded = tuple[dict[str, tuple[HypothesisRecord, list[str]]], str]
+
+
 def _decode_batch(method: Method, config: Any, assets: DecodeAssets, feats, lens, refs
-                  ) -> tuple[list[dict[str, list[str]]], list[str]]:
-    """Hypotheses ``[{key: words}]`` and failure reasons (``""`` if fine) per utterance."""
+                  ) -> list[_Decoded]:
+    """Decode one batch; per utterance its hypotheses by setting and its failure reason."""
     inputs = _inputs(method, assets, feats, lens, refs)
     with torch.no_grad():
         results = method(inputs, assets.resources, config)
-    n = len(refs)
-    hyps: list[dict[str, list[str]]] = [{} for _ in range(n)]
-    failed = [""] * n
+    out: list[_Decoded] = [({}, "") for _ in refs]
     for r in results:
-        words = _to_words(r, assets)
-        for i in range(n):
-            hyps[i][r.key] = words[i]
-            if r.failed[i] and not failed[i]:
-                failed[i] = r.failed[i]
-    return hyps, failed
+        for i, (rec, words) in enumerate(zip(r.hyps, _texts(r, assets))):
+            out[i][0][r.key] = (rec, words)
+            if rec.error and not out[i][1]:
+                out[i] = (out[i][0], rec.error)
+    return out
+
+
+def _decode_or_split(method: Method, config: Any, assets: DecodeAssets, feats, lens, refs
+                     ) -> list[_Decoded]:
+    """:func:`_decode_batch`; if the batch raises, each cut alone (a cut that raises fails
+    with the exception)."""
+    try:
+        return _decode_batch(method, config, assets, feats, lens, refs)
+    except (ValueError, RuntimeError) as e:
+        logger.warning("batch of %d failed (%s); decoding its cuts one by one", len(refs), e)
+    out: list[_Decoded] = []
+    for i in range(len(refs)):
+        try:
+            out += _decode_batch(method, config, assets, feats[i:i + 1, : int(lens[i])],
+                                 lens[i:i + 1], refs[i:i + 1])
+        except (ValueError, RuntimeError) as err:
+            out.append(({}, f"{type(err).__name__}: {err}"))
+    return out
+
+
+def _write(writer: ResultWriter, cut_id: str, ref: list[str], decoded: _Decoded) -> None:
+    hyps, failed = decoded
+    if failed:
+        writer.write_failure(cut_id, failed)
+        return
+    first = next(iter(hyps.values()))[1]
+    writer.write(cut_id, hyp=first, ref=ref or None,
+                 hyps={key: {"text": words, **rec.to_json()} for key, (rec, words) in
+                       hyps.items()})
+
+
+def _todo(cuts: CutSet, writer: ResultWriter, min_frames: int, max_duration: float) -> CutSet:
+    """The cuts not yet in the results file; cuts too short for the model or longer than a
+    batch are recorded as failed."""
+    todo = []
+    for c in cuts:
+        if c.id in writer:
+            continue
+        if c.num_frames is not None and c.num_frames < min_frames:
+            writer.write_failure(c.id, f"too short: {c.num_frames} feature frames, the "
+                                       f"model needs at least {min_frames}")
+            continue
+        if c.duration > max_duration:
+            # a batch holds at most max_duration seconds: this bounds memory (the
+            # encoder's attention grows with the square of the length)
+            writer.write_failure(c.id, f"too long: {c.duration:.1f} s of audio, more than "
+                                       f"max_duration={max_duration:g} s per batch; "
+                                       "raise max_duration (--max-duration) or split it")
+            continue
+        todo.append(c)
+    return CutSet.from_cuts(todo)
 
 
 def decode_cuts(
     assets: DecodeAssets,
     cuts: CutSet,
-    method_name: str,
+    method: str | Method,
     out_dir: str | Path,
     test_set: str,
     method_config: Any = None,
@@ -290,13 +300,13 @@ def decode_cuts(
     Raises:
       ValueError: an oracle method and a cut without a reference (:func:`check_references`).
     """
-    method = get_method(method_name)
-    check_references([method_name], cuts)
+    method = _method(method)
+    check_references([method], cuts)
     if not assets.model.supports(method):
-        raise ValueError(f"method {method_name!r} ({method.family.value}) needs what this "
+        raise ValueError(f"method {method.name!r} ({method.family.value}) needs what this "
                          f"model lacks: {assets.model.describe()}")
     method_config = method.default_config() if method_config is None else method_config
-    out_dir = Path(out_dir) / method_name
+    out_dir = Path(out_dir) / method.name
     shard = f".rank{config.rank}" if config.world_size > 1 else ""
     path = out_dir / f"results-{test_set}{shard}.jsonl"
     cuts = shard_cuts(cuts, config.world_size, config.rank) if config.world_size > 1 else cuts
@@ -309,64 +319,27 @@ def decode_cuts(
             if cut_id not in writer:
                 writer.write_failure(cut_id, reason)
         min_frames = assets.model.min_input_frames
-        todo = []
-        for c in cuts:
-            if c.id in writer:
-                continue
-            if c.num_frames is not None and c.num_frames < min_frames:
-                writer.write_failure(c.id, f"too short: {c.num_frames} feature frames, the "
-                                           f"model needs at least {min_frames}")
-                continue
-            if c.duration > config.max_duration:
-                # a batch holds at most max_duration seconds: this bounds memory (the
-                # encoder's attention grows with the square of the length)
-                writer.write_failure(c.id, f"too long: {c.duration:.1f} s of audio, more than "
-                                           f"max_duration={config.max_duration:g} s per batch; "
-                                           "raise max_duration (--max-duration) or split it")
-                continue
-            todo.append(c)
-        todo = CutSet.from_cuts(todo)
-        logger.info("%s/%s: %d cuts, %d to decode", test_set, method_name, total, len(todo))
+        todo = _todo(cuts, writer, min_frames, config.max_duration)
+        logger.info("%s/%s: %d cuts, %d to decode", test_set, method.name, total, len(todo))
         if len(todo):
             loader = make_dataloader(todo, config.max_duration, shuffle=False,
                                      num_buckets=config.num_buckets, world_size=1, rank=0)
-            for batch in tqdm(loader, desc=f"{test_set} {method_name}", unit="batch"):
+            for batch in tqdm(loader, desc=f"{test_set} {method.name}", unit="batch"):
                 feats, lens, cut_ids, refs = _batch_arrays(batch)
-                audio = float(lens.sum()) / frames_per_second
                 start = time.perf_counter()
-                try:
-                    per_utt = [_decode_batch(method, method_config, assets, feats, lens, refs)]
-                    spans = [(0, len(cut_ids))]
-                except (ValueError, RuntimeError) as e:
-                    logger.warning("batch of %d failed (%s); decoding its cuts one by one",
-                                   len(cut_ids), e)
-                    per_utt, spans = [], []
-                    for i in range(len(cut_ids)):
-                        try:
-                            per_utt.append(_decode_batch(method, method_config, assets,
-                                                         feats[i:i + 1, : int(lens[i])],
-                                                         lens[i:i + 1], refs[i:i + 1]))
-                        except (ValueError, RuntimeError) as err:
-                            per_utt.append(([{}], [f"{type(err).__name__}: {err}"]))
-                        spans.append((i, i + 1))
-                timer.add(time.perf_counter() - start, audio)
-                for (lo, hi), (hyps, failed) in zip(spans, per_utt):
-                    for j, i in enumerate(range(lo, hi)):
-                        if failed[j]:
-                            writer.write_failure(cut_ids[i], failed[j])
-                        else:
-                            first = next(iter(hyps[j].values()))
-                            writer.write(cut_ids[i], hyp=first, ref=refs[i] or None,
-                                         hyps=hyps[j])
+                decoded = _decode_or_split(method, method_config, assets, feats, lens, refs)
+                timer.add(time.perf_counter() - start, float(lens.sum()) / frames_per_second)
+                for cut_id, ref, d in zip(cut_ids, refs, decoded):
+                    _write(writer, cut_id, ref, d)
     rtf = timer.rtf if timer.audio_seconds > 0 else float("nan")
     if config.world_size > 1:
         _barrier()  # every shard file is complete past this point
         if config.rank != 0:
-            return DecodeSummary({}, rtf, total, [], path)
+            return DecodeSummary(method.name, test_set, {}, rtf, total, [], path)
         path = out_dir / f"results-{test_set}.jsonl"
         merge_results([out_dir / f"results-{test_set}.rank{r}.jsonl"
                        for r in range(config.world_size)], path)
-    return _score(path, out_dir, test_set, rtf, suffix)
+    return _score(path, out_dir, method.name, test_set, rtf, suffix)
 
 
 def _barrier() -> None:
@@ -374,7 +347,13 @@ def _barrier() -> None:
         torch.distributed.barrier()
 
 
-def _score(path: Path, out_dir: Path, test_set: str, rtf: float, suffix: str) -> DecodeSummary:
+def _words(hyp: Any) -> list[str]:
+    """The words of one setting in a results line (older files stored the word list)."""
+    return hyp["text"] if isinstance(hyp, dict) else hyp
+
+
+def _score(path: Path, out_dir: Path, method: str, test_set: str, rtf: float, suffix: str
+           ) -> DecodeSummary:
     records = read_results(path)
     failed = sorted(k for k, r in records.items() if r["status"] == "error")
     by_key: dict[str, list] = {}
@@ -383,9 +362,9 @@ def _score(path: Path, out_dir: Path, test_set: str, rtf: float, suffix: str) ->
         if rec["status"] != "ok" or rec.get("ref") is None:
             continue
         for key, hyp in rec["hyps"].items():
-            by_key.setdefault(key, []).append((cut_id, rec["ref"], hyp))
+            by_key.setdefault(key, []).append((cut_id, rec["ref"], _words(hyp)))
     wers = save_results(out_dir, test_set, by_key, suffix=suffix) if by_key else {}
     if failed:
         logger.warning("%s: %d cuts could not be decoded (see %s): %s", test_set, len(failed),
                        path, ", ".join(failed[:10]))
-    return DecodeSummary(wers, rtf, len(records), failed, path)
+    return DecodeSummary(method, test_set, wers, rtf, len(records), failed, path)
