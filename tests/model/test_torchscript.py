@@ -200,3 +200,19 @@ def test_conformer_ctc_methods_run(conformer_jit):
         AedInputs(out.memory, out.memory_lens, ctc_log_probs=None),
         Resources(attention_decoder=model.attention_decoder))
     assert len(res[0].tokens) == 2
+
+
+def test_tokens_found_in_icefall_repository_layout(tmp_path):
+    """icefall's pretrained-model repositories keep exp/jit_script.pt and
+    data/lang_bpe_500/tokens.txt."""
+    from k2dec.model import find_tokens
+
+    (tmp_path / "exp").mkdir()
+    (tmp_path / "data" / "lang_bpe_500").mkdir(parents=True)
+    path = il.save_jit(il.build_transducer(), tmp_path / "exp" / "jit_script.pt")
+    assert find_tokens(path) is None
+    il.write_tokens(tmp_path / "data" / "lang_bpe_500" / "tokens.txt", 12)
+    assert find_tokens(path) == tmp_path / "data" / "lang_bpe_500" / "tokens.txt"
+    assert load_model(path).tokens["<unk>"] == 2
+    with pytest.raises(ValueError, match="tokens file"):
+        load_model(path, tokens=tmp_path / "nope.txt")
