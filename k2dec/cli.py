@@ -162,6 +162,11 @@ def _feature_options(fn):
               help="Override a config field, KEY=VALUE (e.g. beam=4, lattice.search_beam=15, "
                    "lm_scales=0.5,1.0), in every given method whose config has KEY; a bare "
                    "name reaches a nested field (num_paths=50: nbest.num_paths).")
+@click.option("--icefall-compat", is_flag=True,
+              help="icefall's choices where k2dec's defaults differ: no termination frame in "
+                   "fast_beam_search, ILME 0.1 in fast_beam_search_nbest/_oracle, the last of "
+                   "equal n-best scores, float32 scores in modified_beam_search (fields not "
+                   "given with --set; see k2dec.methods.compat).")
 @click.option("--out-dir", type=click.Path(path_type=Path))
 @click.option("--test-set", default=None, help="Name used in result files (default: from "
               "the manifest or folder name).")
@@ -174,8 +179,8 @@ def _feature_options(fn):
               help="torch threads.")
 @_feature_options
 def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, list_methods,
-               assignments, out_dir, test_set, max_duration, rnn_lm, retry_failed, threads,
-               **features):
+               assignments, icefall_compat, out_dir, test_set, max_duration, rnn_lm,
+               retry_failed, threads, **features):
     """Decode cuts with one or more methods. Results stream to a JSONL file per method (a
     rerun resumes); icefall result files, WER and RTF follow. Under torchrun every rank
     decodes a shard and rank 0 merges. Every method, --set value and needed graph or LM is
@@ -186,6 +191,7 @@ def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, l
     from .data import FeatureConfig, cuts_from_audio_dir, find_audio_files, load_references
     from .job import (
         DecodeConfig,
+        MethodRun,
         check_references,
         check_resources,
         dist_info,
@@ -213,6 +219,10 @@ def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, l
         raise click.UsageError("--text goes with --audio-dir (a --cuts manifest carries its "
                                "references)")
     runs = _checked(plan_methods, methods, assignments)
+    if icefall_compat:
+        from .methods import icefall_compatible
+
+        runs = [MethodRun(r.method, icefall_compatible(r.method, r.config)) for r in runs]
     torch.set_num_threads(threads)
     world_size, rank = dist_info()
     assets = _checked(load_assets, model_path, lang_dir,

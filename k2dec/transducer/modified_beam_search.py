@@ -51,6 +51,9 @@ __all__ = [
 _HASH_MULT = 0x9E3779B97F4A7C15 - (1 << 64)
 
 
+_SCORE_DTYPES = {"float64": torch.float64, "float32": torch.float32}
+
+
 @dataclass(frozen=True)
 class ModifiedBeamSearchConfig:
     """Options of modified beam search (icefall's defaults).
@@ -62,12 +65,17 @@ class ModifiedBeamSearchConfig:
       length_norm: pick the final hypothesis by ``log_prob / (context_size + num_tokens)``
         (icefall's ``get_most_probable(length_norm=True)``); the reported score is the
         un-normalized log-prob either way.
+      score_dtype: ``"float64"`` (k2dec's default) or ``"float32"`` (icefall's): the dtype
+        hypothesis log-probs are accumulated and merged in. k2dec accumulates in float64 so
+        that scores of long utterances keep their precision and the beam's ranking does not
+        depend on float32 rounding; ``"float32"`` reproduces icefall's ties and rankings.
     """
 
     beam: int = 4
     temperature: float = 1.0
     blank_penalty: float = 0.0
     length_norm: bool = True
+    score_dtype: str = "float64"
 
     def __post_init__(self) -> None:
         if not isinstance(self.beam, int) or self.beam < 1:
@@ -76,6 +84,13 @@ class ModifiedBeamSearchConfig:
         check_finite("blank_penalty", self.blank_penalty)
         if not isinstance(self.length_norm, bool):
             raise TypeError(f"length_norm must be a bool, got {self.length_norm!r}")
+        if self.score_dtype not in _SCORE_DTYPES:
+            raise ValueError(f"score_dtype must be one of {sorted(_SCORE_DTYPES)}, got "
+                             f"{self.score_dtype!r}")
+
+    @property
+    def torch_score_dtype(self) -> torch.dtype:
+        return _SCORE_DTYPES[self.score_dtype]
 
 
 class ModifiedBeamSearchStream:
@@ -128,7 +143,7 @@ class ModifiedBeamSearch:
             "tokens": torch.zeros(1, 0, dtype=torch.int64, device=device),
             "times": torch.zeros(1, 0, dtype=torch.int64, device=device),
             "length": torch.zeros(1, dtype=torch.int64, device=device),
-            "log_prob": torch.zeros(1, dtype=torch.float64, device=device),
+            "log_prob": torch.zeros(1, dtype=self.config.torch_score_dtype, device=device),
             "hash": torch.zeros(1, dtype=torch.int64, device=device),
             "context": ctx,
         }
@@ -174,11 +189,12 @@ class ModifiedBeamSearch:
 
             logits = net.logits(enc[utt_of_row, t], st["decoder_out"][:num_rows])
             log_probs = log_probs_from_logits(logits, blank_id, cfg.temperature, cfg.blank_penalty)
-            tot = st["log_prob"][:num_rows].unsqueeze(1) + log_probs.to(torch.float64)
+            score_dtype = cfg.torch_score_dtype
+            tot = st["log_prob"][:num_rows].unsqueeze(1) + log_probs.to(score_dtype)
 
             max_hyps = int(utt_counts.max())
             dense = torch.full(
-                (n, max_hyps, vocab_size), float("-inf"), dtype=torch.float64, device=device
+                (n, max_hyps, vocab_size), float("-inf"), dtype=score_dtype, device=device
             )
             dense[utt_of_row, local] = tot
             k = min(beam, max_hyps * vocab_size)

@@ -62,11 +62,14 @@ def _decode(model, audio, out, methods=METHODS, extra=()):
     return out_hyps
 
 
-def _icefall_reference(setup):
+def _icefall_reference(setup, compat: bool = False):
     """What icefall's recipe gives on the same recordings: fbank with icefall's options on
-    each file, the eager modules, the searches, tokens.txt to words."""
+    each file, the eager modules, the searches (with ``compat``: configured as icefall's,
+    :func:`k2dec.methods.icefall_compatible`), tokens.txt to words."""
     import k2
     from lhotse import Recording
+
+    from k2dec.methods import get_method, icefall_compatible
 
     table = k2.SymbolTable.from_file(str(setup["tokens"]))
     cfg = FeatureConfig()
@@ -80,11 +83,15 @@ def _icefall_reference(setup):
     lens = torch.tensor([f.size(0) for f in feats])
     x = torch.nn.utils.rnn.pad_sequence(feats, batch_first=True, padding_value=-23.0259)
     eager = setup["eager"]
+    cfg = {m: (icefall_compatible(m) if compat else get_method(m).default_config())
+           for m in METHODS}
     with torch.no_grad():
         enc, enc_lens = eager.encoder(x, lens)
-        hyps = {"greedy_search": greedy_search(eager, enc, enc_lens),
-                "modified_beam_search": modified_beam_search(eager, enc, enc_lens),
-                "fast_beam_search": fast_beam_search(eager, enc, enc_lens).hyps}
+        hyps = {"greedy_search": greedy_search(eager, enc, enc_lens, cfg["greedy_search"]),
+                "modified_beam_search": modified_beam_search(
+                    eager, enc, enc_lens, cfg["modified_beam_search"]),
+                "fast_beam_search": fast_beam_search(eager, enc, enc_lens, None,
+                                                     cfg["fast_beam_search"]).hyps}
     return {m: dict(zip(ids, token_ids_to_words([h.tokens for h in hs], table)))
             for m, hs in hyps.items()}
 
@@ -97,6 +104,14 @@ def test_torchscript_and_onnx_decode_a_folder_like_icefall(setup, tmp_path):
     for m in METHODS:
         assert got_jit[m] == ref[m], m
         assert got_onnx[m] == ref[m], m
+
+
+def test_icefall_compat_flag(setup, tmp_path):
+    ref = _icefall_reference(setup, compat=True)
+    got = _decode(setup["jit"], setup["audio"], tmp_path / "compat", extra=["--icefall-compat"])
+    assert got == ref
+    ours = _icefall_reference(setup)
+    assert ref["fast_beam_search"] != ours["fast_beam_search"]  # the last frame matters here
 
 
 def test_ctc_head_of_a_torchscript_export(setup, tmp_path):
