@@ -57,7 +57,7 @@ def load_assets(
     field names) change the features the model expects (default: icefall's, or what an ONNX
     export declares), for a model trained otherwise."""
     from ..graph import build_ctc_topo, load_graph
-    from ..lang import load_bpe_model
+    from ..lang import bpe_word_start_mask, load_bpe_model
     from ..model import find_tokens, load_model
 
     device = torch.device(device)
@@ -78,6 +78,9 @@ def load_assets(
     res = Resources(attention_decoder=model.attention_decoder)
     if lang is not None:
         res.graphs["H"] = build_ctc_topo(lang.max_token_id, device=device)
+        word_start = bpe_word_start_mask(lang.token_table)
+        if bool(word_start.any()):
+            res.word_start = word_start.to(device)
         for name, file in GRAPH_FILES.items():
             path = lang.path / file
             if path.is_file():

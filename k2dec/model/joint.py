@@ -135,6 +135,10 @@ class JointModel(nn.Module, AcousticModel):
         return self.encoder.min_input_frames
 
     @property
+    def subsampling_factor(self) -> int:  # type: ignore[override]
+        return self.encoder.subsampling_factor
+
+    @property
     def has_ctc(self) -> bool:
         return True
 
