@@ -212,6 +212,18 @@ def add_meta_data(filename: Path, meta_data: Dict[str, str]) -> None:
     onnx.save(model, str(filename))
 
 
+def _export_encoder(module: nn.Module, inputs: Tuple[Tensor, Tensor], path: Path,
+                    outputs: Tuple[str, str], model_type: str, comment: str) -> None:
+    """Trace and export like export-onnx.py's encoder (and export-onnx-ctc.py's model)."""
+    traced = torch.jit.trace(module.eval(), inputs)
+    torch.onnx.export(traced, inputs, str(path), opset_version=13,
+                      input_names=["x", "x_lens"], output_names=list(outputs),
+                      dynamic_axes={"x": {0: "N", 1: "T"}, "x_lens": {0: "N"},
+                                    outputs[0]: {0: "N", 1: "T"}, outputs[1]: {0: "N"}})
+    add_meta_data(path, {"model_type": model_type, "version": "1", "model_author": "k2-fsa",
+                         "comment": comment})
+
+
 def export_onnx(model: AsrModel, out_dir: Path, suffix: str = "epoch-99-avg-1",
                 x_lens_dtype: torch.dtype = torch.int64) -> dict[str, Path]:
     """encoder-/decoder-/joiner-{suffix}.onnx (and model.onnx with a CTC head), with
@@ -222,18 +234,10 @@ def export_onnx(model: AsrModel, out_dir: Path, suffix: str = "epoch-99-avg-1",
     x_lens = torch.tensor([100], dtype=x_lens_dtype)
     embed, zipformer = model.encoder.encoder_embed, model.encoder.encoder
     if model.decoder is not None:
-        enc = OnnxEncoder(zipformer, embed, model.joiner.encoder_proj).eval()
-        traced = torch.jit.trace(enc, (x, x_lens))
         paths["encoder"] = out_dir / f"encoder-{suffix}.onnx"
-        torch.onnx.export(traced, (x, x_lens), str(paths["encoder"]), opset_version=13,
-                          input_names=["x", "x_lens"],
-                          output_names=["encoder_out", "encoder_out_lens"],
-                          dynamic_axes={"x": {0: "N", 1: "T"}, "x_lens": {0: "N"},
-                                        "encoder_out": {0: "N", 1: "T"},
-                                        "encoder_out_lens": {0: "N"}})
-        add_meta_data(paths["encoder"], {"model_type": "zipformer2", "version": "1",
-                                         "model_author": "k2-fsa",
-                                         "comment": "non-streaming zipformer2"})
+        _export_encoder(OnnxEncoder(zipformer, embed, model.joiner.encoder_proj),
+                        (x, x_lens), paths["encoder"], ("encoder_out", "encoder_out_lens"),
+                        "zipformer2", "non-streaming zipformer2")
         dec = torch.jit.script(OnnxDecoder(model.decoder, model.joiner.decoder_proj).eval())
         context_size = model.decoder.context_size
         paths["decoder"] = out_dir / f"decoder-{suffix}.onnx"
@@ -254,19 +258,12 @@ def export_onnx(model: AsrModel, out_dir: Path, suffix: str = "epoch-99-avg-1",
         add_meta_data(paths["joiner"], {"joiner_dim": str(joiner_dim)})
     if model.ctc_output is not None:
         # export-onnx-ctc.py's wrapper is the encoder wrapper with ctc_output as the head
-        ctc = OnnxEncoder(zipformer, embed, model.ctc_output).eval()
         paths["ctc"] = out_dir / ("model.onnx" if model.decoder is None else "ctc" / Path(
             "model.onnx"))
         paths["ctc"].parent.mkdir(parents=True, exist_ok=True)
-        torch.onnx.export(torch.jit.trace(ctc, (x, x_lens)), (x, x_lens), str(paths["ctc"]),
-                          opset_version=13, input_names=["x", "x_lens"],
-                          output_names=["log_probs", "log_probs_len"],
-                          dynamic_axes={"x": {0: "N", 1: "T"}, "x_lens": {0: "N"},
-                                        "log_probs": {0: "N", 1: "T"},
-                                        "log_probs_len": {0: "N"}})
-        add_meta_data(paths["ctc"], {"model_type": "zipformer2_ctc", "version": "1",
-                                     "model_author": "k2-fsa",
-                                     "comment": "non-streaming zipformer2 CTC"})
+        _export_encoder(OnnxEncoder(zipformer, embed, model.ctc_output), (x, x_lens),
+                        paths["ctc"], ("log_probs", "log_probs_len"), "zipformer2_ctc",
+                        "non-streaming zipformer2 CTC")
     return paths
 
 
