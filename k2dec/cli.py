@@ -174,13 +174,20 @@ def _feature_options(fn):
               help="Seconds of audio per batch.")
 @click.option("--rnn-lm", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A neural LM checkpoint (k2dec train-lm) for rnn-lm / multi-pass.")
+@click.option("--hotwords", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Hotwords to bias towards (one phrase per line, optionally 'PHRASE :SCORE'); "
+                   "used by the methods that support biasing (modified_beam_search, "
+                   "beam_search, the LM-fusion searches, ctc-prefix-beam-search), with "
+                   "--set hotwords_score=... (default 2.0 per token).")
+@click.option("--lodr-arpa", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A token n-gram ARPA (words = token ids) for the LODR methods.")
 @click.option("--retry-failed", is_flag=True, help="Decode again cuts recorded as failed.")
 @click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1),
               help="torch threads.")
 @_feature_options
 def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, list_methods,
-               assignments, icefall_compat, out_dir, test_set, max_duration, rnn_lm,
-               retry_failed, threads, **features):
+               assignments, icefall_compat, out_dir, test_set, max_duration, rnn_lm, hotwords,
+               lodr_arpa, retry_failed, threads, **features):
     """Decode cuts with one or more methods. Results stream to a JSONL file per method (a
     rerun resumes); icefall result files, WER and RTF follow. Under torchrun every rank
     decodes a shard and rank 0 merges. Every method, --set value and needed graph or LM is
@@ -227,7 +234,7 @@ def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, l
     world_size, rank = dist_info()
     assets = _checked(load_assets, model_path, lang_dir,
                       lm_paths={"rnn_lm": rnn_lm} if rnn_lm is not None else None,
-                      feature_overrides=changes)
+                      hotwords=hotwords, lodr_arpa=lodr_arpa, feature_overrides=changes)
     problems, refs = [], None
     unsupported = [r.method.name for r in runs if not assets.model.supports(r.method)]
     if unsupported:
@@ -316,7 +323,7 @@ def train_lm_cmd(ctx):
               help="File to write (float16 weights, no optimizer state).")
 def export_lm_cmd(checkpoints, output):
     """Average train-lm CHECKPOINTS into one small LM file for decoding (--rnn-lm)."""
-    from .lm.train import export_lm
+    from .lm.checkpoint import export_lm
 
     path = export_lm(checkpoints, output)
     click.echo(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) from {len(checkpoints)} "

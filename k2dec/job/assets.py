@@ -46,11 +46,15 @@ def load_assets(
     bpe_model: str | Path | None = None,
     lm_paths: dict[str, str | Path] | None = None,
     device: torch.device | str = "cpu",
+    hotwords: str | Path | None = None,
+    lodr_arpa: str | Path | None = None,
     feature_overrides: dict[str, Any] | None = None,
 ) -> DecodeAssets:
     """Load a model (any :func:`k2dec.model.load_model` recognises), its lang dir graphs
     (:data:`GRAPH_FILES`, and H built from tokens.txt), the BPE model and neural LMs, all on
-    ``device``.
+    ``device``; a hotwords file (one phrase per line, optionally ``PHRASE :SCORE``, encoded
+    with the BPE model) and LODR's token n-gram ARPA (:func:`k2dec.scorers.train_token_arpa`)
+    when given.
 
     Tokens: the lang dir's ``tokens.txt`` and ``bpe.model`` when given, else a
     ``tokens.txt`` / ``bpe.model`` beside the model. ``feature_overrides`` (FeatureConfig
@@ -86,11 +90,27 @@ def load_assets(
             if path.is_file():
                 res.graphs[name] = load_graph(path, lang.token_table, lang.word_table, device)
     if lm_paths:
-        from ..lm.train import load_lm
+        from ..lm.checkpoint import load_lm
 
         for name, path in lm_paths.items():
             res.lms[name] = load_lm(path).to(device).eval()
+    if hotwords is not None or lodr_arpa is not None:
+        _load_scorer_inputs(res, sp, hotwords, lodr_arpa, device)
     return DecodeAssets(model=model, lang=lang, sp=sp, resources=res, tokens=model.tokens)
+
+
+def _load_scorer_inputs(res: Resources, sp: Any, hotwords: str | Path | None,
+                        lodr_arpa: str | Path | None, device: torch.device) -> None:
+    from ..scorers import TokenNgramScorer, encode_hotwords, read_hotwords
+
+    if sp is None:
+        raise ValueError("hotwords and a LODR n-gram need the BPE model (bpe.model in "
+                         "--lang-dir)")
+    if hotwords is not None:
+        res.hotwords = tuple((tuple(t), s) for t, s in encode_hotwords(read_hotwords(hotwords),
+                                                                         sp))
+    if lodr_arpa is not None:
+        res.lodr = TokenNgramScorer.from_arpa(lodr_arpa, sp.get_piece_size(), device=device)
 
 
 def need_hint(need: str) -> str:
@@ -106,4 +126,7 @@ def need_hint(need: str) -> str:
         return "a neural LM (--rnn-lm FILE, from k2dec train-lm / export-lm)"
     if need == "attention_decoder":
         return "a model with an attention decoder"
+    if need == "lodr":
+        return ("LODR's token n-gram (--lodr-arpa FILE, e.g. a token bigram from "
+                "k2dec.scorers.train_token_arpa on the LM text)")
     return need

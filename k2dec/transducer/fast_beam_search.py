@@ -39,16 +39,16 @@ import k2
 import torch
 from torch import nn
 
-from k2dec.transducer._common import (
+from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
     check_encoder_out,
     check_finite,
     check_positive,
+    check_streams,
     log_probs_from_logits,
 )
-from k2dec.transducer.greedy import _check_streams, _num_active_per_frame
-from k2dec.utils import arc_frames, ragged_select
+from k2dec.utils import arc_frames, num_active_per_frame, ragged_select
 
 logger = logging.getLogger(__name__)
 
@@ -275,7 +275,7 @@ class FastBeamSearch:
         over the remaining ones, so no stream ever consumes a padding frame.
         """
         lens = check_encoder_out(encoder_out, encoder_out_lens)
-        _check_streams(streams, encoder_out.size(0), FastBeamSearchStream)
+        check_streams(streams, encoder_out.size(0), FastBeamSearchStream)
         device = encoder_out.device
         for i, s in enumerate(streams):
             if s.terminated:
@@ -294,7 +294,7 @@ class FastBeamSearch:
         lens_sorted, order = torch.sort(lens, descending=True, stable=True)
         ordered = [streams[i] for i in order.tolist()]
         enc = net.project_encoder(encoder_out.index_select(0, order))
-        num_active = _num_active_per_frame(lens_sorted.tolist())
+        num_active = num_active_per_frame(lens_sorted.tolist())
 
         current_n = num_active[0]
         decoding = k2.RnntDecodingStreams(
@@ -336,7 +336,7 @@ class FastBeamSearch:
         lattices ignore the emissions of the last encoder frame; with
         ``config.termination_frame=False`` the streams are ended without it, as icefall's.
         """
-        _check_streams(streams, len(streams), FastBeamSearchStream)
+        check_streams(streams, len(streams), FastBeamSearchStream)
         todo = [s for s in streams if not s.terminated]
         if not todo:
             return
@@ -377,7 +377,7 @@ class FastBeamSearch:
         Returns:
           FsaVec ``[utt][state][arc]``, see :class:`FastBeamSearchResult`.
         """
-        _check_streams(streams, len(streams), FastBeamSearchStream)
+        check_streams(streams, len(streams), FastBeamSearchStream)
         if not streams:
             raise ValueError("streams is empty")
         allow_partial = self.config.allow_partial if final else True

@@ -66,10 +66,13 @@ def test_icefall_compatible_configs():
     assert oracle.search.ilme_scale == 0.1
     lg = icefall_compatible(get_method("fast_beam_search_nbest_LG"))
     assert lg.search.ilme_scale == 0.0  # icefall passes its --ilme-scale (0.0) here
-    one = icefall_compatible(get_method("fast_beam_search"))
+    one = icefall_compatible(get_method("fast_beam_search")).search
     assert one.termination_frame is False and one.ilme_scale == 0.0
-    mbs = icefall_compatible(get_method("modified_beam_search"))
+    mbs = icefall_compatible(get_method("modified_beam_search")).search
     assert mbs.score_dtype == "float32"
+    explicit = replace(get_method("fast_beam_search_nbest").default_config(),
+                       search=FastBeamSearchConfig(ilme_scale=0.3))
+    assert icefall_compatible("fast_beam_search_nbest", explicit).search.ilme_scale == 0.3
     ctc = icefall_compatible(get_method("nbest"))
     assert ctc.nbest.tie_break == "last"
     greedy = get_method("greedy_search")

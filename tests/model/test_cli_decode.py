@@ -85,6 +85,7 @@ def _icefall_reference(setup, compat: bool = False):
     eager = setup["eager"]
     cfg = {m: (icefall_compatible(m) if compat else get_method(m).default_config())
            for m in METHODS}
+    cfg = {m: getattr(c, "search", c) for m, c in cfg.items()}  # the search's own config
     with torch.no_grad():
         enc, enc_lens = eager.encoder(x, lens)
         hyps = {"greedy_search": greedy_search(eager, enc, enc_lens, cfg["greedy_search"]),
