@@ -22,7 +22,7 @@ from .decoding import (
     make_decode_loader,
     utterance_cuts,
 )
-from .features import NUM_MEL_BINS, compute_fbank, manifest_parts
+from .features import NUM_MEL_BINS, FeatureConfig, compute_fbank, manifest_parts
 from .loader import SpecAugmentConfig, make_dataloader, make_sampler
 from .manifests import MANIFEST_PREFIX, corpus_parts, manifest_path, prepare_manifests
 from .text import has_digits, normalize_text, split_sentences
@@ -34,6 +34,7 @@ __all__ = [
     "DecodeBatch",
     "DecodeDataset",
     "FEATURE_READ_ERRORS",
+    "FeatureConfig",
     "MANIFEST_PREFIX",
     "NUM_MEL_BINS",
     "SpecAugmentConfig",

@@ -59,6 +59,7 @@ from ..methods import (
     TransducerInputs,
     get_method,
 )
+from ..model import AcousticModel, EncoderOutput
 from ..results import (
     DISK_FULL_ERRNOS,
     DiskFullError,
@@ -72,6 +73,7 @@ from ..results import (
     read_results,
     record_ctm_words,
     save_results,
+    token_ids_to_words,
     word_correctness,
     word_ids_to_words,
     write_ctm,
@@ -110,7 +112,7 @@ class DecodeConfig:
       world_size, rank: sharding (``torchrun``); rank ``r`` decodes cuts ``r, r + W, ...``.
       frame_shift: seconds between feature frames (CTM times).
       subsampling_factor: feature frames per network output frame (CTM times); ``None``:
-        the model's ``encoder.subsampling_factor``, else 4 (icefall's models).
+        the model's (:attr:`k2dec.model.AcousticModel.subsampling_factor`).
     """
 
     max_duration: float = 200.0
@@ -226,10 +228,9 @@ def _method(method: str | Method) -> Method:
     return get_method(method) if isinstance(method, str) else method
 
 
-def _encode(model: torch.nn.Module, feats: torch.Tensor, lens: torch.Tensor, ctc: bool,
-            batch_encoder: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """``(encoder_out [N, T', C], lengths [N], CTC log-probs [N, T', V] or None)`` of a batch
-    of features ``[N, T, F]`` with lengths ``[N]``, on the model's device.
+def _encode(model: AcousticModel, feats: torch.Tensor, lens: torch.Tensor,
+            batch_encoder: bool) -> EncoderOutput:
+    """The model's outputs for a batch of features ``[N, T, F]`` with lengths ``[N]``.
 
     Unless ``batch_encoder``, each utterance goes through the model alone (its valid frames
     only) and the outputs are padded with zeros: a padded batch's outputs depend on the other
@@ -237,41 +238,42 @@ def _encode(model: torch.nn.Module, feats: torch.Tensor, lens: torch.Tensor, ctc
     make results depend on the batch by float rounding. On CPU this is no slower (no padding
     to compute); on a GPU ``batch_encoder=True`` is faster.
     """
-    device = next(model.parameters()).device
     if batch_encoder:
-        enc, enc_lens = model(feats.to(device), lens.to(device))
-        return enc, enc_lens, model.ctc_log_probs(enc) if ctc else None
-    encs, logps, enc_lens = [], [], []
-    for i in range(lens.numel()):
-        enc, enc_len = model(feats[i:i + 1, : int(lens[i])].to(device), lens[i:i + 1].to(device))
-        encs.append(enc[0, : int(enc_len[0])])
-        enc_lens.append(enc_len)
-        if ctc:
-            logps.append(model.ctc_log_probs(enc)[0, : int(enc_len[0])])
-    pad = torch.nn.utils.rnn.pad_sequence
-    return (pad(encs, batch_first=True), torch.cat(enc_lens),
-            pad(logps, batch_first=True) if ctc else None)
+        return model.encode(feats, lens)
+    outs = [model.encode(feats[i:i + 1, : int(lens[i])], lens[i:i + 1])
+            for i in range(lens.numel())]
+
+    def padded(field: str, lens_field: str) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        if getattr(outs[0], field) is None:
+            return None, None
+        rows = [getattr(o, field)[0, : int(getattr(o, lens_field)[0])] for o in outs]
+        return (torch.nn.utils.rnn.pad_sequence(rows, batch_first=True),
+                torch.cat([getattr(o, lens_field) for o in outs]))
+
+    enc, enc_lens = padded("encoder_out", "encoder_out_lens")
+    memory, memory_lens = padded("memory", "memory_lens")
+    return EncoderOutput(enc, enc_lens, padded("ctc_log_probs", "encoder_out_lens")[0], memory,
+                         memory_lens)
 
 
 def _inputs(method: Method, assets: DecodeAssets, feats: torch.Tensor, lens: torch.Tensor,
             refs: list[list[str]], batch_encoder: bool):
     model = assets.model
-    with torch.no_grad():
-        enc, enc_lens, log_probs = _encode(model, feats, lens,
-                                           method.family is not Family.TRANSDUCER, batch_encoder)
-        if method.family is Family.TRANSDUCER:
-            ref_tokens = ([assets.sp.encode(" ".join(r)) for r in refs]
-                          if assets.sp is not None else None)
-            return TransducerInputs(model, enc, enc_lens, ref_tokens=ref_tokens)
-        if method.family is Family.AED:
-            return AedInputs(enc, enc_lens, ctc_log_probs=log_probs)
-        ref_words = None
-        if assets.lang is not None:
-            table = assets.lang.word_table
-            unk = table.get("<UNK>") if "<UNK>" in table else 0
-            ref_words = [[table.get(w) if w in table else unk for w in r] for r in refs]
-        return CtcInputs(log_probs, enc_lens, ref_words=ref_words, memory=enc,
-                         memory_lens=enc_lens)
+    out = _encode(model, feats, lens, batch_encoder)
+    if method.family is Family.TRANSDUCER:
+        ref_tokens = ([assets.sp.encode(" ".join(r)) for r in refs]
+                      if assets.sp is not None else None)
+        return TransducerInputs(model.transducer, out.encoder_out, out.encoder_out_lens,
+                                ref_tokens=ref_tokens)
+    if method.family is Family.AED:
+        return AedInputs(out.memory, out.memory_lens, ctc_log_probs=out.ctc_log_probs)
+    ref_words = None
+    if assets.lang is not None:
+        table = assets.lang.word_table
+        unk = table.get("<UNK>") if "<UNK>" in table else 0
+        ref_words = [[table.get(w) if w in table else unk for w in r] for r in refs]
+    return CtcInputs(out.ctc_log_probs, out.encoder_out_lens, ref_words=ref_words,
+                     memory=out.memory, memory_lens=out.memory_lens)
 
 
 def _texts(result: MethodResult, assets: DecodeAssets) -> list[list[str]]:
@@ -280,9 +282,14 @@ def _texts(result: MethodResult, assets: DecodeAssets) -> list[list[str]]:
         if assets.lang is None:
             raise ValueError("word hypotheses need the lang dir (words.txt)")
         return word_ids_to_words(result.words, assets.lang.word_table)
-    if assets.sp is None:
-        raise ValueError("token hypotheses need the BPE model to become words")
-    return bpe_ids_to_words(result.tokens, assets.sp)
+    if assets.sp is not None:
+        return bpe_ids_to_words(result.tokens, assets.sp)
+    tokens = assets.tokens if assets.tokens is not None else (
+        assets.lang.token_table if assets.lang is not None else None)
+    if tokens is None:
+        raise ValueError("token hypotheses need a bpe.model or tokens.txt (--lang-dir, or "
+                         "beside the model) to become words")
+    return token_ids_to_words(result.tokens, tokens)
 
 
 #: Per utterance: ``{setting: (record, words)}`` and the failure reason (``""`` if fine).
@@ -398,6 +405,9 @@ def decode_cuts(
     """
     method = _method(method)
     utterances = check_cuts([method], cuts)
+    if not assets.model.supports(method):
+        raise ValueError(f"method {method.name!r} ({method.family.value}) needs what this "
+                         f"model lacks: {assets.model.describe()}")
     failed = dict(failed or {}) if config.rank == 0 else {}
     clash = sorted(set(failed) & set(utterances.ids))
     if clash:
@@ -423,13 +433,13 @@ def _decode_locked(assets: DecodeAssets, cuts: CutSet, method: Method, out_dir: 
     shard = f".rank{config.rank}" if config.world_size > 1 else ""
     path = out_dir / f"results-{test_set}{shard}.jsonl"
     total = len(cuts) + len(failed)
-    assets.model.eval()
     timer = RtfTimer()
+    frames_per_second = assets.model.feature_config.frames_per_second
     with ResultWriter(path, retry_failed=config.retry_failed) as writer:
         for cut_id, reason in failed.items():
             if cut_id not in writer:
                 writer.write_failure(cut_id, reason)
-        min_frames = getattr(getattr(assets.model, "encoder", None), "min_input_frames", 1)
+        min_frames = assets.model.min_input_frames
         todo = _todo(cuts, writer, min_frames, config.max_duration)
         logger.info("%s/%s: %d utterances, %d to decode", test_set, method.name, total,
                     len(todo))
@@ -445,7 +455,7 @@ def _decode_locked(assets: DecodeAssets, cuts: CutSet, method: Method, out_dir: 
                 decoded = _decode_or_split(method, method_config, assets, batch.features,
                                            batch.num_frames, refs, config.batch_encoder)
                 timer.add(time.perf_counter() - start,
-                          float(batch.num_frames.sum()) / 100.0)  # 100 fps
+                          float(batch.num_frames.sum()) / frames_per_second)
                 for cut_id, ref, d in zip(batch.cut_ids, refs, decoded):
                     _write(writer, cut_id, ref, d)
     rtf = timer.rtf if timer.audio_seconds > 0 else float("nan")
@@ -487,18 +497,17 @@ def _word_start(assets: DecodeAssets) -> list[bool] | None:
     if assets.sp is not None:
         return [assets.sp.id_to_piece(i).startswith("\u2581")
                 for i in range(assets.sp.get_piece_size())]
+    if assets.tokens is not None:  # tokens.txt beside an icefall / sherpa-onnx model
+        from ..lang import bpe_word_start_mask
+
+        return bpe_word_start_mask(assets.tokens).tolist()
     return None
 
 
 def _subsampling(assets: DecodeAssets, config: DecodeConfig) -> int:
     if config.subsampling_factor is not None:
         return config.subsampling_factor
-    encoder = getattr(assets.model, "encoder", None)
-    return int(getattr(encoder, "subsampling_factor", DEFAULT_SUBSAMPLING))
-
-
-#: Feature frames per output frame of models that do not say (icefall's Conformers, Zipformers).
-DEFAULT_SUBSAMPLING = 4
+    return int(assets.model.subsampling_factor)
 
 
 def _score(path: Path, out_dir: Path, method: str, test_set: str, rtf: float, suffix: str,

@@ -155,7 +155,7 @@ def _nbest_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """HLG lattice, num_paths sampled word sequences, the best alignment score wins."""
     result, nbest = _nbest(inputs, res, cfg, "nbest")
     nbest = nbest.intersect(result.lattice)
-    best, scores = best_paths_by_score(nbest, nbest.tot_scores().values)
+    best, scores = best_paths_by_score(nbest, nbest.tot_scores().values, cfg.nbest.tie_break)
     hyps = from_ids(nbest.keys_at(best), True, lattice_failures(result.reports), scores)
     return [MethodResult("nbest", hyps, cfg)]
 

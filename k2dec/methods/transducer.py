@@ -181,7 +181,7 @@ def _fbs_nbest(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbes
     alignment score wins."""
     lattice, nbest = _sample(inputs, cfg, None, DedupKey.TOKENS)
     nbest = nbest.intersect(lattice)
-    best, scores = best_paths_by_score(nbest, nbest.tot_scores().values)
+    best, scores = best_paths_by_score(nbest, nbest.tot_scores().values, cfg.nbest.tie_break)
     return [MethodResult("fast_beam_search_nbest", _chosen(nbest, best, False, scores), cfg)]
 
 
@@ -193,7 +193,7 @@ def _fbs_nbest_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchN
     graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_nbest_LG")
     lattice, nbest = _sample(inputs, cfg, graph, DedupKey.WORDS)
     totals = nbest.total_scores_in(lattice, log_semiring=True)
-    best, scores = best_paths_by_score(nbest, totals.values)
+    best, scores = best_paths_by_score(nbest, totals.values, cfg.nbest.tie_break)
     return [MethodResult("fast_beam_search_nbest_LG", _chosen(nbest, best, True, scores), cfg)]
 
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["NbestConfig"]
+__all__ = ["TIE_BREAKS", "NbestConfig"]
+
+#: how :func:`k2dec.nbest.best_paths_by_score` chooses among equal scores
+TIE_BREAKS = ("first", "last")
 
 
 @dataclass(frozen=True)
@@ -17,6 +20,11 @@ class NbestConfig:
       num_paths: paths sampled per utterance (``>= 1``); duplicates are removed afterwards.
       nbest_scale: lattice scores are multiplied by it before sampling (``> 0``; smaller
         flattens the distribution and gives more distinct paths).
+      tie_break: which of several equally scored paths the ``nbest`` and
+        ``fast_beam_search_nbest(_LG)`` methods pick (:func:`k2dec.nbest.best_paths_by_score`):
+        ``"first"`` (k2dec's default: the lowest path index, i.e. the first sampled, so the
+        choice does not depend on how many duplicates follow) or ``"last"`` (icefall's
+        ``k2.RaggedTensor.argmax``, which returns the last maximum).
 
     Raises:
       ValueError: for a ``num_paths`` that is not an int ``>= 1`` or an ``nbest_scale`` that
@@ -25,6 +33,7 @@ class NbestConfig:
 
     num_paths: int = 100
     nbest_scale: float = 0.5
+    tie_break: str = "first"
 
     def __post_init__(self) -> None:
         if isinstance(self.num_paths, bool) or not isinstance(self.num_paths, int) \
@@ -32,3 +41,5 @@ class NbestConfig:
             raise ValueError(f"num_paths must be an int >= 1, got {self.num_paths!r}")
         if not (isinstance(self.nbest_scale, int | float) and 0 < self.nbest_scale < math.inf):
             raise ValueError(f"nbest_scale must be > 0 and finite, got {self.nbest_scale!r}")
+        if self.tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {self.tie_break!r}")

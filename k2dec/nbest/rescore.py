@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import k2
 import torch
 
+from .config import TIE_BREAKS
 from .nbest import DedupKey, Nbest, PathScorer, _ragged_sort_desc
 
 __all__ = [
@@ -105,17 +106,29 @@ def ngram_lm_scores(nbest: Nbest, G: k2.Fsa, chunk_size: int = 2000) -> k2.Ragge
     return k2.RaggedTensor(nbest.shape, out)
 
 
-def best_paths_by_score(nbest: Nbest, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per utterance, the index of the highest-scoring path (ties: lowest index).
+def best_paths_by_score(nbest: Nbest, scores: torch.Tensor, tie_break: str = "first"
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per utterance, the index of the highest-scoring path.
 
     Args:
       scores: float64 ``[num_paths]`` aligned with ``nbest``.
+      tie_break: among equal scores, ``"first"`` takes the lowest index, ``"last"`` the
+        highest (icefall's ``k2.RaggedTensor.argmax``); see ``NbestConfig.tie_break``.
 
     Returns:
       ``(best, best_scores)``: int64 ``[num_utts]`` (-1 where an utterance has no path) and
       float64 ``[num_utts]`` (``-inf`` there).
     """
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
     ragged = k2.RaggedTensor(nbest.shape, scores.to(torch.float64))
+    if tie_break == "last":
+        best = ragged.argmax().to(torch.int64)  # -1 for utterances without paths
+        best_scores = torch.full(best.shape, float("-inf"), dtype=torch.float64,
+                                 device=scores.device)
+        has = best >= 0
+        best_scores[has] = scores.to(torch.float64)[best[has]]
+        return best, best_scores
     order = _ragged_sort_desc(ragged)
     splits = nbest.shape.row_splits(1).to(torch.int64).to(scores.device)
     counts = splits[1:] - splits[:-1]
