@@ -92,7 +92,7 @@ import json, os, signal, sys, torch
 from pathlib import Path
 from lhotse import CutSet
 from k2dec.results import ResultWriter
-from tests.job.test_same_answer import decode
+from tests.job.test_same_bytes import decode
 torch.set_num_threads(1)
 a, lang, cuts, out = map(Path, sys.argv[1:5])
 kill_at, mid_line = int(sys.argv[6]), sys.argv[7] == "1"
