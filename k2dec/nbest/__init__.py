@@ -28,6 +28,7 @@ from .rescore import (
     rescore_with_transformer_lm,
     scale_key,
 )
+from .sampling import sample_paths
 
 __all__ = [
     "NNLM_SCALES",
@@ -56,5 +57,6 @@ __all__ = [
     "rescore_with_transformer_lm",
     "ngram_lm_scores",
     "rescore_with_ngram",
+    "sample_paths",
     "scale_key",
 ]

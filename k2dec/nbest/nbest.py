@@ -20,6 +20,8 @@ from functools import cached_property
 import k2
 import torch
 
+from .sampling import sample_paths
+
 __all__ = ["DedupKey", "Nbest", "NbestTopK", "IntersectStatus"]
 
 logger = logging.getLogger(__name__)
@@ -149,18 +151,23 @@ class Nbest:
         nbest_scale: float = 0.5,
         key: DedupKey | str = DedupKey.WORDS,
         use_double_scores: bool = True,
+        seed: int = 0,
     ) -> Nbest:
         """Sample up to ``num_paths`` paths per utterance and keep one per distinct key.
 
-        ``k2.random_paths`` runs on a copy of ``lattice`` whose scores are multiplied by
-        ``nbest_scale`` (a flatter distribution gives more distinct paths); ``lattice`` is
-        not modified.
+        :func:`~k2dec.nbest.sample_paths` runs on a copy of ``lattice`` whose scores are
+        multiplied by ``nbest_scale`` (a flatter distribution gives more distinct paths);
+        ``lattice`` is not modified. The samples of an utterance depend on its lattice and
+        ``seed`` only, not on the other utterances of the batch or its position there, and a
+        tiny score change (another batch composition upstream) rarely changes them (unlike
+        ``k2.random_paths``, see :mod:`k2dec.nbest.sampling`).
 
         Args:
           lattice: FsaVec ``[utt][state][arc]`` (from ``get_lattice`` or fast_beam_search).
           num_paths: paths sampled per utterance (``>= 1``).
           nbest_scale: score scale for sampling (``> 0``).
           key: dedup by word or token sequence.
+          seed: of the sampler's pseudo-random numbers.
 
         Returns:
           an :class:`Nbest` whose paths are the kept sampled alignments (unscaled scores).
@@ -175,7 +182,7 @@ class Nbest:
         keyed = _keyed(lattice, key)
         sampling = keyed.clone()
         sampling.scores = keyed.scores * nbest_scale
-        path = k2.random_paths(sampling, num_paths=num_paths, use_double_scores=use_double_scores)
+        path = sample_paths(sampling, num_paths, seed=seed, use_double_scores=use_double_scores)
         # path: [utt][path][arc] of arc indexes into `keyed`
         key_seq = k2.ragged.index(keyed.labels.contiguous(), path)
         key_seq = key_seq.remove_values_leq(0)
