@@ -27,7 +27,7 @@ BAD_ARPAS = [
     (TINY_ARPA.replace("\\2-grams:", "\\3-grams:"), "not declared"),
     ("hello\nworld\n", "no \\\\data\\\\ header"),
     (TINY_ARPA.replace("ngram 1=9", "ngram one"), "expected 'ngram N=count'"),
-    (TINY_ARPA.replace("-1.1 C -0.4", "nan C -0.4"), "not a finite log-prob"),
+    (TINY_ARPA.replace("-1.1 C -0.4", "nan C -0.4"), "not a finite log10 value"),
 ]
 
 
