@@ -86,10 +86,11 @@ def prepare_lang(lang_dir, lexicon, words, bpe_model, sil_token, sil_prob, allow
               help="Output file (default: <lang-dir>/<TYPE>.pt).")
 def compile_graph_cmd(lang_dir, graph_type, arpa, max_order, modified_ctc, out):
     """Compile H, L, HL, HLG or LG for a lang dir and save it with metadata."""
-    from .graph import compile_graph
+    from .graph import check_lang_graph, compile_graph
 
     graph, path = compile_graph(lang_dir, graph_type, arpa, max_order, modified_ctc, out)
-    click.echo(f"wrote {path} ({graph.shape[0]} states, {graph.num_arcs} arcs)")
+    check = check_lang_graph(graph, graph_type, lang_dir)
+    click.echo(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB): {check.describe()}")
 
 
 @main.command("draw-graph")
@@ -119,7 +120,12 @@ def draw_graph_cmd(graph, out, lang_dir, max_arcs):
 @click.option("--cuts", "cuts_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A lhotse CutSet manifest with fbank features (e.g. from the recipe).")
 @click.option("--audio-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Or: a folder of .flac/.wav files (features are computed; no references).")
+              help="Or: a folder of audio files (.wav .flac .mp3 .ogg .opus and more, any "
+                   "case, any depth; any sampling rate and channel count); the utterance id is "
+                   "the file stem. References: --text, else the folder's *.trans.txt files.")
+@click.option("--text", "text_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="With --audio-dir: references as a Kaldi text file (<utt-id> WORDS... per "
+                   "line, utt-id = file stem); WER and icefall result files follow.")
 @click.option("--model", "model_path", required=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A k2dec model file (recipes/librispeech/train.py, export).")
@@ -129,7 +135,8 @@ def draw_graph_cmd(graph, out, lang_dir, max_arcs):
               help="Decoding method (repeatable); see `k2dec decode --list-methods`.")
 @click.option("--set", "assignments", multiple=True,
               help="Override a config field, KEY=VALUE (e.g. beam=4, lattice.search_beam=15, "
-                   "lm_scales=0.5,1.0), in every given method whose config has KEY.")
+                   "lm_scales=0.5,1.0), in every given method whose config has KEY; a bare "
+                   "name reaches a nested field (num_paths=50: nbest.num_paths).")
 @click.option("--out-dir", required=True, type=click.Path(path_type=Path))
 @click.option("--test-set", default=None, help="Name used in result files (default: from "
               "the manifest or folder name).")
@@ -138,63 +145,79 @@ def draw_graph_cmd(graph, out, lang_dir, max_arcs):
 @click.option("--rnn-lm", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A neural LM checkpoint (k2dec train-lm) for rnn-lm / multi-pass.")
 @click.option("--retry-failed", is_flag=True, help="Decode again cuts recorded as failed.")
-@click.option("--threads", default=1, show_default=True, help="torch threads.")
-def decode_cmd(cuts_path, audio_dir, model_path, lang_dir, methods, assignments, out_dir,
-               test_set, max_duration, rnn_lm, retry_failed, threads):
+@click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1),
+              help="torch threads.")
+def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, assignments,
+               out_dir, test_set, max_duration, rnn_lm, retry_failed, threads):
     """Decode cuts with one or more methods. Results stream to a JSONL file per method (a
     rerun resumes); icefall result files, WER and RTF follow. Under torchrun every rank
-    decodes a shard and rank 0 merges."""
-    import dataclasses
-
+    decodes a shard and rank 0 merges. Every method, --set value and needed graph or LM is
+    checked before the first cut is decoded."""
     import torch
     from lhotse import CutSet
 
-    from .decode import DecodeConfig, cuts_from_audio_dir, decode_cuts, dist_info, load_assets
-    from .methods import get_method, override_config
+    from .data import cuts_from_audio_dir, find_audio_files, load_references
+    from .job import (
+        DecodeConfig,
+        check_references,
+        check_resources,
+        dist_info,
+        load_assets,
+        plan_methods,
+        results_table,
+        run_decode,
+    )
 
-    torch.set_num_threads(threads)
     if (cuts_path is None) == (audio_dir is None):
         raise click.UsageError("give exactly one of --cuts and --audio-dir")
+    if text_path is not None and audio_dir is None:
+        raise click.UsageError("--text goes with --audio-dir (a --cuts manifest carries its "
+                               "references)")
+    runs = _checked(plan_methods, methods, assignments)
+    torch.set_num_threads(threads)
     world_size, rank = dist_info()
+    assets = load_assets(model_path, lang_dir,
+                         lm_paths={"rnn_lm": rnn_lm} if rnn_lm is not None else None)
+    problems, refs = [], None
+    try:
+        check_resources(runs, assets.resources)
+    except ValueError as e:
+        problems.append(str(e))
+    if audio_dir is not None:  # the references of the files to come, before their features
+        refs = _checked(load_references, audio_dir, text_path)
+        utts = [f.stem for f in _checked(find_audio_files, audio_dir)]
+        try:
+            check_references([r.method for r in runs], {u: refs.get(u, "") for u in utts})
+        except ValueError as e:
+            problems.append(str(e))
+    if problems:
+        raise click.UsageError("; ".join(problems))
     if world_size > 1 and not torch.distributed.is_initialized():
         torch.distributed.init_process_group("gloo")
+    unreadable: dict[str, str] = {}
     if cuts_path is not None:
         cuts = CutSet.from_file(cuts_path)
         name = test_set or cuts_path.name.split(".")[0].replace("librispeech_cuts_", "")
     else:
-        cuts = cuts_from_audio_dir(audio_dir, out_dir / "features")
         name = test_set or audio_dir.name
-    assets = load_assets(model_path, lang_dir,
-                         lm_paths={"rnn_lm": rnn_lm} if rnn_lm is not None else None)
+        shard = f".rank{rank}" if world_size > 1 else ""
+        audio = _checked(cuts_from_audio_dir, audio_dir,
+                         out_dir / "features" / f"{name}{shard}", references=refs)
+        cuts, unreadable = audio.cuts, audio.failures
+    _checked(check_references, [r.method for r in runs], cuts)
     cfg = DecodeConfig(max_duration=max_duration, retry_failed=retry_failed,
                        world_size=world_size, rank=rank)
-    configs = {}
-    used: set[str] = set()
-    for m in methods:
-        default = get_method(m).default_config()
-        fields = {f.name for f in dataclasses.fields(default)}
-        mine = [a for a in assignments if a.split("=", 1)[0].split(".")[0] in fields]
-        used.update(mine)
-        try:
-            configs[m] = override_config(default, mine)
-        except ValueError as e:
-            raise click.BadParameter(str(e), param_hint="--set") from None
-    unused = [a for a in assignments if a not in used]
-    if unused:
-        raise click.BadParameter(f"no given method has a field for {', '.join(unused)}",
-                                 param_hint="--set")
-    rows = []
-    for m in methods:
-        mcfg = configs[m]
-        summary = decode_cuts(assets, cuts, m, out_dir, name, mcfg, cfg)
-        for key, wer in sorted(summary.wers.items(), key=lambda kv: kv[1]):
-            rows.append((m, key, wer, summary.rtf, len(summary.failed)))
-        if not summary.wers:
-            rows.append((m, "-", float("nan"), summary.rtf, len(summary.failed)))
+    rows = run_decode(assets, {name: cuts}, runs, out_dir, cfg, failed={name: unreadable})
     if rank == 0:
-        click.echo(f"\n{'method':<32} {'setting':<40} {'WER %':>7} {'RTF':>7} {'failed':>6}")
-        for m, key, wer, rtf, failed in rows:
-            click.echo(f"{m:<32} {key:<40} {wer:7.2f} {rtf:7.4f} {failed:6d}")
+        click.echo("\n" + results_table(rows, all_settings=True))
+
+
+def _checked(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``; a ``ValueError`` (bad input) becomes a usage error."""
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
 
 
 _PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True,

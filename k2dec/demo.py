@@ -17,9 +17,14 @@ import logging
 import math
 import random
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:
+    from .job import DecodeSummary
 
 logger = logging.getLogger(__name__)
 
@@ -186,8 +191,8 @@ def prepare_demo(assets: Path, work_dir: Path) -> tuple[Path, dict[str, Path]]:
     return lang, {part: manifest_path(work_dir / "fbank", "cuts", part) for part in cuts}
 
 
-def plot_wer_vs_rtf(rows: list[tuple[str, str, str, float, float, int]], path: Path) -> Path:
-    """Scatter WER against RTF, one marker per (test set, method)."""
+def plot_wer_vs_rtf(rows: Sequence[DecodeSummary], path: Path) -> Path:
+    """Scatter each row's best WER against its RTF, one marker per (test set, method)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -195,7 +200,8 @@ def plot_wer_vs_rtf(rows: list[tuple[str, str, str, float, float, int]], path: P
 
     fig, ax = plt.subplots(figsize=(9, 6))
     for test_set, marker in (("test-clean", "o"), ("test-other", "s")):
-        pts = [(r[4], r[3], r[1]) for r in rows if r[0] == test_set and r[3] == r[3]]
+        pts = [(r.rtf, r.best[1], r.method) for r in rows
+               if r.test_set == test_set and not math.isnan(r.best[1])]
         if not pts:
             continue
         ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, label=test_set)
@@ -217,13 +223,21 @@ def run_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0,
              methods: tuple[str, ...] | None = None, assets: Path | None = None,
              max_duration: float = 100.0, max_cuts: int | None = 30,
              overrides: tuple[str, ...] = DEMO_OVERRIDES,
-             ) -> list[tuple[str, str, str, float, float, int]]:
-    """The main job (see the module docstring). Returns the table rows
-    ``(test_set, method, best setting, WER %, RTF, failed cuts)``."""
+             ) -> list[DecodeSummary]:
+    """The main job (see the module docstring). Returns one row per test set and method
+    (empty for the synthetic-posterior fallback)."""
     import torch
+    from lhotse import CutSet
 
-    from .decode import DecodeConfig, decode_cuts, load_assets
-    from .methods import get_method, override_config
+    from .job import (
+        DecodeConfig,
+        load_assets,
+        plan_methods,
+        results_table,
+        run_decode,
+        split_available,
+    )
+    from .methods import get_method
 
     assets = ASSETS if assets is None else Path(assets)
     work_dir = Path(work_dir)
@@ -231,8 +245,6 @@ def run_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0,
         print(f"no shipped model under {assets}; running the synthetic-posterior demo")
         run_synthetic_demo(work_dir, num_utts=num_utts, seed=seed)
         return []
-    from lhotse import CutSet
-
     torch.set_num_threads(min(2, torch.get_num_threads()))
     print(f"k2dec demo: decoding {max_cuts or 'all'} utterances of each shipped test set with "
           f"the shipped model ({assets.name}); settings changed from icefall's defaults: "
@@ -241,29 +253,18 @@ def run_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0,
     rnn_lm = assets / "lm" / "rnn_lm.pt"
     dec = load_assets(assets / "model.pt", lang,
                       lm_paths={"rnn_lm": rnn_lm} if rnn_lm.is_file() else None)
-    rows = []
-    for test_set in sorted(cut_paths):
-        if test_set.startswith("train"):
-            continue
+    ok, lacking = split_available([get_method(m) for m in methods or DEMO_METHODS],
+                                  dec.resources)
+    for name, needs in lacking.items():
+        print(f"skipping {name}: missing {', '.join(needs)} (e.g. {rnn_lm} for a neural LM)")
+    runs = plan_methods(ok, overrides, require_used=False)
+    test_sets = {}
+    for test_set in sorted(t for t in cut_paths if not t.startswith("train")):
         cuts = sorted(CutSet.from_file(cut_paths[test_set]), key=lambda c: c.id)
-        cuts = CutSet.from_cuts(cuts[:max_cuts] if max_cuts else cuts)
-        for name in methods or DEMO_METHODS:
-            method = get_method(name)
-            if "lm" in method.requires and not dec.resources.lms:
-                print(f"skipping {name}: no neural LM ships ({rnn_lm} is missing)")
-                continue
-            default = method.default_config()
-            fields = set(default.__dataclass_fields__)
-            cfg = override_config(default, [o for o in overrides
-                                            if o.split("=")[0].split(".")[0] in fields])
-            s = decode_cuts(dec, cuts, name, work_dir / "decode", test_set, cfg,
-                            config=DecodeConfig(max_duration=max_duration, num_buckets=4))
-            key, wer = min(s.wers.items(), key=lambda kv: kv[1]) if s.wers else ("-", math.nan)
-            rows.append((test_set, name, key, wer, s.rtf, len(s.failed)))
-    lines = ["| test set | method | best setting | WER % | RTF | failed cuts |",
-             "| --- | --- | --- | ---: | ---: | ---: |"]
-    lines += [f"| {t} | {m} | {k} | {w:.2f} | {r:.4f} | {f} |" for t, m, k, w, r, f in rows]
-    table = "\n".join(lines)
+        test_sets[test_set] = CutSet.from_cuts(cuts[:max_cuts] if max_cuts else cuts)
+    rows = run_decode(dec, test_sets, runs, work_dir / "decode",
+                      DecodeConfig(max_duration=max_duration, num_buckets=4))
+    table = results_table(rows)
     (work_dir / "RESULTS.md").write_text(table + "\n")
     plot = plot_wer_vs_rtf(rows, work_dir / "wer_vs_rtf.png")
     print(table)

@@ -56,6 +56,7 @@ from k2dec.lattice import LatticeConfig  # noqa: E402
 from k2dec.lattice.rescore import RescoreConfig  # noqa: E402
 from k2dec.methods import CtcInputs, Resources, get_method  # noqa: E402
 from k2dec.methods.ctc import CtcConfig  # noqa: E402
+from k2dec.nbest import NbestConfig  # noqa: E402
 from k2dec.results import compute_wer, word_ids_to_words  # noqa: E402
 
 AREA = "ctc_lm"
@@ -208,7 +209,7 @@ class K2System:
                num_paths: int = NUM_PATHS) -> CtcConfig:
         sb, ob, ma = beam
         lattice = LatticeConfig(search_beam=sb, output_beam=ob, max_active_states=ma)
-        return CtcConfig(lattice=lattice, lm_scales=scales, num_paths=num_paths,
+        return CtcConfig(lattice=lattice, lm_scales=scales, nbest=NbestConfig(num_paths),
                          whole_lattice=RescoreConfig(lm_scales=scales))
 
     def decode(self, method: str, data: Data, lam: float, cfg: CtcConfig

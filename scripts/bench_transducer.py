@@ -166,11 +166,8 @@ def run_method(name: str, prob: Problem, timer: NetworkTimer, idx: list[int] | N
                     inputs = TransducerInputs(prob.model, prob.encoder_out[i : i + 1, :n],
                                               prob.encoder_lens[i : i + 1])
                     parts.append(method(inputs, prob.resources)[0])
-                result = MethodResult(
-                    parts[0].key,
-                    None if parts[0].tokens is None else [t for p in parts for t in p.tokens],
-                    None if parts[0].words is None else [w for p in parts for w in p.words],
-                    [f for p in parts for f in p.failed], parts[0].config)
+                result = MethodResult(parts[0].key, tuple(h for p in parts for h in p.hyps),
+                                      parts[0].config)
         seconds = time.perf_counter() - start
         if best is None or seconds < best.seconds:
             best = Run(seconds, timer.seconds, result)
@@ -321,9 +318,9 @@ def main(argv: list[str] | None = None) -> None:
     rows, table = [], []
     for name in METHODS:
         method = get_method(name)
-        missing = [g for g in method.requires if g not in prob.resources.graphs]
+        missing = prob.resources.missing(method.requires)
         if missing:
-            rep.note(f"{name} not run: no {', '.join(missing)} graph ({mode_name} mode).")
+            rep.note(f"{name} not run: no {', '.join(missing)} ({mode_name} mode).")
             continue
         run_method(name, prob, timer, [0], 1)  # warm-up
         with benchlib.track_peak_rss() as mem:

@@ -238,7 +238,7 @@ class ShippedBatch:
     ``encoder_out``/``encoder_lens``: ``(N, T', D)`` / ``(N,)``;
     ``ctc_log_probs``: ``(N, T', V)`` float32 log-softmax (blank = 0);
     ``refs``: reference word lists; ``cut_ids``; ``test_sets``: each cut's test set.
-    ``assets`` is k2dec.decode.DecodeAssets (model, lang dir, BPE model, graphs
+    ``assets`` is k2dec.job.DecodeAssets (model, lang dir, BPE model, graphs
     ``resources.graphs["HLG" | "LG" | "G" | "H"]``); ``lang_dir`` holds words.txt, tokens.txt,
     HLG.pt, ...; ``arpa`` maps "3gram"/"4gram" to the uncompressed ARPA files."""
 
@@ -263,8 +263,8 @@ def shipped_batch(max_cuts: int | None = None, test_sets: tuple[str, ...] = ("te
     import torch
     from lhotse import CutSet
 
-    from k2dec.decode import load_assets
     from k2dec.demo import prepare_demo
+    from k2dec.job import load_assets
 
     work = Path(work_dir) if work_dir is not None else REPO / "exp" / "bench" / "work"
     lang, cut_paths = prepare_demo(SHIPPED, work)

@@ -16,9 +16,12 @@ from lhotse import CutSet, Fbank, FbankConfig, LilcomChunkyWriter, RecordingSet,
 
 from .manifests import MANIFEST_PREFIX, manifest_path
 
-__all__ = ["compute_fbank", "manifest_parts"]
+__all__ = ["NUM_MEL_BINS", "compute_fbank", "manifest_parts"]
 
 logger = logging.getLogger(__name__)
+
+NUM_MEL_BINS = 80
+"""Filterbank size of the features k2dec computes (icefall's LibriSpeech recipes use 80)."""
 
 
 def manifest_parts(manifest_dir: str | Path) -> list[str]:
@@ -37,7 +40,7 @@ def compute_fbank(
     manifest_dir: str | Path,
     output_dir: str | Path | None = None,
     dataset_parts: Sequence[str] | None = None,
-    num_mel_bins: int = 80,
+    num_mel_bins: int = NUM_MEL_BINS,
     num_jobs: int = 1,
     progress: bool = True,
 ) -> dict[str, CutSet]:
@@ -51,7 +54,7 @@ def compute_fbank(
         supervisions.
       output_dir: where cuts and features go; defaults to ``manifest_dir``.
       dataset_parts: parts to process; ``None`` means every part with manifests.
-      num_mel_bins: filterbank size (80, as in icefall's LibriSpeech recipes).
+      num_mel_bins: filterbank size (:data:`NUM_MEL_BINS`).
       num_jobs: extraction processes (1 runs in this process).
       progress: show lhotse's progress bar.
 

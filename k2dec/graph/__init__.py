@@ -1,7 +1,20 @@
 """Decoding graphs as ``k2.Fsa``: H, L, G, LG, HLG, HL, OpenFst interop, save/load."""
 
-from .build import GraphType, compile_graph, prepare_decoding_graphs, write_lexicon_graphs
-from .compile import compile_HL, compile_HLG, compile_LG, refresh_labels_version
+from .build import (
+    GraphType,
+    check_lang_graph,
+    compile_graph,
+    prepare_decoding_graphs,
+    write_lexicon_graphs,
+)
+from .check import GraphCheck, check_graph_words, graph_words
+from .compile import (
+    compile_HL,
+    compile_HLG,
+    compile_LG,
+    refresh_labels_version,
+    remove_epsilon_keep_words,
+)
 from .draw import draw_graph
 from .hclg import (
     HmmTopology,
@@ -18,6 +31,7 @@ from .topo import build_ctc_topo, build_trivial_graph
 
 __all__ = [
     "ArpaInfo",
+    "GraphCheck",
     "GraphType",
     "HmmTopology",
     "build_G",
@@ -27,6 +41,8 @@ __all__ = [
     "build_rescoring_G",
     "build_trivial_graph",
     "check_arpa",
+    "check_graph_words",
+    "check_lang_graph",
     "compile_HCLG",
     "compile_HL",
     "compile_HLG",
@@ -35,6 +51,7 @@ __all__ = [
     "compose_openfst",
     "draw_graph",
     "graph_metadata",
+    "graph_words",
     "k2_to_openfst",
     "load_graph",
     "load_kaldi_hclg",
@@ -43,6 +60,7 @@ __all__ = [
     "read_openfst",
     "read_transition_pdf_table",
     "refresh_labels_version",
+    "remove_epsilon_keep_words",
     "save_graph",
     "train_arpa",
     "write_lexicon_graphs",

@@ -13,13 +13,21 @@ from pathlib import Path
 import k2
 
 from ..lang.langdir import LangDir
+from ..lang.lexicon import lexicon_words
+from .check import GraphCheck, check_graph_words
 from .compile import compile_HL, compile_HLG, compile_LG
 from .io import graph_metadata, load_graph, save_graph
 from .lexicon_fst import build_L
 from .ngram import build_G, build_rescoring_G
 from .topo import build_ctc_topo
 
-__all__ = ["GraphType", "write_lexicon_graphs", "compile_graph", "prepare_decoding_graphs"]
+__all__ = [
+    "GraphType",
+    "write_lexicon_graphs",
+    "compile_graph",
+    "check_lang_graph",
+    "prepare_decoding_graphs",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +76,8 @@ def compile_graph(
 
     ``HLG`` and ``LG`` need ``arpa``; ``LG`` is determinized with log weight pushing
     (for transducer ``fast_beam_search``). ``L.pt``/``L_disambig.pt`` are built
-    first when missing (without optional silence).
+    first when missing (without optional silence). Logs a warning naming the lexicon
+    words that no arc of the graph outputs (see :func:`check_lang_graph`).
     """
     graph_type = GraphType(graph_type)
     ld = LangDir(Path(lang_dir))
@@ -107,7 +116,20 @@ def compile_graph(
     save_graph(graph, path, graph_metadata(graph_type.value, ld.token_table, ld.word_table,
                                            **extra))
     logger.info("wrote %s (%d arcs)", path, graph.num_arcs)
+    check = check_lang_graph(graph, graph_type, ld.path)
+    if check.missing_words:
+        logger.warning("%s: %s", path, check.describe())
     return graph, path
+
+
+def check_lang_graph(
+    graph: k2.Fsa, graph_type: GraphType | str, lang_dir: str | Path
+) -> GraphCheck:
+    """Size of a graph of ``lang_dir`` and, for graphs with words (all but ``H``), the
+    lexicon words that no arc outputs (:func:`k2dec.graph.check_graph_words`)."""
+    ld = LangDir(Path(lang_dir))
+    words = [] if GraphType(graph_type) is GraphType.H else lexicon_words(ld.lexicon)
+    return check_graph_words(graph, ld.word_table, words)
 
 
 def prepare_decoding_graphs(

@@ -4,7 +4,10 @@ Labels of the returned graphs index the columns of the posterior matrix (pdf ids
 ``0..num_pdfs-1``), so they decode with ``k2.intersect_dense_pruned`` like HLG does
 (there is no blank: label 0 is pdf 0). Every arc consumes one frame: input epsilons
 are removed while the labels are still shifted by one (``pdf + 1``, Kaldi's
-transition-id convention where 0 is epsilon), then shifted back.
+transition-id convention where 0 is epsilon), then shifted back. The removal keeps every
+word sequence (:func:`k2dec.graph.remove_epsilon_keep_words`): a Kaldi ``HCLG.fst`` has
+words on input-epsilon arcs (where its disambiguation symbols were), on which plain
+``k2.remove_epsilon`` would drop homophones.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pathlib import Path
 import k2
 import torch
 
-from .compile import compile_LG, refresh_labels_version
+from .compile import compile_LG, refresh_labels_version, remove_epsilon_keep_words
 
 __all__ = [
     "HmmTopology",
@@ -100,18 +103,13 @@ def build_hmm_topo(topo: HmmTopology) -> k2.Fsa:
 
 
 def _remove_input_epsilons_shifted(fsa: k2.Fsa) -> k2.Fsa:
-    """``fsa`` has labels ``pdf + 1`` (0 = epsilon): remove epsilons, shift labels to pdf ids,
-    keep only ``aux_labels`` (ragged word ids without zeros)."""
-    plain = k2.Fsa(fsa.arcs, aux_labels=fsa.aux_labels)
-    out = refresh_labels_version(k2.remove_epsilon(plain))
-    out = refresh_labels_version(k2.connect(out))
+    """``fsa`` has labels ``pdf + 1`` (0 = epsilon): remove epsilons without losing words
+    (Kaldi's HCLG has words on input-epsilon arcs), shift labels to pdf ids, keep only
+    ``aux_labels`` (ragged word ids without zeros)."""
+    out = remove_epsilon_keep_words(fsa)
     labels = out.labels.clone()
     labels[labels > 0] -= 1
     out.labels = labels
-    aux = out.aux_labels
-    if isinstance(aux, torch.Tensor):
-        aux = k2.RaggedTensor(aux.unsqueeze(1).tolist())
-    out.aux_labels = aux.remove_values_leq(0)
     return k2.arc_sort(out)
 
 

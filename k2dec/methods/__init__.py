@@ -7,6 +7,7 @@
 """
 
 from .registry import (
+    NON_GRAPH_NEEDS,
     AedInputs,
     CtcInputs,
     Family,
@@ -14,6 +15,7 @@ from .registry import (
     MethodResult,
     Resources,
     TransducerInputs,
+    config_field_path,
     get_method,
     list_methods,
     override_config,
@@ -21,6 +23,7 @@ from .registry import (
 )
 
 __all__ = [
+    "NON_GRAPH_NEEDS",
     "AedInputs",
     "CtcInputs",
     "Family",
@@ -28,6 +31,7 @@ __all__ = [
     "MethodResult",
     "Resources",
     "TransducerInputs",
+    "config_field_path",
     "get_method",
     "list_methods",
     "override_config",

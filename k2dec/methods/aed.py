@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from ..aed import BeamSearchConfig, beam_search
+from .records import from_aed
 from .registry import AedInputs, Family, MethodResult, Resources, register
 
 
@@ -29,6 +30,4 @@ def _attention_beam_search(inputs: AedInputs, res: Resources, cfg: BeamSearchCon
     with torch.no_grad():
         nbests = beam_search(res.attention_decoder, inputs.memory, inputs.memory_lens, cfg,
                              ctc_log_probs=ctc, lm=lm)
-    tokens = [list(nb[0].tokens) if nb else [] for nb in nbests]
-    failed = ["" if nb else "no hypothesis ended" for nb in nbests]
-    return [MethodResult("attention-beam-search", tokens, None, failed, cfg)]
+    return [MethodResult("attention-beam-search", from_aed(nbests), cfg)]

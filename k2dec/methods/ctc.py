@@ -23,6 +23,7 @@ from ..nbest import (
     DedupKey,
     MultiPassConfig,
     Nbest,
+    NbestConfig,
     best_paths_by_score,
     lm_path_scorer,
     multi_pass_rescore,
@@ -30,10 +31,11 @@ from ..nbest import (
     rescore_with_lm,
     rescore_with_ngram,
 )
+from ..utils import HypothesisRecord
+from .records import from_ids, from_lattice, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, register
 
 __all__ = ["CtcConfig"]
-
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ class CtcConfig:
         (icefall's ``--hlg-scale``; 1.0 = HLG as compiled). A weak acoustic model usually
         wants less than 1.
       subsampling_factor: of ``log_probs`` relative to the graph's frame rate (1: none).
-      num_paths, nbest_scale: n-best sampling.
+      nbest: n-best sampling (``num_paths``, ``nbest_scale``) of the n-best methods.
       lm_scales: sweep for n-gram / neural-LM rescoring.
       attention_scales: sweep for attention-decoder rescoring.
       multi_pass: settings of ``multi-pass`` rescoring; its ``nn_scale`` weights the LM.
@@ -58,8 +60,7 @@ class CtcConfig:
     lattice: LatticeConfig = field(default_factory=LatticeConfig)
     hlg_scale: float = 1.0
     subsampling_factor: int = 1
-    num_paths: int = 100
-    nbest_scale: float = 0.5
+    nbest: NbestConfig = field(default_factory=NbestConfig)
     lm_scales: tuple[float, ...] = SCALE_GRID
     attention_scales: tuple[float, ...] = SCALE_GRID
     multi_pass: MultiPassConfig = field(default_factory=MultiPassConfig)
@@ -70,6 +71,13 @@ class CtcConfig:
     def __post_init__(self) -> None:
         if not (0.0 < self.hlg_scale < float("inf")):
             raise ValueError(f"hlg_scale must be positive and finite, got {self.hlg_scale}")
+        for name in ("subsampling_factor", "top_k", "lm_batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        for name in ("lm_scales", "attention_scales"):
+            if not getattr(self, name):
+                raise ValueError(f"{name} needs at least one scale, got {getattr(self, name)!r}")
 
 
 def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcConfig) -> LatticeResult:
@@ -77,32 +85,14 @@ def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcConfig) -> LatticeResult:
                        cfg.subsampling_factor)
 
 
-def _failed(records) -> list[str]:
-    """Per-utterance failure reasons from lattice reports or 1best hypotheses (anything with
-    ``status`` and ``reason``): the reason where the lattice is empty, else ``""``."""
-    return [r.reason if r.status.value == "empty" else "" for r in records]
+def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcConfig) -> LatticeResult:
+    return get_lattice(inputs.log_probs, inputs.lengths, graph, cfg.lattice,
+                       cfg.subsampling_factor)
 
 
 def _hlg(res: Resources, method: str, cfg: CtcConfig, lm_scores: bool = False) -> k2.Fsa:
-    """HLG with its scores multiplied by ``cfg.hlg_scale``; with ``lm_scores`` its (scaled)
-    scores are also copied to ``lm_scores`` (icefall's convention for splitting AM and LM
-    scores in lattices: ``am = tot - lm`` stays the acoustic part at any scale). Made once
-    per graph and setting, and cached; the caller's graph is never modified."""
-    HLG = res.graph("HLG", method)
-    scale = float(cfg.hlg_scale)
-    if scale == 1.0 and (not lm_scores or hasattr(HLG, "lm_scores")):
-        return HLG
-    key = ("HLG", id(HLG), scale, lm_scores)
-    if key not in res.cache:
-        g = HLG.clone()
-        if scale != 1.0:
-            g.scores = HLG.scores * scale
-            if hasattr(HLG, "lm_scores"):
-                g.lm_scores = HLG.lm_scores * scale
-        if lm_scores and not hasattr(HLG, "lm_scores"):
-            g.lm_scores = g.scores.clone()
-        res.cache[key] = g
-    return res.cache[key]
+    """HLG with its scores times ``cfg.hlg_scale`` (see :meth:`Resources.scaled_graph`)."""
+    return res.scaled_graph("HLG", cfg.hlg_scale, method, lm_scores=lm_scores)
 
 
 @register("ctc-greedy-search", Family.CTC, CtcConfig)
@@ -110,8 +100,8 @@ def _greedy(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """Per-frame argmax, repeats merged, blanks removed: token ids."""
     hyps = ctc_greedy_search(inputs.log_probs, inputs.lengths,
                              subsampling_factor=cfg.subsampling_factor)
-    return [MethodResult("ctc-greedy-search", [list(h.tokens) for h in hyps], None,
-                         [""] * len(hyps), cfg)]
+    return [MethodResult("ctc-greedy-search", from_lattice(hyps, words=False,
+                                                           failed=[""] * len(hyps)), cfg)]
 
 
 @register("ctc-decoding", Family.CTC, CtcConfig, requires=("H",))
@@ -119,8 +109,7 @@ def _ctc_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """1best through the CTC topology H: token ids."""
     hyps = one_best_decoding(inputs.log_probs, inputs.lengths, res.graph("H", "ctc-decoding"),
                              cfg.lattice, AuxLabels.TOKENS, cfg.subsampling_factor)
-    return [MethodResult("ctc-decoding", [list(h.tokens) for h in hyps], None,
-                         _failed(hyps), cfg)]
+    return [MethodResult("ctc-decoding", from_lattice(hyps, words=False), cfg)]
 
 
 @register("1best", Family.CTC, CtcConfig, requires=("HLG",))
@@ -128,8 +117,7 @@ def _one_best(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """1best through HLG (or HCLG): word ids."""
     hyps = one_best_decoding(inputs.log_probs, inputs.lengths, _hlg(res, "1best", cfg),
                              cfg.lattice, AuxLabels.WORDS, cfg.subsampling_factor)
-    return [MethodResult("1best", [list(h.tokens) for h in hyps],
-                         [list(h.words) for h in hyps], _failed(hyps), cfg)]
+    return [MethodResult("1best", from_lattice(hyps, words=True), cfg)]
 
 
 @register("whole-lattice-rescoring", Family.CTC, CtcConfig, requires=("HLG", "G"))
@@ -139,13 +127,12 @@ def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     result = _lattice(inputs, graph, cfg)
     G = res.graph("G", "whole-lattice-rescoring")
     out = rescore_with_whole_lattice(result, G, cfg.whole_lattice)
-    failed = _failed(result.reports)
+    failed = lattice_failures(result.reports)
     if out.status is RescoreStatus.FAILED:
         reason = f"whole-lattice rescoring failed: {out.reason}"
-        return [MethodResult(f"lm_scale_{s}", None, [[] for _ in failed], [reason] * len(failed),
-                             cfg) for s in cfg.whole_lattice.lm_scales]
-    return [MethodResult(f"lm_scale_{r.lm_scale}", [list(h.tokens) for h in r.hypotheses],
-                         [list(h.words) for h in r.hypotheses], failed, cfg)
+        hyps = tuple(HypothesisRecord.failure(reason, tokens=True, words=True) for _ in failed)
+        return [MethodResult(f"lm_scale_{s}", hyps, cfg) for s in cfg.whole_lattice.lm_scales]
+    return [MethodResult(f"lm_scale_{r.lm_scale}", from_lattice(r.hypotheses, True, failed), cfg)
             for r in out.per_scale]
 
 
@@ -153,12 +140,14 @@ def _nbest(inputs: CtcInputs, res: Resources, cfg: CtcConfig, method: str,
            lm_scores: bool = False) -> tuple[LatticeResult, Nbest]:
     graph = _hlg(res, method, cfg, lm_scores=lm_scores)
     result = _lattice(inputs, graph, cfg)
-    nbest = Nbest.from_lattice(result.lattice, cfg.num_paths, cfg.nbest_scale, DedupKey.WORDS)
+    nbest = Nbest.from_lattice(result.lattice, cfg.nbest.num_paths, cfg.nbest.nbest_scale,
+                               DedupKey.WORDS)
     return result, nbest
 
 
 def _sweep_results(results, failed: list[str], cfg: CtcConfig) -> list[MethodResult]:
-    return [MethodResult(key, None, r.hyps, failed, cfg) for key, r in results.items()]
+    return [MethodResult(key, from_ids(r.hyps, True, failed, r.scores), cfg)
+            for key, r in results.items()]
 
 
 @register("nbest", Family.CTC, CtcConfig, requires=("HLG",))
@@ -166,8 +155,9 @@ def _nbest_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """HLG lattice, num_paths sampled word sequences, the best alignment score wins."""
     result, nbest = _nbest(inputs, res, cfg, "nbest")
     nbest = nbest.intersect(result.lattice)
-    words = nbest.keys_at(best_paths_by_score(nbest, nbest.tot_scores().values)[0])
-    return [MethodResult("nbest", None, words, _failed(result.reports), cfg)]
+    best, scores = best_paths_by_score(nbest, nbest.tot_scores().values)
+    hyps = from_ids(nbest.keys_at(best), True, lattice_failures(result.reports), scores)
+    return [MethodResult("nbest", hyps, cfg)]
 
 
 @register("nbest-rescoring", Family.CTC, CtcConfig, requires=("HLG", "G"))
@@ -176,17 +166,18 @@ def _nbest_rescoring(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     result, nbest = _nbest(inputs, res, cfg, "nbest-rescoring", lm_scores=True)
     nbest = nbest.intersect(result.lattice)
     sweep = rescore_with_ngram(nbest, res.graph("G", "nbest-rescoring"), cfg.lm_scales)
-    return _sweep_results(sweep, _failed(result.reports), cfg)
+    return _sweep_results(sweep, lattice_failures(result.reports), cfg)
 
 
-@register("nbest-oracle", Family.CTC, CtcConfig, requires=("HLG",))
+@register("nbest-oracle", Family.CTC, CtcConfig, requires=("HLG",), needs_references=True)
 def _nbest_oracle(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """The n-best path closest to the reference words (an upper bound on n-best methods)."""
     if inputs.ref_words is None:
         raise ValueError("nbest-oracle needs reference word ids (CtcInputs.ref_words)")
     result, nbest = _nbest(inputs, res, cfg, "nbest-oracle")
     words = nbest.keys_at(nbest.oracle(inputs.ref_words)[0])
-    return [MethodResult("nbest-oracle", None, words, _failed(result.reports), cfg)]
+    return [MethodResult("nbest-oracle", from_ids(words, True, lattice_failures(result.reports)),
+                         cfg)]
 
 
 @register("attention-decoder", Family.CTC, CtcConfig, requires=("HLG", "attention_decoder"))
@@ -204,7 +195,7 @@ def _attention(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
         sweep = rescore_with_attention_decoder(
             nbest, res.attention_decoder, inputs.memory, inputs.memory_lens,
             cfg.lm_scales, cfg.attention_scales, res.graphs.get("G"))
-    return _sweep_results(sweep, _failed(result.reports), cfg)
+    return _sweep_results(sweep, lattice_failures(result.reports), cfg)
 
 
 def _lm(res: Resources, method: str):
@@ -223,7 +214,7 @@ def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     nbest = nbest.intersect(result.lattice)
     sweep = rescore_with_lm(nbest, lm_path_scorer(lm, cfg.lm_batch_size), cfg.lm_scales,
                             scale_name=f"{name}_scale")
-    return _sweep_results(sweep, _failed(result.reports), cfg)
+    return _sweep_results(sweep, lattice_failures(result.reports), cfg)
 
 
 @register("multi-pass", Family.CTC, CtcConfig, requires=("HLG", "lm"))
@@ -235,22 +226,20 @@ def _multi_pass(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     nbest = nbest.intersect(result.lattice)
     counts = nbest.shape.row_splits(1)
     has = (counts[1:] - counts[:-1]) > 0
-    failed = _failed(result.reports)
-    if not bool(has.all()):
-        # utterances without paths cannot enter top_k: decode the others
-        keep = torch.nonzero(has).flatten().tolist()
-        if not keep:
-            return [MethodResult("multi-pass", None, [[] for _ in failed], failed, cfg)]
-        sub = _select_utts(nbest, keep)
-    else:
-        keep, sub = list(range(nbest.num_utts)), nbest
-    top = sub.top_k(cfg.top_k)
-    out = multi_pass_rescore(top, top.nbest.am_scores().values,
-                             lm_path_scorer(lm, cfg.lm_batch_size), cfg.multi_pass)
+    failed = lattice_failures(result.reports)
     words: list[list[int]] = [[] for _ in failed]
-    for i, u in enumerate(keep):
-        words[u] = out.hyps[i]
-    return [MethodResult("multi-pass", None, words, failed, cfg)]
+    scores = torch.full((len(failed),), float("-inf"), dtype=torch.float64)
+    # utterances without paths cannot enter top_k: decode the others
+    keep = torch.nonzero(has).flatten().tolist()
+    if keep:
+        sub = nbest if len(keep) == nbest.num_utts else _select_utts(nbest, keep)
+        top = sub.top_k(cfg.top_k)
+        out = multi_pass_rescore(top, top.nbest.am_scores().values,
+                                 lm_path_scorer(lm, cfg.lm_batch_size), cfg.multi_pass)
+        for i, u in enumerate(keep):
+            words[u] = out.hyps[i]
+        scores[keep] = out.scores.to(scores)
+    return [MethodResult("multi-pass", from_ids(words, True, failed, scores), cfg)]
 
 
 def _select_utts(nbest: Nbest, utts: list[int]) -> Nbest:

@@ -16,10 +16,13 @@ from typing import Any
 import k2
 import torch
 
+from ..utils import HypothesisRecord
+
 __all__ = [
     "Family",
     "Method",
     "MethodResult",
+    "NON_GRAPH_NEEDS",
     "Resources",
     "TransducerInputs",
     "CtcInputs",
@@ -28,6 +31,7 @@ __all__ = [
     "get_method",
     "list_methods",
     "override_config",
+    "config_field_path",
 ]
 
 
@@ -46,17 +50,38 @@ class MethodResult:
     Attributes:
       key: the setting's name: the method name, or a scale key such as
         ``"ngram_lm_scale_0.5"`` for methods that sweep scales (icefall's result keys).
-      tokens: token ids per utterance (``None`` when the method yields only words).
-      words: word ids per utterance (``None`` when the method yields only tokens).
-      failed: per utterance, ``""`` or why it has no hypothesis (empty lattice, ...).
+      hyps: one :class:`~k2dec.utils.HypothesisRecord` per utterance, in the batch's order
+        (``error`` says why an utterance has none).
       config: the config object the method ran with (the very object passed in).
     """
 
     key: str
-    tokens: list[list[int]] | None
-    words: list[list[int]] | None
-    failed: list[str]
+    hyps: tuple[HypothesisRecord, ...]
     config: Any
+
+    @property
+    def tokens(self) -> list[list[int]] | None:
+        """Token ids per utterance; ``None`` when the method yields only words."""
+        if self.hyps and self.hyps[0].tokens is None:
+            return None
+        return [list(h.tokens or ()) for h in self.hyps]
+
+    @property
+    def words(self) -> list[list[int]] | None:
+        """Word ids per utterance; ``None`` when the method yields only tokens."""
+        if not self.hyps or self.hyps[0].words is None:
+            return None
+        return [list(h.words or ()) for h in self.hyps]
+
+    @property
+    def failed(self) -> list[str]:
+        """Per utterance, ``""`` or why it has no hypothesis (empty lattice, ...)."""
+        return [h.error for h in self.hyps]
+
+
+#: What :attr:`Method.requires` may name besides graph names (``"H"``, ``"HLG"``, ``"LG"``,
+#: ``"G"``): the attention decoder and a neural LM.
+NON_GRAPH_NEEDS = ("attention_decoder", "lm")
 
 
 @dataclass
@@ -82,6 +107,37 @@ class Resources:
             raise ValueError(f"method {method!r} needs the {name} graph; give it in "
                              f"Resources.graphs[{name!r}]")
         return self.graphs[name]
+
+    def missing(self, requires: Sequence[str]) -> tuple[str, ...]:
+        """The entries of ``requires`` (a :attr:`Method.requires`) these resources lack: graph
+        names not in :attr:`graphs`, ``"attention_decoder"`` when there is none, ``"lm"``
+        when :attr:`lms` is empty."""
+        have = {"attention_decoder": self.attention_decoder is not None, "lm": bool(self.lms)}
+        return tuple(r for r in requires if not have.get(r, r in self.graphs))
+
+    def scaled_graph(self, name: str, scale: float, method: str,
+                     lm_scores: bool = False) -> k2.Fsa:
+        """``graphs[name]`` with ``scores`` (and ``lm_scores``, if it has them) times ``scale``.
+        With ``lm_scores`` the scaled scores are also copied to ``lm_scores`` where the graph
+        has none (icefall's convention for splitting AM and LM scores in lattices:
+        ``am = tot - lm`` stays acoustic at any scale). Built once per graph and setting and
+        kept in :attr:`cache`; the graph itself is never modified (returned as is when there
+        is nothing to change)."""
+        graph = self.graph(name, method)
+        scale = float(scale)
+        if scale == 1.0 and (not lm_scores or hasattr(graph, "lm_scores")):
+            return graph
+        key = ("scaled", name, id(graph), scale, lm_scores)
+        if key not in self.cache:
+            g = graph.clone()
+            if scale != 1.0:
+                g.scores = graph.scores * scale
+                if hasattr(graph, "lm_scores"):
+                    g.lm_scores = graph.lm_scores * scale
+            if lm_scores and not hasattr(graph, "lm_scores"):
+                g.lm_scores = g.scores.clone()
+            self.cache[key] = g
+        return self.cache[key]
 
 
 @dataclass
@@ -136,7 +192,14 @@ RunFn = Callable[[Any, Resources, Any], list[MethodResult]]
 
 @dataclass(frozen=True)
 class Method:
-    """A named decoding method: ``run(inputs, resources, config) -> [MethodResult]``."""
+    """A named decoding method: ``run(inputs, resources, config) -> [MethodResult]``.
+
+    Attributes:
+      requires: what the method needs from :class:`Resources`: graph names and
+        :data:`NON_GRAPH_NEEDS` (``Resources.missing(method.requires)`` lists what is absent).
+      needs_references: the method reads every utterance's reference (oracle methods); a
+        job without references must refuse it before decoding.
+    """
 
     name: str
     family: Family
@@ -144,6 +207,7 @@ class Method:
     run: RunFn
     requires: tuple[str, ...]
     description: str
+    needs_references: bool = False
 
     def default_config(self) -> Any:
         return self.config_cls()
@@ -161,9 +225,11 @@ _REGISTRY: dict[str, Method] = {}
 
 
 def register(
-    name: str, family: Family, config_cls: type, requires: tuple[str, ...] = ()
+    name: str, family: Family, config_cls: type, requires: tuple[str, ...] = (),
+    needs_references: bool = False,
 ) -> Callable[[RunFn], RunFn]:
-    """Decorator adding a method to the registry (its docstring's first line describes it)."""
+    """Decorator adding a method to the registry (its docstring's first line describes it;
+    ``needs_references`` marks oracle methods)."""
     if not is_dataclass(config_cls) or not config_cls.__dataclass_params__.frozen:
         raise TypeError(f"{config_cls!r} must be a frozen dataclass")
     try:
@@ -175,7 +241,7 @@ def register(
         if name in _REGISTRY:
             raise ValueError(f"method {name!r} is registered twice")
         doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
-        _REGISTRY[name] = Method(name, family, config_cls, fn, requires, doc)
+        _REGISTRY[name] = Method(name, family, config_cls, fn, requires, doc, needs_references)
         return fn
 
     return deco
@@ -201,47 +267,99 @@ def _load_all() -> None:
     from . import aed, ctc, transducer  # noqa: F401  (registers on import)
 
 
-def override_config(config: Any, assignments: Sequence[str]) -> Any:
-    """A copy of a (frozen dataclass) config with ``KEY=VALUE`` strings applied, each value
-    typed like the field's current value; ``a.b=1`` reaches into a nested config and tuples
-    are comma-separated (``lm_scales=0.5,1.0``).
+def config_field_path(config: Any, key: str) -> list[str] | None:
+    """Where ``key`` (``"beam"``, ``"lattice.search_beam"``) lands in a (nested, frozen
+    dataclass) config: the dotted path when it names a field, else, for a bare name, the one
+    nested field of that name (``num_paths`` -> ``["nbest", "num_paths"]``); ``None`` when the
+    config has no such field.
 
     Raises:
-      ValueError: a malformed assignment, an unknown field, or a value of the wrong type.
+      ValueError: a bare name that several nested configs have (say which one, ``a.b``).
+    """
+    path = key.split(".")
+    node = config
+    for name in path:
+        if not is_dataclass(node) or name not in {f.name for f in fields(node)}:
+            break
+        node = getattr(node, name)
+    else:
+        return path
+    if len(path) > 1:
+        return None
+    found = _nested_paths(config, key)
+    if len(found) > 1:
+        raise ValueError(f"{key!r} is ambiguous in {type(config).__name__}: say which one of "
+                         f"{', '.join('.'.join(p) for p in found)}")
+    return found[0] if found else None
+
+
+def _nested_paths(config: Any, name: str) -> list[list[str]]:
+    out = []
+    for f in fields(config):
+        value = getattr(config, f.name)
+        if is_dataclass(value):
+            names = {g.name for g in fields(value)}
+            out += [[f.name, name]] if name in names else []
+            out += [[f.name] + p for p in _nested_paths(value, name)]
+    return out
+
+
+def override_config(config: Any, assignments: Sequence[str]) -> Any:
+    """A copy of a (frozen dataclass) config with ``KEY=VALUE`` strings applied, each value
+    typed like the field's current value; ``a.b=1`` reaches into a nested config, a bare name
+    reaches the one nested field of that name (see :func:`config_field_path`), and tuples are
+    comma-separated (``lm_scales=0.5,1.0``). The config's own checks run on the result.
+
+    Raises:
+      ValueError: a malformed assignment, an unknown or ambiguous field, a value of the wrong
+        type (``num_paths=2.7``, an empty tuple), or one the config rejects (``num_paths=0``).
     """
     for item in assignments:
         if "=" not in item:
             raise ValueError(f"expected KEY=VALUE, got {item!r}")
         key, value = item.split("=", 1)
-        config = _set_field(config, key.split("."), value)
+        path = config_field_path(config, key)
+        if path is None:
+            names = {f.name for f in fields(config)}
+            raise ValueError(f"{type(config).__name__} has no field {key!r} "
+                             f"(fields: {', '.join(sorted(names))})")
+        try:
+            config = _set_field(config, path, value)
+        except ValueError as e:
+            raise ValueError(f"{item}: {e}") from None
     return config
 
 
 def _set_field(config: Any, path: list[str], value: str) -> Any:
-    names = {f.name for f in fields(config)}
-    if path[0] not in names:
-        raise ValueError(f"{type(config).__name__} has no field {path[0]!r} "
-                         f"(fields: {', '.join(sorted(names))})")
     current = getattr(config, path[0])
     if len(path) > 1:
         return replace(config, **{path[0]: _set_field(current, path[1:], value)})
     try:
-        if isinstance(current, bool):
-            if value.lower() not in ("1", "0", "true", "false", "yes", "no"):
-                raise ValueError(value)
-            new: Any = value.lower() in ("1", "true", "yes")
-        elif isinstance(current, tuple):
-            new = tuple(float(x) for x in value.split(",") if x)
-        elif current is None:
-            new = None if value.lower() == "none" else _number(value)
-        elif isinstance(current, int | float):
-            new = type(current)(_number(value))
-        else:
-            new = value
+        new = _parse(current, value)
     except ValueError:
         raise ValueError(f"{path[0]}={value!r} does not fit the field's type "
                          f"({type(current).__name__})") from None
     return replace(config, **{path[0]: new})
+
+
+def _parse(current: Any, value: str) -> Any:
+    """``value`` typed like ``current``; ``ValueError`` if it does not fit."""
+    if isinstance(current, bool):
+        if value.lower() not in ("1", "0", "true", "false", "yes", "no"):
+            raise ValueError(value)
+        return value.lower() in ("1", "true", "yes")
+    if isinstance(current, tuple):
+        items = [x for x in value.split(",") if x.strip()]
+        if not items:
+            raise ValueError(value)
+        return tuple(float(x) for x in items)
+    if current is None:
+        return None if value.lower() == "none" else _number(value)
+    if isinstance(current, int):
+        return int(value)  # "2.7" is not an int
+    if isinstance(current, float):
+        return float(value)
+    return value
 
 
 def _number(value: str) -> int | float:

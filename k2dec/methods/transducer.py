@@ -1,15 +1,19 @@
 """Transducer methods: greedy, modified beam search and the fast_beam_search family.
 
 The n-best variants compose :func:`k2dec.transducer.fast_beam_search` (which returns its
-lattice) with :class:`k2dec.nbest.Nbest`; this is the only place the two meet.
+lattice) with :class:`k2dec.nbest.Nbest`; this is the only place the two meet, and their
+configs compose the search's :class:`~k2dec.transducer.FastBeamSearchConfig` with
+:class:`~k2dec.nbest.NbestConfig` and the LG scale.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import k2
 import torch
 
-from ..nbest import DedupKey, Nbest, best_paths_by_score
+from ..nbest import DedupKey, Nbest, NbestConfig, best_paths_by_score
 from ..transducer import (
     FastBeamSearchConfig,
     GreedySearchConfig,
@@ -18,59 +22,93 @@ from ..transducer import (
     greedy_search,
     modified_beam_search,
 )
+from .records import EMPTY_LATTICE, from_ids, from_transducer
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
 
-__all__ = ["scaled_graph"]
+__all__ = [
+    "NGRAM_LM_SCALE",
+    "FastBeamSearchLGConfig",
+    "FastBeamSearchNbestConfig",
+    "FastBeamSearchNbestLGConfig",
+]
+
+#: icefall's ``--ngram-lm-scale`` of the LG methods (LG scores are multiplied by it).
+NGRAM_LM_SCALE = 0.01
 
 
-def _tokens_result(name: str, hyps, config) -> list[MethodResult]:
-    tokens = [list(h.tokens) for h in hyps]
-    failed = ["" if h.score != float("-inf") else "empty lattice" for h in hyps]
-    return [MethodResult(name, tokens, None, failed, config)]
+def _transducer_nbest() -> NbestConfig:
+    """icefall's transducer recipes sample 200 paths (``NbestConfig``'s other defaults)."""
+    return NbestConfig(num_paths=200)
+
+
+def _check_scale(value: float) -> None:
+    if not (isinstance(value, int | float) and abs(value) < float("inf")):
+        raise ValueError(f"ngram_lm_scale must be a finite number, got {value!r}")
+
+
+@dataclass(frozen=True)
+class FastBeamSearchLGConfig:
+    """``fast_beam_search_LG``: the search through LG with LG's scores times
+    ``ngram_lm_scale``."""
+
+    search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
+    ngram_lm_scale: float = NGRAM_LM_SCALE
+
+    def __post_init__(self) -> None:
+        _check_scale(self.ngram_lm_scale)
+
+
+@dataclass(frozen=True)
+class FastBeamSearchNbestConfig:
+    """``fast_beam_search_nbest`` and ``fast_beam_search_nbest_oracle``: the search, then
+    ``nbest.num_paths`` paths sampled from its lattice."""
+
+    search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
+    nbest: NbestConfig = field(default_factory=_transducer_nbest)
+
+
+@dataclass(frozen=True)
+class FastBeamSearchNbestLGConfig:
+    """``fast_beam_search_nbest_LG``: the search through LG (scores times
+    ``ngram_lm_scale``), then an n-best by word sequence."""
+
+    search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
+    nbest: NbestConfig = field(default_factory=_transducer_nbest)
+    ngram_lm_scale: float = NGRAM_LM_SCALE
+
+    def __post_init__(self) -> None:
+        _check_scale(self.ngram_lm_scale)
 
 
 @register("greedy_search", Family.TRANSDUCER, GreedySearchConfig)
 def _greedy(inputs: TransducerInputs, res: Resources, cfg: GreedySearchConfig):
     """Greedy search (batched; max_sym_per_frame symbols per frame)."""
     hyps = greedy_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg)
-    return _tokens_result("greedy_search", hyps, cfg)
+    return [MethodResult("greedy_search", from_transducer(hyps), cfg)]
 
 
 @register("modified_beam_search", Family.TRANSDUCER, ModifiedBeamSearchConfig)
 def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchConfig):
     """Modified beam search (at most one symbol per frame, beam 4)."""
     hyps = modified_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg)
-    return _tokens_result("modified_beam_search", hyps, cfg)
+    return [MethodResult("modified_beam_search", from_transducer(hyps), cfg)]
 
 
 @register("fast_beam_search", Family.TRANSDUCER, FastBeamSearchConfig)
 def _fbs(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchConfig):
     """fast_beam_search with the trivial graph: one-best tokens."""
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, None, cfg)
-    return _tokens_result("fast_beam_search", out.hyps, cfg)
+    return [MethodResult("fast_beam_search", from_transducer(out.hyps), cfg)]
 
 
-def scaled_graph(res: Resources, name: str, scale: float, method: str) -> k2.Fsa:
-    """``res.graphs[name]`` with scores (and ``lm_scores`` if any) times ``scale``; built once
-    and kept in ``res.cache`` (the caller's graph is not modified)."""
-    graph = res.graph(name, method)
-    key = ("scaled", name, id(graph), float(scale))
-    if key not in res.cache:
-        g = graph.clone()
-        g.scores = graph.scores * scale
-        res.cache[key] = g
-    return res.cache[key]
-
-
-@register("fast_beam_search_LG", Family.TRANSDUCER, FastBeamSearchConfig, requires=("LG",))
-def _fbs_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchConfig):
+@register("fast_beam_search_LG", Family.TRANSDUCER, FastBeamSearchLGConfig, requires=("LG",))
+def _fbs_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchLGConfig):
     """fast_beam_search with LG (scores times ngram_lm_scale): one-best words."""
-    graph = scaled_graph(res, "LG", cfg.ngram_lm_scale, "fast_beam_search_LG")
-    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph, cfg)
-    words = _path_words(out.lattice)
-    failed = ["" if h.score != float("-inf") else "empty lattice" for h in out.hyps]
-    tokens = [list(h.tokens) for h in out.hyps]
-    return [MethodResult("fast_beam_search_LG", tokens, words, failed, cfg)]
+    graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_LG")
+    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
+                           cfg.search)
+    hyps = from_transducer(out.hyps, words=_path_words(out.lattice))
+    return [MethodResult("fast_beam_search_LG", hyps, cfg)]
 
 
 def _path_words(lattice: k2.Fsa) -> list[list[int]]:
@@ -85,48 +123,51 @@ def _path_words(lattice: k2.Fsa) -> list[list[int]]:
     return words.remove_values_leq(0).tolist()
 
 
-def _keys_and_failures(nbest: Nbest, best: torch.Tensor) -> tuple[list[list[int]], list[str]]:
-    """Key sequences of the chosen paths; an utterance without paths (-1) failed."""
-    return nbest.keys_at(best), ["" if b >= 0 else "empty lattice" for b in best.tolist()]
+def _sample(inputs: TransducerInputs, cfg: FastBeamSearchNbestConfig | FastBeamSearchNbestLGConfig,
+            graph: k2.Fsa | None, key: DedupKey) -> tuple[k2.Fsa, Nbest]:
+    """The search's lattice and ``cfg.nbest`` paths sampled from it, deduplicated by ``key``."""
+    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
+                           cfg.search)
+    nbest = Nbest.from_lattice(out.lattice, cfg.nbest.num_paths, cfg.nbest.nbest_scale, key)
+    return out.lattice, nbest
 
 
-def _nbest_choice(nbest: Nbest, scores: k2.RaggedTensor) -> tuple[list[list[int]], list[str]]:
-    best, _ = best_paths_by_score(nbest, scores.values)
-    return _keys_and_failures(nbest, best)
+def _chosen(nbest: Nbest, best: torch.Tensor, words: bool,
+            scores: torch.Tensor | None = None) -> tuple:
+    """Records of the chosen paths' key sequences; an utterance without paths (-1) failed."""
+    failed = ["" if b >= 0 else EMPTY_LATTICE for b in best.tolist()]
+    return from_ids(nbest.keys_at(best), words, failed, scores)
 
 
-@register("fast_beam_search_nbest", Family.TRANSDUCER, FastBeamSearchConfig)
-def _fbs_nbest(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchConfig):
+@register("fast_beam_search_nbest", Family.TRANSDUCER, FastBeamSearchNbestConfig)
+def _fbs_nbest(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbestConfig):
     """fast_beam_search, then num_paths sampled paths deduplicated by tokens; the best
     alignment score wins."""
-    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, None, cfg)
-    nbest = Nbest.from_lattice(out.lattice, cfg.num_paths, cfg.nbest_scale, DedupKey.TOKENS)
-    nbest = nbest.intersect(out.lattice)
-    tokens, failed = _nbest_choice(nbest, nbest.tot_scores())
-    return [MethodResult("fast_beam_search_nbest", tokens, None, failed, cfg)]
+    lattice, nbest = _sample(inputs, cfg, None, DedupKey.TOKENS)
+    nbest = nbest.intersect(lattice)
+    best, scores = best_paths_by_score(nbest, nbest.tot_scores().values)
+    return [MethodResult("fast_beam_search_nbest", _chosen(nbest, best, False, scores), cfg)]
 
 
-@register("fast_beam_search_nbest_LG", Family.TRANSDUCER, FastBeamSearchConfig,
+@register("fast_beam_search_nbest_LG", Family.TRANSDUCER, FastBeamSearchNbestLGConfig,
           requires=("LG",))
-def _fbs_nbest_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchConfig):
+def _fbs_nbest_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbestLGConfig):
     """fast_beam_search with LG, n-best by word sequence; the word sequence with the best
     log-sum over its alignments wins."""
-    graph = scaled_graph(res, "LG", cfg.ngram_lm_scale, "fast_beam_search_nbest_LG")
-    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph, cfg)
-    nbest = Nbest.from_lattice(out.lattice, cfg.num_paths, cfg.nbest_scale, DedupKey.WORDS)
-    totals = nbest.total_scores_in(out.lattice, log_semiring=True)
-    words, failed = _nbest_choice(nbest, totals)
-    return [MethodResult("fast_beam_search_nbest_LG", None, words, failed, cfg)]
+    graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_nbest_LG")
+    lattice, nbest = _sample(inputs, cfg, graph, DedupKey.WORDS)
+    totals = nbest.total_scores_in(lattice, log_semiring=True)
+    best, scores = best_paths_by_score(nbest, totals.values)
+    return [MethodResult("fast_beam_search_nbest_LG", _chosen(nbest, best, True, scores), cfg)]
 
 
-@register("fast_beam_search_nbest_oracle", Family.TRANSDUCER, FastBeamSearchConfig)
-def _fbs_oracle(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchConfig):
+@register("fast_beam_search_nbest_oracle", Family.TRANSDUCER, FastBeamSearchNbestConfig,
+          needs_references=True)
+def _fbs_oracle(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbestConfig):
     """fast_beam_search n-best: the path closest to the reference tokens (an upper bound)."""
     if inputs.ref_tokens is None:
         raise ValueError("fast_beam_search_nbest_oracle needs reference token ids "
                          "(TransducerInputs.ref_tokens)")
-    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, None, cfg)
-    nbest = Nbest.from_lattice(out.lattice, cfg.num_paths, cfg.nbest_scale, DedupKey.TOKENS)
+    _, nbest = _sample(inputs, cfg, None, DedupKey.TOKENS)
     best, _ = nbest.oracle(inputs.ref_tokens)
-    tokens, failed = _keys_and_failures(nbest, best)
-    return [MethodResult("fast_beam_search_nbest_oracle", tokens, None, failed, cfg)]
+    return [MethodResult("fast_beam_search_nbest_oracle", _chosen(nbest, best, False), cfg)]

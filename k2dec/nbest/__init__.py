@@ -1,21 +1,21 @@
 """N-best lists from lattices, rescoring, oracle and multi-pass rescoring."""
 
+from .config import NbestConfig
 from .multipass import (
     GaussianPredictor,
     LinearGaussianPredictor,
     MultiPassConfig,
     MultiPassResult,
     ParameterFreePredictor,
-    PathScorer,
     full_rescore,
     matching_features,
     multi_pass_rescore,
 )
-from .nbest import DedupKey, IntersectStatus, Nbest, NbestTopK
+from .nbest import DedupKey, IntersectStatus, Nbest, NbestTopK, PathScorer
 from .rescore import (
     NNLM_SCALES,
     SCALE_GRID,
-    RescoreResult,
+    NbestRescoreResult,
     best_paths_by_score,
     combine_scores,
     lm_path_scorer,
@@ -45,8 +45,9 @@ __all__ = [
     "multi_pass_rescore",
     "IntersectStatus",
     "Nbest",
+    "NbestConfig",
     "NbestTopK",
-    "RescoreResult",
+    "NbestRescoreResult",
     "best_paths_by_score",
     "combine_scores",
     "lm_path_scorer",

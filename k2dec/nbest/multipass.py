@@ -17,16 +17,14 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import k2
 import torch
 
-from .nbest import Nbest, NbestTopK
+from .nbest import Nbest, NbestTopK, PathScorer
 
 __all__ = [
-    "PathScorer",
     "MultiPassConfig",
     "MultiPassResult",
     "GaussianPredictor",
@@ -39,9 +37,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Scores whole token sequences: ``(tokens [path][tok] int32, path_to_utt int32 [path])`` ->
-#: per-token scores ``[path][tok + 1]`` (float; the last one of each row is end-of-sentence).
-PathScorer = Callable[[k2.RaggedTensor, torch.Tensor], k2.RaggedTensor]
 
 
 @dataclass(frozen=True)

@@ -14,17 +14,23 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import k2
 import torch
 
+from .config import NbestConfig
 from .sampling import sample_paths
 
-__all__ = ["DedupKey", "Nbest", "NbestTopK", "IntersectStatus"]
+__all__ = ["DedupKey", "Nbest", "NbestTopK", "IntersectStatus", "PathScorer"]
 
 logger = logging.getLogger(__name__)
+
+#: Scores whole token sequences: ``(tokens [path][tok] int32, path_to_utt int32 [path])`` ->
+#: per-token scores ``[path][tok + 1]`` (float; the last one of each row is end-of-sentence).
+PathScorer = Callable[[k2.RaggedTensor, torch.Tensor], k2.RaggedTensor]
 
 
 class DedupKey(str, enum.Enum):
@@ -147,8 +153,8 @@ class Nbest:
     @staticmethod
     def from_lattice(
         lattice: k2.Fsa,
-        num_paths: int,
-        nbest_scale: float = 0.5,
+        num_paths: int = NbestConfig.num_paths,
+        nbest_scale: float = NbestConfig.nbest_scale,
         key: DedupKey | str = DedupKey.WORDS,
         use_double_scores: bool = True,
         seed: int = 0,
@@ -164,8 +170,7 @@ class Nbest:
 
         Args:
           lattice: FsaVec ``[utt][state][arc]`` (from ``get_lattice`` or fast_beam_search).
-          num_paths: paths sampled per utterance (``>= 1``).
-          nbest_scale: score scale for sampling (``> 0``).
+          num_paths, nbest_scale: see :class:`~k2dec.nbest.NbestConfig` (defaults from it).
           key: dedup by word or token sequence.
           seed: of the sampler's pseudo-random numbers.
 
@@ -175,10 +180,7 @@ class Nbest:
         """
         _check_lattice(lattice)
         key = DedupKey(key)
-        if not isinstance(num_paths, int) or num_paths < 1:
-            raise ValueError(f"num_paths must be an int >= 1, got {num_paths!r}")
-        if not nbest_scale > 0:
-            raise ValueError(f"nbest_scale must be > 0, got {nbest_scale}")
+        NbestConfig(num_paths, nbest_scale)  # validates both
         keyed = _keyed(lattice, key)
         sampling = keyed.clone()
         sampling.scores = keyed.scores * nbest_scale

@@ -16,13 +16,12 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from .multipass import PathScorer
-from .nbest import DedupKey, Nbest, _ragged_sort_desc
+from .nbest import DedupKey, Nbest, PathScorer, _ragged_sort_desc
 
 __all__ = [
     "NNLM_SCALES",
     "SCALE_GRID",
-    "RescoreResult",
+    "NbestRescoreResult",
     "neural_scores",
     "rescore_with_attention_decoder",
     "rescore_with_lm",
@@ -46,7 +45,7 @@ NNLM_SCALES: tuple[float, ...] = (0.1, 0.3, 0.5, 0.7, 0.9, 1.0)
 
 
 @dataclass(frozen=True)
-class RescoreResult:
+class NbestRescoreResult:
     """The outcome of one point of a scale sweep.
 
     Attributes:
@@ -136,7 +135,7 @@ def combine_scores(
     scale_grid: Mapping[str, Sequence[float]],
     base: str = "am",
     nbest: Nbest | None = None,
-) -> dict[str, RescoreResult]:
+) -> dict[str, NbestRescoreResult]:
     """Evaluate ``base + sum_c scale_c * component_c`` for every point of a scale grid.
 
     Args:
@@ -148,7 +147,7 @@ def combine_scores(
       nbest: gives the shape and the key sequences for ``hyps``.
 
     Returns:
-      ``{key: RescoreResult}`` in grid order.
+      ``{key: NbestRescoreResult}`` in grid order.
     """
     if nbest is None:
         raise ValueError("combine_scores needs the nbest the scores belong to")
@@ -167,7 +166,7 @@ def combine_scores(
         if r.values.numel() != nbest.num_paths:
             raise ValueError(f"component {comp!r} has {r.values.numel()} scores, "
                              f"the n-best {nbest.num_paths} paths")
-    results: dict[str, RescoreResult] = {}
+    results: dict[str, NbestRescoreResult] = {}
     for point in itertools.product(*(scale_grid[n] for n in names)):
         scales = dict(zip(names, (float(x) for x in point)))
         total = components[base].values.to(torch.float64).clone()
@@ -176,13 +175,13 @@ def combine_scores(
         best, best_scores = best_paths_by_score(nbest, total)
         hyps = nbest.keys_at(best)
         key = scale_key(scales) if scales else "no_rescore"
-        results[key] = RescoreResult(key, scales, best, best_scores, hyps)
+        results[key] = NbestRescoreResult(key, scales, best, best_scores, hyps)
     return results
 
 
 def rescore_with_ngram(
     nbest: Nbest, G: k2.Fsa, lm_scales: Sequence[float], chunk_size: int = 2000
-) -> dict[str, RescoreResult]:
+) -> dict[str, NbestRescoreResult]:
     """icefall's ``nbest-rescoring``: ``am + lm_scale * ngram`` with G (e.g. a 4-gram).
 
     ``nbest`` must come from :meth:`Nbest.intersect` on a lattice with ``lm_scores`` (so
@@ -225,7 +224,7 @@ def rescore_with_attention_decoder(
     ngram_lm_scales: Sequence[float] = SCALE_GRID,
     attention_scales: Sequence[float] = SCALE_GRID,
     G: k2.Fsa | None = None,
-) -> dict[str, RescoreResult]:
+) -> dict[str, NbestRescoreResult]:
     """icefall's ``attention-decoder`` rescoring: ``am + s1 * ngram + s2 * attention``.
 
     Args:
@@ -236,7 +235,7 @@ def rescore_with_attention_decoder(
       G: n-gram for the ``ngram`` component; default: the lattice's own ``lm_scores``.
 
     Returns:
-      ``{"ngram_lm_scale_{s1}_attention_scale_{s2}": RescoreResult}``.
+      ``{"ngram_lm_scale_{s1}_attention_scale_{s2}": NbestRescoreResult}``.
     """
     if memory.dim() != 3 or memory.size(0) != nbest.num_utts:
         raise ValueError(f"memory must be [N={nbest.num_utts}, T, C], got "
@@ -260,7 +259,7 @@ def rescore_with_lm(
     lm_scorer: PathScorer,
     lm_scales: Sequence[float] = NNLM_SCALES,
     scale_name: str = "nnlm_scale",
-) -> dict[str, RescoreResult]:
+) -> dict[str, NbestRescoreResult]:
     """Rescoring with a neural LM (RNN or Transformer): ``am + s * nnlm`` keyed
     ``{scale_name}_{s}`` (icefall's rnn-lm recipe names it ``rnn_lm_scale``)."""
     if not scale_name.endswith("_scale"):
@@ -284,7 +283,7 @@ def lm_path_scorer(lm, batch_size: int | None = 256) -> PathScorer:
 def rescore_with_rnn_lm(
     nbest: Nbest, rnn_lm, lm_scales: Sequence[float] = NNLM_SCALES,
     batch_size: int | None = 256,
-) -> dict[str, RescoreResult]:
+) -> dict[str, NbestRescoreResult]:
     """icefall's ``rnn-lm`` rescoring with a :class:`k2dec.lm.RnnLM`: keys
     ``rnn_lm_scale_{s}``."""
     return rescore_with_lm(nbest, lm_path_scorer(rnn_lm, batch_size), lm_scales,
@@ -294,7 +293,7 @@ def rescore_with_rnn_lm(
 def rescore_with_transformer_lm(
     nbest: Nbest, transformer_lm, lm_scales: Sequence[float] = NNLM_SCALES,
     batch_size: int | None = 256,
-) -> dict[str, RescoreResult]:
+) -> dict[str, NbestRescoreResult]:
     """Rescoring with a :class:`k2dec.lm.TransformerLM`: keys ``transformer_lm_scale_{s}``."""
     return rescore_with_lm(nbest, lm_path_scorer(transformer_lm, batch_size), lm_scales,
                            scale_name="transformer_lm_scale")

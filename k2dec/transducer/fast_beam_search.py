@@ -64,8 +64,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class FastBeamSearchConfig:
-    """Options of fast_beam_search and of the n-best methods built on its lattice (icefall's
-    defaults).
+    """Options of fast_beam_search (icefall's defaults). The n-best and LG methods built on its
+    lattice keep their own settings in :mod:`k2dec.methods`.
 
     Attributes:
       beam: log-prob beam of the search, per utterance and frame.
@@ -77,10 +77,6 @@ class FastBeamSearchConfig:
         zero encoder frame are subtracted from the log-probs (0 disables it).
       allow_partial: when no final graph state survives at the last frame, treat every surviving
         state as final instead of returning an empty lattice.
-      num_paths: n-best methods: number of paths sampled from the lattice.
-      nbest_scale: n-best methods: lattice scores are scaled by it before sampling.
-      ngram_lm_scale: LG methods: scale of the LG scores (applied where the graph is built for
-        ``fast_beam_search_nbest_LG``; not used by the search itself).
     """
 
     beam: float = 20.0
@@ -90,21 +86,16 @@ class FastBeamSearchConfig:
     blank_penalty: float = 0.0
     ilme_scale: float = 0.0
     allow_partial: bool = False
-    num_paths: int = 200
-    nbest_scale: float = 0.5
-    ngram_lm_scale: float = 0.01
 
     def __post_init__(self) -> None:
         check_positive("beam", self.beam)
-        for name in ("max_contexts", "max_states", "num_paths"):
+        for name in ("max_contexts", "max_states"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
         check_positive("temperature", self.temperature)
         check_finite("blank_penalty", self.blank_penalty)
         check_finite("ilme_scale", self.ilme_scale)
-        check_positive("nbest_scale", self.nbest_scale)
-        check_finite("ngram_lm_scale", self.ngram_lm_scale)
         if not isinstance(self.allow_partial, bool):
             raise TypeError(f"allow_partial must be a bool, got {self.allow_partial!r}")
 
@@ -122,8 +113,7 @@ class FastBeamSearchResult:
       hyps: the one-best hypothesis of each utterance (tokens = non-blank labels of the best
         path; an utterance with no frames gives ``([], [], 0.0)``; an empty lattice gives an
         empty hypothesis with score ``-inf``).
-      config: the configuration used (so n-best compositions read ``num_paths`` etc. from the
-        very object the search ran with).
+      config: the configuration used (the very object passed in).
     """
 
     lattice: k2.Fsa

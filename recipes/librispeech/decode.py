@@ -20,15 +20,22 @@ Each writes ``<out-dir>/<method>/{recogs,errs,wer-summary}-<test-set>-*.txt`` an
 from __future__ import annotations
 
 import logging
-import math
 from pathlib import Path
 
 import click
 import torch
 from lhotse import CutSet
 
-from k2dec.decode import DecodeConfig, decode_cuts, load_assets
-from k2dec.methods import get_method, list_methods, override_config
+from k2dec.job import (
+    DecodeConfig,
+    check_resources,
+    load_assets,
+    plan_methods,
+    results_table,
+    run_decode,
+    split_available,
+)
+from k2dec.methods import list_methods
 
 
 @click.command()
@@ -45,7 +52,7 @@ from k2dec.methods import get_method, list_methods, override_config
 @click.option("--set", "assignments", multiple=True, help="KEY=VALUE config overrides.")
 @click.option("--rnn-lm", type=click.Path(exists=True, path_type=Path), default=None)
 @click.option("--max-duration", default=100.0, show_default=True)
-@click.option("--threads", default=2, show_default=True)
+@click.option("--threads", default=2, show_default=True, type=click.IntRange(min=1))
 def main(data_dir, lang_dir, model_path, out_dir, test_sets, methods, assignments, rnn_lm,
          max_duration, threads):
     """Decode test sets with each method; print and save a WER/RTF table."""
@@ -53,25 +60,16 @@ def main(data_dir, lang_dir, model_path, out_dir, test_sets, methods, assignment
     torch.set_num_threads(threads)
     assets = load_assets(model_path, lang_dir,
                          lm_paths={"rnn_lm": rnn_lm} if rnn_lm else None)
-    have = set(assets.resources.graphs) | {"attention_decoder"} | (
-        {"lm"} if assets.resources.lms else set())
-    names = list(methods) or [m.name for m in list_methods() if set(m.requires) <= have]
-    rows = []
-    for test_set in test_sets:
-        cuts = CutSet.from_file(data_dir / "fbank" / f"librispeech_cuts_{test_set}.jsonl.gz")
-        for name in names:
-            method = get_method(name)
-            fields = {f for f in method.config_cls.__dataclass_fields__}
-            mine = [a for a in assignments if a.split("=", 1)[0].split(".")[0] in fields]
-            cfg = override_config(method.default_config(), mine)
-            s = decode_cuts(assets, cuts, name, out_dir, test_set, cfg,
-                            DecodeConfig(max_duration=max_duration))
-            best = min(s.wers.items(), key=lambda kv: kv[1]) if s.wers else ("-", math.nan)
-            rows.append((test_set, name, best[0], best[1], s.rtf, len(s.failed)))
-    lines = ["| test set | method | best setting | WER % | RTF | failed |",
-             "| --- | --- | --- | ---: | ---: | ---: |"]
-    lines += [f"| {t} | {m} | {k} | {w:.2f} | {r:.4f} | {f} |" for t, m, k, w, r, f in rows]
-    table = "\n".join(lines)
+    chosen = list(methods) or split_available(list_methods(), assets.resources)[0]
+    try:
+        runs = plan_methods(chosen, assignments)
+        check_resources(runs, assets.resources)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    cuts = {t: CutSet.from_file(data_dir / "fbank" / f"librispeech_cuts_{t}.jsonl.gz")
+            for t in test_sets}
+    rows = run_decode(assets, cuts, runs, out_dir, DecodeConfig(max_duration=max_duration))
+    table = results_table(rows)
     click.echo(table)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "RESULTS.md").write_text(table + "\n")

@@ -144,3 +144,24 @@ def test_prepare_decoding_graphs_is_idempotent(tmp_path, lexicon_file):
     assert stamps == {k: p.stat().st_mtime_ns for k, p in paths.items()}
     g = load_graph(paths["G"], lang.token_table, lang.word_table, kind="G_4_gram")
     assert hasattr(g, "lm_scores")
+
+
+def test_compile_graph_prints_size_and_names_words_on_no_arc(tmp_path, lexicon_file):
+    """Homophones (D/E) are on arcs; a lexicon word the LM lacks is named in a warning."""
+    runner = CliRunner()
+    lexicon_file.write_text(lexicon_file.read_text() + "NOLM c a\n")
+    lang_dir = tmp_path / "lang"
+    runner.invoke(main, ["prepare-lang", "--lang-dir", str(lang_dir), "--lexicon",
+                         str(lexicon_file)])
+    for kind, missing in (("L", None), ("HLG", "NOLM"), ("LG", "NOLM")):
+        args = ["compile-graph", "--lang-dir", str(lang_dir), "--type", kind]
+        r = runner.invoke(main, args + (["--arpa", str(tmp_path / "lm.arpa")]
+                                        if kind != "L" else []))
+        assert r.exit_code == 0, r.output
+        g = load_graph(lang_dir / f"{kind}.pt")
+        assert f"{g.shape[0]} states, {g.num_arcs} arcs" in r.output
+        if missing is None:
+            assert "all 8 lexicon words are on some arc" in r.output
+        else:
+            assert f"1 of 8 lexicon words are on no arc and can never be decoded: {missing}" \
+                in r.output

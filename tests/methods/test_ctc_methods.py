@@ -14,7 +14,7 @@ from k2dec.lattice.rescore import RescoreConfig, rescore_with_whole_lattice
 from k2dec.lm import RnnLM, RnnLmConfig
 from k2dec.methods import CtcInputs, Family, Resources, get_method, list_methods
 from k2dec.methods.ctc import CtcConfig
-from k2dec.nbest import MultiPassConfig, Nbest, rescore_with_ngram
+from k2dec.nbest import MultiPassConfig, Nbest, NbestConfig, rescore_with_ngram
 from tests.graph.conftest import TINY_ARPA
 
 CTC_METHODS = ["1best", "attention-decoder", "ctc-decoding", "ctc-greedy-search",
@@ -53,7 +53,7 @@ def test_registry_lists_the_ctc_methods():
 @pytest.mark.parametrize("name", CTC_METHODS)
 def test_every_ctc_method_runs_and_passes_its_config(setup, name):
     lang, res = setup
-    cfg = CtcConfig(num_paths=20, lm_scales=(0.5, 1.0), attention_scales=(0.3,),
+    cfg = CtcConfig(nbest=NbestConfig(num_paths=20), lm_scales=(0.5, 1.0), attention_scales=(0.3,),
                     top_k=5, whole_lattice=RescoreConfig(lm_scales=(0.5, 1.0)))
     out = get_method(name)(_inputs(1, lang.max_token_id + 1), res, cfg)
     assert out and all(r.config is cfg for r in out)
@@ -85,12 +85,12 @@ def test_1best_equals_the_lattice_best_path(setup):
 def test_nbest_rescoring_equals_the_library_call(setup):
     lang, res = setup
     inp = _inputs(3, lang.max_token_id + 1)
-    cfg = CtcConfig(num_paths=30, lm_scales=(0.7,))
+    cfg = CtcConfig(nbest=NbestConfig(num_paths=30), lm_scales=(0.7,))
     out = get_method("nbest-rescoring")(inp, res, cfg)
     HLG = res.graphs["HLG"].clone()
     HLG.lm_scores = HLG.scores.clone()
     lat = get_lattice(inp.log_probs, inp.lengths, HLG, cfg.lattice).lattice
-    nbest = Nbest.from_lattice(lat, 30, cfg.nbest_scale).intersect(lat)
+    nbest = Nbest.from_lattice(lat, 30, cfg.nbest.nbest_scale).intersect(lat)
     want = rescore_with_ngram(nbest, res.graphs["G"], [0.7])["ngram_lm_scale_0.7"].hyps
     assert out[0].words == want
 
@@ -99,7 +99,7 @@ def test_multi_pass_at_full_budget_equals_rnn_lm_rescoring(setup):
     lang, res = setup
     inp = _inputs(4, lang.max_token_id + 1)
     mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, nn_scale=1.0)
-    cfg = CtcConfig(num_paths=30, lm_scales=(1.0,), top_k=200, multi_pass=mp)
+    cfg = CtcConfig(nbest=NbestConfig(num_paths=30), lm_scales=(1.0,), top_k=200, multi_pass=mp)
     multi = get_method("multi-pass")(inp, res, cfg)[0]
     full = get_method("rnn-lm")(inp, res, cfg)[0]
     assert multi.words == full.words
@@ -142,11 +142,11 @@ def test_hlg_scale_scales_the_graph_not_the_callers(setup, scale):
     assert out.words == [list(h.words) for h in hypotheses_from_lattice(lat)]
     assert torch.equal(res.graphs["HLG"].scores, before)
     # n-gram rescoring sees the scaled graph's lm_scores (am = tot - lm stays acoustic)
-    cfg = CtcConfig(hlg_scale=scale, num_paths=30, lm_scales=(0.7,))
+    cfg = CtcConfig(hlg_scale=scale, nbest=NbestConfig(num_paths=30), lm_scales=(0.7,))
     got = get_method("nbest-rescoring")(inp, res, cfg)[0].words
     scaled.lm_scores = scaled.scores.clone()
     lat = get_lattice(inp.log_probs, inp.lengths, scaled, cfg.lattice).lattice
-    nbest = Nbest.from_lattice(lat, 30, cfg.nbest_scale).intersect(lat)
+    nbest = Nbest.from_lattice(lat, 30, cfg.nbest.nbest_scale).intersect(lat)
     assert got == rescore_with_ngram(nbest, res.graphs["G"], [0.7])["ngram_lm_scale_0.7"].hyps
 
 

@@ -11,6 +11,12 @@ import torch
 from k2dec.graph import build_G, build_L, compile_LG
 from k2dec.lang import write_lang_dir
 from k2dec.methods import Family, Resources, TransducerInputs, get_method, list_methods
+from k2dec.methods.transducer import (
+    FastBeamSearchLGConfig,
+    FastBeamSearchNbestConfig,
+    FastBeamSearchNbestLGConfig,
+)
+from k2dec.nbest import NbestConfig
 from k2dec.transducer import FastBeamSearchConfig, fast_beam_search
 from tests.graph.conftest import TINY_ARPA, TINY_LEXICON
 from tests.reference.lattice_paths import enumerate_paths
@@ -81,10 +87,10 @@ def test_missing_graph_and_refs_are_clear_errors(device):
 def test_nbest_picks_the_best_token_sequence_of_the_lattice(seed):
     model = random_model(vocab_size=4, seed=seed)
     enc, enc_lens = random_batch([4, 3], seed=seed)
-    cfg = FastBeamSearchConfig(num_paths=300)
+    cfg = FastBeamSearchNbestConfig(nbest=NbestConfig(num_paths=300))
     out = get_method("fast_beam_search_nbest")(TransducerInputs(model, enc, enc_lens),
                                                Resources(), cfg)[0]
-    lattice = fast_beam_search(model, enc, enc_lens, None, cfg).lattice
+    lattice = fast_beam_search(model, enc, enc_lens, None, cfg.search).lattice
     for u in range(2):
         paths = enumerate_paths(lattice[u])
         best: dict[tuple[int, ...], float] = {}
@@ -99,13 +105,13 @@ def test_nbest_LG_picks_the_best_log_sum_word_sequence(tiny_LG, seed):
     _, LG = tiny_LG
     model = random_model(vocab_size=5, seed=seed)
     enc, enc_lens = random_batch([4, 5], seed=seed)
-    cfg = FastBeamSearchConfig(num_paths=300)
+    cfg = FastBeamSearchNbestLGConfig(nbest=NbestConfig(num_paths=300))
     res = Resources(graphs={"LG": LG})
     out = get_method("fast_beam_search_nbest_LG")(TransducerInputs(model, enc, enc_lens),
                                                   res, cfg)[0]
     graph = LG.clone()
     graph.scores = LG.scores * cfg.ngram_lm_scale
-    lattice = fast_beam_search(model, enc, enc_lens, graph, cfg).lattice
+    lattice = fast_beam_search(model, enc, enc_lens, graph, cfg.search).lattice
     for u in range(2):
         totals: dict[tuple[int, ...], list[float]] = {}
         for p in enumerate_paths(lattice[u]):
@@ -121,8 +127,8 @@ def test_nbest_LG_picks_the_best_log_sum_word_sequence(tiny_LG, seed):
 def test_oracle_finds_the_reference_when_it_is_in_the_lattice():
     model = random_model(vocab_size=4, seed=7)
     enc, enc_lens = random_batch([5, 3], seed=7)
-    cfg = FastBeamSearchConfig(num_paths=300)
-    one_best = fast_beam_search(model, enc, enc_lens, None, cfg).hyps
+    cfg = FastBeamSearchNbestConfig(nbest=NbestConfig(num_paths=300))
+    one_best = fast_beam_search(model, enc, enc_lens, None, cfg.search).hyps
     refs = [h.tokens for h in one_best]
     out = get_method("fast_beam_search_nbest_oracle")(
         TransducerInputs(model, enc, enc_lens, ref_tokens=refs), Resources(), cfg)[0]
@@ -157,3 +163,13 @@ def test_override_config():
                      (["beam=x"], "does not fit"), (["allow_partial=maybe"], "does not fit")]:
         with pytest.raises(ValueError, match=msg):
             override_config(FastBeamSearchConfig(), bad)
+
+
+def test_icefall_defaults_of_the_composed_configs():
+    for cls in (FastBeamSearchNbestConfig, FastBeamSearchNbestLGConfig):
+        c = cls()
+        assert (c.nbest.num_paths, c.nbest.nbest_scale) == (200, 0.5)
+        assert c.search == FastBeamSearchConfig()
+    assert FastBeamSearchNbestLGConfig().ngram_lm_scale == 0.01
+    assert FastBeamSearchLGConfig().ngram_lm_scale == 0.01
+    assert NbestConfig() == NbestConfig(num_paths=100, nbest_scale=0.5)

@@ -69,3 +69,37 @@ def best_by_key(paths: list[RefPath], key: str) -> dict[tuple[int, ...], float]:
 
 def to_cpu_single(vec: k2.Fsa, i: int) -> k2.Fsa:
     return vec[i].to(torch.device("cpu"))
+
+
+def best_per_word_sequence(fsa: k2.Fsa) -> dict[tuple[int, ...], float]:
+    """Best (max) path score for each word sequence (``aux_labels`` > 0) of a single acyclic
+    FSA, by dynamic programming over states (the same as ``best_by_key(enumerate_paths(fsa),
+    "words")`` without listing every path, which graphs with many equivalent paths need)."""
+    import functools
+
+    fsa = fsa.to("cpu")
+    num_states = fsa.shape[0]
+    if num_states == 0:
+        return {}
+    arcs = fsa.arcs.values()[:, :3].tolist()
+    scores = fsa.scores.double().tolist()
+    a = fsa.aux_labels
+    aux = a.tolist() if isinstance(a, k2.RaggedTensor) else [[x] for x in a.tolist()]
+    out: dict[int, list[int]] = {}
+    for i, (src, _, _) in enumerate(arcs):
+        out.setdefault(src, []).append(i)
+    final = num_states - 1
+
+    @functools.cache
+    def from_state(state: int) -> dict[tuple[int, ...], float]:
+        if state == final:
+            return {(): 0.0}
+        best: dict[tuple[int, ...], float] = {}
+        for i in out.get(state, []):
+            words = tuple(w for w in aux[i] if w > 0)
+            for rest, score in from_state(arcs[i][1]).items():
+                key = words + rest
+                best[key] = max(best.get(key, float("-inf")), scores[i] + score)
+        return best
+
+    return dict(from_state(0))

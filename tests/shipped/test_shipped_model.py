@@ -10,9 +10,8 @@ import math
 import pytest
 from lhotse import CutSet
 
-from k2dec.decode import DecodeConfig, decode_cuts, load_assets
 from k2dec.demo import ASSETS, DEMO_OVERRIDES, prepare_demo
-from k2dec.methods import get_method, override_config
+from k2dec.job import DecodeConfig, load_assets, plan_methods, run_decode
 
 pytestmark = pytest.mark.skipif(not (ASSETS / "model.pt").is_file(),
                                 reason="no shipped model in this checkout")
@@ -47,17 +46,11 @@ def shipped(tmp_path_factory):
 @pytest.fixture(scope="module")
 def wers(shipped):
     work, assets, cuts = shipped
-    out = {}
-    for name in THRESHOLDS:
-        default = get_method(name).default_config()
-        fields = set(default.__dataclass_fields__)
-        cfg = override_config(default, [o for o in DEMO_OVERRIDES
-                                        if o.split("=")[0].split(".")[0] in fields])
-        s = decode_cuts(assets, cuts, name, work / "decode", "test-clean", cfg,
-                        config=DecodeConfig(max_duration=100.0, num_buckets=4))
-        assert s.failed == []
-        out[name] = min(s.wers.values())
-    return out
+    runs = plan_methods(list(THRESHOLDS), DEMO_OVERRIDES, require_used=False)
+    rows = run_decode(assets, {"test-clean": cuts}, runs, work / "decode",
+                      DecodeConfig(max_duration=100.0, num_buckets=4))
+    assert all(s.failed == [] for s in rows)
+    return {s.method: s.best[1] for s in rows}
 
 
 @pytest.mark.parametrize("name", sorted(THRESHOLDS))

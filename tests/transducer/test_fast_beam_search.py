@@ -182,9 +182,6 @@ def test_config_reaches_the_search_unchanged(device):
         "blank_penalty": 1.0,
         "ilme_scale": 0.4,
         "allow_partial": True,
-        "num_paths": 17,
-        "nbest_scale": 0.3,
-        "ngram_lm_scale": 0.7,
     }
     assert set(changes) == {f.name for f in dataclasses.fields(FastBeamSearchConfig)}
     default_scores = _tot_log(fast_beam_search(model, enc, lens, config=base).lattice)

@@ -12,7 +12,7 @@ import torch.multiprocessing as mp
 from click.testing import CliRunner
 
 from k2dec.cli import main
-from k2dec.decode import DecodeConfig, decode_cuts, load_assets
+from k2dec.job import DecodeConfig, decode_cuts, load_assets
 from k2dec.results import read_results
 
 METHODS = ["greedy_search", "1best", "fast_beam_search_nbest_LG", "ctc-greedy-search",

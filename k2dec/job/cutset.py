@@ -1,0 +1,363 @@
+"""One method over one test set: cuts -> model -> the method -> per-cut JSONL results
+(resumable) -> icefall result files, WER and real-time factor.
+
+Every cut ends up in the results file: decoded, or recorded as failed with the reason (a
+batch that raises is retried cut by cut so that one bad cut cannot sink its neighbours; an
+utterance whose lattice is empty is a failure with the lattice report's reason). A rerun skips
+the cuts already recorded, so a killed job resumes where it stopped. Under ``torchrun`` each
+rank decodes every ``world_size``-th cut into its own shard file; rank 0 merges the shards.
+
+A decoded cut's line holds ``hyp`` (the first setting's words, for quick reading), ``ref`` and
+``hyps``: per setting, the method's :class:`~k2dec.utils.HypothesisRecord` as JSON (token and
+word ids, frames, score) plus ``text``, its words.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from lhotse import CutSet
+from tqdm import tqdm
+
+from ..data import make_dataloader
+from ..methods import (
+    AedInputs,
+    CtcInputs,
+    Family,
+    Method,
+    MethodResult,
+    TransducerInputs,
+    get_method,
+)
+from ..results import (
+    ResultWriter,
+    RtfTimer,
+    bpe_ids_to_words,
+    merge_results,
+    read_results,
+    save_results,
+    word_ids_to_words,
+)
+from ..utils import HypothesisRecord
+from .assets import DecodeAssets
+
+__all__ = [
+    "DecodeConfig",
+    "DecodeSummary",
+    "check_references",
+    "decode_cuts",
+    "dist_info",
+    "shard_cuts",
+]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    """Settings of a decode job.
+
+    Attributes:
+      max_duration: seconds of audio per batch; a longer cut is recorded as failed, since
+        memory grows with the square of a cut's length (``k2dec decode`` with the shipped
+        model peaks at about 0.5 GB for one 60 s cut, 2.2 GB for 300 s).
+      num_buckets: duration buckets of the sampler.
+      retry_failed: decode again cuts a previous run recorded as failed.
+      world_size, rank: sharding (``torchrun``); rank ``r`` decodes cuts ``r, r + W, ...``.
+    """
+
+    max_duration: float = 200.0
+    num_buckets: int = 10
+    retry_failed: bool = False
+    world_size: int = 1
+    rank: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.rank < self.world_size:
+            raise ValueError(f"need 0 <= rank < world_size, got rank={self.rank}, "
+                             f"world_size={self.world_size}")
+
+
+@dataclass(frozen=True)
+class DecodeSummary:
+    """Outcome of :func:`decode_cuts` for one test set and method: one row of a results table.
+
+    Attributes:
+      method: the method's name.
+      test_set: the test set's name.
+      wers: ``{key: WER %}`` (one key per setting of the method; empty without references).
+      rtf: decode seconds / audio seconds of the cuts decoded in this run (NaN if none).
+      num_cuts: cuts in the test set (this rank's shard).
+      failed: ids of cuts that could not be decoded (with reasons in the JSONL file).
+      results_path: the JSONL file.
+    """
+
+    method: str
+    test_set: str
+    wers: dict[str, float]
+    rtf: float
+    num_cuts: int
+    failed: list[str]
+    results_path: Path
+
+    @property
+    def best(self) -> tuple[str, float]:
+        """``(setting, WER %)`` of the best setting; ``("-", nan)`` without WERs."""
+        if not self.wers:
+            return "-", math.nan
+        return min(self.wers.items(), key=lambda kv: kv[1])
+
+
+def dist_info() -> tuple[int, int]:
+    """``(world_size, rank)`` from torchrun's environment (``(1, 0)`` outside torchrun)."""
+    return int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
+
+
+def shard_cuts(cuts: CutSet, world_size: int, rank: int) -> CutSet:
+    """Every ``world_size``-th cut starting at ``rank`` (deterministic, order kept)."""
+    return CutSet.from_cuts(c for i, c in enumerate(cuts) if i % world_size == rank)
+
+
+def check_references(methods: Sequence[str | Method],
+                     cuts: CutSet | Mapping[str, str]) -> None:
+    """Refuse, before any decoding, methods that read references (oracle methods) when a
+    cut has none (an empty supervision text).
+
+    Args:
+      methods: names or :class:`~k2dec.methods.Method` objects.
+      cuts: the cuts, or ``{utterance id: reference text}`` of the utterances to come (e.g.
+        the files of an audio folder, before their features are computed).
+
+    Raises:
+      ValueError: naming the method and the first cuts without a reference.
+    """
+    oracles = [m.name for m in map(_method, methods) if m.needs_references]
+    if not oracles:
+        return
+    if isinstance(cuts, Mapping):
+        missing = [utt for utt, text in cuts.items() if not (text or "").strip()]
+    else:
+        missing = [c.id for c in cuts
+                   if not any((s.text or "").strip() for s in c.supervisions)]
+    if missing:
+        raise ValueError(
+            f"method {oracles[0]!r} compares hypotheses with the references, but {len(missing)} "
+            f"of {len(cuts)} cuts have none (e.g. {', '.join(missing[:5])}); give references "
+            "(k2dec decode --text, or *.trans.txt files in the audio folder) or drop the method")
+
+
+def _method(method: str | Method) -> Method:
+    return get_method(method) if isinstance(method, str) else method
+
+
+def _batch_arrays(batch: dict) -> tuple[torch.Tensor, torch.Tensor, list[str], list[list[str]]]:
+    sup = batch["supervisions"]
+    idx = sup["sequence_idx"].to(torch.int64)
+    feats = batch["inputs"][idx]
+    lens = sup["num_frames"].to(torch.int64)
+    cut_ids = [c.id for c in sup["cut"]]
+    refs = [t.split() for t in sup["text"]]
+    return feats, lens, cut_ids, refs
+
+
+def _inputs(method: Method, assets: DecodeAssets, feats: torch.Tensor, lens: torch.Tensor,
+            refs: list[list[str]]):
+    model = assets.model
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        enc, enc_lens = model(feats.to(device), lens.to(device))
+        if method.family is Family.TRANSDUCER:
+            ref_tokens = ([assets.sp.encode(" ".join(r)) for r in refs]
+                          if assets.sp is not None else None)
+            return TransducerInputs(model, enc, enc_lens, ref_tokens=ref_tokens)
+        log_probs = model.ctc_log_probs(enc)
+        if method.family is Family.AED:
+            return AedInputs(enc, enc_lens, ctc_log_probs=log_probs)
+        ref_words = None
+        if assets.lang is not None:
+            table = assets.lang.word_table
+            unk = table.get("<UNK>") if "<UNK>" in table else 0
+            ref_words = [[table.get(w) if w in table else unk for w in r] for r in refs]
+        return CtcInputs(log_probs, enc_lens, ref_words=ref_words, memory=enc,
+                         memory_lens=enc_lens)
+
+
+def _texts(result: MethodResult, assets: DecodeAssets) -> list[list[str]]:
+    """Each utterance's words: word ids through words.txt, else token ids through BPE."""
+    if result.words is not None:
+        if assets.lang is None:
+            raise ValueError("word hypotheses need the lang dir (words.txt)")
+        return word_ids_to_words(result.words, assets.lang.word_table)
+    if assets.sp is None:
+        raise ValueError("token hypotheses need the BPE model to become words")
+    return bpe_ids_to_words(result.tokens, assets.sp)
+
+
+#: Per utterance: ``{setting: (record, words)}`` and the failure reason (``""`` if fine).
+_Decoded = tuple[dict[str, tuple[HypothesisRecord, list[str]]], str]
+
+
+def _decode_batch(method: Method, config: Any, assets: DecodeAssets, feats, lens, refs
+                  ) -> list[_Decoded]:
+    """Decode one batch; per utterance its hypotheses by setting and its failure reason."""
+    inputs = _inputs(method, assets, feats, lens, refs)
+    with torch.no_grad():
+        results = method(inputs, assets.resources, config)
+    out: list[_Decoded] = [({}, "") for _ in refs]
+    for r in results:
+        for i, (rec, words) in enumerate(zip(r.hyps, _texts(r, assets))):
+            out[i][0][r.key] = (rec, words)
+            if rec.error and not out[i][1]:
+                out[i] = (out[i][0], rec.error)
+    return out
+
+
+def _decode_or_split(method: Method, config: Any, assets: DecodeAssets, feats, lens, refs
+                     ) -> list[_Decoded]:
+    """:func:`_decode_batch`; if the batch raises, each cut alone (a cut that raises fails
+    with the exception)."""
+    try:
+        return _decode_batch(method, config, assets, feats, lens, refs)
+    except (ValueError, RuntimeError) as e:
+        logger.warning("batch of %d failed (%s); decoding its cuts one by one", len(refs), e)
+    out: list[_Decoded] = []
+    for i in range(len(refs)):
+        try:
+            out += _decode_batch(method, config, assets, feats[i:i + 1, : int(lens[i])],
+                                 lens[i:i + 1], refs[i:i + 1])
+        except (ValueError, RuntimeError) as err:
+            out.append(({}, f"{type(err).__name__}: {err}"))
+    return out
+
+
+def _write(writer: ResultWriter, cut_id: str, ref: list[str], decoded: _Decoded) -> None:
+    hyps, failed = decoded
+    if failed:
+        writer.write_failure(cut_id, failed)
+        return
+    first = next(iter(hyps.values()))[1]
+    writer.write(cut_id, hyp=first, ref=ref or None,
+                 hyps={key: {"text": words, **rec.to_json()} for key, (rec, words) in
+                       hyps.items()})
+
+
+def _todo(cuts: CutSet, writer: ResultWriter, min_frames: int, max_duration: float) -> CutSet:
+    """The cuts not yet in the results file; cuts too short for the model or longer than a
+    batch are recorded as failed."""
+    todo = []
+    for c in cuts:
+        if c.id in writer:
+            continue
+        if c.num_frames is not None and c.num_frames < min_frames:
+            writer.write_failure(c.id, f"too short: {c.num_frames} feature frames, the "
+                                       f"model needs at least {min_frames}")
+            continue
+        if c.duration > max_duration:
+            # a batch holds at most max_duration seconds: this bounds memory (the
+            # encoder's attention grows with the square of the length)
+            writer.write_failure(c.id, f"too long: {c.duration:.1f} s of audio, more than "
+                                       f"max_duration={max_duration:g} s per batch; "
+                                       "raise max_duration (--max-duration) or split it")
+            continue
+        todo.append(c)
+    return CutSet.from_cuts(todo)
+
+
+def decode_cuts(
+    assets: DecodeAssets,
+    cuts: CutSet,
+    method: str | Method,
+    out_dir: str | Path,
+    test_set: str,
+    method_config: Any = None,
+    config: DecodeConfig = DecodeConfig(),  # noqa: B008 (frozen)
+    suffix: str = "",
+    failed: Mapping[str, str] | None = None,
+) -> DecodeSummary:
+    """Decode ``cuts`` with one method, resuming ``out_dir/{method}/results-{test_set}.jsonl``
+    (per-rank shard files under torchrun), then write icefall result files for every setting.
+
+    Args:
+      failed: ``{cut_id: reason}`` of utterances that never became cuts (e.g. unreadable
+        audio files, :attr:`k2dec.data.AudioDirCuts.failures`); they are recorded as failed
+        cuts of the test set (by rank 0 under torchrun).
+
+    Returns:
+      :class:`DecodeSummary` (on ranks > 0 the WERs are empty: rank 0 merges and scores).
+
+    Raises:
+      ValueError: an oracle method and a cut without a reference (:func:`check_references`).
+    """
+    method = _method(method)
+    check_references([method], cuts)
+    method_config = method.default_config() if method_config is None else method_config
+    out_dir = Path(out_dir) / method.name
+    shard = f".rank{config.rank}" if config.world_size > 1 else ""
+    path = out_dir / f"results-{test_set}{shard}.jsonl"
+    cuts = shard_cuts(cuts, config.world_size, config.rank) if config.world_size > 1 else cuts
+    failed = dict(failed or {}) if config.rank == 0 else {}
+    total = len(cuts) + len(failed)
+    assets.model.eval()
+    timer = RtfTimer()
+    with ResultWriter(path, retry_failed=config.retry_failed) as writer:
+        for cut_id, reason in failed.items():
+            if cut_id not in writer:
+                writer.write_failure(cut_id, reason)
+        min_frames = getattr(getattr(assets.model, "encoder", None), "min_input_frames", 1)
+        todo = _todo(cuts, writer, min_frames, config.max_duration)
+        logger.info("%s/%s: %d cuts, %d to decode", test_set, method.name, total, len(todo))
+        if len(todo):
+            loader = make_dataloader(todo, config.max_duration, shuffle=False,
+                                     num_buckets=config.num_buckets, world_size=1, rank=0)
+            for batch in tqdm(loader, desc=f"{test_set} {method.name}", unit="batch"):
+                feats, lens, cut_ids, refs = _batch_arrays(batch)
+                start = time.perf_counter()
+                decoded = _decode_or_split(method, method_config, assets, feats, lens, refs)
+                timer.add(time.perf_counter() - start, float(lens.sum()) / 100.0)  # 100 fps
+                for cut_id, ref, d in zip(cut_ids, refs, decoded):
+                    _write(writer, cut_id, ref, d)
+    rtf = timer.rtf if timer.audio_seconds > 0 else float("nan")
+    if config.world_size > 1:
+        _barrier()  # every shard file is complete past this point
+        if config.rank != 0:
+            return DecodeSummary(method.name, test_set, {}, rtf, total, [], path)
+        path = out_dir / f"results-{test_set}.jsonl"
+        merge_results([out_dir / f"results-{test_set}.rank{r}.jsonl"
+                       for r in range(config.world_size)], path)
+    return _score(path, out_dir, method.name, test_set, rtf, suffix)
+
+
+def _barrier() -> None:
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.barrier()
+
+
+def _words(hyp: Any) -> list[str]:
+    """The words of one setting in a results line (older files stored the word list)."""
+    return hyp["text"] if isinstance(hyp, dict) else hyp
+
+
+def _score(path: Path, out_dir: Path, method: str, test_set: str, rtf: float, suffix: str
+           ) -> DecodeSummary:
+    records = read_results(path)
+    failed = sorted(k for k, r in records.items() if r["status"] == "error")
+    by_key: dict[str, list] = {}
+    for cut_id in sorted(records):
+        rec = records[cut_id]
+        if rec["status"] != "ok" or rec.get("ref") is None:
+            continue
+        for key, hyp in rec["hyps"].items():
+            by_key.setdefault(key, []).append((cut_id, rec["ref"], _words(hyp)))
+    wers = save_results(out_dir, test_set, by_key, suffix=suffix) if by_key else {}
+    if failed:
+        logger.warning("%s: %d cuts could not be decoded (see %s): %s", test_set, len(failed),
+                       path, ", ".join(failed[:10]))
+    return DecodeSummary(method, test_set, wers, rtf, len(records), failed, path)

@@ -1,0 +1,169 @@
+"""The decode driver: methods x ``KEY=VALUE`` assignments x resources -> one
+:class:`~k2dec.job.DecodeSummary` row per test set and method, and a results table.
+
+``k2dec decode``, ``k2dec demo`` and ``recipes/librispeech/decode.py`` all run through it::
+
+    runs = plan_methods(["1best", "modified_beam_search"], ["beam=8", "num_paths=50"])
+    assets = load_assets("model.pt", "data/lang_bpe_256")
+    rows = run_decode(assets, {"test-clean": cuts}, runs, "exp/decode")
+    print(results_table(rows))
+
+Everything that can be checked before decoding is checked here, before the first cut: the
+method names, each assignment (it must reach a field of some given method's config, with a
+value of the field's type that the config accepts) and the resources each method requires.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lhotse import CutSet
+
+from ..methods import Method, Resources, config_field_path, get_method, override_config
+from .assets import DecodeAssets, need_hint
+from .cutset import DecodeConfig, DecodeSummary, check_references, decode_cuts
+
+__all__ = [
+    "MethodRun",
+    "check_resources",
+    "plan_methods",
+    "results_table",
+    "run_decode",
+    "split_available",
+]
+
+
+@dataclass(frozen=True)
+class MethodRun:
+    """A method and the config it runs with (its defaults with the assignments applied)."""
+
+    method: Method
+    config: Any
+
+
+def _applies(config: Any, assignment: str) -> bool:
+    """True if the assignment's key reaches a field of ``config`` (an ambiguous bare name
+    counts: :func:`override_config` then says which fields it could mean)."""
+    try:
+        return config_field_path(config, assignment.split("=", 1)[0]) is not None
+    except ValueError:
+        return True
+
+
+def plan_methods(methods: Sequence[str | Method], assignments: Sequence[str] = (),
+                 require_used: bool = True) -> list[MethodRun]:
+    """Each method with its config: every ``KEY=VALUE`` assignment is applied to each method
+    whose config has the field ``KEY`` (see :func:`k2dec.methods.override_config`).
+
+    Args:
+      methods: names (icefall's) or :class:`~k2dec.methods.Method` objects, each once.
+      assignments: ``KEY=VALUE`` strings (``beam=8``, ``lattice.search_beam=15``,
+        ``lm_scales=0.5,1.0``).
+      require_used: an assignment that no method's config has is an error (else ignored).
+
+    Raises:
+      ValueError: naming every problem found: unknown or repeated methods, malformed
+        assignments, values of the wrong type or rejected by the config, unused assignments.
+    """
+    problems: list[str] = []
+    resolved: list[Method] = []
+    for m in methods:
+        try:
+            method = get_method(m) if isinstance(m, str) else m
+        except ValueError as e:
+            problems.append(str(e))
+            continue
+        if any(r.name == method.name for r in resolved):
+            problems.append(f"method {method.name!r} is given twice")
+            continue
+        resolved.append(method)
+    problems += [f"expected KEY=VALUE, got {a!r}" for a in assignments if "=" not in a]
+    assignments = [a for a in assignments if "=" in a]
+    runs, used, rejected = [], set(), {}
+    for method in resolved:
+        default = method.default_config()
+        mine = [a for a in assignments if _applies(default, a)]
+        used.update(mine)
+        try:
+            runs.append(MethodRun(method, override_config(default, mine)))
+        except ValueError as e:
+            rejected.setdefault(str(e), []).append(method.name)
+    problems += [f"{e} (in {', '.join(names)})" for e, names in rejected.items()]
+    unused = [a for a in assignments if a not in used]
+    if unused and require_used:
+        problems.append(f"no given method has a field for {', '.join(unused)}")
+    if problems:
+        raise ValueError("; ".join(problems))
+    return runs
+
+
+def split_available(methods: Sequence[Method], resources: Resources
+                    ) -> tuple[list[Method], dict[str, tuple[str, ...]]]:
+    """``(methods whose requirements the resources meet, {name: what the others lack})``."""
+    ok, lacking = [], {}
+    for m in methods:
+        missing = resources.missing(m.requires)
+        if missing:
+            lacking[m.name] = missing
+        else:
+            ok.append(m)
+    return ok, lacking
+
+
+def check_resources(runs: Sequence[MethodRun], resources: Resources) -> None:
+    """Raise ``ValueError`` naming each method whose requirements ``resources`` lack, and how
+    to supply them."""
+    _, lacking = split_available([r.method for r in runs], resources)
+    if lacking:
+        raise ValueError("; ".join(f"method {name!r} needs {', '.join(map(need_hint, needs))}"
+                                   for name, needs in lacking.items()))
+
+
+def run_decode(
+    assets: DecodeAssets,
+    test_sets: Mapping[str, CutSet],
+    runs: Sequence[MethodRun],
+    out_dir: str | Path,
+    config: DecodeConfig = DecodeConfig(),  # noqa: B008 (frozen)
+    failed: Mapping[str, Mapping[str, str]] | None = None,
+) -> list[DecodeSummary]:
+    """Decode every test set with every planned method (:func:`decode_cuts`: resumable JSONL
+    and icefall files under ``out_dir/<method>/``), after checking the resources and, for
+    oracle methods, the references.
+
+    Args:
+      test_sets: cuts by test-set name.
+      failed: by test-set name, ``{cut_id: reason}`` of utterances that never became cuts
+        (unreadable audio files); recorded as failed cuts.
+
+    Returns:
+      one :class:`DecodeSummary` per test set and method, test sets outermost, in the given
+      orders.
+
+    Raises:
+      ValueError: from :func:`check_resources` or :func:`check_references`, before any cut is
+        decoded.
+    """
+    check_resources(runs, assets.resources)
+    for cuts in test_sets.values():
+        check_references([r.method for r in runs], cuts)
+    failed = failed or {}
+    return [decode_cuts(assets, cuts, r.method, out_dir, name, r.config, config,
+                        failed=failed.get(name))
+            for name, cuts in test_sets.items() for r in runs]
+
+
+def results_table(rows: Sequence[DecodeSummary], all_settings: bool = False) -> str:
+    """A Markdown table: per test set and method its best setting's WER (with
+    ``all_settings``: every setting, best first), the RTF and the number of failed cuts."""
+    lines = ["| test set | method | setting | WER % | RTF | failed cuts |",
+             "| --- | --- | --- | ---: | ---: | ---: |"]
+    for s in rows:
+        settings = sorted(s.wers.items(), key=lambda kv: kv[1]) if all_settings else [s.best]
+        for key, wer in settings or [s.best]:
+            lines.append(f"| {s.test_set} | {s.method} | {key} | {wer:.2f} | {s.rtf:.4f} | "
+                         f"{len(s.failed)} |")
+    return "\n".join(lines)

@@ -1,0 +1,114 @@
+"""The decode driver: one place that plans methods, checks everything before the first cut,
+decodes every test set with every method and makes the table."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from k2dec.cli import main
+from k2dec.job import (
+    DecodeConfig,
+    decode_cuts,
+    load_assets,
+    plan_methods,
+    results_table,
+    run_decode,
+)
+from k2dec.methods import get_method
+from k2dec.results import read_results
+from k2dec.utils import HypothesisRecord
+
+
+def test_plan_applies_assignments_where_the_field_is():
+    runs = plan_methods(["1best", "modified_beam_search", "fast_beam_search_nbest_LG"],
+                        ["beam=8", "num_paths=7", "lattice.search_beam=12"])
+    cfg = {r.method.name: r.config for r in runs}
+    assert cfg["1best"].nbest.num_paths == 7 and cfg["1best"].lattice.search_beam == 12.0
+    assert cfg["modified_beam_search"].beam == 8
+    assert cfg["fast_beam_search_nbest_LG"].search.beam == 8.0
+    assert cfg["fast_beam_search_nbest_LG"].nbest.num_paths == 7
+    assert [r.method for r in runs] == [get_method("1best"), get_method("modified_beam_search"),
+                                        get_method("fast_beam_search_nbest_LG")]
+    assert plan_methods(["greedy_search"], ["beam=3"], require_used=False)[0].config == \
+        get_method("greedy_search").default_config()
+
+
+@pytest.mark.parametrize("methods, assignments, message", [
+    (["nope"], [], "unknown decoding method 'nope'"),
+    (["1best", "1best"], [], "method '1best' is given twice"),
+    (["greedy_search"], ["nope=1"], "no given method has a field for nope=1"),
+    (["greedy_search"], ["beam"], "expected KEY=VALUE, got 'beam'"),
+    (["1best", "nbest"], ["num_paths=2.7"], "num_paths=2.7: num_paths='2.7' does not fit the "
+                                           "field's type \\(int\\) \\(in 1best, nbest\\)"),
+    (["nbest"], ["num_paths=0"], "num_paths must be an int >= 1, got 0"),
+    (["nbest"], ["nbest_scale=0"], "nbest_scale must be > 0"),
+    (["rnn-lm"], ["lm_scales="], "lm_scales='' does not fit"),
+])
+def test_plan_refuses_bad_input(methods, assignments, message):
+    with pytest.raises(ValueError, match=message):
+        plan_methods(methods, assignments)
+
+
+def _cli(s, out, *extra):
+    return CliRunner().invoke(main, [
+        "decode", "--cuts", str(s["cuts_path"]), "--model", str(s["model_path"]),
+        "--out-dir", str(out), "--max-duration", "3", *extra])
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--method", "nbest", "--set", "num_paths=2.7"], "does not fit the field's type (int)"),
+    (["--method", "nbest", "--set", "num_paths=0"], "num_paths must be an int >= 1, got 0"),
+    (["--method", "nbest", "--set", "nbest_scale=0"], "nbest_scale must be > 0"),
+    (["--method", "rnn-lm", "--set", "lm_scales="], "lm_scales='' does not fit"),
+    (["--method", "1best"], "method '1best' needs the HLG graph (HLG.pt in the lang dir"),
+    (["--method", "rnn-lm"], "a neural LM (--rnn-lm FILE"),
+    (["--method", "greedy_search", "--threads", "0"], "0 is not in the range x>=1"),
+])
+def test_cli_refuses_before_decoding_any_cut(decode_setup, tmp_path, extra, message):
+    r = _cli(decode_setup, tmp_path / "out", *extra)
+    assert r.exit_code != 0 and message in r.output, r.output
+    assert not list(tmp_path.rglob("*.jsonl")), "nothing may be decoded"
+
+
+def test_run_decode_equals_decode_cuts_and_makes_the_table(decode_setup, tmp_path):
+    s = decode_setup
+    assets = load_assets(s["model_path"], s["lang_dir"])
+    cfg = DecodeConfig(max_duration=3.0, num_buckets=2)
+    runs = plan_methods(["1best", "greedy_search"], ["lattice.output_beam=6"])
+    rows = run_decode(assets, {"a": s["cuts"], "b": s["cuts"]}, runs, tmp_path / "run", cfg)
+    assert [(r.test_set, r.method) for r in rows] == [
+        ("a", "1best"), ("a", "greedy_search"), ("b", "1best"), ("b", "greedy_search")]
+    one = decode_cuts(assets, s["cuts"], "1best", tmp_path / "one", "a", runs[0].config, cfg)
+    assert read_results(one.results_path) == read_results(rows[0].results_path)
+    assert rows[0].wers == one.wers and rows[0].best == min(one.wers.items(),
+                                                            key=lambda kv: kv[1])
+    table = results_table(rows).splitlines()
+    assert table[0] == "| test set | method | setting | WER % | RTF | failed cuts |"
+    assert table[2].startswith(f"| a | 1best | 1best | {one.wers['1best']:.2f} | ")
+    assert table[2].endswith(" | 1 |") and len(table) == 2 + 4
+    with pytest.raises(ValueError, match="method 'fast_beam_search_LG' needs the LG graph"):
+        run_decode(load_assets(s["model_path"]), {"a": s["cuts"]},
+                   plan_methods(["fast_beam_search_LG"]), tmp_path / "x", cfg)
+    assert not (tmp_path / "x").exists()
+
+
+def test_results_lines_carry_the_hypothesis_records(decode_setup, tmp_path):
+    s = decode_setup
+    assets = load_assets(s["model_path"], s["lang_dir"])
+    cfg = DecodeConfig(max_duration=3.0, num_buckets=2)
+    for name in ("1best", "greedy_search"):
+        summary = decode_cuts(assets, s["cuts"], name, tmp_path, "t", config=cfg)
+        for rec in read_results(summary.results_path).values():
+            if rec["status"] != "ok":
+                continue
+            hyp = rec["hyps"][name]
+            assert hyp["text"] == rec["hyp"]
+            back = HypothesisRecord(**{k: tuple(v) if isinstance(v, list) else v
+                                       for k, v in hyp.items() if k != "text"})
+            assert back.token_frames is not None and math.isfinite(back.score)
+            assert (back.words is not None) == (name == "1best")
+            if name == "1best":
+                assert back.word_frames is not None

@@ -1,0 +1,99 @@
+"""The registry's config overrides and Resources: what a method lacks, scaled graphs."""
+
+from __future__ import annotations
+
+import k2
+import pytest
+import torch
+
+from k2dec.methods import Resources, config_field_path, get_method, override_config
+from k2dec.methods.ctc import CtcConfig
+from k2dec.methods.transducer import FastBeamSearchNbestLGConfig
+from k2dec.nbest import NbestConfig
+
+
+def test_bare_names_reach_the_one_nested_field():
+    cfg = FastBeamSearchNbestLGConfig()
+    assert config_field_path(cfg, "num_paths") == ["nbest", "num_paths"]
+    assert config_field_path(cfg, "beam") == ["search", "beam"]
+    assert config_field_path(cfg, "ngram_lm_scale") == ["ngram_lm_scale"]
+    assert config_field_path(cfg, "search.beam") == ["search", "beam"]
+    assert config_field_path(cfg, "nope") is None
+    assert config_field_path(cfg, "search.nope") is None
+    new = override_config(cfg, ["num_paths=7", "beam=3", "nbest.nbest_scale=0.25"])
+    assert (new.nbest.num_paths, new.search.beam, new.nbest.nbest_scale) == (7, 3.0, 0.25)
+    assert cfg.nbest.num_paths == 200  # the input is not changed
+    # a top-level field wins over a nested one of the same name
+    ctc = override_config(CtcConfig(), ["lm_scales=0.5"])
+    assert ctc.lm_scales == (0.5,) and ctc.whole_lattice.lm_scales != (0.5,)
+
+
+def test_ambiguous_bare_name_is_an_error():
+    from dataclasses import dataclass, field
+
+    @dataclass(frozen=True)
+    class Two:
+        a: NbestConfig = field(default_factory=NbestConfig)
+        b: NbestConfig = field(default_factory=NbestConfig)
+
+    with pytest.raises(ValueError, match="'num_paths' is ambiguous in Two: say which one of "
+                                         "a.num_paths, b.num_paths"):
+        override_config(Two(), ["num_paths=3"])
+    assert override_config(Two(), ["b.num_paths=3"]).b.num_paths == 3
+
+
+@pytest.mark.parametrize("assignment, message", [
+    ("num_paths=2.7", "num_paths='2.7' does not fit the field's type \\(int\\)"),
+    ("num_paths=0", "num_paths must be an int >= 1, got 0"),
+    ("nbest_scale=0", "nbest_scale must be > 0 and finite, got 0.0"),
+    ("nbest_scale=inf", "nbest_scale must be > 0 and finite"),
+    ("lm_scales=", "lm_scales='' does not fit"),
+    ("lm_scales=,", "lm_scales=',' does not fit"),
+    ("top_k=0", "top_k must be an int >= 1"),
+    ("hlg_scale=-1", "hlg_scale must be positive"),
+    ("lattice.search_beam=x", "search_beam='x' does not fit"),
+])
+def test_bad_values_are_clear_errors(assignment, message):
+    with pytest.raises(ValueError, match=message) as e:
+        override_config(CtcConfig(), [assignment])
+    assert str(e.value).startswith(assignment)
+
+
+def test_resources_say_what_a_method_lacks():
+    res = Resources(graphs={"HLG": k2.ctc_topo(3)})
+    assert res.missing(get_method("1best").requires) == ()
+    assert res.missing(get_method("nbest-rescoring").requires) == ("G",)
+    assert res.missing(get_method("rnn-lm").requires) == ("lm",)
+    assert res.missing(get_method("attention-decoder").requires) == ("attention_decoder",)
+    assert res.missing(get_method("fast_beam_search_LG").requires) == ("LG",)
+    assert res.missing(get_method("greedy_search").requires) == ()
+    full = Resources(graphs={"HLG": k2.ctc_topo(3), "G": k2.ctc_topo(3)}, lms={"rnn_lm": 1},
+                     attention_decoder=object())
+    for name in ("nbest-rescoring", "rnn-lm", "attention-decoder"):
+        assert full.missing(get_method(name).requires) == ()
+
+
+@pytest.mark.parametrize("with_lm_scores", [False, True])
+def test_scaled_graph_scales_scores_and_lm_scores_once(with_lm_scores):
+    graph = k2.arc_sort(k2.ctc_topo(3))
+    graph.scores = torch.rand(graph.num_arcs)
+    if with_lm_scores:
+        graph.lm_scores = torch.rand(graph.num_arcs)
+    before = graph.scores.clone()
+    res = Resources(graphs={"G": graph})
+    g = res.scaled_graph("G", 0.5, "m")
+    assert torch.allclose(g.scores, before * 0.5)
+    assert hasattr(g, "lm_scores") == with_lm_scores
+    if with_lm_scores:
+        assert torch.allclose(g.lm_scores, graph.lm_scores * 0.5)
+    assert res.scaled_graph("G", 0.5, "m") is g and len(res.cache) == 1
+    assert torch.equal(graph.scores, before)
+    # lm_scores=True: the scaled scores are the LM part where the graph has none
+    g2 = res.scaled_graph("G", 0.5, "m", lm_scores=True)
+    want = graph.lm_scores * 0.5 if with_lm_scores else before * 0.5
+    assert torch.allclose(g2.lm_scores, want)
+    # nothing to change: the graph itself
+    assert (res.scaled_graph("G", 1.0, "m") is graph)
+    assert (res.scaled_graph("G", 1.0, "m", lm_scores=True) is graph) == with_lm_scores
+    with pytest.raises(ValueError, match="method 'm' needs the LG graph"):
+        res.scaled_graph("LG", 0.5, "m")
