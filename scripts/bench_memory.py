@@ -137,7 +137,7 @@ def worker(method_name: str, utt_path: str, limit_mb: float) -> dict:
     """Decode the long utterance with one method at its default settings (in this process)."""
     import torch
 
-    from k2dec.decode import load_assets
+    from k2dec.job import load_assets
     from k2dec.demo import prepare_demo
     from k2dec.methods import AedInputs, CtcInputs, Family, TransducerInputs, get_method
     from k2dec.results import bpe_ids_to_words, compute_wer, word_ids_to_words

@@ -17,6 +17,7 @@ from k2dec.lattice.decode import (
     LatticeResult,
     LatticeStatus,
     UtteranceReport,
+    arcs_per_fsa,
     get_lattice,
 )
 from k2dec.lattice.dense import DenseInput, check_vocab, make_dense_fsa_vec
@@ -29,6 +30,7 @@ from k2dec.lattice.one_best import (
     hypotheses_from_lattice,
     one_best_decoding,
 )
+from k2dec.lattice.prune import PruneReport, prune_lattice
 from k2dec.lattice.rescore import (
     RescoreConfig,
     RescoreResult,
@@ -36,6 +38,7 @@ from k2dec.lattice.rescore import (
     ScaleResult,
     SweepPoint,
     SweepResult,
+    UtteranceRescore,
     rescore_with_whole_lattice,
     split_scores,
     sweep_lattice_weights,
@@ -51,6 +54,7 @@ __all__ = [
     "LatticeConfig",
     "LatticeResult",
     "LatticeStatus",
+    "PruneReport",
     "RescoreConfig",
     "RescoreResult",
     "RescoreStatus",
@@ -60,6 +64,8 @@ __all__ = [
     "SweepPoint",
     "SweepResult",
     "UtteranceReport",
+    "UtteranceRescore",
+    "arcs_per_fsa",
     "best_paths",
     "check_vocab",
     "ctc_decoding",
@@ -68,6 +74,7 @@ __all__ = [
     "hypotheses_from_lattice",
     "make_dense_fsa_vec",
     "one_best_decoding",
+    "prune_lattice",
     "rescore_with_whole_lattice",
     "split_scores",
     "sweep_lattice_weights",

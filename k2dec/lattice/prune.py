@@ -14,6 +14,7 @@ can record it (never silently).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import k2
@@ -66,7 +67,10 @@ def _arc_gaps(lattice: k2.Fsa) -> torch.Tensor:
 
 
 def prune_lattice(
-    lattice: k2.Fsa, max_arcs: int | None = None, beam: float | None = None
+    lattice: k2.Fsa,
+    max_arcs: int | Sequence[int] | torch.Tensor | None = None,
+    beam: float | None = None,
+    connect: bool = False,
 ) -> tuple[k2.Fsa, tuple[PruneReport, ...]]:
     """Keep, per utterance, the arcs within ``beam`` of the best path and at most
     ``max_arcs`` arcs (the beam narrowed as needed).
@@ -74,30 +78,37 @@ def prune_lattice(
     Args:
       lattice: FsaVec ``[utt][state][arc]`` (acyclic, e.g. from ``get_lattice`` or
         fast_beam_search), any tensor attributes (carried to the kept arcs).
-      max_arcs: the most arcs an utterance may keep (``None``: no bound). Arcs tied at the
-        cut-off are all dropped, so an utterance may keep fewer.
+      max_arcs: the most arcs an utterance may keep: one bound for all, or one per utterance
+        (``None``: no bound). Arcs tied at the cut-off are all dropped, so an utterance may
+        keep fewer.
       beam: an output beam to apply to every utterance (``None``: only ``max_arcs``).
+      connect: also drop the arcs on no complete path (``k2.connect``) when nothing else is
+        pruned (``intersect_dense_pruned`` leaves many: later stages would still visit them).
 
     Returns:
-      ``(pruned, reports)``: the pruned FsaVec (``lattice`` itself when nothing was pruned;
-      never modified) and one :class:`PruneReport` per utterance.
+      ``(pruned, reports)``: the pruned FsaVec (``lattice`` itself when nothing was pruned and
+      ``connect`` is False; never modified) and one :class:`PruneReport` per utterance (a
+      lattice only connected is not reported as pruned).
     """
     if not isinstance(lattice, k2.Fsa) or len(lattice.shape) != 3:
         raise TypeError(f"lattice must be a k2.Fsa FsaVec [utt][state][arc], got "
                         f"{type(lattice).__name__} {getattr(lattice, 'shape', '')}")
-    if max_arcs is not None and (isinstance(max_arcs, bool) or not isinstance(max_arcs, int)
-                                 or max_arcs < 1):
-        raise ValueError(f"max_arcs must be an int >= 1 or None, got {max_arcs!r}")
+    num_utts = lattice.shape[0]
+    caps = _caps(max_arcs, num_utts)
     if beam is not None and not beam > 0:
         raise ValueError(f"beam must be > 0 or None, got {beam!r}")
-    num_utts = lattice.shape[0]
     shape = lattice.arcs.shape()
     arc_splits = shape.row_splits(2).to(torch.int64)[shape.row_splits(1).to(torch.int64)]
     counts = (arc_splits[1:] - arc_splits[:-1]).cpu()
-    over = counts > (max_arcs if max_arcs is not None else math.inf)
+    over = counts > caps
     if beam is None and not bool(over.any()):
+        if connect:
+            out = k2.connect(lattice)
+            return out, tuple(PruneReport(int(c), int(a), None) for c, a in
+                              zip(counts.tolist(), _arc_counts(out).tolist()))
         return lattice, tuple(PruneReport(int(c), int(c)) for c in counts.tolist())
     device = lattice.device
+    max_arcs_dev = caps.clamp(max=max(len(lattice.scores), 1)).to(torch.int64).to(device)
     gap = _arc_gaps(lattice)
     arc_utt = torch.repeat_interleave(torch.arange(num_utts, device=device),
                                       (arc_splits[1:] - arc_splits[:-1]))
@@ -108,7 +119,7 @@ def prune_lattice(
         # it (ties at 0, i.e. more than max_arcs arcs on equally best paths, are all kept)
         order = torch.sort(gap, stable=True).indices
         order = order[torch.sort(arc_utt[order], stable=True).indices]  # by utt, then gap
-        kth = gap[order[(arc_splits[:-1] + max_arcs).clamp(max=max(len(gap) - 1, 0))]]
+        kth = gap[order[(arc_splits[:-1] + max_arcs_dev).clamp(max=max(len(gap) - 1, 0))]]
         below = torch.nextafter(kth, torch.full_like(kth, -math.inf))
         cut = torch.where(kth > 0, below, torch.zeros_like(kth))
         limit = torch.where(over.to(device), torch.minimum(limit, cut), limit)
@@ -126,10 +137,30 @@ def prune_lattice(
     limits = limit.cpu().tolist()
     reports = []
     for u, (before, after) in enumerate(zip(counts.tolist(), new_counts)):
-        pruned = after < before
+        pruned = bool(over[u]) or beam is not None
         b = limits[u] if math.isfinite(limits[u]) else None
-        reports.append(PruneReport(int(before), int(after), b if pruned else None))
+        reports.append(PruneReport(int(before), int(after),
+                                   b if pruned and after < before else None))
     return out, tuple(reports)
+
+
+def _caps(max_arcs, num_utts: int) -> torch.Tensor:
+    """float64 CPU ``[num_utts]`` arc bounds (``inf``: none) from :func:`prune_lattice`'s
+    ``max_arcs``."""
+    if max_arcs is None:
+        return torch.full((num_utts,), math.inf, dtype=torch.float64)
+    if isinstance(max_arcs, bool | float | str):
+        raise TypeError(f"max_arcs must be an int, ints or None, got {max_arcs!r}")
+    if isinstance(max_arcs, int) and not isinstance(max_arcs, bool):
+        values = [max_arcs] * num_utts
+    else:
+        values = [int(x) for x in (max_arcs.tolist() if isinstance(max_arcs, torch.Tensor)
+                                   else max_arcs)]
+        if len(values) != num_utts:
+            raise ValueError(f"max_arcs has {len(values)} bounds for {num_utts} utterances")
+    if any(v < 1 for v in values):
+        raise ValueError(f"max_arcs must be >= 1, got {max_arcs!r}")
+    return torch.tensor(values, dtype=torch.float64)
 
 
 def _arc_counts(fsas: k2.Fsa) -> torch.Tensor:

@@ -13,6 +13,7 @@ from .multipass import (
 )
 from .nbest import DedupKey, IntersectStatus, Nbest, NbestTopK, PathScorer
 from .rescore import (
+    ATTENTION_CHUNK_CELLS,
     NNLM_SCALES,
     SCALE_GRID,
     NbestRescoreResult,
@@ -31,6 +32,7 @@ from .rescore import (
 from .sampling import sample_paths
 
 __all__ = [
+    "ATTENTION_CHUNK_CELLS",
     "NNLM_SCALES",
     "SCALE_GRID",
     "DedupKey",

@@ -21,6 +21,7 @@ from functools import cached_property
 import k2
 import torch
 
+from ..lattice.prune import PruneReport, prune_lattice
 from .config import NbestConfig
 from .sampling import sample_paths
 
@@ -118,6 +119,11 @@ class Nbest:
       key: what the paths were deduplicated by.
       key_seqs: ``k2.RaggedTensor`` ``[path][symbol]`` (int32), the key sequence of each path
         (word ids or token ids, no zeros).
+      status: how :meth:`intersect` went (``None`` before it).
+      lattice: the lattice the paths were sampled from (``[utt][state][arc]``; pruned when
+        ``lattice_reports`` says so), what :meth:`intersect` intersects with by default.
+      lattice_reports: per utterance, how that lattice was bounded (see
+        :func:`~k2dec.lattice.prune_lattice`); ``()`` when not recorded.
     """
 
     fsa: k2.Fsa
@@ -125,6 +131,8 @@ class Nbest:
     key: DedupKey
     key_seqs: k2.RaggedTensor
     status: IntersectStatus | None = field(default=None)
+    lattice: k2.Fsa | None = field(default=None, repr=False)
+    lattice_reports: tuple[PruneReport, ...] = ()
 
     def __post_init__(self) -> None:
         if self.fsa.shape[0] != self.shape.tot_size(1):
@@ -158,6 +166,7 @@ class Nbest:
         key: DedupKey | str = DedupKey.WORDS,
         use_double_scores: bool = True,
         seed: int = 0,
+        max_lattice_arcs: int | None = NbestConfig.max_lattice_arcs,
     ) -> Nbest:
         """Sample up to ``num_paths`` paths per utterance and keep one per distinct key.
 
@@ -173,14 +182,19 @@ class Nbest:
           num_paths, nbest_scale: see :class:`~k2dec.nbest.NbestConfig` (defaults from it).
           key: dedup by word or token sequence.
           seed: of the sampler's pseudo-random numbers.
+          max_lattice_arcs: an utterance's lattice with more arcs is pruned to this many
+            first (see :class:`~k2dec.nbest.NbestConfig`); arcs on no complete path are
+            always dropped.
 
         Returns:
-          an :class:`Nbest` whose paths are the kept sampled alignments (unscaled scores).
-          An utterance whose lattice is empty gets zero paths.
+          an :class:`Nbest` whose paths are the kept sampled alignments (unscaled scores),
+          with the (bounded) lattice they came from and how it was bounded. An utterance
+          whose lattice is empty gets zero paths.
         """
         _check_lattice(lattice)
         key = DedupKey(key)
-        NbestConfig(num_paths, nbest_scale)  # validates both
+        NbestConfig(num_paths, nbest_scale, max_lattice_arcs)  # validates them
+        lattice, reports = prune_lattice(lattice, max_lattice_arcs, connect=True)
         keyed = _keyed(lattice, key)
         sampling = keyed.clone()
         sampling.scores = keyed.scores * nbest_scale
@@ -194,12 +208,25 @@ class Nbest:
         arcs = kept.remove_axis(0)  # [path][arc]
         fsa = _paths_to_fsa(keyed, arcs)
         fsa = _restore_labels(fsa, key)
-        return Nbest(fsa=fsa, shape=shape, key=key, key_seqs=unique.remove_axis(0))
+        return Nbest(fsa=fsa, shape=shape, key=key, key_seqs=unique.remove_axis(0),
+                     lattice=lattice, lattice_reports=reports)
 
-    def _intersect_chunks(self, lattice: k2.Fsa, chunk_size: int, reduce,
-                          max_arcs: int = 4_000_000) -> tuple[list, IntersectStatus]:
+    def notes(self) -> list[str]:
+        """Per utterance, what its report should say about the lattice its paths came from
+        (``"lattice pruned from N to M arcs (output beam B)"``, or ``""``)."""
+        if not self.lattice_reports:
+            return [""] * self.num_utts
+        return [r.describe() for r in self.lattice_reports]
+
+    def _intersect_chunks(self, lattice: k2.Fsa | None, chunk_size: int, reduce,
+                          max_arcs: int) -> tuple[list, IntersectStatus]:
         """Intersect the key sequences with their utterances' keyed lattices chunk by chunk;
         ``reduce(inter)`` turns each chunk's path lattices into what the caller keeps."""
+        if lattice is None:
+            if self.lattice is None:
+                raise ValueError("no lattice to intersect with: this n-best does not keep the "
+                                 "one it was sampled from; pass it")
+            lattice = self.lattice
         _check_lattice(lattice)
         if lattice.shape[0] != self.num_utts:
             raise ValueError(
@@ -207,6 +234,8 @@ class Nbest:
             )
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+        if max_arcs < 1:
+            raise ValueError(f"max_arcs must be >= 1, got {max_arcs}")
         if self.num_paths == 0:
             raise ValueError("the n-best has no paths to intersect")
         keyed = k2.arc_sort(_keyed(lattice, self.key))
@@ -231,7 +260,7 @@ class Nbest:
                     keyed, chunk, b_to_a_map=path_to_utt[start:end], sorted_match_a=True
                 )
                 results.append(reduce(_top_sorted(inter)))
-            except (torch.cuda.OutOfMemoryError, MemoryError) as e:
+            except torch.cuda.OutOfMemoryError as e:  # on CPU, max_arcs bounds the memory
                 if end - start == 1:
                     raise
                 size = max(1, (end - start) // 2)
@@ -248,17 +277,19 @@ class Nbest:
         return results, status
 
     def intersect(
-        self, lattice: k2.Fsa, chunk_size: int = 2000, use_double_scores: bool = True,
-        max_arcs: int = 4_000_000,
+        self, lattice: k2.Fsa | None = None, chunk_size: int = 2000,
+        use_double_scores: bool = True, max_arcs: int = NbestConfig.max_intersect_arcs,
     ) -> Nbest:
-        """Replace each path by the best alignment of its key sequence in ``lattice``.
+        """Replace each path by the best alignment of its key sequence in ``lattice``
+        (default: :attr:`lattice`, the bounded lattice the paths were sampled from).
 
         The key sequences (as acceptors with epsilon self-loops) are intersected with the
         keyed lattice of their utterance by ``k2.intersect_device`` in chunks of at most
         ``chunk_size`` paths touching at most ``max_arcs`` lattice arcs in all (each path's
-        intersection is about the size of its utterance's lattice), so memory stays flat for
-        any number of paths. On an out-of-memory error both limits are halved (down to one
-        path) and the back-off is logged and recorded in ``status``.
+        intersection is about the size of its utterance's lattice, ~0.5 KB per arc), so
+        memory stays flat for any number of paths. Time is proportional to the paths times
+        their lattices' arcs. On a CUDA out-of-memory error both limits are halved (down to
+        one path) and the back-off is logged and recorded in ``status``.
 
         Returns:
           a new :class:`Nbest` (same shape, key and key_seqs) whose FSAs carry the lattice's
@@ -272,15 +303,17 @@ class Nbest:
         fsa = results[0] if len(results) == 1 else k2.cat(results)
         fsa = _restore_labels(fsa, self.key)
         return Nbest(fsa=fsa, shape=self.shape, key=self.key, key_seqs=self.key_seqs,
-                     status=status)
+                     status=status, lattice=self.lattice if lattice is None else lattice,
+                     lattice_reports=self.lattice_reports)
 
     def total_scores_in(
-        self, lattice: k2.Fsa, log_semiring: bool = True, chunk_size: int = 2000,
-        max_arcs: int = 4_000_000,
+        self, lattice: k2.Fsa | None = None, log_semiring: bool = True,
+        chunk_size: int = 2000, max_arcs: int = NbestConfig.max_intersect_arcs,
     ) -> k2.RaggedTensor:
         """float64 ragged ``[utt][path]``: the total score of *all* alignments of each key
-        sequence in ``lattice`` (log-sum with ``log_semiring``, else the best one) - what
-        icefall's ``fast_beam_search_nbest_LG`` ranks word sequences by."""
+        sequence in ``lattice`` (default: :attr:`lattice`; log-sum with ``log_semiring``, else
+        the best one) - what icefall's ``fast_beam_search_nbest_LG`` ranks word sequences by.
+        Chunked like :meth:`intersect`."""
 
         def totals(inter: k2.Fsa) -> torch.Tensor:
             inter = k2.top_sort(inter)
@@ -366,35 +399,65 @@ class Nbest:
         fsa = k2.index_fsa(self.fsa, flat.to(self.fsa.device))
         key_seqs, _ = self.key_seqs.index(flat.to(self.key_seqs.device), axis=0)
         shape = k2.ragged.regular_ragged_shape(self.num_utts, k).to(self.fsa.device)
-        nb = Nbest(fsa=fsa, shape=shape, key=self.key, key_seqs=key_seqs, status=self.status)
+        nb = Nbest(fsa=fsa, shape=shape, key=self.key, key_seqs=key_seqs, status=self.status,
+                   lattice=self.lattice, lattice_reports=self.lattice_reports)
         return NbestTopK(nbest=nb, padded=padded, index=index)
 
     def build_levenshtein_graphs(self) -> k2.Fsa:
         """``k2.levenshtein_graph`` of every path's key sequence: FsaVec ``[path][state][arc]``."""
         return k2.levenshtein_graph(self.key_seqs, device=self.device)
 
-    def oracle(self, refs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    def oracle(self, refs: list[list[int]], max_cells: int = 1 << 22
+               ) -> tuple[torch.Tensor, torch.Tensor]:
         """For each utterance, the path whose key sequence is closest to ``refs[utt]``.
 
         Args:
-          refs: reference key sequences (word ids for word keys), one per utterance.
+          refs: reference key sequences (word ids for word keys), one per utterance; ids
+            must be ``>= 1`` (k2 aborts on 0 and -1: map out-of-vocabulary words to
+            ``<UNK>``).
+          max_cells: the alignment graphs of a path are about ``(len(ref) + 1) x
+            (len(hyp) + 1)`` cells (a few arcs each, ~100 bytes per cell); paths are aligned
+            in chunks of at most this many cells (~0.4 GB at the default).
 
         Returns:
           ``(best_path, edit_distance)``: int64 ``[num_utts]`` index into the paths of the
           n-best (-1 for an utterance without paths) and int64 ``[num_utts]`` its edit
           distance (Levenshtein: substitutions, insertions and deletions cost 1).
+
+        Raises:
+          ValueError: not one reference per utterance, or an id that is not an int ``>= 1``.
         """
-        if len(refs) != self.num_utts:
-            raise ValueError(f"need {self.num_utts} references, got {len(refs)}")
-        ref_graphs = k2.levenshtein_graph(refs, device=self.device)
-        hyp_graphs = self.build_levenshtein_graphs()
-        alignment = k2.levenshtein_alignment(
-            refs=ref_graphs,
-            hyps=hyp_graphs,
-            hyp_to_ref_map=self.path_to_utt().to(self.device),
-            sorted_match_ref=True,
-        )
-        tot = alignment.get_tot_scores(use_double_scores=False, log_semiring=False)
+        if not isinstance(refs, list | tuple) or len(refs) != self.num_utts:
+            raise ValueError(f"need {self.num_utts} references (one list of ids per "
+                             f"utterance), got {type(refs).__name__} of "
+                             f"{len(refs) if hasattr(refs, '__len__') else '?'}")
+        for u, ref in enumerate(refs):
+            bad = [x for x in ref if isinstance(x, bool) or not isinstance(x, int) or x < 1]
+            if bad:
+                raise ValueError(f"refs[{u}] has ids {bad[:5]}; reference ids must be ints >= 1 "
+                                 "(0 is epsilon: map unknown words to <UNK>)")
+        if max_cells < 1:
+            raise ValueError(f"max_cells must be >= 1, got {max_cells}")
+        ref_graphs = k2.levenshtein_graph([list(r) for r in refs], device=self.device)
+        path_to_utt = self.path_to_utt().to(self.device)
+        ref_len = torch.tensor([len(r) + 1 for r in refs], dtype=torch.int64)
+        splits = self.key_seqs.shape.row_splits(1).to("cpu", torch.int64)
+        cost = ref_len[path_to_utt.cpu().to(torch.int64)] * (splits[1:] - splits[:-1] + 1)
+        tots = []
+        start = 0
+        while start < self.num_paths:
+            end = _chunk_end(cost, start, self.num_paths, max_cells)
+            idx = torch.arange(start, end, dtype=torch.int32, device=self.device)
+            hyps, _ = self.key_seqs.index(idx, axis=0)
+            alignment = k2.levenshtein_alignment(
+                refs=ref_graphs,
+                hyps=k2.levenshtein_graph(hyps, device=self.device),
+                hyp_to_ref_map=path_to_utt[start:end],
+                sorted_match_ref=True,
+            )
+            tots.append(alignment.get_tot_scores(use_double_scores=False, log_semiring=False))
+            start = end
+        tot = torch.cat(tots) if tots else torch.zeros(0, device=self.device)
         dist = k2.RaggedTensor(self.shape, (-tot).round().to(torch.float64))
         best = torch.full((self.num_utts,), -1, dtype=torch.int64, device=self.device)
         best_dist = torch.full((self.num_utts,), -1, dtype=torch.int64, device=self.device)

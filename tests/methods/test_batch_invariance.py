@@ -10,9 +10,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method
+from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method, override_config
 from k2dec.methods.ctc import CtcConfig
-from k2dec.transducer import FastBeamSearchConfig
 from tests.methods.test_ctc_methods import setup  # noqa: F401 (fixture)
 from tests.methods.test_transducer_methods import tiny_LG  # noqa: F401 (fixture)
 from tests.transducer.helpers import random_batch, random_model
@@ -55,7 +54,8 @@ def test_ctc_nbest_methods_do_not_depend_on_the_batch(setup, name):  # noqa: F81
     log_probs = [(torch.randn(t, vocab, generator=g) * 2).log_softmax(-1) for t in lengths]
     memory = [torch.randn(t, 8, generator=g) for t in lengths]
     refs = [[1, 3], [5], [2, 4], [1], [3, 3, 2], [4]]
-    cfg = CtcConfig(num_paths=30, lm_scales=(0.3, 1.0), attention_scales=(0.5,), top_k=6)
+    cfg = override_config(CtcConfig(), ["num_paths=30", "lm_scales=0.3,1.0",
+                                        "attention_scales=0.5", "top_k=6"])
 
     def run(idx):
         lens = torch.tensor([lengths[i] for i in idx])
@@ -80,7 +80,7 @@ def test_transducer_nbest_methods_do_not_depend_on_the_batch(tiny_LG, name):  # 
     enc, enc_lens = random_batch(lengths, dim=8, seed=3)
     refs = [[1, 2, 3], [4], [2, 2], [1], [3, 4, 1], [2]]
     res = Resources(graphs={"LG": LG})
-    cfg = FastBeamSearchConfig(num_paths=50)
+    cfg = override_config(get_method(name).default_config(), ["num_paths=50"])
 
     def run(idx):
         t = max(lengths[i] for i in idx)
