@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["is_gzip", "load_torch_file", "text_lines"]
+__all__ = ["checked_config", "is_gzip", "load_checked_state", "load_torch_file", "text_lines"]
 
 _GZIP_MAGIC = b"\x1f\x8b"
 
@@ -95,6 +95,40 @@ def load_torch_file(path: str | Path, what: str, keys: tuple[str, ...] = ()) -> 
                              f"with {', '.join(keys)}")
         missing = [k for k in keys if k not in obj]
         if missing:
-            raise ValueError(f"{what} {path} has no {', '.join(missing)} (keys: "
+            raise ValueError(f"{path} is not a {what} (no {', '.join(missing)}; keys: "
                              f"{', '.join(map(str, list(obj)[:10]))})")
     return obj
+
+
+def checked_config(config_cls: type, values: Any, path: str | Path) -> Any:
+    """``config_cls(**values)`` for the config stored in the checkpoint ``path``: a
+    ``ValueError`` naming the file when ``values`` is not a dict of the config's fields or
+    the config refuses them (``config_cls`` may nest dataclasses given as dicts)."""
+    if not isinstance(values, dict):
+        raise ValueError(f"{path}: its model_config is a {type(values).__name__}, not a dict")
+    try:
+        return config_cls(**values)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{path}: its model_config does not fit {config_cls.__name__}: "
+                         f"{e}") from None
+
+
+def load_checked_state(module: Any, state: Any, path: str | Path) -> None:
+    """``module.load_state_dict(state)`` (floating tensors cast to float32) with a
+    ``ValueError`` naming the checkpoint ``path`` for missing, unexpected or misshapen
+    weights, or weights that are not finite."""
+    import torch
+
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor)
+                                              for v in state.values()):
+        raise ValueError(f"{path}: its weights are not a dict of tensors")
+    bad = [k for k, v in state.items() if v.is_floating_point() and
+           not bool(torch.isfinite(v).all())]
+    if bad:
+        raise ValueError(f"{path}: weights {bad[:3]} are not finite (NaN/inf)")
+    try:
+        module.load_state_dict({k: v.float() if v.is_floating_point() else v
+                                for k, v in state.items()})
+    except RuntimeError as e:
+        raise ValueError(f"{path}: its weights do not fit the model its config describes: "
+                         f"{str(e).strip()[:300]}") from None

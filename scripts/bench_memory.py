@@ -137,8 +137,8 @@ def worker(method_name: str, utt_path: str, limit_mb: float) -> dict:
     """Decode the long utterance with one method at its default settings (in this process)."""
     import torch
 
-    from k2dec.job import load_assets
     from k2dec.demo import prepare_demo
+    from k2dec.job import load_assets
     from k2dec.methods import AedInputs, CtcInputs, Family, TransducerInputs, get_method
     from k2dec.results import bpe_ids_to_words, compute_wer, word_ids_to_words
 
@@ -180,7 +180,7 @@ def worker(method_name: str, utt_path: str, limit_mb: float) -> dict:
         hyp = (word_ids_to_words(r.words, table) if r.words is not None
                else bpe_ids_to_words(r.tokens, assets.sp))[0]
         wers[r.key] = compute_wer([("u", ref, hyp)]).wer
-        notes.update(x for x in (r.failed[0], *getattr(r, "notes", [""])) if x)
+        notes.update(x for x in (r.hyps[0].error, r.hyps[0].notes) if x)
     return {"method": method_name, "seconds": utt["seconds"], "encoder_s": t_enc,
             "method_s": t_method, "base_mb": base_mb, "peak_mb": benchlib.peak_rss_mb(),
             "wer": min(wers.values()) if wers else None, "notes": sorted(notes),

@@ -15,7 +15,7 @@ import k2
 import torch
 
 from ..files import load_torch_file
-from ..lang.symbols import symbol_table_digest
+from ..lang.symbols import check_vocab_size, disambig_ids, symbol_table_digest
 
 __all__ = ["KIND_OF_FILE", "check_graph", "save_graph", "load_graph", "graph_metadata"]
 
@@ -175,15 +175,13 @@ def check_graph(
                          f"{int((labels == 0).sum())} (an HLG?)")
     if kind in TOKEN_LABEL_KINDS:
         if token_table is not None:
-            known = max(i for i in token_table.ids if not token_table.get(i).startswith("#"))
+            dis = set(disambig_ids(token_table))
+            known = max(i for i in token_table.ids if i not in dis)
             if max_label > known:
                 raise ValueError(f"{source}: label {max_label} is not a token of tokens.txt "
                                  f"(largest non-disambiguation id {known})")
-            if vocab_size is not None and known + 1 != vocab_size:
-                raise ValueError(
-                    f"tokens.txt has {known + 1} tokens (ids 0..{known}) but the model has "
-                    f"{vocab_size} outputs: {source} and its lang dir were built for another "
-                    "vocabulary than the model's")
+            if vocab_size is not None:
+                check_vocab_size(token_table, vocab_size, f"the tokens.txt of {source}")
         if vocab_size is not None and max_label >= vocab_size:
             raise ValueError(f"{source}: label {max_label} is not an output of the model "
                              f"(vocab size {vocab_size})")

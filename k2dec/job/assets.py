@@ -12,7 +12,7 @@ import torch
 from ..lang import LangDir
 from ..methods import Resources
 
-__all__ = ["GRAPH_FILES", "DecodeAssets", "load_assets", "need_hint"]
+__all__ = ["GRAPH_FILES", "DecodeAssets", "load_assets", "model_vocab_size", "need_hint"]
 
 #: The lang-dir file each graph of :class:`~k2dec.methods.Resources` is loaded from (H is
 #: built from tokens.txt).
@@ -46,7 +46,7 @@ def load_assets(
     """Load a model, its lang dir graphs (:data:`GRAPH_FILES`, and H built from tokens.txt),
     the BPE model and neural LMs, all on ``device``."""
     from ..graph import build_ctc_topo, load_graph
-    from ..lang import load_bpe_model
+    from ..lang import check_vocab_size, load_bpe_model
     from ..model import load_model
 
     device = torch.device(device)
@@ -56,18 +56,32 @@ def load_assets(
         bpe_model = lang.path / "bpe.model"
     sp = load_bpe_model(bpe_model) if bpe_model is not None else None
     res = Resources(attention_decoder=getattr(model, "attention_decoder", None))
+    vocab = model_vocab_size(model)
     if lang is not None:
+        if vocab is not None:
+            check_vocab_size(lang.token_table, vocab, lang.path / "tokens.txt")
         res.graphs["H"] = build_ctc_topo(lang.max_token_id, device=device)
         for name, file in GRAPH_FILES.items():
             path = lang.path / file
             if path.is_file():
-                res.graphs[name] = load_graph(path, lang.token_table, lang.word_table, device)
+                res.graphs[name] = load_graph(path, lang.token_table, lang.word_table, device,
+                                              vocab_size=vocab)
     if lm_paths:
         from ..lm.train import load_lm
 
         for name, path in lm_paths.items():
             res.lms[name] = load_lm(path).to(device).eval()
     return DecodeAssets(model=model, lang=lang, sp=sp, resources=res)
+
+
+def model_vocab_size(model: torch.nn.Module) -> int | None:
+    """The number of outputs (tokens) of an acoustic model: its ``vocab_size`` attribute or
+    its config's; ``None`` when it does not say."""
+    for owner in (model, getattr(model, "cfg", None)):
+        value = getattr(owner, "vocab_size", None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
 
 
 def need_hint(need: str) -> str:

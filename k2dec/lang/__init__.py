@@ -13,6 +13,7 @@ from .lexicon import (
 )
 from .phone import SILENCE_ENTRIES, cmudict_lexicon
 from .symbols import (
+    check_vocab_size,
     disambig_ids,
     make_symbol_table,
     read_symbol_table,
@@ -30,6 +31,7 @@ __all__ = [
     "bpe_token_table",
     "check_lexicon_tokens",
     "cmudict_lexicon",
+    "check_vocab_size",
     "disambig_ids",
     "lexicon_tokens",
     "lexicon_words",

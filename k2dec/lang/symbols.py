@@ -16,6 +16,7 @@ __all__ = [
     "make_symbol_table",
     "symbol_table_digest",
     "disambig_ids",
+    "check_vocab_size",
 ]
 
 
@@ -96,3 +97,21 @@ def disambig_ids(table: k2.SymbolTable) -> list[int]:
     return sorted(
         table.get(s) for s in table.symbols if s.startswith("#") and s[1:].isdigit()
     )
+
+
+def check_vocab_size(table: k2.SymbolTable, vocab_size: int, source: str | Path) -> None:
+    """Check that a ``tokens.txt`` has exactly the model's ``vocab_size`` tokens (ids ``0 ..
+    vocab_size - 1`` besides the disambiguation symbols ``#N``): a graph built from another
+    token inventory decodes garbage without any error (a 12-token phone lang with a
+    256-token model: 93.75% WER).
+
+    Raises:
+      ValueError: naming ``source`` and both sizes.
+    """
+    dis = set(disambig_ids(table))
+    largest = max((i for i in table.ids if i not in dis), default=-1)
+    if largest + 1 != vocab_size:
+        raise ValueError(
+            f"{source} has {largest + 1} tokens (ids 0..{largest}) but the model has "
+            f"{vocab_size} outputs: the lang dir and its graphs were built for another "
+            "vocabulary than the model's")
