@@ -45,16 +45,17 @@ def text_lines(path: str | Path, what: str) -> Iterator[tuple[int, str]]:
         raise ValueError(f"{what} {path} is not a file")
     compressed = is_gzip(path)
     opener = gzip.open if compressed else open
-    lineno = 0
     try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            for lineno, line in enumerate(f, start=1):  # noqa: B007 (read in except)
+        with opener(path, "rb") as f:
+            for lineno, raw in enumerate(f, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise ValueError(f"{path}:{lineno}: {what} is not UTF-8 text ({e.reason} "
+                                     f"at byte {e.start} of the line)") from None
                 if "\x00" in line:
                     raise ValueError(f"{path}:{lineno}: {what} has NUL bytes (a binary file?)")
                 yield lineno, line
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: {what} is not UTF-8 text (near line {lineno + 1}: "
-                         f"{e.reason})") from None
     except (OSError, EOFError) as e:  # gzip.BadGzipFile is an OSError
         raise ValueError(f"{path}: cannot read {what}: {e}") from None
 

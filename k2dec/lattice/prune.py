@@ -135,12 +135,13 @@ def prune_lattice(
     out = k2.connect(out)
     new_counts = _arc_counts(out).tolist()
     limits = limit.cpu().tolist()
+    # arcs on some complete path: removing only the others is no pruning
+    live = torch.zeros(num_utts, dtype=torch.int64, device=device).index_add_(
+        0, arc_utt, torch.isfinite(gap).to(torch.int64)).tolist()
     reports = []
     for u, (before, after) in enumerate(zip(counts.tolist(), new_counts)):
-        pruned = bool(over[u]) or beam is not None
-        b = limits[u] if math.isfinite(limits[u]) else None
-        reports.append(PruneReport(int(before), int(after),
-                                   b if pruned and after < before else None))
+        pruned = after < live[u] and math.isfinite(limits[u])
+        reports.append(PruneReport(int(before), int(after), limits[u] if pruned else None))
     return out, tuple(reports)
 
 

@@ -11,7 +11,7 @@ from .multipass import (
     matching_features,
     multi_pass_rescore,
 )
-from .nbest import DedupKey, IntersectStatus, Nbest, NbestTopK, PathScorer
+from .nbest import DedupKey, IntersectStatus, Nbest, NbestTopK, PathScorer, edit_distances
 from .rescore import (
     ATTENTION_CHUNK_CELLS,
     NNLM_SCALES,
@@ -52,6 +52,7 @@ __all__ = [
     "NbestRescoreResult",
     "best_paths_by_score",
     "combine_scores",
+    "edit_distances",
     "lm_path_scorer",
     "neural_scores",
     "rescore_with_attention_decoder",
