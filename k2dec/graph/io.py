@@ -181,7 +181,7 @@ def check_graph(
                 raise ValueError(f"{source}: label {max_label} is not a token of tokens.txt "
                                  f"(largest non-disambiguation id {known})")
             if vocab_size is not None:
-                check_vocab_size(token_table, vocab_size, f"the tokens.txt of {source}")
+                check_vocab_size(token_table, vocab_size, f"the tokens.txt given for {source}")
         if vocab_size is not None and max_label >= vocab_size:
             raise ValueError(f"{source}: label {max_label} is not an output of the model "
                              f"(vocab size {vocab_size})")

@@ -54,21 +54,21 @@ class RescoreConfig:
     ``first_arcs`` arcs, then doubling), composed, and its composed size measured; the lattice
     grows while the composition predicted for the next doubling (this size times the growth
     of the last doubling) stays within ``max_rescored_arcs``, and never beyond
-    ``max_lattice_arcs``. The pruning is reported per utterance. Memory is bounded by about
+    ``max_input_arcs``. The pruning is reported per utterance. Memory is bounded by about
     ``max_rescored_arcs`` times 150 bytes per composition call (an utterance or a group of
     them within that budget), time by about twice the last composition.
 
     Attributes:
       lm_scales: LM scales to produce results for (scores are ``am / lm_scale + lm``, icefall's
         convention); default 0.1, 0.2, ..., 2.0.
-      max_lattice_arcs: the most lattice arcs of an utterance composed with G.
+      max_input_arcs: the most lattice arcs of an utterance composed with G.
       max_rescored_arcs: the most arcs the composition of one utterance may produce (before
         removing dead ends).
       first_arcs: the lattice size of the first composition of an utterance.
     """
 
     lm_scales: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(1, 21))
-    max_lattice_arcs: int = 100_000
+    max_input_arcs: int = 100_000
     max_rescored_arcs: int = 2_000_000
     first_arcs: int = 2_000
 
@@ -76,7 +76,7 @@ class RescoreConfig:
         if not self.lm_scales or any(not s > 0 for s in self.lm_scales):
             raise ValueError(f"lm_scales must be a non-empty tuple of values > 0, got "
                              f"{self.lm_scales}")
-        for name in ("max_lattice_arcs", "max_rescored_arcs", "first_arcs"):
+        for name in ("max_input_arcs", "max_rescored_arcs", "first_arcs"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
@@ -272,8 +272,8 @@ def _bounded_compose(G: k2.Fsa, inv: k2.Fsa, config: RescoreConfig
     n = inv.shape[0]
     total = arcs_per_fsa(inv).tolist()
     budget = config.max_rescored_arcs
-    limit = [min(t, config.max_lattice_arcs) for t in total]
-    cap = [max(1, min(t, config.first_arcs, config.max_lattice_arcs)) for t in total]
+    limit = [min(t, config.max_input_arcs) for t in total]
+    cap = [max(1, min(t, config.first_arcs, config.max_input_arcs)) for t in total]
     predicted = [c * _FIRST_GROWTH for c in cap]
     last_raw = [0] * n  # composed arcs at the previous accepted cap (0: none yet)
     chosen: list[tuple[int, int] | None] = [None] * n  # (round, position) of the kept one
@@ -324,8 +324,8 @@ def _bounded_compose(G: k2.Fsa, inv: k2.Fsa, config: RescoreConfig
                 why = "empty lattice"
             elif dead[u]:
                 why = (f"whole-lattice rescoring failed: G accepts no path of the lattice "
-                       f"pruned to {cap[u]} of {total[u]} arcs (bounds max_lattice_arcs="
-                       f"{config.max_lattice_arcs}, max_rescored_arcs={budget})")
+                       f"pruned to {cap[u]} of {total[u]} arcs (bounds max_input_arcs="
+                       f"{config.max_input_arcs}, max_rescored_arcs={budget})")
             else:
                 why = (f"whole-lattice rescoring failed: even pruned to {cap[u]} of "
                        f"{total[u]} arcs the lattice composed with G to more than "
@@ -336,7 +336,7 @@ def _bounded_compose(G: k2.Fsa, inv: k2.Fsa, config: RescoreConfig
         rep = reports[u]
         why = "" if not rep.pruned else (
             f"{rep.describe()} before whole-lattice rescoring (composed: {raws[u]} arcs; "
-            f"bounds max_lattice_arcs={config.max_lattice_arcs}, max_rescored_arcs={budget})")
+            f"bounds max_input_arcs={config.max_input_arcs}, max_rescored_arcs={budget})")
         utts.append(UtteranceRescore(
             RescoreStatus.PRUNED if rep.pruned else RescoreStatus.OK, rep, raws[u], why))
     offsets = [0]

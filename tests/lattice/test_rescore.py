@@ -121,7 +121,7 @@ def test_rescore_prunes_before_composing_and_reports(device):
     arcs = arcs_per_fsa(k2.connect(k2.invert(result.lattice))).tolist()
     big = max(range(len(arcs)), key=arcs.__getitem__)
     cap = arcs[big] // 2
-    cfg = RescoreConfig(lm_scales=(1.0,), max_lattice_arcs=cap, first_arcs=cap)
+    cfg = RescoreConfig(lm_scales=(1.0,), max_input_arcs=cap, first_arcs=cap)
     pruned = rescore_with_whole_lattice(result, G, cfg)
     assert pruned.status is RescoreStatus.PRUNED
     for u, rep in enumerate(pruned.utterances):
