@@ -19,29 +19,9 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+from tests.graph.conftest import TINY_ARPA, TINY_LEXICON
+
 REPO = Path(__file__).resolve().parents[1]
-
-TINY_LEXICON = "A a\nAB a b\nB b\nC c\n"
-TINY_TOKENS = "<eps> 0\na 1\nb 2\nc 3\n#0 4\n#1 5\n"
-TINY_ARPA = """\\data\\
-ngram 1=6
-ngram 2=2
-
-\\1-grams:
--1.0 </s>
--99 <s> -0.5
--0.7 A -0.3
--0.8 AB -0.2
--0.9 B -0.3
--1.1 C -0.4
-
-\\2-grams:
--0.2 <s> A
--0.1 A B
-
-\\end\\
-"""
-
 
 def _write(path: Path, data: str | bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -75,9 +55,10 @@ def cases(d: Path) -> list[tuple[str, str, str, Callable[[], object]]]:
         out.append((category, case, expect, thunk))
 
     # -- lexicons -------------------------------------------------------------------------
+    lang = write_lang_dir(d / "lang", TINY_LEXICON)
+    table = lang.token_table
+    lexicon_text = "".join(f"{w} {' '.join(t)}\n" for w, t in TINY_LEXICON)
     lex = d / "lex"
-    tokens = _write(lex / "tokens.txt", TINY_TOKENS)
-    table = read_symbol_table(tokens)
     for name, data in [
         ("empty", ""),
         ("no pronunciation", "A a\nB\n"),
@@ -86,12 +67,12 @@ def cases(d: Path) -> list[tuple[str, str, str, Callable[[], object]]]:
         ("disambiguation word", "#2 a b\n"),
         ("kaldi lexiconp", "A 1.0 a\nB 0.5 b\n"),
         ("latin-1", "A a\nCAF\xc9 c a\n".encode("latin-1")),
-        ("truncated gzip", gzip.compress(TINY_LEXICON.encode())[:12]),
+        ("truncated gzip", gzip.compress(lexicon_text.encode())[:12]),
         ("binary", b"A a\n\x00\x01\x02\n"),
     ]:
         path = _write(lex / f"{name.replace(' ', '_')}.txt", data)
         add("lexicon", name, path.name, lambda p=path: read_lexicon(p))
-    unknown = _write(lex / "unknown_token.txt", "A a\nD d\n")
+    unknown = _write(lex / "unknown_token.txt", "A a\nF f\n")
     add("lexicon", "token not in tokens.txt", "unknown_token.txt",
         lambda: read_lexicon(unknown, table))
     blank = _write(lex / "blank_token.txt", "A a\nB <eps> b\n")
@@ -112,15 +93,15 @@ def cases(d: Path) -> list[tuple[str, str, str, Callable[[], object]]]:
         add("symbol table", name, path.name, lambda p=path: read_symbol_table(p))
 
     # -- ARPA files (kaldilm aborts on some: each goes through build_G) --------------------
-    lang = write_lang_dir(d / "lang", read_lexicon(_write(d / "lexicon.txt", TINY_LEXICON)))
     for name, data in [
         ("-inf log-prob", TINY_ARPA.replace("-0.8 AB -0.2", "-inf AB -0.2")),
         ("-inf backoff", TINY_ARPA.replace("-0.8 AB -0.2", "-0.8 AB -inf")),
-        ("no <s>", TINY_ARPA.replace("ngram 1=6", "ngram 1=5").replace("-99 <s> -0.5\n", "")
-         .replace("-0.2 <s> A", "-0.2 B A")),
-        ("no </s>", TINY_ARPA.replace("ngram 1=6", "ngram 1=5").replace("-1.0 </s>\n", "")),
+        ("no <s>", TINY_ARPA.replace("ngram 1=9", "ngram 1=8").replace("-99 <s> -0.5\n", "")
+         .replace("-0.2 <s> A", "-0.2 B A").replace("-0.6 <s> C", "-0.6 A C")),
+        ("no </s>", TINY_ARPA.replace("ngram 1=9", "ngram 1=8").replace("-1.0 </s>\n", "")
+         .replace("-0.3 B </s>", "-0.3 B A")),
         ("no \\end\\", TINY_ARPA.replace("\\end\\\n", "")),
-        ("counts mismatch", TINY_ARPA.replace("ngram 2=2", "ngram 2=3")),
+        ("counts mismatch", TINY_ARPA.replace("ngram 2=6", "ngram 2=7")),
         ("OOV word", TINY_ARPA.replace("-0.1 A B", "-0.1 A ZEBRA")),
         ("no \\data\\", "just some text\n"),
         ("nan", TINY_ARPA.replace("-0.7 A -0.3", "nan A -0.3")),
