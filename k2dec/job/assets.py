@@ -46,7 +46,7 @@ def load_assets(
     """Load a model, its lang dir graphs (:data:`GRAPH_FILES`, and H built from tokens.txt),
     the BPE model and neural LMs, all on ``device``."""
     from ..graph import build_ctc_topo, load_graph
-    from ..lang import check_vocab_size, load_bpe_model
+    from ..lang import bpe_word_start_mask, check_vocab_size, load_bpe_model
     from ..model import load_model
 
     device = torch.device(device)
@@ -61,6 +61,9 @@ def load_assets(
         if vocab is not None:
             check_vocab_size(lang.token_table, vocab, lang.path / "tokens.txt")
         res.graphs["H"] = build_ctc_topo(lang.max_token_id, device=device)
+        word_start = bpe_word_start_mask(lang.token_table)
+        if bool(word_start.any()):
+            res.word_start = word_start.to(device)
         for name, file in GRAPH_FILES.items():
             path = lang.path / file
             if path.is_file():
