@@ -175,8 +175,8 @@ def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, a
     runs = _checked(plan_methods, methods, assignments)
     torch.set_num_threads(threads)
     world_size, rank = dist_info()
-    assets = load_assets(model_path, lang_dir,
-                         lm_paths={"rnn_lm": rnn_lm} if rnn_lm is not None else None)
+    assets = _checked(load_assets, model_path, lang_dir,
+                      lm_paths={"rnn_lm": rnn_lm} if rnn_lm is not None else None)
     problems, refs = [], None
     try:
         check_resources(runs, assets.resources)
