@@ -1,5 +1,5 @@
 """``k2dec decode`` with a cuts manifest that is empty, not UTF-8 JSON lines, or for a model of
-another vocabulary: a usage error naming the file, before any decoding (no traceback).""" 
+another vocabulary: a usage error naming the file, before any decoding (no traceback)."""
 
 from __future__ import annotations
 
