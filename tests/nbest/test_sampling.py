@@ -145,3 +145,16 @@ def test_nbest_does_not_depend_on_the_batch(tiny_hlg, device):
         nb = Nbest.from_lattice(alone, 40).intersect(alone, chunk_size=3)
         assert nb.key_lists()[0] == keys[i]
         assert nb.tot_scores().tolist()[0] == pytest.approx(tots[i], abs=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("num_paths", [1, 7, 40])
+def test_sample_paths_equals_the_per_path_reference(tiny_hlg, device, seed, num_paths):
+    from tests.reference.sampling import sample_paths_reference
+
+    lang, HLG, _ = tiny_hlg
+    lattice = make_lattices(HLG, 3, 7, seed + 10, device, lang.max_token_id + 1)
+    got = _per_fsa(lattice, sample_paths(lattice, num_paths, seed=seed))
+    for u in range(3):
+        want = sample_paths_reference(lattice[u], num_paths, seed=seed)
+        assert [list(p) for p in got[u]] == want
