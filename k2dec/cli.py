@@ -116,6 +116,27 @@ def draw_graph_cmd(graph, out, lang_dir, max_arcs):
     click.echo(f"wrote {path}")
 
 
+def _feature_options(fn):
+    """``--feature-<field>`` for every :class:`k2dec.data.FeatureConfig` field (a model
+    trained with other features than icefall's)."""
+    import dataclasses
+
+    from .data import FeatureConfig
+
+    for f in reversed(dataclasses.fields(FeatureConfig)):
+        name = "--feature-" + f.name.replace("_", "-")
+        default = f.default
+        if isinstance(default, bool):
+            opt = click.option(f"{name}/{name.replace('--feature-', '--feature-no-')}",
+                               f"feature_{f.name}", default=None,
+                               help=f"Features: {f.name} (default {default}).")
+        else:
+            opt = click.option(name, f"feature_{f.name}", type=type(default), default=None,
+                               help=f"Features: {f.name} (default {default}).")
+        fn = opt(fn)
+    return fn
+
+
 @main.command("decode")
 @click.option("--cuts", "cuts_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A lhotse CutSet manifest with fbank features (e.g. from the recipe).")
@@ -126,38 +147,63 @@ def draw_graph_cmd(graph, out, lang_dir, max_arcs):
 @click.option("--text", "text_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="With --audio-dir: references as a Kaldi text file (<utt-id> WORDS... per "
                    "line, utt-id = file stem); WER and icefall result files follow.")
-@click.option("--model", "model_path", required=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A k2dec model file (recipes/librispeech/train.py, export).")
+@click.option("--model", "model_path",
+              type=click.Path(exists=True, path_type=Path),
+              help="A k2dec model file, an icefall TorchScript export (jit_script.pt, "
+                   "cpu_jit.pt, jit_script_chunk_*.pt) or a sherpa-onnx folder / .onnx file.")
 @click.option("--lang-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Lang dir with tokens.txt, words.txt, bpe.model and graphs (HLG.pt, ...).")
-@click.option("--method", "methods", multiple=True, required=True,
-              help="Decoding method (repeatable); see `k2dec decode --list-methods`.")
+              help="Lang dir with tokens.txt, words.txt, bpe.model and graphs (HLG.pt, ...); "
+                   "without it, tokens.txt / bpe.model beside the model are used.")
+@click.option("--method", "methods", multiple=True,
+              help="Decoding method (repeatable); see `k2dec decode --list-methods [--model X]`.")
+@click.option("--list-methods", is_flag=True,
+              help="List the methods (those --model supports, if given) and exit.")
 @click.option("--set", "assignments", multiple=True,
               help="Override a config field, KEY=VALUE (e.g. beam=4, lattice.search_beam=15, "
                    "lm_scales=0.5,1.0), in every given method whose config has KEY; a bare "
                    "name reaches a nested field (num_paths=50: nbest.num_paths).")
-@click.option("--out-dir", required=True, type=click.Path(path_type=Path))
+@click.option("--icefall-compat", is_flag=True,
+              help="icefall's choices where k2dec's defaults differ: no termination frame in "
+                   "fast_beam_search, ILME 0.1 in fast_beam_search_nbest/_oracle, the last of "
+                   "equal n-best scores, float32 scores in modified_beam_search (fields not "
+                   "given with --set; see k2dec.methods.compat).")
+@click.option("--out-dir", type=click.Path(path_type=Path))
 @click.option("--test-set", default=None, help="Name used in result files (default: from "
               "the manifest or folder name).")
 @click.option("--max-duration", default=200.0, show_default=True,
               help="Seconds of audio per batch.")
 @click.option("--rnn-lm", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A neural LM checkpoint (k2dec train-lm) for rnn-lm / multi-pass.")
+@click.option("--hotwords", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Hotwords to bias towards (one phrase per line, optionally 'PHRASE :SCORE'); "
+                   "used by the methods that support biasing (modified_beam_search, "
+                   "beam_search, the LM-fusion searches, ctc-prefix-beam-search), with "
+                   "--set hotwords_score=... (default 2.0 per token).")
+@click.option("--lodr-arpa", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A token n-gram ARPA (words = token ids) for the LODR methods.")
 @click.option("--retry-failed", is_flag=True, help="Decode again cuts recorded as failed.")
 @click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1),
               help="torch threads.")
-def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, assignments,
-               out_dir, test_set, max_duration, rnn_lm, retry_failed, threads):
+@_feature_options
+def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, list_methods,
+               assignments, icefall_compat, out_dir, test_set, max_duration, rnn_lm, hotwords,
+               lodr_arpa, retry_failed, threads, **features):
     """Decode cuts with one or more methods. Results stream to a JSONL file per method (a
     rerun resumes); icefall result files, WER and RTF follow. Under torchrun every rank
     decodes a shard and rank 0 merges. Every method, --set value and needed graph or LM is
     checked before the first cut is decoded."""
     import torch
 
-    from .data import cuts_from_audio_dir, find_audio_files, load_cuts, load_references
+    from .data import (
+        FeatureConfig,
+        cuts_from_audio_dir,
+        find_audio_files,
+        load_cuts,
+        load_references,
+    )
     from .job import (
         DecodeConfig,
+        MethodRun,
         check_references,
         check_resources,
         dist_info,
@@ -167,19 +213,41 @@ def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, a
         run_decode,
     )
 
+    changes = {k[len("feature_"):]: v for k, v in features.items() if v is not None}
+    try:
+        FeatureConfig().override(**changes)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--feature-*") from None
+    if list_methods:
+        _list_methods(model_path, lang_dir, changes)
+        return
+    for name, value in (("--model", model_path), ("--method", methods),
+                        ("--out-dir", out_dir)):
+        if not value:
+            raise click.UsageError(f"missing option {name}")
     if (cuts_path is None) == (audio_dir is None):
         raise click.UsageError("give exactly one of --cuts and --audio-dir")
     if text_path is not None and audio_dir is None:
         raise click.UsageError("--text goes with --audio-dir (a --cuts manifest carries its "
                                "references)")
     runs = _checked(plan_methods, methods, assignments)
+    if icefall_compat:
+        from .methods import icefall_compatible
+
+        runs = [MethodRun(r.method, icefall_compatible(r.method, r.config)) for r in runs]
     torch.set_num_threads(threads)
     world_size, rank = dist_info()
     assets = _checked(load_assets, model_path, lang_dir,
-                      lm_paths={"rnn_lm": rnn_lm} if rnn_lm is not None else None)
+                      lm_paths={"rnn_lm": rnn_lm} if rnn_lm is not None else None,
+                      hotwords=hotwords, lodr_arpa=lodr_arpa, feature_overrides=changes)
     problems, refs = [], None
+    unsupported = [r.method.name for r in runs if not assets.model.supports(r.method)]
+    if unsupported:
+        problems.append(f"{', '.join(unsupported)}: not for this model "
+                        f"({assets.model.describe()}); see --list-methods --model")
     try:
-        check_resources(runs, assets.resources)
+        check_resources([r for r in runs if r.method.name not in unsupported],
+                        assets.resources)
     except ValueError as e:
         problems.append(str(e))
     if audio_dir is not None:  # the references of the files to come, before their features
@@ -201,7 +269,8 @@ def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, a
         name = test_set or audio_dir.name
         shard = f".rank{rank}" if world_size > 1 else ""
         audio = _checked(cuts_from_audio_dir, audio_dir,
-                         out_dir / "features" / f"{name}{shard}", references=refs)
+                         out_dir / "features" / f"{name}{shard}", references=refs,
+                         extractor=assets.model.feature_config.extractor())
         cuts, unreadable = audio.cuts, audio.failures
     _checked(check_references, [r.method for r in runs], cuts)
     cfg = DecodeConfig(max_duration=max_duration, retry_failed=retry_failed,
@@ -217,6 +286,26 @@ def _checked(fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except ValueError as e:
         raise click.UsageError(str(e)) from None
+
+
+def _list_methods(model_path, lang_dir, feature_overrides) -> None:
+    """Print the registry (or what ``model_path`` supports) with each method's needs."""
+    from .methods import list_methods
+    from .model import load_model, supported_methods
+
+    if model_path is None:
+        methods = list_methods()
+    else:
+        tokens = lang_dir / "tokens.txt" if lang_dir is not None and (
+            lang_dir / "tokens.txt").is_file() else None
+        model = load_model(model_path, tokens=tokens)
+        if feature_overrides:
+            model.set_feature_config(model.feature_config.override(**feature_overrides))
+        click.echo(f"{model_path}: {model.describe()}")
+        methods = supported_methods(model)
+    for m in methods:
+        needs = f" (needs {', '.join(m.requires)})" if m.requires else ""
+        click.echo(f"{m.name:<32} {m.family.value:<11} {m.description}{needs}")
 
 
 _PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True,
@@ -239,7 +328,7 @@ def train_lm_cmd(ctx):
               help="File to write (float16 weights, no optimizer state).")
 def export_lm_cmd(checkpoints, output):
     """Average train-lm CHECKPOINTS into one small LM file for decoding (--rnn-lm)."""
-    from .lm.train import export_lm
+    from .lm.checkpoint import export_lm
 
     path = export_lm(checkpoints, output)
     click.echo(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) from {len(checkpoints)} "

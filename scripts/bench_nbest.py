@@ -370,7 +370,7 @@ def main() -> None:
     b = benchlib.shipped_batch(max(n_thr, per_set))
     lm = None
     if Path(args.lm).is_file():
-        from k2dec.lm.train import load_lm
+        from k2dec.lm import load_lm
 
         lm = load_lm(args.lm).eval()
     else:

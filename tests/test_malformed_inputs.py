@@ -42,10 +42,9 @@ def cases(d: Path) -> list[tuple[str, str, str, Callable[[], object]]]:
     from k2dec.graph import build_G, check_arpa, compile_graph, load_graph
     from k2dec.lang import read_lexicon, read_symbol_table, write_lang_dir
     from k2dec.lattice import LatticeConfig, get_lattice, prune_lattice
-    from k2dec.lm.train import load_lm
+    from k2dec.lm import load_lm
     from k2dec.methods import get_method, override_config
-    from k2dec.model import JointConfig, JointModel
-    from k2dec.model.train import load_model
+    from k2dec.model import JointConfig, JointModel, load_model
     from k2dec.nbest import Nbest, rescore_with_attention_decoder, sample_paths
     from k2dec.transducer import fast_beam_search
 

@@ -19,9 +19,9 @@ Example (a random decoder, so the hypotheses are arbitrary)::
 """
 
 from k2dec.aed.beam_search import AedHypothesis, BeamSearchConfig, beam_search
-from k2dec.aed.ctc_prefix import CtcPrefixScorer, CtcPrefixState
 from k2dec.aed.interface import AttentionDecoder, IncrementalLM
 from k2dec.aed.transformer import TransformerDecoder
+from k2dec.scorers.ctc_prefix import CtcPrefixScorer, CtcPrefixState
 
 __all__ = [
     "AedHypothesis",

@@ -14,7 +14,7 @@ from .audio import (
     load_references,
     read_kaldi_text,
 )
-from .features import NUM_MEL_BINS, compute_fbank, manifest_parts
+from .features import NUM_MEL_BINS, FeatureConfig, compute_fbank, manifest_parts
 from .loader import SpecAugmentConfig, make_dataloader
 from .manifests import (
     MANIFEST_PREFIX,
@@ -29,6 +29,7 @@ __all__ = [
     "AUDIO_EXTENSIONS",
     "AudioDirCuts",
     "AudioFailure",
+    "FeatureConfig",
     "MANIFEST_PREFIX",
     "NUM_MEL_BINS",
     "SpecAugmentConfig",

@@ -24,16 +24,20 @@ class DecodeAssets:
     """What decoding needs besides the cuts.
 
     Attributes:
-      model: the acoustic model (``JointModel``: encoder, CTC head, transducer, attention).
+      model: the acoustic model (:class:`k2dec.model.AcousticModel`: k2dec's joint model, an
+        icefall TorchScript export or an ONNX export); methods need what it has.
       lang: the lang dir (tokens.txt/words.txt, graphs); ``None`` for token-only methods.
       sp: the sentencepiece model turning token ids into words.
       resources: graphs / LMs / attention decoder for the methods.
+      tokens: the token table turning token ids into words when there is no ``sp``
+        (the lang dir's, else the one found beside the model).
     """
 
-    model: torch.nn.Module
+    model: Any
     lang: LangDir | None
     sp: Any
     resources: Resources = field(default_factory=Resources)
+    tokens: Any = None
 
 
 def load_assets(
@@ -42,20 +46,40 @@ def load_assets(
     bpe_model: str | Path | None = None,
     lm_paths: dict[str, str | Path] | None = None,
     device: torch.device | str = "cpu",
+    hotwords: str | Path | None = None,
+    lodr_arpa: str | Path | None = None,
+    feature_overrides: dict[str, Any] | None = None,
 ) -> DecodeAssets:
-    """Load a model, its lang dir graphs (:data:`GRAPH_FILES`, and H built from tokens.txt),
-    the BPE model and neural LMs, all on ``device``."""
+    """Load a model (any :func:`k2dec.model.load_model` recognises), its lang dir graphs
+    (:data:`GRAPH_FILES`, and H built from tokens.txt), the BPE model and neural LMs, all on
+    ``device``; a hotwords file (one phrase per line, optionally ``PHRASE :SCORE``, encoded
+    with the BPE model) and LODR's token n-gram ARPA (:func:`k2dec.scorers.train_token_arpa`)
+    when given.
+
+    Tokens: the lang dir's ``tokens.txt`` and ``bpe.model`` when given, else a
+    ``tokens.txt`` / ``bpe.model`` beside the model. ``feature_overrides`` (FeatureConfig
+    field names) change the features the model expects (default: icefall's, or what an ONNX
+    export declares), for a model trained otherwise."""
     from ..graph import build_ctc_topo, load_graph
     from ..lang import bpe_word_start_mask, check_vocab_size, load_bpe_model
-    from ..model import load_model
+    from ..model import find_tokens, load_model
 
     device = torch.device(device)
-    model = load_model(model_path, device)
     lang = LangDir(Path(lang_dir)) if lang_dir is not None else None
-    if bpe_model is None and lang is not None and (lang.path / "bpe.model").is_file():
-        bpe_model = lang.path / "bpe.model"
+    tokens = lang.path / "tokens.txt" if lang is not None and (
+        lang.path / "tokens.txt").is_file() else None
+    model = load_model(model_path, device, tokens=tokens)
+    if feature_overrides:
+        model.set_feature_config(model.feature_config.override(**feature_overrides))
+    if bpe_model is None:
+        beside = find_tokens(model_path)
+        for folder in ([lang.path] if lang is not None else []) + (
+                [beside.parent] if beside is not None else []):
+            if (folder / "bpe.model").is_file():
+                bpe_model = folder / "bpe.model"
+                break
     sp = load_bpe_model(bpe_model) if bpe_model is not None else None
-    res = Resources(attention_decoder=getattr(model, "attention_decoder", None))
+    res = Resources(attention_decoder=model.attention_decoder)
     vocab = model_vocab_size(model)
     if lang is not None:
         if vocab is not None:
@@ -70,11 +94,27 @@ def load_assets(
                 res.graphs[name] = load_graph(path, lang.token_table, lang.word_table, device,
                                               vocab_size=vocab)
     if lm_paths:
-        from ..lm.train import load_lm
+        from ..lm.checkpoint import load_lm
 
         for name, path in lm_paths.items():
             res.lms[name] = load_lm(path).to(device).eval()
-    return DecodeAssets(model=model, lang=lang, sp=sp, resources=res)
+    if hotwords is not None or lodr_arpa is not None:
+        _load_scorer_inputs(res, sp, hotwords, lodr_arpa, device)
+    return DecodeAssets(model=model, lang=lang, sp=sp, resources=res, tokens=model.tokens)
+
+
+def _load_scorer_inputs(res: Resources, sp: Any, hotwords: str | Path | None,
+                        lodr_arpa: str | Path | None, device: torch.device) -> None:
+    from ..scorers import TokenNgramScorer, encode_hotwords, read_hotwords
+
+    if sp is None:
+        raise ValueError("hotwords and a LODR n-gram need the BPE model (bpe.model in "
+                         "--lang-dir)")
+    if hotwords is not None:
+        res.hotwords = tuple((tuple(t), s) for t, s in encode_hotwords(read_hotwords(hotwords),
+                                                                         sp))
+    if lodr_arpa is not None:
+        res.lodr = TokenNgramScorer.from_arpa(lodr_arpa, sp.get_piece_size(), device=device)
 
 
 def model_vocab_size(model: torch.nn.Module) -> int | None:
@@ -100,4 +140,7 @@ def need_hint(need: str) -> str:
         return "a neural LM (--rnn-lm FILE, from k2dec train-lm / export-lm)"
     if need == "attention_decoder":
         return "a model with an attention decoder"
+    if need == "lodr":
+        return ("LODR's token n-gram (--lodr-arpa FILE, e.g. a token bigram from "
+                "k2dec.scorers.train_token_arpa on the LM text)")
     return need

@@ -16,14 +16,6 @@ Example (HLG 1best, then whole-lattice rescoring with a 4-gram)::
 
 from k2dec.lattice.align import CtcAlignment, ctc_forced_alignment
 from k2dec.lattice.confidence import TimedUnits, Topology, lattice_timed_units
-from k2dec.lattice.decode import (
-    LatticeConfig,
-    LatticeResult,
-    LatticeStatus,
-    UtteranceReport,
-    arcs_per_fsa,
-    get_lattice,
-)
 from k2dec.lattice.dense import DenseInput, check_vocab, make_dense_fsa_vec
 from k2dec.lattice.mbr import MbrConfig, MbrResult, Sausages, mbr_decode
 from k2dec.lattice.one_best import (
@@ -55,6 +47,14 @@ from k2dec.lattice.rescore import (
     sweep_lattice_weights,
 )
 from k2dec.lattice.runner import DecodeRunner
+from k2dec.lattice.search import (
+    LatticeConfig,
+    LatticeResult,
+    LatticeStatus,
+    UtteranceReport,
+    arcs_per_fsa,
+    get_lattice,
+)
 from k2dec.lattice.streaming import Stream, StreamingDecoder
 
 __all__ = [

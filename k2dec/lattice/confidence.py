@@ -24,10 +24,10 @@ import k2
 import kaldialign
 import torch
 
-from k2dec.lattice.decode import LatticeResult
 from k2dec.lattice.mbr import MbrConfig, MbrResult, mbr_decode
 from k2dec.lattice.one_best import AuxLabels
 from k2dec.lattice.posteriors import _unpack
+from k2dec.lattice.search import LatticeResult
 from k2dec.utils import (
     FRAME_ATTR,
     arc_frames,

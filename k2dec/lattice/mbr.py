@@ -48,7 +48,6 @@ from dataclasses import dataclass, field
 import k2
 import torch
 
-from k2dec.lattice.decode import LatticeResult
 from k2dec.lattice.posteriors import (
     PosteriorConfig,
     _global_states,
@@ -58,6 +57,7 @@ from k2dec.lattice.posteriors import (
     scaled_arc_scores,
     state_depths,
 )
+from k2dec.lattice.search import LatticeResult
 from k2dec.utils import ragged_from_row_ids
 
 logger = logging.getLogger(__name__)

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from k2dec.lattice.decode import (
+from k2dec.lattice.dense import validate_log_probs
+from k2dec.lattice.search import (
     LatticeConfig,
     LatticeResult,
     LatticeStatus,
     UtteranceReport,
-    _search_batch,
+    search_lattices,
 )
-from k2dec.lattice.dense import validate_log_probs
 from k2dec.utils import ctc_collapse, path_aux_ids, path_token_ids, ragged_from_row_ids
 
 logger = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ class Hypothesis:
       words: word ids (empty when the graph has no words).
       word_frames: frame of the arc that emits each word; same length as ``words``.
       score: total score of the best path (``-inf`` when the utterance has no lattice).
-      status: :class:`~k2dec.lattice.decode.LatticeStatus` of the utterance's lattice.
+      status: :class:`~k2dec.lattice.search.LatticeStatus` of the utterance's lattice.
       reason: why the lattice was retried or is empty (``""`` if OK).
     """
 
@@ -199,7 +199,7 @@ def one_best_decoding(
 
     Args:
       log_probs: float32 ``(N, T, V)``; lengths: integer ``(N,)`` (before subsampling).
-      graph: decoding graph (see :func:`~k2dec.lattice.decode.get_lattice`).
+      graph: decoding graph (see :func:`~k2dec.lattice.search.get_lattice`).
       aux_labels: :attr:`AuxLabels.WORDS` for word-output graphs (HLG), :attr:`AuxLabels.TOKENS`
         for H.
 
@@ -208,8 +208,8 @@ def one_best_decoding(
       hypothesis with ``status=EMPTY`` and the reason.
     """
     _check_aux_labels(aux_labels)
-    search = _search_batch(log_probs, lengths, graph, config, subsampling_factor,
-                           allow_truncate, output_beam_cap=ONE_BEST_OUTPUT_BEAM)
+    search = search_lattices(log_probs, lengths, graph, config, subsampling_factor,
+                             allow_truncate, output_beam_cap=ONE_BEST_OUTPUT_BEAM)
     paths = search.gather([best_paths(p) for p in search.pieces])
     # shortest_path cached each piece's tropical forward scores: total scores are free
     scores = torch.cat([

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from k2dec.lattice.decode import LatticeResult
+from k2dec.lattice.search import LatticeResult
 from k2dec.utils import FRAME_ATTR, ragged_from_row_ids
 
 __all__ = [

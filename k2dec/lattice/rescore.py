@@ -1,7 +1,7 @@
 """Whole-lattice rescoring with a bigger n-gram G, and lattice weight sweeps (acoustic scale,
 LM scale, word insertion penalty) against references, all on stored lattices.
 
-Lattices here come from :func:`~k2dec.lattice.decode.get_lattice` with a word-output graph
+Lattices here come from :func:`~k2dec.lattice.search.get_lattice` with a word-output graph
 (HLG): ``labels`` are token ids, ``aux_labels`` word ids (an int32 tensor, or ragged
 ``[arc][word]`` as after ``k2.remove_epsilon``), and the arc
 attribute ``lm_scores`` holds the graph's LM part of ``scores`` (set ``HLG.lm_scores =
@@ -21,9 +21,9 @@ import k2
 import kaldialign
 import torch
 
-from k2dec.lattice.decode import LatticeResult, LatticeStatus, arcs_per_fsa
 from k2dec.lattice.one_best import AuxLabels, Hypothesis, hypotheses_from_lattice
 from k2dec.lattice.prune import PruneReport, prune_lattice
+from k2dec.lattice.search import LatticeResult, LatticeStatus, arcs_per_fsa
 from k2dec.utils import FRAME_ATTR
 
 logger = logging.getLogger(__name__)

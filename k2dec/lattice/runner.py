@@ -22,9 +22,9 @@ import k2
 import numpy as np
 import torch
 
-from k2dec.lattice.decode import LatticeConfig, prepare_graph
 from k2dec.lattice.dense import check_vocab, validate_log_probs
 from k2dec.lattice.one_best import AuxLabels, Hypothesis, one_best_decoding
+from k2dec.lattice.search import LatticeConfig, prepare_graph
 
 logger = logging.getLogger(__name__)
 

@@ -42,15 +42,15 @@ from dataclasses import dataclass, field
 import k2
 import torch
 
-from k2dec.lattice.decode import (
+from k2dec.lattice.dense import check_vocab, validate_log_probs
+from k2dec.lattice.one_best import AuxLabels, Hypothesis, hypotheses_from_lattice
+from k2dec.lattice.search import (
     LatticeConfig,
     LatticeResult,
     LatticeStatus,
     UtteranceReport,
     prepare_graph,
 )
-from k2dec.lattice.dense import check_vocab, validate_log_probs
-from k2dec.lattice.one_best import AuxLabels, Hypothesis, hypotheses_from_lattice
 
 logger = logging.getLogger(__name__)
 
@@ -160,6 +160,34 @@ class StreamingDecoder:
           Arcs carry the ``chunk_end`` attribute; for the rows marked ``last`` the chunk-end
           arcs have score ``-inf``, so only complete paths of the original graph remain.
         """
+        last = self._check_chunk(streams, log_probs, lengths, last)
+        num_frames = validate_log_probs(log_probs, lengths)
+        if log_probs.shape[0] != len(streams):
+            raise ValueError(
+                f"log_probs has {log_probs.shape[0]} rows but {len(streams)} streams were given"
+            )
+        if log_probs.device != self.graph.device:
+            raise ValueError(
+                f"log_probs is on {log_probs.device} but the graph is on {self.graph.device}"
+            )
+        check_vocab(self.graph, log_probs.shape[2])
+        lattice = self._advance(streams, log_probs, num_frames)
+        for st, f, is_last in zip(streams, num_frames.tolist(), last):
+            st.num_frames += f
+            st.finished = bool(is_last)
+        if any(last):
+            lattice = _drop_chunk_end_arcs(lattice, torch.tensor(last, dtype=torch.bool))
+        tot = lattice.get_tot_scores(use_double_scores=True, log_semiring=False)
+        reports = tuple(
+            self._report(st, empty) for st, empty in zip(streams, (tot == -float("inf")).tolist())
+        )
+        return LatticeResult(lattice=lattice, reports=reports)
+
+    def _check_chunk(
+        self, streams: list[Stream], log_probs: torch.Tensor, lengths: torch.Tensor,
+        last: list[bool] | None,
+    ) -> list[bool]:
+        """Validate the streams of a chunk; return ``last`` (all False when None)."""
         if not isinstance(streams, list | tuple) or not all(
             isinstance(s, Stream) for s in streams
         ):
@@ -176,16 +204,13 @@ class StreamingDecoder:
             raise ValueError(
                 f"got {len(streams)} streams but max_streams={self.max_streams}"
             )
-        num_frames = validate_log_probs(log_probs, lengths)
-        if log_probs.shape[0] != len(streams):
-            raise ValueError(
-                f"log_probs has {log_probs.shape[0]} rows but {len(streams)} streams were given"
-            )
-        if log_probs.device != self.graph.device:
-            raise ValueError(
-                f"log_probs is on {log_probs.device} but the graph is on {self.graph.device}"
-            )
-        check_vocab(self.graph, log_probs.shape[2])
+        return list(last)
+
+    def _advance(
+        self, streams: list[Stream], log_probs: torch.Tensor, num_frames: torch.Tensor
+    ) -> k2.Fsa:
+        """Run the intersecter over the chunk; update the streams' decoding states; return the
+        lattices in the order of ``streams``."""
         # In k2 1.23.4, a call whose rows have different numbers of frames leaves the shorter
         # rows' decoding states corrupt (the next call builds invalid lattices), so rows are
         # grouped by chunk length and each group is one k2 call.
@@ -207,41 +232,29 @@ class StreamingDecoder:
                 streams[i]._state = st
             pieces.append(lattice)
             rows.extend(members)
-        for st, f, is_last in zip(streams, num_frames.tolist(), last):
-            st.num_frames += f
-            st.finished = bool(is_last)
-        if len(pieces) == 1:
-            lattice = pieces[0]
-        else:
-            lattice = k2.cat(pieces)
+        lattice = pieces[0] if len(pieces) == 1 else k2.cat(pieces)
+        if rows == sorted(rows):
+            return lattice
         position = torch.empty(len(rows), dtype=torch.int64)
         position[torch.tensor(rows)] = torch.arange(len(rows))
-        if rows != sorted(rows):
-            lattice = k2.index_fsa(lattice, position.to(device=lattice.device, dtype=torch.int32))
-        if any(last):
-            lattice = _drop_chunk_end_arcs(lattice, torch.tensor(last, dtype=torch.bool))
-        tot = lattice.get_tot_scores(use_double_scores=True, log_semiring=False)
-        empty = (tot == -float("inf")).tolist()
-        reports = []
-        for st, e in zip(streams, empty):
+        return k2.index_fsa(lattice, position.to(device=lattice.device, dtype=torch.int32))
+
+    def _report(self, stream: Stream, empty: bool) -> UtteranceReport:
+        c = self.config
+        reason = ""
+        if empty:
             reason = (
-                f"no path survived the first {st.num_frames} frames at "
-                f"search_beam={self.config.search_beam:g}, "
-                f"output_beam={self.config.output_beam:g}"
-                if e
-                else ""
+                f"no path survived the first {stream.num_frames} frames at "
+                f"search_beam={c.search_beam:g}, output_beam={c.output_beam:g}"
             )
-            reports.append(
-                UtteranceReport(
-                    status=LatticeStatus.EMPTY if e else LatticeStatus.OK,
-                    num_frames=st.num_frames,
-                    search_beam=self.config.search_beam,
-                    output_beam=self.config.output_beam,
-                    max_active_states=self.config.max_active_states,
-                    reason=reason,
-                )
-            )
-        return LatticeResult(lattice=lattice, reports=tuple(reports))
+        return UtteranceReport(
+            status=LatticeStatus.EMPTY if empty else LatticeStatus.OK,
+            num_frames=stream.num_frames,
+            search_beam=c.search_beam,
+            output_beam=c.output_beam,
+            max_active_states=c.max_active_states,
+            reason=reason,
+        )
 
 
 def add_chunk_end_arcs(graph: k2.Fsa) -> k2.Fsa:

@@ -27,9 +27,10 @@ Example (random weights, so the numbers are arbitrary)::
 """
 
 from .base import NeuralLM, SequenceScores
+from .checkpoint import build_lm, export_lm, load_lm
 from .perplexity import PerplexityResult, compute_perplexity, compute_text_perplexity
 from .rnn import RnnLM, RnnLmConfig, RnnLmState
-from .train import TrainLmConfig, build_lm, export_lm, load_lm, train_lm
+from .train import TrainLmConfig, train_lm
 from .transformer import TransformerLM, TransformerLmConfig, TransformerLmState
 
 __all__ = [

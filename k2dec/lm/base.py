@@ -99,6 +99,15 @@ class NeuralLM(nn.Module):
         """Return the state of rows ``index`` (int64 ``[M']``, values in ``[0, M)``), in order."""
         raise NotImplementedError
 
+    def _advance_rows(self, state: Any, tokens: torch.Tensor,
+                      rows: torch.Tensor) -> tuple[torch.Tensor, Any]:
+        """:meth:`advance` of a validated call (``rows`` int64 ``[R]``, distinct)."""
+        raise NotImplementedError
+
+    def cat_states(self, states: list[Any]) -> Any:
+        """The rows of several states (e.g. of streams decoded together), in order."""
+        raise NotImplementedError
+
     # ----- shared --------------------------------------------------------------------------
 
     @property
@@ -156,6 +165,48 @@ class NeuralLM(nn.Module):
             )
         log_probs, state = self._run(tokens[:, consumed:], state)
         return log_probs[:, -1], state
+
+    def start(self, num_rows: int, device: torch.device) -> tuple[torch.Tensor, Any]:
+        """Row-wise fusion: ``num_rows`` prefixes holding only ``sos``.
+
+        Returns:
+          ``(log_probs, state)``: float ``[num_rows, V]``, the distribution of the first token,
+          and a state for :meth:`advance`.
+        """
+        sos = torch.full((num_rows, 1), self.sos_id, dtype=torch.int64, device=device)
+        log_probs, state = self._run(sos, None)
+        return log_probs[:, -1], state
+
+    def advance(
+        self, state: Any, tokens: torch.Tensor, rows: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, Any]:
+        """Row-wise fusion: rows ``rows`` of ``state`` consume one token each; the other rows
+        are unchanged. Unlike :meth:`step`, rows may hold prefixes of different lengths (a
+        transducer or CTC search extends some hypotheses and not others).
+
+        Args:
+          state: from :meth:`start` or :meth:`advance` (after :meth:`select_state`).
+          tokens: int64 ``[R]``, the token each row consumes.
+          rows: int64 ``[R]``, distinct rows of ``state``; None: every row (``R = M``).
+
+        Returns:
+          ``(log_probs, state)``: float ``[R, V]``, the distribution of the token after each
+          advanced row's new prefix, and the state of all ``M`` rows. A state that went
+          through :meth:`advance` serves :meth:`advance` only (not :meth:`step`).
+        """
+        num_rows = self.num_rows(state)
+        if rows is None:
+            rows = torch.arange(num_rows, device=tokens.device)
+        rows = check_row_index(rows, num_rows, tokens.device)
+        if not isinstance(tokens, torch.Tensor) or tokens.dtype != torch.int64 or (
+                tokens.shape != rows.shape):
+            raise ValueError(f"tokens must be int64 of shape {tuple(rows.shape)}, got "
+                             f"{getattr(tokens, 'dtype', type(tokens))} {tuple(tokens.shape)}")
+        check_token_ids("tokens", tokens, self.vocab_size)
+        if rows.numel() == 0:
+            return torch.zeros(0, self.vocab_size, device=tokens.device,
+                               dtype=self._float_dtype()), state
+        return self._advance_rows(state, tokens, rows)
 
     def score_sequences(
         self, tokens: k2.RaggedTensor, batch_size: int | None = None

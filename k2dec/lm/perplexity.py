@@ -14,6 +14,7 @@ import torch
 from tqdm import tqdm
 
 from .base import NeuralLM
+from .checkpoint import load_lm
 from .data import encode_text_file, length_sorted_batches
 
 __all__ = ["PerplexityResult", "compute_perplexity", "compute_text_perplexity"]
@@ -117,8 +118,6 @@ def compute_text_perplexity(
 def main(argv: Sequence[str] | None = None) -> PerplexityResult:
     """Command-line entry point (``k2dec lm-perplexity``): perplexity of a :func:`train_lm`
     checkpoint on a text file."""
-    from .train import load_lm
-
     p = argparse.ArgumentParser(
         prog="k2dec lm-perplexity",
         description="Perplexity of a k2dec LM checkpoint on a text file (BPE tokens).",

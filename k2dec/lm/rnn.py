@@ -44,7 +44,9 @@ class RnnLmState(NamedTuple):
 
     Attributes:
       h, c: float ``[num_layers, M, hidden_dim]``, the LSTM state after the consumed positions.
-      num_tokens: number of positions (including ``sos``) consumed so far, the same for all rows.
+      num_tokens: number of positions (including ``sos``) consumed so far, the same for all rows;
+        ``-1`` once :meth:`RnnLM.advance` advanced rows by different amounts (such a state
+        serves ``advance`` only).
     """
 
     h: torch.Tensor
@@ -106,7 +108,27 @@ class RnnLM(NeuralLM):
             return 0
         if not isinstance(state, RnnLmState):
             raise TypeError(f"state must be an RnnLmState or None, got {type(state).__name__}")
+        if state.num_tokens < 0:
+            raise ValueError("this state went through advance() (rows of different lengths); "
+                             "continue it with advance(), not step()")
         return state.num_tokens
+
+    def _advance_rows(self, state: RnnLmState, tokens: torch.Tensor,
+                      rows: torch.Tensor) -> tuple[torch.Tensor, RnnLmState]:
+        if not isinstance(state, RnnLmState):
+            raise TypeError(f"state must be an RnnLmState, got {type(state).__name__}")
+        sub = RnnLmState(state.h.index_select(1, rows), state.c.index_select(1, rows), 0)
+        log_probs, new = self._run(tokens.unsqueeze(1), sub)
+        every = rows.numel() == state.h.size(1)
+        num_tokens = state.num_tokens + 1 if every and state.num_tokens >= 0 else -1
+        return log_probs[:, -1], RnnLmState(state.h.index_copy(1, rows, new.h),
+                                            state.c.index_copy(1, rows, new.c), num_tokens)
+
+    def cat_states(self, states: list[RnnLmState]) -> RnnLmState:
+        same = len({s.num_tokens for s in states}) == 1
+        return RnnLmState(torch.cat([s.h for s in states], dim=1),
+                          torch.cat([s.c for s in states], dim=1),
+                          states[0].num_tokens if same else -1)
 
     def num_rows(self, state: RnnLmState) -> int:
         return state.h.size(1)

@@ -8,7 +8,7 @@ Library function :func:`train_lm` (typed config in, checkpoints out) and a thin 
 
 Rerunning the same command resumes from the newest ``checkpoint-<step>.pt`` in ``--exp-dir``
 (model, optimizer, step and the torch RNG of the training device, so a resumed run repeats an
-uninterrupted one). :func:`load_lm` rebuilds a model from any of these checkpoints.
+uninterrupted one). :func:`~k2dec.lm.load_lm` rebuilds a model from any of these checkpoints.
 """
 
 from __future__ import annotations
@@ -26,35 +26,23 @@ import k2
 import torch
 from tqdm import tqdm
 
-from ..files import checked_config, load_checked_state, load_torch_file
 from .base import NeuralLM
+from .checkpoint import MODEL_TYPES, LmConfig, build_lm
 from .data import encode_text_file
 from .perplexity import PerplexityResult, compute_perplexity
 from .rnn import RnnLM, RnnLmConfig
-from .transformer import TransformerLM, TransformerLmConfig
+from .transformer import TransformerLmConfig
 
 __all__ = [
-    "LmConfig",
     "TrainLmConfig",
     "TrainLmResult",
-    "build_lm",
     "epoch_batches",
-    "export_lm",
     "latest_checkpoint",
-    "load_lm",
     "main",
     "train_lm",
 ]
 
 logger = logging.getLogger(__name__)
-
-LmConfig = RnnLmConfig | TransformerLmConfig
-
-# model_type (stored in checkpoints) -> (config class, model class)
-MODEL_TYPES: dict[str, tuple[type, type[NeuralLM]]] = {
-    RnnLM.model_type: (RnnLmConfig, RnnLM),
-    TransformerLM.model_type: (TransformerLmConfig, TransformerLM),
-}
 
 _CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)\.pt$")
 
@@ -120,16 +108,6 @@ class TrainLmResult:
     valid: PerplexityResult | None = None
 
 
-def build_lm(config: LmConfig) -> NeuralLM:
-    """The model a config describes: :class:`RnnLM` or :class:`TransformerLM`."""
-    for config_cls, model_cls in MODEL_TYPES.values():
-        if type(config) is config_cls:
-            return model_cls(config)
-    raise TypeError(
-        f"config must be an RnnLmConfig or TransformerLmConfig, got {type(config).__name__}"
-    )
-
-
 def latest_checkpoint(exp_dir: str | Path) -> Path | None:
     """The ``checkpoint-<step>.pt`` in ``exp_dir`` with the largest step, or ``None``."""
     exp_dir = Path(exp_dir)
@@ -139,70 +117,6 @@ def latest_checkpoint(exp_dir: str | Path) -> Path | None:
         (int(m.group(1)), p) for p in exp_dir.iterdir() if (m := _CHECKPOINT_RE.match(p.name))
     ]
     return max(found)[1] if found else None
-
-
-def load_lm(checkpoint: str | Path, device: str | torch.device = "cpu") -> NeuralLM:
-    """Rebuild the LM saved in a :func:`train_lm` checkpoint, in eval mode on ``device``."""
-    path = Path(checkpoint)
-    if not path.is_file():
-        raise ValueError(f"checkpoint {str(path)!r} does not exist")
-    ckpt = load_torch_file(path, "LM checkpoint")
-    model_type = ckpt.get("model_type") if isinstance(ckpt, dict) else None
-    if model_type not in MODEL_TYPES or "model_config" not in ckpt or "model" not in ckpt:
-        raise ValueError(
-            f"{str(path)!r} is not a k2dec LM checkpoint (needs model_type in "
-            f"{sorted(MODEL_TYPES)}, model_config and model)"
-        )
-    config_cls, _ = MODEL_TYPES[model_type]
-    model = build_lm(checked_config(config_cls, ckpt["model_config"], path))
-    load_checked_state(model, ckpt["model"], path)
-    return model.to(device).eval()
-
-
-def export_lm(
-    checkpoints: Sequence[str | Path], output: str | Path, dtype: torch.dtype = torch.float16
-) -> Path:
-    """Average the model weights of :func:`train_lm` checkpoints (icefall's checkpoint
-    averaging) and save them, without optimizer state, in ``dtype``: a file
-    :func:`load_lm` reads (weights come back as float32).
-
-    Args:
-      checkpoints: one or more checkpoints of the same model (type and config).
-      output: the file to write.
-      dtype: floating dtype of the saved weights (``torch.float16`` halves the size).
-
-    Returns:
-      ``output`` as a Path.
-    """
-    if not checkpoints:
-        raise ValueError("export_lm needs at least one checkpoint")
-    if not dtype.is_floating_point:
-        raise ValueError(f"dtype must be a floating dtype, got {dtype}")
-    first = None
-    total: dict[str, torch.Tensor] = {}
-    for c in checkpoints:
-        path = Path(c)
-        if not path.is_file():
-            raise ValueError(f"checkpoint {str(path)!r} does not exist")
-        ckpt = torch.load(path, map_location="cpu")
-        if not isinstance(ckpt, dict) or ckpt.get("model_type") not in MODEL_TYPES:
-            raise ValueError(f"{str(path)!r} is not a k2dec LM checkpoint")
-        head = (ckpt["model_type"], ckpt["model_config"])
-        if first is None:
-            first = head
-        elif head != first:
-            raise ValueError(f"{str(path)!r} holds another model ({head[0]}, {head[1]}) than "
-                             f"the first checkpoint ({first[0]}, {first[1]})")
-        for name, value in ckpt["model"].items():
-            v = value.to(torch.float64) if value.is_floating_point() else value
-            total[name] = total[name] + v if name in total and v.is_floating_point() else v
-    n = len(checkpoints)
-    state = {k: (v / n).to(dtype) if v.is_floating_point() else v for k, v in total.items()}
-    out = Path(output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"model_type": first[0], "model_config": first[1], "model": state,
-                "averaged_from": [Path(c).name for c in checkpoints]}, out)
-    return out
 
 
 def _check_train_config(config: TrainLmConfig) -> None:
@@ -251,7 +165,35 @@ def train_lm(config: TrainLmConfig) -> TrainLmResult:
         logger.info("vocab_size %d -> %d (from %s)", model_config.vocab_size, vocab_size,
                     config.bpe_model)
         model_config = dataclasses.replace(model_config, vocab_size=vocab_size)
+    tokens = _training_sentences(config, sp)
 
+    torch.manual_seed(config.seed)
+    model = build_lm(model_config).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr,
+                                 weight_decay=config.weight_decay)
+    resume = latest_checkpoint(exp_dir)
+    step = 0 if resume is None else _resume(resume, model, optimizer, model_config, device)
+    exp_dir.mkdir(parents=True, exist_ok=True)
+    logger.info(
+        "training a %s LM (%d parameters) on %d sentences, %d tokens; %d steps per epoch",
+        model.model_type, sum(p.numel() for p in model.parameters()), tokens.dim0,
+        tokens.numel(), math.ceil(tokens.dim0 / config.batch_size),
+    )
+    valid_tokens = None if config.valid_text is None else encode_text_file(config.valid_text, sp)
+    run = _TrainingRun(config, model_config, model, optimizer, tokens, valid_tokens)
+    end_step = run.train(step, resume)
+    model.eval()
+    if valid_tokens is not None and run.valid is None:  # resumed at num_steps: nothing ran
+        run.valid = _validate(model, valid_tokens, config.batch_size, end_step)
+    if run.last is None:  # num_steps >= 1: a checkpoint exists at num_steps
+        raise RuntimeError("training ended without a checkpoint")
+    return TrainLmResult(checkpoint=run.last, start_step=step, losses=run.losses,
+                         valid=run.valid)
+
+
+def _training_sentences(config: TrainLmConfig, sp) -> k2.RaggedTensor:
+    """The training text as int32 ragged ``[sentence][token]``, without sentences longer than
+    ``config.max_sentence_length`` tokens."""
     tokens = encode_text_file(config.text, sp)
     splits = tokens.shape.row_splits(1).to(torch.int64)
     keep = ((splits[1:] - splits[:-1]) <= config.max_sentence_length).nonzero().squeeze(1)
@@ -261,72 +203,87 @@ def train_lm(config: TrainLmConfig) -> TrainLmResult:
         tokens, _ = tokens.index(keep.to(torch.int32), axis=0)
     if tokens.dim0 == 0:
         raise ValueError(f"no training sentences left in {str(config.text)!r}")
-    num_sentences = tokens.dim0
-    splits = tokens.shape.row_splits(1).to(torch.int64)
-    lengths = splits[1:] - splits[:-1]
-    batches_per_epoch = math.ceil(num_sentences / config.batch_size)
+    return tokens
 
-    torch.manual_seed(config.seed)
-    model = build_lm(model_config).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr,
-                                 weight_decay=config.weight_decay)
-    step = 0
-    resume = latest_checkpoint(exp_dir)
-    if resume is not None:
-        ckpt = torch.load(resume, map_location="cpu")
-        saved = ckpt.get("model_config")
-        if ckpt.get("model_type") != model.model_type or saved != dataclasses.asdict(model_config):
-            raise ValueError(
-                f"cannot resume from {str(resume)!r}: it holds a {ckpt.get('model_type')} model "
-                f"with config {saved}, but this run asks for a {model.model_type} model with "
-                f"{dataclasses.asdict(model_config)} (use another exp_dir)"
-            )
-        model.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        step = int(ckpt["step"])
-        torch.set_rng_state(ckpt["rng_state"])
-        if device.type == "cuda" and ckpt.get("cuda_rng_state") is not None:
-            torch.cuda.set_rng_state(ckpt["cuda_rng_state"], device)
-        logger.info("resuming from %s (step %d)", resume, step)
-    exp_dir.mkdir(parents=True, exist_ok=True)
-    start_step = step
-    logger.info(
-        "training a %s LM (%d parameters) on %d sentences, %d tokens; %d steps per epoch",
-        model.model_type, sum(p.numel() for p in model.parameters()), num_sentences,
-        tokens.numel(), batches_per_epoch,
-    )
 
-    valid_tokens = None if config.valid_text is None else encode_text_file(config.valid_text, sp)
+def _resume(
+    path: Path,
+    model: NeuralLM,
+    optimizer: torch.optim.Optimizer,
+    model_config: LmConfig,
+    device: torch.device,
+) -> int:
+    """Load a checkpoint of this run into ``model`` and ``optimizer``, restore the RNG state;
+    return its step."""
+    ckpt = torch.load(path, map_location="cpu")
+    saved = ckpt.get("model_config")
+    if ckpt.get("model_type") != model.model_type or saved != dataclasses.asdict(model_config):
+        raise ValueError(
+            f"cannot resume from {str(path)!r}: it holds a {ckpt.get('model_type')} model "
+            f"with config {saved}, but this run asks for a {model.model_type} model with "
+            f"{dataclasses.asdict(model_config)} (use another exp_dir)"
+        )
+    model.load_state_dict(ckpt["model"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    step = int(ckpt["step"])
+    torch.set_rng_state(ckpt["rng_state"])
+    if device.type == "cuda" and ckpt.get("cuda_rng_state") is not None:
+        torch.cuda.set_rng_state(ckpt["cuda_rng_state"], device)
+    logger.info("resuming from %s (step %d)", path, step)
+    return step
+
+
+@dataclass
+class _TrainingRun:
+    """The optimizer loop of :func:`train_lm` and what it produced (``losses`` of the steps it
+    ran, the ``last`` checkpoint written, the latest validation result)."""
+
+    config: TrainLmConfig
+    model_config: LmConfig
+    model: NeuralLM
+    optimizer: torch.optim.Optimizer
+    tokens: k2.RaggedTensor
+    valid_tokens: k2.RaggedTensor | None
+    losses: list[float] = field(default_factory=list)
+    last: Path | None = None
     valid: PerplexityResult | None = None
-    losses: list[float] = []
-    last = resume
-    model.train()
-    bar = tqdm(total=config.num_steps, initial=step, desc="train-lm", disable=not config.progress)
-    while step < config.num_steps:
-        epoch, first_batch = divmod(step, batches_per_epoch)
-        batches = epoch_batches(lengths, config.batch_size, config.seed + epoch)
-        for b in range(first_batch, batches_per_epoch):
-            if step >= config.num_steps:
-                break
-            batch, _ = tokens.index(batches[b], axis=0)
-            loss = _train_step(model, optimizer, batch.to(device), config.grad_clip)
-            losses.append(loss)
-            step += 1
-            bar.update(1)
-            if step % config.log_interval == 0:
-                recent = losses[-config.log_interval :]
-                logger.info("step %d epoch %d: loss %.4f", step, epoch,
-                            sum(recent) / len(recent))
-            if step % config.save_every_n == 0 or step == config.num_steps:
-                last = _save_checkpoint(exp_dir, model, optimizer, step, config, model_config)
-                if valid_tokens is not None:
-                    valid = _validate(model, valid_tokens, config.batch_size, step)
-    bar.close()
-    model.eval()
-    if valid_tokens is not None and valid is None:  # resumed at num_steps: nothing ran
-        valid = _validate(model, valid_tokens, config.batch_size, step)
-    assert last is not None  # num_steps >= 1: a checkpoint exists at num_steps
-    return TrainLmResult(checkpoint=last, start_step=start_step, losses=losses, valid=valid)
+
+    def train(self, step: int, resume: Path | None) -> int:
+        """Run from ``step`` to ``config.num_steps`` (``resume``: the checkpoint of ``step``);
+        return the last step."""
+        config, model = self.config, self.model
+        device = next(model.parameters()).device
+        splits = self.tokens.shape.row_splits(1).to(torch.int64)
+        lengths = splits[1:] - splits[:-1]
+        batches_per_epoch = math.ceil(self.tokens.dim0 / config.batch_size)
+        self.last = resume
+        model.train()
+        bar = tqdm(total=config.num_steps, initial=step, desc="train-lm",
+                   disable=not config.progress)
+        while step < config.num_steps:
+            epoch, first_batch = divmod(step, batches_per_epoch)
+            batches = epoch_batches(lengths, config.batch_size, config.seed + epoch)
+            for b in range(first_batch, min(batches_per_epoch,
+                                            first_batch + config.num_steps - step)):
+                batch, _ = self.tokens.index(batches[b], axis=0)
+                self.losses.append(_train_step(model, self.optimizer, batch.to(device),
+                                               config.grad_clip))
+                step += 1
+                bar.update(1)
+                self._after_step(step, epoch)
+        bar.close()
+        return step
+
+    def _after_step(self, step: int, epoch: int) -> None:
+        config = self.config
+        if step % config.log_interval == 0:
+            recent = self.losses[-config.log_interval :]
+            logger.info("step %d epoch %d: loss %.4f", step, epoch, sum(recent) / len(recent))
+        if step % config.save_every_n == 0 or step == config.num_steps:
+            self.last = _save_checkpoint(Path(config.exp_dir), self.model, self.optimizer, step,
+                                         config, self.model_config)
+            if self.valid_tokens is not None:
+                self.valid = _validate(self.model, self.valid_tokens, config.batch_size, step)
 
 
 def epoch_batches(lengths: torch.Tensor, batch_size: int, seed: int,

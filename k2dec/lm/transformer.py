@@ -56,10 +56,14 @@ class TransformerLmState(NamedTuple):
     Attributes:
       keys, values: one float tensor ``[M, nhead, u, d_model // nhead]`` per layer, the
         self-attention keys/values of the ``u`` consumed positions (including ``sos``).
+      lengths: None when every row consumed ``u`` positions; after
+        :meth:`TransformerLM.advance`, int64 ``[M]``, the positions row ``m`` consumed (its
+        first ``lengths[m]`` cache entries are valid, the rest is padding).
     """
 
     keys: tuple[torch.Tensor, ...]
     values: tuple[torch.Tensor, ...]
+    lengths: torch.Tensor | None = None
 
 
 class _CausalSelfAttention(nn.Module):
@@ -98,6 +102,28 @@ class _CausalSelfAttention(nn.Module):
         out = torch.matmul(attn, v).transpose(1, 2).reshape(m, u, d)
         return self.out_proj(out), k, v
 
+    def forward_at(
+        self, x: torch.Tensor, cache_k: torch.Tensor, cache_v: torch.Tensor, pos: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One new position per row at different positions: x float ``[R, 1, D]``, caches
+        ``[R, H, C, D / H]`` valid below ``pos`` (int64 ``[R]``, ``pos < C``). Returns the
+        output ``[R, 1, D]`` and the caches with the new key/value written at ``pos``."""
+        r, _, d = x.shape
+        q, k, v = (
+            t.view(r, 1, self.nhead, self.head_dim).transpose(1, 2)
+            for t in self.in_proj(x).chunk(3, dim=-1)
+        )
+        rows = torch.arange(r, device=x.device)
+        cache_k, cache_v = cache_k.clone(), cache_v.clone()
+        cache_k[rows, :, pos] = k[:, :, 0]
+        cache_v[rows, :, pos] = v[:, :, 0]
+        scores = torch.matmul(q, cache_k.transpose(2, 3)) * (1.0 / math.sqrt(self.head_dim))
+        later = torch.arange(cache_k.size(2), device=x.device).unsqueeze(0) > pos.unsqueeze(1)
+        scores = scores.masked_fill(later[:, None, None, :], float("-inf"))
+        attn = self.dropout(scores.softmax(dim=-1))
+        out = torch.matmul(attn, cache_v).transpose(1, 2).reshape(r, 1, d)
+        return self.out_proj(out), cache_k, cache_v
+
 
 class _Layer(nn.Module):
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int, dropout: float) -> None:
@@ -117,6 +143,16 @@ class _Layer(nn.Module):
         self, x: torch.Tensor, past_k: torch.Tensor | None, past_v: torch.Tensor | None
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         sa, k, v = self.self_attn(self.norm_attn(x), past_k, past_v)
+        x = x + self.dropout(sa)
+        x = x + self.dropout(self.feed_forward(self.norm_ff(x)))
+        return x, k, v
+
+    def forward_at(
+        self, x: torch.Tensor, cache_k: torch.Tensor, cache_v: torch.Tensor, pos: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:meth:`forward` of one new position per row at positions ``pos`` (see
+        :meth:`_CausalSelfAttention.forward_at`)."""
+        sa, k, v = self.self_attn.forward_at(self.norm_attn(x), cache_k, cache_v, pos)
         x = x + self.dropout(sa)
         x = x + self.dropout(self.feed_forward(self.norm_ff(x)))
         return x, k, v
@@ -180,7 +216,39 @@ class TransformerLM(NeuralLM):
             raise TypeError(
                 f"state must be a TransformerLmState or None, got {type(state).__name__}"
             )
+        if state.lengths is not None:
+            raise ValueError("this state went through advance() (rows of different lengths); "
+                             "continue it with advance(), not step()")
         return state.keys[0].size(2)
+
+    def _advance_rows(self, state: TransformerLmState, tokens: torch.Tensor,
+                      rows: torch.Tensor) -> tuple[torch.Tensor, TransformerLmState]:
+        if not isinstance(state, TransformerLmState):
+            raise TypeError(f"state must be a TransformerLmState, got {type(state).__name__}")
+        lengths = _lengths(state)
+        pos = lengths.index_select(0, rows)
+        keys, values = _padded(state, int(pos.max()) + 1)
+        d = self.config.d_model
+        x = self.embedding(tokens.unsqueeze(1)) * math.sqrt(d)
+        x = self.dropout(x + _positions_at(pos, d, x.dtype).unsqueeze(1))
+        for i, layer in enumerate(self.layers):
+            x, k, v = layer.forward_at(x, keys[i].index_select(0, rows),
+                                       values[i].index_select(0, rows), pos)
+            keys[i] = keys[i].index_copy(0, rows, k)
+            values[i] = values[i].index_copy(0, rows, v)
+        logits = self.output(self.final_norm(x))
+        lengths = lengths.index_copy(0, rows, pos + 1)
+        return logits[:, -1].log_softmax(dim=-1), TransformerLmState(
+            tuple(keys), tuple(values), lengths)
+
+    def cat_states(self, states: list[TransformerLmState]) -> TransformerLmState:
+        width = max(st.keys[0].size(2) for st in states)
+        parts = [_padded(st, width) for st in states]
+        return TransformerLmState(
+            tuple(torch.cat([p[0][i] for p in parts]) for i in range(len(parts[0][0]))),
+            tuple(torch.cat([p[1][i] for p in parts]) for i in range(len(parts[0][1]))),
+            torch.cat([_lengths(st) for st in states]),
+        )
 
     def num_rows(self, state: TransformerLmState) -> int:
         return state.keys[0].size(0)
@@ -193,4 +261,34 @@ class TransformerLM(NeuralLM):
         return TransformerLmState(
             tuple(k.index_select(0, index) for k in state.keys),
             tuple(v.index_select(0, index) for v in state.values),
+            None if state.lengths is None else state.lengths.index_select(0, index),
         )
+
+
+def _lengths(state: TransformerLmState) -> torch.Tensor:
+    """Int64 ``[M]`` consumed positions of each row."""
+    if state.lengths is not None:
+        return state.lengths
+    k = state.keys[0]
+    return torch.full((k.size(0),), k.size(2), dtype=torch.int64, device=k.device)
+
+
+def _padded(state: TransformerLmState,
+            width: int) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """The caches of ``state`` with at least ``width`` positions (zero padding)."""
+    have = state.keys[0].size(2)
+    if have >= width:
+        return list(state.keys), list(state.values)
+    grow = max(width, have + 8) - have
+
+    def pad(t: torch.Tensor) -> torch.Tensor:
+        return torch.cat([t, t.new_zeros(t.shape[:2] + (grow,) + t.shape[3:])], dim=2)
+
+    return [pad(k) for k in state.keys], [pad(v) for v in state.values]
+
+
+def _positions_at(pos: torch.Tensor, dim: int, dtype: torch.dtype) -> torch.Tensor:
+    """Float ``[R, dim]`` sinusoidal encodings of positions ``pos`` (int64 ``[R]``), the same
+    numbers as :func:`~k2dec.utils.sinusoidal_positions` gives."""
+    table = sinusoidal_positions(0, int(pos.max()) + 1, dim, pos.device, dtype)
+    return table.index_select(0, pos)

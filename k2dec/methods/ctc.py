@@ -163,7 +163,7 @@ def _nbest_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """HLG lattice, num_paths sampled word sequences, the best alignment score wins."""
     result, nbest = _nbest(inputs, res, cfg, "nbest")
     nbest = _intersected(nbest, cfg)
-    best, scores = best_paths_by_score(nbest, nbest.tot_scores().values)
+    best, scores = best_paths_by_score(nbest, nbest.tot_scores().values, cfg.nbest.tie_break)
     hyps = from_ids(nbest.keys_at(best), True, lattice_failures(result.reports), scores,
                     nbest.notes())
     return [MethodResult("nbest", hyps, cfg)]
@@ -208,18 +208,10 @@ def _attention(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     return _sweep_results(sweep, lattice_failures(result.reports), cfg, nbest)
 
 
-def _lm(res: Resources, method: str):
-    for name in ("rnn_lm", "transformer_lm"):
-        if name in res.lms:
-            return name, res.lms[name]
-    raise ValueError(f"{method} needs a neural LM in Resources.lms['rnn_lm'] or "
-                     "['transformer_lm']")
-
-
 @register("rnn-lm", Family.CTC, CtcConfig, requires=("HLG", "lm"))
 def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """n-best from HLG rescored with a neural LM: am + s * nnlm, per scale."""
-    name, lm = _lm(res, "rnn-lm")
+    name, lm = res.neural_lm("rnn-lm")
     result, nbest = _nbest(inputs, res, cfg, "rnn-lm", lm_scores=True)
     nbest = _intersected(nbest, cfg)
     sweep = rescore_with_lm(nbest, lm_path_scorer(lm, cfg.lm_batch_size), cfg.lm_scales,
@@ -231,7 +223,7 @@ def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
 def _multi_pass(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """top_k n-best rescored with a neural LM in passes, evaluating only paths that may win
     (k2.get_best_matching_stats predictions)."""
-    _, lm = _lm(res, "multi-pass")
+    _, lm = res.neural_lm("multi-pass")
     result, nbest = _nbest(inputs, res, cfg, "multi-pass", lm_scores=True)
     nbest = _intersected(nbest, cfg)
     counts = nbest.shape.row_splits(1)

@@ -80,8 +80,8 @@ class MethodResult:
 
 
 #: What :attr:`Method.requires` may name besides graph names (``"H"``, ``"HLG"``, ``"LG"``,
-#: ``"G"``): the attention decoder and a neural LM.
-NON_GRAPH_NEEDS = ("attention_decoder", "lm")
+#: ``"G"``): the attention decoder, a neural LM and LODR's token n-gram.
+NON_GRAPH_NEEDS = ("attention_decoder", "lm", "lodr")
 
 
 @dataclass
@@ -93,6 +93,11 @@ class Resources:
         ``lm_scores``), ``"trivial"``; on the device of the inputs.
       lms: neural LMs by name (``"rnn_lm"``, ``"transformer_lm"``).
       attention_decoder: the AED decoder for attention rescoring / beam search.
+      hotwords: biasing phrases as token ids with an optional per-phrase score
+        (:func:`k2dec.scorers.encode_hotwords` of a ``--hotwords`` file); the methods that
+        support biasing use them when given (each with its config's ``hotwords_score``).
+      lodr: LODR's token n-gram (a :class:`k2dec.scorers.TokenNgramScorer`, e.g. a bigram from
+        :func:`k2dec.scorers.train_token_arpa`), on the device of the inputs.
       cache: scratch space methods use to keep derived objects (e.g. a scaled LG) across
         batches.
       word_start: bool ``(V,)``: which token ids begin a word (BPE pieces starting with
@@ -104,6 +109,8 @@ class Resources:
     graphs: dict[str, k2.Fsa] = field(default_factory=dict)
     lms: dict[str, Any] = field(default_factory=dict)
     attention_decoder: Any = None
+    hotwords: tuple[tuple[tuple[int, ...], float | None], ...] = ()
+    lodr: Any = None
     cache: dict[Any, Any] = field(default_factory=dict)
     word_start: torch.Tensor | None = None
 
@@ -113,11 +120,21 @@ class Resources:
                              f"Resources.graphs[{name!r}]")
         return self.graphs[name]
 
+    def neural_lm(self, method: str) -> tuple[str, Any]:
+        """The neural LM methods use: ``lms["rnn_lm"]``, else ``lms["transformer_lm"]``, as
+        ``(name, lm)``; ``ValueError`` naming ``method`` when there is none."""
+        for name in ("rnn_lm", "transformer_lm"):
+            if name in self.lms:
+                return name, self.lms[name]
+        raise ValueError(f"{method} needs a neural LM in Resources.lms['rnn_lm'] or "
+                         "['transformer_lm']")
+
     def missing(self, requires: Sequence[str]) -> tuple[str, ...]:
         """The entries of ``requires`` (a :attr:`Method.requires`) these resources lack: graph
         names not in :attr:`graphs`, ``"attention_decoder"`` when there is none, ``"lm"``
-        when :attr:`lms` is empty."""
-        have = {"attention_decoder": self.attention_decoder is not None, "lm": bool(self.lms)}
+        when :attr:`lms` is empty, ``"lodr"`` without :attr:`lodr`."""
+        have = {"attention_decoder": self.attention_decoder is not None, "lm": bool(self.lms),
+                "lodr": self.lodr is not None}
         return tuple(r for r in requires if not have.get(r, r in self.graphs))
 
     def scaled_graph(self, name: str, scale: float, method: str,
@@ -269,7 +286,7 @@ def list_methods(family: Family | str | None = None) -> list[Method]:
 
 
 def _load_all() -> None:
-    from . import aed, ctc, mbr, transducer  # noqa: F401  (registers on import)
+    from . import aed, ctc, ctc_prefix, mbr, transducer, transducer_lm  # noqa: F401  (registers)
 
 
 def config_field_path(config: Any, key: str) -> list[str] | None:

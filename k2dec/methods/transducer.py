@@ -1,4 +1,5 @@
-"""Transducer methods: greedy, modified beam search and the fast_beam_search family.
+"""Transducer methods: greedy and the fast_beam_search family (the beam searches with
+scorers are in :mod:`k2dec.methods.transducer_lm`).
 
 The n-best variants compose :func:`k2dec.transducer.fast_beam_search` (which returns its
 lattice) with :class:`k2dec.nbest.Nbest`; this is the only place the two meet, and their
@@ -14,24 +15,30 @@ import k2
 import torch
 
 from ..nbest import DedupKey, Nbest, NbestConfig, best_paths_by_score
+from ..scorers import ContextGraph, hotword_graph
 from ..transducer import (
     FastBeamSearchConfig,
     GreedySearchConfig,
-    ModifiedBeamSearchConfig,
     fast_beam_search,
     greedy_search,
-    modified_beam_search,
 )
 from ..transducer.confidence import token_confidences
+from .checks import check_finite
 from .records import EMPTY_LATTICE, from_ids, from_transducer
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
 
 __all__ = [
+    "HOTWORDS_SCORE",
     "NGRAM_LM_SCALE",
+    "FastBeamSearchMethodConfig",
     "FastBeamSearchLGConfig",
     "FastBeamSearchNbestConfig",
     "FastBeamSearchNbestLGConfig",
 ]
+
+#: icefall's ``--context-score``: the per-token bonus of a hotword (of a phrase without its
+#: own score in the hotwords file).
+HOTWORDS_SCORE = 2.0
 
 #: icefall's ``--ngram-lm-scale`` of the LG methods (LG scores are multiplied by it).
 NGRAM_LM_SCALE = 0.01
@@ -81,7 +88,7 @@ class FastBeamSearchNbestLGConfig:
         _check_scale(self.ngram_lm_scale)
 
 
-def _with_confidences(inputs: TransducerInputs, hyps, temperature: float,
+def with_confidences(inputs: TransducerInputs, hyps, temperature: float,
                       blank_penalty: float) -> tuple:
     """Records of greedy / modified beam search hypotheses with each token's probability on
     its frame under the search's own softmax
@@ -96,22 +103,37 @@ def _with_confidences(inputs: TransducerInputs, hyps, temperature: float,
 def _greedy(inputs: TransducerInputs, res: Resources, cfg: GreedySearchConfig):
     """Greedy search (batched; max_sym_per_frame symbols per frame)."""
     hyps = greedy_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg)
-    records = _with_confidences(inputs, hyps, 1.0, cfg.blank_penalty)  # no temperature
+    records = with_confidences(inputs, hyps, 1.0, cfg.blank_penalty)  # no temperature
     return [MethodResult("greedy_search", records, cfg)]
 
 
-@register("modified_beam_search", Family.TRANSDUCER, ModifiedBeamSearchConfig)
-def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchConfig):
-    """Modified beam search (at most one symbol per frame, beam 4)."""
-    hyps = modified_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg)
-    records = _with_confidences(inputs, hyps, cfg.temperature, cfg.blank_penalty)
-    return [MethodResult("modified_beam_search", records, cfg)]
+@dataclass(frozen=True)
+class FastBeamSearchMethodConfig:
+    """``fast_beam_search``: the search with the trivial graph, or, when hotwords are given,
+    with the hotword automaton (:func:`k2dec.scorers.hotword_graph`, ``hotwords_score`` per
+    token) as the decoding graph."""
+
+    search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
+    hotwords_score: float = HOTWORDS_SCORE
+
+    def __post_init__(self) -> None:
+        check_finite("hotwords_score", self.hotwords_score)
 
 
-@register("fast_beam_search", Family.TRANSDUCER, FastBeamSearchConfig)
-def _fbs(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchConfig):
-    """fast_beam_search with the trivial graph: one-best tokens."""
-    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, None, cfg)
+@register("fast_beam_search", Family.TRANSDUCER, FastBeamSearchMethodConfig)
+def _fbs(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMethodConfig):
+    """fast_beam_search with the trivial graph (the hotword graph when Resources.hotwords are
+    given): one-best tokens."""
+    graph = None
+    if res.hotwords:
+        vocab, device = int(inputs.model.decoder.vocab_size), inputs.encoder_out.device
+        key = ("hotword_graph", id(res.hotwords), float(cfg.hotwords_score), vocab, str(device))
+        if key not in res.cache:
+            res.cache[key] = hotword_graph(ContextGraph(res.hotwords, cfg.hotwords_score), vocab,
+                                           int(inputs.model.decoder.blank_id), device)
+        graph = res.cache[key]
+    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
+                           cfg.search)
     return [MethodResult("fast_beam_search", from_transducer(out.hyps), cfg)]
 
 
@@ -160,7 +182,7 @@ def _fbs_nbest(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbes
     alignment score wins."""
     _, nbest = _sample(inputs, cfg, None, DedupKey.TOKENS)
     nbest = nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
-    best, scores = best_paths_by_score(nbest, nbest.tot_scores().values)
+    best, scores = best_paths_by_score(nbest, nbest.tot_scores().values, cfg.nbest.tie_break)
     return [MethodResult("fast_beam_search_nbest", _chosen(nbest, best, False, scores), cfg)]
 
 
@@ -172,7 +194,7 @@ def _fbs_nbest_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchN
     graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_nbest_LG")
     _, nbest = _sample(inputs, cfg, graph, DedupKey.WORDS)
     totals = nbest.total_scores_in(log_semiring=True, max_arcs=cfg.nbest.max_intersect_arcs)
-    best, scores = best_paths_by_score(nbest, totals.values)
+    best, scores = best_paths_by_score(nbest, totals.values, cfg.nbest.tie_break)
     return [MethodResult("fast_beam_search_nbest_LG", _chosen(nbest, best, True, scores), cfg)]
 
 

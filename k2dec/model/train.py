@@ -29,7 +29,7 @@ __all__ = [
     "batch_to_inputs",
     "average_checkpoints",
     "export_model",
-    "load_model",
+    "load_joint_model",
     "latest_checkpoint",
 ]
 
@@ -244,7 +244,7 @@ def export_model(model: JointModel, path: str | Path, half: bool = True,
     return path
 
 
-def load_model(path: str | Path, device: torch.device | str = "cpu") -> JointModel:
+def load_joint_model(path: str | Path, device: torch.device | str = "cpu") -> JointModel:
     """Rebuild a :class:`JointModel` from an exported file or a training checkpoint
     (float32, eval mode)."""
     path = Path(path)

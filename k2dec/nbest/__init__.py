@@ -11,7 +11,15 @@ from .multipass import (
     matching_features,
     multi_pass_rescore,
 )
-from .nbest import DedupKey, IntersectStatus, Nbest, NbestTopK, PathScorer, edit_distances
+from .nbest import (
+    DedupKey,
+    IntersectStatus,
+    Nbest,
+    NbestTopK,
+    PathScorer,
+    chunks,
+    edit_distances,
+)
 from .rescore import (
     ATTENTION_CHUNK_CELLS,
     NNLM_SCALES,
@@ -51,6 +59,7 @@ __all__ = [
     "NbestTopK",
     "NbestRescoreResult",
     "best_paths_by_score",
+    "chunks",
     "combine_scores",
     "edit_distances",
     "lm_path_scorer",

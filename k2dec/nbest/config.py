@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["NbestConfig"]
+__all__ = ["TIE_BREAKS", "NbestConfig"]
+
+#: how :func:`k2dec.nbest.best_paths_by_score` chooses among equal scores
+TIE_BREAKS = ("first", "last")
 
 
 @dataclass(frozen=True)
@@ -13,16 +16,16 @@ class NbestConfig:
     """How :meth:`k2dec.nbest.Nbest.from_lattice` samples paths (icefall's defaults for CTC
     lattices; its transducer recipes sample ``num_paths=200``).
 
-    Memory and time are bounded by the last two. Sampling and intersecting cost time in
-    proportion to ``num_paths x lattice arcs`` (each sampled word sequence is intersected with
-    its utterance's lattice; measured on 2 shared CPU cores: about 0.4M lattice arcs per
-    path per second, so 100 paths of a 50k-arc lattice take ~15 s, of the 1.9M-arc lattice
-    of 30 s of speech at icefall's output beam 8 many minutes). So a lattice with more than
-    ``max_lattice_arcs`` arcs is pruned first (the narrowest output beam keeping that many,
-    see :func:`k2dec.lattice.prune_lattice`, recorded in the utterance's report): an
-    utterance's n-best costs at most ``num_paths x max_lattice_arcs`` arc visits whatever
-    its length. Intersection runs in chunks touching at most ``max_intersect_arcs`` lattice
-    arcs (about 0.5 KB each: 1M arcs ~ 0.5 GB).
+    Memory and time are bounded by ``max_lattice_arcs`` and ``max_intersect_arcs``.
+    Sampling and intersecting cost time in proportion to ``num_paths x lattice arcs`` (each
+    sampled word sequence is intersected with its utterance's lattice; measured on 2 shared
+    CPU cores: about 0.4M lattice arcs per path per second, so 100 paths of a 50k-arc lattice
+    take ~15 s, of the 1.9M-arc lattice of 30 s of speech at icefall's output beam 8 many
+    minutes). So a lattice with more than ``max_lattice_arcs`` arcs is pruned first (the
+    narrowest output beam keeping that many, see :func:`k2dec.lattice.prune_lattice`,
+    recorded in the utterance's report): an utterance's n-best costs at most ``num_paths x
+    max_lattice_arcs`` arc visits whatever its length. Intersection runs in chunks touching
+    at most ``max_intersect_arcs`` lattice arcs (about 0.5 KB each: 1M arcs ~ 0.5 GB).
 
     Attributes:
       num_paths: paths sampled per utterance (``>= 1``); duplicates are removed afterwards.
@@ -31,6 +34,11 @@ class NbestConfig:
       max_lattice_arcs: lattices with more arcs are pruned to this many before sampling
         (``None``: never; only arcs on no complete path are dropped).
       max_intersect_arcs: lattice arcs one intersection chunk may touch (memory bound).
+      tie_break: which of several equally scored paths the ``nbest`` and
+        ``fast_beam_search_nbest(_LG)`` methods pick (:func:`k2dec.nbest.best_paths_by_score`):
+        ``"first"`` (k2dec's default: the lowest path index, i.e. the first sampled, so the
+        choice does not depend on how many duplicates follow) or ``"last"`` (icefall's
+        ``k2.RaggedTensor.argmax``, which returns the last maximum).
 
     Raises:
       ValueError: for a ``num_paths`` that is not an int ``>= 1`` or an ``nbest_scale`` that
@@ -41,6 +49,7 @@ class NbestConfig:
     nbest_scale: float = 0.5
     max_lattice_arcs: int | None = 50_000
     max_intersect_arcs: int = 1_000_000
+    tie_break: str = "first"
 
     def __post_init__(self) -> None:
         if isinstance(self.num_paths, bool) or not isinstance(self.num_paths, int) \
@@ -54,3 +63,5 @@ class NbestConfig:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        if self.tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {self.tie_break!r}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -25,7 +25,8 @@ from ..lattice.prune import PruneReport, prune_lattice
 from .config import NbestConfig
 from .sampling import sample_paths
 
-__all__ = ["DedupKey", "Nbest", "NbestTopK", "IntersectStatus", "PathScorer", "edit_distances"]
+__all__ = ["DedupKey", "Nbest", "NbestTopK", "IntersectStatus", "PathScorer", "chunks",
+           "edit_distances"]
 
 logger = logging.getLogger(__name__)
 
@@ -541,6 +542,21 @@ def _arcs_per_fsa(fsas: k2.Fsa) -> torch.Tensor:
     shape = fsas.arcs.shape()
     splits = shape.row_splits(2)[shape.row_splits(1).to(torch.int64)]
     return splits[1:] - splits[:-1]
+
+
+def chunks(cost: torch.Tensor, max_count: int, max_cost: int | None = None
+           ) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` ranges covering ``0 .. len(cost)`` in order, each of at most
+    ``max_count`` items whose ``cost`` (int ``[n]``, e.g. the memory each item's processing
+    takes) adds up to at most ``max_cost`` (``None``: no cost bound); every range has at least
+    one item. How the n-best and list rescorers bound the memory of one call."""
+    cost = cost.to("cpu", torch.int64)
+    start = 0
+    while start < cost.numel():
+        end = _chunk_end(cost, start, max_count,
+                         max_cost if max_cost is not None else int(cost[start:].sum()) + 1)
+        yield start, end
+        start = end
 
 
 def _chunk_end(cost: torch.Tensor, start: int, max_paths: int, max_cost: int) -> int:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from .nbest import DedupKey, Nbest, PathScorer, _chunk_end, _ragged_sort_desc
+from .config import TIE_BREAKS
+from .nbest import DedupKey, Nbest, PathScorer, _ragged_sort_desc, chunks
 
 __all__ = [
     "ATTENTION_CHUNK_CELLS",
@@ -106,17 +107,29 @@ def ngram_lm_scores(nbest: Nbest, G: k2.Fsa, chunk_size: int = 2000) -> k2.Ragge
     return k2.RaggedTensor(nbest.shape, out)
 
 
-def best_paths_by_score(nbest: Nbest, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per utterance, the index of the highest-scoring path (ties: lowest index).
+def best_paths_by_score(nbest: Nbest, scores: torch.Tensor, tie_break: str = "first"
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per utterance, the index of the highest-scoring path.
 
     Args:
       scores: float64 ``[num_paths]`` aligned with ``nbest``.
+      tie_break: among equal scores, ``"first"`` takes the lowest index, ``"last"`` the
+        highest (icefall's ``k2.RaggedTensor.argmax``); see ``NbestConfig.tie_break``.
 
     Returns:
       ``(best, best_scores)``: int64 ``[num_utts]`` (-1 where an utterance has no path) and
       float64 ``[num_utts]`` (``-inf`` there).
     """
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
     ragged = k2.RaggedTensor(nbest.shape, scores.to(torch.float64))
+    if tie_break == "last":
+        best = ragged.argmax().to(torch.int64)  # -1 for utterances without paths
+        best_scores = torch.full(best.shape, float("-inf"), dtype=torch.float64,
+                                 device=scores.device)
+        has = best >= 0
+        best_scores[has] = scores.to(torch.float64)[best[has]]
+        return best, best_scores
     order = _ragged_sort_desc(ragged)
     splits = nbest.shape.row_splits(1).to(torch.int64).to(scores.device)
     counts = splits[1:] - splits[:-1]
@@ -221,18 +234,14 @@ def neural_scores(nbest: Nbest, scorer: PathScorer, chunk_size: int = 500,
     tokens = nbest.token_seqs()
     path_to_utt = nbest.path_to_utt().to(torch.int64)
     out = torch.empty(nbest.num_paths, dtype=torch.float64, device=nbest.device)
-    cost = (path_cost.to("cpu", torch.int64) if path_cost is not None and max_cost is not None
-            else torch.zeros(nbest.num_paths, dtype=torch.int64))
-    start = 0
-    while start < nbest.num_paths:
-        end = _chunk_end(cost, start, chunk_size, max_cost if max_cost is not None else 1)
+    cost = path_cost if path_cost is not None else torch.zeros(nbest.num_paths)
+    for start, end in chunks(cost, chunk_size, max_cost if path_cost is not None else None):
         idx = torch.arange(start, end, dtype=torch.int32, device=tokens.device)
         sub, _ = tokens.index(idx, axis=0)
         scores = scorer(sub, path_to_utt[start:end])
         if not isinstance(scores, k2.RaggedTensor) or scores.dim0 != end - start:
             raise ValueError("the scorer must return a RaggedTensor [path][tok + 1]")
         out[start:end] = scores.sum().to(torch.float64).to(out.device)
-        start = end
     return k2.RaggedTensor(nbest.shape, out)
 
 

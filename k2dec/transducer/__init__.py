@@ -5,17 +5,22 @@ Offline (``encoder_out`` float ``[N, T, C]``, ``encoder_out_lens`` int ``[N]``):
 
     hyps = greedy_search(model, encoder_out, encoder_out_lens)           # GreedySearchConfig
     hyps = modified_beam_search(model, encoder_out, encoder_out_lens)    # beam=4
+    nbests = beam_search(model, encoder_out, encoder_out_lens)           # classic, [N][beam]
     result = fast_beam_search(model, encoder_out, encoder_out_lens, decoding_graph=None)
     result.lattice, result.hyps                                          # beam=20, 8, 64
 
 Each ``hyps[i]`` is a :class:`TransducerHypothesis` (``tokens``, ``timestamps`` = encoder frame
-of each token, ``score``). Streaming: every offline function is one ``decode_chunk`` of the
+of each token, ``score``). ``modified_beam_search`` and ``beam_search`` take
+``scorers=[WeightedScorer(...)]`` (:mod:`k2dec.scorers`: LM fusion, LODR, hotwords).
+Streaming: every offline function but ``beam_search`` is one ``decode_chunk`` of the
 matching searcher (:class:`GreedySearch`, :class:`ModifiedBeamSearch`, :class:`FastBeamSearch`):
 create one stream per utterance with ``new_stream()``, call ``decode_chunk(streams, chunk,
 chunk_lens)`` as frames arrive, and ``results(streams)`` for partial or final hypotheses.
 """
 
-from k2dec.transducer._common import DecoderCache, TransducerHypothesis, TransducerNet
+from k2dec.transducer.beam_hyps import BeamHyps
+from k2dec.transducer.beam_search import TransducerBeamSearchConfig, beam_search
+from k2dec.transducer.common import DecoderCache, TransducerHypothesis, TransducerNet
 from k2dec.transducer.fast_beam_search import (
     FastBeamSearch,
     FastBeamSearchConfig,
@@ -40,6 +45,7 @@ from k2dec.transducer.modified_beam_search import (
 )
 
 __all__ = [
+    "BeamHyps",
     "DecoderCache",
     "FastBeamSearch",
     "FastBeamSearchConfig",
@@ -55,8 +61,10 @@ __all__ = [
     "ModifiedBeamSearchStream",
     "StatelessDecoder",
     "Transducer",
+    "TransducerBeamSearchConfig",
     "TransducerHypothesis",
     "TransducerNet",
+    "beam_search",
     "check_decoding_graph",
     "fast_beam_search",
     "greedy_search",

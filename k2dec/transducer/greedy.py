@@ -22,13 +22,15 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from k2dec.transducer._common import (
+from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
     check_encoder_out,
     check_finite,
+    check_streams,
     log_probs_from_logits,
 )
+from k2dec.utils import num_active_per_frame
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +115,7 @@ class GreedySearch:
             chunk, each in ``[0, T]``.
         """
         lens = check_encoder_out(encoder_out, encoder_out_lens)
-        _check_streams(streams, encoder_out.size(0), GreedySearchStream)
+        check_streams(streams, encoder_out.size(0), GreedySearchStream)
         n_utt = encoder_out.size(0)
         if n_utt == 0 or encoder_out.size(1) == 0 or int(lens.max()) == 0:
             return
@@ -129,7 +131,7 @@ class GreedySearch:
         ctx = torch.stack([s.context.to(device) for s in ordered])  # [N, c]
         dec = net.decoder_out(ctx)  # [N, J]
         score = torch.tensor([s.score for s in ordered], dtype=torch.float64, device=device)
-        num_active = _num_active_per_frame(lens_sorted.tolist())
+        num_active = num_active_per_frame(lens_sorted.tolist())
 
         rows: list[torch.Tensor] = []
         toks: list[torch.Tensor] = []
@@ -163,7 +165,7 @@ class GreedySearch:
 
     def results(self, streams: Sequence[GreedySearchStream]) -> list[TransducerHypothesis]:
         """Current (partial or final) hypothesis of each stream."""
-        _check_streams(streams, len(streams), GreedySearchStream)
+        check_streams(streams, len(streams), GreedySearchStream)
         return [s.result() for s in streams]
 
 
@@ -189,30 +191,6 @@ def greedy_search(
     streams = [search.new_stream(encoder_out.device) for _ in range(encoder_out.size(0))]
     search.decode_chunk(streams, encoder_out, encoder_out_lens)
     return search.results(streams)
-
-
-def _num_active_per_frame(lens_desc: list[int]) -> list[int]:
-    """For lengths sorted in decreasing order, the number of utterances with length > t for
-    t = 0 .. max(lens) - 1."""
-    if not lens_desc:
-        return []
-    out = []
-    n = len(lens_desc)
-    for t in range(lens_desc[0]):
-        while n > 0 and lens_desc[n - 1] <= t:
-            n -= 1
-        out.append(n)
-    return out
-
-
-def _check_streams(streams: Sequence, n: int, cls: type) -> None:
-    if len(streams) != n:
-        raise ValueError(f"got {len(streams)} streams for a batch of {n} utterances")
-    if len({id(s) for s in streams}) != len(streams):
-        raise ValueError("streams must be distinct objects (the same stream was passed twice)")
-    for i, s in enumerate(streams):
-        if not isinstance(s, cls):
-            raise TypeError(f"streams[{i}] must be a {cls.__name__}, got {type(s).__name__}")
 
 
 def _append_tokens(

@@ -11,7 +11,9 @@ icefall's ``modified_beam_search`` with every per-hypothesis Python loop replace
 - token sequences are compared through (length, 64-bit rolling hash); equal sequences are merged
   with a masked ``logsumexp`` over the ``[utt, beam, beam]`` equality matrix;
 - decoder outputs are carried along with hypotheses and recomputed only for hypotheses that
-  emitted a token on this frame.
+  emitted a token on this frame;
+- scorers (:mod:`k2dec.scorers`: LM shallow fusion, LODR, hotwords) keep one state per
+  hypothesis in :class:`~k2dec.transducer.BeamHyps` and add their scores to emitted tokens.
 
 The streaming protocol is the same as :class:`k2dec.transducer.GreedySearch`:
 ``new_stream`` / ``decode_chunk`` / ``results``; :func:`modified_beam_search` is one
@@ -27,15 +29,18 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from k2dec.transducer._common import (
+from k2dec.scorers.base import ScorerSet, WeightedScorer
+from k2dec.transducer.beam_hyps import BeamHyps
+from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
     check_encoder_out,
     check_finite,
     check_positive,
+    check_streams,
     log_probs_from_logits,
 )
-from k2dec.transducer.greedy import _check_streams, _num_active_per_frame
+from k2dec.utils import exclusive_cumsum, extend_hash, num_active_per_frame
 
 logger = logging.getLogger(__name__)
 
@@ -46,9 +51,9 @@ __all__ = [
     "modified_beam_search",
 ]
 
-# Multiplier of the rolling hash of token sequences (odd, so multiplication is invertible
-# modulo 2**64; int64 overflow wraps around).
-_HASH_MULT = 0x9E3779B97F4A7C15 - (1 << 64)
+
+
+_SCORE_DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 
 @dataclass(frozen=True)
@@ -62,12 +67,17 @@ class ModifiedBeamSearchConfig:
       length_norm: pick the final hypothesis by ``log_prob / (context_size + num_tokens)``
         (icefall's ``get_most_probable(length_norm=True)``); the reported score is the
         un-normalized log-prob either way.
+      score_dtype: ``"float64"`` (k2dec's default) or ``"float32"`` (icefall's): the dtype
+        hypothesis log-probs are accumulated and merged in. k2dec accumulates in float64 so
+        that scores of long utterances keep their precision and the beam's ranking does not
+        depend on float32 rounding; ``"float32"`` reproduces icefall's ties and rankings.
     """
 
     beam: int = 4
     temperature: float = 1.0
     blank_penalty: float = 0.0
     length_norm: bool = True
+    score_dtype: str = "float64"
 
     def __post_init__(self) -> None:
         if not isinstance(self.beam, int) or self.beam < 1:
@@ -76,22 +86,30 @@ class ModifiedBeamSearchConfig:
         check_finite("blank_penalty", self.blank_penalty)
         if not isinstance(self.length_norm, bool):
             raise TypeError(f"length_norm must be a bool, got {self.length_norm!r}")
+        if self.score_dtype not in _SCORE_DTYPES:
+            raise ValueError(f"score_dtype must be one of {sorted(_SCORE_DTYPES)}, got "
+                             f"{self.score_dtype!r}")
+
+    @property
+    def torch_score_dtype(self) -> torch.dtype:
+        return _SCORE_DTYPES[self.score_dtype]
 
 
 class ModifiedBeamSearchStream:
-    """Decoding state of one utterance: its hypotheses as tensors ``[hyp, ...]``.
+    """Decoding state of one utterance: its hypotheses (see :class:`BeamHyps`).
 
     Attributes:
+      hyps: the current hypotheses, best first after each chunk (merged, at most ``beam``).
       num_frames: encoder frames consumed so far.
     """
 
-    def __init__(self, state: dict[str, torch.Tensor]) -> None:
-        self.state = state
+    def __init__(self, hyps: BeamHyps) -> None:
+        self.hyps = hyps
         self.num_frames = 0
 
     @property
     def num_hyps(self) -> int:
-        return int(self.state["log_prob"].numel())
+        return self.hyps.num_rows
 
 
 class ModifiedBeamSearch:
@@ -103,6 +121,16 @@ class ModifiedBeamSearch:
       decoder_cache_size: if > 0, decoder outputs are also cached by context across frames and
         streams (see :class:`k2dec.transducer.DecoderCache`); 0 (default) only reuses the
         outputs of hypotheses whose context did not change.
+      scorers: weighted :class:`~k2dec.scorers.Scorer` s (neural LM, LODR n-gram, hotwords)
+        whose scores every emitted token gets; each hypothesis' score also gets their final
+        scores (e.g. the refund of an unfinished hotword) when results are taken. A
+        hypothesis' score is the log-sum over its merged alignments of transducer plus scorer
+        scores.
+      score_before_topk: where the scorers' scores enter: False (icefall's
+        ``modified_beam_search_lm_shallow_fusion``, ``_LODR`` and context biasing): the
+        ``beam`` best (hypothesis, symbol) pairs are chosen by the transducer score, then the
+        chosen tokens get the scorers' scores; True: every candidate gets them before the
+        choice (the usual shallow fusion).
     """
 
     def __init__(
@@ -110,6 +138,8 @@ class ModifiedBeamSearch:
         model: nn.Module,
         config: ModifiedBeamSearchConfig | None = None,
         decoder_cache_size: int = 0,
+        scorers: Sequence[WeightedScorer] = (),
+        score_before_topk: bool = False,
     ) -> None:
         if config is None:
             config = ModifiedBeamSearchConfig()
@@ -119,20 +149,21 @@ class ModifiedBeamSearch:
             )
         self.config = config
         self.net = TransducerNet(model, decoder_cache_size)
+        self.scorers = ScorerSet(scorers, self.net.vocab_size)
+        if not isinstance(score_before_topk, bool):
+            raise TypeError(f"score_before_topk must be a bool, got {score_before_topk!r}")
+        self.score_before_topk = score_before_topk
 
-    def new_stream(self, device: torch.device | str = "cpu") -> ModifiedBeamSearchStream:
-        """A fresh stream with one empty hypothesis (log-prob 0, icefall's initial context)."""
+    def new_stream(self, device: torch.device | str = "cpu",
+                   utt: int = 0) -> ModifiedBeamSearchStream:
+        """A fresh stream with one empty hypothesis (log-prob 0, icefall's initial context).
+
+        ``utt``: the stream's index for per-utterance scorers (e.g. a
+        :class:`~k2dec.scorers.HotwordScorer` with one hotword list per utterance)."""
         device = torch.device(device)
-        ctx = self.net.initial_context(1, device)
-        state = {
-            "tokens": torch.zeros(1, 0, dtype=torch.int64, device=device),
-            "times": torch.zeros(1, 0, dtype=torch.int64, device=device),
-            "length": torch.zeros(1, dtype=torch.int64, device=device),
-            "log_prob": torch.zeros(1, dtype=torch.float64, device=device),
-            "hash": torch.zeros(1, dtype=torch.int64, device=device),
-            "context": ctx,
-        }
-        return ModifiedBeamSearchStream(state)
+        hyps = BeamHyps.initial(self.net.initial_context(1, device), self.scorers)
+        hyps.states = self.scorers.init(torch.tensor([utt], device=device))
+        return ModifiedBeamSearchStream(hyps)
 
     def decode_chunk(
         self,
@@ -148,109 +179,109 @@ class ModifiedBeamSearch:
           encoder_out_lens: int ``[N]`` valid frames of each stream in this chunk.
         """
         lens = check_encoder_out(encoder_out, encoder_out_lens)
-        _check_streams(streams, encoder_out.size(0), ModifiedBeamSearchStream)
+        check_streams(streams, encoder_out.size(0), ModifiedBeamSearchStream)
         if encoder_out.size(0) == 0 or encoder_out.size(1) == 0 or int(lens.max()) == 0:
             return
         device = encoder_out.device
-        net, cfg = self.net, self.config
-        blank_id, vocab_size, beam = net.blank_id, net.vocab_size, cfg.beam
-
         lens_sorted, order = torch.sort(lens, descending=True, stable=True)
         ordered = [streams[i] for i in order.tolist()]
-        enc = net.project_encoder(encoder_out.index_select(0, order))
-        st = _stack_states(ordered, device)
-        if "decoder_out" not in st:
-            st["decoder_out"] = net.decoder_out(st["context"])
+        enc = self.net.project_encoder(encoder_out.index_select(0, order))
+        hyps = BeamHyps.cat([s.hyps.to(device) for s in ordered])
+        if hyps.decoder_out is None:
+            hyps.decoder_out = self.net.decoder_out(hyps.context)
         counts = torch.tensor([s.num_hyps for s in ordered], dtype=torch.int64, device=device)
         offsets = torch.tensor([s.num_frames for s in ordered], dtype=torch.int64, device=device)
-        num_active = _num_active_per_frame(lens_sorted.tolist())
-
-        for t, n in enumerate(num_active):
-            row_splits = _exclusive_cumsum(counts)
-            num_rows = int(row_splits[n])
-            utt_counts = counts[:n]
-            utt_of_row = torch.repeat_interleave(torch.arange(n, device=device), utt_counts)
-            local = torch.arange(num_rows, device=device) - row_splits[utt_of_row]
-
-            logits = net.logits(enc[utt_of_row, t], st["decoder_out"][:num_rows])
-            log_probs = log_probs_from_logits(logits, blank_id, cfg.temperature, cfg.blank_penalty)
-            tot = st["log_prob"][:num_rows].unsqueeze(1) + log_probs.to(torch.float64)
-
-            max_hyps = int(utt_counts.max())
-            dense = torch.full(
-                (n, max_hyps, vocab_size), float("-inf"), dtype=torch.float64, device=device
-            )
-            dense[utt_of_row, local] = tot
-            k = min(beam, max_hyps * vocab_size)
-            top_val, top_idx = dense.view(n, -1).topk(k, dim=1)  # sorted, best first
-            src_local = torch.div(top_idx, vocab_size, rounding_mode="floor")
-            tok = top_idx % vocab_size
-            valid = src_local < utt_counts.unsqueeze(1)
-            src_row = (row_splits[:n].unsqueeze(1) + src_local).clamp(max=max(num_rows - 1, 0))
-
-            is_tok = tok != blank_id
-            new_len = st["length"][src_row] + is_tok.to(torch.int64)
-            old_hash = st["hash"][src_row]
-            new_hash = torch.where(is_tok, old_hash * _HASH_MULT + tok + 1, old_hash)
-
-            same = (
-                (new_hash.unsqueeze(2) == new_hash.unsqueeze(1))
-                & (new_len.unsqueeze(2) == new_len.unsqueeze(1))
-                & valid.unsqueeze(2)
-                & valid.unsqueeze(1)
-            )  # [n, k, k]
-            first = same.to(torch.int8).argmax(dim=2)  # first (= best) equal candidate
-            is_rep = valid & (first == torch.arange(k, device=device))
-            merged = torch.logsumexp(
-                torch.where(same, top_val.unsqueeze(1), torch.tensor(float("-inf"), device=device)),
-                dim=2,
-            )
-
-            keep = is_rep.view(-1)
-            sel_row = src_row.view(-1)[keep]
-            sel_tok = tok.view(-1)[keep]
-            sel_is_tok = is_tok.view(-1)[keep]
-            sel_utt = torch.arange(n, device=device).repeat_interleave(k)[keep]
-            new_counts = is_rep.sum(dim=1)
-
-            new = _gather_rows(st, sel_row)
-            new["log_prob"] = merged.view(-1)[keep]
-            new["hash"] = new_hash.view(-1)[keep]
-            new["length"] = new_len.view(-1)[keep]
-            emit_rows = torch.nonzero(sel_is_tok).squeeze(1)
-            if emit_rows.numel() > 0:
-                pos = new["length"][emit_rows] - 1
-                cap = new["tokens"].size(1)
-                need = int(pos.max()) + 1
-                if need > cap:
-                    new["tokens"] = _grow(new["tokens"], max(need, 2 * cap))
-                    new["times"] = _grow(new["times"], max(need, 2 * cap))
-                emit_tok = sel_tok[emit_rows]
-                new["tokens"][emit_rows, pos] = emit_tok
-                new["times"][emit_rows, pos] = offsets[sel_utt[emit_rows]] + t
-                ctx = new["context"]
-                ctx[emit_rows] = torch.cat([ctx[emit_rows, 1:], emit_tok.unsqueeze(1)], dim=1)
-                new["decoder_out"][emit_rows] = net.decoder_out(ctx[emit_rows])
-            st = _concat_states(new, st, num_rows)
+        for t, n in enumerate(num_active_per_frame(lens_sorted.tolist())):
+            num_rows = int(counts[:n].sum())
+            new, new_counts = self._frame(hyps.rows(0, num_rows), counts[:n], enc[:n, t],
+                                          offsets[:n] + t)
+            hyps = BeamHyps.cat([new, hyps.rows(num_rows, hyps.num_rows)])
             counts = torch.cat([new_counts, counts[n:]])
-
-        _unstack_states(ordered, st, counts)
-        for s, n_frames in zip(ordered, lens_sorted.tolist()):
+        splits = exclusive_cumsum(counts).tolist()
+        for i, (s, n_frames) in enumerate(zip(ordered, lens_sorted.tolist())):
+            s.hyps = hyps.rows(splits[i], splits[i + 1]).trimmed()
             s.num_frames += n_frames
+
+    def _frame(
+        self, hyps: BeamHyps, counts: torch.Tensor, enc_t: torch.Tensor, frame: torch.Tensor
+    ) -> tuple[BeamHyps, torch.Tensor]:
+        """One frame of ``n`` utterances.
+
+        Args:
+          hyps: their hypotheses, rows grouped by utterance (``counts``, int64 ``[n]``, rows
+            each).
+          enc_t: float ``[n, J]``, their projected encoder frame.
+          frame: int64 ``[n]``, the frame's index in each stream (for timestamps).
+
+        Returns:
+          The surviving hypotheses (merged, best first within each utterance) and their
+          counts per utterance.
+        """
+        net, cfg = self.net, self.config
+        device = enc_t.device
+        n = counts.numel()
+        row_splits = exclusive_cumsum(counts)
+        utt_of_row = torch.repeat_interleave(torch.arange(n, device=device), counts)
+        logits = net.logits(enc_t[utt_of_row], hyps.decoder_out)
+        log_probs = log_probs_from_logits(logits, net.blank_id, cfg.temperature,
+                                          cfg.blank_penalty)
+        dtype = cfg.torch_score_dtype
+        tot = hyps.log_prob.to(dtype).unsqueeze(1) + log_probs.to(dtype)
+        extra, pending = self._scorer_scores(hyps)
+        if extra is not None:
+            extra = extra.to(dtype)
+        if extra is not None and self.score_before_topk:
+            tot = tot + extra
+        top_val, src_row, tok, valid = _top_k(tot, counts, row_splits, utt_of_row, cfg.beam)
+        if extra is not None and not self.score_before_topk:
+            top_val = top_val + extra[src_row, tok]
+
+        is_tok = tok != net.blank_id
+        new_len = hyps.length[src_row] + is_tok.to(torch.int64)
+        new_hash = extend_hash(hyps.hash[src_row], tok, is_tok)
+        keep, merged = _merge_equal(top_val, new_hash, new_len, valid)
+
+        new = hyps.select(src_row.view(-1)[keep], states=False)
+        new.log_prob = merged.view(-1)[keep]
+        new.hash = new_hash.view(-1)[keep]
+        new.length = new_len.view(-1)[keep]
+        k = tok.size(1)
+        sel_utt = torch.arange(n, device=device).repeat_interleave(k)[keep]
+        emit_rows = torch.nonzero(is_tok.view(-1)[keep]).squeeze(1)
+        emit_tok = tok.view(-1)[keep][emit_rows]
+        new.append_tokens(emit_rows, emit_tok, frame[sel_utt[emit_rows]], net)
+        if len(self.scorers):
+            new.states = self.scorers.advance(hyps.states, pending, src_row.view(-1)[keep],
+                                              tok.view(-1)[keep], is_tok.view(-1)[keep])
+        return new, keep.view(n, k).sum(dim=1)
+
+    def _scorer_scores(self, hyps: BeamHyps) -> tuple[torch.Tensor | None, list]:
+        """Weighted sum of the scorers' scores of every token after every row, float64
+        ``[R, V]`` (0 for blank, which extends no prefix), and their ``pending``."""
+        if not len(self.scorers):
+            return None, []
+        scores, pending = self.scorers.score_full(hyps.states)
+        extra = self.scorers.weighted(scores, self.scorers.full, torch.float64)
+        extra[:, self.net.blank_id] = 0.0
+        return extra, pending
 
     def hypotheses(
         self, streams: Sequence[ModifiedBeamSearchStream]
     ) -> list[list[TransducerHypothesis]]:
         """All current hypotheses of each stream, best first (by the final-choice rule of the
         config, i.e. length-normalized when ``length_norm``)."""
-        _check_streams(streams, len(streams), ModifiedBeamSearchStream)
+        check_streams(streams, len(streams), ModifiedBeamSearchStream)
         out = []
         for s in streams:
-            st = s.state
-            lengths = st["length"].tolist()
-            scores = st["log_prob"].tolist()
-            tokens = st["tokens"].tolist()
-            times = st["times"].tolist()
+            lengths = s.hyps.length.tolist()
+            scores = s.hyps.log_prob
+            if len(self.scorers):
+                finals = self.scorers.final(s.hyps.states)
+                scores = scores + self.scorers.weighted(finals, range(len(finals)),
+                                                        torch.float64)
+            scores = scores.tolist()
+            tokens = s.hyps.tokens.tolist()
+            times = s.hyps.times.tolist()
             hyps = [
                 TransducerHypothesis(tokens[i][:n], times[i][:n], scores[i])
                 for i, n in enumerate(lengths)
@@ -274,6 +305,8 @@ def modified_beam_search(
     encoder_out: torch.Tensor,
     encoder_out_lens: torch.Tensor,
     config: ModifiedBeamSearchConfig | None = None,
+    scorers: Sequence[WeightedScorer] = (),
+    score_before_topk: bool = False,
 ) -> list[TransducerHypothesis]:
     """Modified beam search over a padded batch.
 
@@ -282,74 +315,74 @@ def modified_beam_search(
       encoder_out: float ``[N, T, C]`` encoder output (not projected).
       encoder_out_lens: int ``[N]`` valid frames per utterance.
       config: options; defaults to ``ModifiedBeamSearchConfig()`` (beam 4).
+      scorers, score_before_topk: see :class:`ModifiedBeamSearch` (utterance ``i`` is
+        ``utt=i`` of per-utterance scorers).
 
     Returns:
       The best hypothesis of each utterance, in input order.
     """
-    search = ModifiedBeamSearch(model, config)
+    search = ModifiedBeamSearch(model, config, scorers=scorers,
+                                score_before_topk=score_before_topk)
     check_encoder_out(encoder_out, encoder_out_lens)
-    streams = [search.new_stream(encoder_out.device) for _ in range(encoder_out.size(0))]
+    streams = [search.new_stream(encoder_out.device, i) for i in range(encoder_out.size(0))]
     search.decode_chunk(streams, encoder_out, encoder_out_lens)
     return search.results(streams)
 
 
-_ROW_KEYS = ("tokens", "times", "length", "log_prob", "hash", "context", "decoder_out")
+def _top_k(
+    tot: torch.Tensor,
+    counts: torch.Tensor,
+    row_splits: torch.Tensor,
+    utt_of_row: torch.Tensor,
+    beam: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The ``k = min(beam, max_hyps * V)`` best (row, symbol) pairs of each utterance.
+
+    Args:
+      tot: float ``[R, V]``, the total score of every extension of every row (rows grouped
+        by utterance: ``counts[i]`` rows from ``row_splits[i]``; ``utt_of_row`` int64 ``[R]``).
+
+    Returns:
+      ``(score, row, symbol, valid)``, ``[n, k]`` each, best first; slots past an utterance's
+      ``counts * V`` candidates are not ``valid`` (their row is clamped to a real one).
+    """
+    n, vocab_size = counts.numel(), tot.size(1)
+    num_rows = tot.size(0)
+    local = torch.arange(num_rows, device=tot.device) - row_splits[utt_of_row]
+    max_hyps = int(counts.max())
+    dense = torch.full(
+        (n, max_hyps, vocab_size), float("-inf"), dtype=tot.dtype, device=tot.device
+    )
+    dense[utt_of_row, local] = tot
+    k = min(beam, max_hyps * vocab_size)
+    top_val, top_idx = dense.view(n, -1).topk(k, dim=1)  # sorted, best first
+    src_local = torch.div(top_idx, vocab_size, rounding_mode="floor")
+    valid = src_local < counts.unsqueeze(1)
+    src_row = (row_splits[:n].unsqueeze(1) + src_local).clamp(max=max(num_rows - 1, 0))
+    return top_val, src_row, top_idx % vocab_size, valid
 
 
-def _exclusive_cumsum(counts: torch.Tensor) -> torch.Tensor:
-    out = torch.zeros(counts.numel() + 1, dtype=torch.int64, device=counts.device)
-    out[1:] = torch.cumsum(counts, dim=0)
-    return out
+def _merge_equal(
+    score: torch.Tensor, key: torch.Tensor, length: torch.Tensor, valid: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Merge the candidates of each utterance (``[n, k]`` each) that have the same token
+    sequence (equal ``key`` and ``length``) by log-add.
 
-
-def _grow(x: torch.Tensor, cap: int) -> torch.Tensor:
-    out = x.new_zeros((x.size(0), cap))
-    out[:, : x.size(1)] = x
-    return out
-
-
-def _stack_states(
-    streams: Sequence[ModifiedBeamSearchStream], device: torch.device
-) -> dict[str, torch.Tensor]:
-    """Concatenate the streams' hypotheses (rows grouped by stream, in order)."""
-    cap = max(s.state["tokens"].size(1) for s in streams)
-    out: dict[str, torch.Tensor] = {}
-    for key in _ROW_KEYS:
-        if key == "decoder_out" and not all(key in s.state for s in streams):
-            continue
-        parts = [s.state[key].to(device) for s in streams]
-        if key in ("tokens", "times"):
-            parts = [p if p.size(1) == cap else _grow(p, cap) for p in parts]
-        out[key] = torch.cat(parts)
-    return out
-
-
-def _gather_rows(st: dict[str, torch.Tensor], rows: torch.Tensor) -> dict[str, torch.Tensor]:
-    return {key: st[key].index_select(0, rows) for key in _ROW_KEYS}
-
-
-def _concat_states(
-    new: dict[str, torch.Tensor], old: dict[str, torch.Tensor], start: int
-) -> dict[str, torch.Tensor]:
-    """New rows of the active utterances followed by the untouched rows ``old[start:]``."""
-    out = {}
-    for key in _ROW_KEYS:
-        a, b = new[key], old[key][start:]
-        if key in ("tokens", "times") and a.size(1) != b.size(1):
-            cap = max(a.size(1), b.size(1))
-            a, b = _grow(a, cap), _grow(b, cap)
-        out[key] = torch.cat([a, b]) if b.size(0) > 0 else a
-    return out
-
-
-def _unstack_states(
-    streams: Sequence[ModifiedBeamSearchStream], st: dict[str, torch.Tensor], counts: torch.Tensor
-) -> None:
-    splits = _exclusive_cumsum(counts).tolist()
-    for i, s in enumerate(streams):
-        a, b = splits[i], splits[i + 1]
-        state = {key: st[key][a:b] for key in _ROW_KEYS}
-        width = int(state["length"].max()) if b > a else 0
-        state["tokens"] = state["tokens"][:, :width]
-        state["times"] = state["times"][:, :width]
-        s.state = state
+    Returns:
+      ``(keep, merged)``: bool ``[n * k]``, True on the first (best) candidate of each group
+      of valid equal ones, and float ``[n, k]``, the log-sum of each candidate's group.
+    """
+    k = score.size(1)
+    same = (
+        (key.unsqueeze(2) == key.unsqueeze(1))
+        & (length.unsqueeze(2) == length.unsqueeze(1))
+        & valid.unsqueeze(2)
+        & valid.unsqueeze(1)
+    )  # [n, k, k]
+    first = same.to(torch.int8).argmax(dim=2)  # first (= best) equal candidate
+    is_rep = valid & (first == torch.arange(k, device=score.device))
+    merged = torch.logsumexp(
+        torch.where(same, score.unsqueeze(1), torch.tensor(float("-inf"), device=score.device)),
+        dim=2,
+    )
+    return is_rep.view(-1), merged

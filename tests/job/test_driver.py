@@ -27,7 +27,7 @@ def test_plan_applies_assignments_where_the_field_is():
                         ["beam=8", "num_paths=7", "lattice.search_beam=12"])
     cfg = {r.method.name: r.config for r in runs}
     assert cfg["1best"].nbest.num_paths == 7 and cfg["1best"].lattice.search_beam == 12.0
-    assert cfg["modified_beam_search"].beam == 8
+    assert cfg["modified_beam_search"].search.beam == 8
     assert cfg["fast_beam_search_nbest_LG"].search.beam == 8.0
     assert cfg["fast_beam_search_nbest_LG"].nbest.num_paths == 7
     assert [r.method for r in runs] == [get_method("1best"), get_method("modified_beam_search"),

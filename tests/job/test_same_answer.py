@@ -34,7 +34,8 @@ SETTINGS = ["num_paths=20", "top_k=10", "lm_scales=0.5,1.0", "attention_scales=0
 
 @pytest.fixture(scope="module")
 def full_setup(decode_setup, tmp_path_factory):
-    """decode_setup plus a rescoring G_4_gram.pt and a small RNN LM: every method runs."""
+    """decode_setup plus a rescoring G_4_gram.pt, a small RNN LM and LODR's token bigram:
+    every method runs."""
     d = tmp_path_factory.mktemp("same_answer")
     lang_dir = d / "lang"
     shutil.copytree(decode_setup["lang_dir"], lang_dir)
@@ -47,7 +48,11 @@ def full_setup(decode_setup, tmp_path_factory):
     lm_path = d / "rnn_lm.pt"
     torch.save({"model_type": "rnn", "model_config": asdict(cfg),
                 "model": RnnLM(cfg).state_dict()}, lm_path)
-    return {**decode_setup, "lang_dir": lang_dir, "lm_path": lm_path}
+    from k2dec.scorers import train_token_arpa
+
+    lodr = train_token_arpa(decode_setup["dir"] / "text.txt", lang_dir / "bpe.model",
+                            d / "lodr.arpa", order=2)
+    return {**decode_setup, "lang_dir": lang_dir, "lm_path": lm_path, "lodr": lodr}
 
 
 def _config(method):
@@ -83,7 +88,8 @@ def _records(path: Path) -> dict:
 @pytest.mark.parametrize("method", [m.name for m in list_methods()])
 def test_every_method_gives_the_same_files_at_three_batch_sizes(full_setup, tmp_path, method):
     s = full_setup
-    assets = load_assets(s["model_path"], s["lang_dir"], lm_paths={"rnn_lm": s["lm_path"]})
+    assets = load_assets(s["model_path"], s["lang_dir"], lm_paths={"rnn_lm": s["lm_path"]},
+                         lodr_arpa=s["lodr"])
     m = [x for x in list_methods() if x.name == method][0]
     cfg = _config(m)
     runs = []

@@ -17,8 +17,8 @@ from k2dec.lattice import (
     make_dense_fsa_vec,
     one_best_decoding,
 )
-from k2dec.lattice.decode import has_final_arc
 from k2dec.lattice.one_best import ONE_BEST_OUTPUT_BEAM
+from k2dec.lattice.search import has_final_arc
 from tests.lattice.graphs import HUGE, peaked_log_probs, to_k2
 from tests.reference.viterbi import path_outputs, path_score, random_graph, viterbi
 
@@ -251,7 +251,7 @@ def test_grouping_does_not_change_results(device, monkeypatch, group):
         return out
 
     expected = run()
-    monkeypatch.setattr("k2dec.lattice.decode.CPU_GROUP_SIZE", group)
+    monkeypatch.setattr("k2dec.lattice.search.CPU_GROUP_SIZE", group)
     assert run() == expected
     # the complete path falls 3 per frame behind: beam 100 finds it for up to 33 frames
     reports, _, _, hyps = expected[2]

@@ -46,8 +46,14 @@ def _inputs(seed: int, vocab: int, n: int = 3) -> CtcInputs:
                      memory_lens=lengths)
 
 
+#: the CTC methods with their own configs (tests/methods/test_scorer_methods.py)
+PREFIX_METHODS = ["attention-decoder-rescoring-no-ngram", "ctc-prefix-beam-search",
+                  "ctc-prefix-beam-search-attention-decoder-rescoring",
+                  "ctc-prefix-beam-search-shallow-fussion"]
+
+
 def test_registry_lists_the_ctc_methods():
-    assert [m.name for m in list_methods(Family.CTC)] == CTC_METHODS
+    assert [m.name for m in list_methods(Family.CTC)] == sorted(CTC_METHODS + PREFIX_METHODS)
 
 
 @pytest.mark.parametrize("name", [m for m in CTC_METHODS if m != "mbr"])  # own config: see

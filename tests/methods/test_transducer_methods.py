@@ -47,8 +47,15 @@ def tiny_LG(tmp_path_factory):
     return lang, LG
 
 
+#: the transducer methods with scorers (tests/methods/test_scorer_methods.py)
+SCORER_METHODS = ["beam_search", "modified_beam_search_LODR", "modified_beam_search_lm_rescore",
+                  "modified_beam_search_lm_rescore_LODR",
+                  "modified_beam_search_lm_shallow_fusion"]
+
+
 def test_registry_names_and_errors():
-    assert [m.name for m in list_methods(Family.TRANSDUCER)] == TRANSDUCER_METHODS
+    assert [m.name for m in list_methods(Family.TRANSDUCER)] == sorted(
+        TRANSDUCER_METHODS + SCORER_METHODS)
     with pytest.raises(ValueError, match="unknown decoding method 'nope'; known:"):
         get_method("nope")
     m = get_method("greedy_search")

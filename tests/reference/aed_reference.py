@@ -91,6 +91,8 @@ class RefHyp:
     lm_score: float
     coverage: list[float] = field(default_factory=list)
     windows: list[tuple[int, int]] | None = None
+    states: tuple = ()
+    scorer_scores: list[float] = field(default_factory=list)
 
 
 def _final(raw: float, length: int, coverage: list[float], config) -> float:
@@ -112,9 +114,11 @@ def _top(scores: list[float], k: int) -> list[int]:
     return [i for i in order[:k] if scores[i] > NEG_INF]
 
 
-def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=None, lm=None):
+def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=None, lm=None,
+                          scorers=()):
     """Per-hypothesis beam search; same arguments and result layout as ``beam_search``
-    (a list per utterance of ``RefHyp``, best first)."""
+    (a list per utterance of ``RefHyp``, best first). ``scorers``: ``[(reference scorer,
+    weight, partial)]`` (tests/reference/scorers.py); ``eos`` gets their final scores."""
     results = []
     vocab, sos, eos = decoder.vocab_size, decoder.sos_id, decoder.eos_id
     beam = config.beam_size
@@ -129,7 +133,8 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
             max_len = max(1, math.floor(num_frames * config.max_len_ratio))
             use_window = use_ctc and config.ctc_window is not None
             live = [RefHyp([], 0.0, 0.0, [], 0.0, 0.0, 0.0, [0.0] * num_frames,
-                           [] if use_window else None)]
+                           [] if use_window else None, tuple(r.start(n) for r, _, _ in scorers),
+                           [0.0] * len(scorers))]
             ended: list[RefHyp] = []
             u = -1
             while True:
@@ -155,6 +160,8 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
                     if use_lm:
                         lm_out, _ = lm.step(prefix, None)
                         lm_lp = lm_out[0].tolist()
+                    extra = [[r.final(st) if c == eos else r.step(st, c)[0] for c in range(vocab)]
+                             for (r, _, _), st in zip(scorers, h.states)]
                     s = []
                     for c in range(vocab):
                         allowed = (c == eos and eos_ok) or (c != eos and not forced)
@@ -165,6 +172,8 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
                         v = a[c] * (1.0 - config.ctc_weight) if use_ctc else a[c]
                         if use_lm and config.lm_fusion == "full":
                             v += config.lm_weight * lm_lp[c]
+                        for (_, w, partial), e in zip(scorers, extra):
+                            v += 0.0 if partial else w * e[c]
                         s.append(v if allowed else NEG_INF)
                     delta = [0.0] * vocab
                     window = None
@@ -189,6 +198,14 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
                                 psi = ctc_prefix_logprob(x, h.tokens + [c], blank, wins)
                             delta[c] = psi - psi_g if psi > NEG_INF else NEG_INF
                             s[c] += config.ctc_weight * delta[c]
+                    if any(partial for _, _, partial in scorers):
+                        keep = set(_top(s, min(config.pre_beam, vocab)))
+                        for c in range(vocab):
+                            if c not in keep:
+                                s[c] = NEG_INF
+                                continue
+                            for (_, w, partial), e in zip(scorers, extra):
+                                s[c] += w * e[c] if partial else 0.0
                     if use_lm and config.lm_fusion == "pruned":
                         keep = set(_top(s, min(beam, vocab)))
                         for c in range(vocab):
@@ -199,11 +216,12 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
                         ts = s[c] + config.length_bonus
                         cands.append(
                             (h.raw_score + ts, h, c, ts, a[c], delta[c],
-                             lm_lp[c] if use_lm else 0.0, att_row, window)
+                             lm_lp[c] if use_lm else 0.0, att_row, window,
+                             [e[c] for e in extra])
                         )
                 cands.sort(key=lambda z: -z[0])
                 new_live = []
-                for total, h, c, ts, ac, dc, lc, att_row, window in cands[:beam]:
+                for total, h, c, ts, ac, dc, lc, att_row, window, ec in cands[:beam]:
                     coverage = h.coverage
                     if att_row is not None and config.coverage_penalty > 0:
                         coverage = [ci + ai for ci, ai in zip(h.coverage, att_row)]
@@ -217,6 +235,9 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
                         lm_score=h.lm_score + lc,
                         coverage=coverage,
                         windows=h.windows + [window] if use_window else None,
+                        states=h.states if c == eos else tuple(
+                            r.step(st, c)[1] for (r, _, _), st in zip(scorers, h.states)),
+                        scorer_scores=[a_ + b_ for a_, b_ in zip(h.scorer_scores, ec)],
                     )
                     if c == eos:
                         nh.score = _final(total, u + 1, coverage, config)

@@ -160,38 +160,50 @@ def greedy_reference(
 
 
 def modified_beam_search_reference(
-    oracle: NetOracle, num_frames: int, beam: int
+    oracle: NetOracle, num_frames: int, beam: int, scorers=(), utt: int = 0,
+    before_topk: bool = False,
 ) -> dict[tuple[int, ...], tuple[float, list[int]]]:
     """Per-utterance modified beam search: on each frame every hypothesis is extended by every
     symbol, the ``beam`` best (hypothesis, symbol) pairs survive, and survivors with equal token
     sequences are merged by log-add (keeping the timestamps of the better one).
 
+    ``scorers``: ``[(reference scorer, weight)]`` (tests/reference/scorers.py); a token (not
+    blank) gets ``sum_i w_i * score_i``, after the choice of the ``beam`` best pairs by the
+    transducer score (icefall) or, with ``before_topk``, before it; the reported scores
+    include the scorers' final scores.
+
     Returns:
       ``{tokens: (log_prob, timestamps)}`` of the final hypotheses.
     """
-    hyps: dict[tuple[int, ...], tuple[float, list[int], tuple[int, ...]]] = {
-        (): (0.0, [], oracle.initial_context())
-    }
+    from tests.reference.scorers import weighted_final, weighted_step
+
+    start = tuple(ref.start(utt) for ref, _ in scorers)
+    hyps = {(): (0.0, [], oracle.initial_context(), start)}
     for t in range(num_frames):
         cands = []
-        for tokens, (score, times, ctx) in hyps.items():
+        for tokens, (score, times, ctx, states) in hyps.items():
             lp = oracle.log_probs(t, ctx)
             for k, p in enumerate(lp):
-                cands.append((score + p, tokens, times, ctx, k))
+                extra, new_states = 0.0, states
+                if k != oracle.blank_id and scorers:
+                    extra, new_states = weighted_step(scorers, states, k)
+                base = score + p + (extra if before_topk else 0.0)
+                cands.append((base, extra, tokens, times, ctx, k, new_states))
         cands.sort(key=lambda c: -c[0])
-        new: dict[tuple[int, ...], tuple[float, list[int], tuple[int, ...]]] = {}
-        for score, tokens, times, ctx, k in cands[:beam]:
+        new = {}
+        for base, extra, tokens, times, ctx, k, states in cands[:beam]:
+            score = base if before_topk else base + extra
             if k != oracle.blank_id:
                 tokens = tokens + (k,)
                 times = times + [t]
                 ctx = oracle.next_context(ctx, k)
             if tokens in new:
                 old = new[tokens]
-                new[tokens] = (_logsumexp([old[0], score]), old[1], old[2])
+                new[tokens] = (_logsumexp([old[0], score]),) + old[1:]
             else:
-                new[tokens] = (score, times, ctx)
+                new[tokens] = (score, times, ctx, states)
         hyps = new
-    return {k: (v[0], v[1]) for k, v in hyps.items()}
+    return {k: (v[0] + weighted_final(scorers, v[3]), v[1]) for k, v in hyps.items()}
 
 
 def pick_best(
@@ -213,3 +225,51 @@ def _logsumexp(xs: list[float]) -> float:
     if m == -math.inf:
         return m
     return m + math.log(sum(math.exp(x - m) for x in xs))
+
+
+def classic_beam_search_reference(
+    oracle: NetOracle, num_frames: int, beam: int, max_expansions: int = 32, scorers=(),
+    utt: int = 0,
+) -> dict[tuple[int, ...], tuple[float, list[int]]]:
+    """icefall's ``beam_search`` for one utterance with Python dicts: per frame, repeatedly
+    take the best hypothesis of ``A``, add its blank extension to ``B`` and its extensions by
+    the ``beam + 1`` most likely symbols (blank skipped) to ``A`` (equal token sequences are
+    log-added, keeping the first one's timestamps), until ``B`` has ``beam`` hypotheses better
+    than the best of ``A`` or ``max_expansions`` were taken; then keep the ``beam`` best of
+    ``B``. ``scorers`` (``[(reference, weight)]``) add to each token extension, their final
+    scores to the result.
+
+    Returns:
+      ``{tokens: (log_prob, timestamps)}`` of the final hypotheses.
+    """
+    from tests.reference.scorers import weighted_final, weighted_step
+
+    def add(hyps, tokens, score, times, ctx, states):
+        if tokens in hyps:
+            old = hyps[tokens]
+            hyps[tokens] = (_logsumexp([old[0], score]),) + old[1:]
+        else:
+            hyps[tokens] = (score, times, ctx, states)
+
+    vocab = oracle.vocab_size
+    b = {(): (0.0, [], oracle.initial_context(), tuple(r.start(utt) for r, _ in scorers))}
+    for t in range(num_frames):
+        a, b = dict(b), {}
+        expansions = 0
+        while True:
+            tokens, (score, times, ctx, states) = max(a.items(), key=lambda kv: kv[1][0])
+            del a[tokens]
+            lp = oracle.log_probs(t, ctx)
+            add(b, tokens, score + lp[oracle.blank_id], times, ctx, states)
+            for k in sorted(range(vocab), key=lambda j: -lp[j])[: min(beam + 1, vocab)]:
+                if k == oracle.blank_id:
+                    continue
+                extra, new_states = weighted_step(scorers, states, k) if scorers else (0.0, ())
+                add(a, tokens + (k,), score + lp[k] + extra, times + [t],
+                    oracle.next_context(ctx, k), new_states)
+            expansions += 1
+            a_best = max(v[0] for v in a.values())
+            if sum(v[0] > a_best for v in b.values()) >= beam or expansions >= max_expansions:
+                b = dict(sorted(b.items(), key=lambda kv: -kv[1][0])[:beam])
+                break
+    return {k: (v[0] + weighted_final(scorers, v[3]), v[1]) for k, v in b.items()}

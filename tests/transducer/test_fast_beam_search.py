@@ -182,6 +182,7 @@ def test_config_reaches_the_search_unchanged(device):
         "blank_penalty": 1.0,
         "ilme_scale": 0.4,
         "allow_partial": True,
+        "termination_frame": False,
     }
     assert set(changes) == {f.name for f in dataclasses.fields(FastBeamSearchConfig)}
     default_scores = _tot_log(fast_beam_search(model, enc, lens, config=base).lattice)
@@ -196,7 +197,7 @@ def test_config_reaches_the_search_unchanged(device):
         scores = _tot_log(wrapped.lattice)
         assert scores == pytest.approx(_tot_log(search.lattice(streams)), abs=1e-9), name
         if name in ("beam", "max_contexts", "max_states", "temperature", "blank_penalty",
-                    "ilme_scale"):
+                    "ilme_scale", "termination_frame"):
             assert scores != pytest.approx(default_scores, abs=1e-6), name
 
 
@@ -278,3 +279,44 @@ def test_all_blank_and_single_frame(device):
     labels = one.lattice.labels.tolist()
     assert sorted(x for x in labels if x > 0) == [1, 2, 3, 4]
     assert labels.count(-1) == 5
+
+
+class _HotwordWalker:
+    """Scores a token sequence with the reference hotword automaton (non-strict), without the
+    final refund (k2's RNN-T decoding drops final weights)."""
+
+    def __init__(self, ref) -> None:
+        self.ref = ref
+
+    def score(self, tokens):
+        state, total = 0, 0.0
+        for t in tokens:
+            s, state = self.ref.step(state, t)
+            total += s
+        return total
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_hotword_graph_matches_exhaustive_reference(device, seed):
+    import random
+
+    from k2dec.scorers import ContextGraph, hotword_graph
+    from tests.reference.scorers import RefContextGraph
+    from tests.scorers.helpers import random_phrases
+
+    vocab = 4
+    phrases = random_phrases(random.Random(seed), vocab, 3, with_scores=True)
+    graph = hotword_graph(ContextGraph(phrases, 1.5), vocab, device=device)
+    model = random_model(vocab_size=vocab, context_size=2, seed=seed, device=device)
+    lens = [5, 3]
+    enc, enc_lens = random_batch(lens, seed=seed, device=device)
+    result = fast_beam_search(model, enc, enc_lens, decoding_graph=graph, config=HUGE)
+    plain = fast_beam_search(model, enc, enc_lens, config=HUGE)
+    walker = _HotwordWalker(RefContextGraph(phrases, 1.5, strict=False))
+    for i, n in enumerate(lens):
+        oracle = NetOracle(model, enc[i], k2_initial_context=True)
+        tokens, times, score = best_alignment(oracle, n, walker)
+        assert result.hyps[i].tokens == tokens
+        assert result.hyps[i].timestamps == times
+        assert result.hyps[i].score == pytest.approx(score, abs=1e-4)
+    assert [h.score for h in result.hyps] != [h.score for h in plain.hyps]

@@ -13,11 +13,14 @@ complete-prefix probability unchanged to the last padded frame and adds nothing 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
-__all__ = ["CtcPrefixScorer", "CtcPrefixState"]
+from k2dec.scorers.base import Scorer, check_rows
+
+__all__ = ["CtcPrefixScorer", "CtcPrefixState", "CtcScorer", "CtcScorerState"]
 
 
 @dataclass
@@ -100,7 +103,7 @@ class CtcPrefixScorer:
         state: CtcPrefixState,
         row_utt: torch.Tensor,
         cand: torch.Tensor,
-        prefix_len: int,
+        prefix_len: int | torch.Tensor,
         window: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Prefix log-probs of every row's prefix extended by each candidate.
@@ -109,7 +112,8 @@ class CtcPrefixScorer:
           state: the rows' state (``M`` rows).
           row_utt: int64 ``[M]``, the utterance of each row.
           cand: int64 ``[M, K]`` candidate tokens.
-          prefix_len: ``u``, the number of tokens in every row's prefix (all rows are equal).
+          prefix_len: ``u``, the number of tokens in every row's prefix (an int when all rows
+            are equal, else int64 ``[M]``).
           window: optional ``(first, last)``, int64 ``[M]`` each: the candidate token may only
             be first emitted at frames ``first <= t <= last`` of its row (a time window, e.g.
             around the decoder's attention peak). Earlier tokens keep the windows they had.
@@ -131,9 +135,15 @@ class CtcPrefixScorer:
         phi = torch.logaddexp(r_prev[:, 0], r_prev[:, 1])
         same = (cand == state.last.unsqueeze(1)).unsqueeze(0)
         phi = torch.where(same, r_prev[:, 1].unsqueeze(2), phi.unsqueeze(2))  # [T', M, K]
-        first = torch.full_like(phi[:1], 0.0 if prefix_len == 0 else float("-inf"))
+        if isinstance(prefix_len, torch.Tensor):
+            first = torch.where(prefix_len == 0, 0.0, float("-inf")).to(phi.dtype)
+            first = first.view(1, -1, 1).expand_as(phi[:1])
+            shortest = int(prefix_len.min()) if prefix_len.numel() else 0
+        else:
+            first = torch.full_like(phi[:1], 0.0 if prefix_len == 0 else float("-inf"))
+            shortest = prefix_len
         enter = torch.cat([first, phi[:-1]], dim=0)
-        loop_start = max(prefix_len, 1)
+        loop_start = max(shortest, 1)
         if window is not None:
             frames = torch.arange(num_frames, device=x.device).unsqueeze(1)
             inside = (frames >= window[0].unsqueeze(0)) & (frames <= window[1].unsqueeze(0))
@@ -180,3 +190,98 @@ class CtcPrefixScorer:
         ``r`` and ``log_psi`` are the outputs of :meth:`score`; all index tensors int64 ``[M']``.
         """
         return CtcPrefixState(r[:, :, row, k], log_psi[row, k], token)
+
+
+@dataclass
+class CtcScorerState:
+    """Rows of :class:`CtcScorer`: the prefix state, each row's utterance and prefix length
+    (int64 ``[M]`` each)."""
+
+    prefix: CtcPrefixState
+    utt: torch.Tensor
+    length: torch.Tensor
+
+
+def _psi_delta(log_psi: torch.Tensor, prev: torch.Tensor) -> torch.Tensor:
+    """``log_psi - prev``, ``-inf`` where either is ``-inf``."""
+    dead = (log_psi == float("-inf")) | (prev == float("-inf"))
+    return torch.where(dead, torch.full_like(log_psi, float("-inf")), log_psi - prev)
+
+
+class CtcScorer(Scorer):
+    """CTC prefix scores as a partial :class:`~k2dec.scorers.Scorer`: candidate ``c`` after
+    prefix ``g`` scores ``log psi(g + c) - log psi(g)``, the end of the hypothesis (and the
+    candidate ``eos``) ``log P_ctc(g) - log psi(g)``, so the scores of a complete hypothesis
+    sum to its CTC log-probability.
+
+    Args: as :class:`CtcPrefixScorer` (``log_probs`` float ``[N, T, V]``, ``lens`` int ``[N]``,
+      ``blank_id``, ``eos_id``); rows of utterance ``n`` read ``log_probs[n]``.
+    """
+
+    partial = True
+
+    def __init__(self, log_probs: torch.Tensor, lens: torch.Tensor, blank_id: int,
+                 eos_id: int) -> None:
+        self.ctc = CtcPrefixScorer(log_probs, lens, blank_id, eos_id)
+        self.vocab_size = self.ctc.vocab_size
+
+    def init_state(self, utt: torch.Tensor) -> CtcScorerState:
+        utt = utt.to(device=self.ctc.x.device, dtype=torch.int64)
+        return CtcScorerState(self.ctc.initial_state(utt), utt, torch.zeros_like(utt))
+
+    def score(self, state: CtcScorerState,
+              cand: torch.Tensor | None = None) -> tuple[torch.Tensor, tuple]:
+        if cand is None:
+            raise ValueError("CtcScorer is a partial scorer: give the candidates (cand)")
+        log_psi, r = self.ctc.score(state.prefix, state.utt, cand, state.length)
+        delta = _psi_delta(log_psi, state.prefix.log_psi.unsqueeze(1))
+        return delta, (log_psi, r, cand)
+
+    def advance(self, state: CtcScorerState, pending: tuple, rows: torch.Tensor,
+                tokens: torch.Tensor, emit: torch.Tensor | None = None) -> CtcScorerState:
+        emit = torch.ones_like(tokens, dtype=torch.bool) if emit is None else emit
+        bad = emit & ((tokens == self.ctc.blank_id) | (tokens == self.ctc.eos_id))
+        if bool(bad.any()):
+            raise ValueError("CtcScorer.advance: blank and eos extend no prefix (got "
+                             f"{tokens[bad].unique().tolist()})")
+        log_psi, r, cand = pending
+        hit = cand.index_select(0, rows) == tokens.unsqueeze(1)
+        if not bool((hit.any(dim=1) | ~emit).all()):
+            raise ValueError("CtcScorer.advance: a token was not among the scored candidates")
+        k = hit.to(torch.int8).argmax(dim=1)
+        moved = CtcPrefixScorer.extend(r, log_psi, rows, k, tokens)
+        if not bool(emit.all()):
+            kept = state.prefix.select(rows)
+            frames = moved.r.size(0)  # later frames are padding for all these rows
+            moved = CtcPrefixState(
+                torch.where(emit.view(1, 1, -1), moved.r, kept.r[:frames]),
+                torch.where(emit, moved.log_psi, kept.log_psi),
+                torch.where(emit, moved.last, kept.last),
+            )
+        return CtcScorerState(moved, state.utt.index_select(0, rows),
+                              state.length.index_select(0, rows) + emit.to(torch.int64))
+
+    def select(self, state: CtcScorerState, index: torch.Tensor) -> CtcScorerState:
+        check_rows("index", index, state.utt.numel())
+        return CtcScorerState(state.prefix.select(index), state.utt.index_select(0, index),
+                              state.length.index_select(0, index))
+
+    def final_score(self, state: CtcScorerState) -> torch.Tensor:
+        return _psi_delta(self.ctc.full_log_prob(state.prefix, state.utt), state.prefix.log_psi)
+
+    def num_rows(self, state: CtcScorerState) -> int:
+        return state.utt.numel()
+
+    def cat(self, states: Sequence[CtcScorerState]) -> CtcScorerState:
+        frames = max(s.prefix.r.size(0) for s in states)
+
+        def padded(r: torch.Tensor) -> torch.Tensor:
+            # frames past every row's utterance carry the last one unchanged
+            return torch.cat([r, r[-1:].expand(frames - r.size(0), -1, -1)]) if (
+                r.size(0) < frames) else r
+
+        prefix = CtcPrefixState(torch.cat([padded(s.prefix.r) for s in states], dim=2),
+                                torch.cat([s.prefix.log_psi for s in states]),
+                                torch.cat([s.prefix.last for s in states]))
+        return CtcScorerState(prefix, torch.cat([s.utt for s in states]),
+                              torch.cat([s.length for s in states]))

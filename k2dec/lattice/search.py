@@ -25,11 +25,13 @@ __all__ = [
     "LatticeConfig",
     "LatticeResult",
     "LatticeStatus",
+    "PiecewiseLattices",
     "UtteranceReport",
     "arcs_per_fsa",
     "get_lattice",
     "has_final_arc",
     "prepare_graph",
+    "search_lattices",
 ]
 
 
@@ -209,13 +211,19 @@ def _intersect(
 
 
 @dataclass(frozen=True)
-class _Search:
-    """Lattices of a batch as k2 produced them, before restoring the caller's order.
+class PiecewiseLattices:
+    """Lattices of a batch as k2 produced them, in pieces, before restoring the caller's order
+    (the result of :func:`search_lattices`).
 
     The first pieces hold the utterances sorted by decreasing length, in groups of
     :data:`CPU_GROUP_SIZE` on CPU (one piece on GPU); each later piece holds the utterances of
-    one retry (and finally the empty lattices of ``EMPTY`` utterances). Caller
-    utterance ``u`` is FSA ``index[u]`` of ``k2.cat(pieces)`` (int64 CPU tensor ``(N,)``).
+    one retry (and finally the empty lattices of ``EMPTY`` utterances).
+
+    Attributes:
+      pieces: FsaVecs ``[utt][state][arc]``.
+      index: int64 CPU ``(N,)``: caller utterance ``u`` is FSA ``index[u]`` of
+        ``k2.cat(pieces)``.
+      reports: one :class:`UtteranceReport` per caller utterance.
     """
 
     pieces: tuple[k2.Fsa, ...]
@@ -255,8 +263,8 @@ def get_lattice(
       :class:`LatticeResult` with the lattice FsaVec in the caller's order and one report per
       utterance.
     """
-    search = _search_batch(log_probs, lengths, graph, config, subsampling_factor,
-                           allow_truncate)
+    search = search_lattices(log_probs, lengths, graph, config, subsampling_factor,
+                             allow_truncate)
     return LatticeResult(lattice=search.gather(list(search.pieces)), reports=search.reports)
 
 
@@ -268,112 +276,126 @@ shipped HLG search 20-35% faster than one call for 60 utterances. Every utteranc
 independently, so the result does not depend on the grouping. GPUs get the whole batch at once."""
 
 
-def _search_batch(
+def search_lattices(
     log_probs: torch.Tensor,
     lengths: torch.Tensor,
     graph: k2.Fsa,
     config: LatticeConfig,
-    subsampling_factor: int,
-    allow_truncate: int,
+    subsampling_factor: int = 1,
+    allow_truncate: int = 0,
     output_beam_cap: float | None = None,
-) -> _Search:
-    """Validate the inputs and run :func:`_decode_sorted` (shared by ``get_lattice`` and the
-    1best fast path, which caps ``output_beam``)."""
+) -> PiecewiseLattices:
+    """What :func:`get_lattice` does, with the lattices left in k2's pieces (so a caller that
+    only needs e.g. best paths computes them piece by piece before joining).
+
+    Args: as :func:`get_lattice`, plus ``output_beam_cap``: if set, the output beam of every
+      attempt is at most this (the 1best fast path needs no wide lattice).
+    """
     if not isinstance(config, LatticeConfig):
         raise TypeError(f"config must be a LatticeConfig, got {type(config).__name__}")
     num_frames = validate_log_probs(log_probs, lengths, subsampling_factor, allow_truncate)
     check_vocab(graph, log_probs.shape[2])
     graph = prepare_graph(graph, log_probs.shape[0], log_probs.device)
+    search = _GroupedSearch(log_probs, num_frames, graph, config, output_beam_cap)
     order = torch.sort(num_frames, descending=True, stable=True).indices
-    return _decode_sorted(log_probs, num_frames, order, graph, config, output_beam_cap)
+    pending = search.first_pass(order)
+    search.retry(pending)
+    return search.result()
 
 
-def _dense_subset(log_probs: torch.Tensor, num_frames: torch.Tensor,
-                  utts: torch.Tensor) -> k2.DenseFsaVec:
-    """DenseFsaVec of the caller's utterances ``utts`` (int64 CPU), in that order."""
-    segments = torch.stack([utts, torch.zeros_like(utts), num_frames[utts]], dim=1)
-    return k2.DenseFsaVec(log_probs, segments.to(torch.int32))
+class _GroupedSearch:
+    """The attempts of one :func:`search_lattices` call and where each utterance's lattice is:
+    utterance ``u`` is FSA ``where_index[u]`` of ``pieces[where_piece[u]]``."""
 
+    def __init__(self, log_probs: torch.Tensor, num_frames: torch.Tensor, graph: k2.Fsa,
+                 config: LatticeConfig, output_beam_cap: float | None) -> None:
+        self.log_probs, self.num_frames, self.graph = log_probs, num_frames, graph
+        self.config, self.output_beam_cap = config, output_beam_cap
+        n = num_frames.numel()
+        self.pieces: list[k2.Fsa] = []
+        self.where_piece = torch.zeros(n, dtype=torch.int64)
+        self.where_index = torch.zeros(n, dtype=torch.int64)
+        self.settings = [config] * n  # the settings of each utterance's last attempt
+        self.status = [LatticeStatus.OK] * n
 
-def _decode_sorted(
-    log_probs: torch.Tensor,
-    num_frames: torch.Tensor,
-    order: torch.Tensor,
-    graph: k2.Fsa,
-    config: LatticeConfig,
-    output_beam_cap: float | None = None,
-) -> _Search:
-    """Search the utterances in ``order`` (caller indexes sorted by decreasing ``num_frames``),
-    in groups of :data:`CPU_GROUP_SIZE` on CPU, then retry those without a complete path."""
-    n = order.numel()
-    group = CPU_GROUP_SIZE if log_probs.device.type == "cpu" else n
-    # pieces[k] is an FsaVec; utterance u is FSA where_index[u] of pieces[where_piece[u]]
-    pieces = []
-    where_piece = torch.zeros(n, dtype=torch.int64)
-    where_index = torch.zeros(n, dtype=torch.int64)
-    failed = []
-    for start in range(0, n, group):
-        utts = order[start : start + group]
-        lattice = _intersect(_graph_subset(graph, utts), _dense_subset(log_probs, num_frames, utts),
-                             config, output_beam_cap)
-        where_piece[utts] = len(pieces)
-        where_index[utts] = torch.arange(utts.numel())
-        pieces.append(lattice)
-        failed.append(utts[~has_final_arc(lattice)])
-    first_piece, first_index = where_piece.clone(), where_index.clone()
-    settings = {u: config for u in range(n)}
-    status = {u: LatticeStatus.OK for u in range(n)}
+    def _decode(self, utts: torch.Tensor, config: LatticeConfig) -> k2.Fsa:
+        """Lattices of the caller's utterances ``utts`` (int64 CPU), in that order."""
+        segments = torch.stack([utts, torch.zeros_like(utts), self.num_frames[utts]], dim=1)
+        dense = k2.DenseFsaVec(self.log_probs, segments.to(torch.int32))
+        return _intersect(_graph_subset(self.graph, utts), dense, config, self.output_beam_cap)
 
-    pending = torch.cat(failed)  # caller indexes, in decreasing number of frames
-    for factor in config.retry_scales:
-        if pending.numel() == 0:
-            break
-        wider = config.scaled(factor)
-        logger.info(
-            "%d utterance(s) gave no complete path; retrying with search_beam=%g, "
-            "output_beam=%g, max_active_states=%d",
-            pending.numel(), wider.search_beam, wider.output_beam, wider.max_active_states,
-        )
-        retry = _intersect(
-            _graph_subset(graph, pending), _dense_subset(log_probs, num_frames, pending), wider,
-            output_beam_cap,
-        )
-        found = has_final_arc(retry)
-        pieces.append(retry)
-        for j, u in enumerate(pending.tolist()):
-            settings[u] = wider
-            if bool(found[j]):
-                where_piece[u] = len(pieces) - 1
-                where_index[u] = j
-                status[u] = LatticeStatus.RETRIED
-        pending = pending[~found]
-    if pending.numel() > 0:
-        # k2 returns the partial lattice of a search that died before the end: keep the
-        # documented contract (an empty FSA) by removing every arc not on a complete path
-        partial = [
-            k2.index_fsa(pieces[int(first_piece[u])],
-                         first_index[u : u + 1].to(device=log_probs.device, dtype=torch.int32))
-            for u in pending.tolist()
-        ]
-        pieces.append(k2.connect(k2.cat(partial)))
-        for j, u in enumerate(pending.tolist()):
-            status[u] = LatticeStatus.EMPTY
-            where_piece[u] = len(pieces) - 1
-            where_index[u] = j
+    def _place(self, lattice: k2.Fsa, utts: torch.Tensor) -> None:
+        """Record that ``utts`` (int64 CPU) are the FSAs of the new piece ``lattice``."""
+        self.where_piece[utts] = len(self.pieces)
+        self.where_index[utts] = torch.arange(utts.numel())
+        self.pieces.append(lattice)
 
-    if len(pieces) > 1:
-        offsets = torch.tensor([0] + [p.shape[0] for p in pieces[:-1]]).cumsum(0)
-        index = offsets[where_piece] + where_index
-    else:
-        index = where_index
+    def first_pass(self, order: torch.Tensor) -> torch.Tensor:
+        """Search the utterances in ``order`` (caller indexes sorted by decreasing number of
+        frames) in groups of :data:`CPU_GROUP_SIZE` on CPU; return those without a complete
+        path (int64 CPU, in the same order)."""
+        n = order.numel()
+        group = CPU_GROUP_SIZE if self.log_probs.device.type == "cpu" else n
+        failed = []
+        for start in range(0, n, group):
+            utts = order[start : start + group]
+            lattice = self._decode(utts, self.config)
+            self._place(lattice, utts)
+            failed.append(utts[~has_final_arc(lattice)])
+        return torch.cat(failed)
 
-    reports = []
-    for u in range(n):
-        c = settings[u]
-        frames = int(num_frames[u])
-        if status[u] is LatticeStatus.OK:
+    def retry(self, pending: torch.Tensor) -> None:
+        """Decode ``pending`` again at each of ``config.retry_scales`` until they have a
+        complete path; those that never get one are ``EMPTY`` (an empty FSA each)."""
+        first_piece, first_index = self.where_piece.clone(), self.where_index.clone()
+        for factor in self.config.retry_scales:
+            if pending.numel() == 0:
+                break
+            wider = self.config.scaled(factor)
+            logger.info(
+                "%d utterance(s) gave no complete path; retrying with search_beam=%g, "
+                "output_beam=%g, max_active_states=%d",
+                pending.numel(), wider.search_beam, wider.output_beam, wider.max_active_states,
+            )
+            retry = self._decode(pending, wider)
+            found = has_final_arc(retry)
+            for u in pending.tolist():
+                self.settings[u] = wider
+            self.pieces.append(retry)
+            piece = len(self.pieces) - 1
+            for j in found.nonzero().squeeze(1).tolist():
+                u = int(pending[j])
+                self.where_piece[u], self.where_index[u] = piece, j
+                self.status[u] = LatticeStatus.RETRIED
+            pending = pending[~found]
+        if pending.numel() > 0:
+            # k2 returns the partial lattice of a search that died before the end: keep the
+            # documented contract (an empty FSA) by removing every arc not on a complete path
+            device = self.log_probs.device
+            partial = [
+                k2.index_fsa(self.pieces[int(first_piece[u])],
+                             first_index[u : u + 1].to(device=device, dtype=torch.int32))
+                for u in pending.tolist()
+            ]
+            self._place(k2.connect(k2.cat(partial)), pending)
+            for u in pending.tolist():
+                self.status[u] = LatticeStatus.EMPTY
+
+    def result(self) -> PiecewiseLattices:
+        if len(self.pieces) > 1:
+            offsets = torch.tensor([0] + [p.shape[0] for p in self.pieces[:-1]]).cumsum(0)
+            index = offsets[self.where_piece] + self.where_index
+        else:
+            index = self.where_index
+        reports = tuple(self._report(u) for u in range(self.num_frames.numel()))
+        return PiecewiseLattices(pieces=tuple(self.pieces), index=index, reports=reports)
+
+    def _report(self, u: int) -> UtteranceReport:
+        config, c, status = self.config, self.settings[u], self.status[u]
+        frames = int(self.num_frames[u])
+        if status is LatticeStatus.OK:
             reason = ""
-        elif status[u] is LatticeStatus.RETRIED:
+        elif status is LatticeStatus.RETRIED:
             reason = (
                 f"empty lattice at search_beam={config.search_beam:g}, "
                 f"output_beam={config.output_beam:g}, "
@@ -388,14 +410,11 @@ def _decode_sorted(
                 "sequence is far below the best partial path"
             )
             logger.warning("utterance %d: %s", u, reason)
-        reports.append(
-            UtteranceReport(
-                status=status[u],
-                num_frames=frames,
-                search_beam=c.search_beam,
-                output_beam=c.output_beam,
-                max_active_states=c.max_active_states,
-                reason=reason,
-            )
+        return UtteranceReport(
+            status=status,
+            num_frames=frames,
+            search_beam=c.search_beam,
+            output_beam=c.output_beam,
+            max_active_states=c.max_active_states,
+            reason=reason,
         )
-    return _Search(pieces=tuple(pieces), index=index, reports=tuple(reports))

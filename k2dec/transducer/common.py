@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -13,7 +14,12 @@ from torch import nn
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DecoderCache", "TransducerHypothesis", "TransducerNet"]
+__all__ = [
+    "DecoderCache",
+    "TransducerHypothesis",
+    "TransducerNet",
+    "check_streams",
+]
 
 
 @dataclass(frozen=True)
@@ -316,3 +322,15 @@ def check_positive(name: str, value: float) -> None:
 def check_finite(name: str, value: float) -> None:
     if not (isinstance(value, int | float) and math.isfinite(value)):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
+
+
+def check_streams(streams: Sequence, n: int, cls: type) -> None:
+    """Raise ``ValueError``/``TypeError`` unless ``streams`` are ``n`` distinct ``cls``
+    objects (one per row of a chunk)."""
+    if len(streams) != n:
+        raise ValueError(f"got {len(streams)} streams for a batch of {n} utterances")
+    if len({id(s) for s in streams}) != len(streams):
+        raise ValueError("streams must be distinct objects (the same stream was passed twice)")
+    for i, s in enumerate(streams):
+        if not isinstance(s, cls):
+            raise TypeError(f"streams[{i}] must be a {cls.__name__}, got {type(s).__name__}")

@@ -1,0 +1,20 @@
+"""Validation of method config fields shared by the method modules."""
+
+from __future__ import annotations
+
+__all__ = ["check_finite", "check_scales"]
+
+
+def check_finite(name: str, value: float) -> None:
+    """Raise ``ValueError`` unless ``value`` is a finite number."""
+    if isinstance(value, bool) or not (isinstance(value, int | float)
+                                       and abs(value) < float("inf")):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+
+
+def check_scales(name: str, values: tuple[float, ...]) -> None:
+    """Raise ``ValueError`` unless ``values`` is a non-empty tuple of finite numbers."""
+    if not isinstance(values, tuple) or not values:
+        raise ValueError(f"{name} needs at least one scale, got {values!r}")
+    for v in values:
+        check_finite(name, v)

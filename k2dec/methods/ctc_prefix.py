@@ -1,0 +1,193 @@
+"""CTC methods without a lexicon or n-gram graph (icefall's ``zipformer/ctc_decode.py``):
+``ctc-prefix-beam-search`` (hotwords when given), ``ctc-prefix-beam-search-shallow-fussion``
+(neural LM, LODR, hotwords; icefall's spelling), ``ctc-prefix-beam-search-attention-decoder-
+rescoring`` and ``attention-decoder-rescoring-no-ngram`` (n-best from the CTC topology H
+rescored with the attention decoder)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ..lattice import get_lattice
+from ..lattice.ctc_prefix_beam_search import CtcPrefixBeamSearchConfig, ctc_prefix_beam_search
+from ..nbest import DedupKey, Nbest, NbestConfig
+from ..scorers import NeuralLmScorer, WeightedScorer
+from ..utils import HypothesisRecord
+from .checks import check_finite, check_scales
+from .ctc import CtcConfig
+from .lists import HypothesisLists, attention_scores, sweep
+from .records import lattice_failures
+from .registry import CtcInputs, Family, MethodResult, Resources, register
+from .transducer import HOTWORDS_SCORE
+from .transducer_lm import LM_SCALE, hotword_scorers
+
+__all__ = [
+    "ATTENTION_SCALES",
+    "CtcPrefixAttentionConfig",
+    "CtcPrefixConfig",
+    "CtcPrefixFusionConfig",
+    "NoNgramAttentionConfig",
+]
+
+#: icefall's attention-scale sweep of the CTC attention-rescoring methods.
+ATTENTION_SCALES = (0.01, 0.05, 0.08, 0.1, 0.3, 0.5, 0.6, 0.7, 0.9, 1.0, 1.1, 1.2, 1.3, 1.5,
+                    1.7, 1.9, 2.0, 2.1, 2.2, 2.3, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)
+
+
+@dataclass(frozen=True)
+class CtcPrefixConfig:
+    """``ctc-prefix-beam-search``: beam 4, and hotwords when given (icefall's CTC biasing is
+    the strict Aho-Corasick match)."""
+
+    search: CtcPrefixBeamSearchConfig = field(default_factory=CtcPrefixBeamSearchConfig)
+    hotwords_score: float = HOTWORDS_SCORE
+
+    def __post_init__(self) -> None:
+        check_finite("hotwords_score", self.hotwords_score)
+
+
+@dataclass(frozen=True)
+class CtcPrefixFusionConfig:
+    """``ctc-prefix-beam-search-shallow-fussion``: ``lm_scale`` times a neural LM on every
+    new token, ``lodr_scale`` times LODR's token n-gram (0: off; < 0 subtracts it) and
+    hotwords when given."""
+
+    search: CtcPrefixBeamSearchConfig = field(default_factory=CtcPrefixBeamSearchConfig)
+    lm_scale: float = LM_SCALE
+    lodr_scale: float = 0.0
+    hotwords_score: float = HOTWORDS_SCORE
+
+    def __post_init__(self) -> None:
+        for name in ("lm_scale", "lodr_scale", "hotwords_score"):
+            check_finite(name, getattr(self, name))
+
+
+def _prefix8() -> CtcPrefixBeamSearchConfig:
+    """icefall's ``ctc_prefix_beam_search_attention_decoder_rescoring`` uses beam 8."""
+    return CtcPrefixBeamSearchConfig(beam=8)
+
+
+@dataclass(frozen=True)
+class CtcPrefixAttentionConfig:
+    """``ctc-prefix-beam-search-attention-decoder-rescoring``: the ``beam`` prefixes of each
+    utterance rescored as ``ctc + s * attention`` for each ``s`` of ``attention_scales``."""
+
+    search: CtcPrefixBeamSearchConfig = field(default_factory=_prefix8)
+    attention_scales: tuple[float, ...] = ATTENTION_SCALES
+
+    def __post_init__(self) -> None:
+        check_scales("attention_scales", self.attention_scales)
+
+
+def _no_ngram_nbest() -> NbestConfig:
+    """icefall's ``ctc_decode.py``: 100 paths, lattice scores not scaled."""
+    return NbestConfig(num_paths=100, nbest_scale=1.0)
+
+
+@dataclass(frozen=True)
+class NoNgramAttentionConfig:
+    """``attention-decoder-rescoring-no-ngram``: ``nbest.num_paths`` token sequences sampled
+    from the lattice through H, rescored as ``am + s * attention`` per ``s``."""
+
+    ctc: CtcConfig = field(default_factory=CtcConfig)
+    nbest: NbestConfig = field(default_factory=_no_ngram_nbest)
+    attention_scales: tuple[float, ...] = ATTENTION_SCALES
+
+    def __post_init__(self) -> None:
+        check_scales("attention_scales", self.attention_scales)
+
+
+def _records(lists: HypothesisLists, hyps, key: str, cfg) -> list[MethodResult]:
+    scores = torch.tensor([h.score for hs in hyps for h in hs], dtype=torch.float64,
+                          device=lists.utt.device)
+    out = sweep(lists, scores, {}, {}, lambda b, c, s: b, lambda s: key)
+    return [MethodResult(key, out[key], cfg)]
+
+
+def _search(inputs: CtcInputs, cfg: CtcPrefixBeamSearchConfig, scorers) -> list:
+    return ctc_prefix_beam_search(inputs.log_probs, inputs.lengths, cfg, scorers)
+
+
+@register("ctc-prefix-beam-search", Family.CTC, CtcPrefixConfig)
+def _prefix(inputs: CtcInputs, res: Resources, cfg: CtcPrefixConfig):
+    """CTC prefix beam search (beam 4) on the CTC output, no graph: token ids; hotword
+    biasing when Resources.hotwords are given."""
+    scorers = hotword_scorers(res, inputs.log_probs.size(2), cfg.hotwords_score,
+                              inputs.log_probs.device, strict=True)
+    hyps = _search(inputs, cfg.search, scorers)
+    lists = HypothesisLists.from_lists(hyps, inputs.log_probs.device)
+    return _records(lists, hyps, "ctc-prefix-beam-search", cfg)
+
+
+@register("ctc-prefix-beam-search-shallow-fussion", Family.CTC, CtcPrefixFusionConfig,
+          requires=("lm",))
+def _prefix_fusion(inputs: CtcInputs, res: Resources, cfg: CtcPrefixFusionConfig):
+    """CTC prefix beam search + lm_scale * neural LM (+ lodr_scale * token n-gram, hotwords)
+    on every new token."""
+    method = "ctc-prefix-beam-search-shallow-fussion"
+    _, lm = res.neural_lm(method)
+    device, vocab = inputs.log_probs.device, inputs.log_probs.size(2)
+    scorers = [WeightedScorer(NeuralLmScorer(lm, score_eos=False), cfg.lm_scale)]
+    if cfg.lodr_scale != 0.0:
+        if res.lodr is None:
+            raise ValueError(f"{method} with lodr_scale != 0 needs Resources.lodr")
+        scorers.append(WeightedScorer(res.lodr, cfg.lodr_scale))
+    scorers += hotword_scorers(res, vocab, cfg.hotwords_score, device, strict=True)
+    hyps = _search(inputs, cfg.search, scorers)
+    lists = HypothesisLists.from_lists(hyps, device)
+    return _records(lists, hyps, method, cfg)
+
+
+def _memory(inputs: CtcInputs, res: Resources, method: str) -> None:
+    if res.attention_decoder is None:
+        raise ValueError(f"{method} needs Resources.attention_decoder")
+    if inputs.memory is None or inputs.memory_lens is None:
+        raise ValueError(f"{method} needs the encoder output (CtcInputs.memory, memory_lens)")
+
+
+@register("ctc-prefix-beam-search-attention-decoder-rescoring", Family.CTC,
+          CtcPrefixAttentionConfig, requires=("attention_decoder",))
+def _prefix_attention(inputs: CtcInputs, res: Resources, cfg: CtcPrefixAttentionConfig):
+    """The prefixes of CTC prefix beam search (beam 8) rescored with the attention decoder:
+    ctc + s * attention, per s."""
+    _memory(inputs, res, "ctc-prefix-beam-search-attention-decoder-rescoring")
+    hyps = _search(inputs, cfg.search, ())
+    lists = HypothesisLists.from_lists(hyps, inputs.log_probs.device)
+    ctc = torch.tensor([h.ctc_score for hs in hyps for h in hs], dtype=torch.float64,
+                       device=lists.utt.device)
+    att = attention_scores(res.attention_decoder, inputs.memory, inputs.memory_lens, lists)
+    out = sweep(lists, ctc, {"att": att}, {"att": cfg.attention_scales},
+                lambda b, c, s: b + s["att"] * c["att"], lambda s: f"attention_scale_{s['att']}")
+    return [MethodResult(k, v, cfg) for k, v in out.items()]
+
+
+@register("attention-decoder-rescoring-no-ngram", Family.CTC, NoNgramAttentionConfig,
+          requires=("H", "attention_decoder"))
+def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
+    """n-best token sequences from the lattice through H rescored with the attention decoder:
+    am + s * attention, per s."""
+    method = "attention-decoder-rescoring-no-ngram"
+    _memory(inputs, res, method)
+    result = get_lattice(inputs.log_probs, inputs.lengths, res.graph("H", method),
+                         cfg.ctc.lattice, cfg.ctc.subsampling_factor)
+    nbest = Nbest.from_lattice(result.lattice, cfg.nbest.num_paths, cfg.nbest.nbest_scale,
+                               DedupKey.WORDS,  # H's aux_labels are the tokens
+                               max_lattice_arcs=cfg.nbest.max_lattice_arcs)
+    nbest = nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
+    am = nbest.tot_scores().values.to(torch.float64)
+    device = inputs.log_probs.device
+    lists = HypothesisLists(nbest.key_seqs.to(device),
+                            nbest.path_to_utt().to(device=device, dtype=torch.int64),
+                            nbest.num_utts, [[] for _ in range(nbest.num_paths)])
+    att = attention_scores(res.attention_decoder, inputs.memory, inputs.memory_lens, lists)
+    out = sweep(lists, am.to(lists.utt.device), {"att": att}, {"att": cfg.attention_scales},
+                lambda b, c, s: b + s["att"] * c["att"], lambda s: f"attention_scale_{s['att']}")
+    failed = lattice_failures(result.reports)
+    results = []
+    for key, recs in out.items():
+        recs = tuple(r if not err else HypothesisRecord(tokens=(), error=err)
+                     for r, err in zip(recs, failed))
+        results.append(MethodResult(key, recs, cfg))
+    return results

@@ -1,0 +1,264 @@
+"""Transducer methods with scorers (icefall's names and defaults): the classic
+``beam_search``, ``modified_beam_search_lm_shallow_fusion``, ``modified_beam_search_LODR``,
+``modified_beam_search_lm_rescore`` and ``..._LODR``; hotword biasing (``Resources.hotwords``)
+in every one that searches with scorers and in ``modified_beam_search``.
+
+Scores enter as icefall adds them: the ``beam`` best (hypothesis, symbol) pairs are chosen by
+the transducer score, then the chosen tokens get ``lm_scale * log p_LM`` (no end-of-sentence
+score), ``lodr_scale * log p_bigram`` (``lodr_scale`` < 0) and the hotword bonus.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ..scorers import (
+    ContextGraph,
+    HotwordScorer,
+    NeuralLmScorer,
+    TokenNgramScorer,
+    WeightedScorer,
+)
+from ..transducer import (
+    ModifiedBeamSearchConfig,
+    TransducerBeamSearchConfig,
+    beam_search,
+    modified_beam_search,
+)
+from ..transducer.modified_beam_search import ModifiedBeamSearch
+from .checks import check_finite, check_scales
+from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
+from .records import from_transducer
+from .registry import Family, MethodResult, Resources, TransducerInputs, register
+from .transducer import HOTWORDS_SCORE, with_confidences
+
+__all__ = [
+    "BeamSearchMethodConfig",
+    "LmRescoreConfig",
+    "LmRescoreLodrConfig",
+    "LmShallowFusionConfig",
+    "LodrConfig",
+    "ModifiedBeamSearchMethodConfig",
+    "hotword_scorers",
+]
+
+#: icefall's ``--lm-scale`` for shallow fusion.
+LM_SCALE = 0.3
+#: icefall's recommended LODR setting (its LODR documentation: ``--lm-scale 0.42
+#: --ngram-lm-scale -0.24`` with a 2-gram over tokens).
+LODR_LM_SCALE = 0.42
+LODR_SCALE = -0.24
+#: icefall's sweeps of ``modified_beam_search_lm_rescore`` and ``..._LODR``.
+RESCORE_LM_SCALES = tuple(round(0.01 * i, 2) for i in range(10, 50))
+RESCORE_LODR_LM_SCALES = tuple(round(0.02 * i, 2) for i in range(2, 30))
+RESCORE_LODR_SCALES = tuple(round(0.05 * i, 2) for i in range(1, 20))
+
+
+@dataclass(frozen=True)
+class ModifiedBeamSearchMethodConfig:
+    """``modified_beam_search``: the search, with hotword biasing when hotwords are given
+    (``hotwords_score``: icefall's ``--context-score``)."""
+
+    search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
+    hotwords_score: float = HOTWORDS_SCORE
+
+    def __post_init__(self) -> None:
+        check_finite("hotwords_score", self.hotwords_score)
+
+
+@dataclass(frozen=True)
+class BeamSearchMethodConfig:
+    """``beam_search`` (the classic transducer search), with hotword biasing when hotwords
+    are given."""
+
+    search: TransducerBeamSearchConfig = field(default_factory=TransducerBeamSearchConfig)
+    hotwords_score: float = HOTWORDS_SCORE
+
+    def __post_init__(self) -> None:
+        check_finite("hotwords_score", self.hotwords_score)
+
+
+@dataclass(frozen=True)
+class LmShallowFusionConfig:
+    """``modified_beam_search_lm_shallow_fusion``: ``lm_scale`` times the neural LM's
+    log-probs on every token (and hotwords when given)."""
+
+    search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
+    lm_scale: float = LM_SCALE
+    hotwords_score: float = HOTWORDS_SCORE
+
+    def __post_init__(self) -> None:
+        check_finite("lm_scale", self.lm_scale)
+        check_finite("hotwords_score", self.hotwords_score)
+
+
+@dataclass(frozen=True)
+class LodrConfig:
+    """``modified_beam_search_LODR``: shallow fusion with the neural LM minus a low-order
+    token n-gram (``lodr_scale`` < 0 subtracts it), and hotwords when given."""
+
+    search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
+    lm_scale: float = LODR_LM_SCALE
+    lodr_scale: float = LODR_SCALE
+    hotwords_score: float = HOTWORDS_SCORE
+
+    def __post_init__(self) -> None:
+        for name in ("lm_scale", "lodr_scale", "hotwords_score"):
+            check_finite(name, getattr(self, name))
+
+
+@dataclass(frozen=True)
+class LmRescoreConfig:
+    """``modified_beam_search_lm_rescore``: every final hypothesis rescored as
+    ``am + s * lm`` (LM log-prob with ``eos``) for each ``s`` of ``lm_scales``."""
+
+    search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
+    lm_scales: tuple[float, ...] = RESCORE_LM_SCALES
+    lm_batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        check_scales("lm_scales", self.lm_scales)
+        if not isinstance(self.lm_batch_size, int) or self.lm_batch_size < 1:
+            raise ValueError(f"lm_batch_size must be an int >= 1, got {self.lm_batch_size!r}")
+
+
+@dataclass(frozen=True)
+class LmRescoreLodrConfig:
+    """``modified_beam_search_lm_rescore_LODR``: every final hypothesis rescored as
+    ``am / s + lm - l * lodr`` (icefall's formula; LM and n-gram log-probs with ``eos``) for
+    each ``s`` of ``lm_scales`` and ``l`` of ``lodr_scales``."""
+
+    search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
+    lm_scales: tuple[float, ...] = RESCORE_LODR_LM_SCALES
+    lodr_scales: tuple[float, ...] = RESCORE_LODR_SCALES
+    lm_batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        check_scales("lm_scales", self.lm_scales)
+        check_scales("lodr_scales", self.lodr_scales)
+        if any(s == 0 for s in self.lm_scales):
+            raise ValueError("lm_scales divide the acoustic score: 0 is not allowed")
+        if not isinstance(self.lm_batch_size, int) or self.lm_batch_size < 1:
+            raise ValueError(f"lm_batch_size must be an int >= 1, got {self.lm_batch_size!r}")
+
+
+def hotword_scorers(res: Resources, vocab_size: int, score: float, device: torch.device,
+                    strict: bool = False) -> list[WeightedScorer]:
+    """A hotword scorer (weight 1) over ``res.hotwords`` with per-token bonus ``score``, built
+    once per setting (kept in ``res.cache``); none without hotwords."""
+    if not res.hotwords:
+        return []
+    key = ("hotwords", id(res.hotwords), float(score), vocab_size, str(device), strict)
+    if key not in res.cache:
+        graph = ContextGraph(res.hotwords, context_score=score)
+        res.cache[key] = HotwordScorer(graph, vocab_size, strict=strict, device=device)
+    return [WeightedScorer(res.cache[key], 1.0)]
+
+
+def _vocab(inputs: TransducerInputs) -> int:
+    return int(inputs.model.decoder.vocab_size)
+
+
+def _lodr(res: Resources, method: str, vocab_size: int) -> TokenNgramScorer:
+    if not isinstance(res.lodr, TokenNgramScorer):
+        raise ValueError(f"{method} needs LODR's token n-gram in Resources.lodr (a "
+                         f"TokenNgramScorer), got {type(res.lodr).__name__}")
+    if res.lodr.vocab_size != vocab_size:
+        raise ValueError(f"Resources.lodr scores {res.lodr.vocab_size} tokens, the model has "
+                         f"{vocab_size}")
+    return res.lodr
+
+
+def _mbs(inputs: TransducerInputs, cfg: ModifiedBeamSearchConfig, scorers) -> list:
+    return modified_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg,
+                                scorers=scorers)
+
+
+@register("modified_beam_search", Family.TRANSDUCER, ModifiedBeamSearchMethodConfig)
+def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchMethodConfig):
+    """Modified beam search (at most one symbol per frame, beam 4); hotword biasing when
+    Resources.hotwords are given."""
+    scorers = hotword_scorers(res, _vocab(inputs), cfg.hotwords_score, inputs.encoder_out.device)
+    hyps = _mbs(inputs, cfg.search, scorers)
+    records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)
+    return [MethodResult("modified_beam_search", records, cfg)]
+
+
+@register("beam_search", Family.TRANSDUCER, BeamSearchMethodConfig)
+def _beam_search(inputs: TransducerInputs, res: Resources, cfg: BeamSearchMethodConfig):
+    """The classic transducer beam search (any number of symbols per frame); hotword biasing
+    when Resources.hotwords are given."""
+    scorers = hotword_scorers(res, _vocab(inputs), cfg.hotwords_score, inputs.encoder_out.device)
+    lists = beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg.search,
+                        scorers=scorers)
+    return [MethodResult("beam_search", from_transducer([hs[0] for hs in lists]), cfg)]
+
+
+@register("modified_beam_search_lm_shallow_fusion", Family.TRANSDUCER, LmShallowFusionConfig,
+          requires=("lm",))
+def _shallow_fusion(inputs: TransducerInputs, res: Resources, cfg: LmShallowFusionConfig):
+    """Modified beam search plus lm_scale times a neural LM on every token (and hotwords)."""
+    _, lm = res.neural_lm("modified_beam_search_lm_shallow_fusion")
+    scorers = [WeightedScorer(NeuralLmScorer(lm, score_eos=False), cfg.lm_scale)]
+    scorers += hotword_scorers(res, _vocab(inputs), cfg.hotwords_score,
+                               inputs.encoder_out.device)
+    hyps = _mbs(inputs, cfg.search, scorers)
+    records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)
+    return [MethodResult("modified_beam_search_lm_shallow_fusion", records, cfg)]
+
+
+@register("modified_beam_search_LODR", Family.TRANSDUCER, LodrConfig, requires=("lm", "lodr"))
+def _lodr_fusion(inputs: TransducerInputs, res: Resources, cfg: LodrConfig):
+    """Modified beam search with LODR: + lm_scale * neural LM + lodr_scale * token bigram
+    (lodr_scale < 0), and hotwords."""
+    _, lm = res.neural_lm("modified_beam_search_LODR")
+    scorers = [WeightedScorer(NeuralLmScorer(lm, score_eos=False), cfg.lm_scale),
+               WeightedScorer(_lodr(res, "modified_beam_search_LODR", _vocab(inputs)),
+                              cfg.lodr_scale)]
+    scorers += hotword_scorers(res, _vocab(inputs), cfg.hotwords_score,
+                               inputs.encoder_out.device)
+    hyps = _mbs(inputs, cfg.search, scorers)
+    records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)
+    return [MethodResult("modified_beam_search_LODR", records, cfg)]
+
+
+def _final_lists(inputs: TransducerInputs,
+                 cfg: ModifiedBeamSearchConfig) -> tuple[HypothesisLists, torch.Tensor]:
+    """Every final hypothesis of modified beam search and its score (float64 ``[H]``)."""
+    search = ModifiedBeamSearch(inputs.model, cfg)
+    device = inputs.encoder_out.device
+    streams = [search.new_stream(device, i) for i in range(inputs.encoder_out.size(0))]
+    search.decode_chunk(streams, inputs.encoder_out, inputs.encoder_out_lens)
+    hyps = search.hypotheses(streams)
+    lists = HypothesisLists.from_lists(hyps, device)
+    return lists, torch.tensor([h.score for hs in hyps for h in hs], dtype=torch.float64,
+                               device=device)
+
+
+@register("modified_beam_search_lm_rescore", Family.TRANSDUCER, LmRescoreConfig,
+          requires=("lm",))
+def _lm_rescore(inputs: TransducerInputs, res: Resources, cfg: LmRescoreConfig):
+    """Every final hypothesis of modified beam search rescored: am + s * neural LM, per s."""
+    _, lm = res.neural_lm("modified_beam_search_lm_rescore")
+    lists, am = _final_lists(inputs, cfg.search)
+    out = sweep(lists, am, {"lm": lm_scores(lm, lists, cfg.lm_batch_size)},
+                {"lm": cfg.lm_scales}, lambda b, c, s: b + s["lm"] * c["lm"],
+                lambda s: f"nnlm_scale_{s['lm']:.2f}")
+    return [MethodResult(k, v, cfg) for k, v in out.items()]
+
+
+@register("modified_beam_search_lm_rescore_LODR", Family.TRANSDUCER, LmRescoreLodrConfig,
+          requires=("lm", "lodr"))
+def _lm_rescore_lodr(inputs: TransducerInputs, res: Resources, cfg: LmRescoreLodrConfig):
+    """Every final hypothesis of modified beam search rescored: am / s + LM - l * bigram, per
+    (s, l)."""
+    _, lm = res.neural_lm("modified_beam_search_lm_rescore_LODR")
+    lodr = _lodr(res, "modified_beam_search_lm_rescore_LODR", _vocab(inputs))
+    lists, am = _final_lists(inputs, cfg.search)
+    comps = {"lm": lm_scores(lm, lists, cfg.lm_batch_size), "lodr": scorer_scores(lodr, lists)}
+    out = sweep(lists, am, comps, {"lm": cfg.lm_scales, "lodr": cfg.lodr_scales},
+                lambda b, c, s: b / s["lm"] + c["lm"] - s["lodr"] * c["lodr"],
+                lambda s: f"nnlm_scale_{s['lm']:.2f}_lodr_scale_{s['lodr']:.2f}")
+    return [MethodResult(k, v, cfg) for k, v in out.items()]

@@ -1,0 +1,235 @@
+"""Token n-gram LMs as :class:`~k2dec.scorers.Scorer` s (LODR's low-order LM), from ARPA files.
+
+The model is expanded into two dense tables over its history states ``S`` (every n-gram of
+order ``< N`` that the ARPA file lists, plus the empty history): ``score[s, v]``, the natural
+log-probability of token ``v`` after history ``s`` (backing off by the ARPA rules), and
+``next[s, v]``, the history after it (the longest suffix of ``s + v`` that is a state). So one
+search step is two gathers, the same on CPU and GPU. A bigram over ``V`` tokens has ``V + 2``
+states; :class:`TokenNgramScorer` refuses tables larger than ``max_table_size`` entries.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from k2dec.scorers.base import TableScorer
+
+__all__ = ["ArpaModel", "TokenNgramScorer", "read_arpa", "train_token_arpa"]
+
+logger = logging.getLogger(__name__)
+
+LN10 = math.log(10.0)
+BOS, EOS, UNK = "<s>", "</s>", "<unk>"
+
+
+@dataclass(frozen=True)
+class ArpaModel:
+    """An ARPA backoff model as read by :func:`read_arpa`.
+
+    Attributes:
+      order: ``N``.
+      prob: natural log-probability of every listed n-gram (word tuples).
+      backoff: natural log backoff weight of the n-grams that have one.
+    """
+
+    order: int
+    prob: dict[tuple[str, ...], float]
+    backoff: dict[tuple[str, ...], float]
+
+
+def read_arpa(path: str | Path) -> ArpaModel:
+    """Read an ARPA file (log10 values become natural logs).
+
+    Raises:
+      ValueError: a malformed line (naming file and line) or no n-grams.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"ARPA file {str(path)!r} does not exist")
+    prob: dict[tuple[str, ...], float] = {}
+    backoff: dict[tuple[str, ...], float] = {}
+    section = 0
+    order = 0
+    opener = _open_text(path)
+    with opener as f:
+        for lineno, raw in enumerate(f, start=1):
+            line = raw.strip()
+            if not line or line in ("\\data\\", "\\end\\") or line.startswith("ngram "):
+                continue
+            if line.startswith("\\") and line.endswith("-grams:"):
+                section = int(line[1 : -len("-grams:")])
+                order = max(order, section)
+                continue
+            fields = line.split()
+            if section == 0 or len(fields) not in (section + 1, section + 2):
+                raise ValueError(f"{path}:{lineno}: not an ARPA {section}-gram line: {line!r}")
+            key = tuple(fields[1 : 1 + section])
+            prob[key] = float(fields[0]) * LN10
+            if len(fields) == section + 2:
+                backoff[key] = float(fields[-1]) * LN10
+    if not prob:
+        raise ValueError(f"{path} has no n-grams")
+    return ArpaModel(order, prob, backoff)
+
+
+def _open_text(path: Path):
+    if path.suffix == ".gz":
+        import gzip
+
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def train_token_arpa(text: str | Path, bpe_model: str | Path, arpa: str | Path,
+                     order: int = 2) -> Path:
+    """Train a token-level n-gram (LODR's low-order LM) on an LM text with kaldingram.
+
+    Every line of ``text`` is encoded with the sentencepiece model and written as token ids,
+    so the ARPA file's words are decimal token ids (what :meth:`TokenNgramScorer.from_arpa`
+    reads by default). Idempotent: an existing ``arpa`` is kept.
+
+    Args:
+      text: UTF-8, one sentence per line (blank lines skipped), in the case the BPE model was
+        trained on.
+      bpe_model: the sentencepiece model of the acoustic model's tokens.
+      arpa: the ARPA file to write.
+      order: the n-gram order (icefall's LODR: 2).
+    """
+    from k2dec.graph.ngram import train_arpa
+    from k2dec.lang import load_bpe_model
+
+    arpa = Path(arpa)
+    if arpa.is_file():
+        return arpa
+    sp = load_bpe_model(bpe_model)
+    with tempfile.TemporaryDirectory() as tmp:
+        ids = Path(tmp) / "token_text.txt"
+        with open(text, encoding="utf-8") as src, open(ids, "w", encoding="utf-8") as dst:
+            for line in src:
+                if line.strip():
+                    dst.write(" ".join(str(i) for i in sp.encode(line.strip())) + "\n")
+        return train_arpa(ids, arpa, order=order)
+
+
+class TokenNgramScorer(TableScorer):
+    """A backoff n-gram over token ids (see the module docstring for the tables).
+
+    Use :meth:`from_arpa`. The state of a row is its history state id (int64 ``[M]``); a row
+    starts at the ``<s>`` history; :meth:`final_score` is ``log p(</s> | history)``.
+
+    Attributes:
+      score: float64 ``[S, V]``; next_state: int64 ``[S, V]``; final: float64 ``[S]``;
+      start: the ``<s>`` state.
+    """
+
+    def __init__(self, score: torch.Tensor, next_state: torch.Tensor, final: torch.Tensor,
+                 start: int) -> None:
+        if score.dim() != 2 or next_state.shape != score.shape or final.shape != score.shape[:1]:
+            raise ValueError(f"score [S, V], next_state [S, V] and final [S] disagree: "
+                             f"{tuple(score.shape)}, {tuple(next_state.shape)}, "
+                             f"{tuple(final.shape)}")
+        self.score_table = score
+        self.next_state = next_state
+        self.final = final
+        self.start = start
+        self.vocab_size = score.size(1)
+
+    @classmethod
+    def from_arpa(
+        cls,
+        arpa: str | Path | ArpaModel,
+        vocab_size: int,
+        token_table: dict[str, int] | None = None,
+        device: torch.device | str = "cpu",
+        max_table_size: int = 1 << 25,
+    ) -> TokenNgramScorer:
+        """Expand an ARPA model over token ids into the dense tables.
+
+        Args:
+          arpa: the ARPA file (or a model from :func:`read_arpa`).
+          vocab_size: ``V`` of the search.
+          token_table: maps ARPA words to token ids; None: the words are decimal token ids
+            (:func:`train_token_arpa`). ``<s>``, ``</s>``, ``<unk>`` are the ARPA's own.
+          device: where the tables live (the search's device).
+          max_table_size: refuse models with more than this many ``S * V`` entries.
+
+        Tokens the model never saw (blank, ``sos/eos``, rare pieces) are scored like
+        ``<unk>`` if the model has it, else with its smallest unigram log-prob, so that a
+        negative weight (LODR) never turns an unseen token into ``+inf``.
+        """
+        model = arpa if isinstance(arpa, ArpaModel) else read_arpa(arpa)
+        return cls(*_expand(model, vocab_size, token_table, max_table_size, torch.device(device)))
+
+    def init_state(self, utt: torch.Tensor) -> torch.Tensor:
+        return torch.full((utt.numel(),), self.start, dtype=torch.int64,
+                          device=self.score_table.device)
+
+
+def _expand(model: ArpaModel, vocab_size: int, token_table: dict[str, int] | None,
+            max_table_size: int,
+            device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+    """Dense ``score``, ``next_state``, ``final`` and the start state of ``model``."""
+    n = model.order
+    # column of every ARPA word: token ids in [0, V), </s> in column V
+    column: dict[str, int] = {EOS: vocab_size}
+    for (w,) in (k for k in model.prob if len(k) == 1):
+        if w in (BOS, EOS, UNK):
+            continue
+        tid = token_table.get(w) if token_table is not None else _as_id(w)
+        if tid is None or not 0 <= tid < vocab_size:
+            raise ValueError(f"ARPA word {w!r} is not a token id in [0, {vocab_size})"
+                             + ("" if token_table is None else " of token_table"))
+        column[w] = tid
+    histories = sorted({k for k in model.prob if len(k) < n and k[-1] != EOS} | {()},
+                       key=len)
+    state_of = {h: i for i, h in enumerate(histories)}
+    if len(histories) * vocab_size > max_table_size:
+        raise ValueError(f"the {n}-gram has {len(histories)} history states: "
+                         f"{len(histories)} x {vocab_size} tokens exceeds max_table_size="
+                         f"{max_table_size}")
+    extensions: dict[tuple[str, ...], list[tuple[str, float]]] = {}
+    for key, lp in model.prob.items():
+        extensions.setdefault(key[:-1], []).append((key[-1], lp))
+
+    unigram = torch.full((vocab_size + 1,), float("nan"), dtype=torch.float64)
+    for w, lp in extensions[()]:
+        if w in column:
+            unigram[column[w]] = lp
+    seen = unigram[:vocab_size][~torch.isnan(unigram[:vocab_size])]
+    floor = model.prob.get((UNK,), float(seen.min()) if seen.numel() else -99.0 * LN10)
+    unigram = torch.nan_to_num(unigram, nan=floor)
+    score = torch.empty(len(histories), vocab_size + 1, dtype=torch.float64)
+    nxt = torch.empty(len(histories), vocab_size, dtype=torch.int64)
+    for i, h in enumerate(histories):
+        if h:
+            j = _suffix_state(h[1:], state_of)
+            score[i] = model.backoff.get(h, 0.0) + score[j]
+            nxt[i] = nxt[j]
+        else:
+            score[i] = unigram
+            nxt[i] = 0
+        for w, lp in extensions.get(h, ()):
+            if w in column:
+                score[i, column[w]] = lp
+                if len(h) + 1 < n and w != EOS:
+                    nxt[i, column[w]] = state_of[h + (w,)]
+    return (score[:, :vocab_size].contiguous().to(device), nxt.to(device),
+            score[:, vocab_size].contiguous().to(device), _suffix_state((BOS,), state_of))
+
+
+def _suffix_state(h: tuple[str, ...], state_of: dict[tuple[str, ...], int]) -> int:
+    """The state of the longest suffix of ``h`` that is a state (the empty history at
+    worst)."""
+    while h not in state_of:
+        h = h[1:]
+    return state_of[h]
+
+
+def _as_id(word: str) -> int | None:
+    return int(word) if word.isdigit() else None

@@ -1,0 +1,166 @@
+"""The methods built on scorers: transducer beam_search / LM fusion / LODR / LM rescoring /
+hotwords, CTC prefix beam search and its attention rescoring, attention rescoring of the H
+n-best; each against its definition recomputed here from per-hypothesis references."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from k2dec.aed import TransformerDecoder
+from k2dec.lm import RnnLM, RnnLmConfig
+from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method
+from k2dec.methods.ctc_prefix import CtcPrefixAttentionConfig, NoNgramAttentionConfig
+from k2dec.methods.transducer_lm import LmRescoreConfig, LmRescoreLodrConfig
+from k2dec.scorers import NeuralLmScorer, TokenNgramScorer, WeightedScorer
+from k2dec.transducer import ModifiedBeamSearch, ModifiedBeamSearchConfig, modified_beam_search
+from tests.reference.scorers import RefNeuralLm, RefNgram
+from tests.scorers.helpers import token_arpa
+from tests.transducer.helpers import random_batch, random_model
+
+VOCAB = 6
+TRANSDUCER = ["beam_search", "modified_beam_search", "modified_beam_search_LODR",
+              "modified_beam_search_lm_rescore", "modified_beam_search_lm_rescore_LODR",
+              "modified_beam_search_lm_shallow_fusion"]
+CTC = ["attention-decoder-rescoring-no-ngram", "ctc-prefix-beam-search",
+       "ctc-prefix-beam-search-attention-decoder-rescoring",
+       "ctc-prefix-beam-search-shallow-fussion"]
+
+
+@pytest.fixture(scope="module")
+def resources(tmp_path_factory):
+    torch.manual_seed(0)
+    lm = RnnLM(RnnLmConfig(vocab_size=VOCAB, embedding_dim=8, hidden_dim=8, num_layers=1))
+    with torch.no_grad():
+        for p in lm.parameters():
+            p.mul_(3.0)
+    arpa = token_arpa(tmp_path_factory.mktemp("lodr"), random.Random(0), VOCAB, 2)
+    decoder = TransformerDecoder(vocab_size=VOCAB, memory_dim=8, d_model=16, nhead=2,
+                                 num_layers=1, dim_feedforward=16, dropout=0.0).eval()
+    from k2dec.graph import build_ctc_topo
+
+    return Resources(graphs={"H": build_ctc_topo(VOCAB - 1)}, lms={"rnn_lm": lm.eval()},
+                     attention_decoder=decoder, hotwords=(((1, 2), None), ((3,), 1.0)),
+                     lodr=TokenNgramScorer.from_arpa(arpa, VOCAB)), arpa
+
+
+def _transducer_inputs(seed: int = 1):
+    model = random_model(vocab_size=VOCAB, seed=seed)
+    enc, lens = random_batch([6, 1, 4], seed=seed)
+    return TransducerInputs(model, enc, lens)
+
+
+def _ctc_inputs(seed: int = 1, n: int = 3):
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.tensor([7, 5, 6][:n])
+    log_probs = (torch.randn(n, 7, VOCAB, generator=g) * 2).log_softmax(-1)
+    return CtcInputs(log_probs, lengths, memory=torch.randn(n, 7, 8, generator=g),
+                     memory_lens=lengths)
+
+
+@pytest.mark.parametrize("name", TRANSDUCER + CTC)
+def test_runs_passes_config_and_needs_its_resources(resources, name):
+    res, _ = resources
+    method = get_method(name)
+    inputs = _transducer_inputs() if name in TRANSDUCER else _ctc_inputs()
+    cfg = method.default_config()
+    if isinstance(cfg, LmRescoreLodrConfig):
+        cfg = LmRescoreLodrConfig(lm_scales=(0.3, 0.5), lodr_scales=(0.1,))
+    out = method(inputs, res, cfg)
+    assert out and all(r.config is cfg and len(r.hyps) == 3 for r in out)
+    assert len({r.key for r in out}) == len(out)
+    assert res.missing(method.requires) == ()
+    assert Resources().missing(method.requires) == tuple(method.requires)
+
+
+def test_shallow_fusion_and_lodr_compose_the_documented_scorers(resources):
+    res, _ = resources
+    inputs = _transducer_inputs(2)
+    lm = res.lms["rnn_lm"]
+    got = get_method("modified_beam_search_LODR")(inputs, Resources(
+        lms=res.lms, lodr=res.lodr), None)[0]
+    want = modified_beam_search(
+        inputs.model, inputs.encoder_out, inputs.encoder_out_lens, ModifiedBeamSearchConfig(),
+        scorers=[WeightedScorer(NeuralLmScorer(lm, score_eos=False), 0.42),
+                 WeightedScorer(res.lodr, -0.24)])
+    assert got.tokens == [h.tokens for h in want]
+    for name in ("modified_beam_search", "fast_beam_search", "beam_search"):
+        plain = get_method(name)(inputs, Resources(), None)[0]
+        biased = get_method(name)(inputs, Resources(hotwords=res.hotwords), None)[0]
+        assert [h.score for h in plain.hyps] != [h.score for h in biased.hyps], name
+
+
+@pytest.mark.parametrize("lodr", [False, True])
+def test_lm_rescore_picks_the_best_combined_score(resources, lodr):
+    res, arpa = resources
+    inputs = _transducer_inputs(3)
+    search = ModifiedBeamSearch(inputs.model, ModifiedBeamSearchConfig())
+    streams = [search.new_stream("cpu", i) for i in range(3)]
+    search.decode_chunk(streams, inputs.encoder_out, inputs.encoder_out_lens)
+    nbests = search.hypotheses(streams)
+    ref_lm, ref_ng = RefNeuralLm(res.lms["rnn_lm"]), RefNgram(arpa)
+
+    def total(ref, tokens):
+        state, acc = ref.start(0), 0.0
+        for t in tokens:
+            s, state = ref.step(state, t)
+            acc += s
+        return acc + ref.final(state)
+
+    if lodr:
+        cfg = LmRescoreLodrConfig(lm_scales=(0.2, 0.6), lodr_scales=(0.3, 0.9))
+        out = get_method("modified_beam_search_lm_rescore_LODR")(inputs, res, cfg)
+        points = [(f"nnlm_scale_{s:.2f}_lodr_scale_{lo:.2f}", s, lo) for s in cfg.lm_scales
+                  for lo in cfg.lodr_scales]
+    else:
+        cfg = LmRescoreConfig(lm_scales=(0.1, 0.9))
+        out = get_method("modified_beam_search_lm_rescore")(inputs, res, cfg)
+        points = [(f"nnlm_scale_{s:.2f}", s, None) for s in cfg.lm_scales]
+    by_key = {r.key: r for r in out}
+    assert set(by_key) == {p[0] for p in points}
+    for key, s, lo in points:
+        for u, hyps in enumerate(nbests):
+            def combined(h, s=s, lo=lo):
+                lm = total(ref_lm, h.tokens)
+                if lo is None:
+                    return h.score + s * lm
+                return h.score / s + lm - lo * total(ref_ng, h.tokens)
+            best = max(hyps, key=combined)
+            assert list(by_key[key].hyps[u].tokens) == best.tokens, (key, u)
+
+
+def test_ctc_attention_rescoring_picks_the_best_combined_score(resources):
+    res, _ = resources
+    inputs = _ctc_inputs(4)
+    cfg = CtcPrefixAttentionConfig(attention_scales=(0.1, 2.0))
+    out = get_method("ctc-prefix-beam-search-attention-decoder-rescoring")(inputs, res, cfg)
+    from k2dec.lattice.ctc_prefix_beam_search import ctc_prefix_beam_search
+
+    hyps = ctc_prefix_beam_search(inputs.log_probs, inputs.lengths, cfg.search)
+    dec = res.attention_decoder
+    for r in out:
+        s = float(r.key.rsplit("_", 1)[1])
+        for u, hs in enumerate(hyps):
+            mem = inputs.memory[u : u + 1, : int(inputs.lengths[u])]
+            mask = torch.zeros(1, mem.size(1), dtype=torch.bool)
+
+            def att(tokens, mem=mem, mask=mask):
+                acc, prefix = 0.0, [dec.sos_id]
+                for t in list(tokens) + [dec.eos_id]:
+                    lp, _, _ = dec.step(torch.tensor([prefix]), mem, mask, None)
+                    acc += float(lp[0, t])
+                    prefix.append(t)
+                return acc
+
+            best = max(hs, key=lambda h, s=s: h.ctc_score + s * att(h.tokens))
+            assert list(r.hyps[u].tokens) == best.tokens
+
+
+def test_no_ngram_rescoring_keys(resources):
+    res, _ = resources
+    cfg = NoNgramAttentionConfig(attention_scales=(0.5, 1.0))
+    out = get_method("attention-decoder-rescoring-no-ngram")(_ctc_inputs(5), res, cfg)
+    assert [r.key for r in out] == ["attention_scale_0.5", "attention_scale_1.0"]
+    assert all(h.tokens is not None and not h.error for r in out for h in r.hyps)

@@ -1,0 +1,204 @@
+"""Slow per-hypothesis references of the scorers in ``k2dec.scorers``.
+
+Each reference scores one hypothesis at a time from its whole prefix (a tuple of token ids),
+with Python floats and no precomputed tables:
+
+- :class:`RefNeuralLm`: a teacher-forced forward pass over ``sos + prefix`` per call;
+- :class:`RefNgram`: the ARPA backoff recursion on word tuples (:class:`ArpaScorer`);
+- :class:`RefContextGraph`: a dict trie whose fail links are followed at run time, as
+  icefall's ``ContextGraph.forward_one_step`` does (node scores are path sums);
+- :class:`RefCtc`: CTC prefix probabilities recomputed from scratch for every prefix.
+
+Interface: ``start(utt) -> state``, ``step(state, token) -> (score, state)``,
+``final(state) -> score``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from tests.reference.aed_reference import ctc_full_logprob, ctc_prefix_logprob
+from tests.reference.ngram import LN10, ArpaScorer
+
+NEG_INF = float("-inf")
+
+
+class RefNeuralLm:
+    def __init__(self, lm, score_eos: bool = True) -> None:
+        self.lm, self.score_eos = lm, score_eos
+
+    def _log_probs(self, prefix: tuple[int, ...]) -> list[float]:
+        tokens = torch.tensor([[self.lm.sos_id, *prefix]], dtype=torch.int64,
+                              device=self.lm.device)
+        with torch.no_grad():
+            return self.lm(tokens)[0, -1].double().tolist()
+
+    def start(self, utt: int) -> tuple[int, ...]:
+        return ()
+
+    def step(self, state, token):
+        return self._log_probs(state)[token], state + (token,)
+
+    def final(self, state) -> float:
+        return self._log_probs(state)[self.lm.eos_id] if self.score_eos else 0.0
+
+
+class RefNgram:
+    """Token ids are ARPA words (decimal strings). Tokens the model never saw are scored like
+    ``<unk>`` if the model has it, else with its smallest unigram log-prob."""
+
+    def __init__(self, arpa_path) -> None:
+        self.arpa = ArpaScorer(arpa_path)
+        unigrams = {k[0]: v for k, v in self.arpa.prob.items() if len(k) == 1}
+        self.known = set(unigrams)
+        real = [v for w, v in unigrams.items() if w not in ("<s>", "</s>", "<unk>")]
+        self.floor = unigrams.get("<unk>", min(real))
+
+    def _lp(self, history: tuple[str, ...], word: str) -> float:
+        if word not in self.known:
+            back = 0.0
+            while history:  # back off to the empty history, then the floor
+                back += self.arpa.bow.get(history[-(self.arpa.order - 1):], 0.0) if (
+                    self.arpa.order > 1) else 0.0
+                history = history[1:]
+            return (back + self.floor) * LN10
+        return self.arpa._log10_p(history, word) * LN10
+
+    def start(self, utt: int):
+        return ("<s>",)
+
+    def step(self, state, token):
+        word = str(token)
+        return self._lp(state, word), (state + (word,))[-max(1, self.arpa.order - 1):]
+
+    def final(self, state) -> float:
+        return self._lp(state, "</s>")
+
+
+class RefContextGraph:
+    """Aho-Corasick over token ids with icefall's bonus-and-refund scoring (strict or not)."""
+
+    def __init__(self, phrases, context_score: float, strict: bool) -> None:
+        self.strict = strict
+        self.children = [{}]
+        self.bonus = [0.0]
+        self.end = [False]
+        for tokens, score in phrases:
+            node = 0
+            s = context_score if score is None else score
+            for i, t in enumerate(tokens):
+                if t not in self.children[node]:
+                    self.children.append({})
+                    self.bonus.append(s)
+                    self.end.append(False)
+                    self.children[node][t] = len(self.children) - 1
+                child = self.children[node][t]
+                self.bonus[child] = max(self.bonus[child], s)
+                if i == len(tokens) - 1:
+                    self.end[child] = True
+                node = child
+        # path sums and the token path of every node
+        self.path = {0: ()}
+        self.node_score = {0: 0.0}
+        stack = [0]
+        while stack:
+            node = stack.pop()
+            for t, c in self.children[node].items():
+                self.path[c] = self.path[node] + (t,)
+                self.node_score[c] = self.node_score[node] + self.bonus[c]
+                stack.append(c)
+        self.node_of = {p: n for n, p in self.path.items()}
+
+    def _fail(self, node: int) -> int:
+        """The node of the longest proper suffix of ``node``'s path that is in the trie."""
+        p = self.path[node]
+        for k in range(1, len(p) + 1):
+            if p[k:] in self.node_of:
+                return self.node_of[p[k:]]
+        return 0
+
+    def _goto(self, node: int, token: int) -> int:
+        while True:
+            if token in self.children[node]:
+                return self.children[node][token]
+            if node == 0:
+                return 0
+            node = self._fail(node)
+
+    def _matches(self, node: int) -> list[int]:
+        """Nodes where a phrase ends that are ``node`` or on its fail chain, longest first."""
+        out = []
+        while node != 0:
+            if self.end[node]:
+                out.append(node)
+            node = self._fail(node)
+        return out
+
+    def start(self, utt: int) -> int:
+        return 0
+
+    def step(self, state, token):
+        node = self._goto(state, token)
+        score = self.node_score[node] - self.node_score[state]
+        matches = self._matches(node)
+        if self.strict:
+            return score + sum(self.node_score[m] for m in matches), node
+        if matches:
+            return score + self.node_score[matches[0]] - self.node_score[node], 0
+        return score, node
+
+    def final(self, state) -> float:
+        return -self.node_score[state]
+
+
+class RefCtc:
+    """CTC prefix score increments of utterance ``utt`` (``x[utt][t][v]`` log-probs)."""
+
+    def __init__(self, x, lens, blank: int, eos: int) -> None:
+        self.x, self.lens, self.blank, self.eos = x, lens, blank, eos
+
+    def _psi(self, utt, prefix):
+        return ctc_prefix_logprob(self.x[utt][: self.lens[utt]], list(prefix), self.blank)
+
+    def _full(self, utt, prefix):
+        return ctc_full_logprob(self.x[utt][: self.lens[utt]], list(prefix), self.blank)
+
+    def start(self, utt: int):
+        return (utt, ())
+
+    def step(self, state, token):
+        utt, prefix = state
+        if token == self.blank:
+            return NEG_INF, state
+        if token == self.eos:
+            return _delta(self._full(utt, prefix), self._psi(utt, prefix)), state
+        return _delta(self._psi(utt, prefix + (token,)), self._psi(utt, prefix)), (
+            utt, prefix + (token,))
+
+    def final(self, state) -> float:
+        utt, prefix = state
+        return _delta(self._full(utt, prefix), self._psi(utt, prefix))
+
+
+def _delta(a: float, b: float) -> float:
+    return NEG_INF if a == NEG_INF or b == NEG_INF else a - b
+
+
+def weighted_step(refs, states, token):
+    """``(sum_i w_i * score_i, new states)`` of weighted references ``[(ref, w)]``."""
+    total, new = 0.0, []
+    for (ref, w), st in zip(refs, states):
+        s, st = ref.step(st, token)
+        total += w * s
+        new.append(st)
+    return total, tuple(new)
+
+
+def weighted_final(refs, states) -> float:
+    return sum(w * ref.final(st) for (ref, w), st in zip(refs, states))
+
+
+def is_close(a: float, b: float, tol: float) -> bool:
+    return a == b or (math.isfinite(a) and math.isfinite(b) and abs(a - b) <= tol)

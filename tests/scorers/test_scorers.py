@@ -1,0 +1,120 @@
+"""Every scorer against its per-hypothesis reference (tests/reference/scorers.py) on random
+walks of rows: scores of every token, final scores, advance with and without emission,
+select and cat."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from k2dec.scorers import (
+    ContextGraph,
+    CtcScorer,
+    HotwordScorer,
+    NeuralLmScorer,
+    TokenNgramScorer,
+    read_hotwords,
+)
+from tests.lm.models import VOCAB, make_lm
+from tests.reference.scorers import RefContextGraph, RefCtc, RefNeuralLm, RefNgram
+from tests.scorers.helpers import check_against_reference, random_phrases, token_arpa
+
+
+@pytest.mark.parametrize("name", ["rnn", "transformer", "transformer-tied"])
+@pytest.mark.parametrize("score_eos", [True, False])
+def test_neural_lm_scorer(device, name, score_eos):
+    lm = make_lm(name, device, seed=3)
+    scorer = NeuralLmScorer(lm, score_eos=score_eos)
+    check_against_reference(scorer, RefNeuralLm(lm, score_eos), [0, 1, 0], VOCAB, steps=7,
+                            seed=len(name) + score_eos, tol=1e-6)
+
+
+@pytest.mark.parametrize("order", [1, 2, 3])
+def test_token_ngram_scorer(device, tmp_path, order):
+    rng = random.Random(order)
+    vocab = 9
+    arpa = token_arpa(tmp_path, rng, vocab, order, skip=(0, 5))  # 0, 5 and 8 never seen
+    scorer = TokenNgramScorer.from_arpa(arpa, vocab, device=device)
+    check_against_reference(scorer, RefNgram(arpa), [0, 0, 0, 0], vocab, steps=9, seed=order)
+
+
+def test_token_ngram_scorer_bounds_its_tables(tmp_path):
+    arpa = token_arpa(tmp_path, random.Random(0), 9, 2)
+    with pytest.raises(ValueError, match="max_table_size"):
+        TokenNgramScorer.from_arpa(arpa, 9, max_table_size=20)
+    with pytest.raises(ValueError, match="not a token id"):
+        TokenNgramScorer.from_arpa(arpa, 4)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_hotword_scorer(device, strict, seed):
+    rng = random.Random(seed)
+    vocab = 6
+    lists = [random_phrases(rng, vocab, rng.randint(1, 6), with_scores=bool(seed % 2))
+             for _ in range(3)]
+    graphs = [ContextGraph(p, context_score=1.5) for p in lists]
+    scorer = HotwordScorer(graphs, vocab, strict=strict, device=device)
+
+    class PerUtterance:  # the reference of each row's own list
+        refs = [RefContextGraph(p, 1.5, strict) for p in lists]
+
+        def start(self, utt):
+            return (utt, 0)
+
+        def step(self, state, token):
+            utt, node = state
+            score, node = self.refs[utt].step(node, token)
+            return score, (utt, node)
+
+        def final(self, state):
+            return self.refs[state[0]].final(state[1])
+
+    check_against_reference(scorer, PerUtterance(), [0, 1, 2, 1], vocab, steps=12, seed=seed)
+
+
+def test_broken_partial_match_earns_nothing_and_complete_match_its_bonus():
+    graph = ContextGraph([([1, 2, 3], None), ([2, 4], 3.0)], context_score=1.0)
+    for strict in (False, True):
+        scorer = HotwordScorer(graph, 6, strict=strict)
+
+        def total(tokens, scorer=scorer):
+            state = scorer.init_state(torch.tensor([0]))
+            acc = 0.0
+            for t in tokens:
+                s, _ = scorer.score(state)
+                acc += float(s[0, t])
+                state = scorer.advance(state, None, torch.tensor([0]), torch.tensor([t]))
+            return acc + float(scorer.final_score(state)[0])
+
+        assert total([1, 2, 5]) == pytest.approx(0.0)  # 1 2 then broken
+        assert total([1, 2]) == pytest.approx(0.0)  # unfinished at the end
+        assert total([1, 2, 3]) == pytest.approx(3.0)
+        assert total([5, 2, 4, 5]) == pytest.approx(6.0)
+        assert total([1, 2, 4]) == pytest.approx(6.0)  # 1 2 fails over to the phrase 2 4
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_ctc_scorer(device, seed):
+    g = torch.Generator().manual_seed(seed)
+    n, t, v, eos = 2, 5, 5, 4
+    x = torch.randn(n, t, v, generator=g, dtype=torch.float64).mul(2).log_softmax(-1)
+    lens = torch.tensor([t, 3])
+    scorer = CtcScorer(x.to(device), lens.to(device), blank_id=0, eos_id=eos)
+    ref = RefCtc(x.tolist(), lens.tolist(), blank=0, eos=eos)
+    check_against_reference(scorer, ref, [0, 1, 1], v, steps=4, seed=seed, tol=1e-9, cand_k=3,
+                            final_tokens=(0, eos))
+
+
+def test_read_hotwords(tmp_path):
+    path = tmp_path / "hot.txt"
+    path.write_text("# a comment\nHELLO WORLD\n\nKUBERNETES :3.5\n")
+    words = read_hotwords(path)
+    assert [(w.text, w.score) for w in words] == [("HELLO WORLD", None), ("KUBERNETES", 3.5)]
+    path.write_text("BAD :x\n")
+    with pytest.raises(ValueError, match="bad score"):
+        read_hotwords(path)
+    with pytest.raises(ValueError, match="does not exist"):
+        read_hotwords(tmp_path / "nope.txt")
