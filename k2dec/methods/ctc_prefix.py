@@ -173,8 +173,9 @@ def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
     result = get_lattice(inputs.log_probs, inputs.lengths, res.graph("H", method),
                          cfg.ctc.lattice, cfg.ctc.subsampling_factor)
     nbest = Nbest.from_lattice(result.lattice, cfg.nbest.num_paths, cfg.nbest.nbest_scale,
-                               DedupKey.WORDS)  # H's aux_labels are the tokens
-    nbest = nbest.intersect(result.lattice)
+                               DedupKey.WORDS,  # H's aux_labels are the tokens
+                               max_lattice_arcs=cfg.nbest.max_lattice_arcs)
+    nbest = nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
     am = nbest.tot_scores().values.to(torch.float64)
     device = inputs.log_probs.device
     lists = HypothesisLists(nbest.key_seqs.to(device),

@@ -16,10 +16,24 @@ class NbestConfig:
     """How :meth:`k2dec.nbest.Nbest.from_lattice` samples paths (icefall's defaults for CTC
     lattices; its transducer recipes sample ``num_paths=200``).
 
+    Memory and time are bounded by ``max_lattice_arcs`` and ``max_intersect_arcs``.
+    Sampling and intersecting cost time in proportion to ``num_paths x lattice arcs`` (each
+    sampled word sequence is intersected with its utterance's lattice; measured on 2 shared
+    CPU cores: about 0.4M lattice arcs per path per second, so 100 paths of a 50k-arc lattice
+    take ~15 s, of the 1.9M-arc lattice of 30 s of speech at icefall's output beam 8 many
+    minutes). So a lattice with more than ``max_lattice_arcs`` arcs is pruned first (the
+    narrowest output beam keeping that many, see :func:`k2dec.lattice.prune_lattice`,
+    recorded in the utterance's report): an utterance's n-best costs at most ``num_paths x
+    max_lattice_arcs`` arc visits whatever its length. Intersection runs in chunks touching
+    at most ``max_intersect_arcs`` lattice arcs (about 0.5 KB each: 1M arcs ~ 0.5 GB).
+
     Attributes:
       num_paths: paths sampled per utterance (``>= 1``); duplicates are removed afterwards.
       nbest_scale: lattice scores are multiplied by it before sampling (``> 0``; smaller
         flattens the distribution and gives more distinct paths).
+      max_lattice_arcs: lattices with more arcs are pruned to this many before sampling
+        (``None``: never; only arcs on no complete path are dropped).
+      max_intersect_arcs: lattice arcs one intersection chunk may touch (memory bound).
       tie_break: which of several equally scored paths the ``nbest`` and
         ``fast_beam_search_nbest(_LG)`` methods pick (:func:`k2dec.nbest.best_paths_by_score`):
         ``"first"`` (k2dec's default: the lowest path index, i.e. the first sampled, so the
@@ -33,6 +47,8 @@ class NbestConfig:
 
     num_paths: int = 100
     nbest_scale: float = 0.5
+    max_lattice_arcs: int | None = 50_000
+    max_intersect_arcs: int = 1_000_000
     tie_break: str = "first"
 
     def __post_init__(self) -> None:
@@ -41,5 +57,11 @@ class NbestConfig:
             raise ValueError(f"num_paths must be an int >= 1, got {self.num_paths!r}")
         if not (isinstance(self.nbest_scale, int | float) and 0 < self.nbest_scale < math.inf):
             raise ValueError(f"nbest_scale must be > 0 and finite, got {self.nbest_scale!r}")
+        for name in ("max_lattice_arcs", "max_intersect_arcs"):
+            value = getattr(self, name)
+            if value is None and name == "max_lattice_arcs":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
         if self.tie_break not in TIE_BREAKS:
             raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {self.tie_break!r}")
