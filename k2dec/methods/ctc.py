@@ -141,8 +141,7 @@ def _nbest(inputs: CtcInputs, res: Resources, cfg: CtcConfig, method: str,
            lm_scores: bool = False) -> tuple[LatticeResult, Nbest]:
     graph = _hlg(res, method, cfg, lm_scores=lm_scores)
     result = _lattice(inputs, graph, cfg)
-    nbest = Nbest.from_lattice(result.lattice, cfg.nbest.num_paths, cfg.nbest.nbest_scale,
-                               DedupKey.WORDS, max_lattice_arcs=cfg.nbest.max_lattice_arcs)
+    nbest = Nbest.from_config(result.lattice, cfg.nbest, DedupKey.WORDS)
     return result, nbest
 
 

@@ -164,8 +164,7 @@ def _sample(inputs: TransducerInputs, cfg: FastBeamSearchNbestConfig | FastBeamS
     """The search's lattice and ``cfg.nbest`` paths sampled from it, deduplicated by ``key``."""
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
-    nbest = Nbest.from_lattice(out.lattice, cfg.nbest.num_paths, cfg.nbest.nbest_scale, key,
-                               max_lattice_arcs=cfg.nbest.max_lattice_arcs)
+    nbest = Nbest.from_config(out.lattice, cfg.nbest, key)
     return nbest.lattice, nbest
 
 

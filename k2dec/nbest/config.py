@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["TIE_BREAKS", "NbestConfig"]
+__all__ = ["SAMPLERS", "TIE_BREAKS", "NbestConfig"]
 
 #: how :func:`k2dec.nbest.best_paths_by_score` chooses among equal scores
 TIE_BREAKS = ("first", "last")
+#: how :meth:`k2dec.nbest.Nbest.from_lattice` draws paths
+SAMPLERS = ("hashed", "k2")
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,11 @@ class NbestConfig:
         ``"first"`` (k2dec's default: the lowest path index, i.e. the first sampled, so the
         choice does not depend on how many duplicates follow) or ``"last"`` (icefall's
         ``k2.RaggedTensor.argmax``, which returns the last maximum).
+      sampler: ``"hashed"`` (k2dec's default, :func:`k2dec.nbest.sample_paths`: an
+        utterance's samples depend on its lattice alone, so results are the same at any batch
+        size and after a resume) or ``"k2"`` (``k2.random_paths``, icefall's sampler: the
+        same paths as icefall for the same lattice, but a ~1e-5 score change, which another
+        batch composition gives, changes most samples of a long utterance).
 
     Raises:
       ValueError: for a ``num_paths`` that is not an int ``>= 1`` or an ``nbest_scale`` that
@@ -50,6 +57,7 @@ class NbestConfig:
     max_lattice_arcs: int | None = 50_000
     max_intersect_arcs: int = 1_000_000
     tie_break: str = "first"
+    sampler: str = "hashed"
 
     def __post_init__(self) -> None:
         if isinstance(self.num_paths, bool) or not isinstance(self.num_paths, int) \
@@ -65,3 +73,5 @@ class NbestConfig:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
         if self.tie_break not in TIE_BREAKS:
             raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {self.tie_break!r}")
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")

@@ -168,6 +168,7 @@ class Nbest:
         use_double_scores: bool = True,
         seed: int = 0,
         max_lattice_arcs: int | None = NbestConfig.max_lattice_arcs,
+        sampler: str = NbestConfig.sampler,
     ) -> Nbest:
         """Sample up to ``num_paths`` paths per utterance and keep one per distinct key.
 
@@ -186,6 +187,9 @@ class Nbest:
           max_lattice_arcs: an utterance's lattice with more arcs is pruned to this many
             first (see :class:`~k2dec.nbest.NbestConfig`); arcs on no complete path are
             always dropped.
+          sampler: ``"hashed"`` (:func:`~k2dec.nbest.sample_paths`) or ``"k2"``
+            (``k2.random_paths``, icefall's; ``seed`` does not apply), see
+            :class:`~k2dec.nbest.NbestConfig`.
 
         Returns:
           an :class:`Nbest` whose paths are the kept sampled alignments (unscaled scores),
@@ -194,12 +198,17 @@ class Nbest:
         """
         _check_lattice(lattice)
         key = DedupKey(key)
-        NbestConfig(num_paths, nbest_scale, max_lattice_arcs)  # validates them
+        NbestConfig(num_paths, nbest_scale, max_lattice_arcs, sampler=sampler)  # validates
         lattice, reports = prune_lattice(lattice, max_lattice_arcs, connect=True)
         keyed = _keyed(lattice, key)
         sampling = keyed.clone()
         sampling.scores = keyed.scores * nbest_scale
-        path = sample_paths(sampling, num_paths, seed=seed, use_double_scores=use_double_scores)
+        if sampler == "k2":
+            path = k2.random_paths(sampling, use_double_scores=use_double_scores,
+                                   num_paths=num_paths)
+        else:
+            path = sample_paths(sampling, num_paths, seed=seed,
+                                use_double_scores=use_double_scores)
         # path: [utt][path][arc] of arc indexes into `keyed`
         key_seq = k2.ragged.index(keyed.labels.contiguous(), path)
         key_seq = key_seq.remove_values_leq(0)
@@ -211,6 +220,15 @@ class Nbest:
         fsa = _restore_labels(fsa, key)
         return Nbest(fsa=fsa, shape=shape, key=key, key_seqs=unique.remove_axis(0),
                      lattice=lattice, lattice_reports=reports)
+
+    @staticmethod
+    def from_config(lattice: k2.Fsa, config: NbestConfig,
+                    key: DedupKey | str = DedupKey.WORDS) -> Nbest:
+        """:meth:`from_lattice` with the sampling settings of ``config`` (what every n-best
+        method does with its ``nbest`` config)."""
+        return Nbest.from_lattice(lattice, config.num_paths, config.nbest_scale, key,
+                                  max_lattice_arcs=config.max_lattice_arcs,
+                                  sampler=config.sampler)
 
     def notes(self) -> list[str]:
         """Per utterance, what its report should say about the lattice its paths came from

@@ -158,3 +158,24 @@ def test_sample_paths_equals_the_per_path_reference(tiny_hlg, device, seed, num_
     for u in range(3):
         want = sample_paths_reference(lattice[u], num_paths, seed=seed)
         assert [list(p) for p in got[u]] == want
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_k2_sampler_draws_exactly_k2_random_paths(tiny_hlg, device, seed):
+    """``sampler="k2"`` (icefall's sampler, the icefall-compatibility switch) keeps exactly
+    the distinct word sequences of ``k2.random_paths`` on the same scaled lattice."""
+    lang, HLG, _ = tiny_hlg
+    lattice = make_lattices(HLG, 3, 4, seed, device, lang.max_token_id + 1)
+    nbest = Nbest.from_lattice(lattice, 20, 0.5, sampler="k2")
+    keyed = k2.invert(lattice.clone())  # labels = words, as from_lattice samples them
+    scaled = keyed.clone()
+    scaled.scores = keyed.scores * 0.5
+    paths = k2.random_paths(scaled, use_double_scores=True, num_paths=20)
+    words = k2.ragged.index(keyed.labels.contiguous(), paths).remove_values_leq(0)
+    expected = [sorted(set(tuple(w) for w in utt)) for utt in words.tolist()]
+    got = [[] for _ in range(nbest.num_utts)]
+    for utt, seq in zip(nbest.path_to_utt().tolist(), nbest.key_seqs.tolist()):
+        got[utt].append(tuple(seq))
+    assert [sorted(g) for g in got] == expected
+    with pytest.raises(ValueError, match="sampler"):
+        Nbest.from_lattice(lattice, 20, 0.5, sampler="uniform")
