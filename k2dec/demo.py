@@ -141,6 +141,11 @@ def run_synthetic_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0
 #: Where the shipped model and test sets live (a source checkout; absent from wheels).
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "librispeech-synth"
 
+#: The shipped model's settings file (``k2dec decode --config``): scales picked by
+#: ``k2dec tune`` on utterances of the shipped test sets that the demo does not report (see
+#: :func:`tune_shipped`).
+SHIPPED_SETTINGS = ASSETS / "decode.json"
+
 #: Methods the demo runs (those needing a neural LM are skipped when none ships).
 DEMO_METHODS = (
     "ctc-greedy-search", "ctc-decoding", "1best", "nbest", "nbest-rescoring",
@@ -150,45 +155,44 @@ DEMO_METHODS = (
     "attention-beam-search",
 )
 
-
-#: Settings the demo changes from icefall's defaults so that every method runs in minutes on
-#: 2 CPU cores (lattices of a small model are dense: n-best intersection dominates), and
-#: scales tuned on the recipe's dev-clean split: hlg_scale (1best WER 44.6% at 1.0, 36.1% at
-#: 0.4) and the RNN-LM weight of multi-pass (rnn-lm's best scale there: 0.5).
-DEMO_OVERRIDES = ("lattice.output_beam=4", "num_paths=30", "top_k=30", "ctc_weight=0.3",
-                  "hlg_scale=0.4", "multi_pass.nn_scale=0.5")
+#: Utterances of each shipped test set the demo reports (the first, sorted by id); the others
+#: are the dev set of :func:`tune_shipped`.
+DEMO_CUTS = 30
 
 
-def _gunzip(src: Path, dst: Path) -> Path:
-    import gzip
-    import shutil
+def prepare_demo(assets: Path, work_dir: Path) -> tuple[Path, Path, dict[str, Path]]:
+    """Decoding graphs (HLG, LG from the shipped 3-gram, G_4_gram from the 4-gram; the
+    gzipped ARPA files are read as they are) under ``work_dir/graphs`` and fbank cuts of the
+    shipped test sets under ``work_dir`` (idempotent). The shipped lang dir is only read.
 
-    if not dst.is_file():
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        with gzip.open(src, "rb") as f, open(dst.with_suffix(".tmp"), "wb") as g:
-            shutil.copyfileobj(f, g)
-        dst.with_suffix(".tmp").replace(dst)
-    return dst
-
-
-def prepare_demo(assets: Path, work_dir: Path) -> tuple[Path, dict[str, Path]]:
-    """Lang dir with graphs and fbank cuts of the shipped test sets, under ``work_dir``
-    (idempotent). Returns ``(lang_dir, {test_set: cuts_path})``."""
-    import shutil
-
+    Returns:
+      ``(lang_dir, graph_dir, {test_set: cuts_path})``.
+    """
     from .data import compute_fbank, prepare_manifests
     from .data.manifests import manifest_path
     from .graph import prepare_decoding_graphs
 
-    lang = work_dir / "lang"
-    if not (lang / "words.txt").is_file():
-        shutil.copytree(assets / "lang", lang, dirs_exist_ok=True)
-    arpa3 = _gunzip(assets / "lm" / "3gram.arpa.gz", work_dir / "lm" / "3gram.arpa")
-    arpa4 = _gunzip(assets / "lm" / "4gram.arpa.gz", work_dir / "lm" / "4gram.arpa")
-    prepare_decoding_graphs(lang, arpa3, arpa4)
+    lang, graphs = assets / "lang", work_dir / "graphs"
+    prepare_decoding_graphs(lang, assets / "lm" / "3gram.arpa.gz",
+                            assets / "lm" / "4gram.arpa.gz", graph_dir=graphs)
     prepare_manifests(assets / "corpus", work_dir / "manifests")
     cuts = compute_fbank(work_dir / "manifests", work_dir / "fbank", progress=False)
-    return lang, {part: manifest_path(work_dir / "fbank", "cuts", part) for part in cuts}
+    return lang, graphs, {part: manifest_path(work_dir / "fbank", "cuts", part) for part in cuts}
+
+
+def _shipped_assets(assets: Path, work_dir: Path):
+    """``(DecodeAssets, {test_set: sorted cuts}, rnn_lm path)`` of the shipped model."""
+    from lhotse import CutSet
+
+    from .job import load_assets
+
+    lang, graphs, cut_paths = prepare_demo(assets, work_dir)
+    rnn_lm = assets / "lm" / "rnn_lm.pt"
+    dec = load_assets(assets / "model.pt", lang, graph_dir=graphs,
+                      lm_paths={"rnn_lm": rnn_lm} if rnn_lm.is_file() else None)
+    cuts = {t: sorted(CutSet.from_file(p), key=lambda c: c.id)
+            for t, p in sorted(cut_paths.items()) if not t.startswith("train")}
+    return dec, cuts, rnn_lm
 
 
 def plot_wer_vs_rtf(rows: Sequence[DecodeSummary], path: Path) -> Path:
@@ -221,18 +225,21 @@ def plot_wer_vs_rtf(rows: Sequence[DecodeSummary], path: Path) -> Path:
 
 def run_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0,
              methods: tuple[str, ...] | None = None, assets: Path | None = None,
-             max_duration: float = 100.0, max_cuts: int | None = 30,
-             overrides: tuple[str, ...] = DEMO_OVERRIDES,
+             max_duration: float = 100.0, max_cuts: int | None = DEMO_CUTS,
+             settings: Path | None = None, overrides: tuple[str, ...] = (),
              ) -> list[DecodeSummary]:
-    """The main job (see the module docstring). Returns one row per test set and method
-    (empty for the synthetic-posterior fallback)."""
+    """The main job (see the module docstring): the shipped test sets' first ``max_cuts``
+    utterances decoded with every method, the methods' default settings and the shipped
+    settings file (``settings``, default :data:`SHIPPED_SETTINGS` when it exists: what
+    ``k2dec decode --config`` reads), then ``overrides`` (``KEY=VALUE``). Returns one row per
+    test set and method (empty for the synthetic-posterior fallback)."""
     import torch
     from lhotse import CutSet
 
     from .job import (
         DecodeConfig,
-        load_assets,
         plan_methods,
+        read_settings,
         results_table,
         run_decode,
         split_available,
@@ -246,22 +253,20 @@ def run_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0,
         run_synthetic_demo(work_dir, num_utts=num_utts, seed=seed)
         return []
     torch.set_num_threads(min(2, torch.get_num_threads()))
+    if settings is None and (assets / SHIPPED_SETTINGS.name).is_file():
+        settings = assets / SHIPPED_SETTINGS.name
     print(f"k2dec demo: decoding {max_cuts or 'all'} utterances of each shipped test set with "
-          f"the shipped model ({assets.name}); settings changed from icefall's defaults: "
-          f"{', '.join(overrides) or 'none'}")
-    lang, cut_paths = prepare_demo(assets, work_dir)
-    rnn_lm = assets / "lm" / "rnn_lm.pt"
-    dec = load_assets(assets / "model.pt", lang,
-                      lm_paths={"rnn_lm": rnn_lm} if rnn_lm.is_file() else None)
-    ok, lacking = split_available([get_method(m) for m in methods or DEMO_METHODS],
-                                  dec.resources)
+          f"the shipped model ({assets.name}), every method's default settings"
+          + (f", the tuned scales of {settings}" if settings else "")
+          + (f" and {', '.join(overrides)}" if overrides else ""))
+    dec, all_cuts, rnn_lm = _shipped_assets(assets, work_dir)
+    ok, lacking = split_available([get_method(m) for m in methods or DEMO_METHODS], dec.resources)
     for name, needs in lacking.items():
         print(f"skipping {name}: missing {', '.join(needs)} (e.g. {rnn_lm} for a neural LM)")
-    runs = plan_methods(ok, overrides, require_used=False)
-    test_sets = {}
-    for test_set in sorted(t for t in cut_paths if not t.startswith("train")):
-        cuts = sorted(CutSet.from_file(cut_paths[test_set]), key=lambda c: c.id)
-        test_sets[test_set] = CutSet.from_cuts(cuts[:max_cuts] if max_cuts else cuts)
+    runs = plan_methods(ok, overrides, require_used=False,
+                        settings=read_settings(settings) if settings else None)
+    test_sets = {t: CutSet.from_cuts(c[:max_cuts] if max_cuts else c)
+                 for t, c in all_cuts.items()}
     rows = run_decode(dec, test_sets, runs, work_dir / "decode",
                       DecodeConfig(max_duration=max_duration, num_buckets=4))
     table = results_table(rows)
@@ -271,3 +276,31 @@ def run_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0,
     print(f"\nresult files under {work_dir / 'decode'}; table {work_dir / 'RESULTS.md'}; "
           f"plot {plot}")
     return rows
+
+
+#: What :func:`tune_shipped` tunes besides each method's scales: the HLG score scale of the
+#: HLG methods and the LM weight of multi-pass.
+TUNE_GRID = ("hlg_scale=0.3,0.4,0.5,0.6,0.8,1.0", "multi_pass.nn_scale=0.3,0.5,0.7,0.9")
+
+#: The methods :func:`tune_shipped` tunes.
+TUNE_METHODS = ("1best", "nbest", "nbest-rescoring", "whole-lattice-rescoring",
+                "attention-decoder", "rnn-lm", "multi-pass")
+
+
+def tune_shipped(work_dir: str | Path, out: str | Path, assets: Path | None = None,
+                 methods: Sequence[str] | None = None, grid: Sequence[str] = TUNE_GRID,
+                 max_duration: float = 100.0) -> Path:
+    """Make the shipped settings file (:data:`SHIPPED_SETTINGS`) again: ``k2dec tune`` on
+    the utterances of the shipped test sets after the first :data:`DEMO_CUTS` (the ones the
+    demo does not report), with ``grid``. Writes ``out`` and returns its path."""
+    from lhotse import CutSet
+
+    from .job import DecodeConfig, plan_methods, tune_methods, tuned_settings, write_settings
+
+    assets = ASSETS if assets is None else Path(assets)
+    dec, all_cuts, _ = _shipped_assets(assets, Path(work_dir))
+    dev = {f"{t}[{DEMO_CUTS}:]": CutSet.from_cuts(c[DEMO_CUTS:]) for t, c in all_cuts.items()}
+    runs = plan_methods(list(methods or TUNE_METHODS))
+    results = tune_methods(dec, dev, runs, Path(work_dir) / "tune",
+                           grid, DecodeConfig(max_duration=max_duration, num_buckets=4))
+    return write_settings(tuned_settings(results, list(dev)), out)
