@@ -278,29 +278,35 @@ def run_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0,
     return rows
 
 
-#: What :func:`tune_shipped` tunes besides each method's scales: the HLG score scale of the
-#: HLG methods and the LM weight of multi-pass.
-TUNE_GRID = ("hlg_scale=0.3,0.4,0.5,0.6,0.8,1.0", "multi_pass.nn_scale=0.3,0.5,0.7,0.9")
-
-#: The methods :func:`tune_shipped` tunes.
-TUNE_METHODS = ("1best", "nbest", "nbest-rescoring", "whole-lattice-rescoring",
-                "attention-decoder", "rnn-lm", "multi-pass")
+#: What :func:`tune_shipped` tunes: each method with its scale sweep (if it has one) and a
+#: grid of other fields (``k2dec tune --grid``).
+TUNE_PLAN: dict[str, tuple[str, ...]] = {
+    "nbest-rescoring": (),
+    "whole-lattice-rescoring": (),
+    "attention-decoder": (),
+    "rnn-lm": (),
+    "multi-pass": ("multi_pass.nn_scale=0.3,0.5,0.7,0.9",),
+    "attention-beam-search": ("ctc_weight=0.0,0.3,0.5",),
+}
 
 
 def tune_shipped(work_dir: str | Path, out: str | Path, assets: Path | None = None,
-                 methods: Sequence[str] | None = None, grid: Sequence[str] = TUNE_GRID,
-                 max_duration: float = 100.0) -> Path:
-    """Make the shipped settings file (:data:`SHIPPED_SETTINGS`) again: ``k2dec tune`` on
-    the utterances of the shipped test sets after the first :data:`DEMO_CUTS` (the ones the
-    demo does not report), with ``grid``. Writes ``out`` and returns its path."""
+                 methods: Sequence[str] | None = None, max_duration: float = 100.0) -> Path:
+    """Make the shipped settings file (:data:`SHIPPED_SETTINGS`) again: ``k2dec tune`` of each
+    method of :data:`TUNE_PLAN` (or of ``methods``, with their plan's grid) on the utterances
+    of the shipped test sets after the first :data:`DEMO_CUTS` (those the demo does not
+    report). Writes ``out`` and returns its path."""
     from lhotse import CutSet
 
     from .job import DecodeConfig, plan_methods, tune_methods, tuned_settings, write_settings
 
     assets = ASSETS if assets is None else Path(assets)
-    dec, all_cuts, _ = _shipped_assets(assets, Path(work_dir))
+    work_dir = Path(work_dir)
+    dec, all_cuts, _ = _shipped_assets(assets, work_dir)
     dev = {f"{t}[{DEMO_CUTS}:]": CutSet.from_cuts(c[DEMO_CUTS:]) for t, c in all_cuts.items()}
-    runs = plan_methods(list(methods or TUNE_METHODS))
-    results = tune_methods(dec, dev, runs, Path(work_dir) / "tune",
-                           grid, DecodeConfig(max_duration=max_duration, num_buckets=4))
+    cfg = DecodeConfig(max_duration=max_duration, num_buckets=4)
+    results = []
+    for name in methods or TUNE_PLAN:
+        results += tune_methods(dec, dev, plan_methods([name]), work_dir / "tune",
+                                TUNE_PLAN.get(name, ()), cfg)
     return write_settings(tuned_settings(results, list(dev)), out)

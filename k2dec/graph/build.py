@@ -177,10 +177,14 @@ def compile_graph(
 def check_lang_graph(
     graph: k2.Fsa, graph_type: GraphType | str, lang_dir: str | Path
 ) -> GraphCheck:
-    """Size of a graph of ``lang_dir`` and, for graphs with words (all but ``H``), the
-    lexicon words that no arc outputs (:func:`k2dec.graph.check_graph_words`)."""
+    """Size of a graph of ``lang_dir`` and, for graphs with words (all but ``H``; the labels
+    of the rescoring G), the lexicon words that no arc outputs
+    (:func:`k2dec.graph.check_graph_words`)."""
     ld = LangDir(Path(lang_dir))
     words = [] if GraphType(graph_type) is GraphType.H else lexicon_words(ld.lexicon)
+    if GraphType(graph_type) is GraphType.G and not hasattr(graph, "aux_labels"):
+        graph = k2.Fsa(graph.arcs)  # an acceptor: its labels are the words
+        graph.aux_labels = graph.labels.clone()
     return check_graph_words(graph, ld.word_table, words)
 
 

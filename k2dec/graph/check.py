@@ -13,9 +13,11 @@ __all__ = ["GraphCheck", "check_graph_words", "graph_words"]
 
 def graph_words(graph: k2.Fsa, word_table: k2.SymbolTable) -> set[str]:
     """The words of ``word_table`` that some arc of ``graph`` outputs (its ``aux_labels``,
-    a tensor or ``[arc][word]`` ragged, or the ``labels`` of a word acceptor such as the
-    rescoring G; ids <= 0 and ids missing from the table are ignored)."""
-    aux = graph.aux_labels if hasattr(graph, "aux_labels") else graph.labels
+    a tensor or ``[arc][word]`` ragged; ids <= 0 and ids missing from the table are
+    ignored)."""
+    if not hasattr(graph, "aux_labels"):
+        raise ValueError("graph has no aux_labels (words)")
+    aux = graph.aux_labels
     values = aux.values if isinstance(aux, k2.RaggedTensor) else aux
     ids = torch.unique(values.to("cpu")).tolist()
     return {word_table.get(i) for i in ids if i > 0 and i in word_table}

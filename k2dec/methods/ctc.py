@@ -44,9 +44,9 @@ __all__ = ["RNN_LM_SCALE", "CtcConfig"]
 RNN_LM_SCALE = 0.5
 
 
-def _ctc_nbest() -> NbestConfig:
-    """30 paths (see :class:`CtcConfig`), ``NbestConfig``'s other defaults."""
-    return NbestConfig(num_paths=30)
+def _ctc_lattice() -> LatticeConfig:
+    """``output_beam=4`` (see :class:`CtcConfig`), ``LatticeConfig``'s other defaults."""
+    return LatticeConfig(output_beam=4.0)
 
 
 def _multi_pass() -> MultiPassConfig:
@@ -65,16 +65,18 @@ class CtcConfig:
     set and writes the best scales to a file that ``k2dec decode --config`` reads.
 
     Attributes:
-      lattice: pruning of ``k2.intersect_dense_pruned`` (icefall's defaults).
+      lattice: pruning of ``k2.intersect_dense_pruned``: icefall's defaults except
+        ``output_beam`` 4 instead of 8. Lattices of a weak acoustic model are dense (the
+        shipped model's HLG lattices: ~8.5k arcs per second of audio at 4, 1.65x that at 8);
+        at 8, whole-lattice rescoring with the shipped 4-gram took 1.7x real time and 9.8 GB
+        on one core, at 4: 0.1x and 1.2 GB; the n-best methods run at ~0.3x real time at 4
+        with icefall's 100 paths. The 1best path is the same at any ``output_beam``.
       hlg_scale: multiplies HLG's scores (the LM part of the first pass) in every HLG method;
         0.6 is the default of icefall's current CTC decoding script (``--hlg-scale``; its
         older conformer_ctc script had none, i.e. 1.0).
       subsampling_factor: of ``log_probs`` relative to the graph's frame rate (1: none).
-      nbest: n-best sampling (``num_paths``, ``nbest_scale``) of the n-best methods.
-        ``num_paths`` defaults to 30, not icefall's 100: on the shipped model's dense
-        lattices, intersecting 100 paths with the lattice made every n-best method 5-7x
-        slower than real time on one core, while 30 paths give the same WER within noise
-        (see the README's defaults table).
+      nbest: n-best sampling (``num_paths``, ``nbest_scale``) of the n-best methods
+        (icefall's 100 paths, scale 0.5).
       ngram_lm_scale: weight of the n-gram LM score in ``nbest-rescoring`` (``am +
         ngram_lm_scale * lm``) and ``attention-decoder``; 1.3 as in icefall's
         ``pretrained.py``.
@@ -91,16 +93,15 @@ class CtcConfig:
       attention_scales: icefall's grid for ``attention_scale`` (used with ``sweep``).
       multi_pass: settings of ``multi-pass`` rescoring; its ``nn_scale`` (the LM's weight)
         defaults to ``rnn_lm_scale``'s default.
-      top_k: paths kept for multi-pass rescoring; 30 (not 100) for the reason of
-        ``num_paths``.
+      top_k: paths kept for multi-pass rescoring.
       lm_batch_size: sequences per neural LM call.
       whole_lattice: memory back-off of ``whole-lattice-rescoring`` and its LM-scale grid.
     """
 
-    lattice: LatticeConfig = field(default_factory=LatticeConfig)
+    lattice: LatticeConfig = field(default_factory=_ctc_lattice)
     hlg_scale: float = 0.6
     subsampling_factor: int = 1
-    nbest: NbestConfig = field(default_factory=_ctc_nbest)
+    nbest: NbestConfig = field(default_factory=NbestConfig)
     ngram_lm_scale: float = 1.3
     attention_scale: float = 1.2
     rnn_lm_scale: float = RNN_LM_SCALE
@@ -109,7 +110,7 @@ class CtcConfig:
     lm_scales: tuple[float, ...] = SCALE_GRID
     attention_scales: tuple[float, ...] = SCALE_GRID
     multi_pass: MultiPassConfig = field(default_factory=_multi_pass)
-    top_k: int = 30
+    top_k: int = 100
     lm_batch_size: int = 256
     whole_lattice: RescoreConfig = field(default_factory=RescoreConfig)
 

@@ -7,34 +7,15 @@ import math
 import pytest
 import torch
 
-from k2dec.aed import TransformerDecoder
-from k2dec.graph import build_rescoring_G
 from k2dec.lattice import get_lattice, hypotheses_from_lattice
 from k2dec.lattice.rescore import RescoreConfig, rescore_with_whole_lattice
-from k2dec.lm import RnnLM, RnnLmConfig
 from k2dec.methods import CtcInputs, Family, Resources, get_method, list_methods
 from k2dec.methods.ctc import CtcConfig
 from k2dec.nbest import MultiPassConfig, Nbest, NbestConfig, rescore_with_ngram
-from tests.graph.conftest import TINY_ARPA
 
 CTC_METHODS = ["1best", "attention-decoder", "ctc-decoding", "ctc-greedy-search",
                "multi-pass", "nbest", "nbest-oracle", "nbest-rescoring", "rnn-lm",
                "whole-lattice-rescoring"]
-
-
-@pytest.fixture(scope="module")
-def setup(tiny_hlg, tmp_path_factory):
-    lang, HLG, H = tiny_hlg
-    d = tmp_path_factory.mktemp("ctc_methods")
-    (d / "lm.arpa").write_text(TINY_ARPA)
-    G = build_rescoring_G(d / "lm.arpa", lang.word_table)
-    torch.manual_seed(0)
-    decoder = TransformerDecoder(vocab_size=6, memory_dim=8, d_model=16, nhead=2,
-                                 num_layers=1, dim_feedforward=16, dropout=0.0).eval()
-    lm = RnnLM(RnnLmConfig(vocab_size=6, embedding_dim=8, hidden_dim=8, num_layers=1)).eval()
-    res = Resources(graphs={"HLG": HLG, "H": H, "G": G}, lms={"rnn_lm": lm},
-                    attention_decoder=decoder)
-    return lang, res
 
 
 def _inputs(seed: int, vocab: int, n: int = 3) -> CtcInputs:

@@ -9,7 +9,7 @@ import pytest
 from k2dec.methods import get_method, list_methods, override_config
 from k2dec.methods.ctc import CtcConfig
 from k2dec.nbest import NbestConfig
-from tests.methods.test_ctc_methods import _inputs, setup  # noqa: F401 (fixture)
+from tests.methods.test_ctc_methods import _inputs
 
 SWEEPING = ["attention-decoder", "nbest-rescoring", "rnn-lm", "whole-lattice-rescoring"]
 
