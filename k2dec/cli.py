@@ -128,73 +128,74 @@ def draw_graph_cmd(graph, out, lang_dir, max_arcs):
     click.echo(f"wrote {path}")
 
 
-def _input_options(fn):
-    """--cuts / --audio-dir / --text / --test-set: the utterances to decode."""
-    for opt in reversed([
-        click.option("--cuts", "cuts_path",
-                     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="A lhotse CutSet manifest with fbank features (e.g. from the "
-                          "recipe)."),
-        click.option("--audio-dir", type=click.Path(exists=True, file_okay=False,
-                                                    path_type=Path),
-                     help="Or: a folder of audio files (.wav .flac .mp3 .ogg .opus and more, "
-                          "any case, any depth; any sampling rate and channel count); the "
-                          "utterance id is the file stem. References: --text, else the "
-                          "folder's *.trans.txt files."),
-        click.option("--text", "text_path",
-                     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="With --audio-dir: references as a Kaldi text file (<utt-id> "
-                          "WORDS... per line, utt-id = file stem); WER and icefall result "
-                          "files follow."),
-        click.option("--test-set", default=None, help="Name used in result files (default: "
-                     "from the manifest or folder name)."),
-    ]):
-        fn = opt(fn)
-    return fn
+def _options(*options):
+    """A decorator adding ``options`` (``click.option`` decorators) in the given order."""
+    def deco(fn):
+        for opt in reversed(options):
+            fn = opt(fn)
+        return fn
+    return deco
 
 
-def _asset_options(fn):
-    """--model / --lang-dir / --graph-dir / --rnn-lm: what decoding needs besides the cuts."""
-    for opt in reversed([
-        click.option("--model", "model_path",
-                     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="A k2dec model file (recipes/librispeech/train.py, export)."),
-        click.option("--lang-dir", type=click.Path(exists=True, file_okay=False,
-                                                   path_type=Path),
-                     help="Lang dir with tokens.txt, words.txt, bpe.model (and graphs, unless "
-                          "--graph-dir has them); only read."),
-        click.option("--graph-dir", type=click.Path(exists=True, file_okay=False,
-                                                    path_type=Path),
-                     help="Where HLG.pt, LG.pt, G_4_gram.pt are (k2dec compile-graph "
-                          "--graph-dir); looked for before the lang dir."),
-        click.option("--rnn-lm", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="A neural LM (k2dec train-lm / export-lm) for rnn-lm / multi-pass."),
-    ]):
-        fn = opt(fn)
-    return fn
+#: --cuts / --audio-dir / --text / --test-set: the utterances to decode.
+_input_options = _options(
+    click.option("--cuts", "cuts_path",
+                 type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                 help="A lhotse CutSet manifest with fbank features (e.g. from the "
+                      "recipe)."),
+    click.option("--audio-dir", type=click.Path(exists=True, file_okay=False,
+                                                path_type=Path),
+                 help="Or: a folder of audio files (.wav .flac .mp3 .ogg .opus and more, "
+                      "any case, any depth; any sampling rate and channel count); the "
+                      "utterance id is the file stem. References: --text, else the "
+                      "folder's *.trans.txt files."),
+    click.option("--text", "text_path",
+                 type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                 help="With --audio-dir: references as a Kaldi text file (<utt-id> "
+                      "WORDS... per line, utt-id = file stem); WER and icefall result "
+                      "files follow."),
+    click.option("--test-set", default=None, help="Name used in result files (default: "
+                 "from the manifest or folder name)."),
+)
 
 
-def _method_options(fn):
-    """--method / --set / --config: the methods and their settings."""
-    for opt in reversed([
-        click.option("--method", "methods", multiple=True,
-                     help="Decoding method (repeatable); see `k2dec decode --list-methods`."),
-        click.option("--set", "assignments", multiple=True,
-                     help="Override a config field, KEY=VALUE (e.g. beam=4, "
-                          "lattice.search_beam=15, ngram_lm_scale=0.5), in every given method "
-                          "whose config has KEY; a bare name reaches a nested field "
-                          "(num_paths=50: nbest.num_paths). Applied after --config."),
-        click.option("--config", "config_path",
-                     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                     help="A settings file (JSON; written by k2dec tune): KEY=VALUE "
-                          "assignments for every method and per method."),
-        click.option("--max-duration", default=200.0, show_default=True,
-                     help="Seconds of audio per batch; a longer recording is a failed cut."),
-        click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1),
-                     help="torch threads."),
-    ]):
-        fn = opt(fn)
-    return fn
+#: --model / --lang-dir / --graph-dir / --rnn-lm: what decoding needs besides the cuts.
+_asset_options = _options(
+    click.option("--model", "model_path",
+                 type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                 help="A k2dec model file (recipes/librispeech/train.py, export); "
+                      "required."),
+    click.option("--lang-dir", type=click.Path(exists=True, file_okay=False,
+                                               path_type=Path),
+                 help="Lang dir with tokens.txt, words.txt, bpe.model (and graphs, unless "
+                      "--graph-dir has them); only read."),
+    click.option("--graph-dir", type=click.Path(exists=True, file_okay=False,
+                                                path_type=Path),
+                 help="Where HLG.pt, LG.pt, G_4_gram.pt are (k2dec compile-graph "
+                      "--graph-dir); looked for before the lang dir."),
+    click.option("--rnn-lm", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                 help="A neural LM (k2dec train-lm / export-lm) for rnn-lm / multi-pass."),
+)
+
+
+#: --method / --set / --config / --max-duration / --threads: the methods and how they run.
+_method_options = _options(
+    click.option("--method", "methods", multiple=True,
+                 help="Decoding method (repeatable); see `k2dec decode --list-methods`."),
+    click.option("--set", "assignments", multiple=True,
+                 help="Override a config field, KEY=VALUE (e.g. beam=4, "
+                      "lattice.search_beam=15, ngram_lm_scale=0.5), in every given method "
+                      "whose config has KEY; a bare name reaches a nested field "
+                      "(num_paths=50: nbest.num_paths). Applied after --config."),
+    click.option("--config", "config_path",
+                 type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                 help="A settings file (JSON; written by k2dec tune): KEY=VALUE "
+                      "assignments for every method and per method."),
+    click.option("--max-duration", default=200.0, show_default=True,
+                 help="Seconds of audio per batch; a longer recording is a failed cut."),
+    click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1),
+                 help="torch threads."),
+)
 
 
 def _plan(methods, assignments, config_path):

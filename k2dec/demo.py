@@ -3,9 +3,13 @@
 With the shipped model (``assets/librispeech-synth`` in the repository: a small joint
 CTC / transducer / attention model trained by ``recipes/librispeech`` on the offline
 synthetic corpus, its BPE lang dir, 3-gram and 4-gram LMs and two test sets of
-synthesized speech) it compiles the decoding graphs, extracts features, decodes both
-test sets with every method whose resources ship, writes icefall result files, a WER /
-RTF table (``RESULTS.md``) and a plot of WER against RTF (``wer_vs_rtf.png``).
+synthesized speech) it compiles the decoding graphs from the gzipped LMs into a graph dir of
+its own (the shipped lang dir is only read), extracts features, decodes the first
+:data:`DEMO_CUTS` utterances of both test sets with every method whose resources ship, with
+the methods' default settings and the shipped settings file (:data:`SHIPPED_SETTINGS`, scales
+tuned by ``k2dec tune`` on the other utterances, see :func:`tune_shipped`), and writes icefall
+result files, a WER / RTF table (``RESULTS.md``) and a plot of WER against RTF
+(``wer_vs_rtf.png``).
 
 Without it (e.g. a wheel install) it falls back to :func:`run_synthetic_demo`, which
 decodes SYNTHETIC CTC posteriors through example graphs and says so.
@@ -78,10 +82,11 @@ def run_synthetic_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0
     from .lattice import AuxLabels, LatticeConfig, ctc_greedy_search, one_best_decoding
 
     print(
-        "k2dec demo: no trained acoustic model ships yet, so this demo compiles example\n"
-        "graphs (CMUdict phone lexicon + kaldingram 3-gram -> H, HLG) and decodes SYNTHETIC\n"
-        "CTC posteriors made from known transcripts with noise and ~15% phone confusions.\n"
-        "The error rates show the graph + LM repairing those confusions, nothing more.\n"
+        "k2dec demo: the shipped model is not in this installation (wheels carry no assets),\n"
+        "so this demo compiles example graphs (CMUdict phone lexicon + kaldingram 3-gram ->\n"
+        "H, HLG) and decodes SYNTHETIC CTC posteriors made from known transcripts with noise\n"
+        "and ~15% phone confusions. The error rates show the graph + LM repairing those\n"
+        "confusions, nothing more.\n"
     )
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
