@@ -157,7 +157,7 @@ DEMO_METHODS = (
     "whole-lattice-rescoring", "nbest-oracle", "attention-decoder", "rnn-lm", "multi-pass",
     "greedy_search", "modified_beam_search", "fast_beam_search", "fast_beam_search_LG",
     "fast_beam_search_nbest", "fast_beam_search_nbest_LG", "fast_beam_search_nbest_oracle",
-    "attention-beam-search",
+    "attention-beam-search", "mbr", "fast_beam_search_mbr", "fast_beam_search_mbr_LG",
 )
 
 #: Utterances of each shipped test set the demo reports (the first, sorted by id); the others

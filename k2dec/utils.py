@@ -23,12 +23,15 @@ __all__ = [
     "FRAME_ATTR",
     "arc_frames",
     "ctc_collapse",
+    "ctc_token_spans",
     "path_aux_ids",
     "path_frames",
     "path_token_ids",
     "ragged_from_row_ids",
     "ragged_select",
     "ragged_to_lists",
+    "word_minimum",
+    "word_spans",
 ]
 
 
@@ -125,6 +128,17 @@ def ctc_collapse(
     This is exact for the standard CTC topology (a repeated token needs a blank in between); with
     the modified topology ``aa`` is ambiguous and is read as one token.
     """
+    row_ids, frame_values, new_run, keep = _ctc_runs(labels, frames, blank_id)
+    tokens = ragged_from_row_ids(row_ids[keep], labels.values[keep], labels.dim0)
+    token_frames = ragged_from_row_ids(row_ids[keep], frame_values[keep], labels.dim0)
+    return tokens, token_frames
+
+
+def _ctc_runs(labels: k2.RaggedTensor, frames: k2.RaggedTensor | None, blank_id: int
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per element of ``labels`` ``[utt][frame]``: its row (int64), its frame (int32), whether
+    it starts a run of equal labels, and whether it starts a token (a run that is not blank or
+    ``-1``)."""
     values = labels.values
     row_ids = labels.shape.row_ids(1).to(torch.int64)
     n = values.numel()
@@ -133,16 +147,11 @@ def ctc_collapse(
         frame_values = (torch.arange(n, device=values.device) - row_splits[row_ids]).to(torch.int32)
     else:
         frame_values = frames.values
-    is_first = torch.ones(n, dtype=torch.bool, device=values.device)
+    new_run = torch.ones(n, dtype=torch.bool, device=values.device)
     if n > 1:
-        is_first[1:] = row_ids[1:] != row_ids[:-1]
-    new_run = is_first.clone()
-    if n > 1:
-        new_run[1:] |= values[1:] != values[:-1]
+        new_run[1:] = (row_ids[1:] != row_ids[:-1]) | (values[1:] != values[:-1])
     keep = new_run & (values != blank_id) & (values >= 0)
-    tokens = ragged_from_row_ids(row_ids[keep], values[keep], labels.dim0)
-    token_frames = ragged_from_row_ids(row_ids[keep], frame_values[keep], labels.dim0)
-    return tokens, token_frames
+    return row_ids, frame_values, new_run, keep
 
 
 def path_token_ids(
@@ -245,6 +254,106 @@ def sinusoidal_positions(
     pe[:, 1::2] = torch.cos(angles)[:, : dim // 2]
     return pe.to(dtype)
 
+
+
+def ctc_token_spans(
+    labels: k2.RaggedTensor, frames: k2.RaggedTensor | None = None, blank_id: int = 0
+) -> tuple[k2.RaggedTensor, k2.RaggedTensor, k2.RaggedTensor]:
+    """Like :func:`ctc_collapse`, and also where each token's run of frames ends.
+
+    Returns:
+      ``(tokens, begin, end)``: int32 ``k2.RaggedTensor`` ``[utt][token]`` each; a token
+      covers the frames ``begin <= f < end`` (its run of repeated frames, without the blanks
+      after it).
+    """
+    row_ids, frame_values, new_run, keep = _ctc_runs(labels, frames, blank_id)
+    tokens = ragged_from_row_ids(row_ids[keep], labels.values[keep], labels.dim0)
+    begin = ragged_from_row_ids(row_ids[keep], frame_values[keep], labels.dim0)
+    run_id = torch.cumsum(new_run.to(torch.int64), 0) - 1
+    last = torch.ones_like(new_run)  # the last element of its run
+    if new_run.numel() > 1:
+        last[:-1] = new_run[1:]
+    run_end = torch.zeros(int(new_run.sum()), dtype=torch.int32, device=labels.values.device)
+    run_end[run_id[last]] = frame_values[last] + 1
+    end = ragged_from_row_ids(row_ids[keep], run_end[run_id[keep]], labels.dim0)
+    return tokens, begin, end
+
+
+def word_spans(
+    tokens: k2.RaggedTensor,
+    begin: k2.RaggedTensor,
+    end: k2.RaggedTensor,
+    word_start: torch.Tensor,
+) -> tuple[k2.RaggedTensor, k2.RaggedTensor, torch.Tensor]:
+    """Frames of the words spelled by token sequences, read from word-start tokens (BPE pieces
+    beginning with ``▁``): a word runs from a word-start token to the token before the next
+    one (tokens before an utterance's first word-start token form a word of their own).
+
+    Args:
+      tokens: int32 ``k2.RaggedTensor`` ``[utt][token]``.
+      begin, end: int32 ``k2.RaggedTensor`` ``[utt][token]``: each token covers frames
+        ``begin <= f < end``.
+      word_start: bool ``(V,)``: which token ids begin a word.
+
+    Returns:
+      ``(word_begin, word_end, num_words)``: int32 ``k2.RaggedTensor`` ``[utt][word]`` (the
+      first ``begin`` and last ``end`` of each word's tokens) and int64 ``(num_utts,)`` (the
+      number of words found in each utterance).
+    """
+    device = tokens.values.device
+    n = tokens.dim0
+    row_ids = tokens.shape.row_ids(1).to(torch.int64)
+    ids = tokens.values.to(torch.int64)
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= word_start.numel()):
+        raise ValueError(f"token ids must be in [0, {word_start.numel()}), got "
+                         f"[{int(ids.min())}, {int(ids.max())}]")
+    starts = word_start.to(device)[ids]
+    first = torch.ones_like(starts)
+    if ids.numel() > 1:
+        first[1:] = row_ids[1:] != row_ids[:-1]
+    # a word begins at a word-start token, or at an utterance's first token
+    opens = starts | first
+    closes = torch.ones_like(opens)  # the last token of a word
+    if ids.numel() > 1:
+        closes[:-1] = opens[1:]
+    word_row = row_ids[opens]
+    wb, we = begin.values[opens], end.values[closes]
+    num_words = torch.bincount(word_row, minlength=n)
+    return (ragged_from_row_ids(word_row, wb.to(torch.int32), n),
+            ragged_from_row_ids(word_row, we.to(torch.int32), n), num_words)
+
+
+def word_minimum(
+    tokens: k2.RaggedTensor, values: k2.RaggedTensor, word_start: torch.Tensor
+) -> k2.RaggedTensor:
+    """The smallest per-token value (e.g. a token confidence) of each word, with words found as
+    in :func:`word_spans`.
+
+    Args:
+      tokens: int32 ``k2.RaggedTensor`` ``[utt][token]``.
+      values: float ``k2.RaggedTensor`` with the same shape.
+      word_start: bool ``(V,)``: which token ids begin a word.
+
+    Returns:
+      float ``k2.RaggedTensor`` ``[utt][word]``.
+    """
+    device = tokens.values.device
+    row_ids = tokens.shape.row_ids(1).to(torch.int64)
+    ids = tokens.values.to(torch.int64)
+    starts = word_start.to(device)[ids] if ids.numel() else ids.bool()
+    first = torch.ones_like(starts)
+    if ids.numel() > 1:
+        first[1:] = row_ids[1:] != row_ids[:-1]
+    opens = starts | first
+    word_id = torch.cumsum(opens.to(torch.int64), 0) - 1
+    vals = values.values
+    # the smallest value first within each word: sort by value, then stably by word
+    order = torch.sort(vals, stable=True).indices
+    order = order[torch.sort(word_id[order], stable=True).indices]
+    lead = torch.ones_like(opens)
+    if ids.numel() > 1:
+        lead[1:] = word_id[order][1:] != word_id[order][:-1]
+    return ragged_from_row_ids(row_ids[opens], vals[order][lead], tokens.dim0)
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import Report, markdown_table  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-AREAS = ("lattice", "ctc_lm", "transducer", "aed", "nbest")
+AREAS = ("lattice", "ctc_lm", "transducer", "aed", "nbest", "confidence")
 #: packages whose versions the report header lists (peers included)
 PACKAGES = ("torch", "k2", "lhotse", "kaldi-decoder", "kaldifst", "kaldilm", "kaldialign",
             "sentencepiece", "numpy", "torchaudio", "pyctcdecode", "kenlm", "espnet")

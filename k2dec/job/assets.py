@@ -53,7 +53,7 @@ def load_assets(
       ValueError: a ``graph_dir`` without a lang dir, or one that is not a directory.
     """
     from ..graph import build_ctc_topo, load_graph
-    from ..lang import load_bpe_model
+    from ..lang import bpe_word_start_mask, load_bpe_model
     from ..model import load_model
 
     device = torch.device(device)
@@ -69,6 +69,9 @@ def load_assets(
     res = Resources(attention_decoder=getattr(model, "attention_decoder", None))
     if lang is not None:
         res.graphs["H"] = build_ctc_topo(lang.max_token_id, device=device)
+        word_start = bpe_word_start_mask(lang.token_table)
+        if bool(word_start.any()):
+            res.word_start = word_start.to(device)
         dirs = [Path(graph_dir)] if graph_dir is not None else []
         for name, file in GRAPH_FILES.items():
             path = next((d / file for d in (*dirs, lang.path) if (d / file).is_file()), None)

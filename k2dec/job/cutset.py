@@ -9,7 +9,12 @@ rank decodes every ``world_size``-th cut into its own shard file; rank 0 merges 
 
 A decoded cut's line holds ``hyp`` (the first setting's words, for quick reading), ``ref`` and
 ``hyps``: per setting, the method's :class:`~k2dec.utils.HypothesisRecord` as JSON (token and
-word ids, frames, score) plus ``text``, its words.
+word ids, frames, score, confidences) plus ``text``, its words.
+
+Settings whose hypotheses have frames and confidences (the MBR methods, greedy and modified
+beam search, attention beam search with CTC) also get a Kaldi CTM file
+``ctm-<test_set>-<key>.ctm`` beside icefall's files, and, with references, a line in
+``confidence-summary-<test_set>.txt`` (NCE, AUC, calibration error of the confidences).
 """
 
 from __future__ import annotations
@@ -41,11 +46,16 @@ from ..results import (
     ResultWriter,
     RtfTimer,
     bpe_ids_to_words,
+    confidence_metrics,
     merge_results,
     read_results,
+    record_ctm_words,
     save_results,
+    word_correctness,
     word_ids_to_words,
+    write_ctm,
 )
+from ..results.ctm import FRAME_SHIFT
 from ..utils import HypothesisRecord
 from .assets import DecodeAssets
 
@@ -72,6 +82,9 @@ class DecodeConfig:
       num_buckets: duration buckets of the sampler.
       retry_failed: decode again cuts a previous run recorded as failed.
       world_size, rank: sharding (``torchrun``); rank ``r`` decodes cuts ``r, r + W, ...``.
+      frame_shift: seconds between feature frames (CTM times).
+      subsampling_factor: feature frames per network output frame (CTM times); ``None``:
+        the model's ``encoder.subsampling_factor``, else 4 (icefall's models).
     """
 
     max_duration: float = 200.0
@@ -79,8 +92,17 @@ class DecodeConfig:
     retry_failed: bool = False
     world_size: int = 1
     rank: int = 0
+    frame_shift: float = FRAME_SHIFT
+    subsampling_factor: int | None = None
 
     def __post_init__(self) -> None:
+        if not (self.frame_shift > 0 and math.isfinite(self.frame_shift)):
+            raise ValueError(f"frame_shift must be positive and finite, got {self.frame_shift}")
+        if self.subsampling_factor is not None and (
+                isinstance(self.subsampling_factor, bool)
+                or not isinstance(self.subsampling_factor, int) or self.subsampling_factor < 1):
+            raise ValueError(f"subsampling_factor must be an int >= 1 or None, got "
+                             f"{self.subsampling_factor!r}")
         if not 0 <= self.rank < self.world_size:
             raise ValueError(f"need 0 <= rank < world_size, got rank={self.rank}, "
                              f"world_size={self.world_size}")
@@ -334,7 +356,9 @@ def decode_cuts(
         path = out_dir / f"results-{test_set}.jsonl"
         merge_results([out_dir / f"results-{test_set}.rank{r}.jsonl"
                        for r in range(config.world_size)], path)
-    return _score(path, out_dir, method.name, test_set, rtf, suffix)
+    return _score(path, out_dir, method.name, test_set, rtf, suffix,
+                  _CtmSettings(_word_start(assets), _subsampling(assets, config),
+                               config.frame_shift))
 
 
 def _barrier() -> None:
@@ -347,8 +371,36 @@ def _words(hyp: Any) -> list[str]:
     return hyp["text"] if isinstance(hyp, dict) else hyp
 
 
-def _score(path: Path, out_dir: Path, method: str, test_set: str, rtf: float, suffix: str
-           ) -> DecodeSummary:
+@dataclass(frozen=True)
+class _CtmSettings:
+    word_start: list[bool] | None
+    subsampling_factor: int
+    frame_shift: float
+
+
+def _word_start(assets: DecodeAssets) -> list[bool] | None:
+    """Which token ids begin a word (for CTM words of token-level hypotheses)."""
+    if assets.resources.word_start is not None:
+        return assets.resources.word_start.tolist()
+    if assets.sp is not None:
+        return [assets.sp.id_to_piece(i).startswith("\u2581")
+                for i in range(assets.sp.get_piece_size())]
+    return None
+
+
+def _subsampling(assets: DecodeAssets, config: DecodeConfig) -> int:
+    if config.subsampling_factor is not None:
+        return config.subsampling_factor
+    encoder = getattr(assets.model, "encoder", None)
+    return int(getattr(encoder, "subsampling_factor", DEFAULT_SUBSAMPLING))
+
+
+#: Feature frames per output frame of models that do not say (icefall's Conformers, Zipformers).
+DEFAULT_SUBSAMPLING = 4
+
+
+def _score(path: Path, out_dir: Path, method: str, test_set: str, rtf: float, suffix: str,
+           ctm: _CtmSettings | None = None) -> DecodeSummary:
     records = read_results(path)
     failed = sorted(k for k, r in records.items() if r["status"] == "error")
     by_key: dict[str, list] = {}
@@ -359,7 +411,46 @@ def _score(path: Path, out_dir: Path, method: str, test_set: str, rtf: float, su
         for key, hyp in rec["hyps"].items():
             by_key.setdefault(key, []).append((cut_id, rec["ref"], _words(hyp)))
     wers = save_results(out_dir, test_set, by_key, suffix=suffix) if by_key else {}
+    if ctm is not None:
+        _write_ctms(records, out_dir, test_set, suffix, ctm)
     if failed:
         logger.warning("%s: %d cuts could not be decoded (see %s): %s", test_set, len(failed),
                        path, ", ".join(failed[:10]))
     return DecodeSummary(method, test_set, wers, rtf, len(records), failed, path)
+
+
+def _write_ctms(records: Mapping[str, Mapping[str, Any]], out_dir: Path, test_set: str,
+                suffix: str, ctm: _CtmSettings) -> None:
+    """``ctm-<test_set>-<key>[-<suffix>].ctm`` for every setting whose hypotheses have frames
+    and confidences, and ``confidence-summary-<test_set>[-<suffix>].txt`` (words, % correct,
+    NCE, AUC, calibration error per setting) where the cuts have references."""
+    tail = f"-{suffix}" if suffix else ""
+    per_key: dict[str, dict[str, list]] = {}
+    scored: dict[str, tuple[list[float], list[bool]]] = {}
+    for cut_id in sorted(records):
+        rec = records[cut_id]
+        if rec["status"] != "ok" or not isinstance(rec.get("hyps"), Mapping):
+            continue
+        for key, hyp in rec["hyps"].items():
+            if not isinstance(hyp, Mapping):
+                continue
+            words = record_ctm_words(hyp, ctm.word_start, ctm.subsampling_factor,
+                                     ctm.frame_shift)
+            if words is None:
+                continue
+            per_key.setdefault(key, {})[cut_id] = words
+            if rec.get("ref") is not None:
+                confs, correct = scored.setdefault(key, ([], []))
+                confs += [w.confidence for w in words]
+                correct += word_correctness(rec["ref"], [w.word for w in words])
+    for key, utts in per_key.items():
+        write_ctm(out_dir / f"ctm-{test_set}-{key}{tail}.ctm", utts)
+    if scored:
+        lines = ["setting\twords\tcorrect%\tmean_confidence\tNCE\tAUC\tECE"]
+        for key in sorted(scored):
+            m = confidence_metrics(*scored[key])
+            acc = 100.0 * m.num_correct / max(1, m.num_words)
+            lines.append(f"{key}\t{m.num_words}\t{acc:.2f}\t{m.mean_confidence:.4f}\t"
+                         f"{m.nce:.4f}\t{m.auc:.4f}\t{m.ece:.4f}")
+        (out_dir / f"confidence-summary-{test_set}{tail}.txt").write_text("\n".join(lines)
+                                                                         + "\n")

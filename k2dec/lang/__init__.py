@@ -1,6 +1,12 @@
 """Symbol tables, lexicons, disambiguation symbols and the icefall lang-dir layout."""
 
-from .bpe import bpe_lexicon, bpe_token_table, load_bpe_model, train_bpe_model
+from .bpe import (
+    bpe_lexicon,
+    bpe_token_table,
+    bpe_word_start_mask,
+    load_bpe_model,
+    train_bpe_model,
+)
 from .langdir import SPECIAL_WORDS, LangDir, write_lang_dir
 from .lexicon import (
     Lexicon,
@@ -28,6 +34,7 @@ __all__ = [
     "add_disambig_symbols",
     "bpe_lexicon",
     "bpe_token_table",
+    "bpe_word_start_mask",
     "check_lexicon_tokens",
     "cmudict_lexicon",
     "disambig_ids",

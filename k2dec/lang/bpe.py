@@ -10,11 +10,16 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import k2
+import torch
 
 from .lexicon import Lexicon
 from .symbols import make_symbol_table
 
-__all__ = ["train_bpe_model", "load_bpe_model", "bpe_token_table", "bpe_lexicon"]
+__all__ = ["train_bpe_model", "load_bpe_model", "bpe_token_table", "bpe_lexicon",
+           "bpe_word_start_mask"]
+
+WORD_START = "\u2581"
+"""sentencepiece's word-start marker ("▁") at the beginning of a piece."""
 
 
 def train_bpe_model(
@@ -86,3 +91,17 @@ def bpe_lexicon(sp, words: Iterable[str]) -> Lexicon:
             raise ValueError(f"BPE model spells word {word!r} with no pieces")
         lexicon.append((word, pieces))
     return lexicon
+
+
+def bpe_word_start_mask(token_table: k2.SymbolTable) -> torch.Tensor:
+    """bool ``(max_id + 1,)``: which tokens of a BPE ``tokens.txt`` begin a word: pieces that
+    start with ``▁``, and ``<unk>`` (the spelling of ``<UNK>``, see :func:`bpe_lexicon`).
+    Token ids not in the table are False."""
+    if not isinstance(token_table, k2.SymbolTable):
+        raise TypeError(f"token_table must be a k2.SymbolTable, got {type(token_table).__name__}")
+    ids = token_table.ids
+    mask = torch.zeros(max(ids) + 1 if ids else 0, dtype=torch.bool)
+    for i in ids:
+        piece = token_table.get(i)
+        mask[i] = piece.startswith(WORD_START) or piece == "<unk>"
+    return mask

@@ -1,5 +1,7 @@
 """Lattice decoding of CTC/HMM posteriors with k2: dense inputs, ``get_lattice``
-(``k2.intersect_dense_pruned``), one-best, rescoring, streaming and multi-process decoding.
+(``k2.intersect_dense_pruned``), one-best, rescoring, streaming and multi-process decoding;
+posteriors, MBR decoding (sausages, consensus) and word confidences of any k2dec lattice
+(transducer lattices too); CTC forced alignment.
 
 Example (HLG 1best, then whole-lattice rescoring with a 4-gram)::
 
@@ -12,6 +14,8 @@ Example (HLG 1best, then whole-lattice rescoring with a 4-gram)::
     rescored = rescore_with_whole_lattice(result, G_4gram, RescoreConfig(lm_scales=(0.5,)))
 """
 
+from k2dec.lattice.align import CtcAlignment, ctc_forced_alignment
+from k2dec.lattice.confidence import TimedUnits, Topology, lattice_timed_units
 from k2dec.lattice.decode import (
     LatticeConfig,
     LatticeResult,
@@ -20,6 +24,7 @@ from k2dec.lattice.decode import (
     get_lattice,
 )
 from k2dec.lattice.dense import DenseInput, check_vocab, make_dense_fsa_vec
+from k2dec.lattice.mbr import MbrConfig, MbrResult, Sausages, mbr_decode
 from k2dec.lattice.one_best import (
     AuxLabels,
     Hypothesis,
@@ -28,6 +33,12 @@ from k2dec.lattice.one_best import (
     ctc_greedy_search,
     hypotheses_from_lattice,
     one_best_decoding,
+)
+from k2dec.lattice.posteriors import (
+    PosteriorConfig,
+    arc_posteriors,
+    lattice_arc_frames,
+    word_posteriors,
 )
 from k2dec.lattice.rescore import (
     RescoreConfig,
@@ -45,30 +56,43 @@ from k2dec.lattice.streaming import Stream, StreamingDecoder
 
 __all__ = [
     "AuxLabels",
+    "CtcAlignment",
     "DecodeRunner",
     "DenseInput",
     "Hypothesis",
     "LatticeConfig",
     "LatticeResult",
     "LatticeStatus",
+    "MbrConfig",
+    "MbrResult",
+    "PosteriorConfig",
     "RescoreConfig",
     "RescoreResult",
     "RescoreStatus",
+    "Sausages",
     "ScaleResult",
     "Stream",
     "StreamingDecoder",
     "SweepPoint",
     "SweepResult",
+    "TimedUnits",
+    "Topology",
     "UtteranceReport",
+    "arc_posteriors",
     "best_paths",
     "check_vocab",
     "ctc_decoding",
+    "ctc_forced_alignment",
     "ctc_greedy_search",
     "get_lattice",
     "hypotheses_from_lattice",
+    "lattice_arc_frames",
+    "lattice_timed_units",
     "make_dense_fsa_vec",
+    "mbr_decode",
     "one_best_decoding",
     "rescore_with_whole_lattice",
     "split_scores",
     "sweep_lattice_weights",
+    "word_posteriors",
 ]

@@ -3,9 +3,13 @@ CTC prefix scoring and LM shallow fusion (switched on by the config's weights)."
 
 from __future__ import annotations
 
+import math
+
+import k2
 import torch
 
 from ..aed import BeamSearchConfig, beam_search
+from ..lattice import ctc_forced_alignment
 from .records import from_aed
 from .registry import AedInputs, Family, MethodResult, Resources, register
 
@@ -30,4 +34,31 @@ def _attention_beam_search(inputs: AedInputs, res: Resources, cfg: BeamSearchCon
     with torch.no_grad():
         nbests = beam_search(res.attention_decoder, inputs.memory, inputs.memory_lens, cfg,
                              ctc_log_probs=ctc, lm=lm)
-    return [MethodResult("attention-beam-search", from_aed(nbests), cfg)]
+        frames, conf = _frames_and_confidences(inputs, res.attention_decoder, nbests)
+    return [MethodResult("attention-beam-search", from_aed(nbests, frames, conf), cfg)]
+
+
+def _frames_and_confidences(inputs: AedInputs, decoder, nbests):
+    """Per utterance, the frames of the best hypothesis' tokens (their CTC forced alignment,
+    ``None`` without CTC log-probs or when they cannot be aligned) and each token's
+    probability under the attention decoder given the tokens before it (teacher forcing)."""
+    n = len(nbests)
+    tokens = [list(nb[0].tokens) if nb else [] for nb in nbests]
+    device = inputs.memory.device
+    ragged = k2.RaggedTensor(tokens, dtype=torch.int32, device=device)
+    scores = decoder.score_sequences(inputs.memory, inputs.memory_lens, ragged,
+                                     torch.arange(n, device=device))
+    # drop each sequence's last score (eos)
+    per_seq = scores.tolist()
+    conf = [[math.exp(x) for x in row[:len(tok)]] for row, tok in zip(per_seq, tokens)]
+    frames: list[list[int] | None] = [None] * n
+    if inputs.ctc_log_probs is not None:
+        v = inputs.ctc_log_probs.shape[2]
+        # a token the CTC output cannot spell (the blank id, ids beyond it) has no frames
+        usable = [all(0 < t < v for t in tok) for tok in tokens]
+        aligned = ctc_forced_alignment(inputs.ctc_log_probs, inputs.memory_lens,
+                                       [t if ok else [] for t, ok in zip(tokens, usable)])
+        begin = aligned.begin.tolist()
+        frames = [begin[i] if ok and use else None
+                  for i, (ok, use) in enumerate(zip(aligned.aligned.tolist(), usable))]
+    return frames, conf

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ..lattice import Hypothesis, LatticeStatus
+from ..lattice import Hypothesis, LatticeStatus, TimedUnits
 from ..transducer import TransducerHypothesis
 from ..utils import HypothesisRecord
 
@@ -21,6 +21,7 @@ __all__ = [
     "from_aed",
     "from_ids",
     "from_lattice",
+    "from_timed_units",
     "from_transducer",
     "lattice_failures",
 ]
@@ -59,18 +60,53 @@ def from_lattice(hyps: Sequence[Hypothesis], words: bool, failed: Sequence[str] 
 
 
 def from_transducer(hyps: Sequence[TransducerHypothesis],
-                    words: Sequence[Sequence[int]] | None = None
+                    words: Sequence[Sequence[int]] | None = None,
+                    token_confidences: Sequence[Sequence[float]] | None = None,
                     ) -> tuple[HypothesisRecord, ...]:
     """Records of transducer hypotheses (tokens, their emission frames, score), with the word
-    ids of the same best paths where given. A ``-inf`` score (empty lattice) is a failure."""
+    ids of the same best paths and the tokens' confidences where given. A ``-inf`` score
+    (empty lattice) is a failure."""
     out = []
     for i, h in enumerate(hyps):
         w = tuple(words[i]) if words is not None else None
         if h.score == -math.inf:
             out.append(HypothesisRecord(tokens=tuple(h.tokens), words=w, error=EMPTY_LATTICE))
         else:
+            conf = _probs(token_confidences[i]) if token_confidences is not None else None
             out.append(HypothesisRecord(tokens=tuple(h.tokens), token_frames=tuple(h.timestamps),
-                                        words=w, score=_score(h.score)))
+                                        words=w, score=_score(h.score), token_confidences=conf))
+    return tuple(out)
+
+
+def _probs(values: Sequence[float]) -> tuple[float, ...]:
+    """Confidences as floats in ``[0, 1]`` (clipped against rounding)."""
+    return tuple(min(1.0, max(0.0, float(v))) for v in values)
+
+
+def from_timed_units(units: TimedUnits, words: bool, failed: Sequence[str],
+                     tokens: Sequence[Sequence[int]] | None = None
+                     ) -> tuple[HypothesisRecord, ...]:
+    """Records of lattice outputs with frames and confidences
+    (:func:`k2dec.lattice.lattice_timed_units`): with ``words`` the units are words (start
+    frame, duration, confidence each), else tokens (start frame and confidence each; a
+    token's duration is not recorded). ``tokens``: the best path's tokens, for word units
+    that come from it. An utterance with a failure reason gets no hypothesis."""
+    ids, begin, end = units.ids.tolist(), units.begin.tolist(), units.end.tolist()
+    conf = units.confidences.tolist()
+    out = []
+    for i, err in enumerate(failed):
+        tok = tuple(tokens[i]) if tokens is not None else None
+        if err:
+            out.append(HypothesisRecord.failure(err, tokens=not words or tok is not None,
+                                                words=words))
+        elif words:
+            out.append(HypothesisRecord(
+                tokens=tok, words=tuple(ids[i]), word_frames=tuple(begin[i]),
+                word_durations=tuple(e - b for b, e in zip(begin[i], end[i])),
+                word_confidences=_probs(conf[i])))
+        else:
+            out.append(HypothesisRecord(tokens=tuple(ids[i]), token_frames=tuple(begin[i]),
+                                        token_confidences=_probs(conf[i])))
     return tuple(out)
 
 
@@ -89,10 +125,22 @@ def from_ids(ids: Sequence[Sequence[int]], words: bool, failed: Sequence[str] | 
     return tuple(out)
 
 
-def from_aed(nbests: Sequence[Sequence]) -> tuple[HypothesisRecord, ...]:
+def from_aed(nbests: Sequence[Sequence],
+             token_frames: Sequence[Sequence[int] | None] | None = None,
+             token_confidences: Sequence[Sequence[float]] | None = None,
+             ) -> tuple[HypothesisRecord, ...]:
     """Records of the best ended hypothesis of each utterance's attention beam search (its
-    ranking score); an utterance where no hypothesis ended fails."""
-    return tuple(
-        HypothesisRecord(tokens=tuple(nb[0].tokens), score=_score(nb[0].score)) if nb
-        else HypothesisRecord(tokens=(), error="no hypothesis ended")
-        for nb in nbests)
+    ranking score), with the tokens' frames (``None`` for an utterance whose tokens could not
+    be aligned) and confidences where given; an utterance where no hypothesis ended fails."""
+    out = []
+    for i, nb in enumerate(nbests):
+        if not nb:
+            out.append(HypothesisRecord(tokens=(), error="no hypothesis ended"))
+            continue
+        frames = token_frames[i] if token_frames is not None else None
+        conf = token_confidences[i] if token_confidences is not None else None
+        out.append(HypothesisRecord(
+            tokens=tuple(nb[0].tokens), score=_score(nb[0].score),
+            token_frames=tuple(frames) if frames is not None else None,
+            token_confidences=_probs(conf) if conf is not None else None))
+    return tuple(out)

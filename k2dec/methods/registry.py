@@ -96,12 +96,17 @@ class Resources:
       attention_decoder: the AED decoder for attention rescoring / beam search.
       cache: scratch space methods use to keep derived objects (e.g. a scaled LG) across
         batches.
+      word_start: bool ``(V,)``: which token ids begin a word (BPE pieces starting with
+        ``▁``, :func:`k2dec.lang.bpe_word_start_mask`), so that methods can give words the
+        frames of their tokens; ``None`` when unknown (phone lexicons): word frames then
+        come from the arcs carrying the word labels.
     """
 
     graphs: dict[str, k2.Fsa] = field(default_factory=dict)
     lms: dict[str, Any] = field(default_factory=dict)
     attention_decoder: Any = None
     cache: dict[Any, Any] = field(default_factory=dict)
+    word_start: torch.Tensor | None = None
 
     def graph(self, name: str, method: str) -> k2.Fsa:
         if name not in self.graphs:
@@ -314,17 +319,18 @@ def list_methods(family: Family | str | None = None) -> list[Method]:
 
 
 def _load_all() -> None:
-    from . import aed, ctc, transducer  # noqa: F401  (registers on import)
+    from . import aed, ctc, mbr, transducer  # noqa: F401  (registers on import)
 
 
 def config_field_path(config: Any, key: str) -> list[str] | None:
     """Where ``key`` (``"beam"``, ``"lattice.search_beam"``) lands in a (nested, frozen
-    dataclass) config: the dotted path when it names a field, else, for a bare name, the one
-    nested field of that name (``num_paths`` -> ``["nbest", "num_paths"]``); ``None`` when the
+    dataclass) config: the dotted path when it names a field, else the one nested field it
+    names from below the top (``num_paths`` -> ``["nbest", "num_paths"]``,
+    ``lattice.output_beam`` -> ``["ctc", "lattice", "output_beam"]``); ``None`` when the
     config has no such field.
 
     Raises:
-      ValueError: a bare name that several nested configs have (say which one, ``a.b``).
+      ValueError: a key that several nested configs have (say which one, ``a.b``).
     """
     path = key.split(".")
     node = config
@@ -334,9 +340,8 @@ def config_field_path(config: Any, key: str) -> list[str] | None:
         node = getattr(node, name)
     else:
         return path
-    if len(path) > 1:
-        return None
-    found = _nested_paths(config, key)
+    found = [p + path[1:] for p in _nested_paths(config, path[0])
+             if _resolves(config, p + path[1:])]
     if len(found) > 1:
         raise ValueError(f"{key!r} is ambiguous in {type(config).__name__}: say which one of "
                          f"{', '.join('.'.join(p) for p in found)}")
@@ -347,6 +352,15 @@ def _get(config: Any, path: list[str]) -> Any:
     for name in path:
         config = getattr(config, name)
     return config
+
+
+def _resolves(config: Any, path: list[str]) -> bool:
+    node = config
+    for name in path:
+        if not is_dataclass(node) or name not in {f.name for f in fields(node)}:
+            return False
+        node = getattr(node, name)
+    return True
 
 
 def _nested_paths(config: Any, name: str) -> list[list[str]]:

@@ -22,6 +22,7 @@ from ..transducer import (
     greedy_search,
     modified_beam_search,
 )
+from ..transducer.confidence import token_confidences
 from .records import EMPTY_LATTICE, from_ids, from_transducer
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
 
@@ -80,18 +81,31 @@ class FastBeamSearchNbestLGConfig:
         _check_scale(self.ngram_lm_scale)
 
 
+def _with_confidences(inputs: TransducerInputs, hyps, temperature: float,
+                      blank_penalty: float) -> tuple:
+    """Records of greedy / modified beam search hypotheses with each token's probability on
+    its frame under the search's own softmax
+    (:func:`k2dec.transducer.confidence.token_confidences`)."""
+    conf = token_confidences(inputs.model, inputs.encoder_out, inputs.encoder_out_lens,
+                             [h.tokens for h in hyps], [h.timestamps for h in hyps],
+                             temperature=temperature, blank_penalty=blank_penalty)
+    return from_transducer(hyps, token_confidences=conf.tolist())
+
+
 @register("greedy_search", Family.TRANSDUCER, GreedySearchConfig)
 def _greedy(inputs: TransducerInputs, res: Resources, cfg: GreedySearchConfig):
     """Greedy search (batched; max_sym_per_frame symbols per frame)."""
     hyps = greedy_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg)
-    return [MethodResult("greedy_search", from_transducer(hyps), cfg)]
+    records = _with_confidences(inputs, hyps, 1.0, cfg.blank_penalty)  # no temperature
+    return [MethodResult("greedy_search", records, cfg)]
 
 
 @register("modified_beam_search", Family.TRANSDUCER, ModifiedBeamSearchConfig)
 def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchConfig):
     """Modified beam search (at most one symbol per frame, beam 4)."""
     hyps = modified_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg)
-    return [MethodResult("modified_beam_search", from_transducer(hyps), cfg)]
+    records = _with_confidences(inputs, hyps, cfg.temperature, cfg.blank_penalty)
+    return [MethodResult("modified_beam_search", records, cfg)]
 
 
 @register("fast_beam_search", Family.TRANSDUCER, FastBeamSearchConfig)

@@ -121,6 +121,8 @@ class ConformerEncoder(nn.Module):
 
     #: Utterances need this many feature frames to give at least one encoder frame.
     min_input_frames = 7
+    #: input frames per output frame (output frame ``t`` starts near input frame ``4 t``)
+    subsampling_factor = 4
 
     def __init__(self, cfg: ConformerConfig = ConformerConfig()) -> None:  # noqa: B008
         super().__init__()

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import math
+
+import k2
 import pytest
 import torch
 
@@ -49,3 +52,29 @@ def test_missing_pieces():
           BeamSearchConfig(ctc_weight=0.5))
     with pytest.raises(ValueError, match="needs a neural LM"):
         m(inp, Resources(attention_decoder=dec), BeamSearchConfig(lm_weight=0.5))
+
+
+def test_frames_and_confidences():
+    from k2dec.lattice import ctc_forced_alignment
+
+    dec, lm, inp = _setup(1)
+    out = get_method("attention-beam-search")(inp, Resources(attention_decoder=dec),
+                                              BeamSearchConfig(beam_size=3))[0]
+    tokens = out.tokens
+    scores = dec.score_sequences(inp.memory, inp.memory_lens,
+                                 k2.RaggedTensor(tokens, dtype=torch.int32),
+                                 torch.arange(3)).tolist()
+    aligned = ctc_forced_alignment(inp.ctc_log_probs, inp.memory_lens,
+                                   [t if all(x > 0 for x in t) else [] for t in tokens])
+    for i, rec in enumerate(out.hyps):
+        assert list(rec.token_confidences) == pytest.approx(
+            [math.exp(x) for x in scores[i][:len(tokens[i])]], abs=1e-6)
+        if all(x > 0 for x in tokens[i]) and bool(aligned.aligned[i]):
+            assert list(rec.token_frames) == aligned.begin.tolist()[i]
+        else:
+            assert rec.token_frames is None
+    # without CTC log-probs the tokens have no frames
+    bare = get_method("attention-beam-search")(AedInputs(inp.memory, inp.memory_lens),
+                                               Resources(attention_decoder=dec),
+                                               BeamSearchConfig(beam_size=3))[0]
+    assert all(r.token_frames is None and r.token_confidences is not None for r in bare.hyps)

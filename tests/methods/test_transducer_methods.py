@@ -25,6 +25,8 @@ from tests.transducer.helpers import random_batch, random_model
 TRANSDUCER_METHODS = [
     "fast_beam_search",
     "fast_beam_search_LG",
+    "fast_beam_search_mbr",
+    "fast_beam_search_mbr_LG",
     "fast_beam_search_nbest",
     "fast_beam_search_nbest_LG",
     "fast_beam_search_nbest_oracle",
@@ -66,8 +68,8 @@ def test_every_method_runs_and_passes_its_config(tiny_LG, device, name, lens):
     refs = [[1, 2]] * len(lens)
     out = method(TransducerInputs(model, enc, enc_lens, ref_tokens=refs),
                  Resources(graphs={"LG": LG.to(device)}), cfg)
-    assert len(out) == 1 and out[0].key == name
-    assert out[0].config is cfg
+    assert len(out) == (2 if "_mbr" in name else 1) and out[0].key == name
+    assert all(r.config is cfg for r in out)
     hyps = out[0].tokens if out[0].tokens is not None else out[0].words
     assert len(hyps) == len(lens) and len(out[0].failed) == len(lens)
 

@@ -1,0 +1,161 @@
+"""Minimum Bayes risk decoding methods: the consensus of a lattice's sausages, with word
+frames and confidences (:mod:`k2dec.lattice.mbr`), for HLG lattices (optionally rescored as a
+whole with G) and fast_beam_search lattices.
+
+Each method returns two settings from one lattice per batch: the MBR consensus and the
+lattice's best path, both with per-word (or per-token) frames and confidences (the posterior
+of the unit in its sausage bin, Kaldi's ``lattice-to-ctm-conf``), which the decode job writes
+as CTM files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import k2
+import torch
+
+from ..lattice import AuxLabels, MbrConfig, Topology, get_lattice, lattice_timed_units
+from ..lattice.rescore import RescoreStatus, rescore_with_whole_lattice
+from ..transducer import FastBeamSearchConfig, fast_beam_search
+from ..utils import HypothesisRecord, path_token_ids
+from .ctc import CtcConfig, _scales
+from .records import EMPTY_LATTICE, from_timed_units, lattice_failures
+from .registry import CtcInputs, Family, MethodResult, Resources, TransducerInputs, register
+from .transducer import NGRAM_LM_SCALE, _check_scale
+
+__all__ = ["FastBeamSearchMbrConfig", "FastBeamSearchMbrLGConfig", "MbrMethodConfig"]
+
+
+@dataclass(frozen=True)
+class MbrMethodConfig:
+    """``mbr``: HLG lattices (``ctc``: pruning, ``hlg_scale``, subsampling), optionally
+    rescored with G (``rescore``; LM scale ``ctc.whole_lattice_lm_scale``, with ``ctc.sweep``
+    also every scale of ``ctc.whole_lattice.lm_scales``), then MBR decoding (``mbr``:
+    posterior scales, iterations, memory budget).
+
+    With ``rescore`` the scores at LM scale ``s`` are icefall's ``am / s + lm``, and the
+    posteriors scale them as ``mbr.posterior`` says (its acoustic scale multiplies
+    ``am / s``)."""
+
+    ctc: CtcConfig = field(default_factory=CtcConfig)
+    mbr: MbrConfig = field(default_factory=MbrConfig)
+    rescore: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.rescore, bool):
+            raise TypeError(f"rescore must be a bool, got {self.rescore!r}")
+
+
+def _units(lattice: k2.Fsa, topology: Topology, mbr: MbrConfig, res: Resources,
+           aux_labels: AuxLabels = AuxLabels.WORDS):
+    """(best path, consensus) :class:`~k2dec.lattice.TimedUnits` of a batch of lattices."""
+    best, _ = lattice_timed_units(lattice, topology, replace(mbr, decode_mbr=False),
+                                  word_start=res.word_start, aux_labels=aux_labels)
+    consensus, _ = lattice_timed_units(lattice, topology, replace(mbr, decode_mbr=True),
+                                       word_start=res.word_start, aux_labels=aux_labels)
+    return best, consensus
+
+
+def _path_tokens(lattice: k2.Fsa, topology: Topology) -> list[list[int]]:
+    """Token ids along the best path of each lattice."""
+    best = k2.shortest_path(lattice, use_double_scores=True)
+    if topology is Topology.CTC:
+        return path_token_ids(best)[0].tolist()
+    labels = k2.RaggedTensor(best.arcs.shape().remove_axis(1), best.labels.clone())
+    return labels.remove_values_leq(0).tolist()
+
+
+@register("mbr", Family.CTC, MbrMethodConfig, requires=("HLG",))
+def _mbr(inputs: CtcInputs, res: Resources, cfg: MbrMethodConfig):
+    """HLG lattice (rescored with G when rescore=1), sausages: the MBR consensus and the best
+    path, words with frames and confidences."""
+    graph = res.scaled_graph("HLG", cfg.ctc.hlg_scale, "mbr", lm_scores=True)
+    result = get_lattice(inputs.log_probs, inputs.lengths, graph, cfg.ctc.lattice,
+                         cfg.ctc.subsampling_factor)
+    failed = lattice_failures(result.reports)
+    if not cfg.rescore:
+        best, consensus = _units(result.lattice, Topology.CTC, cfg.mbr, res)
+        tokens = _path_tokens(result.lattice, Topology.CTC)
+        return [MethodResult("mbr", from_timed_units(consensus, True, failed), cfg),
+                MethodResult("1best", from_timed_units(best, True, failed, tokens), cfg)]
+    scales = _scales(cfg.ctc.whole_lattice_lm_scale, cfg.ctc.whole_lattice.lm_scales,
+                     cfg.ctc.sweep)
+    out = rescore_with_whole_lattice(result, res.graph("G", "mbr"),
+                                     replace(cfg.ctc.whole_lattice, lm_scales=tuple(scales)))
+    if out.status is RescoreStatus.FAILED:
+        reason = f"whole-lattice rescoring failed: {out.reason}"
+        hyps = tuple(HypothesisRecord.failure(reason, tokens=False, words=True) for _ in failed)
+        return [MethodResult(f"{prefix}lm_scale_{s}", hyps, cfg)
+                for s in scales for prefix in ("mbr_", "")]
+    rescored = out.lattice
+    am = rescored.scores - rescored.lm_scores
+    results = []
+    for s in scales:
+        lat = rescored.clone()
+        lat.scores = am / s + rescored.lm_scores
+        best, consensus = _units(lat, Topology.CTC, cfg.mbr, res)
+        tokens = _path_tokens(lat, Topology.CTC)
+        results += [MethodResult(f"mbr_lm_scale_{s}", from_timed_units(consensus, True, failed),
+                                 cfg),
+                    MethodResult(f"lm_scale_{s}", from_timed_units(best, True, failed, tokens),
+                                 cfg)]
+    return results
+
+
+@dataclass(frozen=True)
+class FastBeamSearchMbrConfig:
+    """``fast_beam_search_mbr``: the search with the trivial graph, then MBR over tokens
+    (the consensus token sequence, its words read by the BPE model)."""
+
+    search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
+    mbr: MbrConfig = field(default_factory=MbrConfig)
+
+
+@dataclass(frozen=True)
+class FastBeamSearchMbrLGConfig:
+    """``fast_beam_search_mbr_LG``: the search through LG (scores times ``ngram_lm_scale``),
+    then MBR over words."""
+
+    search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
+    mbr: MbrConfig = field(default_factory=MbrConfig)
+    ngram_lm_scale: float = NGRAM_LM_SCALE
+
+    def __post_init__(self) -> None:
+        _check_scale(self.ngram_lm_scale)
+
+
+def _transducer_failures(lattice: k2.Fsa) -> list[str]:
+    """``EMPTY_LATTICE`` for utterances whose lattice has no complete path."""
+    tot = lattice.get_tot_scores(use_double_scores=True, log_semiring=False)
+    return ["" if ok else EMPTY_LATTICE for ok in torch.isfinite(tot).tolist()]
+
+
+@register("fast_beam_search_mbr", Family.TRANSDUCER, FastBeamSearchMbrConfig)
+def _fbs_mbr(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMbrConfig):
+    """fast_beam_search (trivial graph), sausages over tokens: the MBR consensus and the best
+    path, tokens with frames and confidences."""
+    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, None,
+                           cfg.search)
+    failed = _transducer_failures(out.lattice)
+    best, consensus = _units(out.lattice, Topology.TRANSDUCER, cfg.mbr, res, AuxLabels.TOKENS)
+    return [MethodResult("fast_beam_search_mbr", from_timed_units(consensus, False, failed), cfg),
+            MethodResult("fast_beam_search", from_timed_units(best, False, failed), cfg)]
+
+
+@register("fast_beam_search_mbr_LG", Family.TRANSDUCER, FastBeamSearchMbrLGConfig,
+          requires=("LG",))
+def _fbs_mbr_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMbrLGConfig):
+    """fast_beam_search through LG, sausages over words: the MBR consensus and the best path,
+    words with frames and confidences."""
+    graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_mbr_LG")
+    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
+                           cfg.search)
+    failed = _transducer_failures(out.lattice)
+    best, consensus = _units(out.lattice, Topology.TRANSDUCER, cfg.mbr, res)
+    tokens = _path_tokens(out.lattice, Topology.TRANSDUCER)
+    return [MethodResult("fast_beam_search_mbr_LG", from_timed_units(consensus, True, failed),
+                         cfg),
+            MethodResult("fast_beam_search_LG", from_timed_units(best, True, failed, tokens),
+                         cfg)]
+
