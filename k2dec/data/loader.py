@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -61,9 +62,13 @@ def make_sampler(
         # stream in the given order, or shuffled
         return SimpleCutSampler(cuts, max_duration=max_duration, shuffle=shuffle,
                                 drop_last=drop_last, seed=seed, world_size=world_size, rank=rank)
-    return DynamicBucketingSampler(cuts, max_duration=max_duration, shuffle=shuffle,
-                                   num_buckets=num_buckets, drop_last=drop_last, seed=seed,
-                                   world_size=world_size, rank=rank)
+    with warnings.catch_warnings():
+        # lhotse warns that an eager CutSet brings no memory benefit; bucketing by duration
+        # still cuts padding, which is what we use it for
+        warnings.filterwarnings("ignore", message=".*eagerly read CutSet", category=UserWarning)
+        return DynamicBucketingSampler(cuts, max_duration=max_duration, shuffle=shuffle,
+                                       num_buckets=num_buckets, drop_last=drop_last, seed=seed,
+                                       world_size=world_size, rank=rank)
 
 
 def make_dataloader(

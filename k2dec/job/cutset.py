@@ -270,7 +270,8 @@ def _inputs(method: Method, assets: DecodeAssets, feats: torch.Tensor, lens: tor
     ref_words = None
     if assets.lang is not None:
         table = assets.lang.word_table
-        unk = table.get("<UNK>") if "<UNK>" in table else 0
+        # without <UNK>, an id no hypothesis has (0 is epsilon, refused by the oracle)
+        unk = table.get("<UNK>") if "<UNK>" in table else max(table.ids) + 1
         ref_words = [[table.get(w) if w in table else unk for w in r] for r in refs]
     return CtcInputs(out.ctc_log_probs, out.encoder_out_lens, ref_words=ref_words,
                      memory=out.memory, memory_lens=out.memory_lens)
@@ -445,19 +446,22 @@ def _decode_locked(assets: DecodeAssets, cuts: CutSet, method: Method, out_dir: 
                     len(todo))
         if len(todo):
             loader = make_decode_loader(todo, config.max_duration, config.num_buckets)
-            for batch in tqdm(loader, desc=f"{test_set} {method.name}", unit="batch"):
-                for cut_id, reason in batch.failed.items():
-                    writer.write_failure(cut_id, reason)
-                if not batch.cut_ids:
-                    continue
-                refs = [(t or "").split() for t in batch.texts]
-                start = time.perf_counter()
-                decoded = _decode_or_split(method, method_config, assets, batch.features,
-                                           batch.num_frames, refs, config.batch_encoder)
-                timer.add(time.perf_counter() - start,
-                          float(batch.num_frames.sum()) / frames_per_second)
-                for cut_id, ref, d in zip(batch.cut_ids, refs, decoded):
-                    _write(writer, cut_id, ref, d)
+            with tqdm(total=len(todo), desc=f"{test_set} {method.name}", unit="cut") as bar:
+                for batch in loader:
+                    for cut_id, reason in batch.failed.items():
+                        writer.write_failure(cut_id, reason)
+                    bar.update(len(batch.failed))
+                    if not batch.cut_ids:
+                        continue
+                    refs = [(t or "").split() for t in batch.texts]
+                    start = time.perf_counter()
+                    decoded = _decode_or_split(method, method_config, assets, batch.features,
+                                               batch.num_frames, refs, config.batch_encoder)
+                    timer.add(time.perf_counter() - start,
+                              float(batch.num_frames.sum()) / frames_per_second)
+                    for cut_id, ref, d in zip(batch.cut_ids, refs, decoded):
+                        _write(writer, cut_id, ref, d)
+                    bar.update(len(batch.cut_ids))
     rtf = timer.rtf if timer.audio_seconds > 0 else float("nan")
     if config.world_size > 1:
         _barrier()  # every shard file is complete past this point

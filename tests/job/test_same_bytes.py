@@ -24,12 +24,13 @@ import pytest
 import torch
 from lhotse import CutSet
 
-from k2dec.demo import DEMO_OVERRIDES
+from k2dec.demo import SHIPPED_SETTINGS
 from k2dec.job import (
     DecodeConfig,
     MethodRun,
     load_assets,
     plan_methods,
+    read_settings,
     run_decode,
     split_available,
 )
@@ -63,23 +64,18 @@ FLOAT_NOISE = {"greedy_search", "modified_beam_search", "beam_search", "fast_bea
 
 
 def _runs(assets) -> tuple[list[MethodRun], dict[str, tuple[str, ...]]]:
-    """Every registered method the shipped assets can run, with the demo's (faster) settings
-    where they apply unambiguously; and what the others lack."""
+    """Every registered method the shipped assets can run, with the demo's settings (the
+    defaults and the shipped settings file); and what the others lack."""
     ok, lacking = split_available(list_methods(), assets.resources)
-    runs = []
-    for method in ok:
-        try:
-            runs += plan_methods([method], DEMO_OVERRIDES, require_used=False)
-        except ValueError:  # e.g. num_paths names two fields of this method's config
-            runs += plan_methods([method])
-    return runs, lacking
+    settings = read_settings(SHIPPED_SETTINGS) if SHIPPED_SETTINGS.is_file() else None
+    return plan_methods(ok, settings=settings), lacking
 
 
-def decode(assets_dir: Path, lang: Path, cuts: CutSet, out_dir: Path, max_duration: float
-           ) -> dict[str, tuple[str, ...]]:
+def decode(assets_dir: Path, lang: Path, graphs: Path, cuts: CutSet, out_dir: Path,
+           max_duration: float) -> dict[str, tuple[str, ...]]:
     """The job under test: every method the shipped assets can run. Returns what the other
     methods lack."""
-    assets = load_assets(assets_dir / "model.pt", lang,
+    assets = load_assets(assets_dir / "model.pt", lang, graph_dir=graphs,
                          lm_paths={"rnn_lm": assets_dir / "lm" / "rnn_lm.pt"})
     runs, lacking = _runs(assets)
     run_decode(assets, {TEST_SET: cuts}, runs, out_dir,
@@ -94,8 +90,8 @@ from lhotse import CutSet
 from k2dec.results import ResultWriter
 from tests.job.test_same_bytes import decode
 torch.set_num_threads(1)
-a, lang, cuts, out = map(Path, sys.argv[1:5])
-kill_at, mid_line = int(sys.argv[6]), sys.argv[7] == "1"
+a, lang, graphs, cuts, out = map(Path, sys.argv[1:6])
+kill_at, mid_line = int(sys.argv[7]), sys.argv[8] == "1"
 written = 0
 append = ResultWriter._append
 
@@ -113,7 +109,7 @@ def append_then_die(self, record):
 
 
 ResultWriter._append = append_then_die
-decode(a, lang, CutSet.from_file(cuts), out, float(sys.argv[5]))
+decode(a, lang, graphs, CutSet.from_file(cuts), out, float(sys.argv[6]))
 """
 
 
@@ -136,7 +132,7 @@ def outputs(shipped_demo, tmp_path_factory):
 
 def _decode_four_ways(shipped_demo, work: Path
                       ) -> tuple[dict[str, Path], str, dict[str, tuple[str, ...]]]:
-    assets_dir, lang, cut_paths = shipped_demo
+    assets_dir, lang, graphs, cut_paths = shipped_demo
     cuts = [c for c in sorted(CutSet.from_file(cut_paths["test-clean"]), key=lambda c: c.id)
             if c.duration < MAX_CUT_SECONDS][:NUM_CUTS]
     cuts = CutSet.from_cuts(cuts)
@@ -145,7 +141,7 @@ def _decode_four_ways(shipped_demo, work: Path
     dirs = {}
     for md in BATCHINGS:
         dirs[f"max_duration={md:g}"] = work / f"md{md:g}"
-        lacking = decode(assets_dir, lang, cuts, dirs[f"max_duration={md:g}"], md)
+        lacking = decode(assets_dir, lang, graphs, cuts, dirs[f"max_duration={md:g}"], md)
 
     seed = int(os.environ.get("K2DEC_KILL_SEED", random.randrange(1 << 30)))
     total = (len(list_methods()) - len(lacking)) * NUM_CUTS
@@ -153,14 +149,14 @@ def _decode_four_ways(shipped_demo, work: Path
     kill_at, mid_line = rng.randint(1, total), rng.random() < 0.5
     killed = work / "killed"
     proc = subprocess.run(
-        [sys.executable, "-c", _KILLED, str(assets_dir), str(lang), str(cuts_path),
+        [sys.executable, "-c", _KILLED, str(assets_dir), str(lang), str(graphs), str(cuts_path),
          str(killed), f"{MAX_CUT_SECONDS}", str(kill_at), str(int(mid_line))],
         env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True)
     note = (f"killed at result line {kill_at} of {total}{', half-way in' if mid_line else ''} "
             f"(K2DEC_KILL_SEED={seed})")
     assert proc.returncode == -signal.SIGKILL, (note, proc.stderr[-3000:])
     assert _lines(killed) == kill_at - 1, note
-    decode(assets_dir, lang, cuts, killed, 6.0)  # resumed at another batch size
+    decode(assets_dir, lang, graphs, cuts, killed, 6.0)  # resumed at another batch size
     dirs["killed, resumed"] = killed
     return dirs, note, lacking
 
