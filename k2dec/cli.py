@@ -193,9 +193,14 @@ def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, l
     decodes a shard and rank 0 merges. Every method, --set value and needed graph or LM is
     checked before the first cut is decoded."""
     import torch
-    from lhotse import CutSet
 
-    from .data import FeatureConfig, cuts_from_audio_dir, find_audio_files, load_references
+    from .data import (
+        FeatureConfig,
+        cuts_from_audio_dir,
+        find_audio_files,
+        load_cuts,
+        load_references,
+    )
     from .job import (
         DecodeConfig,
         MethodRun,
@@ -258,7 +263,7 @@ def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, l
         torch.distributed.init_process_group("gloo")
     unreadable: dict[str, str] = {}
     if cuts_path is not None:
-        cuts = CutSet.from_file(cuts_path)
+        cuts = _checked(load_cuts, cuts_path)
         name = test_set or cuts_path.name.split(".")[0].replace("librispeech_cuts_", "")
     else:
         name = test_set or audio_dir.name

@@ -12,7 +12,7 @@ import torch
 from ..lang import LangDir
 from ..methods import Resources
 
-__all__ = ["GRAPH_FILES", "DecodeAssets", "load_assets", "need_hint"]
+__all__ = ["GRAPH_FILES", "DecodeAssets", "load_assets", "model_vocab_size", "need_hint"]
 
 #: The lang-dir file each graph of :class:`~k2dec.methods.Resources` is loaded from (H is
 #: built from tokens.txt).
@@ -61,7 +61,7 @@ def load_assets(
     field names) change the features the model expects (default: icefall's, or what an ONNX
     export declares), for a model trained otherwise."""
     from ..graph import build_ctc_topo, load_graph
-    from ..lang import bpe_word_start_mask, load_bpe_model
+    from ..lang import bpe_word_start_mask, check_vocab_size, load_bpe_model
     from ..model import find_tokens, load_model
 
     device = torch.device(device)
@@ -80,7 +80,10 @@ def load_assets(
                 break
     sp = load_bpe_model(bpe_model) if bpe_model is not None else None
     res = Resources(attention_decoder=model.attention_decoder)
+    vocab = model_vocab_size(model)
     if lang is not None:
+        if vocab is not None:
+            check_vocab_size(lang.token_table, vocab, lang.path / "tokens.txt")
         res.graphs["H"] = build_ctc_topo(lang.max_token_id, device=device)
         word_start = bpe_word_start_mask(lang.token_table)
         if bool(word_start.any()):
@@ -88,7 +91,8 @@ def load_assets(
         for name, file in GRAPH_FILES.items():
             path = lang.path / file
             if path.is_file():
-                res.graphs[name] = load_graph(path, lang.token_table, lang.word_table, device)
+                res.graphs[name] = load_graph(path, lang.token_table, lang.word_table, device,
+                                              vocab_size=vocab)
     if lm_paths:
         from ..lm.checkpoint import load_lm
 
@@ -111,6 +115,16 @@ def _load_scorer_inputs(res: Resources, sp: Any, hotwords: str | Path | None,
                                                                          sp))
     if lodr_arpa is not None:
         res.lodr = TokenNgramScorer.from_arpa(lodr_arpa, sp.get_piece_size(), device=device)
+
+
+def model_vocab_size(model: torch.nn.Module) -> int | None:
+    """The number of outputs (tokens) of an acoustic model: its ``vocab_size`` attribute or
+    its config's; ``None`` when it does not say."""
+    for owner in (model, getattr(model, "cfg", None)):
+        value = getattr(owner, "vocab_size", None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
 
 
 def need_hint(need: str) -> str:

@@ -205,7 +205,8 @@ def _inputs(method: Method, assets: DecodeAssets, feats: torch.Tensor, lens: tor
     ref_words = None
     if assets.lang is not None:
         table = assets.lang.word_table
-        unk = table.get("<UNK>") if "<UNK>" in table else 0
+        # without <UNK>, an id no hypothesis has (0 is epsilon, refused by the oracle)
+        unk = table.get("<UNK>") if "<UNK>" in table else max(table.ids) + 1
         ref_words = [[table.get(w) if w in table else unk for w in r] for r in refs]
     return CtcInputs(out.ctc_log_probs, out.encoder_out_lens, ref_words=ref_words,
                      memory=out.memory, memory_lens=out.memory_lens)

@@ -14,14 +14,16 @@ field                                                 k2dec                icefa
                                                                            which these two
                                                                            wrappers do not pass)
 ``NbestConfig.tie_break``                             "first"              "last" (k2's argmax)
+``NbestConfig.sampler``                               "hashed" (samples    "k2"
+                                                      independent of the   (``k2.random_paths``)
+                                                      batch)
 ``ModifiedBeamSearchConfig.score_dtype``              "float64"            "float32"
 ====================================================  ===================  ==================
 
 :func:`icefall_compatible` switches every one of them that is still at k2dec's default
 (``k2dec decode --icefall-compat``); a value set explicitly (``--set ilme_scale=0.2``) stays.
-What remains different from icefall: n-best paths are sampled by k2dec's own sampler
-(:mod:`k2dec.nbest`), not ``k2.random_paths``, so sampled n-best lists match icefall's in
-distribution, not path by path.
+With ``sampler="k2"`` n-best lists are sampled as icefall samples them, path by path for
+the same lattice (and, like icefall's, they change with the batch composition).
 """
 
 from __future__ import annotations
@@ -52,9 +54,13 @@ def _switch(config: Any, method: str) -> Any:
             changes["ilme_scale"] = ICEFALL_NBEST_ILME_SCALE
         return replace(config, **changes)
     if isinstance(config, NbestConfig):
-        if config.tie_break == NbestConfig().tie_break:
-            return replace(config, tie_break="last")
-        return config
+        default = NbestConfig()
+        changes = {}
+        if config.tie_break == default.tie_break:
+            changes["tie_break"] = "last"
+        if config.sampler == default.sampler:
+            changes["sampler"] = "k2"
+        return replace(config, **changes) if changes else config
     if isinstance(config, ModifiedBeamSearchConfig):
         if config.score_dtype == ModifiedBeamSearchConfig().score_dtype:
             return replace(config, score_dtype="float32")

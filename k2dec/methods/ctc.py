@@ -19,6 +19,7 @@ from ..lattice import (
 )
 from ..lattice.rescore import RescoreConfig, RescoreStatus, rescore_with_whole_lattice
 from ..nbest import (
+    ATTENTION_CHUNK_CELLS,
     SCALE_GRID,
     DedupKey,
     MultiPassConfig,
@@ -54,6 +55,8 @@ class CtcConfig:
       multi_pass: settings of ``multi-pass`` rescoring; its ``nn_scale`` weights the LM.
       top_k: paths kept for multi-pass rescoring.
       lm_batch_size: sequences per neural LM call.
+      attention_chunk_cells: attention-decoder rescoring scores paths in chunks of at most
+        this many (token, encoder frame) cells (memory bound, ~60 bytes per cell).
       whole_lattice: LM scales and memory back-off of ``whole-lattice-rescoring``.
     """
 
@@ -66,23 +69,19 @@ class CtcConfig:
     multi_pass: MultiPassConfig = field(default_factory=MultiPassConfig)
     top_k: int = 100
     lm_batch_size: int = 256
+    attention_chunk_cells: int = ATTENTION_CHUNK_CELLS
     whole_lattice: RescoreConfig = field(default_factory=RescoreConfig)
 
     def __post_init__(self) -> None:
         if not (0.0 < self.hlg_scale < float("inf")):
             raise ValueError(f"hlg_scale must be positive and finite, got {self.hlg_scale}")
-        for name in ("subsampling_factor", "top_k", "lm_batch_size"):
+        for name in ("subsampling_factor", "top_k", "lm_batch_size", "attention_chunk_cells"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
         for name in ("lm_scales", "attention_scales"):
             if not getattr(self, name):
                 raise ValueError(f"{name} needs at least one scale, got {getattr(self, name)!r}")
-
-
-def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcConfig) -> LatticeResult:
-    return get_lattice(inputs.log_probs, inputs.lengths, graph, cfg.lattice,
-                       cfg.subsampling_factor)
 
 
 def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcConfig) -> LatticeResult:
@@ -127,12 +126,14 @@ def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     result = _lattice(inputs, graph, cfg)
     G = res.graph("G", "whole-lattice-rescoring")
     out = rescore_with_whole_lattice(result, G, cfg.whole_lattice)
-    failed = lattice_failures(result.reports)
+    failed = [lat or (u.reason if u.status is RescoreStatus.FAILED else "")
+              for lat, u in zip(lattice_failures(result.reports), out.utterances)]
+    notes = [u.reason if u.status is RescoreStatus.PRUNED else "" for u in out.utterances]
     if out.status is RescoreStatus.FAILED:
-        reason = f"whole-lattice rescoring failed: {out.reason}"
-        hyps = tuple(HypothesisRecord.failure(reason, tokens=True, words=True) for _ in failed)
+        hyps = tuple(HypothesisRecord.failure(f, tokens=True, words=True) for f in failed)
         return [MethodResult(f"lm_scale_{s}", hyps, cfg) for s in cfg.whole_lattice.lm_scales]
-    return [MethodResult(f"lm_scale_{r.lm_scale}", from_lattice(r.hypotheses, True, failed), cfg)
+    return [MethodResult(f"lm_scale_{r.lm_scale}",
+                         from_lattice(r.hypotheses, True, failed, notes), cfg)
             for r in out.per_scale]
 
 
@@ -140,13 +141,19 @@ def _nbest(inputs: CtcInputs, res: Resources, cfg: CtcConfig, method: str,
            lm_scores: bool = False) -> tuple[LatticeResult, Nbest]:
     graph = _hlg(res, method, cfg, lm_scores=lm_scores)
     result = _lattice(inputs, graph, cfg)
-    nbest = Nbest.from_lattice(result.lattice, cfg.nbest.num_paths, cfg.nbest.nbest_scale,
-                               DedupKey.WORDS)
+    nbest = Nbest.from_config(result.lattice, cfg.nbest, DedupKey.WORDS)
     return result, nbest
 
 
-def _sweep_results(results, failed: list[str], cfg: CtcConfig) -> list[MethodResult]:
-    return [MethodResult(key, from_ids(r.hyps, True, failed, r.scores), cfg)
+def _intersected(nbest: Nbest, cfg: CtcConfig) -> Nbest:
+    """``nbest`` with each path replaced by its key's best alignment in the (bounded) lattice
+    it was sampled from."""
+    return nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
+
+
+def _sweep_results(results, failed: list[str], cfg: CtcConfig, nbest: Nbest
+                   ) -> list[MethodResult]:
+    return [MethodResult(key, from_ids(r.hyps, True, failed, r.scores, nbest.notes()), cfg)
             for key, r in results.items()]
 
 
@@ -154,9 +161,10 @@ def _sweep_results(results, failed: list[str], cfg: CtcConfig) -> list[MethodRes
 def _nbest_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """HLG lattice, num_paths sampled word sequences, the best alignment score wins."""
     result, nbest = _nbest(inputs, res, cfg, "nbest")
-    nbest = nbest.intersect(result.lattice)
+    nbest = _intersected(nbest, cfg)
     best, scores = best_paths_by_score(nbest, nbest.tot_scores().values, cfg.nbest.tie_break)
-    hyps = from_ids(nbest.keys_at(best), True, lattice_failures(result.reports), scores)
+    hyps = from_ids(nbest.keys_at(best), True, lattice_failures(result.reports), scores,
+                    nbest.notes())
     return [MethodResult("nbest", hyps, cfg)]
 
 
@@ -164,9 +172,9 @@ def _nbest_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
 def _nbest_rescoring(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """n-best from HLG rescored with a bigger n-gram G: am + lm_scale * G, per lm_scale."""
     result, nbest = _nbest(inputs, res, cfg, "nbest-rescoring", lm_scores=True)
-    nbest = nbest.intersect(result.lattice)
+    nbest = _intersected(nbest, cfg)
     sweep = rescore_with_ngram(nbest, res.graph("G", "nbest-rescoring"), cfg.lm_scales)
-    return _sweep_results(sweep, lattice_failures(result.reports), cfg)
+    return _sweep_results(sweep, lattice_failures(result.reports), cfg, nbest)
 
 
 @register("nbest-oracle", Family.CTC, CtcConfig, requires=("HLG",), needs_references=True)
@@ -176,8 +184,8 @@ def _nbest_oracle(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
         raise ValueError("nbest-oracle needs reference word ids (CtcInputs.ref_words)")
     result, nbest = _nbest(inputs, res, cfg, "nbest-oracle")
     words = nbest.keys_at(nbest.oracle(inputs.ref_words)[0])
-    return [MethodResult("nbest-oracle", from_ids(words, True, lattice_failures(result.reports)),
-                         cfg)]
+    hyps = from_ids(words, True, lattice_failures(result.reports), notes=nbest.notes())
+    return [MethodResult("nbest-oracle", hyps, cfg)]
 
 
 @register("attention-decoder", Family.CTC, CtcConfig, requires=("HLG", "attention_decoder"))
@@ -190,12 +198,13 @@ def _attention(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
         raise ValueError("attention-decoder needs the encoder output (CtcInputs.memory, "
                          "memory_lens)")
     result, nbest = _nbest(inputs, res, cfg, "attention-decoder", lm_scores=True)
-    nbest = nbest.intersect(result.lattice)
+    nbest = _intersected(nbest, cfg)
     with torch.no_grad():
         sweep = rescore_with_attention_decoder(
             nbest, res.attention_decoder, inputs.memory, inputs.memory_lens,
-            cfg.lm_scales, cfg.attention_scales, res.graphs.get("G"))
-    return _sweep_results(sweep, lattice_failures(result.reports), cfg)
+            cfg.lm_scales, cfg.attention_scales, res.graphs.get("G"),
+            max_chunk_cells=cfg.attention_chunk_cells)
+    return _sweep_results(sweep, lattice_failures(result.reports), cfg, nbest)
 
 
 @register("rnn-lm", Family.CTC, CtcConfig, requires=("HLG", "lm"))
@@ -203,10 +212,10 @@ def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """n-best from HLG rescored with a neural LM: am + s * nnlm, per scale."""
     name, lm = res.neural_lm("rnn-lm")
     result, nbest = _nbest(inputs, res, cfg, "rnn-lm", lm_scores=True)
-    nbest = nbest.intersect(result.lattice)
+    nbest = _intersected(nbest, cfg)
     sweep = rescore_with_lm(nbest, lm_path_scorer(lm, cfg.lm_batch_size), cfg.lm_scales,
                             scale_name=f"{name}_scale")
-    return _sweep_results(sweep, lattice_failures(result.reports), cfg)
+    return _sweep_results(sweep, lattice_failures(result.reports), cfg, nbest)
 
 
 @register("multi-pass", Family.CTC, CtcConfig, requires=("HLG", "lm"))
@@ -215,7 +224,7 @@ def _multi_pass(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     (k2.get_best_matching_stats predictions)."""
     _, lm = res.neural_lm("multi-pass")
     result, nbest = _nbest(inputs, res, cfg, "multi-pass", lm_scores=True)
-    nbest = nbest.intersect(result.lattice)
+    nbest = _intersected(nbest, cfg)
     counts = nbest.shape.row_splits(1)
     has = (counts[1:] - counts[:-1]) > 0
     failed = lattice_failures(result.reports)
@@ -231,7 +240,8 @@ def _multi_pass(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
         for i, u in enumerate(keep):
             words[u] = out.hyps[i]
         scores[keep] = out.scores.to(scores)
-    return [MethodResult("multi-pass", from_ids(words, True, failed, scores), cfg)]
+    return [MethodResult("multi-pass", from_ids(words, True, failed, scores, nbest.notes()),
+                         cfg)]
 
 
 def _select_utts(nbest: Nbest, utts: list[int]) -> Nbest:

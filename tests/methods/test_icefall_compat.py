@@ -74,13 +74,15 @@ def test_icefall_compatible_configs():
                        search=FastBeamSearchConfig(ilme_scale=0.3))
     assert icefall_compatible("fast_beam_search_nbest", explicit).search.ilme_scale == 0.3
     ctc = icefall_compatible(get_method("nbest"))
-    assert ctc.nbest.tie_break == "last"
+    assert ctc.nbest.tie_break == "last" and ctc.nbest.sampler == "k2"
+    assert nbest.nbest.sampler == "k2"
     greedy = get_method("greedy_search")
     assert icefall_compatible(greedy) == greedy.default_config()
     # k2dec's own defaults
     assert FastBeamSearchConfig().termination_frame is True
     assert FastBeamSearchConfig().ilme_scale == 0.0
     assert NbestConfig().tie_break == "first"
+    assert NbestConfig().sampler == "hashed"
     assert ModifiedBeamSearchConfig().score_dtype == "float64"
 
 
