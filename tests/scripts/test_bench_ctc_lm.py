@@ -47,24 +47,26 @@ def test_smoke_report(tmp_path):
     assert report["plots"] == ["ctc_lm.png"]
     assert (tmp_path / "ctc_lm.png").stat().st_size > 1000
     systems = _systems(report)
-    assert systems[:2] == [bench.K2_1BEST, bench.K2_WLR]
+    assert systems[:3] == [bench.K2_1BEST, bench.K2_1BEST_FAST, bench.K2_WLR]
     for row in report["tables"][0]["rows"]:
         wers = row[3:6]
         assert all(0.0 <= w <= 200.0 for w in wers), row
         assert row[6] > 0  # frames/s
     missing = {m["peer"] for m in report["missing"]}
-    assert [t["target"] for t in report["targets"]] == [bench.target_text(p) for p in bench.PEERS]
-    for peer, target in zip(bench.PEERS, report["targets"]):
+    assert [t["target"] for t in report["targets"]] == [bench.TARGET_EQUAL_WER]
+    (target,) = report["targets"]
+    assert target["met"] is None  # never decided on 4 utterances
+    for peer in bench.PEERS:
         if _peer_available(peer):
             assert peer not in missing
             assert peer in systems
-            assert target["value"].startswith("not evaluated on smoke sizes")
-            assert f"{peer}'s most accurate setting" in target["value"] or (
-                "no k2dec setting is as fast" in target["value"])
+            assert any(t["caption"].startswith(f"Equal WER, HLG 1best vs {peer}")
+                       for t in report["tables"])
         else:
             assert peer in missing
             assert peer not in systems
-        assert target["met"] is None  # never decided on 4 utterances
+    if _peer_available(bench.TORCHAUDIO):
+        assert target["value"].startswith("k2dec/torchaudio speed at equal WER")
     assert str(REPO) not in json.dumps(report)
 
 

@@ -44,6 +44,7 @@ def test_smoke_report_has_every_part(tmp_path):
     met = {t["target"]: t["met"] for t in rep["targets"]}
     assert [m for n, m in met.items() if "flat" in n] == [None]  # smoke: not measured
     assert all(m in (True, False) for n, m in met.items() if "Multi-pass" in n)
+    assert [m for n, m in met.items() if "1best" in n] == [None]  # smoke: not decided
     assert (tmp_path / "nbest_multipass.png").stat().st_size > 0
 
 
