@@ -30,7 +30,7 @@ from k2dec.transducer.common import (
     check_streams,
     log_probs_from_logits,
 )
-from k2dec.utils import num_active_per_frame
+from k2dec.utils import exclusive_cumsum
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +95,8 @@ class GreedySearch:
             raise TypeError(f"config must be a GreedySearchConfig, got {type(config).__name__}")
         self.config = config
         self.net = TransducerNet(model)
+        import os
+        self.lookahead = int(os.environ.get("K2DEC_LOOKAHEAD", "4"))
 
     def new_stream(self, device: torch.device | str = "cpu") -> GreedySearchStream:
         """A fresh stream whose initial context is ``[-1] * (context_size - 1) + [blank]``."""
@@ -116,52 +118,109 @@ class GreedySearch:
         """
         lens = check_encoder_out(encoder_out, encoder_out_lens)
         check_streams(streams, encoder_out.size(0), GreedySearchStream)
-        n_utt = encoder_out.size(0)
-        if n_utt == 0 or encoder_out.size(1) == 0 or int(lens.max()) == 0:
+        self._decode(streams, encoder_out, lens)
+
+    def _decode(
+        self, streams: Sequence[GreedySearchStream], encoder_out: torch.Tensor, lens: torch.Tensor
+    ) -> None:
+        """:meth:`decode_chunk` on validated inputs (``lens``: int64 on the device).
+
+        Each utterance moves through its frames at its own pace. While a row emits blanks its
+        decoder output does not change, so one joiner call scores the next ``lookahead``
+        frames of every active row with its current decoder output; the row takes the blank
+        decisions up to its first non-blank symbol in that window and the symbol, and only the
+        rows that emitted get a new context and decoder output. The decisions are those of the
+        frame-by-frame loop (the same joiner inputs) with far fewer network calls and tensor
+        ops per frame; the joiner work on frames after a row's first emission in its window is
+        wasted. Symbols are recorded in an int64 buffer ``[T, max_sym, N]`` (blank where
+        nothing was emitted) and the decisions' log-probs per window; both become token lists
+        and float64 scores (summed in decision order) once at the end."""
+        n_utt, t_max = encoder_out.size(0), encoder_out.size(1)
+        if n_utt == 0 or t_max == 0 or int(lens.max()) == 0:
             return
         device = encoder_out.device
         net, blank_id = self.net, self.net.blank_id
         max_sym, blank_penalty = self.config.max_sym_per_frame, self.config.blank_penalty
+        k = self.lookahead
 
-        # Longest first, so the utterances still active on frame t are a prefix.
-        lens_sorted, order = torch.sort(lens, descending=True, stable=True)
-        order_list = order.tolist()
-        ordered = [streams[i] for i in order_list]
-        enc = net.project_encoder(encoder_out.index_select(0, order))
-        ctx = torch.stack([s.context.to(device) for s in ordered])  # [N, c]
+        # The valid frames of all utterances, packed row after row ([F, J]); a row's frames
+        # are first_frame[i] .. first_frame[i + 1] - 1.
+        first_frame = exclusive_cumsum(lens)
+        packed = torch.nonzero(torch.arange(t_max, device=device) < lens.unsqueeze(1))
+        enc = net.project_encoder(encoder_out.reshape(n_utt * t_max, -1).index_select(
+            0, packed[:, 0] * t_max + packed[:, 1]))
+        ctx = torch.stack([s.context.to(device) for s in streams])  # [N, c]
         dec = net.decoder_out(ctx)  # [N, J]
-        score = torch.tensor([s.score for s in ordered], dtype=torch.float64, device=device)
-        num_active = num_active_per_frame(lens_sorted.tolist())
+        chosen = torch.full((enc.size(0), max_sym), blank_id, dtype=torch.int64, device=device)
+        window = torch.arange(k, device=device)
+        decided: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
 
-        rows: list[torch.Tensor] = []
-        toks: list[torch.Tensor] = []
-        frames: list[torch.Tensor] = []
-        for t, n in enumerate(num_active):
-            active = torch.arange(n, device=device)
-            enc_t = enc[:n, t]
-            for _ in range(max_sym):
-                logits = net.logits(enc_t if active.numel() == n else enc[active, t], dec[active])
-                log_probs = log_probs_from_logits(logits, blank_id, 1.0, blank_penalty)
-                best, tok = log_probs.max(dim=1)
-                score.index_add_(0, active, best.to(torch.float64))
-                emit = tok != blank_id
-                emitted = active[emit]
-                if emitted.numel() == 0:
-                    break
-                new_tok = tok[emit]
-                rows.append(emitted)
-                toks.append(new_tok)
-                frames.append(torch.full_like(emitted, t))
-                ctx[emitted] = torch.cat([ctx[emitted, 1:], new_tok.unsqueeze(1)], dim=1)
-                dec[emitted] = net.decoder_out(ctx[emitted])
-                active = emitted
+        # State of the rows still decoding (compacted now and then): row id, next packed
+        # frame, last packed frame ([n, 1]), symbols already emitted on the next frame.
+        rows = torch.nonzero(lens > 0).squeeze(1)
+        cur = first_frame.index_select(0, rows)
+        last = (first_frame[1:] - 1).index_select(0, rows).unsqueeze(1)
+        nsym = torch.zeros_like(cur)
+        rows_k = rows.repeat_interleave(k)
+        while True:
+            n = rows.numel()
+            frames = cur.unsqueeze(1) + window  # [n, k]
+            valid = frames <= last
+            logits = net.logits(enc.index_select(0, torch.minimum(frames, last).view(-1)),
+                                dec.index_select(0, rows_k))
+            best, tok = log_probs_from_logits(logits, blank_id, 1.0, blank_penalty).max(dim=1)
+            best = best.view(n, k)
+            emit = (tok.view(n, k) != blank_id) & valid
+            has, first = emit.max(dim=1)  # first emission of each row (0 if none)
+            # decisions taken: the blanks before the first emission and the emission, else
+            # every valid frame of the window
+            decided.append(
+                (rows, best, valid & (window <= torch.where(has, first, k).unsqueeze(1))))
 
-        _append_tokens(ordered, rows, toks, frames)
+            local = torch.nonzero(has).squeeze(1)
+            nxt = cur + k
+            if local.numel() > 0:
+                offset = first.index_select(0, local)
+                frame = cur.index_select(0, local) + offset
+                new_tok = tok.index_select(0, local * k + offset)
+                if max_sym == 1:
+                    chosen.view(-1).index_copy_(0, frame, new_tok)
+                    nxt.index_copy_(0, local, frame + 1)
+                else:  # the max_sym-th symbol of a frame moves on to the next frame
+                    slot = torch.where(offset == 0, nsym.index_select(0, local), 0)
+                    chosen[frame, slot] = new_tok
+                    stay = slot + 1 < max_sym
+                    nxt.index_copy_(0, local, torch.where(stay, frame, frame + 1))
+                    nsym = torch.zeros_like(nsym).index_copy_(
+                        0, local, torch.where(stay, slot + 1, 0))
+                emitters = rows.index_select(0, local)
+                new_ctx = torch.cat([ctx.index_select(0, emitters)[:, 1:],
+                                     new_tok.unsqueeze(1)], dim=1)
+                ctx.index_copy_(0, emitters, new_ctx)
+                dec.index_copy_(0, emitters, net.decoder_out(new_ctx))
+            elif max_sym > 1:
+                nsym = torch.zeros_like(nsym)
+            cur = nxt
+            # Finished rows stay (all frames invalid, nothing decided) until a quarter of the
+            # rows are finished; then the state is compacted.
+            done = cur > last.squeeze(1)
+            num_done = int(done.sum())
+            if num_done == n:
+                break
+            if 4 * num_done >= n:
+                keep = torch.nonzero(~done).squeeze(1)
+                rows, cur, last, nsym = rows[keep], cur[keep], last[keep], nsym[keep]
+                rows_k = rows.repeat_interleave(k)
+
+        _append_tokens(streams, chosen, lens, blank_id)
+        score = _sum_in_order(
+            torch.tensor([s.score for s in streams], dtype=torch.float64, device=device),
+            decided)
         score_list = score.tolist()
-        for i, s in enumerate(ordered):
+        for i, (s, n_frames) in enumerate(zip(streams, lens.tolist())):
             s.context = ctx[i]
             s.score = score_list[i]
-            s.num_frames += int(lens_sorted[i])
+            s.num_frames += n_frames
 
     def results(self, streams: Sequence[GreedySearchStream]) -> list[TransducerHypothesis]:
         """Current (partial or final) hypothesis of each stream."""
@@ -187,28 +246,51 @@ def greedy_search(
       ``N`` hypotheses, in input order.
     """
     search = GreedySearch(model, config)
-    check_encoder_out(encoder_out, encoder_out_lens)
+    lens = check_encoder_out(encoder_out, encoder_out_lens)
     streams = [search.new_stream(encoder_out.device) for _ in range(encoder_out.size(0))]
-    search.decode_chunk(streams, encoder_out, encoder_out_lens)
-    return search.results(streams)
+    search._decode(streams, encoder_out, lens)
+    return [s.result() for s in streams]
 
 
-def _append_tokens(
-    ordered: Sequence,
-    rows: list[torch.Tensor],
-    toks: list[torch.Tensor],
-    frames: list[torch.Tensor],
-) -> None:
-    """Append emitted (row, token, frame) triples, recorded in time order, to the streams'
-    ``tokens``/``timestamps`` lists (frames are offset by each stream's ``num_frames``)."""
-    if not rows:
-        return
-    row = torch.cat(rows)
-    order = torch.sort(row, stable=True)[1]
-    row_l = row[order].tolist()
-    tok_l = torch.cat(toks)[order].tolist()
-    frame_l = torch.cat(frames)[order].tolist()
-    for r, k, f in zip(row_l, tok_l, frame_l):
-        s = ordered[r]
-        s.tokens.append(k)
-        s.timestamps.append(s.num_frames + f)
+def _append_tokens(streams: Sequence[GreedySearchStream], chosen: torch.Tensor,
+                   lens: torch.Tensor, blank_id: int) -> None:
+    """Append the non-blank symbols of ``chosen`` (int64 ``[F, max_sym]``: the symbols chosen
+    on the valid frames of all streams, packed stream after stream, ``lens[i]`` frames each)
+    to the streams' ``tokens`` and their frames to ``timestamps`` (offset by each stream's
+    ``num_frames``), in (frame, slot) order."""
+    emitted = chosen != blank_id
+    row_of_frame = torch.repeat_interleave(torch.arange(lens.numel(), device=lens.device), lens)
+    frame_of = torch.arange(chosen.size(0), device=lens.device) - exclusive_cumsum(lens)[
+        row_of_frame]
+    at = torch.nonzero(emitted)[:, 0]
+    counts = torch.bincount(row_of_frame.index_select(0, at), minlength=lens.numel()).tolist()
+    tokens = chosen[emitted].tolist()
+    frames = frame_of.index_select(0, at).tolist()
+    start = 0
+    for s, count in zip(streams, counts):
+        if count:
+            s.tokens.extend(tokens[start : start + count])
+            s.timestamps.extend(s.num_frames + f for f in frames[start : start + count])
+            start += count
+
+
+def _sum_in_order(initial: torch.Tensor,
+                  decided: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """``initial`` (float64 ``[N]``) plus, for each row, the log-probs of its decisions added
+    one at a time in decision order (so the sum does not depend on how the decisions were
+    batched).
+
+    ``decided``: per window, (row ids ``[n]``, log-probs float ``[n, k]``, taken bool
+    ``[n, k]``), in time order."""
+    rows = torch.cat([r for r, _, _ in decided])
+    taken = torch.cat([m for _, _, m in decided])
+    values = torch.cat([b for _, b, _ in decided])[taken]
+    row = rows.unsqueeze(1).expand_as(taken)[taken]
+    row, order = torch.sort(row, stable=True)
+    counts = torch.bincount(row, minlength=initial.numel())
+    column = torch.arange(row.numel(), device=row.device) - exclusive_cumsum(counts)[row]
+    width = int(counts.max()) if counts.numel() else 0
+    table = torch.zeros(initial.numel(), width + 1, dtype=torch.float64, device=initial.device)
+    table[:, 0] = initial
+    table[row, column + 1] = values[order].to(torch.float64)
+    return table.cumsum(dim=1)[:, -1]  # a sequential sum on CPU; trailing zeros add nothing
