@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -144,78 +145,67 @@ class GreedySearch:
         k = self.lookahead
 
         # The valid frames of all utterances, packed row after row ([F, J]); a row's frames
-        # are first_frame[i] .. first_frame[i + 1] - 1.
+        # are first_frame[i] .. first_frame[i + 1] - 1. A window reads up to _MAX_WINDOW frames
+        # past a row's last frame (padding at the end; those frames are never decided).
         first_frame = exclusive_cumsum(lens)
         packed = torch.nonzero(torch.arange(t_max, device=device) < lens.unsqueeze(1))
-        enc = net.project_encoder(encoder_out.reshape(n_utt * t_max, -1).index_select(
-            0, packed[:, 0] * t_max + packed[:, 1]))
+        index = torch.cat([packed[:, 0] * t_max + packed[:, 1],
+                           packed.new_zeros(max(k, _MAX_WINDOW))])  # padding: any frame
+        enc = net.project_encoder(encoder_out.reshape(n_utt * t_max, -1).index_select(0, index))
         ctx = torch.stack([s.context.to(device) for s in streams])  # [N, c]
         dec = net.decoder_out(ctx)  # [N, J]
-        chosen = torch.full((enc.size(0), max_sym), blank_id, dtype=torch.int64, device=device)
-        window = torch.arange(k, device=device)
-        decided: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []
+        windows: list[_Window] = []
 
         # State of the rows still decoding (compacted now and then): row id, next packed
-        # frame, last packed frame ([n, 1]), symbols already emitted on the next frame.
+        # frame, end of its frames, symbols already emitted on the next frame (< max_sym).
         rows = torch.nonzero(lens > 0).squeeze(1)
         cur = first_frame.index_select(0, rows)
-        last = (first_frame[1:] - 1).index_select(0, rows).unsqueeze(1)
+        end = first_frame[1:].index_select(0, rows)
         nsym = torch.zeros_like(cur)
-        rows_k = rows.repeat_interleave(k)
+        n = rows.numel()
+        width, window, rows_k, starts = _window(rows, k)
         while True:
-            n = rows.numel()
-            frames = cur.unsqueeze(1) + window  # [n, k]
-            valid = frames <= last
-            logits = net.logits(enc.index_select(0, torch.minimum(frames, last).view(-1)),
+            frames = cur.unsqueeze(1) + window  # [n, width]
+            valid = frames < end.unsqueeze(1)
+            logits = net.logits(enc.index_select(0, frames.view(-1)),
                                 dec.index_select(0, rows_k))
             best, tok = log_probs_from_logits(logits, blank_id, 1.0, blank_penalty).max(dim=1)
-            best = best.view(n, k)
-            emit = (tok.view(n, k) != blank_id) & valid
+            emit = (tok.view(n, width) != blank_id) & valid
             has, first = emit.max(dim=1)  # first emission of each row (0 if none)
-            # decisions taken: the blanks before the first emission and the emission, else
-            # every valid frame of the window
-            decided.append(
-                (rows, best, valid & (window <= torch.where(has, first, k).unsqueeze(1))))
+            before = torch.where(has, first, width)
+            slot = None if max_sym == 1 else torch.where(first == 0, nsym, 0)
+            windows.append(_Window(rows, cur, best.view(n, width), valid, before, tok, slot))
 
+            if max_sym == 1:
+                nxt = cur + before + has
+            else:  # the max_sym-th symbol of a frame moves on to the next frame
+                stay = has & (slot + 1 < max_sym)
+                nxt = cur + before + (has & ~stay)
+                nsym = torch.where(stay, slot + 1, 0)
             local = torch.nonzero(has).squeeze(1)
-            nxt = cur + k
             if local.numel() > 0:
-                offset = first.index_select(0, local)
-                frame = cur.index_select(0, local) + offset
-                new_tok = tok.index_select(0, local * k + offset)
-                if max_sym == 1:
-                    chosen.view(-1).index_copy_(0, frame, new_tok)
-                    nxt.index_copy_(0, local, frame + 1)
-                else:  # the max_sym-th symbol of a frame moves on to the next frame
-                    slot = torch.where(offset == 0, nsym.index_select(0, local), 0)
-                    chosen[frame, slot] = new_tok
-                    stay = slot + 1 < max_sym
-                    nxt.index_copy_(0, local, torch.where(stay, frame, frame + 1))
-                    nsym = torch.zeros_like(nsym).index_copy_(
-                        0, local, torch.where(stay, slot + 1, 0))
+                new_tok = tok.index_select(0, (starts + first).index_select(0, local))
                 emitters = rows.index_select(0, local)
                 new_ctx = torch.cat([ctx.index_select(0, emitters)[:, 1:],
                                      new_tok.unsqueeze(1)], dim=1)
                 ctx.index_copy_(0, emitters, new_ctx)
                 dec.index_copy_(0, emitters, net.decoder_out(new_ctx))
-            elif max_sym > 1:
-                nsym = torch.zeros_like(nsym)
-            cur = nxt
+            cur = torch.minimum(nxt, end)
             # Finished rows stay (all frames invalid, nothing decided) until a quarter of the
             # rows are finished; then the state is compacted.
-            done = cur > last.squeeze(1)
+            done = cur == end
             num_done = int(done.sum())
             if num_done == n:
                 break
             if 4 * num_done >= n:
                 keep = torch.nonzero(~done).squeeze(1)
-                rows, cur, last, nsym = rows[keep], cur[keep], last[keep], nsym[keep]
-                rows_k = rows.repeat_interleave(k)
+                rows, cur, end, nsym = rows[keep], cur[keep], end[keep], nsym[keep]
+                n = rows.numel()
+                width, window, rows_k, starts = _window(rows, k)
 
+        initial = torch.tensor([s.score for s in streams], dtype=torch.float64, device=device)
+        chosen, score = _collect(windows, initial, packed.size(0), max_sym, blank_id)
         _append_tokens(streams, chosen, lens, blank_id)
-        score = _sum_in_order(
-            torch.tensor([s.score for s in streams], dtype=torch.float64, device=device),
-            decided)
         score_list = score.tolist()
         for i, (s, n_frames) in enumerate(zip(streams, lens.tolist())):
             s.context = ctx[i]
@@ -274,23 +264,70 @@ def _append_tokens(streams: Sequence[GreedySearchStream], chosen: torch.Tensor,
             start += count
 
 
-def _sum_in_order(initial: torch.Tensor,
-                  decided: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-    """``initial`` (float64 ``[N]``) plus, for each row, the log-probs of its decisions added
-    one at a time in decision order (so the sum does not depend on how the decisions were
-    batched).
+#: the look-ahead window grows up to this many frames when few rows are left (the joiner
+#: call then costs little more for a wider window, and the rows need fewer iterations)
+_MAX_WINDOW = 16
+#: rows x window frames aimed at per joiner call when widening the window
+_WINDOW_ROWS = 64
 
-    ``decided``: per window, (row ids ``[n]``, log-probs float ``[n, k]``, taken bool
-    ``[n, k]``), in time order."""
-    rows = torch.cat([r for r, _, _ in decided])
-    taken = torch.cat([m for _, _, m in decided])
-    values = torch.cat([b for _, b, _ in decided])[taken]
-    row = rows.unsqueeze(1).expand_as(taken)[taken]
-    row, order = torch.sort(row, stable=True)
+
+class _Window(NamedTuple):
+    """What one look-ahead window of the greedy loop decided (``n`` rows, ``w`` frames)."""
+
+    rows: torch.Tensor  # int64 [n], row ids
+    start: torch.Tensor  # int64 [n], packed index of the window's first frame
+    best: torch.Tensor  # float [n, w], log-prob of the best symbol on each frame
+    valid: torch.Tensor  # bool [n, w], frames inside the row
+    before: torch.Tensor  # int64 [n], offset of the first emission (w if none)
+    tok: torch.Tensor  # int64 [n * w], best symbol on each frame
+    slot: torch.Tensor | None  # int64 [n], symbol slot of the emission (max_sym > 1)
+
+
+def _window(rows: torch.Tensor, k: int
+            ) -> tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Window width for ``rows`` (``k``, wider when few rows are left), its frame offsets
+    ``[width]``, the row ids repeated ``width`` times and each row's first index in a
+    flattened ``[n, width]`` window."""
+    n = rows.numel()
+    width = max(k, min(_MAX_WINDOW, _WINDOW_ROWS // max(1, n)))
+    return (width, torch.arange(width, device=rows.device), rows.repeat_interleave(width),
+            torch.arange(0, n * width, width, device=rows.device))
+
+
+def _collect(windows: list[_Window], initial: torch.Tensor, num_frames: int, max_sym: int,
+             blank_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The symbols chosen on the packed frames (int64 ``[num_frames, max_sym]``, blank where
+    none) and each row's score: ``initial`` (float64 ``[N]``) plus the log-probs of its
+    decisions (the valid frames of each window up to its first emission) added one at a time
+    in decision order, so the sum does not depend on how the decisions were batched."""
+    device = initial.device
+    chosen = torch.full((num_frames, max_sym), blank_id, dtype=torch.int64, device=device)
+    rows, values = [], []
+    i = 0
+    while i < len(windows):  # windows of equal width together
+        width = windows[i].best.size(1)
+        j = i
+        while j < len(windows) and windows[j].best.size(1) == width:
+            j += 1
+        group = _Window(*(None if xs[0] is None else torch.cat(xs)
+                          for xs in zip(*windows[i:j])))
+        i = j
+        before = group.before
+        taken = group.valid & (torch.arange(width, device=device) <= before.unsqueeze(1))
+        values.append(group.best[taken])
+        rows.append(group.rows.unsqueeze(1).expand_as(taken)[taken])
+        has = torch.nonzero(before < width).squeeze(1)
+        at = before.index_select(0, has)
+        tok = group.tok.index_select(0, has * width + at)
+        frame = group.start.index_select(0, has) + at
+        slot = 0 if group.slot is None else group.slot.index_select(0, has)
+        chosen[frame, slot] = tok
+    row, order = torch.sort(torch.cat(rows), stable=True)
+    value = torch.cat(values)[order]
     counts = torch.bincount(row, minlength=initial.numel())
-    column = torch.arange(row.numel(), device=row.device) - exclusive_cumsum(counts)[row]
+    column = torch.arange(row.numel(), device=device) - exclusive_cumsum(counts)[row]
     width = int(counts.max()) if counts.numel() else 0
-    table = torch.zeros(initial.numel(), width + 1, dtype=torch.float64, device=initial.device)
+    table = torch.zeros(initial.numel(), width + 1, dtype=torch.float64, device=device)
     table[:, 0] = initial
-    table[row, column + 1] = values[order].to(torch.float64)
-    return table.cumsum(dim=1)[:, -1]  # a sequential sum on CPU; trailing zeros add nothing
+    table[row, column + 1] = value.to(torch.float64)
+    return chosen, table.cumsum(dim=1)[:, -1]  # sequential on CPU; trailing zeros add nothing
