@@ -259,6 +259,8 @@ def searcher_variants(prob: Problem, repeat: int, reference_utts: int) -> list[l
 
 #: icefall's beam_search.py inside a checkout (the stateless7 and later recipes link to it)
 ICEFALL_BEAM_SEARCH = Path("egs/librispeech/ASR/pruned_transducer_stateless2")
+#: cuts per shipped test set compared with icefall (40 utterances, one icefall-sized batch)
+ICEFALL_CUTS = 20
 #: issue #19: k2dec's speed over icefall's on the same model and inputs
 ICEFALL_TARGETS = {"greedy_search": 1.3, "modified_beam_search": 1.5, "fast_beam_search": 1.5}
 #: modules icefall imports at the top of icefall/utils.py that its searches never call
@@ -421,11 +423,13 @@ def icefall_table(rep: benchlib.Report, icefall_dir: Path | None, prob: Problem,
             rep.target(f"{name} >= {target}x icefall's speed", "not evaluated: no icefall", None)
         return
     ice = load_icefall(Path(icefall_dir))
-    label = "shipped" if mode != "smoke" else "tiny random"
-    problems = [(label, prob)]
-    if mode != "smoke":
-        problems.append(("icefall-sized random", icefall_sized_problem(seed, 16 if mode ==
-                                                                              "full" else 8)))
+    if mode == "smoke":
+        problems = [("tiny random", prob)]
+    else:  # batches of a typical icefall decoding batch's size in every mode
+        if prob.encoder_out.size(0) != 2 * ICEFALL_CUTS:
+            prob = shipped_problem(ICEFALL_CUTS)
+        problems = [("shipped", prob),
+                    ("icefall-sized random", icefall_sized_problem(seed, 2 * ICEFALL_CUTS))]
     rows = icefall_rows(ice, problems, max(3, repeat))
     rep.table("k2dec vs icefall's beam_search.py, same model and encoder outputs, one run "
               "(ratio = icefall time / k2dec time; the machine may be shared, so compare "
