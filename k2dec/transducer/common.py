@@ -288,6 +288,28 @@ class TransducerNet:
             )
         return out
 
+    def window_logits(self, encoder_out: torch.Tensor, decoder_out: torch.Tensor
+                      ) -> torch.Tensor:
+        """Joiner logits of ``n`` rows x ``w`` frames sharing their row's decoder output:
+        ``[n, w, J]`` x ``[n, J]`` -> float ``[n * w, V]``, equal to :meth:`logits` on the rows
+        repeated. Joiners with projections (icefall's, which add their inputs) get
+        ``[n, w, 1, J]`` and ``[n, 1, 1, J]`` and broadcast; others get the repeated rows."""
+        n, w = encoder_out.size(0), encoder_out.size(1)
+        if not self.project:
+            return self.logits(encoder_out.reshape(n * w, -1),
+                               decoder_out.repeat_interleave(w, dim=0))
+        self.joiner_rows += n * w
+        with self._timer():
+            out = self.joiner(encoder_out.unsqueeze(2), decoder_out.unsqueeze(1).unsqueeze(1),
+                              project_input=False)
+            out = out.reshape(n * w, -1)
+        if out.size(1) != self.vocab_size:
+            raise ValueError(
+                f"joiner output has {out.size(1)} symbols but model.decoder.vocab_size is "
+                f"{self.vocab_size}"
+            )
+        return out
+
     def _timer(self) -> _Timer:
         return _Timer(self)
 

@@ -161,12 +161,12 @@ class GreedySearch:
         end = first_frame[1:].index_select(0, rows)
         nsym = torch.zeros_like(cur)
         n = rows.numel()
-        width, window, rows_k, starts = _window(rows, k)
+        width, window, starts = _window(rows, k)
         while True:
             frames = cur.unsqueeze(1) + window  # [n, width]
             valid = frames < end.unsqueeze(1)
-            logits = net.logits(enc.index_select(0, frames.view(-1)),
-                                dec.index_select(0, rows_k))
+            logits = net.window_logits(enc.index_select(0, frames.view(-1)).view(n, width, -1),
+                                       dec.index_select(0, rows))
             best, tok = log_probs_from_logits(logits, blank_id, 1.0, blank_penalty).max(dim=1)
             emit = (tok.view(n, width) != blank_id) & valid
             has, first = emit.max(dim=1)  # first emission of each row (0 if none)
@@ -199,7 +199,7 @@ class GreedySearch:
                 keep = torch.nonzero(~done).squeeze(1)
                 rows, cur, end, nsym = rows[keep], cur[keep], end[keep], nsym[keep]
                 n = rows.numel()
-                width, window, rows_k, starts = _window(rows, k)
+                width, window, starts = _window(rows, k)
 
         initial = torch.tensor([s.score for s in streams], dtype=torch.float64, device=device)
         chosen, score = _collect(windows, initial, packed.size(0), max_sym, blank_id)
@@ -267,7 +267,7 @@ def _append_tokens(streams: Sequence[GreedySearchStream], chosen: torch.Tensor,
 _LOOKAHEAD = 4
 #: the look-ahead window grows up to this many frames when few rows are left (the joiner
 #: call then costs little more for a wider window, and the rows need fewer iterations)
-_MAX_WINDOW = 16
+_MAX_WINDOW = 8
 #: rows x window frames aimed at per joiner call when widening the window
 _WINDOW_ROWS = 64
 
@@ -284,14 +284,12 @@ class _Window(NamedTuple):
     slot: torch.Tensor | None  # int64 [n], symbol slot of the emission (max_sym > 1)
 
 
-def _window(rows: torch.Tensor, k: int
-            ) -> tuple[int, torch.Tensor, torch.Tensor, torch.Tensor]:
+def _window(rows: torch.Tensor, k: int) -> tuple[int, torch.Tensor, torch.Tensor]:
     """Window width for ``rows`` (``k``, wider when few rows are left), its frame offsets
-    ``[width]``, the row ids repeated ``width`` times and each row's first index in a
-    flattened ``[n, width]`` window."""
+    ``[width]`` and each row's first index in a flattened ``[n, width]`` window."""
     n = rows.numel()
     width = max(k, min(_MAX_WINDOW, _WINDOW_ROWS // max(1, n)))
-    return (width, torch.arange(width, device=rows.device), rows.repeat_interleave(width),
+    return (width, torch.arange(width, device=rows.device),
             torch.arange(0, n * width, width, device=rows.device))
 
 
