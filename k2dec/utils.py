@@ -419,6 +419,8 @@ class HypothesisRecord:
       token_confidences, word_confidences: per token / word, a confidence in ``[0, 1]``;
         ``None`` when not computed.
       error: why the utterance has no hypothesis (empty lattice, ...); ``""`` when it has one.
+      notes: what happened to the utterance that the hypothesis does not show, e.g. that its
+        lattice was pruned to fit the memory bounds; ``""`` when nothing did.
 
     Raises:
       ValueError: a per-token or per-word field whose length differs from ``tokens`` /
@@ -434,6 +436,7 @@ class HypothesisRecord:
     token_confidences: tuple[float, ...] | None = None
     word_confidences: tuple[float, ...] | None = None
     error: str = ""
+    notes: str = ""
 
     def __post_init__(self) -> None:
         for name, of in (("token_frames", "tokens"), ("token_confidences", "tokens"),
@@ -454,11 +457,11 @@ class HypothesisRecord:
 
     def to_json(self) -> dict[str, Any]:
         """The fields that are set, as JSON-ready lists and numbers (``None`` fields and an
-        empty ``error`` are left out)."""
+        empty ``error`` or ``notes`` are left out)."""
         out: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if value is None or (f.name == "error" and not value):
+            if value is None or (f.name in ("error", "notes") and not value):
                 continue
             out[f.name] = list(value) if isinstance(value, tuple) else value
         return out

@@ -44,12 +44,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import Report, markdown_table  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-AREAS = ("lattice", "ctc_lm", "transducer", "aed", "nbest", "confidence", "scorers")
+AREAS = ("lattice", "ctc_lm", "transducer", "aed", "nbest", "confidence", "scorers", "memory")
 #: packages whose versions the report header lists (peers included)
 PACKAGES = ("torch", "k2", "lhotse", "kaldi-decoder", "kaldifst", "kaldilm", "kaldialign",
             "sentencepiece", "numpy", "torchaudio", "pyctcdecode", "kenlm", "espnet")
 #: per-area subprocess time limit in seconds, by mode
 TIMEOUTS = {"full": 1200, "quick": 300, "smoke": 120}
+#: areas that need longer (memory: every method at 30 s and 60 s, one process per case)
+AREA_TIMEOUTS = {"memory": {"full": 5400, "quick": 1800, "smoke": 300}}
 TAIL_LINES = 25
 STATUS = {True: "met", False: "**not met**", None: "n/a"}
 
@@ -328,7 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for area in args.areas:
         print(f"[bench] {area}: running ({mode_name})", flush=True)
-        run = run_area(area, mode_name, lay.raw, TIMEOUTS[mode_name])
+        run = run_area(area, mode_name, lay.raw,
+                       AREA_TIMEOUTS.get(area, TIMEOUTS)[mode_name])
         copy_plots(run, lay.raw, lay)
         state = "ok" if run.report is not None else f"FAILED: {run.error}"
         print(f"[bench] {area}: {state} in {run.seconds:.1f} s", flush=True)

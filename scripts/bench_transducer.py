@@ -520,9 +520,9 @@ def main(argv: list[str] | None = None) -> None:
         sampled = [m for m in differ if "nbest" in m]
         other = [m for m in differ if "nbest" not in m]
         if sampled:
-            rep.note(f"{', '.join(sampled)}: per-utterance and batched hypotheses may differ: "
-                     "k2.random_paths draws the same paths for the same batch every time, but "
-                     "which paths an utterance draws depends on the rest of its batch.")
+            rep.note(f"{', '.join(sampled)}: per-utterance and batched hypotheses differ, "
+                     "although n-best sampling depends on the utterance's lattice only "
+                     "(k2dec.nbest.sample_paths): its lattice scores changed with the batch.")
         if other:
             rep.note(f"{', '.join(other)}: per-utterance hypotheses differ from the batched "
                      "ones, although these searches should not depend on the batch.")

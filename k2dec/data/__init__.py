@@ -14,15 +14,22 @@ from .audio import (
     load_references,
     read_kaldi_text,
 )
-from .features import NUM_MEL_BINS, compute_fbank, manifest_parts
+from .features import NUM_MEL_BINS, FeatureConfig, compute_fbank, manifest_parts
 from .loader import SpecAugmentConfig, make_dataloader
-from .manifests import MANIFEST_PREFIX, corpus_parts, manifest_path, prepare_manifests
+from .manifests import (
+    MANIFEST_PREFIX,
+    corpus_parts,
+    load_cuts,
+    manifest_path,
+    prepare_manifests,
+)
 from .text import has_digits, normalize_text, split_sentences
 
 __all__ = [
     "AUDIO_EXTENSIONS",
     "AudioDirCuts",
     "AudioFailure",
+    "FeatureConfig",
     "MANIFEST_PREFIX",
     "NUM_MEL_BINS",
     "SpecAugmentConfig",
@@ -31,6 +38,7 @@ __all__ = [
     "cuts_from_audio_dir",
     "find_audio_files",
     "has_digits",
+    "load_cuts",
     "load_references",
     "make_dataloader",
     "manifest_parts",

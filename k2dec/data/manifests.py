@@ -13,9 +13,11 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
-from lhotse import RecordingSet, SupervisionSet
+from lhotse import CutSet, RecordingSet, SupervisionSet
 
-__all__ = ["MANIFEST_PREFIX", "corpus_parts", "manifest_path", "prepare_manifests"]
+from ..files import text_lines
+
+__all__ = ["MANIFEST_PREFIX", "corpus_parts", "load_cuts", "manifest_path", "prepare_manifests"]
 
 logger = logging.getLogger(__name__)
 
@@ -103,3 +105,41 @@ def prepare_manifests(
                     manifest_path(output_dir, "supervisions", part)),
             }
     return out
+
+
+def load_cuts(path: str | Path) -> CutSet:
+    """Read a lhotse cuts manifest (``.jsonl`` or ``.jsonl.gz``: one JSON object per line;
+    other formats lhotse reads are passed to it) with errors that name the file.
+
+    Raises:
+      ValueError: a missing or unreadable file, one that is not UTF-8 JSON lines (naming the
+        line), an empty manifest (lhotse returns ``None`` for it), or one lhotse cannot read
+        as cuts (e.g. a recordings manifest).
+    """
+    import json
+
+    path = Path(path)
+    if path.name.endswith((".jsonl", ".jsonl.gz")) or not path.is_file():
+        count = 0
+        for lineno, line in text_lines(path, "cuts manifest"):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{lineno}: cuts manifest line is not JSON "
+                                 f"({e.msg})") from None
+            if not isinstance(item, dict) or "id" not in item:
+                raise ValueError(f"{path}:{lineno}: expected a JSON object describing a cut "
+                                 f"(with an 'id'), got {line.strip()[:80]!r}")
+            count += 1
+        if count == 0:
+            raise ValueError(f"cuts manifest {path} is empty: there is nothing to decode")
+    try:
+        cuts = CutSet.from_file(path)
+    except Exception as e:  # lhotse raises anything from KeyError to AssertionError
+        raise ValueError(f"{path}: not a lhotse cuts manifest ({type(e).__name__}: "
+                         f"{str(e)[:200]})") from None
+    if cuts is None or len(cuts) == 0:
+        raise ValueError(f"cuts manifest {path} is empty: there is nothing to decode")
+    return cuts

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+import math
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import k2
 import torch
 
+from ..files import is_gzip, text_lines
 from ..lang.symbols import write_symbol_table
 
 __all__ = ["ArpaInfo", "check_arpa", "build_G", "build_rescoring_G", "train_arpa"]
@@ -30,87 +33,93 @@ class ArpaInfo:
 def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None) -> ArpaInfo:
     """Validate an ARPA file before handing it to kaldilm (whose errors abort).
 
-    Checks the ``\\data\\`` header, every ``\\N-grams:`` section (a log10 prob, N
-    words, and an optional backoff weight below the highest order), that the counts
-    match, the closing ``\\end\\``, and, with ``word_table``, that every word is in it.
+    Checks the ``\\data\\`` header, every ``\\N-grams:`` section (a finite log10 prob,
+    N words, and an optional finite backoff weight below the highest order), that the
+    counts match, that the unigrams include ``<s>`` and ``</s>``, the closing
+    ``\\end\\``, and, with ``word_table``, that every word is in it. kaldilm aborts the
+    whole process (SIGABRT) on a ``-inf`` log-prob or backoff and on a missing ``<s>``,
+    and builds a G that accepts nothing without ``</s>``. The file may be gzip-compressed.
 
     Raises:
       ValueError: naming file and line.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"ARPA file {path} does not exist")
     counts: dict[int, int] = {}
     seen: dict[int, int] = {}
     vocab: set[str] = set()
+    unigrams: set[str] = set()
     section: int | None = None  # None: before \data\, 0: in \data\, N: in \N-grams:
     ended = False
-    with open(path, encoding="utf-8") as f:
-        for lineno, raw in enumerate(f, start=1):
-            line = raw.strip()
-            where = f"{path}:{lineno}"
-            if not line:
-                continue
-            if ended:
-                raise ValueError(f"{where}: text after \\end\\")
-            if line == "\\data\\":
-                if section is not None:
-                    raise ValueError(f"{where}: second \\data\\ header")
-                section = 0
-                continue
-            if section is None:
-                continue  # free text before \data\ is allowed by the format
-            if line == "\\end\\":
-                ended = True
-                continue
-            if line.startswith("\\") and line.endswith("-grams:"):
-                try:
-                    n = int(line[1 : -len("-grams:")])
-                except ValueError:
-                    raise ValueError(f"{where}: bad section header {line!r}") from None
-                if n not in counts:
-                    raise ValueError(f"{where}: section {line!r} not declared in \\data\\")
-                expected = 1 if section == 0 else section + 1
-                if n != expected:
-                    raise ValueError(f"{where}: expected \\{expected}-grams:, got {line!r}")
-                section = n
-                seen[n] = 0
-                continue
-            if section == 0:
-                fields = line.replace("=", " ").split()
-                if len(fields) != 3 or fields[0] != "ngram":
-                    raise ValueError(f"{where}: expected 'ngram N=count', got {line!r}")
-                try:
-                    n, c = int(fields[1]), int(fields[2])
-                except ValueError:
-                    raise ValueError(f"{where}: expected 'ngram N=count', got {line!r}") from None
-                if n != len(counts) + 1 or c < 0:
-                    raise ValueError(f"{where}: bad n-gram count line {line!r}")
-                counts[n] = c
-                continue
-            fields = line.split()
-            order = len(counts)
-            if len(fields) not in (section + 1, section + 2) or (
-                len(fields) == section + 2 and section == order
-            ):
+    for lineno, raw in text_lines(path, "ARPA file"):
+        line = raw.strip()
+        where = f"{path}:{lineno}"
+        if not line:
+            continue
+        if ended:
+            raise ValueError(f"{where}: text after \\end\\")
+        if line == "\\data\\":
+            if section is not None:
+                raise ValueError(f"{where}: second \\data\\ header")
+            section = 0
+            continue
+        if section is None:
+            continue  # free text before \data\ is allowed by the format
+        if line == "\\end\\":
+            ended = True
+            continue
+        if line.startswith("\\") and line.endswith("-grams:"):
+            try:
+                n = int(line[1 : -len("-grams:")])
+            except ValueError:
+                raise ValueError(f"{where}: bad section header {line!r}") from None
+            if n not in counts:
+                raise ValueError(f"{where}: section {line!r} not declared in \\data\\")
+            expected = 1 if section == 0 else section + 1
+            if n != expected:
+                raise ValueError(f"{where}: expected \\{expected}-grams:, got {line!r}")
+            section = n
+            seen[n] = 0
+            continue
+        if section == 0:
+            fields = line.replace("=", " ").split()
+            if len(fields) != 3 or fields[0] != "ngram":
+                raise ValueError(f"{where}: expected 'ngram N=count', got {line!r}")
+            try:
+                n, c = int(fields[1]), int(fields[2])
+            except ValueError:
+                raise ValueError(f"{where}: expected 'ngram N=count', got {line!r}") from None
+            if n != len(counts) + 1 or c < 0:
+                raise ValueError(f"{where}: bad n-gram count line {line!r}")
+            counts[n] = c
+            continue
+        fields = line.split()
+        order = len(counts)
+        if len(fields) not in (section + 1, section + 2) or (
+            len(fields) == section + 2 and section == order
+        ):
+            raise ValueError(
+                f"{where}: a {section}-gram line needs a log-prob, {section} words"
+                f"{' and an optional backoff' if section < order else ''}; got {line!r}"
+            )
+        numbers = [fields[0]] + fields[section + 1 :]
+        for x in numbers:
+            try:
+                v = float(x)
+            except ValueError:
+                raise ValueError(f"{where}: {x!r} is not a number") from None
+            if not math.isfinite(v):
                 raise ValueError(
-                    f"{where}: a {section}-gram line needs a log-prob, {section} words"
-                    f"{' and an optional backoff' if section < order else ''}; got {line!r}"
-                )
-            numbers = [fields[0]] + fields[section + 1 :]
-            for x in numbers:
-                try:
-                    v = float(x)
-                except ValueError:
-                    raise ValueError(f"{where}: {x!r} is not a number") from None
-                if v != v or v in (float("inf"),):
-                    raise ValueError(f"{where}: {x!r} is not a finite log-prob")
-            words = fields[1 : section + 1]
-            for w in words:
-                if word_table is not None and w not in _SENTENCE_MARKS and w not in word_table:
-                    raise ValueError(f"{where}: word {w!r} is not in words.txt (OOV)")
-            vocab.update(words)
-            seen[section] += 1
+                    f"{where}: {x!r} is not a finite log10 value (an impossible n-gram "
+                    "is left out of the file, or given a large negative value such as "
+                    "-99)")
+        words = fields[1 : section + 1]
+        for w in words:
+            if word_table is not None and w not in _SENTENCE_MARKS and w not in word_table:
+                raise ValueError(f"{where}: word {w!r} is not in words.txt (OOV)")
+        vocab.update(words)
+        if section == 1:
+            unigrams.add(words[0])
+        seen[section] += 1
     if section is None:
         raise ValueError(f"{path}: no \\data\\ header (not an ARPA file?)")
     if not counts:
@@ -120,6 +129,11 @@ def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None) -> Ar
     for n, c in counts.items():
         if seen.get(n, 0) != c:
             raise ValueError(f"{path}: \\data\\ says ngram {n}={c} but found {seen.get(n, 0)}")
+    for mark in _SENTENCE_MARKS:
+        if mark not in unigrams:
+            raise ValueError(f"{path}: the 1-grams have no {mark}; an ARPA LM needs both <s> "
+                             "and </s> (kaldilm aborts without <s>, and without </s> no "
+                             "sentence can end)")
     return ArpaInfo(len(counts), tuple(counts[n] for n in sorted(counts)), frozenset(vocab))
 
 
@@ -130,6 +144,13 @@ def _arpa_to_fst_text(
 
     words_txt = tmp_dir / "words.txt"
     write_symbol_table(word_table, words_txt)
+    if is_gzip(arpa):  # kaldilm reads plain text only
+        import gzip
+
+        plain = tmp_dir / "lm.arpa"
+        with gzip.open(arpa, "rb") as src, open(plain, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        arpa = plain
     return kaldilm.arpa2fst(
         input_arpa=str(arpa),
         disambig_symbol="#0" if disambig else "",

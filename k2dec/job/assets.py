@@ -9,14 +9,15 @@ from typing import Any
 
 import torch
 
+from ..graph import GraphType
 from ..lang import LangDir
 from ..methods import Resources
 
-__all__ = ["GRAPH_FILES", "DecodeAssets", "load_assets", "need_hint"]
+__all__ = ["GRAPH_FILES", "DecodeAssets", "load_assets", "model_vocab_size", "need_hint"]
 
-#: The lang-dir file each graph of :class:`~k2dec.methods.Resources` is loaded from (H is
-#: built from tokens.txt).
-GRAPH_FILES = {"HLG": "HLG.pt", "LG": "LG.pt", "G": "G_4_gram.pt"}
+#: The file each graph of :class:`~k2dec.methods.Resources` is loaded from, in the graph dir
+#: or the lang dir (H is built from tokens.txt).
+GRAPH_FILES = {t.value: t.file_name for t in (GraphType.HLG, GraphType.LG, GraphType.G)}
 
 
 @dataclass
@@ -24,16 +25,20 @@ class DecodeAssets:
     """What decoding needs besides the cuts.
 
     Attributes:
-      model: the acoustic model (``JointModel``: encoder, CTC head, transducer, attention).
+      model: the acoustic model (:class:`k2dec.model.AcousticModel`: k2dec's joint model, an
+        icefall TorchScript export or an ONNX export); methods need what it has.
       lang: the lang dir (tokens.txt/words.txt, graphs); ``None`` for token-only methods.
       sp: the sentencepiece model turning token ids into words.
       resources: graphs / LMs / attention decoder for the methods.
+      tokens: the token table turning token ids into words when there is no ``sp``
+        (the lang dir's, else the one found beside the model).
     """
 
-    model: torch.nn.Module
+    model: Any
     lang: LangDir | None
     sp: Any
     resources: Resources = field(default_factory=Resources)
+    tokens: Any = None
 
 
 def load_assets(
@@ -44,31 +49,62 @@ def load_assets(
     device: torch.device | str = "cpu",
     hotwords: str | Path | None = None,
     lodr_arpa: str | Path | None = None,
+    feature_overrides: dict[str, Any] | None = None,
+    graph_dir: str | Path | None = None,
 ) -> DecodeAssets:
-    """Load a model, its lang dir graphs (:data:`GRAPH_FILES`, and H built from tokens.txt),
-    the BPE model and neural LMs, all on ``device``; a hotwords file (one phrase per line,
-    optionally ``PHRASE :SCORE``, encoded with the BPE model) and LODR's token n-gram ARPA
-    (:func:`k2dec.scorers.train_token_arpa`) when given."""
+    """Load a model (any :func:`k2dec.model.load_model` recognises), the graphs of its lang
+    dir (:data:`GRAPH_FILES` from ``graph_dir``, else from the lang dir; H built from
+    tokens.txt), the BPE model and neural LMs, all on ``device``; a hotwords file (one phrase
+    per line, optionally ``PHRASE :SCORE``, encoded with the BPE model) and LODR's token
+    n-gram ARPA (:func:`k2dec.scorers.train_token_arpa`) when given. The lang dir is only
+    read (a shipped one works as it is with ``graph_dir``).
+
+    Tokens: the lang dir's ``tokens.txt`` and ``bpe.model`` when given, else a
+    ``tokens.txt`` / ``bpe.model`` beside the model. ``feature_overrides`` (FeatureConfig
+    field names) change the features the model expects (default: icefall's, or what an ONNX
+    export declares), for a model trained otherwise.
+
+    Raises:
+      ValueError: a ``graph_dir`` without a lang dir, or one that is not a directory.
+    """
     from ..graph import build_ctc_topo, load_graph
-    from ..lang import bpe_word_start_mask, load_bpe_model
-    from ..model import load_model
+    from ..lang import bpe_word_start_mask, check_vocab_size, load_bpe_model
+    from ..model import find_tokens, load_model
 
     device = torch.device(device)
-    model = load_model(model_path, device)
+    if graph_dir is not None and lang_dir is None:
+        raise ValueError("graph_dir needs the lang dir its graphs were compiled for")
+    if graph_dir is not None and not Path(graph_dir).is_dir():
+        raise ValueError(f"graph dir {graph_dir} is not a directory")
     lang = LangDir(Path(lang_dir)) if lang_dir is not None else None
-    if bpe_model is None and lang is not None and (lang.path / "bpe.model").is_file():
-        bpe_model = lang.path / "bpe.model"
+    tokens = lang.path / "tokens.txt" if lang is not None and (
+        lang.path / "tokens.txt").is_file() else None
+    model = load_model(model_path, device, tokens=tokens)
+    if feature_overrides:
+        model.set_feature_config(model.feature_config.override(**feature_overrides))
+    if bpe_model is None:
+        beside = find_tokens(model_path)
+        for folder in ([lang.path] if lang is not None else []) + (
+                [beside.parent] if beside is not None else []):
+            if (folder / "bpe.model").is_file():
+                bpe_model = folder / "bpe.model"
+                break
     sp = load_bpe_model(bpe_model) if bpe_model is not None else None
-    res = Resources(attention_decoder=getattr(model, "attention_decoder", None))
+    res = Resources(attention_decoder=model.attention_decoder)
+    vocab = model_vocab_size(model)
     if lang is not None:
+        if vocab is not None:
+            check_vocab_size(lang.token_table, vocab, lang.path / "tokens.txt")
         res.graphs["H"] = build_ctc_topo(lang.max_token_id, device=device)
         word_start = bpe_word_start_mask(lang.token_table)
         if bool(word_start.any()):
             res.word_start = word_start.to(device)
+        dirs = [Path(graph_dir)] if graph_dir is not None else []
         for name, file in GRAPH_FILES.items():
-            path = lang.path / file
-            if path.is_file():
-                res.graphs[name] = load_graph(path, lang.token_table, lang.word_table, device)
+            path = next((d / file for d in (*dirs, lang.path) if (d / file).is_file()), None)
+            if path is not None:
+                res.graphs[name] = load_graph(path, lang.token_table, lang.word_table, device,
+                                              vocab_size=vocab)
     if lm_paths:
         from ..lm.checkpoint import load_lm
 
@@ -76,7 +112,7 @@ def load_assets(
             res.lms[name] = load_lm(path).to(device).eval()
     if hotwords is not None or lodr_arpa is not None:
         _load_scorer_inputs(res, sp, hotwords, lodr_arpa, device)
-    return DecodeAssets(model=model, lang=lang, sp=sp, resources=res)
+    return DecodeAssets(model=model, lang=lang, sp=sp, resources=res, tokens=model.tokens)
 
 
 def _load_scorer_inputs(res: Resources, sp: Any, hotwords: str | Path | None,
@@ -93,15 +129,25 @@ def _load_scorer_inputs(res: Resources, sp: Any, hotwords: str | Path | None,
         res.lodr = TokenNgramScorer.from_arpa(lodr_arpa, sp.get_piece_size(), device=device)
 
 
+def model_vocab_size(model: torch.nn.Module) -> int | None:
+    """The number of outputs (tokens) of an acoustic model: its ``vocab_size`` attribute or
+    its config's; ``None`` when it does not say."""
+    for owner in (model, getattr(model, "cfg", None)):
+        value = getattr(owner, "vocab_size", None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
 def need_hint(need: str) -> str:
     """How a user supplies a :attr:`~k2dec.methods.Method.requires` entry to the job."""
     if need == "H":
         return "the H graph (give --lang-dir: it is built from tokens.txt)"
-    if need == "G":
-        return f"the rescoring G ({GRAPH_FILES[need]} in the lang dir, from a 4-gram ARPA)"
     if need in GRAPH_FILES:
-        return (f"the {need} graph ({GRAPH_FILES[need]} in the lang dir; k2dec compile-graph "
-                f"--type {need})")
+        what = "the rescoring G" if need == "G" else f"the {need} graph"
+        lm = "a 4-gram" if need == "G" else "an n-gram"
+        return (f"{what} ({GRAPH_FILES[need]} in --graph-dir or the lang dir; k2dec "
+                f"compile-graph --type {need} --arpa {lm} ARPA)")
     if need == "lm":
         return "a neural LM (--rnn-lm FILE, from k2dec train-lm / export-lm)"
     if need == "attention_decoder":

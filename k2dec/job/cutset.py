@@ -51,6 +51,7 @@ from ..results import (
     read_results,
     record_ctm_words,
     save_results,
+    token_ids_to_words,
     word_correctness,
     word_ids_to_words,
     write_ctm,
@@ -84,7 +85,7 @@ class DecodeConfig:
       world_size, rank: sharding (``torchrun``); rank ``r`` decodes cuts ``r, r + W, ...``.
       frame_shift: seconds between feature frames (CTM times).
       subsampling_factor: feature frames per network output frame (CTM times); ``None``:
-        the model's ``encoder.subsampling_factor``, else 4 (icefall's models).
+        the model's (:attr:`k2dec.model.AcousticModel.subsampling_factor`).
     """
 
     max_duration: float = 200.0
@@ -193,23 +194,22 @@ def _batch_arrays(batch: dict) -> tuple[torch.Tensor, torch.Tensor, list[str], l
 def _inputs(method: Method, assets: DecodeAssets, feats: torch.Tensor, lens: torch.Tensor,
             refs: list[list[str]]):
     model = assets.model
-    device = next(model.parameters()).device
-    with torch.no_grad():
-        enc, enc_lens = model(feats.to(device), lens.to(device))
-        if method.family is Family.TRANSDUCER:
-            ref_tokens = ([assets.sp.encode(" ".join(r)) for r in refs]
-                          if assets.sp is not None else None)
-            return TransducerInputs(model, enc, enc_lens, ref_tokens=ref_tokens)
-        log_probs = model.ctc_log_probs(enc)
-        if method.family is Family.AED:
-            return AedInputs(enc, enc_lens, ctc_log_probs=log_probs)
-        ref_words = None
-        if assets.lang is not None:
-            table = assets.lang.word_table
-            unk = table.get("<UNK>") if "<UNK>" in table else 0
-            ref_words = [[table.get(w) if w in table else unk for w in r] for r in refs]
-        return CtcInputs(log_probs, enc_lens, ref_words=ref_words, memory=enc,
-                         memory_lens=enc_lens)
+    out = model.encode(feats, lens)
+    if method.family is Family.TRANSDUCER:
+        ref_tokens = ([assets.sp.encode(" ".join(r)) for r in refs]
+                      if assets.sp is not None else None)
+        return TransducerInputs(model.transducer, out.encoder_out, out.encoder_out_lens,
+                                ref_tokens=ref_tokens)
+    if method.family is Family.AED:
+        return AedInputs(out.memory, out.memory_lens, ctc_log_probs=out.ctc_log_probs)
+    ref_words = None
+    if assets.lang is not None:
+        table = assets.lang.word_table
+        # without <UNK>, an id no hypothesis has (0 is epsilon, refused by the oracle)
+        unk = table.get("<UNK>") if "<UNK>" in table else max(table.ids) + 1
+        ref_words = [[table.get(w) if w in table else unk for w in r] for r in refs]
+    return CtcInputs(out.ctc_log_probs, out.encoder_out_lens, ref_words=ref_words,
+                     memory=out.memory, memory_lens=out.memory_lens)
 
 
 def _texts(result: MethodResult, assets: DecodeAssets) -> list[list[str]]:
@@ -218,9 +218,14 @@ def _texts(result: MethodResult, assets: DecodeAssets) -> list[list[str]]:
         if assets.lang is None:
             raise ValueError("word hypotheses need the lang dir (words.txt)")
         return word_ids_to_words(result.words, assets.lang.word_table)
-    if assets.sp is None:
-        raise ValueError("token hypotheses need the BPE model to become words")
-    return bpe_ids_to_words(result.tokens, assets.sp)
+    if assets.sp is not None:
+        return bpe_ids_to_words(result.tokens, assets.sp)
+    tokens = assets.tokens if assets.tokens is not None else (
+        assets.lang.token_table if assets.lang is not None else None)
+    if tokens is None:
+        raise ValueError("token hypotheses need a bpe.model or tokens.txt (--lang-dir, or "
+                         "beside the model) to become words")
+    return token_ids_to_words(result.tokens, tokens)
 
 
 #: Per utterance: ``{setting: (record, words)}`` and the failure reason (``""`` if fine).
@@ -320,6 +325,9 @@ def decode_cuts(
     """
     method = _method(method)
     check_references([method], cuts)
+    if not assets.model.supports(method):
+        raise ValueError(f"method {method.name!r} ({method.family.value}) needs what this "
+                         f"model lacks: {assets.model.describe()}")
     method_config = method.default_config() if method_config is None else method_config
     out_dir = Path(out_dir) / method.name
     shard = f".rank{config.rank}" if config.world_size > 1 else ""
@@ -327,25 +335,27 @@ def decode_cuts(
     cuts = shard_cuts(cuts, config.world_size, config.rank) if config.world_size > 1 else cuts
     failed = dict(failed or {}) if config.rank == 0 else {}
     total = len(cuts) + len(failed)
-    assets.model.eval()
     timer = RtfTimer()
+    frames_per_second = assets.model.feature_config.frames_per_second
     with ResultWriter(path, retry_failed=config.retry_failed) as writer:
         for cut_id, reason in failed.items():
             if cut_id not in writer:
                 writer.write_failure(cut_id, reason)
-        min_frames = getattr(getattr(assets.model, "encoder", None), "min_input_frames", 1)
+        min_frames = assets.model.min_input_frames
         todo = _todo(cuts, writer, min_frames, config.max_duration)
         logger.info("%s/%s: %d cuts, %d to decode", test_set, method.name, total, len(todo))
         if len(todo):
             loader = make_dataloader(todo, config.max_duration, shuffle=False,
                                      num_buckets=config.num_buckets, world_size=1, rank=0)
-            for batch in tqdm(loader, desc=f"{test_set} {method.name}", unit="batch"):
-                feats, lens, cut_ids, refs = _batch_arrays(batch)
-                start = time.perf_counter()
-                decoded = _decode_or_split(method, method_config, assets, feats, lens, refs)
-                timer.add(time.perf_counter() - start, float(lens.sum()) / 100.0)  # 100 fps
-                for cut_id, ref, d in zip(cut_ids, refs, decoded):
-                    _write(writer, cut_id, ref, d)
+            with tqdm(total=len(todo), desc=f"{test_set} {method.name}", unit="cut") as bar:
+                for batch in loader:
+                    feats, lens, cut_ids, refs = _batch_arrays(batch)
+                    start = time.perf_counter()
+                    decoded = _decode_or_split(method, method_config, assets, feats, lens, refs)
+                    timer.add(time.perf_counter() - start, float(lens.sum()) / frames_per_second)
+                    for cut_id, ref, d in zip(cut_ids, refs, decoded):
+                        _write(writer, cut_id, ref, d)
+                    bar.update(len(cut_ids))
     rtf = timer.rtf if timer.audio_seconds > 0 else float("nan")
     if config.world_size > 1:
         _barrier()  # every shard file is complete past this point
@@ -383,18 +393,17 @@ def _word_start(assets: DecodeAssets) -> list[bool] | None:
     if assets.sp is not None:
         return [assets.sp.id_to_piece(i).startswith("\u2581")
                 for i in range(assets.sp.get_piece_size())]
+    if assets.tokens is not None:  # tokens.txt beside an icefall / sherpa-onnx model
+        from ..lang import bpe_word_start_mask
+
+        return bpe_word_start_mask(assets.tokens).tolist()
     return None
 
 
 def _subsampling(assets: DecodeAssets, config: DecodeConfig) -> int:
     if config.subsampling_factor is not None:
         return config.subsampling_factor
-    encoder = getattr(assets.model, "encoder", None)
-    return int(getattr(encoder, "subsampling_factor", DEFAULT_SUBSAMPLING))
-
-
-#: Feature frames per output frame of models that do not say (icefall's Conformers, Zipformers).
-DEFAULT_SUBSAMPLING = 4
+    return int(assets.model.subsampling_factor)
 
 
 def _score(path: Path, out_dir: Path, method: str, test_set: str, rtf: float, suffix: str,

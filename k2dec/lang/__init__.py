@@ -19,6 +19,7 @@ from .lexicon import (
 )
 from .phone import SILENCE_ENTRIES, cmudict_lexicon
 from .symbols import (
+    check_vocab_size,
     disambig_ids,
     make_symbol_table,
     read_symbol_table,
@@ -37,6 +38,7 @@ __all__ = [
     "bpe_word_start_mask",
     "check_lexicon_tokens",
     "cmudict_lexicon",
+    "check_vocab_size",
     "disambig_ids",
     "lexicon_tokens",
     "lexicon_words",

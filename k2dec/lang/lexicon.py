@@ -12,7 +12,10 @@ from pathlib import Path
 
 import k2
 
+from ..files import text_lines
+
 __all__ = [
+    "RESERVED_WORDS",
     "Lexicon",
     "read_lexicon",
     "write_lexicon",
@@ -25,41 +28,79 @@ __all__ = [
 Lexicon = list[tuple[str, list[str]]]
 
 
+#: Words a lexicon may not define: the epsilon, G's backoff symbol and the sentence marks
+#: (``words.txt`` gives them their own ids; Kaldi's prepare_lang refuses them too).
+RESERVED_WORDS = ("<eps>", "#0", "<s>", "</s>")
+
+
+def _is_probability(field: str) -> bool:
+    try:
+        p = float(field)
+    except ValueError:
+        return False
+    return 0.0 < p <= 1.0
+
+
 def read_lexicon(path: str | Path, token_table: k2.SymbolTable | None = None) -> Lexicon:
-    """Read ``word tok1 tok2 ...`` lines.
+    """Read ``word tok1 tok2 ...`` lines (UTF-8, optionally gzip-compressed).
 
     Args:
       path: the lexicon file.
-      token_table: when given, every token must be in it.
+      token_table: when given, every token must be in it and none may have id 0 (the
+        epsilon / blank).
 
     Raises:
-      ValueError: naming file and line for a line with a word but no tokens
-        (an empty pronunciation), or a token missing from ``token_table``.
+      ValueError: naming file and line for a line with a word but no tokens (an empty
+        pronunciation), a reserved word (``<eps>``, ``#0``, ``<s>``, ``</s>``, ``#N``), a
+        token ``<eps>`` or one with id 0 (an epsilon pronunciation), a token missing from
+        ``token_table``; and for a Kaldi ``lexiconp.txt`` (``word prob tok1 ...``: every
+        line's second field a probability that is not a token), whose probabilities would
+        otherwise become tokens.
     """
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"lexicon {path} does not exist")
     lexicon: Lexicon = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            fields = line.split()
-            if not fields:
-                continue
-            if len(fields) < 2:
+    where_of: list[str] = []
+    for lineno, line in text_lines(path, "lexicon"):
+        fields = line.split()
+        if not fields:
+            continue
+        where = f"{path}:{lineno}"
+        word = fields[0]
+        if len(fields) < 2:
+            raise ValueError(f"{where}: word {word!r} has an empty pronunciation")
+        if word in RESERVED_WORDS or _is_disambig(word):
+            raise ValueError(f"{where}: {word!r} is reserved and cannot be a lexicon word")
+        for t in fields[1:]:
+            if t == "<eps>" or (token_table is not None and t in token_table
+                                and token_table.get(t) == 0):
                 raise ValueError(
-                    f"{path}:{lineno}: word {fields[0]!r} has an empty pronunciation"
+                    f"{where}: word {word!r} has the epsilon/blank token {t!r} (id 0) in its "
+                    "pronunciation; a word must consume at least one real token, each token "
+                    "a real one"
                 )
-            if token_table is not None:
-                for t in fields[1:]:
-                    if t not in token_table:
-                        raise ValueError(
-                            f"{path}:{lineno}: token {t!r} of word {fields[0]!r} "
-                            "is not in tokens.txt"
-                        )
-            lexicon.append((fields[0], fields[1:]))
+            if token_table is not None and t not in token_table:
+                raise ValueError(
+                    f"{where}: token {t!r} of word {word!r} is not in tokens.txt"
+                )
+        lexicon.append((word, fields[1:]))
+        where_of.append(where)
     if not lexicon:
         raise ValueError(f"lexicon {path} is empty")
+    second = [toks[0] for _, toks in lexicon]
+    if all(_is_probability(t) for t in second) and (
+        token_table is None or not any(t in token_table for t in second)
+    ):
+        raise ValueError(
+            f"{path} looks like a Kaldi lexiconp.txt (word, pronunciation probability, "
+            f"tokens: {where_of[0]} is {lexicon[0][0]} {' '.join(lexicon[0][1])!r}); "
+            "k2dec reads lexicon.txt (word, tokens). Drop the probabilities first, e.g. "
+            "awk '{$2=\"\"; print}' lexiconp.txt > lexicon.txt"
+        )
     return lexicon
+
+
+def _is_disambig(symbol: str) -> bool:
+    return symbol.startswith("#") and symbol[1:].isdigit()
 
 
 def write_lexicon(lexicon: Iterable[tuple[str, Sequence[str]]], path: str | Path) -> None:
@@ -100,7 +141,7 @@ def add_disambig_symbols(lexicon: Lexicon) -> tuple[Lexicon, int]:
         if not tokens:
             raise ValueError(f"word {word!r} has an empty pronunciation")
         for t in tokens:
-            if t.startswith("#") and t[1:].isdigit():
+            if _is_disambig(t):
                 raise ValueError(f"word {word!r} already uses disambiguation symbol {t!r}")
     count = Counter(tuple(tokens) for _, tokens in lexicon)
     prefixes: set[tuple[str, ...]] = set()

@@ -33,6 +33,7 @@ from k2dec.lattice.posteriors import (
     lattice_arc_frames,
     word_posteriors,
 )
+from k2dec.lattice.prune import PruneReport, prune_lattice
 from k2dec.lattice.rescore import (
     RescoreConfig,
     RescoreResult,
@@ -40,6 +41,7 @@ from k2dec.lattice.rescore import (
     ScaleResult,
     SweepPoint,
     SweepResult,
+    UtteranceRescore,
     rescore_with_whole_lattice,
     split_scores,
     sweep_lattice_weights,
@@ -50,6 +52,7 @@ from k2dec.lattice.search import (
     LatticeResult,
     LatticeStatus,
     UtteranceReport,
+    arcs_per_fsa,
     get_lattice,
 )
 from k2dec.lattice.streaming import Stream, StreamingDecoder
@@ -66,6 +69,7 @@ __all__ = [
     "MbrConfig",
     "MbrResult",
     "PosteriorConfig",
+    "PruneReport",
     "RescoreConfig",
     "RescoreResult",
     "RescoreStatus",
@@ -78,7 +82,9 @@ __all__ = [
     "TimedUnits",
     "Topology",
     "UtteranceReport",
+    "UtteranceRescore",
     "arc_posteriors",
+    "arcs_per_fsa",
     "best_paths",
     "check_vocab",
     "ctc_decoding",
@@ -91,6 +97,7 @@ __all__ = [
     "make_dense_fsa_vec",
     "mbr_decode",
     "one_best_decoding",
+    "prune_lattice",
     "rescore_with_whole_lattice",
     "split_scores",
     "sweep_lattice_weights",

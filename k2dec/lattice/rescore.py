@@ -15,14 +15,15 @@ import enum
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import k2
 import kaldialign
 import torch
 
 from k2dec.lattice.one_best import AuxLabels, Hypothesis, hypotheses_from_lattice
-from k2dec.lattice.search import LatticeResult
+from k2dec.lattice.prune import PruneReport, prune_lattice
+from k2dec.lattice.search import LatticeResult, LatticeStatus, arcs_per_fsa
 from k2dec.utils import FRAME_ATTR
 
 logger = logging.getLogger(__name__)
@@ -32,6 +33,7 @@ __all__ = [
     "RescoreResult",
     "RescoreStatus",
     "ScaleResult",
+    "UtteranceRescore",
     "SweepPoint",
     "SweepResult",
     "rescore_with_whole_lattice",
@@ -42,46 +44,71 @@ __all__ = [
 
 @dataclass(frozen=True)
 class RescoreConfig:
-    """Settings of :func:`rescore_with_whole_lattice`.
+    """Settings of :func:`rescore_with_whole_lattice`, including its memory bounds.
+
+    Composing a lattice with a 4-gram G multiplies its size by the number of distinct word
+    histories reaching each state, which grows very fast with the lattice's density (the
+    shipped model, 30 s of audio: 10k, 25k, 50k lattice arcs became 0.18M, 2.0M and 32M
+    composed arcs; the last needed 4 GB). So each utterance's lattice is pruned BEFORE
+    composing (:func:`~k2dec.lattice.prune_lattice`: the narrowest output beam that keeps
+    ``first_arcs`` arcs, then doubling), composed, and its composed size measured; the lattice
+    grows while the composition predicted for the next doubling (this size times the growth
+    of the last doubling) stays within ``max_rescored_arcs``, and never beyond
+    ``max_input_arcs``. The pruning is reported per utterance. Memory is bounded by about
+    ``max_rescored_arcs`` times 150 bytes per composition call (an utterance or a group of
+    them within that budget), time by about twice the last composition.
 
     Attributes:
       lm_scales: LM scales to produce results for (scores are ``am / lm_scale + lm``, icefall's
         convention); default 0.1, 0.2, ..., 2.0.
-      prune_thresholds: arc-posterior thresholds for ``k2.prune_on_arc_post``, tried in rising
-        order when the intersection runs out of memory (or the lattice exceeds
-        ``max_lattice_arcs``).
-      max_lattice_arcs: if set, a lattice with more arcs than this is pruned (at the thresholds
-        above) before intersecting, as a memory budget. ``None``: only real memory errors
-        trigger pruning.
+      max_input_arcs: the most lattice arcs of an utterance composed with G.
+      max_rescored_arcs: the most arcs the composition of one utterance may produce (before
+        removing dead ends).
+      first_arcs: the lattice size of the first composition of an utterance.
     """
 
     lm_scales: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(1, 21))
-    prune_thresholds: tuple[float, ...] = (1e-10, 1e-9, 1e-8, 1e-7, 1e-6)
-    max_lattice_arcs: int | None = None
+    max_input_arcs: int = 100_000
+    max_rescored_arcs: int = 2_000_000
+    first_arcs: int = 2_000
 
     def __post_init__(self) -> None:
         if not self.lm_scales or any(not s > 0 for s in self.lm_scales):
             raise ValueError(f"lm_scales must be a non-empty tuple of values > 0, got "
                              f"{self.lm_scales}")
-        if any(not 0 < t < 1 for t in self.prune_thresholds) or list(
-            self.prune_thresholds
-        ) != sorted(self.prune_thresholds):
-            raise ValueError(
-                f"prune_thresholds must be rising values in (0, 1), got {self.prune_thresholds}"
-            )
-        if self.max_lattice_arcs is not None and self.max_lattice_arcs < 1:
-            raise ValueError(f"max_lattice_arcs must be >= 1 or None, got {self.max_lattice_arcs}")
+        for name in ("max_input_arcs", "max_rescored_arcs", "first_arcs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
 
 
 class RescoreStatus(enum.Enum):
-    """Outcome of :func:`rescore_with_whole_lattice`."""
+    """Outcome of :func:`rescore_with_whole_lattice` for one utterance."""
 
     OK = "ok"
-    """Rescored the full lattice."""
+    """Rescored the whole (connected) lattice."""
     PRUNED = "pruned"
-    """Rescored after pruning the lattice with ``prune_on_arc_post`` (see ``prune_threshold``)."""
+    """Rescored after pruning the lattice to fit the bounds (see the report's ``prune``)."""
     FAILED = "failed"
-    """Out of memory / over budget even at the highest threshold; no results."""
+    """Even the smallest pruned lattice composed to more than ``max_rescored_arcs`` arcs, or
+    the lattice is empty: no hypothesis."""
+
+
+@dataclass(frozen=True)
+class UtteranceRescore:
+    """What :func:`rescore_with_whole_lattice` did to one utterance.
+
+    Attributes:
+      status: see :class:`RescoreStatus`.
+      prune: the pruning of the lattice that was composed (arcs before and after, beam).
+      rescored_arcs: arcs of its composition with G (before removing dead ends); 0 if failed.
+      reason: why it failed or was pruned, for the utterance's report (``""`` if OK).
+    """
+
+    status: RescoreStatus
+    prune: PruneReport
+    rescored_arcs: int
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -103,20 +130,27 @@ class RescoreResult:
     """Result of :func:`rescore_with_whole_lattice`.
 
     Attributes:
-      status: see :class:`RescoreStatus`.
-      per_scale: one :class:`ScaleResult` per LM scale (empty when ``FAILED``).
-      prune_threshold: the threshold the lattice was pruned at (``None`` if not pruned).
-      reason: what happened when not ``OK``.
+      status: ``FAILED`` when every utterance failed, ``PRUNED`` when some lattice was pruned,
+        else ``OK`` (each utterance's own status is in ``utterances``).
+      per_scale: one :class:`ScaleResult` per LM scale (a failed utterance has an empty
+        hypothesis with status ``EMPTY`` and the reason).
+      utterances: one :class:`UtteranceRescore` per utterance.
+      reason: the failed utterances' reasons, joined (``""`` if none failed).
       lattice: the rescored lattice FsaVec ``[utt][state][arc]`` (labels tokens, aux_labels
         words one per arc, ``scores = am + lm``, ``lm_scores`` from G; arcs added to spell out
-        ragged word labels have token label 0 and ``frame`` -1), or ``None`` when ``FAILED``.
+        ragged word labels have token label 0 and ``frame`` -1; an empty FSA for a failed
+        utterance), or ``None`` when every utterance failed.
     """
 
     status: RescoreStatus
     per_scale: tuple[ScaleResult, ...]
-    prune_threshold: float | None = None
+    utterances: tuple[UtteranceRescore, ...] = ()
     reason: str = ""
     lattice: k2.Fsa | None = None
+
+    def notes(self) -> list[str]:
+        """Per utterance, what its report should say (pruning or failure; ``""`` if OK)."""
+        return [u.reason for u in self.utterances]
 
 
 def _unpack(lattice: LatticeResult | k2.Fsa) -> k2.Fsa:
@@ -146,20 +180,14 @@ def split_scores(lattice: LatticeResult | k2.Fsa) -> tuple[torch.Tensor, torch.T
     return lat.scores.detach() - lat.lm_scores, lat.lm_scores.detach().clone()
 
 
-def _is_memory_error(e: BaseException) -> bool:
-    if isinstance(e, MemoryError):
-        return True
-    msg = str(e).lower()
-    return isinstance(e, RuntimeError) and (
-        "out of memory" in msg or "can't allocate" in msg or "bad_alloc" in msg
-    )
-
-
-def _intersect_with_G(G: k2.Fsa, inv: k2.Fsa) -> k2.Fsa:
+def _intersect_with_G(G: k2.Fsa, inv: k2.Fsa) -> tuple[k2.Fsa, torch.Tensor]:
+    """The composition of each lattice of ``inv`` (words as labels) with G, connected and
+    top-sorted, and int64 CPU ``[num_utts]``: the arcs each composition had before removing
+    dead ends (what its memory and time were spent on)."""
     b_to_a = torch.zeros(inv.shape[0], dtype=torch.int32, device=inv.device)
     out = k2.intersect_device(G, inv, b_to_a_map=b_to_a, sorted_match_a=True)
-    out = k2.top_sort(k2.connect(out))
-    return k2.invert(out)
+    raw = arcs_per_fsa(out)
+    return k2.top_sort(k2.connect(out)), raw
 
 
 def rescore_with_whole_lattice(
@@ -168,7 +196,7 @@ def rescore_with_whole_lattice(
     config: RescoreConfig = RescoreConfig(),  # noqa: B008 (frozen, immutable)
 ) -> RescoreResult:
     """Replace the LM scores of word lattices by those of a bigger G and take the 1best at each
-    LM scale.
+    LM scale, each lattice pruned beforehand to fit the bounds of ``config``.
 
     Args:
       lattice: word lattices (see the module docstring), e.g. ``get_lattice(..., HLG)``.
@@ -176,10 +204,11 @@ def rescore_with_whole_lattice(
         (``k2.add_epsilon_self_loops``), arc-sorted, with attribute ``lm_scores`` (icefall's
         ``G_4_gram.pt`` prepared for rescoring), on the lattice's device. A single Fsa or an
         FsaVec of one.
-      config: LM scales and the memory back-off.
+      config: LM scales and the memory bounds (see :class:`RescoreConfig`).
 
     Returns:
-      :class:`RescoreResult` with one :class:`ScaleResult` per LM scale.
+      :class:`RescoreResult` with one :class:`ScaleResult` per LM scale and a report per
+      utterance.
     """
     lat = _unpack(lattice)
     _check_word_lattice(lat)
@@ -207,50 +236,151 @@ def rescore_with_whole_lattice(
     if hasattr(inv, FRAME_ATTR):
         frames = getattr(inv, FRAME_ATTR)
         setattr(inv, FRAME_ATTR, torch.where(arc_map >= 0, frames, torch.full_like(frames, -1)))
-
-    thresholds: list[float | None] = [None, *config.prune_thresholds]
-    rescored = None
-    used = None
-    reasons = []
-    for th in thresholds:
-        candidate = inv if th is None else k2.prune_on_arc_post(inv, th, True)
-        if config.max_lattice_arcs is not None and candidate.num_arcs > config.max_lattice_arcs:
-            reasons.append(
-                f"{candidate.num_arcs} arcs > max_lattice_arcs={config.max_lattice_arcs}"
-                + ("" if th is None else f" after pruning at {th:g}")
-            )
-            continue
-        try:
-            rescored = _intersect_with_G(G, candidate)
-        except (RuntimeError, MemoryError) as e:
-            if not _is_memory_error(e):
-                raise
-            reasons.append(
-                "out of memory" + ("" if th is None else f" after pruning at {th:g}")
-            )
-            logger.warning("whole-lattice rescoring: %s; pruning the lattice", reasons[-1])
-            continue
-        used = th
-        break
-    if rescored is None:
-        reason = "; ".join(reasons)
-        logger.warning("whole-lattice rescoring failed: %s", reason)
-        return RescoreResult(status=RescoreStatus.FAILED, per_scale=(), reason=reason)
-
+    inv, _ = prune_lattice(inv, connect=True)
+    rescored, utts = _bounded_compose(G, inv, config)
+    num_failed = sum(u.status is RescoreStatus.FAILED for u in utts)
+    reason = "; ".join(f"utterance {i}: {u.reason}" for i, u in enumerate(utts)
+                       if u.status is RescoreStatus.FAILED)
+    if reason:
+        logger.warning("whole-lattice rescoring: %s", reason)
+    if num_failed == len(utts):
+        return RescoreResult(status=RescoreStatus.FAILED, per_scale=(), utterances=utts,
+                             reason=reason)
+    status = (RescoreStatus.PRUNED if any(u.status is RescoreStatus.PRUNED for u in utts)
+              else RescoreStatus.OK)
     am = rescored.scores - rescored.lm_scores
     scaled = rescored.clone()  # our own copy, re-scored for each scale
     per_scale = []
     for scale in config.lm_scales:
         scaled.scores = am / scale + rescored.lm_scores
         hyps = hypotheses_from_lattice(scaled, aux_labels=AuxLabels.WORDS)
+        hyps = [h if u.status is not RescoreStatus.FAILED
+                else replace(h, status=LatticeStatus.EMPTY, reason=u.reason)
+                for h, u in zip(hyps, utts)]
         per_scale.append(ScaleResult(lm_scale=scale, hypotheses=tuple(hyps)))
-    return RescoreResult(
-        status=RescoreStatus.OK if used is None else RescoreStatus.PRUNED,
-        per_scale=tuple(per_scale),
-        prune_threshold=used,
-        reason="; ".join(reasons),
-        lattice=rescored,
-    )
+    return RescoreResult(status=status, per_scale=tuple(per_scale), utterances=utts,
+                         reason=reason, lattice=rescored)
+
+
+def _bounded_compose(G: k2.Fsa, inv: k2.Fsa, config: RescoreConfig
+                     ) -> tuple[k2.Fsa, tuple[UtteranceRescore, ...]]:
+    """Compose every utterance of ``inv`` (connected, words as labels) with G within the
+    bounds of ``config`` (see :class:`RescoreConfig`): rounds over the utterances still
+    growing, each round one composition call per group of utterances whose predicted sizes
+    fit the budget. Returns the inverted compositions in utterance order (an empty FSA where
+    an utterance failed) and the reports."""
+    n = inv.shape[0]
+    total = arcs_per_fsa(inv).tolist()
+    budget = config.max_rescored_arcs
+    limit = [min(t, config.max_input_arcs) for t in total]
+    cap = [max(1, min(t, config.first_arcs, config.max_input_arcs)) for t in total]
+    predicted = [c * _FIRST_GROWTH for c in cap]
+    last_raw = [0] * n  # composed arcs at the previous accepted cap (0: none yet)
+    chosen: list[tuple[int, int] | None] = [None] * n  # (round, position) of the kept one
+    reports: list[PruneReport | None] = [None] * n
+    raws = [0] * n
+    dead = [False] * n  # the last composition kept no path (G accepts none)
+    rounds: list[k2.Fsa] = []
+    active = [u for u in range(n) if total[u] > 0]
+    while active:
+        sub = k2.index_fsa(inv, torch.tensor(active, dtype=torch.int32, device=inv.device))
+        pruned, rep = prune_lattice(sub, [cap[u] for u in active])
+        outs, raw = [], []
+        for group in _groups([predicted[u] for u in active], budget):
+            part = k2.index_fsa(pruned, torch.tensor(group, dtype=torch.int32,
+                                                     device=inv.device))
+            out, r = _intersect_with_G(G, part)
+            outs.append(out)
+            raw += r.tolist()
+        rounds.append(outs[0] if len(outs) == 1 else k2.cat(outs))
+        alive = arcs_per_fsa(rounds[-1]).tolist()
+        still = []
+        for j, u in enumerate(active):  # groups are consecutive: position j in the round
+            if raw[j] > budget:
+                if chosen[u] is None and cap[u] > 1:  # nothing fits yet: prune harder
+                    cap[u] = max(1, cap[u] // 4)
+                    predicted[u] = budget
+                    still.append(u)
+                    dead[u] = False
+                continue  # else keep the previous composition
+            if alive[j] > 0:  # G accepts some path of the pruned lattice
+                chosen[u], reports[u], raws[u] = (len(rounds) - 1, j), rep[j], raw[j]
+            elif chosen[u] is None:
+                dead[u] = True
+            if cap[u] >= limit[u]:
+                continue
+            growth = raw[j] / last_raw[u] if last_raw[u] else _FIRST_GROWTH
+            nxt = min(2 * cap[u], limit[u])
+            predicted[u] = int(raw[j] * max(growth, 1.0) * nxt / (2 * cap[u])) + 1
+            if predicted[u] > budget:
+                continue
+            last_raw[u], cap[u] = raw[j], nxt
+            still.append(u)
+        active = still
+    utts = []
+    for u in range(n):
+        if chosen[u] is None:
+            if total[u] == 0:
+                why = "empty lattice"
+            elif dead[u]:
+                why = (f"whole-lattice rescoring failed: G accepts no path of the lattice "
+                       f"pruned to {cap[u]} of {total[u]} arcs (bounds max_input_arcs="
+                       f"{config.max_input_arcs}, max_rescored_arcs={budget})")
+            else:
+                why = (f"whole-lattice rescoring failed: even pruned to {cap[u]} of "
+                       f"{total[u]} arcs the lattice composed with G to more than "
+                       f"max_rescored_arcs={budget} arcs")
+            utts.append(UtteranceRescore(RescoreStatus.FAILED, PruneReport(total[u], 0), 0,
+                                         why))
+            continue
+        rep = reports[u]
+        why = "" if not rep.pruned else (
+            f"{rep.describe()} before whole-lattice rescoring (composed: {raws[u]} arcs; "
+            f"bounds max_input_arcs={config.max_input_arcs}, max_rescored_arcs={budget})")
+        utts.append(UtteranceRescore(
+            RescoreStatus.PRUNED if rep.pruned else RescoreStatus.OK, rep, raws[u], why))
+    offsets = [0]
+    for r in rounds:
+        offsets.append(offsets[-1] + r.shape[0])
+    pieces = rounds + [_empty_like(rounds[0] if rounds else inv)]
+    everything = pieces[0] if len(pieces) == 1 else k2.cat(pieces)
+    pick = [offsets[c[0]] + c[1] if c is not None else offsets[-1] for c in chosen]
+    out = k2.index_fsa(everything, torch.tensor(pick, dtype=torch.int32, device=inv.device))
+    return k2.invert(out), tuple(utts)
+
+
+#: expected growth of a lattice's size when composed with G (or when its pruned size
+#: doubles) before an utterance's own growth has been measured
+_FIRST_GROWTH = 20
+
+
+def _groups(expected: list[int], budget: int) -> list[list[int]]:
+    """Consecutive groups of positions whose ``expected`` sizes add up to at most
+    ``budget`` (at least one position each)."""
+    groups: list[list[int]] = []
+    size = 0
+    for i, e in enumerate(expected):
+        if groups and size + e <= budget:
+            groups[-1].append(i)
+            size += e
+        else:
+            groups.append([i])
+            size = e
+    return groups
+
+
+def _empty_like(fsas: k2.Fsa) -> k2.Fsa:
+    """An FsaVec holding one empty FSA, with the attributes of ``fsas``."""
+    import _k2
+
+    device = fsas.device
+    shape = k2.ragged.create_ragged_shape2(
+        torch.zeros(2, dtype=torch.int32, device=device), None, 0).compose(
+        k2.ragged.create_ragged_shape2(torch.zeros(1, dtype=torch.int32, device=device),
+                                       None, 0))
+    arcs = _k2.RaggedArc(shape, torch.zeros(0, 4, dtype=torch.int32, device=device))
+    return k2.utils.fsa_from_unary_function_tensor(
+        fsas, arcs, torch.zeros(0, dtype=torch.int32, device=device))
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from ..files import checked_config, load_checked_state, load_torch_file
 from .base import NeuralLM
 from .rnn import RnnLM, RnnLmConfig
 from .transformer import TransformerLM, TransformerLmConfig
@@ -38,7 +39,7 @@ def load_lm(checkpoint: str | Path, device: str | torch.device = "cpu") -> Neura
     path = Path(checkpoint)
     if not path.is_file():
         raise ValueError(f"checkpoint {str(path)!r} does not exist")
-    ckpt = torch.load(path, map_location="cpu")
+    ckpt = load_torch_file(path, "LM checkpoint")
     model_type = ckpt.get("model_type") if isinstance(ckpt, dict) else None
     if model_type not in MODEL_TYPES or "model_config" not in ckpt or "model" not in ckpt:
         raise ValueError(
@@ -46,8 +47,8 @@ def load_lm(checkpoint: str | Path, device: str | torch.device = "cpu") -> Neura
             f"{sorted(MODEL_TYPES)}, model_config and model)"
         )
     config_cls, _ = MODEL_TYPES[model_type]
-    model = build_lm(config_cls(**ckpt["model_config"]))
-    model.load_state_dict(ckpt["model"])
+    model = build_lm(checked_config(config_cls, ckpt["model_config"], path))
+    load_checked_state(model, ckpt["model"], path)
     return model.to(device).eval()
 
 

@@ -6,6 +6,7 @@
                      Resources(graphs={"LG": LG}), method.default_config())
 """
 
+from .compat import ICEFALL_NBEST_ILME_SCALE, icefall_compatible
 from .registry import (
     NON_GRAPH_NEEDS,
     AedInputs,
@@ -14,6 +15,7 @@ from .registry import (
     Method,
     MethodResult,
     Resources,
+    Setting,
     TransducerInputs,
     config_field_path,
     get_method,
@@ -23,6 +25,7 @@ from .registry import (
 )
 
 __all__ = [
+    "ICEFALL_NBEST_ILME_SCALE",
     "NON_GRAPH_NEEDS",
     "AedInputs",
     "CtcInputs",
@@ -30,9 +33,11 @@ __all__ = [
     "Method",
     "MethodResult",
     "Resources",
+    "Setting",
     "TransducerInputs",
     "config_field_path",
     "get_method",
+    "icefall_compatible",
     "list_methods",
     "override_config",
     "register",

@@ -172,9 +172,9 @@ def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
     _memory(inputs, res, method)
     result = get_lattice(inputs.log_probs, inputs.lengths, res.graph("H", method),
                          cfg.ctc.lattice, cfg.ctc.subsampling_factor)
-    nbest = Nbest.from_lattice(result.lattice, cfg.nbest.num_paths, cfg.nbest.nbest_scale,
-                               DedupKey.WORDS)  # H's aux_labels are the tokens
-    nbest = nbest.intersect(result.lattice)
+    # H's aux_labels are the tokens
+    nbest = Nbest.from_config(result.lattice, cfg.nbest, DedupKey.WORDS)
+    nbest = nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
     am = nbest.tot_scores().values.to(torch.float64)
     device = inputs.log_probs.device
     lists = HypothesisLists(nbest.key_seqs.to(device),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import k2
 import torch
 
+from ..nbest import ATTENTION_CHUNK_CELLS, chunks
 from ..scorers import Scorer
 from ..utils import HypothesisRecord
 
@@ -54,12 +55,16 @@ def lm_scores(lm, lists: HypothesisLists, batch_size: int = 256) -> torch.Tensor
 
 
 def attention_scores(decoder, memory: torch.Tensor, memory_lens: torch.Tensor,
-                     lists: HypothesisLists, chunk: int = 500) -> torch.Tensor:
-    """Float64 ``[H]``: each hypothesis' attention-decoder log-prob (tokens and ``eos``)."""
+                     lists: HypothesisLists, chunk: int = 500,
+                     max_cells: int = ATTENTION_CHUNK_CELLS) -> torch.Tensor:
+    """Float64 ``[H]``: each hypothesis' attention-decoder log-prob (tokens and ``eos``),
+    scored in chunks of at most ``chunk`` hypotheses and ``max_cells`` (tokens + 1) x frames
+    (see :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`: memory does not grow with the list)."""
     out = torch.zeros(lists.utt.numel(), dtype=torch.float64, device=lists.utt.device)
+    splits = lists.tokens.shape.row_splits(1).to(torch.int64)
+    cells = (splits[1:] - splits[:-1] + 1) * memory.size(1)
     with torch.no_grad():
-        for start in range(0, lists.utt.numel(), chunk):
-            end = min(start + chunk, lists.utt.numel())
+        for start, end in chunks(cells, chunk, max_cells):
             idx = torch.arange(start, end, dtype=torch.int32, device=lists.utt.device)
             sub, _ = lists.tokens.index(idx, axis=0)
             scores = decoder.score_sequences(memory, memory_lens, sub, lists.utt[start:end])

@@ -40,22 +40,24 @@ def lattice_failures(records: Sequence) -> list[str]:
     return [r.reason if r.status is LatticeStatus.EMPTY else "" for r in records]
 
 
-def from_lattice(hyps: Sequence[Hypothesis], words: bool, failed: Sequence[str] | None = None
-                 ) -> tuple[HypothesisRecord, ...]:
+def from_lattice(hyps: Sequence[Hypothesis], words: bool, failed: Sequence[str] | None = None,
+                 notes: Sequence[str] | None = None) -> tuple[HypothesisRecord, ...]:
     """Records of lattice 1best hypotheses: tokens with their start frames, score, and with
     ``words`` the word ids with the frames of the arcs emitting them. ``failed`` gives each
-    utterance's failure reason (default: :func:`lattice_failures` of ``hyps``)."""
+    utterance's failure reason (default: :func:`lattice_failures` of ``hyps``), ``notes``
+    what else its report should say (e.g. its lattice was pruned)."""
     failed = lattice_failures(hyps) if failed is None else failed
+    notes = notes if notes is not None else [""] * len(hyps)
     out = []
-    for h, err in zip(hyps, failed):
+    for h, err, note in zip(hyps, failed, notes):
         if err:
             out.append(HypothesisRecord(tokens=h.tokens, words=h.words if words else None,
-                                        error=err))
+                                        error=err, notes=note))
         else:
             out.append(HypothesisRecord(
                 tokens=h.tokens, token_frames=h.token_frames,
                 words=h.words if words else None, word_frames=h.word_frames if words else None,
-                score=_score(h.score)))
+                score=_score(h.score), notes=note))
     return tuple(out)
 
 
@@ -111,17 +113,21 @@ def from_timed_units(units: TimedUnits, words: bool, failed: Sequence[str],
 
 
 def from_ids(ids: Sequence[Sequence[int]], words: bool, failed: Sequence[str] | None = None,
-             scores: torch.Tensor | None = None) -> tuple[HypothesisRecord, ...]:
+             scores: torch.Tensor | None = None, notes: Sequence[str] | None = None
+             ) -> tuple[HypothesisRecord, ...]:
     """Records of id sequences chosen from an n-best (word ids with ``words``, else token ids),
-    with the failure reasons (``""``: none) and float ``[num_utts]`` scores of the chosen paths
-    where given (``-inf``: no path, recorded as no score)."""
+    with the failure reasons (``""``: none), float ``[num_utts]`` scores of the chosen paths
+    where given (``-inf``: no path, recorded as no score) and notes (e.g.
+    :meth:`~k2dec.nbest.Nbest.notes`: the lattice was pruned)."""
     failed = failed if failed is not None else [""] * len(ids)
     values = scores.tolist() if scores is not None else [None] * len(ids)
+    notes = notes if notes is not None else [""] * len(ids)
     out = []
-    for seq, err, sc in zip(ids, failed, values):
+    for seq, err, sc, note in zip(ids, failed, values, notes):
         seq = tuple(seq)
         out.append(HypothesisRecord(tokens=None if words else seq, words=seq if words else None,
-                                    score=None if sc is None else _score(sc), error=err))
+                                    score=None if sc is None else _score(sc), error=err,
+                                    notes=note))
     return tuple(out)
 
 

@@ -164,24 +164,24 @@ def _sample(inputs: TransducerInputs, cfg: FastBeamSearchNbestConfig | FastBeamS
     """The search's lattice and ``cfg.nbest`` paths sampled from it, deduplicated by ``key``."""
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
-    nbest = Nbest.from_lattice(out.lattice, cfg.nbest.num_paths, cfg.nbest.nbest_scale, key)
-    return out.lattice, nbest
+    nbest = Nbest.from_config(out.lattice, cfg.nbest, key)
+    return nbest.lattice, nbest
 
 
 def _chosen(nbest: Nbest, best: torch.Tensor, words: bool,
             scores: torch.Tensor | None = None) -> tuple:
     """Records of the chosen paths' key sequences; an utterance without paths (-1) failed."""
     failed = ["" if b >= 0 else EMPTY_LATTICE for b in best.tolist()]
-    return from_ids(nbest.keys_at(best), words, failed, scores)
+    return from_ids(nbest.keys_at(best), words, failed, scores, nbest.notes())
 
 
 @register("fast_beam_search_nbest", Family.TRANSDUCER, FastBeamSearchNbestConfig)
 def _fbs_nbest(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbestConfig):
     """fast_beam_search, then num_paths sampled paths deduplicated by tokens; the best
     alignment score wins."""
-    lattice, nbest = _sample(inputs, cfg, None, DedupKey.TOKENS)
-    nbest = nbest.intersect(lattice)
-    best, scores = best_paths_by_score(nbest, nbest.tot_scores().values)
+    _, nbest = _sample(inputs, cfg, None, DedupKey.TOKENS)
+    nbest = nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
+    best, scores = best_paths_by_score(nbest, nbest.tot_scores().values, cfg.nbest.tie_break)
     return [MethodResult("fast_beam_search_nbest", _chosen(nbest, best, False, scores), cfg)]
 
 
@@ -191,9 +191,9 @@ def _fbs_nbest_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchN
     """fast_beam_search with LG, n-best by word sequence; the word sequence with the best
     log-sum over its alignments wins."""
     graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_nbest_LG")
-    lattice, nbest = _sample(inputs, cfg, graph, DedupKey.WORDS)
-    totals = nbest.total_scores_in(lattice, log_semiring=True)
-    best, scores = best_paths_by_score(nbest, totals.values)
+    _, nbest = _sample(inputs, cfg, graph, DedupKey.WORDS)
+    totals = nbest.total_scores_in(log_semiring=True, max_arcs=cfg.nbest.max_intersect_arcs)
+    best, scores = best_paths_by_score(nbest, totals.values, cfg.nbest.tie_break)
     return [MethodResult("fast_beam_search_nbest_LG", _chosen(nbest, best, True, scores), cfg)]
 
 

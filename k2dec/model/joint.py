@@ -14,8 +14,10 @@ import torch
 from torch import nn
 
 from ..aed import TransformerDecoder
+from ..data.features import FeatureConfig
 from ..transducer import Joiner, StatelessDecoder
 from .conformer import ConformerConfig, ConformerEncoder
+from .interface import AcousticModel, EncoderOutput
 
 __all__ = ["JointConfig", "JointModel", "LossConfig", "Losses"]
 
@@ -85,13 +87,16 @@ class Losses:
     num_tokens: int
 
 
-class JointModel(nn.Module):
+class JointModel(nn.Module, AcousticModel):
     """Encoder + CTC head + stateless transducer + attention decoder.
 
     Exposes icefall's names ``encoder``, ``decoder``, ``joiner`` (the transducer search
     functions of :mod:`k2dec.transducer` accept this model as is), ``ctc_output`` and
-    ``attention_decoder``.
+    ``attention_decoder``, and implements :class:`k2dec.model.AcousticModel` (CTC,
+    transducer and attention methods).
     """
+
+    kind = "k2dec"
 
     def __init__(self, cfg: JointConfig = JointConfig()) -> None:  # noqa: B008
         super().__init__()
@@ -118,6 +123,43 @@ class JointModel(nn.Module):
     def ctc_log_probs(self, encoder_out: torch.Tensor) -> torch.Tensor:
         """float ``[N, T', V]`` log-softmax of the CTC head."""
         return self.ctc_output(encoder_out).log_softmax(dim=-1)
+
+    # --- AcousticModel -------------------------------------------------------------------
+    @property
+    def feature_config(self) -> FeatureConfig:
+        return getattr(self, "_feature_config", None) or FeatureConfig(
+            num_mel_bins=self.cfg.encoder.num_features)
+
+    @property
+    def min_input_frames(self) -> int:  # type: ignore[override]
+        return self.encoder.min_input_frames
+
+    @property
+    def subsampling_factor(self) -> int:  # type: ignore[override]
+        return self.encoder.subsampling_factor
+
+    @property
+    def has_ctc(self) -> bool:
+        return True
+
+    @property
+    def transducer(self) -> JointModel:
+        return self
+
+    @property
+    def attention_decoder(self) -> TransformerDecoder:  # type: ignore[override]
+        # a property of the interface would hide the submodule registered in __init__
+        return self._modules["attention_decoder"]
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def _encode(self, features: torch.Tensor, feature_lens: torch.Tensor) -> EncoderOutput:
+        enc, enc_lens = self.encoder(features, feature_lens)
+        enc_lens = enc_lens.to(torch.int64)
+        return EncoderOutput(enc, enc_lens, ctc_log_probs=self.ctc_log_probs(enc).float(),
+                             memory=enc, memory_lens=enc_lens)
 
     def losses(
         self,

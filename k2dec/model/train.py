@@ -20,6 +20,7 @@ import k2
 import torch
 from tqdm import tqdm
 
+from ..files import checked_config, load_checked_state, load_torch_file
 from .joint import JointConfig, JointModel, LossConfig
 
 __all__ = [
@@ -28,7 +29,7 @@ __all__ = [
     "batch_to_inputs",
     "average_checkpoints",
     "export_model",
-    "load_model",
+    "load_joint_model",
     "latest_checkpoint",
 ]
 
@@ -243,16 +244,11 @@ def export_model(model: JointModel, path: str | Path, half: bool = True,
     return path
 
 
-def load_model(path: str | Path, device: torch.device | str = "cpu") -> JointModel:
+def load_joint_model(path: str | Path, device: torch.device | str = "cpu") -> JointModel:
     """Rebuild a :class:`JointModel` from an exported file or a training checkpoint
     (float32, eval mode)."""
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"model file {path} does not exist")
-    ckpt = torch.load(path, map_location="cpu")
-    if not isinstance(ckpt, dict) or "model_config" not in ckpt or "model" not in ckpt:
-        raise ValueError(f"{path} is not a k2dec model file (no model_config/model)")
-    model = JointModel(JointConfig(**ckpt["model_config"]))
-    model.load_state_dict({k: v.float() if v.is_floating_point() else v
-                           for k, v in ckpt["model"].items()})
+    ckpt = load_torch_file(path, "k2dec model file", keys=("model_config", "model"))
+    model = JointModel(checked_config(JointConfig, ckpt["model_config"], path))
+    load_checked_state(model, ckpt["model"], path)
     return model.to(torch.device(device)).eval()

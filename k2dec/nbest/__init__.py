@@ -11,8 +11,17 @@ from .multipass import (
     matching_features,
     multi_pass_rescore,
 )
-from .nbest import DedupKey, IntersectStatus, Nbest, NbestTopK, PathScorer
+from .nbest import (
+    DedupKey,
+    IntersectStatus,
+    Nbest,
+    NbestTopK,
+    PathScorer,
+    chunks,
+    edit_distances,
+)
 from .rescore import (
+    ATTENTION_CHUNK_CELLS,
     NNLM_SCALES,
     SCALE_GRID,
     NbestRescoreResult,
@@ -28,8 +37,10 @@ from .rescore import (
     rescore_with_transformer_lm,
     scale_key,
 )
+from .sampling import sample_paths
 
 __all__ = [
+    "ATTENTION_CHUNK_CELLS",
     "NNLM_SCALES",
     "SCALE_GRID",
     "DedupKey",
@@ -48,7 +59,9 @@ __all__ = [
     "NbestTopK",
     "NbestRescoreResult",
     "best_paths_by_score",
+    "chunks",
     "combine_scores",
+    "edit_distances",
     "lm_path_scorer",
     "neural_scores",
     "rescore_with_attention_decoder",
@@ -57,5 +70,6 @@ __all__ = [
     "rescore_with_transformer_lm",
     "ngram_lm_scores",
     "rescore_with_ngram",
+    "sample_paths",
     "scale_key",
 ]

@@ -5,7 +5,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["NbestConfig"]
+__all__ = ["SAMPLERS", "TIE_BREAKS", "NbestConfig"]
+
+#: how :func:`k2dec.nbest.best_paths_by_score` chooses among equal scores
+TIE_BREAKS = ("first", "last")
+#: how :meth:`k2dec.nbest.Nbest.from_lattice` draws paths
+SAMPLERS = ("hashed", "k2")
 
 
 @dataclass(frozen=True)
@@ -13,10 +18,34 @@ class NbestConfig:
     """How :meth:`k2dec.nbest.Nbest.from_lattice` samples paths (icefall's defaults for CTC
     lattices; its transducer recipes sample ``num_paths=200``).
 
+    Memory and time are bounded by ``max_lattice_arcs`` and ``max_intersect_arcs``.
+    Sampling and intersecting cost time in proportion to ``num_paths x lattice arcs`` (each
+    sampled word sequence is intersected with its utterance's lattice; measured on 2 shared
+    CPU cores: about 0.4M lattice arcs per path per second, so 100 paths of a 50k-arc lattice
+    take ~15 s, of the 1.9M-arc lattice of 30 s of speech at icefall's output beam 8 many
+    minutes). So a lattice with more than ``max_lattice_arcs`` arcs is pruned first (the
+    narrowest output beam keeping that many, see :func:`k2dec.lattice.prune_lattice`,
+    recorded in the utterance's report): an utterance's n-best costs at most ``num_paths x
+    max_lattice_arcs`` arc visits whatever its length. Intersection runs in chunks touching
+    at most ``max_intersect_arcs`` lattice arcs (about 0.5 KB each: 1M arcs ~ 0.5 GB).
+
     Attributes:
       num_paths: paths sampled per utterance (``>= 1``); duplicates are removed afterwards.
       nbest_scale: lattice scores are multiplied by it before sampling (``> 0``; smaller
         flattens the distribution and gives more distinct paths).
+      max_lattice_arcs: lattices with more arcs are pruned to this many before sampling
+        (``None``: never; only arcs on no complete path are dropped).
+      max_intersect_arcs: lattice arcs one intersection chunk may touch (memory bound).
+      tie_break: which of several equally scored paths the ``nbest`` and
+        ``fast_beam_search_nbest(_LG)`` methods pick (:func:`k2dec.nbest.best_paths_by_score`):
+        ``"first"`` (k2dec's default: the lowest path index, i.e. the first sampled, so the
+        choice does not depend on how many duplicates follow) or ``"last"`` (icefall's
+        ``k2.RaggedTensor.argmax``, which returns the last maximum).
+      sampler: ``"hashed"`` (k2dec's default, :func:`k2dec.nbest.sample_paths`: an
+        utterance's samples depend on its lattice alone, so results are the same at any batch
+        size and after a resume) or ``"k2"`` (``k2.random_paths``, icefall's sampler: the
+        same paths as icefall for the same lattice, but a ~1e-5 score change, which another
+        batch composition gives, changes most samples of a long utterance).
 
     Raises:
       ValueError: for a ``num_paths`` that is not an int ``>= 1`` or an ``nbest_scale`` that
@@ -25,6 +54,10 @@ class NbestConfig:
 
     num_paths: int = 100
     nbest_scale: float = 0.5
+    max_lattice_arcs: int | None = 50_000
+    max_intersect_arcs: int = 1_000_000
+    tie_break: str = "first"
+    sampler: str = "hashed"
 
     def __post_init__(self) -> None:
         if isinstance(self.num_paths, bool) or not isinstance(self.num_paths, int) \
@@ -32,3 +65,13 @@ class NbestConfig:
             raise ValueError(f"num_paths must be an int >= 1, got {self.num_paths!r}")
         if not (isinstance(self.nbest_scale, int | float) and 0 < self.nbest_scale < math.inf):
             raise ValueError(f"nbest_scale must be > 0 and finite, got {self.nbest_scale!r}")
+        for name in ("max_lattice_arcs", "max_intersect_arcs"):
+            value = getattr(self, name)
+            if value is None and name == "max_lattice_arcs":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        if self.tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {self.tie_break!r}")
+        if self.sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")

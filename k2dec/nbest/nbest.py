@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import k2
 import torch
 
+from ..lattice.prune import PruneReport, prune_lattice
 from .config import NbestConfig
+from .sampling import sample_paths
 
-__all__ = ["DedupKey", "Nbest", "NbestTopK", "IntersectStatus", "PathScorer"]
+__all__ = ["DedupKey", "Nbest", "NbestTopK", "IntersectStatus", "PathScorer", "chunks",
+           "edit_distances"]
 
 logger = logging.getLogger(__name__)
 
@@ -117,6 +120,11 @@ class Nbest:
       key: what the paths were deduplicated by.
       key_seqs: ``k2.RaggedTensor`` ``[path][symbol]`` (int32), the key sequence of each path
         (word ids or token ids, no zeros).
+      status: how :meth:`intersect` went (``None`` before it).
+      lattice: the lattice the paths were sampled from (``[utt][state][arc]``; pruned when
+        ``lattice_reports`` says so), what :meth:`intersect` intersects with by default.
+      lattice_reports: per utterance, how that lattice was bounded (see
+        :func:`~k2dec.lattice.prune_lattice`); ``()`` when not recorded.
     """
 
     fsa: k2.Fsa
@@ -124,6 +132,8 @@ class Nbest:
     key: DedupKey
     key_seqs: k2.RaggedTensor
     status: IntersectStatus | None = field(default=None)
+    lattice: k2.Fsa | None = field(default=None, repr=False)
+    lattice_reports: tuple[PruneReport, ...] = ()
 
     def __post_init__(self) -> None:
         if self.fsa.shape[0] != self.shape.tot_size(1):
@@ -156,29 +166,49 @@ class Nbest:
         nbest_scale: float = NbestConfig.nbest_scale,
         key: DedupKey | str = DedupKey.WORDS,
         use_double_scores: bool = True,
+        seed: int = 0,
+        max_lattice_arcs: int | None = NbestConfig.max_lattice_arcs,
+        sampler: str = NbestConfig.sampler,
     ) -> Nbest:
         """Sample up to ``num_paths`` paths per utterance and keep one per distinct key.
 
-        ``k2.random_paths`` runs on a copy of ``lattice`` whose scores are multiplied by
-        ``nbest_scale`` (a flatter distribution gives more distinct paths); ``lattice`` is
-        not modified.
+        :func:`~k2dec.nbest.sample_paths` runs on a copy of ``lattice`` whose scores are
+        multiplied by ``nbest_scale`` (a flatter distribution gives more distinct paths);
+        ``lattice`` is not modified. The samples of an utterance depend on its lattice and
+        ``seed`` only, not on the other utterances of the batch or its position there, and a
+        tiny score change (another batch composition upstream) rarely changes them (unlike
+        ``k2.random_paths``, see :mod:`k2dec.nbest.sampling`).
 
         Args:
           lattice: FsaVec ``[utt][state][arc]`` (from ``get_lattice`` or fast_beam_search).
           num_paths, nbest_scale: see :class:`~k2dec.nbest.NbestConfig` (defaults from it).
           key: dedup by word or token sequence.
+          seed: of the sampler's pseudo-random numbers.
+          max_lattice_arcs: an utterance's lattice with more arcs is pruned to this many
+            first (see :class:`~k2dec.nbest.NbestConfig`); arcs on no complete path are
+            always dropped.
+          sampler: ``"hashed"`` (:func:`~k2dec.nbest.sample_paths`) or ``"k2"``
+            (``k2.random_paths``, icefall's; ``seed`` does not apply), see
+            :class:`~k2dec.nbest.NbestConfig`.
 
         Returns:
-          an :class:`Nbest` whose paths are the kept sampled alignments (unscaled scores).
-          An utterance whose lattice is empty gets zero paths.
+          an :class:`Nbest` whose paths are the kept sampled alignments (unscaled scores),
+          with the (bounded) lattice they came from and how it was bounded. An utterance
+          whose lattice is empty gets zero paths.
         """
         _check_lattice(lattice)
         key = DedupKey(key)
-        NbestConfig(num_paths, nbest_scale)  # validates both
+        NbestConfig(num_paths, nbest_scale, max_lattice_arcs, sampler=sampler)  # validates
+        lattice, reports = prune_lattice(lattice, max_lattice_arcs, connect=True)
         keyed = _keyed(lattice, key)
         sampling = keyed.clone()
         sampling.scores = keyed.scores * nbest_scale
-        path = k2.random_paths(sampling, num_paths=num_paths, use_double_scores=use_double_scores)
+        if sampler == "k2":
+            path = k2.random_paths(sampling, use_double_scores=use_double_scores,
+                                   num_paths=num_paths)
+        else:
+            path = sample_paths(sampling, num_paths, seed=seed,
+                                use_double_scores=use_double_scores)
         # path: [utt][path][arc] of arc indexes into `keyed`
         key_seq = k2.ragged.index(keyed.labels.contiguous(), path)
         key_seq = key_seq.remove_values_leq(0)
@@ -188,12 +218,34 @@ class Nbest:
         arcs = kept.remove_axis(0)  # [path][arc]
         fsa = _paths_to_fsa(keyed, arcs)
         fsa = _restore_labels(fsa, key)
-        return Nbest(fsa=fsa, shape=shape, key=key, key_seqs=unique.remove_axis(0))
+        return Nbest(fsa=fsa, shape=shape, key=key, key_seqs=unique.remove_axis(0),
+                     lattice=lattice, lattice_reports=reports)
 
-    def _intersect_chunks(self, lattice: k2.Fsa, chunk_size: int, reduce,
-                          max_arcs: int = 4_000_000) -> tuple[list, IntersectStatus]:
+    @staticmethod
+    def from_config(lattice: k2.Fsa, config: NbestConfig,
+                    key: DedupKey | str = DedupKey.WORDS) -> Nbest:
+        """:meth:`from_lattice` with the sampling settings of ``config`` (what every n-best
+        method does with its ``nbest`` config)."""
+        return Nbest.from_lattice(lattice, config.num_paths, config.nbest_scale, key,
+                                  max_lattice_arcs=config.max_lattice_arcs,
+                                  sampler=config.sampler)
+
+    def notes(self) -> list[str]:
+        """Per utterance, what its report should say about the lattice its paths came from
+        (``"lattice pruned from N to M arcs (output beam B)"``, or ``""``)."""
+        if not self.lattice_reports:
+            return [""] * self.num_utts
+        return [r.describe() for r in self.lattice_reports]
+
+    def _intersect_chunks(self, lattice: k2.Fsa | None, chunk_size: int, reduce,
+                          max_arcs: int) -> tuple[list, IntersectStatus]:
         """Intersect the key sequences with their utterances' keyed lattices chunk by chunk;
         ``reduce(inter)`` turns each chunk's path lattices into what the caller keeps."""
+        if lattice is None:
+            if self.lattice is None:
+                raise ValueError("no lattice to intersect with: this n-best does not keep the "
+                                 "one it was sampled from; pass it")
+            lattice = self.lattice
         _check_lattice(lattice)
         if lattice.shape[0] != self.num_utts:
             raise ValueError(
@@ -201,6 +253,8 @@ class Nbest:
             )
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+        if max_arcs < 1:
+            raise ValueError(f"max_arcs must be >= 1, got {max_arcs}")
         if self.num_paths == 0:
             raise ValueError("the n-best has no paths to intersect")
         keyed = k2.arc_sort(_keyed(lattice, self.key))
@@ -225,7 +279,7 @@ class Nbest:
                     keyed, chunk, b_to_a_map=path_to_utt[start:end], sorted_match_a=True
                 )
                 results.append(reduce(_top_sorted(inter)))
-            except (torch.cuda.OutOfMemoryError, MemoryError) as e:
+            except torch.cuda.OutOfMemoryError as e:  # on CPU, max_arcs bounds the memory
                 if end - start == 1:
                     raise
                 size = max(1, (end - start) // 2)
@@ -242,17 +296,19 @@ class Nbest:
         return results, status
 
     def intersect(
-        self, lattice: k2.Fsa, chunk_size: int = 2000, use_double_scores: bool = True,
-        max_arcs: int = 4_000_000,
+        self, lattice: k2.Fsa | None = None, chunk_size: int = 2000,
+        use_double_scores: bool = True, max_arcs: int = NbestConfig.max_intersect_arcs,
     ) -> Nbest:
-        """Replace each path by the best alignment of its key sequence in ``lattice``.
+        """Replace each path by the best alignment of its key sequence in ``lattice``
+        (default: :attr:`lattice`, the bounded lattice the paths were sampled from).
 
         The key sequences (as acceptors with epsilon self-loops) are intersected with the
         keyed lattice of their utterance by ``k2.intersect_device`` in chunks of at most
         ``chunk_size`` paths touching at most ``max_arcs`` lattice arcs in all (each path's
-        intersection is about the size of its utterance's lattice), so memory stays flat for
-        any number of paths. On an out-of-memory error both limits are halved (down to one
-        path) and the back-off is logged and recorded in ``status``.
+        intersection is about the size of its utterance's lattice, ~0.5 KB per arc), so
+        memory stays flat for any number of paths. Time is proportional to the paths times
+        their lattices' arcs. On a CUDA out-of-memory error both limits are halved (down to
+        one path) and the back-off is logged and recorded in ``status``.
 
         Returns:
           a new :class:`Nbest` (same shape, key and key_seqs) whose FSAs carry the lattice's
@@ -266,15 +322,17 @@ class Nbest:
         fsa = results[0] if len(results) == 1 else k2.cat(results)
         fsa = _restore_labels(fsa, self.key)
         return Nbest(fsa=fsa, shape=self.shape, key=self.key, key_seqs=self.key_seqs,
-                     status=status)
+                     status=status, lattice=self.lattice if lattice is None else lattice,
+                     lattice_reports=self.lattice_reports)
 
     def total_scores_in(
-        self, lattice: k2.Fsa, log_semiring: bool = True, chunk_size: int = 2000,
-        max_arcs: int = 4_000_000,
+        self, lattice: k2.Fsa | None = None, log_semiring: bool = True,
+        chunk_size: int = 2000, max_arcs: int = NbestConfig.max_intersect_arcs,
     ) -> k2.RaggedTensor:
         """float64 ragged ``[utt][path]``: the total score of *all* alignments of each key
-        sequence in ``lattice`` (log-sum with ``log_semiring``, else the best one) - what
-        icefall's ``fast_beam_search_nbest_LG`` ranks word sequences by."""
+        sequence in ``lattice`` (default: :attr:`lattice`; log-sum with ``log_semiring``, else
+        the best one) - what icefall's ``fast_beam_search_nbest_LG`` ranks word sequences by.
+        Chunked like :meth:`intersect`."""
 
         def totals(inter: k2.Fsa) -> torch.Tensor:
             inter = k2.top_sort(inter)
@@ -360,7 +418,8 @@ class Nbest:
         fsa = k2.index_fsa(self.fsa, flat.to(self.fsa.device))
         key_seqs, _ = self.key_seqs.index(flat.to(self.key_seqs.device), axis=0)
         shape = k2.ragged.regular_ragged_shape(self.num_utts, k).to(self.fsa.device)
-        nb = Nbest(fsa=fsa, shape=shape, key=self.key, key_seqs=key_seqs, status=self.status)
+        nb = Nbest(fsa=fsa, shape=shape, key=self.key, key_seqs=key_seqs, status=self.status,
+                   lattice=self.lattice, lattice_reports=self.lattice_reports)
         return NbestTopK(nbest=nb, padded=padded, index=index)
 
     def build_levenshtein_graphs(self) -> k2.Fsa:
@@ -370,26 +429,34 @@ class Nbest:
     def oracle(self, refs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         """For each utterance, the path whose key sequence is closest to ``refs[utt]``.
 
+        Edit distances of all paths are computed together by :func:`edit_distances` (a
+        dynamic program over reference positions, vectorized over paths and hypothesis
+        positions): time grows with the reference length, memory with paths x hypothesis
+        length (``k2.levenshtein_alignment`` builds a graph of ``len(ref) x len(hyp)`` cells
+        per path: 1.8 GB and 87 s for 200 paths of a 60 s utterance).
+
         Args:
           refs: reference key sequences (word ids for word keys), one per utterance.
 
         Returns:
           ``(best_path, edit_distance)``: int64 ``[num_utts]`` index into the paths of the
           n-best (-1 for an utterance without paths) and int64 ``[num_utts]`` its edit
-          distance (Levenshtein: substitutions, insertions and deletions cost 1).
+          distance (Levenshtein: substitutions, insertions and deletions cost 1; -1 without
+          paths). Ties go to the lowest path index.
+
+        Raises:
+          ValueError: not one reference per utterance, or an id that is not an int.
         """
-        if len(refs) != self.num_utts:
-            raise ValueError(f"need {self.num_utts} references, got {len(refs)}")
-        ref_graphs = k2.levenshtein_graph(refs, device=self.device)
-        hyp_graphs = self.build_levenshtein_graphs()
-        alignment = k2.levenshtein_alignment(
-            refs=ref_graphs,
-            hyps=hyp_graphs,
-            hyp_to_ref_map=self.path_to_utt().to(self.device),
-            sorted_match_ref=True,
-        )
-        tot = alignment.get_tot_scores(use_double_scores=False, log_semiring=False)
-        dist = k2.RaggedTensor(self.shape, (-tot).round().to(torch.float64))
+        if not isinstance(refs, list | tuple) or len(refs) != self.num_utts:
+            raise ValueError(f"need {self.num_utts} references (one list of ids per "
+                             f"utterance), got {type(refs).__name__} of "
+                             f"{len(refs) if hasattr(refs, '__len__') else '?'}")
+        for u, ref in enumerate(refs):
+            bad = [x for x in ref if isinstance(x, bool) or not isinstance(x, int)]
+            if bad:
+                raise ValueError(f"refs[{u}] has ids {bad[:5]} that are not ints")
+        dist_values = edit_distances(self.key_seqs, refs, self.path_to_utt())
+        dist = k2.RaggedTensor(self.shape, dist_values.to(torch.float64))
         best = torch.full((self.num_utts,), -1, dtype=torch.int64, device=self.device)
         best_dist = torch.full((self.num_utts,), -1, dtype=torch.int64, device=self.device)
         if self.num_paths:
@@ -425,6 +492,58 @@ class Nbest:
         ]
 
 
+def edit_distances(hyps: k2.RaggedTensor, refs: list[list[int]], hyp_to_ref: torch.Tensor
+                   ) -> torch.Tensor:
+    """Levenshtein distance (substitution, insertion, deletion: 1 each) of every hypothesis
+    to its reference.
+
+    Row ``i`` of the dynamic program (``D[i][j]``: distance of the first ``i`` reference and
+    ``j`` hypothesis symbols) follows from row ``i - 1`` for all hypotheses at once: the
+    substitution/deletion candidates ``E[j]`` are elementwise, and the insertion chain
+    ``D[i][j] = min_k (E[k] + j - k)`` is a cumulative minimum.
+
+    Args:
+      hyps: int ragged ``[hyp][symbol]``.
+      refs: reference symbol lists.
+      hyp_to_ref: int ``[num_hyps]``: the reference of each hypothesis.
+
+    Returns:
+      int64 ``[num_hyps]`` on ``hyps``' device.
+    """
+    device = hyps.device
+    num = hyps.dim0
+    if num == 0:
+        return torch.zeros(0, dtype=torch.int64, device=device)
+    splits = hyps.shape.row_splits(1).to(torch.int64)
+    hyp_len = splits[1:] - splits[:-1]
+    width = int(hyp_len.max()) + 1
+    col = torch.arange(width, device=device)
+    # hypotheses padded with -1 (the padding's columns are never read)
+    padded = torch.full((num, width), -1, dtype=torch.int64, device=device)
+    rows = torch.repeat_interleave(torch.arange(num, device=device), hyp_len)
+    padded[rows, torch.arange(hyps.numel(), device=device) - splits[:-1][rows] + 1] = \
+        hyps.values.to(torch.int64)
+    ref_len = torch.tensor([len(r) for r in refs], dtype=torch.int64)
+    longest = int(ref_len.max()) if len(refs) else 0
+    ref_pad = torch.full((max(len(refs), 1), longest + 1), -2, dtype=torch.int64)
+    for u, r in enumerate(refs):  # references as a padded table (Python lists at the edge)
+        ref_pad[u, 1:len(r) + 1] = torch.tensor(r, dtype=torch.int64)
+    which = hyp_to_ref.to("cpu", torch.int64)
+    ref_sym = ref_pad[which].to(device)  # [num, longest + 1]
+    stop = ref_len[which].to(device)
+    d = col.unsqueeze(0).expand(num, width).clone()  # row 0: j insertions
+    out = torch.where(stop == 0, d.gather(1, hyp_len.unsqueeze(1)).squeeze(1),
+                      torch.zeros_like(stop))
+    for i in range(1, longest + 1):
+        sub = (padded != ref_sym[:, i:i + 1]).to(torch.int64)
+        e = d + 1  # delete reference symbol i
+        e[:, 1:] = torch.minimum(e[:, 1:], d[:, :-1] + sub[:, 1:])
+        d = torch.cummin(e - col, dim=1).values + col
+        done = stop == i
+        out = torch.where(done, d.gather(1, hyp_len.unsqueeze(1)).squeeze(1), out)
+    return out
+
+
 def _top_sorted(fsas: k2.Fsa) -> k2.Fsa:
     """``fsas`` itself when k2 flags it top-sorted (intersections of top-sorted lattices with
     linear paths are), else ``k2.connect(fsas)``. Shortest paths and total scores need only
@@ -441,6 +560,21 @@ def _arcs_per_fsa(fsas: k2.Fsa) -> torch.Tensor:
     shape = fsas.arcs.shape()
     splits = shape.row_splits(2)[shape.row_splits(1).to(torch.int64)]
     return splits[1:] - splits[:-1]
+
+
+def chunks(cost: torch.Tensor, max_count: int, max_cost: int | None = None
+           ) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` ranges covering ``0 .. len(cost)`` in order, each of at most
+    ``max_count`` items whose ``cost`` (int ``[n]``, e.g. the memory each item's processing
+    takes) adds up to at most ``max_cost`` (``None``: no cost bound); every range has at least
+    one item. How the n-best and list rescorers bound the memory of one call."""
+    cost = cost.to("cpu", torch.int64)
+    start = 0
+    while start < cost.numel():
+        end = _chunk_end(cost, start, max_count,
+                         max_cost if max_cost is not None else int(cost[start:].sum()) + 1)
+        yield start, end
+        start = end
 
 
 def _chunk_end(cost: torch.Tensor, start: int, max_paths: int, max_cost: int) -> int:

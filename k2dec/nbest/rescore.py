@@ -16,9 +16,11 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from .nbest import DedupKey, Nbest, PathScorer, _ragged_sort_desc
+from .config import TIE_BREAKS
+from .nbest import DedupKey, Nbest, PathScorer, _ragged_sort_desc, chunks
 
 __all__ = [
+    "ATTENTION_CHUNK_CELLS",
     "NNLM_SCALES",
     "SCALE_GRID",
     "NbestRescoreResult",
@@ -105,17 +107,29 @@ def ngram_lm_scores(nbest: Nbest, G: k2.Fsa, chunk_size: int = 2000) -> k2.Ragge
     return k2.RaggedTensor(nbest.shape, out)
 
 
-def best_paths_by_score(nbest: Nbest, scores: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per utterance, the index of the highest-scoring path (ties: lowest index).
+def best_paths_by_score(nbest: Nbest, scores: torch.Tensor, tie_break: str = "first"
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per utterance, the index of the highest-scoring path.
 
     Args:
       scores: float64 ``[num_paths]`` aligned with ``nbest``.
+      tie_break: among equal scores, ``"first"`` takes the lowest index, ``"last"`` the
+        highest (icefall's ``k2.RaggedTensor.argmax``); see ``NbestConfig.tie_break``.
 
     Returns:
       ``(best, best_scores)``: int64 ``[num_utts]`` (-1 where an utterance has no path) and
       float64 ``[num_utts]`` (``-inf`` there).
     """
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
     ragged = k2.RaggedTensor(nbest.shape, scores.to(torch.float64))
+    if tie_break == "last":
+        best = ragged.argmax().to(torch.int64)  # -1 for utterances without paths
+        best_scores = torch.full(best.shape, float("-inf"), dtype=torch.float64,
+                                 device=scores.device)
+        has = best >= 0
+        best_scores[has] = scores.to(torch.float64)[best[has]]
+        return best, best_scores
     order = _ragged_sort_desc(ragged)
     splits = nbest.shape.row_splits(1).to(torch.int64).to(scores.device)
     counts = splits[1:] - splits[:-1]
@@ -191,22 +205,37 @@ def rescore_with_ngram(
     return combine_scores(components, {"ngram_lm_scale": list(lm_scales)}, nbest=nbest)
 
 
-def neural_scores(nbest: Nbest, scorer: PathScorer, chunk_size: int = 500) -> k2.RaggedTensor:
+#: Attention-decoder rescoring runs in chunks of at most this many (token, frame) cells, the
+#: sum over a chunk's paths of ``(tokens + 1) x encoder frames``: the decoder's
+#: cross-attention and its copy of the encoder output take ~60 bytes per cell (the shipped
+#: model: 4 heads, 2 layers), so ~0.5 GB a chunk. A 60 s utterance (1500 frames, ~240
+#: tokens) fits ~23 paths in a chunk; unchunked, 500 paths of it needed > 8 GB.
+ATTENTION_CHUNK_CELLS = 1 << 23
+
+
+def neural_scores(nbest: Nbest, scorer: PathScorer, chunk_size: int = 500,
+                  path_cost: torch.Tensor | None = None, max_cost: int | None = None
+                  ) -> k2.RaggedTensor:
     """Sum of per-token neural scores of each path's token sequence (eos included).
 
     Args:
       scorer: ``(tokens [path][tok] int32, path_to_utt int64 [path]) -> [path][tok + 1]``;
         e.g. ``partial(decoder.score_sequences, memory, memory_lens)`` adapted, or an LM's
         batch scorer. Called on chunks of at most ``chunk_size`` paths.
+      path_cost, max_cost: with both, a chunk's paths also add up to at most ``max_cost``
+        (int64 ``[num_paths]`` costs, e.g. the memory each path's scoring takes; a chunk
+        always has at least one path).
 
     Returns:
       float64 ragged ``[utt][path]``.
     """
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     tokens = nbest.token_seqs()
     path_to_utt = nbest.path_to_utt().to(torch.int64)
     out = torch.empty(nbest.num_paths, dtype=torch.float64, device=nbest.device)
-    for start in range(0, nbest.num_paths, chunk_size):
-        end = min(start + chunk_size, nbest.num_paths)
+    cost = path_cost if path_cost is not None else torch.zeros(nbest.num_paths)
+    for start, end in chunks(cost, chunk_size, max_cost if path_cost is not None else None):
         idx = torch.arange(start, end, dtype=torch.int32, device=tokens.device)
         sub, _ = tokens.index(idx, axis=0)
         scores = scorer(sub, path_to_utt[start:end])
@@ -224,6 +253,7 @@ def rescore_with_attention_decoder(
     ngram_lm_scales: Sequence[float] = SCALE_GRID,
     attention_scales: Sequence[float] = SCALE_GRID,
     G: k2.Fsa | None = None,
+    max_chunk_cells: int = ATTENTION_CHUNK_CELLS,
 ) -> dict[str, NbestRescoreResult]:
     """icefall's ``attention-decoder`` rescoring: ``am + s1 * ngram + s2 * attention``.
 
@@ -233,6 +263,9 @@ def rescore_with_attention_decoder(
         :class:`k2dec.aed.TransformerDecoder`).
       memory: float ``[N, T, C]`` encoder output; memory_lens: int ``[N]``.
       G: n-gram for the ``ngram`` component; default: the lattice's own ``lm_scores``.
+      max_chunk_cells: paths are scored in chunks whose ``(tokens + 1) x T`` add up to at most
+        this (see :data:`ATTENTION_CHUNK_CELLS`): memory does not grow with the number of
+        paths or the utterance's length.
 
     Returns:
       ``{"ngram_lm_scale_{s1}_attention_scale_{s2}": NbestRescoreResult}``.
@@ -240,15 +273,20 @@ def rescore_with_attention_decoder(
     if memory.dim() != 3 or memory.size(0) != nbest.num_utts:
         raise ValueError(f"memory must be [N={nbest.num_utts}, T, C], got "
                          f"{tuple(memory.shape)}")
+    if isinstance(max_chunk_cells, bool) or not isinstance(max_chunk_cells, int) \
+            or max_chunk_cells < 1:
+        raise ValueError(f"max_chunk_cells must be an int >= 1, got {max_chunk_cells!r}")
 
     def scorer(tokens: k2.RaggedTensor, seq_to_utt: torch.Tensor) -> k2.RaggedTensor:
         return decoder.score_sequences(memory, memory_lens, tokens, seq_to_utt)
 
+    splits = nbest.token_seqs().shape.row_splits(1).to("cpu", torch.int64)
+    cells = (splits[1:] - splits[:-1] + 1) * memory.size(1)
     ngram = nbest.lm_scores() if G is None else ngram_lm_scores(nbest, G)
     components = {
         "am": nbest.am_scores(),
         "ngram_lm": ngram,
-        "attention": neural_scores(nbest, scorer),
+        "attention": neural_scores(nbest, scorer, path_cost=cells, max_cost=max_chunk_cells),
     }
     grid = {"ngram_lm_scale": list(ngram_lm_scales), "attention_scale": list(attention_scales)}
     return combine_scores(components, grid, nbest=nbest)

@@ -77,6 +77,12 @@ class FastBeamSearchConfig:
         zero encoder frame are subtracted from the log-probs (0 disables it).
       allow_partial: when no final graph state survives at the last frame, treat every surviving
         state as final instead of returning an empty lattice.
+      termination_frame: k2dec's default True: after the last frame every stream is advanced
+        over one blank-only termination frame (:meth:`FastBeamSearch.terminate`), so the
+        lattice scores the emissions of *every* frame. False is icefall's
+        ``fast_beam_search`` (``format_output`` right after the last frame): the last frame
+        only decides which states are final and its emission scores never reach the lattice;
+        k2dec differs because dropping a real frame's evidence is a bug, not a setting.
     """
 
     beam: float = 20.0
@@ -86,6 +92,7 @@ class FastBeamSearchConfig:
     blank_penalty: float = 0.0
     ilme_scale: float = 0.0
     allow_partial: bool = False
+    termination_frame: bool = True
 
     def __post_init__(self) -> None:
         check_positive("beam", self.beam)
@@ -96,8 +103,9 @@ class FastBeamSearchConfig:
         check_positive("temperature", self.temperature)
         check_finite("blank_penalty", self.blank_penalty)
         check_finite("ilme_scale", self.ilme_scale)
-        if not isinstance(self.allow_partial, bool):
-            raise TypeError(f"allow_partial must be a bool, got {self.allow_partial!r}")
+        for name in ("allow_partial", "termination_frame"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
 
 
 @dataclass(frozen=True)
@@ -159,8 +167,10 @@ class FastBeamSearchStream:
         self.graph = graph
         self.rnnt_stream = k2.RnntDecodingStream(graph)
         self.num_frames = 0
-        #: True once the stream got its termination frame (see FastBeamSearch.terminate)
+        #: True once the stream's final result was taken (see FastBeamSearch.terminate)
         self.terminated = False
+        #: 1 if it was advanced over a termination frame, else 0
+        self.extra_frames = 0
         # A terminated k2.RnntDecodingStreams that contains this stream (and its index there);
         # k2 formats lattices only through such an object.
         self._owner: tuple[k2.RnntDecodingStreams, int] | None = None
@@ -331,11 +341,16 @@ class FastBeamSearch:
         *every* real frame, each stream is advanced over one extra termination frame whose
         log-probs are 0 for blank and ``-inf`` for tokens (nothing is pruned on it; its scores
         do not appear in the lattice). icefall's ``fast_beam_search`` skips this step, so its
-        lattices ignore the emissions of the last encoder frame.
+        lattices ignore the emissions of the last encoder frame; with
+        ``config.termination_frame=False`` the streams are ended without it, as icefall's.
         """
         check_streams(streams, len(streams), FastBeamSearchStream)
         todo = [s for s in streams if not s.terminated]
         if not todo:
+            return
+        if not self.config.termination_frame:
+            for s in todo:
+                s.terminated = True
             return
         decoding = k2.RnntDecodingStreams(
             [s.rnnt_stream for s in todo], self._termination_config
@@ -352,6 +367,7 @@ class FastBeamSearch:
         for i, s in enumerate(todo):
             s._owner = (decoding, i)
             s.terminated = True
+            s.extra_frames = 1
 
     def lattice(
         self, streams: Sequence[FastBeamSearchStream], final: bool = True
@@ -400,7 +416,7 @@ class FastBeamSearch:
             key = id(owner)
             if key not in groups:
                 groups[key] = (owner, {})
-            groups[key][1][idx] = s.num_frames + int(s.terminated)
+            groups[key][1][idx] = s.num_frames + s.extra_frames
             positions.append((key, idx))
 
         parts: list[k2.Fsa] = []

@@ -53,6 +53,9 @@ __all__ = [
 
 
 
+_SCORE_DTYPES = {"float64": torch.float64, "float32": torch.float32}
+
+
 @dataclass(frozen=True)
 class ModifiedBeamSearchConfig:
     """Options of modified beam search (icefall's defaults).
@@ -64,12 +67,17 @@ class ModifiedBeamSearchConfig:
       length_norm: pick the final hypothesis by ``log_prob / (context_size + num_tokens)``
         (icefall's ``get_most_probable(length_norm=True)``); the reported score is the
         un-normalized log-prob either way.
+      score_dtype: ``"float64"`` (k2dec's default) or ``"float32"`` (icefall's): the dtype
+        hypothesis log-probs are accumulated and merged in. k2dec accumulates in float64 so
+        that scores of long utterances keep their precision and the beam's ranking does not
+        depend on float32 rounding; ``"float32"`` reproduces icefall's ties and rankings.
     """
 
     beam: int = 4
     temperature: float = 1.0
     blank_penalty: float = 0.0
     length_norm: bool = True
+    score_dtype: str = "float64"
 
     def __post_init__(self) -> None:
         if not isinstance(self.beam, int) or self.beam < 1:
@@ -78,6 +86,13 @@ class ModifiedBeamSearchConfig:
         check_finite("blank_penalty", self.blank_penalty)
         if not isinstance(self.length_norm, bool):
             raise TypeError(f"length_norm must be a bool, got {self.length_norm!r}")
+        if self.score_dtype not in _SCORE_DTYPES:
+            raise ValueError(f"score_dtype must be one of {sorted(_SCORE_DTYPES)}, got "
+                             f"{self.score_dtype!r}")
+
+    @property
+    def torch_score_dtype(self) -> torch.dtype:
+        return _SCORE_DTYPES[self.score_dtype]
 
 
 class ModifiedBeamSearchStream:
@@ -210,8 +225,11 @@ class ModifiedBeamSearch:
         logits = net.logits(enc_t[utt_of_row], hyps.decoder_out)
         log_probs = log_probs_from_logits(logits, net.blank_id, cfg.temperature,
                                           cfg.blank_penalty)
-        tot = hyps.log_prob.unsqueeze(1) + log_probs.to(torch.float64)
+        dtype = cfg.torch_score_dtype
+        tot = hyps.log_prob.to(dtype).unsqueeze(1) + log_probs.to(dtype)
         extra, pending = self._scorer_scores(hyps)
+        if extra is not None:
+            extra = extra.to(dtype)
         if extra is not None and self.score_before_topk:
             tot = tot + extra
         top_val, src_row, tok, valid = _top_k(tot, counts, row_splits, utt_of_row, cfg.beam)
@@ -321,7 +339,7 @@ def _top_k(
     """The ``k = min(beam, max_hyps * V)`` best (row, symbol) pairs of each utterance.
 
     Args:
-      tot: float64 ``[R, V]``, the total score of every extension of every row (rows grouped
+      tot: float ``[R, V]``, the total score of every extension of every row (rows grouped
         by utterance: ``counts[i]`` rows from ``row_splits[i]``; ``utt_of_row`` int64 ``[R]``).
 
     Returns:
@@ -333,7 +351,7 @@ def _top_k(
     local = torch.arange(num_rows, device=tot.device) - row_splits[utt_of_row]
     max_hyps = int(counts.max())
     dense = torch.full(
-        (n, max_hyps, vocab_size), float("-inf"), dtype=torch.float64, device=tot.device
+        (n, max_hyps, vocab_size), float("-inf"), dtype=tot.dtype, device=tot.device
     )
     dense[utt_of_row, local] = tot
     k = min(beam, max_hyps * vocab_size)

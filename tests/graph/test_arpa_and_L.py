@@ -27,7 +27,16 @@ BAD_ARPAS = [
     (TINY_ARPA.replace("\\2-grams:", "\\3-grams:"), "not declared"),
     ("hello\nworld\n", "no \\\\data\\\\ header"),
     (TINY_ARPA.replace("ngram 1=9", "ngram one"), "expected 'ngram N=count'"),
-    (TINY_ARPA.replace("-1.1 C -0.4", "nan C -0.4"), "not a finite log-prob"),
+    (TINY_ARPA.replace("-1.1 C -0.4", "nan C -0.4"), "not a finite log10 value"),
+    # kaldilm aborts the process (SIGABRT) on these three: refused first
+    (TINY_ARPA.replace("-1.1 C -0.4", "-inf C -0.4"), r"lm.arpa:\d+: '-inf' is not a finite"),
+    (TINY_ARPA.replace("-1.1 C -0.4", "-1.1 C -inf"), r"lm.arpa:\d+: '-inf' is not a finite"),
+    (TINY_ARPA.replace("ngram 1=9", "ngram 1=8").replace("-99 <s> -0.5\n", "")
+     .replace("-0.2 <s> A\n", "-0.2 C A\n").replace("-0.6 <s> C\n", "-0.6 A C\n"),
+     "the 1-grams have no <s>"),
+    # without </s> kaldilm builds a G that accepts nothing
+    (TINY_ARPA.replace("ngram 1=9", "ngram 1=8").replace("-1.0 </s>\n", "")
+     .replace("-0.3 B </s>\n", "-0.3 B A\n"), "the 1-grams have no </s>"),
 ]
 
 
@@ -114,3 +123,14 @@ def test_L_bad_inputs(tiny_lang):
         build_L([("ZZ", ["a"])], lang.token_table, lang.word_table)
     with pytest.raises(ValueError, match="token 'q' not in tokens.txt"):
         build_L([("A", ["q"])], lang.token_table, lang.word_table)
+
+
+def test_gzipped_arpa_builds_the_same_G(tiny_lang, tmp_path):
+    import gzip
+
+    lang, arpa = tiny_lang
+    gz = tmp_path / "lm.arpa.gz"
+    gz.write_bytes(gzip.compress(arpa.read_bytes()))
+    assert check_arpa(gz, lang.word_table).counts == (9, 6)
+    a, b = build_G(arpa, lang.word_table), build_G(gz, lang.word_table)
+    assert torch.equal(a.arcs.values(), b.arcs.values())

@@ -117,3 +117,65 @@ def test_cmudict_lexicon():
 def test_langdir_missing(tmp_path):
     with pytest.raises(ValueError, match="does not exist"):
         LangDir(tmp_path / "nope")
+
+
+@pytest.mark.parametrize("line, message", [
+    ("SIL <eps>\n", r"lex.txt:2: word 'SIL' has the epsilon/blank token '<eps>'"),
+    ("A a <eps> b\n", r"lex.txt:2: word 'A' has the epsilon/blank token '<eps>'"),
+    ("<eps> a\n", r"lex.txt:2: '<eps>' is reserved"),
+    ("<s> a\n", r"lex.txt:2: '<s>' is reserved"),
+    ("#0 a\n", r"lex.txt:2: '#0' is reserved"),
+    ("#3 a\n", r"lex.txt:2: '#3' is reserved"),
+])
+def test_lexicon_epsilon_pronunciations_and_reserved_words_are_refused(tmp_path, line, message):
+    path = tmp_path / "lex.txt"
+    path.write_text("B b\n" + line)
+    with pytest.raises(ValueError, match=message):
+        read_lexicon(path)
+
+
+def test_lexicon_token_with_id_0_is_refused(tmp_path):
+    from k2dec.lang import make_symbol_table
+
+    tokens = make_symbol_table([("<blk>", 0), ("a", 1), ("b", 2)])
+    path = tmp_path / "lex.txt"
+    path.write_text("A a\nB <blk> b\n")
+    with pytest.raises(ValueError, match=r"lex.txt:2: word 'B' has the epsilon/blank token "
+                                         r"'<blk>' \(id 0\)"):
+        read_lexicon(path, tokens)
+    path.write_text("A a\nB b\n")
+    assert read_lexicon(path, tokens) == [("A", ["a"]), ("B", ["b"])]
+
+
+def test_kaldi_lexiconp_is_recognized_and_refused(tmp_path):
+    path = tmp_path / "lexiconp.txt"
+    path.write_text("HELLO 1.0 HH AH L OW\nHELLO 0.5 HH EH L OW\nWORLD 1.0 W ER L D\n")
+    with pytest.raises(ValueError, match=r"looks like a Kaldi lexiconp.txt .*lexiconp.txt:1 is "
+                                         r"HELLO '1.0 HH AH L OW'"):
+        read_lexicon(path)
+    # a token table that has those "probabilities" as tokens: a real lexicon after all
+    from k2dec.lang import make_symbol_table
+
+    tokens = make_symbol_table([("<eps>", 0), ("1.0", 1), ("0.5", 2)] + [
+        (t, i) for i, t in enumerate(["HH", "AH", "L", "OW", "EH", "W", "ER", "D"], start=3)])
+    assert read_lexicon(path, tokens)[0] == ("HELLO", ["1.0", "HH", "AH", "L", "OW"])
+    # one line whose second field is no probability: an ordinary lexicon
+    path.write_text("HELLO 1.0 HH\nONE w ah n\n")
+    assert read_lexicon(path)[1] == ("ONE", ["w", "ah", "n"])
+
+
+def test_gzipped_and_non_utf8_lexicons(tmp_path):
+    import gzip
+
+    gz = tmp_path / "lexicon.txt.gz"
+    with gzip.open(gz, "wt", encoding="utf-8") as f:
+        f.write("A a\nB b\n")
+    assert read_lexicon(gz) == [("A", ["a"]), ("B", ["b"])]
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes("A a\nCAF\xc9 k a f e\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"latin1.txt:2: lexicon is not UTF-8 text"):
+        read_lexicon(latin)
+    broken = tmp_path / "broken.txt"
+    broken.write_bytes(gzip.compress(b"A a\nB b\n")[:15])
+    with pytest.raises(ValueError, match=r"broken.txt: cannot read lexicon"):
+        read_lexicon(broken)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from k2dec.lattice import LatticeConfig, get_lattice
+from k2dec.lattice import LatticeConfig, arcs_per_fsa, get_lattice
 from k2dec.lattice.rescore import (
     RescoreConfig,
     RescoreStatus,
@@ -78,7 +78,8 @@ def test_rescore_matches_path_enumeration(device, ragged):
         lattice = result.lattice
         before = (lattice.scores.clone(), lattice.lm_scores.clone(), lattice.labels.clone())
         res = rescore_with_whole_lattice(result, G, RescoreConfig(lm_scales=(0.5, 1.0, 2.0)))
-        assert res.status is RescoreStatus.OK and res.prune_threshold is None
+        assert res.status is RescoreStatus.OK
+        assert all(u.status is RescoreStatus.OK and not u.reason for u in res.utterances)
         assert [s.lm_scale for s in res.per_scale] == [0.5, 1.0, 2.0]
         for i in range(lattice.shape[0]):
             paths = _paths(lattice, i)
@@ -113,23 +114,47 @@ def am_total(path, lm_scale):
     return path[0] / lm_scale + g_score(G_ARCS, path[2])
 
 
-def test_rescore_prunes_over_budget_then_reports(device):
+def test_rescore_prunes_before_composing_and_reports(device):
     result, _ = _lattices(device, seed=1, output_beam=8.0)
     G = _G(device)
     full = rescore_with_whole_lattice(result, G, RescoreConfig(lm_scales=(1.0,)))
-    arcs = result.lattice.num_arcs
-    cfg = RescoreConfig(lm_scales=(1.0,), prune_thresholds=(1e-3, 0.05, 0.2),
-                        max_lattice_arcs=arcs - 1)
+    arcs = arcs_per_fsa(k2.connect(k2.invert(result.lattice))).tolist()
+    big = max(range(len(arcs)), key=arcs.__getitem__)
+    cap = arcs[big] // 2
+    cfg = RescoreConfig(lm_scales=(1.0,), max_input_arcs=cap, first_arcs=cap)
     pruned = rescore_with_whole_lattice(result, G, cfg)
     assert pruned.status is RescoreStatus.PRUNED
-    assert pruned.prune_threshold in (1e-3, 0.05, 0.2)
-    assert f"{arcs} arcs > max_lattice_arcs={arcs - 1}" in pruned.reason
-    assert pruned.lattice.num_arcs < full.lattice.num_arcs
-    # pruning keeps the best path here (high-posterior arcs survive)
-    assert pruned.per_scale[0].hypotheses[0].words == full.per_scale[0].hypotheses[0].words
-    failed = rescore_with_whole_lattice(result, G, RescoreConfig(max_lattice_arcs=1))
+    for u, rep in enumerate(pruned.utterances):
+        if arcs[u] > cap:
+            assert rep.status is RescoreStatus.PRUNED and rep.prune.arcs_after <= cap
+            assert f"lattice pruned from {arcs[u]} to {rep.prune.arcs_after} arcs" in rep.reason
+            assert pruned.notes()[u] == rep.reason
+        else:
+            assert rep.status is RescoreStatus.OK and rep.reason == ""
+    # beam pruning keeps each utterance's best path: its 1best is that of the full lattice
+    # when the LM does not change the ranking much; at least the scores never improve
+    for h, f in zip(pruned.per_scale[0].hypotheses, full.per_scale[0].hypotheses):
+        assert h.score <= f.score + 1e-4
+    # a composition budget nothing fits in: every utterance fails, with the reason
+    failed = rescore_with_whole_lattice(result, G, RescoreConfig(max_rescored_arcs=1))
     assert failed.status is RescoreStatus.FAILED and failed.per_scale == ()
-    assert failed.lattice is None and "after pruning at 1e-06" in failed.reason
+    assert failed.lattice is None
+    assert all(u.reason.startswith("whole-lattice rescoring failed") and
+               "max_rescored_arcs=1" in u.reason for u in failed.utterances)
+
+
+def test_rescore_grows_the_lattice_while_the_composition_fits(device):
+    """first_arcs tiny: the lattice doubles round by round until all of it is composed (a
+    generous budget), giving exactly the unpruned result."""
+    result, _ = _lattices(device, seed=2, output_beam=8.0)
+    G = _G(device)
+    full = rescore_with_whole_lattice(result, G, RescoreConfig(lm_scales=(0.5,)))
+    grown = rescore_with_whole_lattice(result, G, RescoreConfig(lm_scales=(0.5,), first_arcs=2))
+    assert grown.status is RescoreStatus.OK
+    assert [h.words for h in grown.per_scale[0].hypotheses] == \
+        [h.words for h in full.per_scale[0].hypotheses]
+    assert [u.rescored_arcs for u in grown.utterances] == \
+        [u.rescored_arcs for u in full.utterances]
 
 
 def test_rescore_bad_inputs(device):
@@ -147,8 +172,8 @@ def test_rescore_bad_inputs(device):
         rescore_with_whole_lattice([result.lattice], G)
     with pytest.raises(ValueError, match="lm_scales must be"):
         RescoreConfig(lm_scales=(0.0,))
-    with pytest.raises(ValueError, match="prune_thresholds must be rising"):
-        RescoreConfig(prune_thresholds=(1e-6, 1e-9))
+    with pytest.raises(ValueError, match="max_rescored_arcs must be an int >= 1"):
+        RescoreConfig(max_rescored_arcs=0)
     with pytest.raises(ValueError, match="FsaVec"):
         rescore_with_whole_lattice(result.lattice[0], G)
 

@@ -9,7 +9,7 @@ from k2dec.model.train import (
     average_checkpoints,
     export_model,
     latest_checkpoint,
-    load_model,
+    load_joint_model,
     train_joint_model,
 )
 
@@ -88,12 +88,12 @@ def test_average_export_and_load(tmp_path):
     assert torch.allclose(avg[name], sum(s[name] for s in states) / 3, atol=1e-6)
     model.load_state_dict(avg)
     path = export_model(model, tmp_path / "release.pt", half=True)
-    back = load_model(path)
+    back = load_joint_model(path)
     assert torch.allclose(back.state_dict()[name], avg[name], atol=1e-2)
     with pytest.raises(ValueError, match="does not exist"):
-        load_model(tmp_path / "none.pt")
+        load_joint_model(tmp_path / "none.pt")
     torch.save({"x": 1}, tmp_path / "bad.pt")
     with pytest.raises(ValueError, match="not a k2dec model file"):
-        load_model(tmp_path / "bad.pt")
+        load_joint_model(tmp_path / "bad.pt")
     with pytest.raises(ValueError, match="no checkpoints"):
         average_checkpoints([])

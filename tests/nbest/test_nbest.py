@@ -180,3 +180,24 @@ def test_arc_budget_chunks_give_the_same_result(tiny_hlg):
     assert torch.equal(whole.tot_scores().values, tiny.tot_scores().values)
     assert torch.allclose(nbest.total_scores_in(lattice, max_arcs=1).values,
                           nbest.total_scores_in(lattice).values)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_edit_distances_match_kaldialign(device, seed):
+    from k2dec.nbest import edit_distances
+
+    g = torch.Generator().manual_seed(seed)
+    refs = [[int(x) for x in torch.randint(1, 5, (int(n),), generator=g)]
+            for n in torch.randint(0, 9, (5,), generator=g)] + [[], [3]]
+    hyps, owner = [], []
+    for _ in range(60):
+        u = int(torch.randint(0, len(refs), (1,), generator=g))
+        n = int(torch.randint(0, 10, (1,), generator=g))
+        hyps.append([int(x) for x in torch.randint(1, 5, (n,), generator=g)])
+        owner.append(u)
+    hyps += [[], [1, 2, 3]]
+    owner += [0, len(refs) - 2]
+    got = edit_distances(k2.RaggedTensor(hyps, device=device), refs,
+                         torch.tensor(owner, device=device))
+    want = [kaldialign.edit_distance(refs[u], h)["total"] for h, u in zip(hyps, owner)]
+    assert got.tolist() == want and got.device == device

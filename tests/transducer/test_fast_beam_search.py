@@ -182,6 +182,7 @@ def test_config_reaches_the_search_unchanged(device):
         "blank_penalty": 1.0,
         "ilme_scale": 0.4,
         "allow_partial": True,
+        "termination_frame": False,
     }
     assert set(changes) == {f.name for f in dataclasses.fields(FastBeamSearchConfig)}
     default_scores = _tot_log(fast_beam_search(model, enc, lens, config=base).lattice)
@@ -196,7 +197,7 @@ def test_config_reaches_the_search_unchanged(device):
         scores = _tot_log(wrapped.lattice)
         assert scores == pytest.approx(_tot_log(search.lattice(streams)), abs=1e-9), name
         if name in ("beam", "max_contexts", "max_states", "temperature", "blank_penalty",
-                    "ilme_scale"):
+                    "ilme_scale", "termination_frame"):
             assert scores != pytest.approx(default_scores, abs=1e-6), name
 
 

@@ -1,0 +1,135 @@
+"""Reading input files with errors that name them: text files (lexicons, symbol tables, ARPA
+files) and torch-saved files (graphs, checkpoints).
+
+Python's own errors for a gzipped or non-UTF-8 file (``UnicodeDecodeError: 'utf-8' codec can't
+decode byte 0x8b in position 1``) name neither the file nor the line, and ``torch.load`` of a
+truncated or foreign file raises ``UnpicklingError``/``EOFError``/``RuntimeError`` without the
+file name; these helpers raise ``ValueError`` naming the file (and line). Gzip-compressed text
+(``.gz`` or not) is read transparently. Nothing here imports the rest of k2dec.
+"""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["checked_config", "is_gzip", "load_checked_state", "load_torch_file", "text_lines"]
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_gzip(path: str | Path) -> bool:
+    """Whether ``path`` starts with the gzip magic bytes."""
+    with open(path, "rb") as f:
+        return f.read(2) == _GZIP_MAGIC
+
+
+def text_lines(path: str | Path, what: str) -> Iterator[tuple[int, str]]:
+    """``(line_number, line)`` pairs (from 1, newline kept) of a UTF-8 text file, gunzipped
+    on the fly when it is gzip-compressed.
+
+    Args:
+      path: the file.
+      what: what the file should be (``"lexicon"``, ``"ARPA file"``, ...), for messages.
+
+    Raises:
+      ValueError: naming ``what`` and the file for a missing file, a directory, a file that
+        is not UTF-8 text (with the line), or a corrupt gzip stream.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"{what} {path} does not exist")
+    if not path.is_file():
+        raise ValueError(f"{what} {path} is not a file")
+    compressed = is_gzip(path)
+    opener = gzip.open if compressed else open
+    try:
+        with opener(path, "rb") as f:
+            for lineno, raw in enumerate(f, start=1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise ValueError(f"{path}:{lineno}: {what} is not UTF-8 text ({e.reason} "
+                                     f"at byte {e.start} of the line)") from None
+                if "\x00" in line:
+                    raise ValueError(f"{path}:{lineno}: {what} has NUL bytes (a binary file?)")
+                yield lineno, line
+    except (OSError, EOFError) as e:  # gzip.BadGzipFile is an OSError
+        raise ValueError(f"{path}: cannot read {what}: {e}") from None
+
+
+def load_torch_file(path: str | Path, what: str, keys: tuple[str, ...] = ()) -> Any:
+    """``torch.load(path, map_location="cpu")`` with errors that name the file.
+
+    Args:
+      path: the file.
+      what: what it should be (``"graph file"``, ``"model file"``, ...), for messages.
+      keys: when given, the file must hold a dict with these keys.
+
+    Raises:
+      ValueError: a missing file, a directory, an empty or truncated file, a file torch
+        cannot read (not a torch-saved object: text, gzip, ...), or a missing key.
+    """
+    import pickle
+
+    import torch
+
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"{what} {path} does not exist")
+    if not path.is_file():
+        raise ValueError(f"{what} {path} is not a file")
+    if path.stat().st_size == 0:
+        raise ValueError(f"{what} {path} is empty")
+    try:
+        obj = torch.load(path, map_location="cpu")
+    except (pickle.UnpicklingError, EOFError, RuntimeError, OSError, ValueError, TypeError,
+            AttributeError, ImportError, IndexError, KeyError, UnicodeDecodeError) as e:
+        kind = "gzip-compressed" if is_gzip(path) else "not a torch-saved file"
+        raise ValueError(f"{what} {path} cannot be read ({kind}?): "
+                         f"{type(e).__name__}: {str(e)[:200]}") from None
+    if keys:
+        if not isinstance(obj, dict):
+            raise ValueError(f"{what} {path} holds a {type(obj).__name__}, expected a dict "
+                             f"with {', '.join(keys)}")
+        missing = [k for k in keys if k not in obj]
+        if missing:
+            raise ValueError(f"{path} is not a {what} (no {', '.join(missing)}; keys: "
+                             f"{', '.join(map(str, list(obj)[:10]))})")
+    return obj
+
+
+def checked_config(config_cls: type, values: Any, path: str | Path) -> Any:
+    """``config_cls(**values)`` for the config stored in the checkpoint ``path``: a
+    ``ValueError`` naming the file when ``values`` is not a dict of the config's fields or
+    the config refuses them (``config_cls`` may nest dataclasses given as dicts)."""
+    if not isinstance(values, dict):
+        raise ValueError(f"{path}: its model_config is a {type(values).__name__}, not a dict")
+    try:
+        return config_cls(**values)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{path}: its model_config does not fit {config_cls.__name__}: "
+                         f"{e}") from None
+
+
+def load_checked_state(module: Any, state: Any, path: str | Path) -> None:
+    """``module.load_state_dict(state)`` (floating tensors cast to float32) with a
+    ``ValueError`` naming the checkpoint ``path`` for missing, unexpected or misshapen
+    weights, or weights that are not finite."""
+    import torch
+
+    if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor)
+                                              for v in state.values()):
+        raise ValueError(f"{path}: its weights are not a dict of tensors")
+    bad = [k for k, v in state.items() if v.is_floating_point() and
+           not bool(torch.isfinite(v).all())]
+    if bad:
+        raise ValueError(f"{path}: weights {bad[:3]} are not finite (NaN/inf)")
+    try:
+        module.load_state_dict({k: v.float() if v.is_floating_point() else v
+                                for k, v in state.items()})
+    except RuntimeError as e:
+        raise ValueError(f"{path}: its weights do not fit the model its config describes: "
+                         f"{str(e).strip()[:300]}") from None

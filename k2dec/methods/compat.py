@@ -1,0 +1,89 @@
+"""icefall compatibility: a method's config with icefall's choices where k2dec's defaults
+differ, so that a user can reproduce icefall's numbers.
+
+Each switch is a config field, documented next to k2dec's default and why k2dec differs:
+
+====================================================  ===================  ==================
+field                                                 k2dec                icefall
+====================================================  ===================  ==================
+``FastBeamSearchConfig.termination_frame``            True (every frame    False (the last
+                                                      scored)              frame's emissions
+                                                                           dropped)
+``FastBeamSearchConfig.ilme_scale`` in                0.0                  0.1 (the default of
+``fast_beam_search_nbest`` and ``_nbest_oracle``                           its fast_beam_search,
+                                                                           which these two
+                                                                           wrappers do not pass)
+``NbestConfig.tie_break``                             "first"              "last" (k2's argmax)
+``NbestConfig.sampler``                               "hashed" (samples    "k2"
+                                                      independent of the   (``k2.random_paths``)
+                                                      batch)
+``ModifiedBeamSearchConfig.score_dtype``              "float64"            "float32"
+====================================================  ===================  ==================
+
+:func:`icefall_compatible` switches every one of them that is still at k2dec's default
+(``k2dec decode --icefall-compat``); a value set explicitly (``--set ilme_scale=0.2``) stays.
+With ``sampler="k2"`` n-best lists are sampled as icefall samples them, path by path for
+the same lattice (and, like icefall's, they change with the batch composition).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, is_dataclass, replace
+from typing import Any
+
+from ..nbest import NbestConfig
+from ..transducer import FastBeamSearchConfig, ModifiedBeamSearchConfig
+from .registry import Method, get_method
+
+__all__ = ["ICEFALL_NBEST_ILME_SCALE", "icefall_compatible"]
+
+#: icefall's ``fast_beam_search`` default ``ilme_scale``, in effect in its
+#: ``fast_beam_search_nbest`` and ``fast_beam_search_nbest_oracle`` (they do not pass one)
+ICEFALL_NBEST_ILME_SCALE = 0.1
+
+_HIDDEN_ILME = ("fast_beam_search_nbest", "fast_beam_search_nbest_oracle")
+
+
+def _switch(config: Any, method: str) -> Any:
+    if isinstance(config, FastBeamSearchConfig):
+        default = FastBeamSearchConfig()
+        changes: dict[str, Any] = {}
+        if config.termination_frame == default.termination_frame:
+            changes["termination_frame"] = False
+        if method in _HIDDEN_ILME and config.ilme_scale == default.ilme_scale:
+            changes["ilme_scale"] = ICEFALL_NBEST_ILME_SCALE
+        return replace(config, **changes)
+    if isinstance(config, NbestConfig):
+        default = NbestConfig()
+        changes = {}
+        if config.tie_break == default.tie_break:
+            changes["tie_break"] = "last"
+        if config.sampler == default.sampler:
+            changes["sampler"] = "k2"
+        return replace(config, **changes) if changes else config
+    if isinstance(config, ModifiedBeamSearchConfig):
+        if config.score_dtype == ModifiedBeamSearchConfig().score_dtype:
+            return replace(config, score_dtype="float32")
+        return config
+    if is_dataclass(config):
+        changes = {}
+        for f in fields(config):
+            value = getattr(config, f.name)
+            if is_dataclass(value):
+                new = _switch(value, method)
+                if new is not value:
+                    changes[f.name] = new
+        return replace(config, **changes) if changes else config
+    return config
+
+
+def icefall_compatible(method: str | Method, config: Any = None) -> Any:
+    """``config`` (default: the method's defaults) with every icefall compatibility switch
+    that is still at k2dec's default set to icefall's behaviour (see the module docstring);
+    configs without such fields come back unchanged."""
+    method = get_method(method) if isinstance(method, str) else method
+    config = method.default_config() if config is None else config
+    if not isinstance(config, method.config_cls):
+        raise TypeError(f"method {method.name!r} takes a {method.config_cls.__name__}, got "
+                        f"{type(config).__name__}")
+    return _switch(config, method.name)
