@@ -133,17 +133,25 @@ def shipped_problem(cuts: int) -> Problem:
                    b.cut_ids, to_words, desc)
 
 
-def random_problem(seed: int) -> Problem:
+def seeded_transducer(seed: int, dim: int, vocab: int, weight_scale: float,
+                      blank_bias: float) -> torch.nn.Module:
+    """A random transducer (context 2, all dimensions ``dim``) from ``torch.manual_seed(seed)``;
+    the joiner's output weights are scaled and its blank logit raised."""
     from k2dec.transducer import Joiner, LinearEncoder, StatelessDecoder, Transducer
 
     torch.manual_seed(seed)
-    dim, vocab = 32, 50
     model = Transducer(LinearEncoder(dim, dim), StatelessDecoder(vocab, dim, blank_id=0,
                                                                  context_size=2),
                        Joiner(dim, dim, dim, vocab)).eval()
     with torch.no_grad():
-        model.joiner.output_linear.weight.mul_(4.0)
-        model.joiner.output_linear.bias[0] += 3.0
+        model.joiner.output_linear.weight.mul_(weight_scale)
+        model.joiner.output_linear.bias[0] += blank_bias
+    return model
+
+
+def random_problem(seed: int) -> Problem:
+    dim = 32
+    model = seeded_transducer(seed, dim, 50, 4.0, 3.0)
     g = torch.Generator().manual_seed(seed)
     enc = torch.randn(3, 30, dim, generator=g)
     lens = torch.tensor([30, 22, 17])
@@ -293,15 +301,8 @@ def icefall_sized_problem(seed: int, utts: int) -> Problem:
     """A seeded random transducer of icefall's default sizes (vocabulary 500, encoder, decoder
     and joiner dimensions 512, context 2) on seeded random encoder frames; the blank logit is
     raised so that about 0.3 tokens are emitted per frame, as by the shipped model."""
-    from k2dec.transducer import Joiner, LinearEncoder, StatelessDecoder, Transducer
-
-    torch.manual_seed(seed)
     dim, vocab = 512, 500
-    model = Transducer(LinearEncoder(dim, dim), StatelessDecoder(vocab, dim, blank_id=0,
-                                                                 context_size=2),
-                       Joiner(dim, dim, dim, vocab)).eval()
-    with torch.no_grad():
-        model.joiner.output_linear.bias[0] += ICEFALL_SIZED_BLANK_BIAS
+    model = seeded_transducer(seed, dim, vocab, 1.0, ICEFALL_SIZED_BLANK_BIAS)
     g = torch.Generator().manual_seed(seed)
     lens = torch.randint(40, 160, (utts,), generator=g)
     enc = torch.randn(utts, int(lens.max()), dim, generator=g)
