@@ -61,7 +61,7 @@ def load_assets(
     field names) change the features the model expects (default: icefall's, or what an ONNX
     export declares), for a model trained otherwise."""
     from ..graph import build_ctc_topo, load_graph
-    from ..lang import bpe_word_start_mask, check_vocab_size, load_bpe_model
+    from ..lang import TokenWords, bpe_word_start_mask, check_vocab_size, load_bpe_model
     from ..model import find_tokens, load_model
 
     device = torch.device(device)
@@ -88,6 +88,8 @@ def load_assets(
         word_start = bpe_word_start_mask(lang.token_table)
         if bool(word_start.any()):
             res.word_start = word_start.to(device)
+            if (lang.path / "lexicon.txt").is_file() and "<UNK>" in lang.word_table:
+                res.token_words = TokenWords.from_lang_dir(lang)
         for name, file in GRAPH_FILES.items():
             path = lang.path / file
             if path.is_file():
@@ -140,6 +142,9 @@ def need_hint(need: str) -> str:
         return "a neural LM (--rnn-lm FILE, from k2dec train-lm / export-lm)"
     if need == "attention_decoder":
         return "a model with an attention decoder"
+    if need == "token_words":
+        return ("a BPE lang dir (--lang-dir with tokens.txt pieces, lexicon.txt and <UNK> in "
+                "words.txt) to read words off token sequences")
     if need == "lodr":
         return ("LODR's token n-gram (--lodr-arpa FILE, e.g. a token bigram from "
                 "k2dec.scorers.train_token_arpa on the LM text)")

@@ -14,7 +14,16 @@ from dataclasses import dataclass, field
 import k2
 import torch
 
-from ..nbest import DedupKey, Nbest, NbestConfig, best_paths_by_score
+from ..nbest import (
+    DedupKey,
+    Nbest,
+    NbestConfig,
+    best_paths_by_score,
+    combine_scores,
+    lm_path_scorer,
+    neural_scores,
+    word_sequence_scores,
+)
 from ..scorers import ContextGraph, hotword_graph
 from ..transducer import (
     FastBeamSearchConfig,
@@ -34,6 +43,9 @@ __all__ = [
     "FastBeamSearchLGConfig",
     "FastBeamSearchNbestConfig",
     "FastBeamSearchNbestLGConfig",
+    "FastBeamSearchNbestRescoringConfig",
+    "FastBeamSearchNbestRnnRescoringConfig",
+    "NBEST_RESCORING_SCALES",
 ]
 
 #: icefall's ``--context-score``: the per-token bonus of a hotword (of a phrase without its
@@ -42,6 +54,13 @@ HOTWORDS_SCORE = 2.0
 
 #: icefall's ``--ngram-lm-scale`` of the LG methods (LG scores are multiplied by it).
 NGRAM_LM_SCALE = 0.01
+
+
+#: icefall's ``ngram_lm_scale_list`` of ``fast_beam_search_with_nbest_rescoring`` and
+#: ``_rnn_rescoring`` (pruned_transducer_stateless3/decode.py); the RNN variant sweeps the
+#: same list for the RNN LM scale.
+NBEST_RESCORING_SCALES: tuple[float, ...] = (-0.5, -0.2, -0.1, -0.05, -0.02, 0.0, 0.01, 0.02,
+                                             0.05, 0.1, 0.3, 0.5, 0.8, 1.0, 1.5, 2.5, 3.0)
 
 
 def _transducer_nbest() -> NbestConfig:
@@ -207,3 +226,90 @@ def _fbs_oracle(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbe
     _, nbest = _sample(inputs, cfg, None, DedupKey.TOKENS)
     best, _ = nbest.oracle(inputs.ref_tokens)
     return [MethodResult("fast_beam_search_nbest_oracle", _chosen(nbest, best, False), cfg)]
+
+
+@dataclass(frozen=True)
+class FastBeamSearchNbestRescoringConfig:
+    """``fast_beam_search_with_nbest_rescoring``: the search with the trivial graph, an
+    n-best by token sequence, each path's words (:class:`k2dec.lang.TokenWords`) scored with
+    the rescoring G: ``am + s * ngram`` for every ``s`` of ``ngram_lm_scales``."""
+
+    search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
+    nbest: NbestConfig = field(default_factory=_transducer_nbest)
+    ngram_lm_scales: tuple[float, ...] = NBEST_RESCORING_SCALES
+
+    def __post_init__(self) -> None:
+        _check_scales("ngram_lm_scales", self.ngram_lm_scales)
+
+
+@dataclass(frozen=True)
+class FastBeamSearchNbestRnnRescoringConfig(FastBeamSearchNbestRescoringConfig):
+    """``fast_beam_search_with_nbest_rnn_rescoring``: as
+    :class:`FastBeamSearchNbestRescoringConfig`, plus each path's tokens scored with the
+    neural LM: ``am + s1 * ngram + s2 * rnn_lm`` for every pair of scales (``lm_batch_size``
+    sequences per LM call)."""
+
+    rnn_lm_scales: tuple[float, ...] = NBEST_RESCORING_SCALES
+    lm_batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_scales("rnn_lm_scales", self.rnn_lm_scales)
+        if isinstance(self.lm_batch_size, bool) or not isinstance(self.lm_batch_size, int) \
+                or self.lm_batch_size < 1:
+            raise ValueError(f"lm_batch_size must be an int >= 1, got {self.lm_batch_size!r}")
+
+
+def _check_scales(name: str, scales: tuple[float, ...]) -> None:
+    if not isinstance(scales, tuple) or not scales:
+        raise ValueError(f"{name} needs at least one scale, got {scales!r}")
+    for value in scales:
+        if not (isinstance(value, int | float) and abs(value) < float("inf")):
+            raise ValueError(f"{name} must be finite numbers, got {scales!r}")
+
+
+def _rescoring_components(inputs: TransducerInputs, res: Resources,
+                          cfg: FastBeamSearchNbestRescoringConfig, method: str
+                          ) -> tuple[Nbest, dict[str, k2.RaggedTensor]]:
+    """The intersected token n-best and its ``am`` and ``ngram_lm`` scores ``[utt][path]``."""
+    G = res.graph("G", method)
+    if res.token_words is None:
+        raise ValueError(f"{method} needs Resources.token_words (a k2dec.lang.TokenWords of a "
+                         "BPE lang dir) to read the words of token sequences")
+    _, nbest = _sample(inputs, cfg, None, DedupKey.TOKENS)
+    nbest = nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
+    words = res.token_words(nbest.token_seqs()).to(G.device)
+    ngram = word_sequence_scores(words, G).to(nbest.device)
+    return nbest, {"am": nbest.tot_scores(), "ngram_lm": k2.RaggedTensor(nbest.shape, ngram)}
+
+
+def _rescored(nbest: Nbest, components: dict[str, k2.RaggedTensor],
+              grid: dict[str, tuple[float, ...]], cfg) -> list[MethodResult]:
+    out = combine_scores(components, {k: list(v) for k, v in grid.items()}, nbest=nbest)
+    return [MethodResult(key, _chosen(nbest, r.best, False, r.scores), cfg)
+            for key, r in out.items()]
+
+
+@register("fast_beam_search_with_nbest_rescoring", Family.TRANSDUCER,
+          FastBeamSearchNbestRescoringConfig, requires=("G", "token_words"))
+def _fbs_nbest_rescoring(inputs: TransducerInputs, res: Resources,
+                         cfg: FastBeamSearchNbestRescoringConfig):
+    """fast_beam_search n-best (trivial graph) rescored with G on its words: am + s * ngram,
+    per s."""
+    nbest, comps = _rescoring_components(inputs, res, cfg,
+                                         "fast_beam_search_with_nbest_rescoring")
+    return _rescored(nbest, comps, {"ngram_lm_scale": cfg.ngram_lm_scales}, cfg)
+
+
+@register("fast_beam_search_with_nbest_rnn_rescoring", Family.TRANSDUCER,
+          FastBeamSearchNbestRnnRescoringConfig, requires=("G", "token_words", "lm"))
+def _fbs_nbest_rnn_rescoring(inputs: TransducerInputs, res: Resources,
+                             cfg: FastBeamSearchNbestRnnRescoringConfig):
+    """fast_beam_search n-best (trivial graph) rescored with G and a neural LM:
+    am + s1 * ngram + s2 * rnn_lm, per (s1, s2)."""
+    method = "fast_beam_search_with_nbest_rnn_rescoring"
+    _, lm = res.neural_lm(method)
+    nbest, comps = _rescoring_components(inputs, res, cfg, method)
+    comps["rnn_lm"] = neural_scores(nbest, lm_path_scorer(lm, cfg.lm_batch_size))
+    grid = {"ngram_lm_scale": cfg.ngram_lm_scales, "rnn_lm_scale": cfg.rnn_lm_scales}
+    return _rescored(nbest, comps, grid, cfg)

@@ -47,8 +47,11 @@ def tiny_LG(tmp_path_factory):
     return lang, LG
 
 
-#: the transducer methods with scorers (tests/methods/test_scorer_methods.py)
-SCORER_METHODS = ["beam_search", "modified_beam_search_LODR", "modified_beam_search_lm_rescore",
+#: the transducer methods with scorers (tests/methods/test_scorer_methods.py) and the n-best
+#: rescoring ones (tests/methods/test_nbest_rescoring_methods.py)
+SCORER_METHODS = ["beam_search", "fast_beam_search_with_nbest_rescoring",
+                  "fast_beam_search_with_nbest_rnn_rescoring", "modified_beam_search_LODR",
+                  "modified_beam_search_lm_rescore",
                   "modified_beam_search_lm_rescore_LODR",
                   "modified_beam_search_lm_shallow_fusion"]
 
