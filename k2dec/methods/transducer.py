@@ -76,13 +76,16 @@ def _check_scale(value: float) -> None:
 @dataclass(frozen=True)
 class FastBeamSearchLGConfig:
     """``fast_beam_search_LG``: the search through LG with LG's scores times
-    ``ngram_lm_scale``."""
+    ``ngram_lm_scale``; when hotwords are given, through LG intersected with the hotword
+    automaton (``hotwords_score`` per token, not scaled)."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     ngram_lm_scale: float = NGRAM_LM_SCALE
+    hotwords_score: float = HOTWORDS_SCORE
 
     def __post_init__(self) -> None:
         _check_scale(self.ngram_lm_scale)
+        check_finite("hotwords_score", self.hotwords_score)
 
 
 @dataclass(frozen=True)
@@ -143,23 +146,40 @@ class FastBeamSearchMethodConfig:
 def _fbs(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMethodConfig):
     """fast_beam_search with the trivial graph (the hotword graph when Resources.hotwords are
     given): one-best tokens."""
-    graph = None
-    if res.hotwords:
-        vocab, device = int(inputs.model.decoder.vocab_size), inputs.encoder_out.device
-        key = ("hotword_graph", id(res.hotwords), float(cfg.hotwords_score), vocab, str(device))
-        if key not in res.cache:
-            res.cache[key] = hotword_graph(ContextGraph(res.hotwords, cfg.hotwords_score), vocab,
-                                           int(inputs.model.decoder.blank_id), device)
-        graph = res.cache[key]
+    graph = _with_hotwords(inputs, res, cfg.hotwords_score, None)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     return [MethodResult("fast_beam_search", from_transducer(out.hyps), cfg)]
 
 
+def _with_hotwords(inputs: TransducerInputs, res: Resources, score: float,
+                   graph: k2.Fsa | None) -> k2.Fsa | None:
+    """``graph`` (``None``: the trivial graph) biased by ``Resources.hotwords``: the hotword
+    automaton (:func:`k2dec.scorers.hotword_graph`), intersected with ``graph`` when there is
+    one (on CPU, then moved; every path keeps its graph score plus the bonuses of its tokens).
+    Built once per graph, score and device (kept in ``Resources.cache``); ``graph`` itself
+    when there are no hotwords."""
+    if not res.hotwords:
+        return graph
+    vocab, device = int(inputs.model.decoder.vocab_size), inputs.encoder_out.device
+    key = ("hotword_graph", id(res.hotwords), float(score), vocab, str(device),
+           None if graph is None else id(graph))
+    if key not in res.cache:
+        hot = hotword_graph(ContextGraph(res.hotwords, score), vocab,
+                            int(inputs.model.decoder.blank_id), "cpu")
+        if graph is not None:
+            base = k2.arc_sort(graph.to("cpu"))
+            hot = k2.arc_sort(k2.connect(k2.intersect(base, hot, treat_epsilons_specially=True)))
+        res.cache[key] = hot.to(device)
+    return res.cache[key]
+
+
 @register("fast_beam_search_LG", Family.TRANSDUCER, FastBeamSearchLGConfig, requires=("LG",))
 def _fbs_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchLGConfig):
-    """fast_beam_search with LG (scores times ngram_lm_scale): one-best words."""
+    """fast_beam_search with LG (scores times ngram_lm_scale; hotword biasing when
+    Resources.hotwords are given): one-best words."""
     graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_LG")
+    graph = _with_hotwords(inputs, res, cfg.hotwords_score, graph)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     hyps = from_transducer(out.hyps, words=_path_words(out.lattice))
