@@ -150,8 +150,9 @@ def test_transducer_searches_carry_confidences(device):
     model = random_model(vocab_size=5, seed=4, device=device)
     enc, lens = random_batch([6, 2, 5], seed=4, device=device)
     inputs = TransducerInputs(model, enc, lens)
-    for name in ("greedy_search", "modified_beam_search"):
+    for name in ("greedy_search", "modified_beam_search", "beam_search"):
         out = get_method(name)(inputs, Resources())[0]
+        assert out.hyps[0].token_confidences is not None, name
         _check_records(out.hyps, words=False)
         want = token_confidences(model, enc, lens, out.tokens,
                                  [list(r.token_frames) for r in out.hyps])
