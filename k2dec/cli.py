@@ -74,21 +74,33 @@ def prepare_lang(lang_dir, lexicon, words, bpe_model, sil_token, sil_prob, allow
 
 @main.command("compile-graph")
 @click.option("--lang-dir", required=True, type=click.Path(exists=True, file_okay=False,
-                                                           path_type=Path))
+                                                           path_type=Path),
+              help="The lang dir (tokens.txt, words.txt, lexicon*.txt); only read when "
+                   "--graph-dir is given.")
 @click.option("--type", "graph_type", required=True,
-              type=click.Choice(["H", "L", "HL", "HLG", "LG"]), help="Which graph.")
+              type=click.Choice(["H", "L", "HL", "HLG", "LG", "G"]),
+              help="Which graph; G is the rescoring G (G_4_gram.pt) of nbest-rescoring, "
+                   "whole-lattice-rescoring and attention-decoder.")
 @click.option("--arpa", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="ARPA n-gram LM (needed for HLG and LG).")
+              help="ARPA n-gram LM, plain or gzipped (.arpa.gz); needed for HLG, LG and G "
+                   "(for G usually a 4-gram).")
 @click.option("--max-order", default=-1, show_default=True, type=int,
               help="Use n-grams up to this order (-1: all).")
 @click.option("--modified-ctc", is_flag=True, help="Use the modified CTC topology for H.")
+@click.option("--graph-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write the graph here (and L.pt / L_disambig.pt when they must be built) "
+                   "instead of into the lang dir; k2dec decode --graph-dir reads it.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Output file (default: <lang-dir>/<TYPE>.pt).")
-def compile_graph_cmd(lang_dir, graph_type, arpa, max_order, modified_ctc, out):
-    """Compile H, L, HL, HLG or LG for a lang dir and save it with metadata."""
+              help="Output file (default: <graph-dir or lang-dir>/<TYPE>.pt; G_4_gram.pt "
+                   "for G).")
+def compile_graph_cmd(lang_dir, graph_type, arpa, max_order, modified_ctc, graph_dir, out):
+    """Compile H, L, HL, HLG, LG or the rescoring G for a lang dir and save it with
+    metadata (the lang dir's symbol tables); print its size and the lexicon words on no
+    arc."""
     from .graph import check_lang_graph, compile_graph
 
-    graph, path = compile_graph(lang_dir, graph_type, arpa, max_order, modified_ctc, out)
+    graph, path = _checked(compile_graph, lang_dir, graph_type, arpa, max_order, modified_ctc,
+                           out, graph_dir=graph_dir)
     check = check_lang_graph(graph, graph_type, lang_dir)
     click.echo(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB): {check.describe()}")
 
@@ -137,109 +149,140 @@ def _feature_options(fn):
     return fn
 
 
-@main.command("decode")
-@click.option("--cuts", "cuts_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A lhotse CutSet manifest with fbank features (e.g. from the recipe).")
-@click.option("--audio-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Or: a folder of audio files (.wav .flac .mp3 .ogg .opus and more, any "
-                   "case, any depth; any sampling rate and channel count); the utterance id is "
-                   "the file stem. References: --text, else the folder's *.trans.txt files.")
-@click.option("--text", "text_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="With --audio-dir: references as a Kaldi text file (<utt-id> WORDS... per "
-                   "line, utt-id = file stem); WER and icefall result files follow.")
-@click.option("--model", "model_path",
-              type=click.Path(exists=True, path_type=Path),
-              help="A k2dec model file, an icefall TorchScript export (jit_script.pt, "
-                   "cpu_jit.pt, jit_script_chunk_*.pt) or a sherpa-onnx folder / .onnx file.")
-@click.option("--lang-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Lang dir with tokens.txt, words.txt, bpe.model and graphs (HLG.pt, ...); "
-                   "without it, tokens.txt / bpe.model beside the model are used.")
-@click.option("--method", "methods", multiple=True,
-              help="Decoding method (repeatable); see `k2dec decode --list-methods [--model X]`.")
-@click.option("--list-methods", is_flag=True,
-              help="List the methods (those --model supports, if given) and exit.")
-@click.option("--set", "assignments", multiple=True,
-              help="Override a config field, KEY=VALUE (e.g. beam=4, lattice.search_beam=15, "
-                   "lm_scales=0.5,1.0), in every given method whose config has KEY; a bare "
-                   "name reaches a nested field (num_paths=50: nbest.num_paths).")
-@click.option("--icefall-compat", is_flag=True,
-              help="icefall's choices where k2dec's defaults differ: no termination frame in "
-                   "fast_beam_search, ILME 0.1 in fast_beam_search_nbest/_oracle, the last of "
-                   "equal n-best scores, float32 scores in modified_beam_search (fields not "
-                   "given with --set; see k2dec.methods.compat).")
-@click.option("--out-dir", type=click.Path(path_type=Path))
-@click.option("--test-set", default=None, help="Name used in result files (default: from "
-              "the manifest or folder name).")
-@click.option("--max-duration", default=200.0, show_default=True,
-              help="Seconds of audio per batch.")
-@click.option("--rnn-lm", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A neural LM checkpoint (k2dec train-lm) for rnn-lm / multi-pass.")
-@click.option("--hotwords", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Hotwords to bias towards (one phrase per line, optionally 'PHRASE :SCORE'); "
-                   "used by the methods that support biasing (modified_beam_search, "
-                   "beam_search, the LM-fusion searches, ctc-prefix-beam-search), with "
-                   "--set hotwords_score=... (default 2.0 per token).")
-@click.option("--lodr-arpa", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A token n-gram ARPA (words = token ids) for the LODR methods.")
-@click.option("--retry-failed", is_flag=True, help="Decode again cuts recorded as failed.")
-@click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1),
-              help="torch threads.")
-@_feature_options
-def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, list_methods,
-               assignments, icefall_compat, out_dir, test_set, max_duration, rnn_lm, hotwords,
-               lodr_arpa, retry_failed, threads, **features):
-    """Decode cuts with one or more methods. Results stream to a JSONL file per method (a
-    rerun resumes); icefall result files, WER and RTF follow. Under torchrun every rank
-    decodes a shard and rank 0 merges. Every method, --set value and needed graph or LM is
-    checked before the first cut is decoded."""
-    import torch
-
-    from .data import (
-        FeatureConfig,
-        cuts_from_audio_dir,
-        find_audio_files,
-        load_cuts,
-        load_references,
-    )
-    from .job import (
-        DecodeConfig,
-        MethodRun,
-        check_references,
-        check_resources,
-        dist_info,
-        load_assets,
-        plan_methods,
-        results_table,
-        run_decode,
-    )
+def _feature_changes(features: dict) -> dict:
+    """The ``--feature-*`` values given, by FeatureConfig field (BadParameter if invalid)."""
+    from .data import FeatureConfig
 
     changes = {k[len("feature_"):]: v for k, v in features.items() if v is not None}
     try:
         FeatureConfig().override(**changes)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--feature-*") from None
-    if list_methods:
-        _list_methods(model_path, lang_dir, changes)
-        return
-    for name, value in (("--model", model_path), ("--method", methods),
-                        ("--out-dir", out_dir)):
-        if not value:
-            raise click.UsageError(f"missing option {name}")
+    return changes
+
+
+def _options(*options):
+    """A decorator adding ``options`` (``click.option`` decorators) in the given order."""
+    def deco(fn):
+        for opt in reversed(options):
+            fn = opt(fn)
+        return fn
+    return deco
+
+
+#: --cuts / --audio-dir / --text / --test-set: the utterances to decode.
+_input_options = _options(
+    click.option("--cuts", "cuts_path",
+                 type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                 help="A lhotse CutSet manifest with fbank features (e.g. from the "
+                      "recipe)."),
+    click.option("--audio-dir", type=click.Path(exists=True, file_okay=False,
+                                                path_type=Path),
+                 help="Or: a folder of audio files (.wav .flac .mp3 .ogg .opus and more, "
+                      "any case, any depth; any sampling rate and channel count); the "
+                      "utterance id is the file stem. References: --text, else the "
+                      "folder's *.trans.txt files."),
+    click.option("--text", "text_path",
+                 type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                 help="With --audio-dir: references as a Kaldi text file (<utt-id> "
+                      "WORDS... per line, utt-id = file stem); WER and icefall result "
+                      "files follow."),
+    click.option("--test-set", default=None, help="Name used in result files (default: "
+                 "from the manifest or folder name)."),
+)
+
+
+#: --model / --lang-dir / --graph-dir / --rnn-lm / --hotwords / --lodr-arpa / --feature-*:
+#: what decoding needs besides the cuts.
+_asset_options = _options(
+    click.option("--model", "model_path", type=click.Path(exists=True, path_type=Path),
+                 help="A k2dec model file, an icefall TorchScript export (jit_script.pt, "
+                      "cpu_jit.pt, jit_script_chunk_*.pt) or a sherpa-onnx folder / .onnx "
+                      "file; required."),
+    click.option("--lang-dir", type=click.Path(exists=True, file_okay=False,
+                                               path_type=Path),
+                 help="Lang dir with tokens.txt, words.txt, bpe.model (and graphs, unless "
+                      "--graph-dir has them); only read. Without it, tokens.txt / bpe.model "
+                      "beside the model are used."),
+    click.option("--graph-dir", type=click.Path(exists=True, file_okay=False,
+                                                path_type=Path),
+                 help="Where HLG.pt, LG.pt, G_4_gram.pt are (k2dec compile-graph "
+                      "--graph-dir); looked for before the lang dir."),
+    click.option("--rnn-lm", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                 help="A neural LM (k2dec train-lm / export-lm) for rnn-lm / multi-pass and "
+                      "the LM-fusion searches."),
+    click.option("--hotwords", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                 help="Hotwords to bias towards (one phrase per line, optionally "
+                      "'PHRASE :SCORE'); used by the methods that support biasing "
+                      "(modified_beam_search, beam_search, the LM-fusion searches, "
+                      "ctc-prefix-beam-search), with --set hotwords_score=... (default 2.0 "
+                      "per token)."),
+    click.option("--lodr-arpa", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                 help="A token n-gram ARPA (words = token ids) for the LODR methods."),
+    _feature_options,
+)
+
+
+#: --method / --set / --config / --max-duration / --icefall-compat / --threads: the methods
+#: and how they run.
+_method_options = _options(
+    click.option("--method", "methods", multiple=True,
+                 help="Decoding method (repeatable); see `k2dec decode --list-methods`."),
+    click.option("--set", "assignments", multiple=True,
+                 help="Override a config field, KEY=VALUE (e.g. beam=4, "
+                      "lattice.search_beam=15, ngram_lm_scale=0.5), in every given method "
+                      "whose config has KEY; a bare name reaches a nested field "
+                      "(num_paths=50: nbest.num_paths). Applied after --config."),
+    click.option("--config", "config_path",
+                 type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                 help="A settings file (JSON; written by k2dec tune): KEY=VALUE "
+                      "assignments for every method and per method."),
+    click.option("--max-duration", default=200.0, show_default=True,
+                 help="Seconds of audio per batch; a longer recording is a failed cut."),
+    click.option("--icefall-compat", is_flag=True,
+                 help="icefall's choices where k2dec's defaults differ: no termination frame "
+                      "in fast_beam_search, ILME 0.1 in fast_beam_search_nbest/_oracle, the "
+                      "last of equal n-best scores, float32 scores in modified_beam_search "
+                      "(fields not given with --set; see k2dec.methods.compat)."),
+    click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1),
+                 help="torch threads."),
+)
+
+
+def _plan(methods, assignments, config_path, icefall_compat=False):
+    """The method runs of the command line (UsageError on any problem)."""
+    from .job import MethodRun, plan_methods, read_settings
+
+    if not methods:
+        raise click.UsageError("give at least one --method (see k2dec decode --list-methods)")
+    settings = _checked(read_settings, config_path) if config_path is not None else None
+    runs = _checked(plan_methods, methods, assignments, settings=settings)
+    if icefall_compat:
+        from .methods import icefall_compatible
+
+        runs = [MethodRun(r.method, icefall_compatible(r.method, r.config)) for r in runs]
+    return runs
+
+
+def _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir, graph_dir, rnn_lm,
+              hotwords, lodr_arpa, feature_changes):
+    """Check the inputs, load the assets and check that they serve every method, and load
+    the references of an audio folder: ``(assets, references or None)``. Every problem
+    found is reported together, before any feature is computed."""
+    from .data import find_audio_files, load_references
+    from .job import check_references, check_resources, load_assets
+
+    if model_path is None:
+        raise click.UsageError("--model is required")
     if (cuts_path is None) == (audio_dir is None):
         raise click.UsageError("give exactly one of --cuts and --audio-dir")
     if text_path is not None and audio_dir is None:
         raise click.UsageError("--text goes with --audio-dir (a --cuts manifest carries its "
                                "references)")
-    runs = _checked(plan_methods, methods, assignments)
-    if icefall_compat:
-        from .methods import icefall_compatible
-
-        runs = [MethodRun(r.method, icefall_compatible(r.method, r.config)) for r in runs]
-    torch.set_num_threads(threads)
-    world_size, rank = dist_info()
     assets = _checked(load_assets, model_path, lang_dir,
                       lm_paths={"rnn_lm": rnn_lm} if rnn_lm is not None else None,
-                      hotwords=hotwords, lodr_arpa=lodr_arpa, feature_overrides=changes)
+                      hotwords=hotwords, lodr_arpa=lodr_arpa, feature_overrides=feature_changes,
+                      graph_dir=graph_dir)
     problems, refs = [], None
     unsupported = [r.method.name for r in runs if not assets.model.supports(r.method)]
     if unsupported:
@@ -259,37 +302,31 @@ def decode_cmd(cuts_path, audio_dir, text_path, model_path, lang_dir, methods, l
             problems.append(str(e))
     if problems:
         raise click.UsageError("; ".join(problems))
-    if world_size > 1 and not torch.distributed.is_initialized():
-        torch.distributed.init_process_group("gloo")
-    unreadable: dict[str, str] = {}
+    return assets, refs
+
+
+def _load_cuts(cuts_path, audio_dir, refs, test_set, feature_dir, runs, extractor, shard=""):
+    """``(test-set name, cuts, {utt id: why unreadable})`` from --cuts or --audio-dir (whose
+    features go to ``feature_dir/<name><shard>``, computed by ``extractor``); the cuts'
+    references are checked against what ``runs`` need."""
+    from .data import cuts_from_audio_dir, load_cuts
+    from .job import check_references
+
     if cuts_path is not None:
-        cuts = _checked(load_cuts, cuts_path)
         name = test_set or cuts_path.name.split(".")[0].replace("librispeech_cuts_", "")
+        cuts, unreadable = _checked(load_cuts, cuts_path), {}
     else:
         name = test_set or audio_dir.name
-        shard = f".rank{rank}" if world_size > 1 else ""
-        audio = _checked(cuts_from_audio_dir, audio_dir,
-                         out_dir / "features" / f"{name}{shard}", references=refs,
-                         extractor=assets.model.feature_config.extractor())
+        audio = _checked(cuts_from_audio_dir, audio_dir, feature_dir / f"{name}{shard}",
+                         references=refs, extractor=extractor)
         cuts, unreadable = audio.cuts, audio.failures
     _checked(check_references, [r.method for r in runs], cuts)
-    cfg = DecodeConfig(max_duration=max_duration, retry_failed=retry_failed,
-                       world_size=world_size, rank=rank)
-    rows = run_decode(assets, {name: cuts}, runs, out_dir, cfg, failed={name: unreadable})
-    if rank == 0:
-        click.echo("\n" + results_table(rows, all_settings=True))
+    return name, cuts, unreadable
 
 
-def _checked(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)``; a ``ValueError`` (bad input) becomes a usage error."""
-    try:
-        return fn(*args, **kwargs)
-    except ValueError as e:
-        raise click.UsageError(str(e)) from None
-
-
-def _list_methods(model_path, lang_dir, feature_overrides) -> None:
-    """Print the registry (or what ``model_path`` supports) with each method's needs."""
+def _list_methods(model_path, lang_dir, feature_changes) -> None:
+    """Print the method table: every registered method, or those ``model_path`` supports."""
+    from .job import method_table
     from .methods import list_methods
     from .model import load_model, supported_methods
 
@@ -298,14 +335,121 @@ def _list_methods(model_path, lang_dir, feature_overrides) -> None:
     else:
         tokens = lang_dir / "tokens.txt" if lang_dir is not None and (
             lang_dir / "tokens.txt").is_file() else None
-        model = load_model(model_path, tokens=tokens)
-        if feature_overrides:
-            model.set_feature_config(model.feature_config.override(**feature_overrides))
+        model = _checked(load_model, model_path, tokens=tokens)
+        if feature_changes:
+            model.set_feature_config(model.feature_config.override(**feature_changes))
         click.echo(f"{model_path}: {model.describe()}")
         methods = supported_methods(model)
-    for m in methods:
-        needs = f" (needs {', '.join(m.requires)})" if m.requires else ""
-        click.echo(f"{m.name:<32} {m.family.value:<11} {m.description}{needs}")
+    click.echo(method_table(sorted(methods, key=lambda m: (m.family.value, m.name))))
+
+
+@main.command("decode")
+@click.option("--list-methods", "list_only", is_flag=True,
+              help="List every method: its family, what it needs (graph files, --rnn-lm, "
+                   "references), its default scales and what it does; then exit.")
+@_input_options
+@_asset_options
+@_method_options
+@click.option("--out-dir", type=click.Path(path_type=Path),
+              help="Where results go: <out-dir>/<method>/ (required unless --list-methods).")
+@click.option("--retry-failed", is_flag=True, help="Decode again cuts recorded as failed.")
+def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path, lang_dir,
+               graph_dir, rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path,
+               max_duration, icefall_compat, threads, out_dir, retry_failed, **features):
+    """Decode cuts (--cuts) or a folder of audio files (--audio-dir) with one or more methods.
+
+    Results stream to a JSONL file per method (a rerun resumes); icefall result files, WER and
+    RTF follow. Every method, --set / --config value, needed graph or LM and reference is
+    checked before the first cut is decoded. Methods that weigh scores by scales report the
+    configured scales (defaults: --list-methods; tuned ones: k2dec tune, then --config).
+    Under torchrun every rank decodes a shard and rank 0 merges.
+    """
+    import torch
+
+    from .job import DecodeConfig, dist_info, results_table, run_decode
+
+    changes = _feature_changes(features)
+    if list_only:
+        _list_methods(model_path, lang_dir, changes)
+        return
+    if out_dir is None:
+        raise click.UsageError("--out-dir is required")
+    runs = _plan(methods, assignments, config_path, icefall_compat)
+    torch.set_num_threads(threads)
+    world_size, rank = dist_info()
+    assets, refs = _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir,
+                             graph_dir, rnn_lm, hotwords, lodr_arpa, changes)
+    if world_size > 1 and not torch.distributed.is_initialized():
+        torch.distributed.init_process_group("gloo")
+    name, cuts, unreadable = _load_cuts(cuts_path, audio_dir, refs, test_set,
+                                        out_dir / "features", runs,
+                                        assets.model.feature_config.extractor(),
+                                        f".rank{rank}" if world_size > 1 else "")
+    cfg = DecodeConfig(max_duration=max_duration, retry_failed=retry_failed,
+                       world_size=world_size, rank=rank)
+    rows = run_decode(assets, {name: cuts}, runs, out_dir, cfg, failed={name: unreadable})
+    if rank == 0:
+        click.echo("\n" + results_table(rows, all_settings=True))
+
+
+@main.command("tune")
+@_input_options
+@_asset_options
+@_method_options
+@click.option("--grid", multiple=True,
+              help="FIELD=V1,V2,... (repeatable): also try these values of a config field "
+                   "(e.g. hlg_scale=0.4,0.6,0.8), every combination, in each method that has "
+                   "the field.")
+@click.option("--out", "out_path", required=True,
+              type=click.Path(dir_okay=False, path_type=Path),
+              help="The settings file to write (JSON), for k2dec decode --config.")
+@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where the dev-set decodes go (resumable; default: <out>.work/).")
+def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, graph_dir,
+             rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path, max_duration,
+             icefall_compat, threads, grid, out_path, work_dir, **features):
+    """Pick each method's settings on a dev set and write them for k2dec decode --config.
+
+    Each method decodes the dev set (--cuts, or --audio-dir with references) with its scale
+    sweep on (every point of icefall's scale grids, for methods that weigh scores by scales),
+    once per point of --grid; the setting with the lowest WER wins. The written file keeps
+    the other methods of a --config file it started from.
+
+    \b
+        k2dec tune --cuts dev.jsonl.gz --model model.pt --lang-dir lang --graph-dir graphs \\
+            --method nbest-rescoring --method 1best --grid hlg_scale=0.4,0.6,0.8 \\
+            --out tuned.json
+        k2dec decode --config tuned.json --method nbest-rescoring ...
+    """
+    import torch
+
+    from .job import DecodeConfig, read_settings, tune_methods, tuned_settings, write_settings
+
+    runs = _plan(methods, assignments, config_path, icefall_compat)
+    torch.set_num_threads(threads)
+    assets, refs = _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir,
+                             graph_dir, rnn_lm, hotwords, lodr_arpa, _feature_changes(features))
+    work_dir = work_dir or out_path.with_name(out_path.name + ".work")
+    name, cuts, _ = _load_cuts(cuts_path, audio_dir, refs, test_set, work_dir / "features",
+                               runs, assets.model.feature_config.extractor())
+    results = _checked(tune_methods, assets, {name: cuts}, runs, work_dir, grid,
+                       DecodeConfig(max_duration=max_duration))
+    base = read_settings(config_path) if config_path is not None else None
+    path = write_settings(tuned_settings(results, [name], base), out_path)
+    click.echo("| method | WER % before | WER % tuned | settings compared | chosen |")
+    click.echo("| --- | ---: | ---: | ---: | --- |")
+    for r in results:
+        click.echo(f"| {r.method} | {r.start_wer:.2f} | {r.dev_wer:.2f} | {r.num_settings} | "
+                   f"{' '.join(r.chosen) or '(as configured)'} |")
+    click.echo(f"wrote {path}; decode with: k2dec decode --config {path} ...")
+
+
+def _checked(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``; a ``ValueError`` (bad input) becomes a usage error."""
+    try:
+        return fn(*args, **kwargs)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
 
 
 _PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True,
@@ -347,16 +491,39 @@ def lm_perplexity_cmd(ctx):
 
 @main.command("demo")
 @click.option("--work-dir", type=click.Path(path_type=Path), default=Path("exp/demo"),
-              show_default=True, help="Where the demo writes its lang dir and results.")
+              show_default=True, help="Where the demo writes graphs, features and results.")
+@click.option("--method", "methods", multiple=True,
+              help="Run only these methods (repeatable; default: every method whose "
+                   "resources ship).")
+@click.option("--set", "assignments", multiple=True,
+              help="KEY=VALUE config overrides, as for k2dec decode.")
+@click.option("--tune", "tune_out", type=click.Path(dir_okay=False, path_type=Path),
+              default=None,
+              help="Instead of the demo: make the shipped settings file again (k2dec tune on "
+                   "the shipped utterances the demo does not report) and write it here.")
 @click.option("--num-utts", default=20, show_default=True, type=int,
-              help="Number of synthetic utterances.")
-@click.option("--seed", default=0, show_default=True, type=int)
-def demo_cmd(work_dir, num_utts, seed):
-    """The main job. Until a trained model ships, it compiles the example graphs
-    and decodes synthetic posteriors."""
-    from .demo import run_demo
+              help="Without the shipped model only: number of synthetic utterances.")
+@click.option("--seed", default=0, show_default=True, type=int,
+              help="Without the shipped model only: seed of the synthetic posteriors.")
+def demo_cmd(work_dir, methods, assignments, tune_out, num_utts, seed):
+    """The main job (`make demo`): decode the shipped test sets (the first 30 utterances of
+    each) with the shipped model and every method.
 
-    run_demo(work_dir, num_utts=num_utts, seed=seed)
+    It compiles HLG, LG and G_4_gram from the shipped (gzipped) LMs into WORK_DIR/graphs,
+    leaving the shipped lang dir as it is, decodes with each method's default settings and
+    the shipped model's tuned scales (assets/librispeech-synth/decode.json, made by k2dec
+    tune), and writes icefall result files, RESULTS.md and a WER-vs-RTF plot under
+    WORK_DIR. A rerun resumes. Without the shipped assets (a wheel install) it decodes
+    synthetic posteriors through example graphs instead, and says so.
+    """
+    from .demo import run_demo, tune_shipped
+
+    if tune_out is not None:
+        path = tune_shipped(work_dir, tune_out, methods=methods or None)
+        click.echo(f"wrote {path}")
+        return
+    _checked(run_demo, work_dir, num_utts=num_utts, seed=seed, methods=methods or None,
+             overrides=assignments)
 
 
 if __name__ == "__main__":  # pragma: no cover

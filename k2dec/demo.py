@@ -3,9 +3,13 @@
 With the shipped model (``assets/librispeech-synth`` in the repository: a small joint
 CTC / transducer / attention model trained by ``recipes/librispeech`` on the offline
 synthetic corpus, its BPE lang dir, 3-gram and 4-gram LMs and two test sets of
-synthesized speech) it compiles the decoding graphs, extracts features, decodes both
-test sets with every method whose resources ship, writes icefall result files, a WER /
-RTF table (``RESULTS.md``) and a plot of WER against RTF (``wer_vs_rtf.png``).
+synthesized speech) it compiles the decoding graphs from the gzipped LMs into a graph dir of
+its own (the shipped lang dir is only read), extracts features, decodes the first
+:data:`DEMO_CUTS` utterances of both test sets with every method whose resources ship, with
+the methods' default settings and the shipped settings file (:data:`SHIPPED_SETTINGS`, scales
+tuned by ``k2dec tune`` on the other utterances, see :func:`tune_shipped`), and writes icefall
+result files, a WER / RTF table (``RESULTS.md``) and a plot of WER against RTF
+(``wer_vs_rtf.png``).
 
 Without it (e.g. a wheel install) it falls back to :func:`run_synthetic_demo`, which
 decodes SYNTHETIC CTC posteriors through example graphs and says so.
@@ -78,10 +82,11 @@ def run_synthetic_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0
     from .lattice import AuxLabels, LatticeConfig, ctc_greedy_search, one_best_decoding
 
     print(
-        "k2dec demo: no trained acoustic model ships yet, so this demo compiles example\n"
-        "graphs (CMUdict phone lexicon + kaldingram 3-gram -> H, HLG) and decodes SYNTHETIC\n"
-        "CTC posteriors made from known transcripts with noise and ~15% phone confusions.\n"
-        "The error rates show the graph + LM repairing those confusions, nothing more.\n"
+        "k2dec demo: the shipped model is not in this installation (wheels carry no assets),\n"
+        "so this demo compiles example graphs (CMUdict phone lexicon + kaldingram 3-gram ->\n"
+        "H, HLG) and decodes SYNTHETIC CTC posteriors made from known transcripts with noise\n"
+        "and ~15% phone confusions. The error rates show the graph + LM repairing those\n"
+        "confusions, nothing more.\n"
     )
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -141,6 +146,11 @@ def run_synthetic_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0
 #: Where the shipped model and test sets live (a source checkout; absent from wheels).
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "librispeech-synth"
 
+#: The shipped model's settings file (``k2dec decode --config``): scales picked by
+#: ``k2dec tune`` on utterances of the shipped test sets that the demo does not report (see
+#: :func:`tune_shipped`).
+SHIPPED_SETTINGS = ASSETS / "decode.json"
+
 #: Methods the demo runs (those needing a neural LM are skipped when none ships).
 DEMO_METHODS = (
     "ctc-greedy-search", "ctc-decoding", "1best", "nbest", "nbest-rescoring",
@@ -150,45 +160,44 @@ DEMO_METHODS = (
     "attention-beam-search", "mbr", "fast_beam_search_mbr", "fast_beam_search_mbr_LG",
 )
 
-
-#: Settings the demo changes from icefall's defaults so that every method runs in minutes on
-#: 2 CPU cores (lattices of a small model are dense: n-best intersection dominates), and
-#: scales tuned on the recipe's dev-clean split: hlg_scale (1best WER 44.6% at 1.0, 36.1% at
-#: 0.4) and the RNN-LM weight of multi-pass (rnn-lm's best scale there: 0.5).
-DEMO_OVERRIDES = ("lattice.output_beam=4", "num_paths=30", "top_k=30", "ctc_weight=0.3",
-                  "hlg_scale=0.4", "multi_pass.nn_scale=0.5")
+#: Utterances of each shipped test set the demo reports (the first, sorted by id); the others
+#: are the dev set of :func:`tune_shipped`.
+DEMO_CUTS = 30
 
 
-def _gunzip(src: Path, dst: Path) -> Path:
-    import gzip
-    import shutil
+def prepare_demo(assets: Path, work_dir: Path) -> tuple[Path, Path, dict[str, Path]]:
+    """Decoding graphs (HLG, LG from the shipped 3-gram, G_4_gram from the 4-gram; the
+    gzipped ARPA files are read as they are) under ``work_dir/graphs`` and fbank cuts of the
+    shipped test sets under ``work_dir`` (idempotent). The shipped lang dir is only read.
 
-    if not dst.is_file():
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        with gzip.open(src, "rb") as f, open(dst.with_suffix(".tmp"), "wb") as g:
-            shutil.copyfileobj(f, g)
-        dst.with_suffix(".tmp").replace(dst)
-    return dst
-
-
-def prepare_demo(assets: Path, work_dir: Path) -> tuple[Path, dict[str, Path]]:
-    """Lang dir with graphs and fbank cuts of the shipped test sets, under ``work_dir``
-    (idempotent). Returns ``(lang_dir, {test_set: cuts_path})``."""
-    import shutil
-
+    Returns:
+      ``(lang_dir, graph_dir, {test_set: cuts_path})``.
+    """
     from .data import compute_fbank, prepare_manifests
     from .data.manifests import manifest_path
     from .graph import prepare_decoding_graphs
 
-    lang = work_dir / "lang"
-    if not (lang / "words.txt").is_file():
-        shutil.copytree(assets / "lang", lang, dirs_exist_ok=True)
-    arpa3 = _gunzip(assets / "lm" / "3gram.arpa.gz", work_dir / "lm" / "3gram.arpa")
-    arpa4 = _gunzip(assets / "lm" / "4gram.arpa.gz", work_dir / "lm" / "4gram.arpa")
-    prepare_decoding_graphs(lang, arpa3, arpa4)
+    lang, graphs = assets / "lang", work_dir / "graphs"
+    prepare_decoding_graphs(lang, assets / "lm" / "3gram.arpa.gz",
+                            assets / "lm" / "4gram.arpa.gz", graph_dir=graphs)
     prepare_manifests(assets / "corpus", work_dir / "manifests")
     cuts = compute_fbank(work_dir / "manifests", work_dir / "fbank", progress=False)
-    return lang, {part: manifest_path(work_dir / "fbank", "cuts", part) for part in cuts}
+    return lang, graphs, {part: manifest_path(work_dir / "fbank", "cuts", part) for part in cuts}
+
+
+def _shipped_assets(assets: Path, work_dir: Path):
+    """``(DecodeAssets, {test_set: sorted cuts}, rnn_lm path)`` of the shipped model."""
+    from lhotse import CutSet
+
+    from .job import load_assets
+
+    lang, graphs, cut_paths = prepare_demo(assets, work_dir)
+    rnn_lm = assets / "lm" / "rnn_lm.pt"
+    dec = load_assets(assets / "model.pt", lang, graph_dir=graphs,
+                      lm_paths={"rnn_lm": rnn_lm} if rnn_lm.is_file() else None)
+    cuts = {t: sorted(CutSet.from_file(p), key=lambda c: c.id)
+            for t, p in sorted(cut_paths.items()) if not t.startswith("train")}
+    return dec, cuts, rnn_lm
 
 
 def plot_wer_vs_rtf(rows: Sequence[DecodeSummary], path: Path) -> Path:
@@ -221,18 +230,21 @@ def plot_wer_vs_rtf(rows: Sequence[DecodeSummary], path: Path) -> Path:
 
 def run_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0,
              methods: tuple[str, ...] | None = None, assets: Path | None = None,
-             max_duration: float = 100.0, max_cuts: int | None = 30,
-             overrides: tuple[str, ...] = DEMO_OVERRIDES,
+             max_duration: float = 100.0, max_cuts: int | None = DEMO_CUTS,
+             settings: Path | None = None, overrides: tuple[str, ...] = (),
              ) -> list[DecodeSummary]:
-    """The main job (see the module docstring). Returns one row per test set and method
-    (empty for the synthetic-posterior fallback)."""
+    """The main job (see the module docstring): the shipped test sets' first ``max_cuts``
+    utterances decoded with every method, the methods' default settings and the shipped
+    settings file (``settings``, default :data:`SHIPPED_SETTINGS` when it exists: what
+    ``k2dec decode --config`` reads), then ``overrides`` (``KEY=VALUE``). Returns one row per
+    test set and method (empty for the synthetic-posterior fallback)."""
     import torch
     from lhotse import CutSet
 
     from .job import (
         DecodeConfig,
-        load_assets,
         plan_methods,
+        read_settings,
         results_table,
         run_decode,
         split_available,
@@ -246,22 +258,20 @@ def run_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0,
         run_synthetic_demo(work_dir, num_utts=num_utts, seed=seed)
         return []
     torch.set_num_threads(min(2, torch.get_num_threads()))
+    if settings is None and (assets / SHIPPED_SETTINGS.name).is_file():
+        settings = assets / SHIPPED_SETTINGS.name
     print(f"k2dec demo: decoding {max_cuts or 'all'} utterances of each shipped test set with "
-          f"the shipped model ({assets.name}); settings changed from icefall's defaults: "
-          f"{', '.join(overrides) or 'none'}")
-    lang, cut_paths = prepare_demo(assets, work_dir)
-    rnn_lm = assets / "lm" / "rnn_lm.pt"
-    dec = load_assets(assets / "model.pt", lang,
-                      lm_paths={"rnn_lm": rnn_lm} if rnn_lm.is_file() else None)
-    ok, lacking = split_available([get_method(m) for m in methods or DEMO_METHODS],
-                                  dec.resources)
+          f"the shipped model ({assets.name}), every method's default settings"
+          + (f", the tuned scales of {settings}" if settings else "")
+          + (f" and {', '.join(overrides)}" if overrides else ""))
+    dec, all_cuts, rnn_lm = _shipped_assets(assets, work_dir)
+    ok, lacking = split_available([get_method(m) for m in methods or DEMO_METHODS], dec.resources)
     for name, needs in lacking.items():
         print(f"skipping {name}: missing {', '.join(needs)} (e.g. {rnn_lm} for a neural LM)")
-    runs = plan_methods(ok, overrides, require_used=False)
-    test_sets = {}
-    for test_set in sorted(t for t in cut_paths if not t.startswith("train")):
-        cuts = sorted(CutSet.from_file(cut_paths[test_set]), key=lambda c: c.id)
-        test_sets[test_set] = CutSet.from_cuts(cuts[:max_cuts] if max_cuts else cuts)
+    runs = plan_methods(ok, overrides, require_used=False,
+                        settings=read_settings(settings) if settings else None)
+    test_sets = {t: CutSet.from_cuts(c[:max_cuts] if max_cuts else c)
+                 for t, c in all_cuts.items()}
     rows = run_decode(dec, test_sets, runs, work_dir / "decode",
                       DecodeConfig(max_duration=max_duration, num_buckets=4))
     table = results_table(rows)
@@ -271,3 +281,37 @@ def run_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0,
     print(f"\nresult files under {work_dir / 'decode'}; table {work_dir / 'RESULTS.md'}; "
           f"plot {plot}")
     return rows
+
+
+#: What :func:`tune_shipped` tunes: each method with its scale sweep (if it has one) and a
+#: grid of other fields (``k2dec tune --grid``).
+TUNE_PLAN: dict[str, tuple[str, ...]] = {
+    "nbest-rescoring": (),
+    "whole-lattice-rescoring": (),
+    "attention-decoder": (),
+    "rnn-lm": (),
+    "multi-pass": ("multi_pass.nn_scale=0.3,0.5,0.7,0.9",),
+    "attention-beam-search": ("ctc_weight=0.0,0.3,0.5",),
+}
+
+
+def tune_shipped(work_dir: str | Path, out: str | Path, assets: Path | None = None,
+                 methods: Sequence[str] | None = None, max_duration: float = 100.0) -> Path:
+    """Make the shipped settings file (:data:`SHIPPED_SETTINGS`) again: ``k2dec tune`` of each
+    method of :data:`TUNE_PLAN` (or of ``methods``, with their plan's grid) on the utterances
+    of the shipped test sets after the first :data:`DEMO_CUTS` (those the demo does not
+    report). Writes ``out`` and returns its path."""
+    from lhotse import CutSet
+
+    from .job import DecodeConfig, plan_methods, tune_methods, tuned_settings, write_settings
+
+    assets = ASSETS if assets is None else Path(assets)
+    work_dir = Path(work_dir)
+    dec, all_cuts, _ = _shipped_assets(assets, work_dir)
+    dev = {f"{t}[{DEMO_CUTS}:]": CutSet.from_cuts(c[DEMO_CUTS:]) for t, c in all_cuts.items()}
+    cfg = DecodeConfig(max_duration=max_duration, num_buckets=4)
+    results = []
+    for name in methods or TUNE_PLAN:
+        results += tune_methods(dec, dev, plan_methods([name]), work_dir / "tune",
+                                TUNE_PLAN.get(name, ()), cfg)
+    return write_settings(tuned_settings(results, list(dev)), out)

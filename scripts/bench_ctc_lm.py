@@ -209,7 +209,11 @@ class K2System:
                num_paths: int = NUM_PATHS) -> CtcConfig:
         sb, ob, ma = beam
         lattice = LatticeConfig(search_beam=sb, output_beam=ob, max_active_states=ma)
-        return CtcConfig(lattice=lattice, lm_scales=scales, nbest=NbestConfig(num_paths),
+        # the HLG scale is applied by resources(lam): the method's own hlg_scale stays 1; every
+        # rescoring scale is reported (sweep), the first one being the configured one
+        return CtcConfig(lattice=lattice, hlg_scale=1.0, lm_scales=scales,
+                         nbest=NbestConfig(num_paths), ngram_lm_scale=scales[0],
+                         whole_lattice_lm_scale=scales[0], sweep=True,
                          whole_lattice=RescoreConfig(lm_scales=scales))
 
     def decode(self, method: str, data: Data, lam: float, cfg: CtcConfig

@@ -515,7 +515,7 @@ def main(argv: list[str] | None = None) -> None:
     elif have_kaldi:
         b = benchlib.shipped_batch(max_cuts=sz.real_cuts)
         hlg = b.assets.resources.graphs["HLG"]
-        fst = cached_kaldi_fst(hlg, b.lang_dir / "HLG.pt", b.lang_dir.parent / "kaldi")
+        fst = cached_kaldi_fst(hlg, b.graph_dir / "HLG.pt", b.graph_dir.parent / "kaldi")
         lp, lens = b.ctc_log_probs, b.encoder_lens
         real = (hlg, lp, lens)
         refs = References(b.cut_ids, b.refs, b.assets.lang.word_table)

@@ -239,8 +239,9 @@ class ShippedBatch:
     ``ctc_log_probs``: ``(N, T', V)`` float32 log-softmax (blank = 0);
     ``refs``: reference word lists; ``cut_ids``; ``test_sets``: each cut's test set.
     ``assets`` is k2dec.job.DecodeAssets (model, lang dir, BPE model, graphs
-    ``resources.graphs["HLG" | "LG" | "G" | "H"]``); ``lang_dir`` holds words.txt, tokens.txt,
-    HLG.pt, ...; ``arpa`` maps "3gram"/"4gram" to the uncompressed ARPA files."""
+    ``resources.graphs["HLG" | "LG" | "G" | "H"]``); ``lang_dir`` (the shipped one) holds
+    words.txt, tokens.txt, lexicon.txt; ``graph_dir`` HLG.pt, LG.pt, G_4_gram.pt; ``arpa`` maps
+    "3gram"/"4gram" to uncompressed copies of the shipped ARPA files (for the peers)."""
 
     feats: Any
     feat_lens: Any
@@ -253,6 +254,7 @@ class ShippedBatch:
     assets: Any
     lang_dir: Path
     arpa: dict[str, Path]
+    graph_dir: Path
 
 
 def shipped_batch(max_cuts: int | None = None, test_sets: tuple[str, ...] = ("test-clean",
@@ -267,8 +269,8 @@ def shipped_batch(max_cuts: int | None = None, test_sets: tuple[str, ...] = ("te
     from k2dec.job import load_assets
 
     work = Path(work_dir) if work_dir is not None else REPO / "exp" / "bench" / "work"
-    lang, cut_paths = prepare_demo(SHIPPED, work)
-    dec = load_assets(SHIPPED / "model.pt", lang)
+    lang, graphs, cut_paths = prepare_demo(SHIPPED, work)
+    dec = load_assets(SHIPPED / "model.pt", lang, graph_dir=graphs)
     feats, ids, refs, sets = [], [], [], []
     for ts in test_sets:
         cuts = sorted(CutSet.from_file(cut_paths[ts]), key=lambda c: c.id)
@@ -282,5 +284,20 @@ def shipped_batch(max_cuts: int | None = None, test_sets: tuple[str, ...] = ("te
     with torch.no_grad():
         enc, enc_lens = dec.model(x, lens)
         lp = dec.model.ctc_log_probs(enc)
-    return ShippedBatch(x, lens, enc, enc_lens, lp, refs, ids, sets, dec, lang,
-                        {"3gram": work / "lm" / "3gram.arpa", "4gram": work / "lm" / "4gram.arpa"})
+    arpa = {n: _gunzip(SHIPPED / "lm" / f"{n}.arpa.gz", work / "lm" / f"{n}.arpa")
+            for n in ("3gram", "4gram")}
+    return ShippedBatch(x, lens, enc, enc_lens, lp, refs, ids, sets, dec, lang, arpa, graphs)
+
+
+def _gunzip(src: Path, dst: Path) -> Path:
+    """An uncompressed copy of ``src`` at ``dst`` (made once)."""
+    import gzip
+    import shutil
+
+    if not dst.is_file():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dst.with_suffix(".tmp")
+        with gzip.open(src, "rb") as f, open(tmp, "wb") as g:
+            shutil.copyfileobj(f, g)
+        tmp.replace(dst)
+    return dst

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -95,16 +96,21 @@ def make_dataloader(
                                    drop_last=drop_last, seed=seed, world_size=world_size,
                                    rank=rank)
     else:
-        sampler = DynamicBucketingSampler(
-            cuts,
-            max_duration=max_duration,
-            shuffle=shuffle,
-            num_buckets=num_buckets,
-            drop_last=drop_last,
-            seed=seed,
-            world_size=world_size,
-            rank=rank,
-        )
+        with warnings.catch_warnings():
+            # lhotse warns that an eager CutSet brings no memory benefit; bucketing by
+            # duration still cuts padding, which is what we use it for
+            warnings.filterwarnings("ignore", message=".*eagerly read CutSet",
+                                    category=UserWarning)
+            sampler = DynamicBucketingSampler(
+                cuts,
+                max_duration=max_duration,
+                shuffle=shuffle,
+                num_buckets=num_buckets,
+                drop_last=drop_last,
+                seed=seed,
+                world_size=world_size,
+                rank=rank,
+            )
     input_transforms = []
     if spec_augment is not None:
         input_transforms.append(SpecAugment(

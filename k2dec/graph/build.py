@@ -1,13 +1,20 @@
 """Lang-dir level graph building: what ``k2dec prepare-lang`` and ``k2dec compile-graph`` do.
 
-Graphs are written next to the text files of the lang dir (icefall layout), each
-with metadata tying it to that lang dir's ``tokens.txt`` / ``words.txt``.
+Graphs are written next to the text files of the lang dir (icefall layout), or into a
+separate graph dir (so that a read-only lang dir, such as a shipped model's, works as it is),
+each with metadata tying it to that lang dir's ``tokens.txt`` / ``words.txt``. ARPA files may
+be gzipped (``.arpa.gz``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import gzip
 import logging
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import k2
@@ -23,6 +30,7 @@ from .topo import build_ctc_topo
 
 __all__ = [
     "GraphType",
+    "plain_arpa",
     "write_lexicon_graphs",
     "compile_graph",
     "check_lang_graph",
@@ -33,20 +41,48 @@ logger = logging.getLogger(__name__)
 
 
 class GraphType(str, enum.Enum):
-    """Graphs ``compile_graph`` can build (the file is ``<name>.pt`` in the lang dir)."""
+    """Graphs ``compile_graph`` can build (the file is :attr:`file_name`)."""
 
     H = "H"
     L = "L"
     HL = "HL"
     HLG = "HLG"
     LG = "LG"
+    G = "G"
+    """The rescoring G (icefall's ``G_4_gram.pt``) for n-best and whole-lattice rescoring."""
+
+    @property
+    def file_name(self) -> str:
+        """``<name>.pt``; ``G_4_gram.pt`` for the rescoring G (the name decoding looks for,
+        whatever the ARPA's order)."""
+        return "G_4_gram.pt" if self is GraphType.G else f"{self.value}.pt"
+
+
+@contextlib.contextmanager
+def plain_arpa(arpa: str | Path) -> Iterator[Path]:
+    """``arpa`` itself, or for a gzipped ``*.gz`` file an uncompressed copy in a temporary
+    directory (same file name without ``.gz``), removed on exit."""
+    arpa = Path(arpa)
+    if arpa.suffix != ".gz":
+        yield arpa
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = Path(tmp) / arpa.stem
+        try:
+            with gzip.open(arpa, "rb") as f, open(plain, "wb") as g:
+                shutil.copyfileobj(f, g)
+        except (OSError, EOFError) as e:
+            raise ValueError(f"cannot decompress ARPA file {arpa}: {e}") from None
+        yield plain
 
 
 def write_lexicon_graphs(
-    lang_dir: str | Path, sil_token: str | None = None, sil_prob: float = 0.5
+    lang_dir: str | Path, sil_token: str | None = None, sil_prob: float = 0.5,
+    out_dir: str | Path | None = None,
 ) -> tuple[Path, Path]:
     """Build and save ``L.pt`` and ``L_disambig.pt`` for a lang dir written by
-    :func:`k2dec.lang.write_lang_dir`. Returns their paths."""
+    :func:`k2dec.lang.write_lang_dir`, into ``out_dir`` (default: the lang dir). Returns their
+    paths."""
     ld = LangDir(Path(lang_dir))
     L = build_L(ld.lexicon, ld.token_table, ld.word_table, sil_token, sil_prob)
     L_disambig = build_L(
@@ -57,7 +93,9 @@ def write_lexicon_graphs(
         sil_prob,
         disambig_self_loops=True,
     )
-    paths = (ld.path / "L.pt", ld.path / "L_disambig.pt")
+    out = Path(out_dir) if out_dir is not None else ld.path
+    out.mkdir(parents=True, exist_ok=True)
+    paths = (out / "L.pt", out / "L_disambig.pt")
     meta = dict(sil_token=sil_token, sil_prob=sil_prob if sil_token else None)
     for kind, fsa, path in (("L", L, paths[0]), ("L_disambig", L_disambig, paths[1])):
         save_graph(fsa, path, graph_metadata(kind, ld.token_table, ld.word_table, **meta))
@@ -71,23 +109,31 @@ def compile_graph(
     max_order: int = -1,
     modified_ctc: bool = False,
     out: str | Path | None = None,
+    graph_dir: str | Path | None = None,
 ) -> tuple[k2.Fsa, Path]:
-    """Compile one graph for a lang dir and save it (default ``<lang_dir>/<type>.pt``).
+    """Compile one graph for a lang dir and save it (default
+    ``<graph_dir>/<GraphType.file_name>``, ``graph_dir`` defaulting to the lang dir).
 
-    ``HLG`` and ``LG`` need ``arpa``; ``LG`` is determinized with log weight pushing
-    (for transducer ``fast_beam_search``). ``L.pt``/``L_disambig.pt`` are built
-    first when missing (without optional silence). Logs a warning naming the lexicon
-    words that no arc of the graph outputs (see :func:`check_lang_graph`).
+    ``HLG``, ``LG`` and ``G`` need ``arpa`` (plain or gzipped); ``LG`` is determinized with
+    log weight pushing (for transducer ``fast_beam_search``); ``G`` is the rescoring G
+    (:func:`~k2dec.graph.build_rescoring_G`). ``L.pt``/``L_disambig.pt`` are read from the
+    graph dir, else the lang dir, and built into the graph dir when missing (without optional
+    silence): the lang dir itself is only read when ``graph_dir`` is given. Logs a warning
+    naming the lexicon words that no arc of the graph outputs (see :func:`check_lang_graph`).
     """
     graph_type = GraphType(graph_type)
     ld = LangDir(Path(lang_dir))
-    if graph_type in (GraphType.HLG, GraphType.LG) and arpa is None:
+    gdir = Path(graph_dir) if graph_dir is not None else ld.path
+    if graph_type in (GraphType.HLG, GraphType.LG, GraphType.G) and arpa is None:
         raise ValueError(f"{graph_type.value} needs an ARPA language model (arpa=...)")
-    if not (ld.path / "L_disambig.pt").is_file():
-        write_lexicon_graphs(ld.path)
 
     def load(name: str) -> k2.Fsa:
-        return load_graph(ld.path / f"{name}.pt", ld.token_table, ld.word_table)
+        path = next((d / f"{name}.pt" for d in (gdir, ld.path) if (d / f"{name}.pt").is_file()),
+                    None)
+        if path is None:
+            write_lexicon_graphs(ld.path, out_dir=gdir)
+            path = gdir / f"{name}.pt"
+        return load_graph(path, ld.token_table, ld.word_table)
 
     H = build_ctc_topo(ld.max_token_id, modified=modified_ctc)
     extra: dict = {}
@@ -99,8 +145,13 @@ def compile_graph(
     elif graph_type is GraphType.HL:
         graph = compile_HL(H, load("L"))
         extra["modified"] = modified_ctc
+    elif graph_type is GraphType.G:
+        with plain_arpa(arpa) as plain:
+            graph = build_rescoring_G(plain, ld.word_table, max_order)
+        extra.update(arpa=str(arpa), max_order=max_order)
     else:
-        G = build_G(arpa, ld.word_table, max_order)
+        with plain_arpa(arpa) as plain:
+            G = build_G(plain, ld.word_table, max_order)
         extra.update(arpa=str(arpa), max_order=max_order)
         if graph_type is GraphType.LG:
             graph = compile_LG(
@@ -112,9 +163,10 @@ def compile_graph(
                 H, load("L_disambig"), G, ld.first_token_disambig_id, ld.first_word_disambig_id
             )
             extra["modified"] = modified_ctc
-    path = Path(out) if out is not None else ld.path / f"{graph_type.value}.pt"
-    save_graph(graph, path, graph_metadata(graph_type.value, ld.token_table, ld.word_table,
-                                           **extra))
+    path = Path(out) if out is not None else gdir / graph_type.file_name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kind = "G_4_gram" if graph_type is GraphType.G else graph_type.value
+    save_graph(graph, path, graph_metadata(kind, ld.token_table, ld.word_table, **extra))
     logger.info("wrote %s (%d arcs)", path, graph.num_arcs)
     check = check_lang_graph(graph, graph_type, ld.path)
     if check.missing_words:
@@ -125,35 +177,38 @@ def compile_graph(
 def check_lang_graph(
     graph: k2.Fsa, graph_type: GraphType | str, lang_dir: str | Path
 ) -> GraphCheck:
-    """Size of a graph of ``lang_dir`` and, for graphs with words (all but ``H``), the
-    lexicon words that no arc outputs (:func:`k2dec.graph.check_graph_words`)."""
+    """Size of a graph of ``lang_dir`` and, for graphs with words (all but ``H``; the labels
+    of the rescoring G), the lexicon words that no arc outputs
+    (:func:`k2dec.graph.check_graph_words`)."""
     ld = LangDir(Path(lang_dir))
     words = [] if GraphType(graph_type) is GraphType.H else lexicon_words(ld.lexicon)
+    if GraphType(graph_type) is GraphType.G and not hasattr(graph, "aux_labels"):
+        graph = k2.Fsa(graph.arcs)  # an acceptor: its labels are the words
+        graph.aux_labels = graph.labels.clone()
     return check_graph_words(graph, ld.word_table, words)
 
 
 def prepare_decoding_graphs(
-    lang_dir: str | Path, arpa: str | Path, rescoring_arpa: str | Path | None = None
+    lang_dir: str | Path, arpa: str | Path, rescoring_arpa: str | Path | None = None,
+    graph_dir: str | Path | None = None,
 ) -> dict[str, Path]:
-    """Everything the decoding methods look for in a lang dir: ``HLG.pt`` and ``LG.pt`` from
-    ``arpa`` (e.g. a 3-gram) and, with ``rescoring_arpa`` (e.g. a 4-gram), ``G_4_gram.pt``
-    prepared for lattice and n-best rescoring. Files that exist are kept.
+    """Everything the decoding methods look for: ``HLG.pt`` and ``LG.pt`` from ``arpa`` (e.g.
+    a 3-gram) and, with ``rescoring_arpa`` (e.g. a 4-gram), ``G_4_gram.pt`` prepared for
+    lattice and n-best rescoring, in ``graph_dir`` (default: the lang dir). ARPA files may be
+    gzipped. Files that exist are kept.
 
     Returns:
       ``{"HLG": path, "LG": path[, "G": path]}``.
     """
     ld = LangDir(Path(lang_dir))
-    out: dict[str, Path] = {}
-    for kind in ("HLG", "LG"):
-        path = ld.path / f"{kind}.pt"
-        if not path.is_file():
-            compile_graph(ld.path, kind, arpa=arpa)
-        out[kind] = path
+    gdir = Path(graph_dir) if graph_dir is not None else ld.path
+    todo = {GraphType.HLG: arpa, GraphType.LG: arpa}
     if rescoring_arpa is not None:
-        path = ld.path / "G_4_gram.pt"
+        todo[GraphType.G] = rescoring_arpa
+    out: dict[str, Path] = {}
+    for kind, lm in todo.items():
+        path = gdir / kind.file_name
         if not path.is_file():
-            G = build_rescoring_G(rescoring_arpa, ld.word_table)
-            save_graph(G, path, graph_metadata("G_4_gram", ld.token_table, ld.word_table,
-                                               arpa=str(rescoring_arpa)))
-        out["G"] = path
+            compile_graph(ld.path, kind, arpa=lm, graph_dir=gdir)
+        out[kind.value] = path
     return out

@@ -4,7 +4,11 @@
   (:func:`plan_methods`, :func:`run_decode`, :func:`results_table`);
 - :mod:`~k2dec.job.cutset`: one method over one test set -> resumable JSONL results and icefall
   result files (:func:`decode_cuts`);
-- :mod:`~k2dec.job.assets`: the model, lang dir, graphs and LMs (:func:`load_assets`).
+- :mod:`~k2dec.job.assets`: the model, lang dir, graphs and LMs (:func:`load_assets`);
+- :mod:`~k2dec.job.settings`: settings files (``--set`` assignments per method) that
+  ``k2dec decode --config`` reads;
+- :mod:`~k2dec.job.tune`: picking scales and other settings on a dev set
+  (:func:`tune_methods`, ``k2dec tune``).
 
 Cuts from a folder of audio files: :func:`k2dec.data.cuts_from_audio_dir`.
 """
@@ -21,27 +25,38 @@ from .cutset import (
 from .driver import (
     MethodRun,
     check_resources,
+    method_table,
     plan_methods,
     results_table,
     run_decode,
     split_available,
 )
+from .settings import DecodeSettings, read_settings, write_settings
+from .tune import TuneResult, parse_grid, tune_methods, tuned_settings
 
 __all__ = [
     "GRAPH_FILES",
     "DecodeAssets",
     "DecodeConfig",
+    "DecodeSettings",
     "DecodeSummary",
     "MethodRun",
+    "TuneResult",
     "check_references",
     "check_resources",
     "decode_cuts",
     "dist_info",
     "load_assets",
+    "method_table",
     "need_hint",
+    "parse_grid",
     "plan_methods",
+    "read_settings",
     "results_table",
     "run_decode",
     "shard_cuts",
     "split_available",
+    "tune_methods",
+    "tuned_settings",
+    "write_settings",
 ]

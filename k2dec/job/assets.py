@@ -9,14 +9,15 @@ from typing import Any
 
 import torch
 
+from ..graph import GraphType
 from ..lang import LangDir
 from ..methods import Resources
 
 __all__ = ["GRAPH_FILES", "DecodeAssets", "load_assets", "model_vocab_size", "need_hint"]
 
-#: The lang-dir file each graph of :class:`~k2dec.methods.Resources` is loaded from (H is
-#: built from tokens.txt).
-GRAPH_FILES = {"HLG": "HLG.pt", "LG": "LG.pt", "G": "G_4_gram.pt"}
+#: The file each graph of :class:`~k2dec.methods.Resources` is loaded from, in the graph dir
+#: or the lang dir (H is built from tokens.txt).
+GRAPH_FILES = {t.value: t.file_name for t in (GraphType.HLG, GraphType.LG, GraphType.G)}
 
 
 @dataclass
@@ -49,22 +50,32 @@ def load_assets(
     hotwords: str | Path | None = None,
     lodr_arpa: str | Path | None = None,
     feature_overrides: dict[str, Any] | None = None,
+    graph_dir: str | Path | None = None,
 ) -> DecodeAssets:
-    """Load a model (any :func:`k2dec.model.load_model` recognises), its lang dir graphs
-    (:data:`GRAPH_FILES`, and H built from tokens.txt), the BPE model and neural LMs, all on
-    ``device``; a hotwords file (one phrase per line, optionally ``PHRASE :SCORE``, encoded
-    with the BPE model) and LODR's token n-gram ARPA (:func:`k2dec.scorers.train_token_arpa`)
-    when given.
+    """Load a model (any :func:`k2dec.model.load_model` recognises), the graphs of its lang
+    dir (:data:`GRAPH_FILES` from ``graph_dir``, else from the lang dir; H built from
+    tokens.txt), the BPE model and neural LMs, all on ``device``; a hotwords file (one phrase
+    per line, optionally ``PHRASE :SCORE``, encoded with the BPE model) and LODR's token
+    n-gram ARPA (:func:`k2dec.scorers.train_token_arpa`) when given. The lang dir is only
+    read (a shipped one works as it is with ``graph_dir``).
 
     Tokens: the lang dir's ``tokens.txt`` and ``bpe.model`` when given, else a
     ``tokens.txt`` / ``bpe.model`` beside the model. ``feature_overrides`` (FeatureConfig
     field names) change the features the model expects (default: icefall's, or what an ONNX
-    export declares), for a model trained otherwise."""
+    export declares), for a model trained otherwise.
+
+    Raises:
+      ValueError: a ``graph_dir`` without a lang dir, or one that is not a directory.
+    """
     from ..graph import build_ctc_topo, load_graph
     from ..lang import TokenWords, bpe_word_start_mask, check_vocab_size, load_bpe_model
     from ..model import find_tokens, load_model
 
     device = torch.device(device)
+    if graph_dir is not None and lang_dir is None:
+        raise ValueError("graph_dir needs the lang dir its graphs were compiled for")
+    if graph_dir is not None and not Path(graph_dir).is_dir():
+        raise ValueError(f"graph dir {graph_dir} is not a directory")
     lang = LangDir(Path(lang_dir)) if lang_dir is not None else None
     tokens = lang.path / "tokens.txt" if lang is not None and (
         lang.path / "tokens.txt").is_file() else None
@@ -90,9 +101,10 @@ def load_assets(
             res.word_start = word_start.to(device)
             if (lang.path / "lexicon.txt").is_file() and "<UNK>" in lang.word_table:
                 res.token_words = TokenWords.from_lang_dir(lang)
+        dirs = [Path(graph_dir)] if graph_dir is not None else []
         for name, file in GRAPH_FILES.items():
-            path = lang.path / file
-            if path.is_file():
+            path = next((d / file for d in (*dirs, lang.path) if (d / file).is_file()), None)
+            if path is not None:
                 res.graphs[name] = load_graph(path, lang.token_table, lang.word_table, device,
                                               vocab_size=vocab)
     if lm_paths:
@@ -133,11 +145,11 @@ def need_hint(need: str) -> str:
     """How a user supplies a :attr:`~k2dec.methods.Method.requires` entry to the job."""
     if need == "H":
         return "the H graph (give --lang-dir: it is built from tokens.txt)"
-    if need == "G":
-        return f"the rescoring G ({GRAPH_FILES[need]} in the lang dir, from a 4-gram ARPA)"
     if need in GRAPH_FILES:
-        return (f"the {need} graph ({GRAPH_FILES[need]} in the lang dir; k2dec compile-graph "
-                f"--type {need})")
+        what = "the rescoring G" if need == "G" else f"the {need} graph"
+        lm = "a 4-gram" if need == "G" else "an n-gram"
+        return (f"{what} ({GRAPH_FILES[need]} in --graph-dir or the lang dir; k2dec "
+                f"compile-graph --type {need} --arpa {lm} ARPA)")
     if need == "lm":
         return "a neural LM (--rnn-lm FILE, from k2dec train-lm / export-lm)"
     if need == "attention_decoder":

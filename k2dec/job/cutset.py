@@ -347,13 +347,15 @@ def decode_cuts(
         if len(todo):
             loader = make_dataloader(todo, config.max_duration, shuffle=False,
                                      num_buckets=config.num_buckets, world_size=1, rank=0)
-            for batch in tqdm(loader, desc=f"{test_set} {method.name}", unit="batch"):
-                feats, lens, cut_ids, refs = _batch_arrays(batch)
-                start = time.perf_counter()
-                decoded = _decode_or_split(method, method_config, assets, feats, lens, refs)
-                timer.add(time.perf_counter() - start, float(lens.sum()) / frames_per_second)
-                for cut_id, ref, d in zip(cut_ids, refs, decoded):
-                    _write(writer, cut_id, ref, d)
+            with tqdm(total=len(todo), desc=f"{test_set} {method.name}", unit="cut") as bar:
+                for batch in loader:
+                    feats, lens, cut_ids, refs = _batch_arrays(batch)
+                    start = time.perf_counter()
+                    decoded = _decode_or_split(method, method_config, assets, feats, lens, refs)
+                    timer.add(time.perf_counter() - start, float(lens.sum()) / frames_per_second)
+                    for cut_id, ref, d in zip(cut_ids, refs, decoded):
+                        _write(writer, cut_id, ref, d)
+                    bar.update(len(cut_ids))
     rtf = timer.rtf if timer.audio_seconds > 0 else float("nan")
     if config.world_size > 1:
         _barrier()  # every shard file is complete past this point

@@ -11,6 +11,9 @@
 Everything that can be checked before decoding is checked here, before the first cut: the
 method names, each assignment (it must reach a field of some given method's config, with a
 value of the field's type that the config accepts) and the resources each method requires.
+Assignments may also come from a settings file (:mod:`k2dec.job.settings`, written by
+:func:`k2dec.job.tune_methods`). :func:`method_table` lists the methods and their needs
+(``k2dec decode --list-methods``).
 """
 
 from __future__ import annotations
@@ -23,12 +26,14 @@ from typing import Any
 from lhotse import CutSet
 
 from ..methods import Method, Resources, config_field_path, get_method, override_config
-from .assets import DecodeAssets, need_hint
+from .assets import GRAPH_FILES, DecodeAssets, need_hint
 from .cutset import DecodeConfig, DecodeSummary, check_references, decode_cuts
+from .settings import DecodeSettings
 
 __all__ = [
     "MethodRun",
     "check_resources",
+    "method_table",
     "plan_methods",
     "results_table",
     "run_decode",
@@ -38,10 +43,12 @@ __all__ = [
 
 @dataclass(frozen=True)
 class MethodRun:
-    """A method and the config it runs with (its defaults with the assignments applied)."""
+    """A method and the config it runs with (its defaults with ``assignments`` applied, in
+    order)."""
 
     method: Method
     config: Any
+    assignments: tuple[str, ...] = ()
 
 
 def _applies(config: Any, assignment: str) -> bool:
@@ -54,7 +61,8 @@ def _applies(config: Any, assignment: str) -> bool:
 
 
 def plan_methods(methods: Sequence[str | Method], assignments: Sequence[str] = (),
-                 require_used: bool = True) -> list[MethodRun]:
+                 require_used: bool = True, settings: DecodeSettings | None = None
+                 ) -> list[MethodRun]:
     """Each method with its config: every ``KEY=VALUE`` assignment is applied to each method
     whose config has the field ``KEY`` (see :func:`k2dec.methods.override_config`).
 
@@ -63,6 +71,9 @@ def plan_methods(methods: Sequence[str | Method], assignments: Sequence[str] = (
       assignments: ``KEY=VALUE`` strings (``beam=8``, ``lattice.search_beam=15``,
         ``lm_scales=0.5,1.0``).
       require_used: an assignment that no method's config has is an error (else ignored).
+      settings: a settings file's content, applied before ``assignments``: its ``set``
+        where the field exists (unused ones are no error), then its entries for each given
+        method (each must fit the method; entries for methods not given are ignored).
 
     Raises:
       ValueError: naming every problem found: unknown or repeated methods, malformed
@@ -83,12 +94,15 @@ def plan_methods(methods: Sequence[str | Method], assignments: Sequence[str] = (
     problems += [f"expected KEY=VALUE, got {a!r}" for a in assignments if "=" not in a]
     assignments = [a for a in assignments if "=" in a]
     runs, used, rejected = [], set(), {}
+    settings = settings or DecodeSettings()
     for method in resolved:
         default = method.default_config()
         mine = [a for a in assignments if _applies(default, a)]
         used.update(mine)
+        mine = ([a for a in settings.assignments if _applies(default, a)]
+                + list(settings.methods.get(method.name, ())) + mine)
         try:
-            runs.append(MethodRun(method, override_config(default, mine)))
+            runs.append(MethodRun(method, override_config(default, mine), tuple(mine)))
         except ValueError as e:
             rejected.setdefault(str(e), []).append(method.name)
     problems += [f"{e} (in {', '.join(names)})" for e, names in rejected.items()]
@@ -167,3 +181,29 @@ def results_table(rows: Sequence[DecodeSummary], all_settings: bool = False) -> 
             lines.append(f"| {s.test_set} | {s.method} | {key} | {wer:.2f} | {s.rtf:.4f} | "
                          f"{len(s.failed)} |")
     return "\n".join(lines)
+
+
+def _needs(method: Method) -> str:
+    """What a method needs besides the model, in the words of the command line."""
+    short = {"H": "--lang-dir", "lm": "--rnn-lm", "lodr": "--lodr-arpa", "hotwords": "--hotwords",
+             "attention_decoder": "attention decoder"}
+    needs = [GRAPH_FILES.get(r, short.get(r, r)) for r in method.requires]
+    if method.needs_references:
+        needs.append("references")
+    return ", ".join(dict.fromkeys(needs)) or "-"
+
+
+def method_table(methods: Sequence[Method]) -> str:
+    """One line per method: name, family, what it needs besides the model (graph files in
+    ``--graph-dir`` or the lang dir, ``--rnn-lm``, an attention decoder in the model,
+    references for oracle methods), its configured scales when it weighs scores by scales
+    (``k2dec tune`` tunes them), and what it does."""
+    rows = []
+    for m in methods:
+        scales = " ".join(f"{k}={v}" for k, v in m.scale_fields().items())
+        what = f"{m.description} Scales: {scales}." if scales else m.description
+        rows.append((m.name, m.family.value, _needs(m), what))
+    head = ("method", "family", "needs", "what it does")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(3)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:3], widths)) + "  " + r[3]
+                     for r in [head, *rows])

@@ -4,7 +4,9 @@ and neural-LM rescoring, oracle and multi-pass rescoring, all on lattices from
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import itertools
+import math
+from dataclasses import dataclass, field, replace
 
 import k2
 import torch
@@ -31,42 +33,86 @@ from ..nbest import (
     rescore_with_attention_decoder,
     rescore_with_lm,
     rescore_with_ngram,
+    scale_key,
 )
 from ..utils import HypothesisRecord
 from .records import from_ids, from_lattice, lattice_failures
-from .registry import CtcInputs, Family, MethodResult, Resources, register
+from .registry import CtcInputs, Family, MethodResult, Resources, Setting, register
 
-__all__ = ["CtcConfig"]
+__all__ = ["RNN_LM_SCALE", "CtcConfig"]
+
+#: Default weight of the neural LM in ``rnn-lm`` and ``multi-pass``.
+RNN_LM_SCALE = 0.5
+
+
+def _ctc_lattice() -> LatticeConfig:
+    """``output_beam=4`` (see :class:`CtcConfig`), ``LatticeConfig``'s other defaults."""
+    return LatticeConfig(output_beam=4.0)
+
+
+def _multi_pass() -> MultiPassConfig:
+    """``MultiPassConfig`` with the LM weighted like ``rnn-lm``'s default."""
+    return MultiPassConfig(nn_scale=RNN_LM_SCALE)
+
 
 
 @dataclass(frozen=True)
 class CtcConfig:
-    """Settings shared by the CTC methods (icefall's defaults).
+    """Settings shared by the CTC methods (icefall's defaults, except where said).
+
+    Methods that weigh scores by scales report ONE setting by default: the configured
+    scales below (the ``hyp`` of a results line). With ``sweep=True`` they also report every
+    point of the scale grids, as icefall's decode scripts do; ``k2dec tune`` sweeps on a dev
+    set and writes the best scales to a file that ``k2dec decode --config`` reads.
 
     Attributes:
-      lattice: pruning of ``k2.intersect_dense_pruned``.
-      hlg_scale: multiplies HLG's scores (the LM part of the first pass) in every HLG method
-        (icefall's ``--hlg-scale``; 1.0 = HLG as compiled). A weak acoustic model usually
-        wants less than 1.
+      lattice: pruning of ``k2.intersect_dense_pruned``: icefall's defaults except
+        ``output_beam`` 4 instead of 8. Lattices of a weak acoustic model are dense (the
+        shipped model's HLG lattices: ~8.5k arcs per second of audio at 4, 1.65x that at 8);
+        at 8, whole-lattice rescoring with the shipped 4-gram took 1.7x real time and 9.8 GB
+        on one core, at 4: 0.1x and 1.2 GB; the n-best methods run at ~0.3x real time at 4
+        with icefall's 100 paths. The 1best path is the same at any ``output_beam``.
+      hlg_scale: multiplies HLG's scores (the LM part of the first pass) in every HLG method;
+        0.6 is the default of icefall's current CTC decoding script (``--hlg-scale``; its
+        older conformer_ctc script had none, i.e. 1.0).
       subsampling_factor: of ``log_probs`` relative to the graph's frame rate (1: none).
-      nbest: n-best sampling (``num_paths``, ``nbest_scale``) of the n-best methods.
-      lm_scales: sweep for n-gram / neural-LM rescoring.
-      attention_scales: sweep for attention-decoder rescoring.
-      multi_pass: settings of ``multi-pass`` rescoring; its ``nn_scale`` weights the LM.
+      nbest: n-best sampling (``num_paths``, ``nbest_scale``) of the n-best methods
+        (icefall's 100 paths, scale 0.5).
+      ngram_lm_scale: weight of the n-gram LM score in ``nbest-rescoring`` (``am +
+        ngram_lm_scale * lm``) and ``attention-decoder``; 1.3 as in icefall's
+        ``pretrained.py``.
+      attention_scale: weight of the attention decoder's score in ``attention-decoder``; 1.2
+        as in icefall's ``pretrained.py`` (``--attention-decoder-scale``).
+      rnn_lm_scale: weight of the neural LM (RNN or Transformer) in ``rnn-lm``. icefall only
+        sweeps it; 0.5 is the middle of its grid (:data:`k2dec.nbest.NNLM_SCALES`).
+      whole_lattice_lm_scale: ``whole-lattice-rescoring`` scores paths by ``am / s + lm``
+        (icefall's convention); 1.3 as in icefall's ``pretrained.py``.
+      sweep: also report every point of ``lm_scales`` (for ``ngram_lm_scale`` and
+        ``rnn_lm_scale``), ``attention_scales`` and ``whole_lattice.lm_scales``, after the
+        configured setting.
+      lm_scales: icefall's grid for n-gram and neural-LM scales (used with ``sweep``).
+      attention_scales: icefall's grid for ``attention_scale`` (used with ``sweep``).
+      multi_pass: settings of ``multi-pass`` rescoring; its ``nn_scale`` (the LM's weight)
+        defaults to ``rnn_lm_scale``'s default.
       top_k: paths kept for multi-pass rescoring.
       lm_batch_size: sequences per neural LM call.
       attention_chunk_cells: attention-decoder rescoring scores paths in chunks of at most
         this many (token, encoder frame) cells (memory bound, ~60 bytes per cell).
-      whole_lattice: LM scales and memory back-off of ``whole-lattice-rescoring``.
+      whole_lattice: memory back-off of ``whole-lattice-rescoring`` and its LM-scale grid.
     """
 
-    lattice: LatticeConfig = field(default_factory=LatticeConfig)
-    hlg_scale: float = 1.0
+    lattice: LatticeConfig = field(default_factory=_ctc_lattice)
+    hlg_scale: float = 0.6
     subsampling_factor: int = 1
     nbest: NbestConfig = field(default_factory=NbestConfig)
+    ngram_lm_scale: float = 1.3
+    attention_scale: float = 1.2
+    rnn_lm_scale: float = RNN_LM_SCALE
+    whole_lattice_lm_scale: float = 1.3
+    sweep: bool = False
     lm_scales: tuple[float, ...] = SCALE_GRID
     attention_scales: tuple[float, ...] = SCALE_GRID
-    multi_pass: MultiPassConfig = field(default_factory=MultiPassConfig)
+    multi_pass: MultiPassConfig = field(default_factory=_multi_pass)
     top_k: int = 100
     lm_batch_size: int = 256
     attention_chunk_cells: int = ATTENTION_CHUNK_CELLS
@@ -79,9 +125,65 @@ class CtcConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        for name in ("ngram_lm_scale", "attention_scale", "rnn_lm_scale"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+        if not (isinstance(self.whole_lattice_lm_scale, int | float)
+                and 0 < self.whole_lattice_lm_scale < math.inf):
+            raise ValueError(f"whole_lattice_lm_scale must be > 0 and finite, got "
+                             f"{self.whole_lattice_lm_scale!r}")
+        if not isinstance(self.sweep, bool):
+            raise TypeError(f"sweep must be a bool, got {self.sweep!r}")
         for name in ("lm_scales", "attention_scales"):
             if not getattr(self, name):
                 raise ValueError(f"{name} needs at least one scale, got {getattr(self, name)!r}")
+
+
+def _scales(configured: float, grid: tuple[float, ...], sweep: bool) -> list[float]:
+    """``configured``, then (with ``sweep``) the grid's other values, in order."""
+    out = [float(configured)]
+    if sweep:
+        out += [float(x) for x in grid if float(x) != out[0]]
+    return out
+
+
+def _grid_settings(scales: dict[str, list[float]], fields: dict[str, str]) -> list[Setting]:
+    """One :class:`Setting` per point of the product of ``scales`` (keyed like
+    :func:`k2dec.nbest.scale_key`); ``fields`` maps each scale name to its config field."""
+    out = []
+    names = list(scales)
+    for i, point in enumerate(itertools.product(*scales.values())):
+        values = dict(zip(names, point))
+        assign = () if i == 0 else tuple(f"{fields[n]}={v}" for n, v in values.items())
+        out.append(Setting(scale_key(values), assign))
+    return out
+
+
+def _ngram_settings(cfg: CtcConfig) -> list[Setting]:
+    return _grid_settings({"ngram_lm_scale": _scales(cfg.ngram_lm_scale, cfg.lm_scales,
+                                                     cfg.sweep)},
+                          {"ngram_lm_scale": "ngram_lm_scale"})
+
+
+def _attention_settings(cfg: CtcConfig) -> list[Setting]:
+    return _grid_settings(
+        {"ngram_lm_scale": _scales(cfg.ngram_lm_scale, cfg.lm_scales, cfg.sweep),
+         "attention_scale": _scales(cfg.attention_scale, cfg.attention_scales, cfg.sweep)},
+        {"ngram_lm_scale": "ngram_lm_scale", "attention_scale": "attention_scale"})
+
+
+def _rnn_lm_settings(cfg: CtcConfig) -> list[Setting]:
+    return _grid_settings({"rnn_lm_scale": _scales(cfg.rnn_lm_scale, cfg.lm_scales,
+                                                   cfg.sweep)},
+                          {"rnn_lm_scale": "rnn_lm_scale"})
+
+
+def _whole_lattice_settings(cfg: CtcConfig) -> list[Setting]:
+    return _grid_settings({"lm_scale": _scales(cfg.whole_lattice_lm_scale,
+                                               cfg.whole_lattice.lm_scales, cfg.sweep)},
+                          {"lm_scale": "whole_lattice_lm_scale"})
 
 
 def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcConfig) -> LatticeResult:
@@ -119,22 +221,25 @@ def _one_best(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     return [MethodResult("1best", from_lattice(hyps, words=True), cfg)]
 
 
-@register("whole-lattice-rescoring", Family.CTC, CtcConfig, requires=("HLG", "G"))
+@register("whole-lattice-rescoring", Family.CTC, CtcConfig, requires=("HLG", "G"),
+          settings=_whole_lattice_settings)
 def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
-    """HLG lattices rescored with a bigger G (4-gram) as a whole; 1best per LM scale."""
+    """HLG lattices rescored with a bigger G (4-gram) as a whole: am / lm_scale + lm."""
     graph = _hlg(res, "whole-lattice-rescoring", cfg, lm_scores=True)
     result = _lattice(inputs, graph, cfg)
     G = res.graph("G", "whole-lattice-rescoring")
-    out = rescore_with_whole_lattice(result, G, cfg.whole_lattice)
+    settings = _whole_lattice_settings(cfg)
+    scales = _scales(cfg.whole_lattice_lm_scale, cfg.whole_lattice.lm_scales, cfg.sweep)
+    out = rescore_with_whole_lattice(result, G, replace(cfg.whole_lattice,
+                                                        lm_scales=tuple(scales)))
     failed = [lat or (u.reason if u.status is RescoreStatus.FAILED else "")
               for lat, u in zip(lattice_failures(result.reports), out.utterances)]
     notes = [u.reason if u.status is RescoreStatus.PRUNED else "" for u in out.utterances]
     if out.status is RescoreStatus.FAILED:
         hyps = tuple(HypothesisRecord.failure(f, tokens=True, words=True) for f in failed)
-        return [MethodResult(f"lm_scale_{s}", hyps, cfg) for s in cfg.whole_lattice.lm_scales]
-    return [MethodResult(f"lm_scale_{r.lm_scale}",
-                         from_lattice(r.hypotheses, True, failed, notes), cfg)
-            for r in out.per_scale]
+        return [MethodResult(s.key, hyps, cfg) for s in settings]
+    return [MethodResult(s.key, from_lattice(r.hypotheses, True, failed, notes), cfg)
+            for s, r in zip(settings, out.per_scale, strict=True)]
 
 
 def _nbest(inputs: CtcInputs, res: Resources, cfg: CtcConfig, method: str,
@@ -151,10 +256,13 @@ def _intersected(nbest: Nbest, cfg: CtcConfig) -> Nbest:
     return nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
 
 
-def _sweep_results(results, failed: list[str], cfg: CtcConfig, nbest: Nbest
-                   ) -> list[MethodResult]:
-    return [MethodResult(key, from_ids(r.hyps, True, failed, r.scores, nbest.notes()), cfg)
-            for key, r in results.items()]
+def _sweep_results(results, settings: list[Setting], failed: list[str], cfg: CtcConfig,
+                   nbest: Nbest) -> list[MethodResult]:
+    """The rescoring results (by :func:`k2dec.nbest.scale_key`) in the order of
+    ``settings``."""
+    return [MethodResult(s.key, from_ids(results[s.key].hyps, True, failed,
+                                         results[s.key].scores, nbest.notes()), cfg)
+            for s in settings]
 
 
 @register("nbest", Family.CTC, CtcConfig, requires=("HLG",))
@@ -168,13 +276,16 @@ def _nbest_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     return [MethodResult("nbest", hyps, cfg)]
 
 
-@register("nbest-rescoring", Family.CTC, CtcConfig, requires=("HLG", "G"))
+@register("nbest-rescoring", Family.CTC, CtcConfig, requires=("HLG", "G"),
+          settings=_ngram_settings)
 def _nbest_rescoring(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
-    """n-best from HLG rescored with a bigger n-gram G: am + lm_scale * G, per lm_scale."""
+    """n-best from HLG rescored with a bigger n-gram G: am + ngram_lm_scale * G."""
     result, nbest = _nbest(inputs, res, cfg, "nbest-rescoring", lm_scores=True)
     nbest = _intersected(nbest, cfg)
-    sweep = rescore_with_ngram(nbest, res.graph("G", "nbest-rescoring"), cfg.lm_scales)
-    return _sweep_results(sweep, lattice_failures(result.reports), cfg, nbest)
+    scales = _scales(cfg.ngram_lm_scale, cfg.lm_scales, cfg.sweep)
+    sweep = rescore_with_ngram(nbest, res.graph("G", "nbest-rescoring"), scales)
+    return _sweep_results(sweep, _ngram_settings(cfg), lattice_failures(result.reports), cfg,
+                          nbest)
 
 
 @register("nbest-oracle", Family.CTC, CtcConfig, requires=("HLG",), needs_references=True)
@@ -188,7 +299,8 @@ def _nbest_oracle(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     return [MethodResult("nbest-oracle", hyps, cfg)]
 
 
-@register("attention-decoder", Family.CTC, CtcConfig, requires=("HLG", "attention_decoder"))
+@register("attention-decoder", Family.CTC, CtcConfig, requires=("HLG", "attention_decoder"),
+          settings=_attention_settings)
 def _attention(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """n-best from HLG rescored with the attention decoder: am + s1 * ngram + s2 * attention
     (the ngram is G when given, else HLG's own LM scores)."""
@@ -202,20 +314,25 @@ def _attention(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     with torch.no_grad():
         sweep = rescore_with_attention_decoder(
             nbest, res.attention_decoder, inputs.memory, inputs.memory_lens,
-            cfg.lm_scales, cfg.attention_scales, res.graphs.get("G"),
+            _scales(cfg.ngram_lm_scale, cfg.lm_scales, cfg.sweep),
+            _scales(cfg.attention_scale, cfg.attention_scales, cfg.sweep), res.graphs.get("G"),
             max_chunk_cells=cfg.attention_chunk_cells)
-    return _sweep_results(sweep, lattice_failures(result.reports), cfg, nbest)
+    return _sweep_results(sweep, _attention_settings(cfg), lattice_failures(result.reports),
+                          cfg, nbest)
 
 
-@register("rnn-lm", Family.CTC, CtcConfig, requires=("HLG", "lm"))
+@register("rnn-lm", Family.CTC, CtcConfig, requires=("HLG", "lm"), settings=_rnn_lm_settings)
 def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
-    """n-best from HLG rescored with a neural LM: am + s * nnlm, per scale."""
-    name, lm = res.neural_lm("rnn-lm")
+    """n-best from HLG rescored with a neural LM (RNN or Transformer): am + rnn_lm_scale *
+    nnlm."""
+    _, lm = res.neural_lm("rnn-lm")
     result, nbest = _nbest(inputs, res, cfg, "rnn-lm", lm_scores=True)
     nbest = _intersected(nbest, cfg)
-    sweep = rescore_with_lm(nbest, lm_path_scorer(lm, cfg.lm_batch_size), cfg.lm_scales,
-                            scale_name=f"{name}_scale")
-    return _sweep_results(sweep, lattice_failures(result.reports), cfg, nbest)
+    sweep = rescore_with_lm(nbest, lm_path_scorer(lm, cfg.lm_batch_size),
+                            _scales(cfg.rnn_lm_scale, cfg.lm_scales, cfg.sweep),
+                            scale_name="rnn_lm_scale")
+    return _sweep_results(sweep, _rnn_lm_settings(cfg), lattice_failures(result.reports), cfg,
+                          nbest)
 
 
 @register("multi-pass", Family.CTC, CtcConfig, requires=("HLG", "lm"))

@@ -20,7 +20,7 @@ from ..lattice.prune import prune_lattice
 from ..lattice.rescore import RescoreStatus, rescore_with_whole_lattice
 from ..transducer import FastBeamSearchConfig, fast_beam_search
 from ..utils import HypothesisRecord, path_token_ids
-from .ctc import CtcConfig
+from .ctc import CtcConfig, _scales
 from .records import EMPTY_LATTICE, from_timed_units, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, TransducerInputs, register
 from .transducer import NGRAM_LM_SCALE, _check_scale
@@ -31,8 +31,9 @@ __all__ = ["FastBeamSearchMbrConfig", "FastBeamSearchMbrLGConfig", "MbrMethodCon
 @dataclass(frozen=True)
 class MbrMethodConfig:
     """``mbr``: HLG lattices (``ctc``: pruning, ``hlg_scale``, subsampling), optionally
-    rescored with G (``rescore``; LM scales ``ctc.whole_lattice.lm_scales``), then MBR
-    decoding (``mbr``: posterior scales, iterations, memory budget).
+    rescored with G (``rescore``; LM scale ``ctc.whole_lattice_lm_scale``, with ``ctc.sweep``
+    also every scale of ``ctc.whole_lattice.lm_scales``), then MBR decoding (``mbr``:
+    posterior scales, iterations, memory budget).
 
     With ``rescore`` the scores at LM scale ``s`` are icefall's ``am / s + lm``, and the
     posteriors scale them as ``mbr.posterior`` says (its acoustic scale multiplies
@@ -82,16 +83,19 @@ def _mbr(inputs: CtcInputs, res: Resources, cfg: MbrMethodConfig):
         tokens = _path_tokens(lat, Topology.CTC)
         return [MethodResult("mbr", from_timed_units(consensus, True, failed, notes=notes), cfg),
                 MethodResult("1best", from_timed_units(best, True, failed, tokens, notes), cfg)]
-    out = rescore_with_whole_lattice(result, res.graph("G", "mbr"), cfg.ctc.whole_lattice)
+    scales = _scales(cfg.ctc.whole_lattice_lm_scale, cfg.ctc.whole_lattice.lm_scales,
+                     cfg.ctc.sweep)
+    out = rescore_with_whole_lattice(result, res.graph("G", "mbr"),
+                                     replace(cfg.ctc.whole_lattice, lm_scales=tuple(scales)))
     if out.status is RescoreStatus.FAILED:
         reason = f"whole-lattice rescoring failed: {out.reason}"
         hyps = tuple(HypothesisRecord.failure(reason, tokens=False, words=True) for _ in failed)
         return [MethodResult(f"{prefix}lm_scale_{s}", hyps, cfg)
-                for s in cfg.ctc.whole_lattice.lm_scales for prefix in ("mbr_", "")]
+                for s in scales for prefix in ("mbr_", "")]
     rescored = out.lattice
     am = rescored.scores - rescored.lm_scores
     results = []
-    for s in cfg.ctc.whole_lattice.lm_scales:
+    for s in scales:
         lat = rescored.clone()
         lat.scores = am / s + rescored.lm_scores
         best, consensus, notes, lat = _units(lat, Topology.CTC, cfg.mbr, res)

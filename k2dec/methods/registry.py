@@ -24,6 +24,7 @@ __all__ = [
     "MethodResult",
     "NON_GRAPH_NEEDS",
     "Resources",
+    "Setting",
     "TransducerInputs",
     "CtcInputs",
     "AedInputs",
@@ -219,6 +220,24 @@ RunFn = Callable[[Any, Resources, Any], list[MethodResult]]
 
 
 @dataclass(frozen=True)
+class Setting:
+    """One setting a method reports (one :class:`MethodResult` key) and how to make it the
+    method's configured setting.
+
+    Attributes:
+      key: the :attr:`MethodResult.key` (``"ngram_lm_scale_0.5"``).
+      assignments: ``KEY=VALUE`` strings (:func:`override_config`) that make this setting the
+        configured one (``("ngram_lm_scale=0.5",)``); ``()`` for the configured setting.
+    """
+
+    key: str
+    assignments: tuple[str, ...] = ()
+
+
+SettingsFn = Callable[[Any], list[Setting]]
+
+
+@dataclass(frozen=True)
 class Method:
     """A named decoding method: ``run(inputs, resources, config) -> [MethodResult]``.
 
@@ -227,6 +246,10 @@ class Method:
         :data:`NON_GRAPH_NEEDS` (``Resources.missing(method.requires)`` lists what is absent).
       needs_references: the method reads every utterance's reference (oracle methods); a
         job without references must refuse it before decoding.
+      settings_fn: for methods whose config has a ``sweep`` field (methods that weigh scores
+        by scales: n-best / lattice rescoring), the :class:`Setting` list of a config: the
+        configured scales first, then, with ``sweep=True``, every other point of the
+        config's scale grids, in the order the method returns its results.
     """
 
     name: str
@@ -236,9 +259,32 @@ class Method:
     requires: tuple[str, ...]
     description: str
     needs_references: bool = False
+    settings_fn: SettingsFn | None = None
 
     def default_config(self) -> Any:
         return self.config_cls()
+
+    @property
+    def sweeps(self) -> bool:
+        """True if the method can report a grid of scale settings (``sweep=True``)."""
+        return self.settings_fn is not None
+
+    def scale_fields(self, config: Any = None) -> dict[str, Any]:
+        """``{field: configured value}`` of the scales the method sweeps (``{}`` if none)."""
+        if self.settings_fn is None:
+            return {}
+        config = self.default_config() if config is None else config
+        swept = self.settings_fn(replace(config, sweep=True))
+        names = dict.fromkeys(a.split("=", 1)[0] for s in swept for a in s.assignments)
+        return {n: _get(config, config_field_path(config, n) or [n]) for n in names}
+
+    def settings(self, config: Any = None) -> list[Setting]:
+        """The settings :meth:`__call__` returns results for with ``config``, in its order: the
+        configured one first (its key, no assignments), then the sweep's other points."""
+        config = self.default_config() if config is None else config
+        if self.settings_fn is None:
+            return [Setting(self.name)]
+        return self.settings_fn(config)
 
     def __call__(self, inputs: Any, resources: Resources, config: Any = None) -> list[
             MethodResult]:
@@ -254,12 +300,15 @@ _REGISTRY: dict[str, Method] = {}
 
 def register(
     name: str, family: Family, config_cls: type, requires: tuple[str, ...] = (),
-    needs_references: bool = False,
+    needs_references: bool = False, settings: SettingsFn | None = None,
 ) -> Callable[[RunFn], RunFn]:
-    """Decorator adding a method to the registry (its docstring's first line describes it;
-    ``needs_references`` marks oracle methods)."""
+    """Decorator adding a method to the registry (its docstring's first paragraph describes it;
+    ``needs_references`` marks oracle methods; ``settings`` lists the scale settings of a
+    sweeping method, see :attr:`Method.settings_fn`)."""
     if not is_dataclass(config_cls) or not config_cls.__dataclass_params__.frozen:
         raise TypeError(f"{config_cls!r} must be a frozen dataclass")
+    if settings is not None and "sweep" not in {f.name for f in fields(config_cls)}:
+        raise TypeError(f"{config_cls.__name__} needs a 'sweep' field for a method that sweeps")
     try:
         config_cls()
     except TypeError as e:
@@ -268,8 +317,9 @@ def register(
     def deco(fn: RunFn) -> RunFn:
         if name in _REGISTRY:
             raise ValueError(f"method {name!r} is registered twice")
-        doc = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
-        _REGISTRY[name] = Method(name, family, config_cls, fn, requires, doc, needs_references)
+        doc = " ".join((fn.__doc__ or "").strip().split("\n\n")[0].split())
+        _REGISTRY[name] = Method(name, family, config_cls, fn, requires, doc, needs_references,
+                                 settings)
         return fn
 
     return deco
@@ -319,6 +369,12 @@ def config_field_path(config: Any, key: str) -> list[str] | None:
         raise ValueError(f"{key!r} is ambiguous in {type(config).__name__}: say which one of "
                          f"{', '.join('.'.join(p) for p in found)}")
     return found[0] if found else None
+
+
+def _get(config: Any, path: list[str]) -> Any:
+    for name in path:
+        config = getattr(config, name)
+    return config
 
 
 def _resolves(config: Any, path: list[str]) -> bool:

@@ -32,7 +32,7 @@ from ..transducer import (
     greedy_search,
 )
 from ..transducer.confidence import token_confidences
-from .checks import check_finite
+from .checks import check_finite, check_scales
 from .records import EMPTY_LATTICE, from_ids, from_transducer
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
 
@@ -259,7 +259,7 @@ class FastBeamSearchNbestRescoringConfig:
     ngram_lm_scales: tuple[float, ...] = NBEST_RESCORING_SCALES
 
     def __post_init__(self) -> None:
-        _check_scales("ngram_lm_scales", self.ngram_lm_scales)
+        check_scales("ngram_lm_scales", self.ngram_lm_scales)
 
 
 @dataclass(frozen=True)
@@ -274,18 +274,10 @@ class FastBeamSearchNbestRnnRescoringConfig(FastBeamSearchNbestRescoringConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_scales("rnn_lm_scales", self.rnn_lm_scales)
+        check_scales("rnn_lm_scales", self.rnn_lm_scales)
         if isinstance(self.lm_batch_size, bool) or not isinstance(self.lm_batch_size, int) \
                 or self.lm_batch_size < 1:
             raise ValueError(f"lm_batch_size must be an int >= 1, got {self.lm_batch_size!r}")
-
-
-def _check_scales(name: str, scales: tuple[float, ...]) -> None:
-    if not isinstance(scales, tuple) or not scales:
-        raise ValueError(f"{name} needs at least one scale, got {scales!r}")
-    for value in scales:
-        if not (isinstance(value, int | float) and abs(value) < float("inf")):
-            raise ValueError(f"{name} must be finite numbers, got {scales!r}")
 
 
 def _rescoring_components(inputs: TransducerInputs, res: Resources,

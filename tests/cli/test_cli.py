@@ -10,8 +10,8 @@ from k2dec.graph import load_graph
 from k2dec.lang import LangDir
 from tests.graph.conftest import TINY_ARPA, TINY_LEXICON
 
-SUBCOMMANDS = ["prepare-lang", "compile-graph", "draw-graph", "decode", "demo", "train-lm",
-               "export-lm", "lm-perplexity"]
+SUBCOMMANDS = ["prepare-lang", "compile-graph", "draw-graph", "decode", "tune", "demo",
+               "train-lm", "export-lm", "lm-perplexity"]
 
 
 @pytest.mark.parametrize("cmd", [[]] + [[c] for c in SUBCOMMANDS])
@@ -86,7 +86,7 @@ def test_compile_hlg_without_arpa_is_an_error(tmp_path, lexicon_file):
                          str(lexicon_file)])
     r = runner.invoke(main, ["compile-graph", "--lang-dir", str(lang_dir), "--type", "HLG"])
     assert r.exit_code != 0
-    assert "needs an ARPA" in str(r.exception)
+    assert "needs an ARPA" in r.output
 
 
 def test_prepare_lang_from_words_with_cmudict(tmp_path):
@@ -165,3 +165,85 @@ def test_compile_graph_prints_size_and_names_words_on_no_arc(tmp_path, lexicon_f
         else:
             assert f"1 of 8 lexicon words are on no arc and can never be decoded: {missing}" \
                 in r.output
+
+
+def test_list_methods_names_every_method_its_family_and_needs():
+    from k2dec.methods import list_methods
+
+    r = CliRunner().invoke(main, ["decode", "--list-methods"])  # no --model, --method needed
+    assert r.exit_code == 0, r.output
+    lines = r.output.strip().splitlines()
+    assert lines[0].split()[:3] == ["method", "family", "needs"]
+    rows = {line.split()[0]: line for line in lines[1:]}
+    assert sorted(rows) == sorted(m.name for m in list_methods()) and len(lines) == len(rows) + 1
+    for m in list_methods():
+        assert rows[m.name].split()[1] == m.family.value
+    assert "HLG.pt, G_4_gram.pt" in rows["nbest-rescoring"]
+    assert "ngram_lm_scale=1.3" in rows["nbest-rescoring"]
+    assert "HLG.pt, --rnn-lm" in rows["rnn-lm"] and "HLG.pt, references" in rows["nbest-oracle"]
+    assert "LG.pt" in rows["fast_beam_search_nbest_LG"]
+    assert "references" in rows["fast_beam_search_nbest_oracle"]
+    assert "attention decoder" in rows["attention-beam-search"]
+    assert rows["greedy_search"].split()[2] == "-"
+    r = CliRunner().invoke(main, ["decode", "--method", "1best"])
+    assert r.exit_code != 0 and "--out-dir is required" in r.output
+
+
+def test_compile_graph_reads_gzipped_arpa_and_builds_the_rescoring_G(tmp_path, lexicon_file):
+    import gzip
+
+    import torch
+
+    from k2dec.graph import build_rescoring_G
+
+    runner = CliRunner()
+    lang_dir = tmp_path / "lang"
+    runner.invoke(main, ["prepare-lang", "--lang-dir", str(lang_dir), "--lexicon",
+                         str(lexicon_file)])
+    gz = tmp_path / "lm.arpa.gz"
+    gz.write_bytes(gzip.compress((tmp_path / "lm.arpa").read_bytes()))
+    lang = LangDir(lang_dir)
+    for kind, file in (("HLG", "HLG.pt"), ("LG", "LG.pt"), ("G", "G_4_gram.pt")):
+        got = {}
+        for arpa in ("lm.arpa", "lm.arpa.gz"):
+            out = tmp_path / f"graphs-{arpa}" / kind
+            r = runner.invoke(main, ["compile-graph", "--lang-dir", str(lang_dir), "--type",
+                                     kind, "--arpa", str(tmp_path / arpa), "--graph-dir",
+                                     str(out)])
+            assert r.exit_code == 0, r.output
+            assert f"wrote {out / file}" in r.output
+            got[arpa] = load_graph(out / file, lang.token_table, lang.word_table)
+        plain, zipped = got.values()
+        assert torch.equal(plain.arcs.values(), zipped.arcs.values())
+        assert torch.equal(plain.scores, zipped.scores)
+    want = build_rescoring_G(tmp_path / "lm.arpa", lang.word_table)
+    assert torch.equal(zipped.arcs.values(), want.arcs.values())
+    assert torch.equal(zipped.lm_scores, want.lm_scores)
+    (tmp_path / "bad.arpa.gz").write_bytes(b"not gzip")
+    r = runner.invoke(main, ["compile-graph", "--lang-dir", str(lang_dir), "--type", "G",
+                             "--arpa", str(tmp_path / "bad.arpa.gz")])
+    assert r.exit_code != 0 and "cannot decompress ARPA file" in r.output
+
+
+def test_graph_dir_leaves_the_lang_dir_as_it_is(tmp_path, lexicon_file):
+    from k2dec.lang import read_lexicon, write_lang_dir
+
+    lang = write_lang_dir(tmp_path / "lang", read_lexicon(lexicon_file))  # no L.pt
+    before = {p.name: p.stat().st_mtime_ns for p in lang.path.iterdir()}
+    gdir = tmp_path / "graphs"
+    for kind in ("HLG", "LG", "G", "L"):
+        r = CliRunner().invoke(main, ["compile-graph", "--lang-dir", str(lang.path), "--type",
+                                      kind, "--arpa", str(tmp_path / "lm.arpa"),
+                                      "--graph-dir", str(gdir)])
+        assert r.exit_code == 0, r.output
+    assert {p.name: p.stat().st_mtime_ns for p in lang.path.iterdir()} == before
+    assert sorted(p.name for p in gdir.iterdir()) == [
+        "G_4_gram.pt", "HLG.pt", "L.pt", "LG.pt", "L_disambig.pt"]
+
+
+def test_demo_help_describes_the_shipped_demo():
+    r = CliRunner().invoke(main, ["demo", "--help"])
+    assert r.exit_code == 0
+    text = " ".join(r.output.split())
+    assert "shipped test sets" in text and "every method" in text and "--tune" in text
+    assert "Until a trained model ships" not in text

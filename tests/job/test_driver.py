@@ -63,7 +63,8 @@ def _cli(s, out, *extra):
     (["--method", "nbest", "--set", "num_paths=0"], "num_paths must be an int >= 1, got 0"),
     (["--method", "nbest", "--set", "nbest_scale=0"], "nbest_scale must be > 0"),
     (["--method", "rnn-lm", "--set", "lm_scales="], "lm_scales='' does not fit"),
-    (["--method", "1best"], "method '1best' needs the HLG graph (HLG.pt in the lang dir"),
+    (["--method", "1best"],
+     "method '1best' needs the HLG graph (HLG.pt in --graph-dir or the lang dir"),
     (["--method", "rnn-lm"], "a neural LM (--rnn-lm FILE"),
     (["--method", "greedy_search", "--threads", "0"], "0 is not in the range x>=1"),
 ])

@@ -1,3 +1,28 @@
-"""Fixtures shared with the n-best tests."""
+"""Fixtures shared with the n-best tests, and the CTC methods' resources."""
 
+import pytest
+import torch
+
+from k2dec.aed import TransformerDecoder
+from k2dec.graph import build_rescoring_G
+from k2dec.lm import RnnLM, RnnLmConfig
+from k2dec.methods import Resources
+from tests.graph.conftest import TINY_ARPA
 from tests.nbest.conftest import tiny_hlg  # noqa: F401
+
+
+@pytest.fixture(scope="module")
+def setup(tiny_hlg, tmp_path_factory):  # noqa: F811
+    """The tiny HLG's lang dir and resources: HLG, H, a rescoring G, an attention decoder,
+    an RNN LM."""
+    lang, HLG, H = tiny_hlg
+    d = tmp_path_factory.mktemp("ctc_methods")
+    (d / "lm.arpa").write_text(TINY_ARPA)
+    G = build_rescoring_G(d / "lm.arpa", lang.word_table)
+    torch.manual_seed(0)
+    decoder = TransformerDecoder(vocab_size=6, memory_dim=8, d_model=16, nhead=2,
+                                 num_layers=1, dim_feedforward=16, dropout=0.0).eval()
+    lm = RnnLM(RnnLmConfig(vocab_size=6, embedding_dim=8, hidden_dim=8, num_layers=1)).eval()
+    res = Resources(graphs={"HLG": HLG, "H": H, "G": G}, lms={"rnn_lm": lm},
+                    attention_decoder=decoder)
+    return lang, res

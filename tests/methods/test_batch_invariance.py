@@ -12,7 +12,6 @@ import torch
 
 from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method, override_config
 from k2dec.methods.ctc import CtcConfig
-from tests.methods.test_ctc_methods import setup  # noqa: F401 (fixture)
 from tests.methods.test_transducer_methods import tiny_LG  # noqa: F401 (fixture)
 from tests.transducer.helpers import random_batch, random_model
 

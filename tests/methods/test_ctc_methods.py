@@ -7,34 +7,15 @@ import math
 import pytest
 import torch
 
-from k2dec.aed import TransformerDecoder
-from k2dec.graph import build_rescoring_G
-from k2dec.lattice import LatticeConfig, get_lattice, hypotheses_from_lattice
+from k2dec.lattice import get_lattice, hypotheses_from_lattice
 from k2dec.lattice.rescore import RescoreConfig, rescore_with_whole_lattice
-from k2dec.lm import RnnLM, RnnLmConfig
 from k2dec.methods import CtcInputs, Family, Resources, get_method, list_methods
 from k2dec.methods.ctc import CtcConfig
 from k2dec.nbest import MultiPassConfig, Nbest, NbestConfig, rescore_with_ngram
-from tests.graph.conftest import TINY_ARPA
 
 CTC_METHODS = ["1best", "attention-decoder", "ctc-decoding", "ctc-greedy-search", "mbr",
                "multi-pass", "nbest", "nbest-oracle", "nbest-rescoring", "rnn-lm",
                "whole-lattice-rescoring"]
-
-
-@pytest.fixture(scope="module")
-def setup(tiny_hlg, tmp_path_factory):
-    lang, HLG, H = tiny_hlg
-    d = tmp_path_factory.mktemp("ctc_methods")
-    (d / "lm.arpa").write_text(TINY_ARPA)
-    G = build_rescoring_G(d / "lm.arpa", lang.word_table)
-    torch.manual_seed(0)
-    decoder = TransformerDecoder(vocab_size=6, memory_dim=8, d_model=16, nhead=2,
-                                 num_layers=1, dim_feedforward=16, dropout=0.0).eval()
-    lm = RnnLM(RnnLmConfig(vocab_size=6, embedding_dim=8, hidden_dim=8, num_layers=1)).eval()
-    res = Resources(graphs={"HLG": HLG, "H": H, "G": G}, lms={"rnn_lm": lm},
-                    attention_decoder=decoder)
-    return lang, res
 
 
 def _inputs(seed: int, vocab: int, n: int = 3) -> CtcInputs:
@@ -59,8 +40,10 @@ def test_registry_lists_the_ctc_methods():
 @pytest.mark.parametrize("name", [m for m in CTC_METHODS if m != "mbr"])  # own config: see
 def test_every_ctc_method_runs_and_passes_its_config(setup, name):     # test_mbr_methods
     lang, res = setup
-    cfg = CtcConfig(nbest=NbestConfig(num_paths=20), lm_scales=(0.5, 1.0), attention_scales=(0.3,),
-                    top_k=5, whole_lattice=RescoreConfig(lm_scales=(0.5, 1.0)))
+    cfg = CtcConfig(nbest=NbestConfig(num_paths=20), ngram_lm_scale=0.5, attention_scale=0.3,
+                    rnn_lm_scale=0.5, whole_lattice_lm_scale=0.5, sweep=True,
+                    lm_scales=(0.5, 1.0), attention_scales=(0.3,), top_k=5,
+                    whole_lattice=RescoreConfig(lm_scales=(0.5, 1.0)))
     out = get_method(name)(_inputs(1, lang.max_token_id + 1), res, cfg)
     assert out and all(r.config is cfg for r in out)
     for r in out:
@@ -83,15 +66,15 @@ def test_every_ctc_method_runs_and_passes_its_config(setup, name):     # test_mb
 def test_1best_equals_the_lattice_best_path(setup):
     lang, res = setup
     inp = _inputs(2, lang.max_token_id + 1)
-    out = get_method("1best")(inp, res)[0]
-    lat = get_lattice(inp.log_probs, inp.lengths, res.graphs["HLG"], LatticeConfig())
+    out = get_method("1best")(inp, res, CtcConfig(hlg_scale=1.0))[0]
+    lat = get_lattice(inp.log_probs, inp.lengths, res.graphs["HLG"], CtcConfig().lattice)
     assert out.words == [list(h.words) for h in hypotheses_from_lattice(lat)]
 
 
 def test_nbest_rescoring_equals_the_library_call(setup):
     lang, res = setup
     inp = _inputs(3, lang.max_token_id + 1)
-    cfg = CtcConfig(nbest=NbestConfig(num_paths=30), lm_scales=(0.7,))
+    cfg = CtcConfig(nbest=NbestConfig(num_paths=30), ngram_lm_scale=0.7, hlg_scale=1.0)
     out = get_method("nbest-rescoring")(inp, res, cfg)
     HLG = res.graphs["HLG"].clone()
     HLG.lm_scores = HLG.scores.clone()
@@ -105,7 +88,7 @@ def test_multi_pass_at_full_budget_equals_rnn_lm_rescoring(setup):
     lang, res = setup
     inp = _inputs(4, lang.max_token_id + 1)
     mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, nn_scale=1.0)
-    cfg = CtcConfig(nbest=NbestConfig(num_paths=30), lm_scales=(1.0,), top_k=200, multi_pass=mp)
+    cfg = CtcConfig(nbest=NbestConfig(num_paths=30), rnn_lm_scale=1.0, top_k=200, multi_pass=mp)
     multi = get_method("multi-pass")(inp, res, cfg)[0]
     full = get_method("rnn-lm")(inp, res, cfg)[0]
     assert multi.words == full.words
@@ -127,12 +110,12 @@ def test_missing_resources_are_clear_errors(setup):
 def test_whole_lattice_rescoring_equals_the_library_call(setup):
     lang, res = setup
     inp = _inputs(6, lang.max_token_id + 1)
-    cfg = CtcConfig(whole_lattice=RescoreConfig(lm_scales=(0.6,)))
+    cfg = CtcConfig(whole_lattice_lm_scale=0.6, hlg_scale=1.0)
     out = get_method("whole-lattice-rescoring")(inp, res, cfg)
     HLG = res.graphs["HLG"].clone()
     HLG.lm_scores = HLG.scores.clone()
     lat = get_lattice(inp.log_probs, inp.lengths, HLG, cfg.lattice)
-    want = rescore_with_whole_lattice(lat, res.graphs["G"], cfg.whole_lattice)
+    want = rescore_with_whole_lattice(lat, res.graphs["G"], RescoreConfig(lm_scales=(0.6,)))
     assert out[0].words == [list(h.words) for h in want.per_scale[0].hypotheses]
 
 
@@ -144,11 +127,11 @@ def test_hlg_scale_scales_the_graph_not_the_callers(setup, scale):
     out = get_method("1best")(inp, res, CtcConfig(hlg_scale=scale))[0]
     scaled = res.graphs["HLG"].clone()
     scaled.scores = before * scale
-    lat = get_lattice(inp.log_probs, inp.lengths, scaled, LatticeConfig())
+    lat = get_lattice(inp.log_probs, inp.lengths, scaled, CtcConfig().lattice)
     assert out.words == [list(h.words) for h in hypotheses_from_lattice(lat)]
     assert torch.equal(res.graphs["HLG"].scores, before)
     # n-gram rescoring sees the scaled graph's lm_scores (am = tot - lm stays acoustic)
-    cfg = CtcConfig(hlg_scale=scale, nbest=NbestConfig(num_paths=30), lm_scales=(0.7,))
+    cfg = CtcConfig(hlg_scale=scale, nbest=NbestConfig(num_paths=30), ngram_lm_scale=0.7)
     got = get_method("nbest-rescoring")(inp, res, cfg)[0].words
     scaled.lm_scores = scaled.scores.clone()
     lat = get_lattice(inp.log_probs, inp.lengths, scaled, cfg.lattice).lattice

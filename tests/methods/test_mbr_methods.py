@@ -10,7 +10,6 @@ import torch
 
 from k2dec.graph import build_rescoring_G
 from k2dec.lattice import (
-    LatticeConfig,
     MbrConfig,
     PosteriorConfig,
     Topology,
@@ -63,7 +62,7 @@ def test_mbr_method_equals_the_library(tiny_hlg):
     mbr, best = get_method("mbr")(inputs, res, cfg)
     assert (mbr.key, best.key) == ("mbr", "1best") and mbr.config is cfg
     graph = res.scaled_graph("HLG", 0.8, "test", lm_scores=True)
-    lattice = get_lattice(inputs.log_probs, inputs.lengths, graph, LatticeConfig())
+    lattice = get_lattice(inputs.log_probs, inputs.lengths, graph, cfg.ctc.lattice)
     for decode_mbr, out in ((True, mbr), (False, best)):
         units, _ = lattice_timed_units(lattice, Topology.CTC,
                                        MbrConfig(posterior=post, decode_mbr=decode_mbr))
@@ -84,8 +83,8 @@ def test_mbr_bounds_the_lattice_and_says_so(tiny_hlg, cap):
     res = Resources(graphs={"HLG": HLG})
     inputs = _ctc_inputs(1, lang.max_token_id + 1)
     mbr, best = get_method("mbr")(inputs, res, cfg)
-    graph = res.scaled_graph("HLG", 1.0, "test", lm_scores=True)
-    lattice = get_lattice(inputs.log_probs, inputs.lengths, graph, LatticeConfig()).lattice
+    graph = res.scaled_graph("HLG", cfg.ctc.hlg_scale, "test", lm_scores=True)
+    lattice = get_lattice(inputs.log_probs, inputs.lengths, graph, cfg.ctc.lattice).lattice
     pruned, reports = prune_lattice(lattice, cap)
     assert any(r.pruned for r in reports) or cap == 40
     for decode_mbr, out in ((True, mbr), (False, best)):
@@ -103,7 +102,8 @@ def test_mbr_after_whole_lattice_rescoring(tiny_hlg, tmp_path):
     (tmp_path / "lm.arpa").write_text(TINY_ARPA)
     G = build_rescoring_G(tmp_path / "lm.arpa", lang.word_table)
     res = Resources(graphs={"HLG": HLG, "G": G})
-    ctc = CtcConfig(whole_lattice=RescoreConfig(lm_scales=(0.5, 1.0)))
+    ctc = CtcConfig(whole_lattice_lm_scale=0.5, sweep=True,
+                    whole_lattice=RescoreConfig(lm_scales=(0.5, 1.0)))
     inputs = _ctc_inputs(1, lang.max_token_id + 1)
     out = get_method("mbr")(inputs, res, MbrMethodConfig(ctc=ctc, rescore=True))
     assert [r.key for r in out] == ["mbr_lm_scale_0.5", "lm_scale_0.5", "mbr_lm_scale_1.0",
@@ -113,6 +113,9 @@ def test_mbr_after_whole_lattice_rescoring(tiny_hlg, tmp_path):
         _check_records(r.hyps, words=True)
         if not r.key.startswith("mbr"):
             assert r.words == plain[r.key].words
+    # without the sweep: the configured scale only
+    one = get_method("mbr")(inputs, res, MbrMethodConfig(ctc=CtcConfig(), rescore=True))
+    assert [r.key for r in one] == ["mbr_lm_scale_1.3", "lm_scale_1.3"]
     with pytest.raises(ValueError, match="needs the G graph"):
         get_method("mbr")(inputs, Resources(graphs={"HLG": HLG}),
                           MbrMethodConfig(rescore=True))

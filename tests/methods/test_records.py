@@ -10,12 +10,12 @@ import torch
 from k2dec.aed import BeamSearchConfig, TransformerDecoder, beam_search
 from k2dec.lattice import (
     Hypothesis,
-    LatticeConfig,
     LatticeStatus,
     get_lattice,
     hypotheses_from_lattice,
 )
 from k2dec.methods import AedInputs, CtcInputs, Resources, TransducerInputs, get_method
+from k2dec.methods.ctc import CtcConfig
 from k2dec.methods.records import from_ids, from_lattice, from_transducer
 from k2dec.transducer import TransducerHypothesis, greedy_search
 from k2dec.utils import HypothesisRecord
@@ -61,8 +61,10 @@ def test_1best_record_is_the_lattice_hypothesis(tiny_hlg):
     g = torch.Generator().manual_seed(3)
     lengths = torch.tensor([7, 5, 1])
     log_probs = (torch.randn(3, 7, lang.max_token_id + 1, generator=g) * 2).log_softmax(-1)
-    out = get_method("1best")(CtcInputs(log_probs, lengths), Resources(graphs={"HLG": HLG}))[0]
-    want = hypotheses_from_lattice(get_lattice(log_probs, lengths, HLG, LatticeConfig()))
+    cfg = CtcConfig(hlg_scale=1.0)
+    out = get_method("1best")(CtcInputs(log_probs, lengths), Resources(graphs={"HLG": HLG}),
+                              cfg)[0]
+    want = hypotheses_from_lattice(get_lattice(log_probs, lengths, HLG, cfg.lattice))
     for rec, h in zip(out.hyps, want):
         if h.status is LatticeStatus.EMPTY:
             assert rec.error == h.reason and rec.words == ()

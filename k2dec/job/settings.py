@@ -1,0 +1,117 @@
+"""Decode settings files: ``KEY=VALUE`` assignments for every method and per method, in JSON.
+
+``k2dec tune`` writes them and ``k2dec decode --config FILE`` reads them::
+
+    {
+      "set": ["lattice.search_beam=15"],
+      "methods": {
+        "nbest-rescoring": ["ngram_lm_scale=0.3"],
+        "attention-decoder": ["ngram_lm_scale=0.3", "attention_scale=0.7"]
+      },
+      "tuned": {"nbest-rescoring": {"dev_wer": 35.1, "start_wer": 36.0, ...}}
+    }
+
+``set`` applies like ``--set`` to every method whose config has the field; ``methods`` gives
+each named method its own assignments (every one must fit that method); ``tuned`` records what
+``k2dec tune`` measured and is not read back. Assignments from the command line (``--set``)
+come last and win.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DecodeSettings", "read_settings", "write_settings"]
+
+
+@dataclass(frozen=True)
+class DecodeSettings:
+    """The content of a settings file.
+
+    Attributes:
+      assignments: ``KEY=VALUE`` strings for every method that has the field (like ``--set``).
+      methods: ``{method name: KEY=VALUE strings}`` applied to that method only, after
+        ``assignments``.
+      tuned: ``{method name: what k2dec tune measured}`` (informative).
+    """
+
+    assignments: tuple[str, ...] = ()
+    methods: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    tuned: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_assignments("set", self.assignments)
+        for name, items in self.methods.items():
+            if not isinstance(name, str):
+                raise TypeError(f"method names must be str, got {name!r}")
+            _check_assignments(f"methods[{name!r}]", items)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"set": list(self.assignments),
+                               "methods": {k: list(v) for k, v in self.methods.items()}}
+        if self.tuned:
+            out["tuned"] = dict(self.tuned)
+        return out
+
+
+def _check_assignments(where: str, items: Any) -> None:
+    if isinstance(items, str) or not all(isinstance(a, str) for a in items):
+        raise TypeError(f"{where} must be a list of 'KEY=VALUE' strings, got {items!r}")
+    bad = [a for a in items if "=" not in a]
+    if bad:
+        raise ValueError(f"{where}: expected KEY=VALUE, got {bad[0]!r}")
+
+
+def read_settings(path: str | Path) -> DecodeSettings:
+    """Read a settings file (see the module docstring); the method names must be known.
+
+    Raises:
+      ValueError: naming the file: unreadable or not JSON, unknown top-level keys, values of
+        the wrong shape, unknown method names.
+    """
+    from ..methods import get_method
+
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"settings file {path}: not a readable JSON file: {e}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"settings file {path}: expected a JSON object, got "
+                         f"{type(data).__name__}")
+    unknown = sorted(set(data) - {"set", "methods", "tuned"})
+    if unknown:
+        raise ValueError(f"settings file {path}: unknown keys {', '.join(unknown)} (known: "
+                         "set, methods, tuned)")
+    methods = data.get("methods", {})
+    if not isinstance(methods, dict):
+        raise ValueError(f"settings file {path}: 'methods' must map method names to lists of "
+                         f"KEY=VALUE strings, got {methods!r}")
+    try:
+        for name in methods:
+            get_method(name)
+        return DecodeSettings(tuple(_as_list(data.get("set", []))),
+                              {k: tuple(_as_list(v)) for k, v in methods.items()},
+                              data.get("tuned", {}))
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"settings file {path}: {e}") from None
+
+
+def _as_list(items: Any) -> list:
+    if not isinstance(items, list):
+        raise TypeError(f"expected a list of 'KEY=VALUE' strings, got {items!r}")
+    return items
+
+
+def write_settings(settings: DecodeSettings, path: str | Path) -> Path:
+    """Write ``settings`` as JSON (atomically) and return the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(settings.to_json(), indent=2) + "\n")
+    tmp.replace(path)
+    return path

@@ -1,0 +1,187 @@
+"""Pick each method's settings on a dev set (``k2dec tune``).
+
+For every method, the dev sets are decoded once per point of an optional grid of config
+fields (``hlg_scale=0.4,0.6,0.8``), each time with the method's scale sweep switched on when
+it has one (``sweep=True``: every point of its scale grids, see
+:meth:`k2dec.methods.Method.settings`). The setting with the lowest mean WER over the dev sets
+wins (ties: the earliest, starting from the configured setting), and its assignments are
+written to a settings file (:mod:`k2dec.job.settings`) that ``k2dec decode --config`` reads::
+
+    runs = plan_methods(["nbest-rescoring", "1best"])
+    results = tune_methods(assets, {"dev": dev_cuts}, runs, "exp/tune", grid=["hlg_scale=0.4,0.6"])
+    write_settings(tuned_settings(results), "exp/tuned.json")
+
+Each grid point decodes into its own directory (named by a digest of the method's config, so
+a rerun resumes and a changed config starts afresh).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from lhotse import CutSet
+
+from ..methods import config_field_path, override_config
+from .cutset import DecodeConfig, check_references
+from .driver import MethodRun, check_resources, run_decode
+from .settings import DecodeSettings
+
+__all__ = ["TuneResult", "parse_grid", "tune_methods", "tuned_settings"]
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """What tuning found for one method.
+
+    Attributes:
+      method: the method's name.
+      assignments: ``KEY=VALUE`` strings giving the chosen config from the method's defaults
+        (the run's own assignments, then the chosen ones; one per field).
+      chosen: the assignments tuning added to the run's config (``()``: it was best).
+      dev_wer: mean WER % over the dev sets at the chosen setting.
+      start_wer: mean WER % of the run's own (configured) setting.
+      num_settings: settings compared.
+    """
+
+    method: str
+    assignments: tuple[str, ...]
+    chosen: tuple[str, ...]
+    dev_wer: float
+    start_wer: float
+    num_settings: int
+
+
+def parse_grid(grid: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """``["hlg_scale=0.4,0.6"]`` -> ``[("hlg_scale", ["0.4", "0.6"])]``.
+
+    Raises:
+      ValueError: an item without ``=`` or values, or a field given twice.
+    """
+    out: list[tuple[str, list[str]]] = []
+    for item in grid:
+        key, _, values = item.partition("=")
+        vals = [v.strip() for v in values.split(",") if v.strip()]
+        if not key or not vals:
+            raise ValueError(f"expected FIELD=V1,V2,... for a grid, got {item!r}")
+        if any(k == key for k, _ in out):
+            raise ValueError(f"grid field {key!r} is given twice")
+        out.append((key, vals))
+    return out
+
+
+def _points(run: MethodRun, grid: list[tuple[str, list[str]]]) -> list[tuple[str, ...]]:
+    """The grid points that apply to ``run`` (fields its config has), the run's own config
+    first (``()``); points giving an already listed config are dropped."""
+    mine = [(k, v) for k, v in grid if config_field_path(run.config, k) is not None]
+    points, seen = [()], [run.config]
+    for combo in itertools.product(*(v for _, v in mine)):
+        point = tuple(f"{k}={x}" for (k, _), x in zip(mine, combo))
+        cfg = override_config(run.config, point)
+        if cfg not in seen:
+            points.append(point)
+            seen.append(cfg)
+    return points
+
+
+def _compact(config: object, assignments: Sequence[str]) -> tuple[str, ...]:
+    """``assignments`` with only the last one per field (bare and dotted names alike)."""
+    last: dict[str, str] = {}
+    for a in assignments:
+        key = a.split("=", 1)[0]
+        path = config_field_path(config, key)
+        last.pop(".".join(path) if path else key, None)
+        last[".".join(path) if path else key] = a
+    return tuple(last.values())
+
+
+def tune_methods(
+    assets,
+    dev_sets: Mapping[str, CutSet],
+    runs: Sequence[MethodRun],
+    out_dir: str | Path,
+    grid: Sequence[str] = (),
+    config: DecodeConfig = DecodeConfig(),  # noqa: B008 (frozen)
+) -> list[TuneResult]:
+    """Tune each run's method on ``dev_sets`` (see the module docstring).
+
+    Args:
+      assets: the :class:`~k2dec.job.DecodeAssets` to decode with.
+      dev_sets: cuts with references, by name; the criterion is the mean of their WERs.
+      runs: from :func:`~k2dec.job.plan_methods`: the starting configs.
+      out_dir: decoding results go to ``out_dir/<method>/<config digest>/``.
+      grid: ``FIELD=V1,V2,...`` items; each method is decoded at every combination of the
+        fields its config has.
+
+    Returns:
+      one :class:`TuneResult` per run, in order.
+
+    Raises:
+      ValueError: before decoding anything: a malformed grid, a grid field no method has, a
+        method with nothing to tune (no scale sweep and no grid field), missing resources, or
+        dev cuts without references.
+    """
+    parsed = parse_grid(grid)
+    problems = []
+    unused = [k for k, _ in parsed
+              if not any(config_field_path(r.config, k) is not None for r in runs)]
+    if unused:
+        problems.append(f"no given method has a field for the grid {', '.join(unused)}")
+    points = {r.method.name: _points(r, parsed) for r in runs}
+    idle = [r.method.name for r in runs if not r.method.sweeps and len(points[r.method.name]) < 2]
+    if idle:
+        problems.append(f"nothing to tune for {', '.join(idle)}: no scales to sweep and no "
+                        "grid field with another value (give --grid FIELD=V1,V2,...)")
+    if problems:
+        raise ValueError("; ".join(problems))
+    check_resources(runs, assets.resources)
+    for name, cuts in dev_sets.items():
+        missing = [c.id for c in cuts if not any((s.text or "").strip() for s in c.supervisions)]
+        if missing:
+            raise ValueError(f"tuning needs references, but {len(missing)} cuts of {name!r} "
+                             f"have none (e.g. {', '.join(missing[:5])})")
+        check_references([r.method for r in runs], cuts)
+    return [_tune(assets, dev_sets, run, points[run.method.name], Path(out_dir), config)
+            for run in runs]
+
+
+def _tune(assets, dev_sets, run: MethodRun, points, out_dir: Path, config: DecodeConfig
+          ) -> TuneResult:
+    method = run.method
+    candidates: list[tuple[tuple[str, ...], float]] = []
+    for point in points:
+        cfg = override_config(run.config, point)
+        if method.sweeps:
+            cfg = replace(cfg, sweep=True)
+        digest = hashlib.sha1(repr(cfg).encode()).hexdigest()[:12]
+        where = out_dir / method.name / digest
+        where.mkdir(parents=True, exist_ok=True)
+        (where / "setting.json").write_text(json.dumps({"assignments": list(point)}) + "\n")
+        rows = run_decode(assets, dev_sets, [MethodRun(method, cfg)], where, config)
+        for setting in method.settings(cfg):
+            wers = [r.wers.get(setting.key, math.nan) for r in rows]
+            candidates.append((point + setting.assignments, sum(wers) / len(wers)))
+    start_wer = candidates[0][1]
+    chosen, best = min(candidates, key=lambda c: (math.isnan(c[1]), c[1]))
+    return TuneResult(method.name, _compact(run.config, run.assignments + chosen), chosen,
+                      best, start_wer, len(candidates))
+
+
+def tuned_settings(results: Sequence[TuneResult], dev_sets: Sequence[str] = (),
+                   base: DecodeSettings | None = None) -> DecodeSettings:
+    """A settings file's content: ``base`` (e.g. the file tuning started from) with each
+    tuned method's assignments replaced, and what tuning measured under ``tuned``."""
+    base = base or DecodeSettings()
+    methods = dict(base.methods)
+    tuned = dict(base.tuned)
+    for r in results:
+        methods[r.method] = r.assignments
+        tuned[r.method] = {"dev_sets": list(dev_sets), "dev_wer": round(r.dev_wer, 2),
+                           "start_wer": round(r.start_wer, 2), "chosen": list(r.chosen),
+                           "settings_compared": r.num_settings}
+    return DecodeSettings(base.assignments, methods, tuned)

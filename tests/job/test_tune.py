@@ -1,0 +1,173 @@
+"""``k2dec tune``: the chosen setting is the best of deciding every setting separately, the
+settings file it writes makes ``k2dec decode --config`` reproduce the tuned WER, and what
+cannot be tuned is refused before decoding."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from k2dec.cli import main
+from k2dec.job import (
+    DecodeConfig,
+    DecodeSettings,
+    decode_cuts,
+    load_assets,
+    plan_methods,
+    read_settings,
+    tune_methods,
+    tuned_settings,
+    write_settings,
+)
+from k2dec.methods import override_config
+
+CFG = DecodeConfig(max_duration=3.0, num_buckets=2)
+
+
+@pytest.fixture(scope="module")
+def graphs(decode_setup, tmp_path_factory):
+    """HLG/LG in the lang dir (the fixture's), the rescoring G in a graph dir of its own."""
+    gdir = tmp_path_factory.mktemp("graphs")
+    s = decode_setup
+    r = CliRunner().invoke(main, ["compile-graph", "--lang-dir", str(s["lang_dir"]), "--type",
+                                  "G", "--arpa", str(s["dir"] / "lm.arpa"), "--graph-dir",
+                                  str(gdir)])
+    assert r.exit_code == 0, r.output
+    return gdir
+
+
+def _brute_force_best(assets, cuts, run, points, tmp_path):
+    """WER of every (grid point, scale) setting, each decoded on its own (no sweep)."""
+    wers = {}
+    for point in points:
+        cfg = override_config(run.config, [*point, "sweep=true"])
+        for setting in run.method.settings(cfg):
+            single = override_config(run.config, [*point, *setting.assignments])
+            key = point + setting.assignments
+            out = tmp_path / "brute" / str(len(wers))
+            summary = decode_cuts(assets, cuts, run.method, out, "dev", single, CFG)
+            wers[key] = next(iter(summary.wers.values()))
+    return wers
+
+
+def test_tune_chooses_the_best_setting_of_a_brute_force_search(decode_setup, graphs, tmp_path):
+    s = decode_setup
+    assets = load_assets(s["model_path"], s["lang_dir"], graph_dir=graphs)
+    runs = plan_methods(["nbest-rescoring", "1best"],
+                        ["lm_scales=0.1,1.0,4.0", "num_paths=5", "ngram_lm_scale=0.5"])
+    results = tune_methods(assets, {"dev": s["cuts"]}, runs, tmp_path / "tune",
+                           ["hlg_scale=0.3,0.6"], CFG)
+    assert [r.method for r in results] == ["nbest-rescoring", "1best"]
+    for run, result in zip(runs, results):
+        points = [(), ("hlg_scale=0.3",)]  # hlg_scale=0.6 is the default: no new point
+        wers = _brute_force_best(assets, s["cuts"], run, points, tmp_path / run.method.name)
+        assert result.num_settings == len(wers)
+        assert result.dev_wer == pytest.approx(min(wers.values()))
+        assert result.start_wer == pytest.approx(wers[()])
+        assert wers[result.chosen] == pytest.approx(result.dev_wer)
+        # the first of equally good settings wins
+        assert result.chosen == next(k for k, w in wers.items()
+                                     if w == pytest.approx(result.dev_wer))
+        # the full assignments reproduce the chosen config from the defaults
+        assert override_config(run.method.default_config(), result.assignments) == \
+            override_config(run.config, result.chosen)
+
+
+def test_tune_writes_a_file_that_decode_reads(decode_setup, graphs, tmp_path):
+    s = decode_setup
+    out = tmp_path / "tuned.json"
+    common = ["--cuts", str(s["cuts_path"]), "--model", str(s["model_path"]), "--lang-dir",
+              str(s["lang_dir"]), "--graph-dir", str(graphs), "--max-duration", "3"]
+    r = CliRunner().invoke(main, ["tune", *common, "--method", "whole-lattice-rescoring",
+                                  "--method", "nbest-rescoring", "--set", "num_paths=5",
+                                  "--set", "lm_scales=0.1,1.0,4.0", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text())
+    assert set(data["methods"]) == {"whole-lattice-rescoring", "nbest-rescoring"}
+    assert "num_paths=5" in data["methods"]["nbest-rescoring"]
+    settings = read_settings(out)
+    tuned = {m: settings.tuned[m]["dev_wer"] for m in settings.methods}
+    r = CliRunner().invoke(main, ["decode", *common, "--config", str(out), "--method",
+                                  "whole-lattice-rescoring", "--method", "nbest-rescoring",
+                                  "--out-dir", str(tmp_path / "dec")])
+    assert r.exit_code == 0, r.output
+    rows = [line.split(" | ") for line in r.output.splitlines() if line.startswith("| cuts |")]
+    assert len(rows) == 2
+    for row in rows:
+        assert float(row[3]) == pytest.approx(tuned[row[1]], abs=0.006)
+    # --set on the command line wins over the file
+    plan = plan_methods(["nbest-rescoring"], ["ngram_lm_scale=0.77"], settings=settings)
+    assert plan[0].config.ngram_lm_scale == 0.77 and plan[0].config.nbest.num_paths == 5
+
+
+def test_settings_files_apply_in_order_and_bad_ones_are_refused(tmp_path):
+    settings = DecodeSettings(("num_paths=9", "beam=3"),
+                              {"nbest": ("num_paths=11",), "1best": ("hlg_scale=0.9",)})
+    path = write_settings(settings, tmp_path / "s.json")
+    back = read_settings(path)
+    assert back == settings
+    runs = {r.method.name: r for r in plan_methods(["nbest", "greedy_search", "nbest-oracle"],
+                                                   ["top_k=3"], settings=back)}
+    assert runs["nbest"].config.nbest.num_paths == 11  # per method after the global set
+    assert runs["nbest-oracle"].config.nbest.num_paths == 9
+    assert runs["nbest"].config.top_k == 3 and runs["nbest"].config.hlg_scale == 0.6
+    assert runs["greedy_search"].assignments == ()  # "beam" is no field of greedy search
+    assert runs["nbest"].assignments == ("num_paths=9", "num_paths=11", "top_k=3")
+    bad = {"x.json": ("{", "not a readable JSON file"),
+           "y.json": ('{"sets": []}', "unknown keys sets"),
+           "z.json": ('{"methods": {"nope": []}}', "unknown decoding method 'nope'"),
+           "w.json": ('{"methods": {"nbest": "num_paths=3"}}', "list of 'KEY=VALUE'"),
+           "v.json": ('{"set": ["num_paths"]}', "expected KEY=VALUE, got 'num_paths'")}
+    for name, (text, message) in bad.items():
+        (tmp_path / name).write_text(text)
+        with pytest.raises(ValueError, match=message) as e:
+            read_settings(tmp_path / name)
+        assert name in str(e.value)
+    with pytest.raises(ValueError, match=r"nbest_scale must be > 0 .* \(in nbest\)"):
+        plan_methods(["nbest"], settings=DecodeSettings(methods={"nbest": ("nbest_scale=0",)}))
+
+
+@pytest.mark.parametrize("methods, grid, message", [
+    (["greedy_search"], [], "nothing to tune for greedy_search"),
+    (["1best"], ["hlg_scale=0.6"], "nothing to tune for 1best"),  # the default: no change
+    (["nbest-rescoring"], ["nope=1,2"], "no given method has a field for the grid nope"),
+    (["nbest-rescoring"], ["hlg_scale="], "expected FIELD=V1,V2,... for a grid"),
+    (["fast_beam_search_LG"], ["beam=4,8"], "method 'fast_beam_search_LG' needs the LG graph"),
+])
+def test_tune_refuses_before_decoding(decode_setup, tmp_path, methods, grid, message):
+    s = decode_setup
+    assets = load_assets(s["model_path"])
+    with pytest.raises(ValueError, match=message):
+        tune_methods(assets, {"dev": s["cuts"]}, plan_methods(methods), tmp_path, grid, CFG)
+    assert not list(tmp_path.rglob("*.jsonl"))
+
+
+def test_tune_needs_references(decode_setup, tmp_path):
+    from lhotse import CutSet
+    from lhotse.utils import fastcopy
+
+    s = decode_setup
+    cuts = CutSet.from_cuts(fastcopy(c, supervisions=[fastcopy(c.supervisions[0], text="")])
+                            for c in s["cuts"])
+    assets = load_assets(s["model_path"], s["lang_dir"])
+    with pytest.raises(ValueError, match="tuning needs references, but 6 cuts of 'dev'"):
+        tune_methods(assets, {"dev": cuts}, plan_methods(["1best"]), tmp_path,
+                     ["hlg_scale=0.5,1.0"], CFG)
+
+
+def test_tuned_settings_keep_the_other_methods_of_the_starting_file():
+    from k2dec.job import TuneResult
+
+    base = DecodeSettings(("beam=3",), {"rnn-lm": ("rnn_lm_scale=0.1",),
+                                        "nbest-rescoring": ("ngram_lm_scale=9",)})
+    r = TuneResult("nbest-rescoring", ("ngram_lm_scale=0.3",), ("ngram_lm_scale=0.3",), 10.0,
+                   12.0, 17)
+    out = tuned_settings([r], ["dev"], base)
+    assert out.assignments == ("beam=3",)
+    assert out.methods == {"rnn-lm": ("rnn_lm_scale=0.1",),
+                           "nbest-rescoring": ("ngram_lm_scale=0.3",)}
+    assert out.tuned["nbest-rescoring"]["dev_wer"] == 10.0
+    assert not math.isnan(out.tuned["nbest-rescoring"]["start_wer"])
