@@ -66,7 +66,7 @@ def long_utterance(seconds: float, work: Path) -> Path:
     path = work / "memory" / f"utt_{seconds:g}s.pt"
     if path.is_file():
         return path
-    _, cut_paths = prepare_demo(benchlib.SHIPPED, work)
+    _, _, cut_paths = prepare_demo(benchlib.SHIPPED, work)
     cuts = sorted(CutSet.from_file(cut_paths["test-clean"]), key=lambda c: c.id)
     audio, words, total = [], [], 0.0
     rate = cuts[0].sampling_rate
@@ -144,9 +144,9 @@ def worker(method_name: str, utt_path: str, limit_mb: float) -> dict:
 
     benchlib.one_thread()
     work = work_dir()
-    lang, _ = prepare_demo(benchlib.SHIPPED, work)
+    lang, graphs, _ = prepare_demo(benchlib.SHIPPED, work)
     rnn_lm = benchlib.SHIPPED / "lm" / "rnn_lm.pt"
-    assets = load_assets(benchlib.SHIPPED / "model.pt", lang,
+    assets = load_assets(benchlib.SHIPPED / "model.pt", lang, graph_dir=graphs,
                          lm_paths={"rnn_lm": rnn_lm} if rnn_lm.is_file() else None)
     utt = torch.load(utt_path)
     method = get_method(method_name)
