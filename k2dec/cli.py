@@ -310,7 +310,7 @@ def _load_cuts(cuts_path, audio_dir, refs, test_set, feature_dir, runs, extracto
     features go to ``feature_dir/<name><shard>``, computed by ``extractor``); the cuts'
     references are checked against what ``runs`` need."""
     from .data import cuts_from_audio_dir, load_cuts
-    from .job import check_references
+    from .job import check_cuts
 
     if cuts_path is not None:
         name = test_set or cuts_path.name.split(".")[0].replace("librispeech_cuts_", "")
@@ -320,7 +320,7 @@ def _load_cuts(cuts_path, audio_dir, refs, test_set, feature_dir, runs, extracto
         audio = _checked(cuts_from_audio_dir, audio_dir, feature_dir / f"{name}{shard}",
                          references=refs, extractor=extractor)
         cuts, unreadable = audio.cuts, audio.failures
-    _checked(check_references, [r.method for r in runs], cuts)
+    _checked(check_cuts, [r.method for r in runs], cuts)
     return name, cuts, unreadable
 
 
@@ -367,6 +367,7 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
     import torch
 
     from .job import DecodeConfig, dist_info, results_table, run_decode
+    from .results import lock_out_dir
 
     changes = _feature_changes(features)
     if list_only:
@@ -379,6 +380,8 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
     world_size, rank = dist_info()
     assets, refs = _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir,
                              graph_dir, rnn_lm, hotwords, lodr_arpa, changes)
+    # one job per out dir, from before an audio folder's features are computed into it
+    _job_errors(click.get_current_context().with_resource, lock_out_dir(out_dir, rank))
     if world_size > 1 and not torch.distributed.is_initialized():
         torch.distributed.init_process_group("gloo")
     name, cuts, unreadable = _load_cuts(cuts_path, audio_dir, refs, test_set,
@@ -387,7 +390,8 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
                                         f".rank{rank}" if world_size > 1 else "")
     cfg = DecodeConfig(max_duration=max_duration, retry_failed=retry_failed,
                        world_size=world_size, rank=rank)
-    rows = run_decode(assets, {name: cuts}, runs, out_dir, cfg, failed={name: unreadable})
+    rows = _job_errors(run_decode, assets, {name: cuts}, runs, out_dir, cfg,
+                       failed={name: unreadable})
     if rank == 0:
         click.echo("\n" + results_table(rows, all_settings=True))
 
@@ -450,6 +454,17 @@ def _checked(fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except ValueError as e:
         raise click.UsageError(str(e)) from None
+
+
+def _job_errors(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``; another job on the out dir or a full disk becomes a plain
+    error message (exit status 1)."""
+    from .results import DiskFullError, LockedError
+
+    try:
+        return fn(*args, **kwargs)
+    except (LockedError, DiskFullError) as e:
+        raise click.ClickException(str(e)) from None
 
 
 _PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True,

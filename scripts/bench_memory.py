@@ -157,20 +157,20 @@ def worker(method_name: str, utt_path: str, limit_mb: float) -> dict:
     table = assets.lang.word_table
     t0 = time.perf_counter()
     with torch.no_grad():
-        enc, enc_lens = assets.model(feats, lens)
-        log_probs = assets.model.ctc_log_probs(enc)
+        out = assets.model.encode(feats, lens)
+    enc, enc_lens = out.encoder_out, out.encoder_out_lens
     t_enc = time.perf_counter() - t0
     ref = utt["words"]
     if method.family is Family.TRANSDUCER:
-        inputs = TransducerInputs(assets.model, enc, enc_lens,
+        inputs = TransducerInputs(assets.model.transducer, enc, enc_lens,
                                   ref_tokens=[assets.sp.encode(" ".join(ref))])
     elif method.family is Family.AED:
-        inputs = AedInputs(enc, enc_lens, ctc_log_probs=log_probs)
+        inputs = AedInputs(out.memory, out.memory_lens, ctc_log_probs=out.ctc_log_probs)
     else:
         unk = table.get("<UNK>")
-        inputs = CtcInputs(log_probs, enc_lens,
+        inputs = CtcInputs(out.ctc_log_probs, enc_lens,
                            ref_words=[[table.get(w) if w in table else unk for w in ref]],
-                           memory=enc, memory_lens=enc_lens)
+                           memory=out.memory, memory_lens=out.memory_lens)
     t0 = time.perf_counter()
     with torch.no_grad():
         results = method(inputs, assets.resources, method.default_config())

@@ -174,6 +174,65 @@ def throughput(b: benchlib.ShippedBatch, lm, utts: list[int], paths: tuple[int, 
         report.target(target, "not measured (smoke mode measures in-process)", None)
 
 
+TARGET_COST = "nbest-rescoring costs <= 1.5x 1best's time at num_paths 100"
+
+
+def rescoring_cost(b: benchlib.ShippedBatch, utts: list[int], report: benchlib.Report,
+                   repeat: int, smoke: bool) -> None:
+    """Time of the ``nbest-rescoring`` method (num_paths 100, 4-gram) over the ``1best`` method
+    on the same HLG and lattice settings, with the paths of an utterance intersected through one
+    trie (the default) and path by path (``Nbest.intersect(trie=False)``), runs interleaved."""
+    from functools import partialmethod
+
+    from k2dec.methods import CtcInputs, Resources, get_method
+    from k2dec.methods.ctc import CtcConfig
+    from k2dec.nbest import NbestConfig
+
+    sel = torch.tensor(utts)
+    lens = b.encoder_lens[sel]
+    inputs = CtcInputs(b.ctc_log_probs[sel][:, : int(lens.max())].contiguous(), lens)
+    res = Resources(graphs={"HLG": b.assets.resources.graphs["HLG"],
+                            "G": b.assets.resources.graphs["G"]})
+    cfg = CtcConfig(lattice=LatticeConfig(output_beam=OUTPUT_BEAM), hlg_scale=HLG_SCALE,
+                    nbest=NbestConfig(num_paths=100), lm_scales=(0.5,))
+    one_best, rescoring = get_method("1best"), get_method("nbest-rescoring")
+    original = Nbest.intersect
+
+    def per_path():
+        Nbest.intersect = partialmethod(original, trie=False)
+        try:
+            return rescoring(inputs, res, cfg)
+        finally:
+            Nbest.intersect = original
+
+    fns = {"1best": lambda: one_best(inputs, res, cfg),
+           "nbest-rescoring (trie)": lambda: rescoring(inputs, res, cfg),
+           "nbest-rescoring (path by path)": per_path}
+    fns["1best"]()  # warm-up (scaled graph cached)
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    words: dict[str, list] = {}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            out = fn()
+            times[name].append(time.perf_counter() - t0)
+            words[name] = [h.words for h in out[0].hyps]
+    base = min(times["1best"])
+    frames = int(lens.sum())
+    rows = [[name, frames / min(ts), min(ts) / base, max(ts) / min(ts)]
+            for name, ts in times.items()]
+    report.table(f"nbest-rescoring (num_paths 100, 4-gram scale 0.5) vs 1best, same HLG "
+                 f"(scores x {HLG_SCALE:g}) and lattice settings, {len(utts)} utterances "
+                 f"({frames} frames), runs interleaved, best of {repeat}",
+                 ["method", "frames/s", "time / 1best's", "spread (slowest/fastest)"], rows)
+    same = words["nbest-rescoring (trie)"] == words["nbest-rescoring (path by path)"]
+    ratio = min(times["nbest-rescoring (trie)"]) / base
+    old = min(times["nbest-rescoring (path by path)"]) / base
+    report.target(TARGET_COST, f"{ratio:.2f}x 1best's time (path by path: {old:.2f}x); "
+                               f"identical words trie vs path by path: {same}",
+                  None if smoke else ratio <= 1.5)
+
+
 def _fit_predictor(top, base_tot: torch.Tensor, nn_token: torch.Tensor, first_k: int,
                    max_order: int) -> LinearGaussianPredictor:
     """Fit on one fully rescored n-best: features as after a first pass of ``first_k``."""
@@ -377,6 +436,7 @@ def main() -> None:
         report.peer_missing("trained RNN LM", f"{args.lm} not found: no neural rescoring rows")
     n = len(b.refs)
     thr_utts = list(range(n))[: min(n_thr, n)]
+    rescoring_cost(b, thr_utts, report, 1 if args.smoke else 2, args.smoke)
     throughput(b, lm, thr_utts, paths, report, fresh_process=not args.smoke)
     if lm is not None:
         multipass(b, lm, per_set, mp_paths, budgets, report, args.report)

@@ -33,3 +33,17 @@ def _single_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(old)
+
+
+@pytest.fixture(scope="session")
+def shipped_demo(tmp_path_factory):
+    """The shipped model's lang dir with compiled graphs (HLG, LG, G_4_gram) and fbank cuts of
+    the shipped test sets: ``(assets_dir, lang_dir, graph_dir, {test_set: cuts_path})``
+    (the shipped lang dir is only read; graphs go to ``graph_dir``), prepared once per
+    session (about a minute on 2 cores). Skips where no model ships (a wheel install)."""
+    from k2dec.demo import ASSETS, prepare_demo
+
+    if not (ASSETS / "model.pt").is_file():
+        pytest.skip("no shipped model in this checkout")
+    lang, graphs, cut_paths = prepare_demo(ASSETS, tmp_path_factory.mktemp("shipped"))
+    return ASSETS, lang, graphs, cut_paths

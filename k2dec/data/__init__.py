@@ -1,5 +1,6 @@
-"""lhotse glue: LibriSpeech-style text, manifests, fbank features, dataloaders, and folders of
-someone's own audio files (:mod:`k2dec.data.audio`).
+"""lhotse glue: LibriSpeech-style text, manifests, fbank features, dataloaders (training; and
+for decoding, :mod:`k2dec.data.decoding`: one utterance per supervision, a bad feature file
+fails its cut), and folders of someone's own audio files (:mod:`k2dec.data.audio`).
 
 The synthetic corpus maker lives in :mod:`k2dec.data.synth` (imported on demand: it needs Debian's
 speech synthesizers only when it runs).
@@ -14,8 +15,15 @@ from .audio import (
     load_references,
     read_kaldi_text,
 )
+from .decoding import (
+    FEATURE_READ_ERRORS,
+    DecodeBatch,
+    DecodeDataset,
+    make_decode_loader,
+    utterance_cuts,
+)
 from .features import NUM_MEL_BINS, FeatureConfig, compute_fbank, manifest_parts
-from .loader import SpecAugmentConfig, make_dataloader
+from .loader import SpecAugmentConfig, make_dataloader, make_sampler
 from .manifests import (
     MANIFEST_PREFIX,
     corpus_parts,
@@ -29,6 +37,9 @@ __all__ = [
     "AUDIO_EXTENSIONS",
     "AudioDirCuts",
     "AudioFailure",
+    "DecodeBatch",
+    "DecodeDataset",
+    "FEATURE_READ_ERRORS",
     "FeatureConfig",
     "MANIFEST_PREFIX",
     "NUM_MEL_BINS",
@@ -41,10 +52,13 @@ __all__ = [
     "load_cuts",
     "load_references",
     "make_dataloader",
+    "make_decode_loader",
+    "make_sampler",
     "manifest_parts",
     "manifest_path",
     "normalize_text",
     "prepare_manifests",
     "read_kaldi_text",
     "split_sentences",
+    "utterance_cuts",
 ]

@@ -15,7 +15,7 @@ from lhotse.dataset import (
 )
 from lhotse.dataset.input_strategies import PrecomputedFeatures
 
-__all__ = ["SpecAugmentConfig", "make_dataloader"]
+__all__ = ["SpecAugmentConfig", "make_dataloader", "make_sampler"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +29,46 @@ class SpecAugmentConfig:
     frames_mask_size: int = 100
     max_frames_mask_fraction: float = 0.15
     p: float = 0.9
+
+
+def make_sampler(
+    cuts: CutSet,
+    max_duration: float,
+    shuffle: bool,
+    num_buckets: int = 30,
+    drop_last: bool = False,
+    seed: int = 0,
+    world_size: int | None = None,
+    rank: int | None = None,
+) -> SimpleCutSampler | DynamicBucketingSampler:
+    """The lhotse sampler of :func:`make_dataloader`: batches of at most ``max_duration``
+    seconds of cuts of similar duration (``DynamicBucketingSampler``; a ``SimpleCutSampler`` in
+    the given order when there are fewer cuts than buckets). Its batches depend only on the
+    cuts, their order and the arguments.
+
+    Raises:
+      TypeError: if ``cuts`` is not a CutSet.
+      ValueError: if ``max_duration`` <= 0 or ``num_buckets`` < 2.
+    """
+    if not isinstance(cuts, CutSet):
+        raise TypeError(f"cuts must be a lhotse CutSet, got {type(cuts).__name__}")
+    if not max_duration > 0:
+        raise ValueError(f"max_duration must be > 0 seconds, got {max_duration}")
+    if num_buckets < 2:
+        raise ValueError(f"num_buckets must be >= 2 (lhotse's bucketing needs two), got "
+                         f"{num_buckets}")
+    if not cuts.is_lazy and len(cuts) < num_buckets:
+        # too few cuts to bucket (lhotse asserts num_buckets <= len(cuts)): one plain batch
+        # stream in the given order, or shuffled
+        return SimpleCutSampler(cuts, max_duration=max_duration, shuffle=shuffle,
+                                drop_last=drop_last, seed=seed, world_size=world_size, rank=rank)
+    with warnings.catch_warnings():
+        # lhotse warns that an eager CutSet brings no memory benefit; bucketing by duration
+        # still cuts padding, which is what we use it for
+        warnings.filterwarnings("ignore", message=".*eagerly read CutSet", category=UserWarning)
+        return DynamicBucketingSampler(cuts, max_duration=max_duration, shuffle=shuffle,
+                                       num_buckets=num_buckets, drop_last=drop_last, seed=seed,
+                                       world_size=world_size, rank=rank)
 
 
 def make_dataloader(
@@ -75,42 +115,15 @@ def make_dataloader(
       ValueError: if ``max_duration`` <= 0, ``num_buckets`` < 2, ``num_workers`` < 0, or a cut
         has no features.
     """
-    if not isinstance(cuts, CutSet):
-        raise TypeError(f"cuts must be a lhotse CutSet, got {type(cuts).__name__}")
-    if not max_duration > 0:
-        raise ValueError(f"max_duration must be > 0 seconds, got {max_duration}")
-    if num_buckets < 2:
-        raise ValueError(f"num_buckets must be >= 2 (lhotse's bucketing needs two), got "
-                         f"{num_buckets}")
     if num_workers < 0:
         raise ValueError(f"num_workers must be >= 0, got {num_workers}")
+    sampler = make_sampler(cuts, max_duration, shuffle, num_buckets=num_buckets,
+                           drop_last=drop_last, seed=seed, world_size=world_size, rank=rank)
     first = next(iter(cuts), None)
     if first is not None and not first.has_features:
         raise ValueError(
             f"cuts must have precomputed features (cut {first.id} has none); "
             "run k2dec.data.compute_fbank first")
-    if not cuts.is_lazy and len(cuts) < num_buckets:
-        # too few cuts to bucket (lhotse asserts num_buckets <= len(cuts)): one plain batch
-        # stream in the given order, or shuffled
-        sampler = SimpleCutSampler(cuts, max_duration=max_duration, shuffle=shuffle,
-                                   drop_last=drop_last, seed=seed, world_size=world_size,
-                                   rank=rank)
-    else:
-        with warnings.catch_warnings():
-            # lhotse warns that an eager CutSet brings no memory benefit; bucketing by
-            # duration still cuts padding, which is what we use it for
-            warnings.filterwarnings("ignore", message=".*eagerly read CutSet",
-                                    category=UserWarning)
-            sampler = DynamicBucketingSampler(
-                cuts,
-                max_duration=max_duration,
-                shuffle=shuffle,
-                num_buckets=num_buckets,
-                drop_last=drop_last,
-                seed=seed,
-                world_size=world_size,
-                rank=rank,
-            )
     input_transforms = []
     if spec_augment is not None:
         input_transforms.append(SpecAugment(

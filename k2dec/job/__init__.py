@@ -3,7 +3,8 @@
 - :mod:`~k2dec.job.driver`: methods x assignments x resources -> typed rows and a table
   (:func:`plan_methods`, :func:`run_decode`, :func:`results_table`);
 - :mod:`~k2dec.job.cutset`: one method over one test set -> resumable JSONL results and icefall
-  result files (:func:`decode_cuts`);
+  result files (:func:`decode_cuts`: one utterance per supervision, every one recorded, the out
+  dir locked; :func:`check_cuts` refuses repeated utterance ids up front);
 - :mod:`~k2dec.job.assets`: the model, lang dir, graphs and LMs (:func:`load_assets`);
 - :mod:`~k2dec.job.settings`: settings files (``--set`` assignments per method) that
   ``k2dec decode --config`` reads;
@@ -17,6 +18,7 @@ from .assets import GRAPH_FILES, DecodeAssets, load_assets, need_hint
 from .cutset import (
     DecodeConfig,
     DecodeSummary,
+    check_cuts,
     check_references,
     decode_cuts,
     dist_info,
@@ -42,6 +44,7 @@ __all__ = [
     "DecodeSummary",
     "MethodRun",
     "TuneResult",
+    "check_cuts",
     "check_references",
     "check_resources",
     "decode_cuts",

@@ -1,11 +1,28 @@
 """One method over one test set: cuts -> model -> the method -> per-cut JSONL results
 (resumable) -> icefall result files, WER and real-time factor.
 
-Every cut ends up in the results file: decoded, or recorded as failed with the reason (a
-batch that raises is retried cut by cut so that one bad cut cannot sink its neighbours; an
-utterance whose lattice is empty is a failure with the lattice report's reason). A rerun skips
-the cuts already recorded, so a killed job resumes where it stopped. Under ``torchrun`` each
-rank decodes every ``world_size``-th cut into its own shard file; rank 0 merges the shards.
+Nothing dropped, nothing doubled:
+
+- the unit is the utterance (:func:`k2dec.data.utterance_cuts`): a cut with one supervision
+  is one utterance (its id), a cut with several gives one per supervision (their ids), a cut
+  without supervisions is decoded whole without a reference; two utterances with one id are
+  refused before anything is decoded (:func:`check_cuts`);
+- every utterance ends up in the results file: decoded, or recorded as failed with the reason
+  (features that cannot be read fail their cut alone; a batch that raises is retried cut by cut
+  so that one bad cut cannot sink its neighbours; an utterance whose lattice is empty is a
+  failure with the lattice report's reason);
+- a rerun skips the utterances already recorded, so a killed job resumes where it stopped; a
+  corrupt line in the file is skipped with a warning and its cut decoded again;
+- one job per out dir: :func:`k2dec.results.lock_out_dir` refuses a second job with a clear
+  message (an OS lock: a killed job leaves none behind);
+- a full disk stops the job with an error that names the file and says to rerun; the rerun
+  finishes the file as if nothing had happened;
+- the finished results file is canonical: one line per utterance, sorted by id, so the same
+  cuts give the same bytes whatever the batch size, the order of the cuts or the resume history
+  (as long as each method's hypotheses do not depend on the batch).
+
+Under ``torchrun`` each rank decodes every ``world_size``-th utterance into its own shard file;
+rank 0 merges the shards.
 
 A decoded cut's line holds ``hyp`` (the first setting's words, for quick reading), ``ref`` and
 ``hyps``: per setting, the method's :class:`~k2dec.utils.HypothesisRecord` as JSON (token and
@@ -32,7 +49,7 @@ import torch
 from lhotse import CutSet
 from tqdm import tqdm
 
-from ..data import make_dataloader
+from ..data import make_decode_loader, utterance_cuts
 from ..methods import (
     AedInputs,
     CtcInputs,
@@ -42,11 +59,16 @@ from ..methods import (
     TransducerInputs,
     get_method,
 )
+from ..model import AcousticModel, EncoderOutput
 from ..results import (
+    DISK_FULL_ERRNOS,
+    DiskFullError,
     ResultWriter,
     RtfTimer,
     bpe_ids_to_words,
     confidence_metrics,
+    disk_full_error,
+    lock_out_dir,
     merge_results,
     read_results,
     record_ctm_words,
@@ -55,6 +77,7 @@ from ..results import (
     word_correctness,
     word_ids_to_words,
     write_ctm,
+    write_results,
 )
 from ..results.ctm import FRAME_SHIFT
 from ..utils import HypothesisRecord
@@ -63,6 +86,7 @@ from .assets import DecodeAssets
 __all__ = [
     "DecodeConfig",
     "DecodeSummary",
+    "check_cuts",
     "check_references",
     "decode_cuts",
     "dist_info",
@@ -82,6 +106,9 @@ class DecodeConfig:
         model peaks at about 0.5 GB for one 60 s cut, 2.2 GB for 300 s).
       num_buckets: duration buckets of the sampler.
       retry_failed: decode again cuts a previous run recorded as failed.
+      batch_encoder: run the model's encoder on whole padded batches (faster on a GPU) instead
+        of on each utterance alone; results then depend on the batch composition through float
+        rounding (scores in the last digits, rarely a near-tie decided the other way).
       world_size, rank: sharding (``torchrun``); rank ``r`` decodes cuts ``r, r + W, ...``.
       frame_shift: seconds between feature frames (CTM times).
       subsampling_factor: feature frames per network output frame (CTM times); ``None``:
@@ -91,6 +118,7 @@ class DecodeConfig:
     max_duration: float = 200.0
     num_buckets: int = 10
     retry_failed: bool = False
+    batch_encoder: bool = False
     world_size: int = 1
     rank: int = 0
     frame_shift: float = FRAME_SHIFT
@@ -118,8 +146,9 @@ class DecodeSummary:
       test_set: the test set's name.
       wers: ``{key: WER %}`` (one key per setting of the method; empty without references).
       rtf: decode seconds / audio seconds of the cuts decoded in this run (NaN if none).
-      num_cuts: cuts in the test set (this rank's shard).
-      failed: ids of cuts that could not be decoded (with reasons in the JSONL file).
+      num_cuts: utterances in the test set (this rank's shard), see
+        :func:`k2dec.data.utterance_cuts`.
+      failed: ids of utterances that could not be decoded (with reasons in the JSONL file).
       results_path: the JSONL file.
     """
 
@@ -156,45 +185,81 @@ def check_references(methods: Sequence[str | Method],
 
     Args:
       methods: names or :class:`~k2dec.methods.Method` objects.
-      cuts: the cuts, or ``{utterance id: reference text}`` of the utterances to come (e.g.
-        the files of an audio folder, before their features are computed).
+      cuts: the cuts (each utterance of :func:`k2dec.data.utterance_cuts` needs a reference),
+        or ``{utterance id: reference text}`` of the utterances to come (e.g. the files of an
+        audio folder, before their features are computed).
 
     Raises:
-      ValueError: naming the method and the first cuts without a reference.
+      ValueError: naming the method and the first utterances without a reference (or two
+        utterances with one id, see :func:`k2dec.data.utterance_cuts`).
     """
     oracles = [m.name for m in map(_method, methods) if m.needs_references]
     if not oracles:
         return
-    if isinstance(cuts, Mapping):
-        missing = [utt for utt, text in cuts.items() if not (text or "").strip()]
-    else:
-        missing = [c.id for c in cuts
-                   if not any((s.text or "").strip() for s in c.supervisions)]
+    if not isinstance(cuts, Mapping):
+        cuts = {c.id: c.supervisions[0].text if c.supervisions else ""
+                for c in utterance_cuts(cuts)}
+    missing = [utt for utt, text in cuts.items() if not (text or "").strip()]
     if missing:
         raise ValueError(
             f"method {oracles[0]!r} compares hypotheses with the references, but {len(missing)} "
-            f"of {len(cuts)} cuts have none (e.g. {', '.join(missing[:5])}); give references "
+            f"of {len(cuts)} cuts have none (e.g. {', '.join(missing[:5])}); give "
+            "references "
             "(k2dec decode --text, or *.trans.txt files in the audio folder) or drop the method")
+
+
+def check_cuts(methods: Sequence[str | Method], cuts: CutSet) -> CutSet:
+    """Everything about a test set that can be refused before decoding: two utterances with one
+    id (:func:`k2dec.data.utterance_cuts`) and, for oracle methods, utterances without a
+    reference (:func:`check_references`).
+
+    Returns:
+      the utterances to decode (:func:`k2dec.data.utterance_cuts`).
+
+    Raises:
+      ValueError: naming the problem and some of the utterances concerned.
+    """
+    utterances = utterance_cuts(cuts)
+    check_references(methods, utterances)
+    return utterances
 
 
 def _method(method: str | Method) -> Method:
     return get_method(method) if isinstance(method, str) else method
 
 
-def _batch_arrays(batch: dict) -> tuple[torch.Tensor, torch.Tensor, list[str], list[list[str]]]:
-    sup = batch["supervisions"]
-    idx = sup["sequence_idx"].to(torch.int64)
-    feats = batch["inputs"][idx]
-    lens = sup["num_frames"].to(torch.int64)
-    cut_ids = [c.id for c in sup["cut"]]
-    refs = [t.split() for t in sup["text"]]
-    return feats, lens, cut_ids, refs
+def _encode(model: AcousticModel, feats: torch.Tensor, lens: torch.Tensor,
+            batch_encoder: bool) -> EncoderOutput:
+    """The model's outputs for a batch of features ``[N, T, F]`` with lengths ``[N]``.
+
+    Unless ``batch_encoder``, each utterance goes through the model alone (its valid frames
+    only) and the outputs are padded with zeros: a padded batch's outputs depend on the other
+    rows (attention and convolution sum over the padded length in another order), which would
+    make results depend on the batch by float rounding. On CPU this is no slower (no padding
+    to compute); on a GPU ``batch_encoder=True`` is faster.
+    """
+    if batch_encoder:
+        return model.encode(feats, lens)
+    outs = [model.encode(feats[i:i + 1, : int(lens[i])], lens[i:i + 1])
+            for i in range(lens.numel())]
+
+    def padded(field: str, lens_field: str) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        if getattr(outs[0], field) is None:
+            return None, None
+        rows = [getattr(o, field)[0, : int(getattr(o, lens_field)[0])] for o in outs]
+        return (torch.nn.utils.rnn.pad_sequence(rows, batch_first=True),
+                torch.cat([getattr(o, lens_field) for o in outs]))
+
+    enc, enc_lens = padded("encoder_out", "encoder_out_lens")
+    memory, memory_lens = padded("memory", "memory_lens")
+    return EncoderOutput(enc, enc_lens, padded("ctc_log_probs", "encoder_out_lens")[0], memory,
+                         memory_lens)
 
 
 def _inputs(method: Method, assets: DecodeAssets, feats: torch.Tensor, lens: torch.Tensor,
-            refs: list[list[str]]):
+            refs: list[list[str]], batch_encoder: bool):
     model = assets.model
-    out = model.encode(feats, lens)
+    out = _encode(model, feats, lens, batch_encoder)
     if method.family is Family.TRANSDUCER:
         ref_tokens = ([assets.sp.encode(" ".join(r)) for r in refs]
                       if assets.sp is not None else None)
@@ -232,10 +297,10 @@ def _texts(result: MethodResult, assets: DecodeAssets) -> list[list[str]]:
 _Decoded = tuple[dict[str, tuple[HypothesisRecord, list[str]]], str]
 
 
-def _decode_batch(method: Method, config: Any, assets: DecodeAssets, feats, lens, refs
-                  ) -> list[_Decoded]:
+def _decode_batch(method: Method, config: Any, assets: DecodeAssets, feats, lens, refs,
+                  batch_encoder: bool) -> list[_Decoded]:
     """Decode one batch; per utterance its hypotheses by setting and its failure reason."""
-    inputs = _inputs(method, assets, feats, lens, refs)
+    inputs = _inputs(method, assets, feats, lens, refs, batch_encoder)
     with torch.no_grad():
         results = method(inputs, assets.resources, config)
     out: list[_Decoded] = [({}, "") for _ in refs]
@@ -247,19 +312,19 @@ def _decode_batch(method: Method, config: Any, assets: DecodeAssets, feats, lens
     return out
 
 
-def _decode_or_split(method: Method, config: Any, assets: DecodeAssets, feats, lens, refs
-                     ) -> list[_Decoded]:
+def _decode_or_split(method: Method, config: Any, assets: DecodeAssets, feats, lens, refs,
+                     batch_encoder: bool) -> list[_Decoded]:
     """:func:`_decode_batch`; if the batch raises, each cut alone (a cut that raises fails
     with the exception)."""
     try:
-        return _decode_batch(method, config, assets, feats, lens, refs)
+        return _decode_batch(method, config, assets, feats, lens, refs, batch_encoder)
     except (ValueError, RuntimeError) as e:
         logger.warning("batch of %d failed (%s); decoding its cuts one by one", len(refs), e)
     out: list[_Decoded] = []
     for i in range(len(refs)):
         try:
             out += _decode_batch(method, config, assets, feats[i:i + 1, : int(lens[i])],
-                                 lens[i:i + 1], refs[i:i + 1])
+                                 lens[i:i + 1], refs[i:i + 1], batch_encoder)
         except (ValueError, RuntimeError) as err:
             out.append(({}, f"{type(err).__name__}: {err}"))
     return out
@@ -278,7 +343,11 @@ def _write(writer: ResultWriter, cut_id: str, ref: list[str], decoded: _Decoded)
 
 def _todo(cuts: CutSet, writer: ResultWriter, min_frames: int, max_duration: float) -> CutSet:
     """The cuts not yet in the results file; cuts too short for the model or longer than a
-    batch are recorded as failed."""
+    batch are recorded as failed.
+
+    Raises:
+      ValueError: if no cut to decode has features (cuts of recordings: compute fbank first).
+    """
     todo = []
     for c in cuts:
         if c.id in writer:
@@ -295,6 +364,9 @@ def _todo(cuts: CutSet, writer: ResultWriter, min_frames: int, max_duration: flo
                                        "raise max_duration (--max-duration) or split it")
             continue
         todo.append(c)
+    if todo and not any(c.has_features for c in todo):
+        raise ValueError(f"cuts must have precomputed features (cut {todo[0].id} has none); "
+                         "run k2dec.data.compute_fbank first")
     return CutSet.from_cuts(todo)
 
 
@@ -312,6 +384,11 @@ def decode_cuts(
     """Decode ``cuts`` with one method, resuming ``out_dir/{method}/results-{test_set}.jsonl``
     (per-rank shard files under torchrun), then write icefall result files for every setting.
 
+    The utterances are those of :func:`k2dec.data.utterance_cuts` (one per supervision).
+    ``out_dir`` is locked for the duration (:func:`k2dec.results.lock_out_dir`). When every
+    utterance is done the results file is rewritten in canonical form (one line per utterance,
+    sorted by id).
+
     Args:
       failed: ``{cut_id: reason}`` of utterances that never became cuts (e.g. unreadable
         audio files, :attr:`k2dec.data.AudioDirCuts.failures`); they are recorded as failed
@@ -321,19 +398,41 @@ def decode_cuts(
       :class:`DecodeSummary` (on ranks > 0 the WERs are empty: rank 0 merges and scores).
 
     Raises:
-      ValueError: an oracle method and a cut without a reference (:func:`check_references`).
+      ValueError: before anything is decoded: two utterances with one id (also between
+        ``cuts`` and ``failed``), an oracle method and an utterance without a reference
+        (:func:`check_cuts`), cuts without features.
+      k2dec.results.LockedError: another job holds ``out_dir``.
+      k2dec.results.DiskFullError: the disk filled up (free space and rerun: it resumes).
     """
     method = _method(method)
-    check_references([method], cuts)
+    utterances = check_cuts([method], cuts)
     if not assets.model.supports(method):
         raise ValueError(f"method {method.name!r} ({method.family.value}) needs what this "
                          f"model lacks: {assets.model.describe()}")
+    failed = dict(failed or {}) if config.rank == 0 else {}
+    clash = sorted(set(failed) & set(utterances.ids))
+    if clash:
+        raise ValueError(f"failed: ids {clash[:5]} are also ids of cuts to decode; each "
+                         "utterance needs its own id")
     method_config = method.default_config() if method_config is None else method_config
-    out_dir = Path(out_dir) / method.name
+    if config.world_size > 1:
+        utterances = shard_cuts(utterances, config.world_size, config.rank)
+    try:
+        with lock_out_dir(out_dir, config.rank):
+            return _decode_locked(assets, utterances, method, Path(out_dir) / method.name,
+                                  test_set, method_config, config, suffix, failed)
+    except OSError as e:  # results, icefall files: a full disk says what to do
+        if e.errno in DISK_FULL_ERRNOS and not isinstance(e, DiskFullError):
+            raise disk_full_error(e, e.filename or out_dir) from e
+        raise
+
+
+def _decode_locked(assets: DecodeAssets, cuts: CutSet, method: Method, out_dir: Path,
+                   test_set: str, method_config: Any, config: DecodeConfig, suffix: str,
+                   failed: Mapping[str, str]) -> DecodeSummary:
+    """:func:`decode_cuts` once the utterances are checked and the out dir is locked."""
     shard = f".rank{config.rank}" if config.world_size > 1 else ""
     path = out_dir / f"results-{test_set}{shard}.jsonl"
-    cuts = shard_cuts(cuts, config.world_size, config.rank) if config.world_size > 1 else cuts
-    failed = dict(failed or {}) if config.rank == 0 else {}
     total = len(cuts) + len(failed)
     timer = RtfTimer()
     frames_per_second = assets.model.feature_config.frames_per_second
@@ -343,19 +442,26 @@ def decode_cuts(
                 writer.write_failure(cut_id, reason)
         min_frames = assets.model.min_input_frames
         todo = _todo(cuts, writer, min_frames, config.max_duration)
-        logger.info("%s/%s: %d cuts, %d to decode", test_set, method.name, total, len(todo))
+        logger.info("%s/%s: %d utterances, %d to decode", test_set, method.name, total,
+                    len(todo))
         if len(todo):
-            loader = make_dataloader(todo, config.max_duration, shuffle=False,
-                                     num_buckets=config.num_buckets, world_size=1, rank=0)
+            loader = make_decode_loader(todo, config.max_duration, config.num_buckets)
             with tqdm(total=len(todo), desc=f"{test_set} {method.name}", unit="cut") as bar:
                 for batch in loader:
-                    feats, lens, cut_ids, refs = _batch_arrays(batch)
+                    for cut_id, reason in batch.failed.items():
+                        writer.write_failure(cut_id, reason)
+                    bar.update(len(batch.failed))
+                    if not batch.cut_ids:
+                        continue
+                    refs = [(t or "").split() for t in batch.texts]
                     start = time.perf_counter()
-                    decoded = _decode_or_split(method, method_config, assets, feats, lens, refs)
-                    timer.add(time.perf_counter() - start, float(lens.sum()) / frames_per_second)
-                    for cut_id, ref, d in zip(cut_ids, refs, decoded):
+                    decoded = _decode_or_split(method, method_config, assets, batch.features,
+                                               batch.num_frames, refs, config.batch_encoder)
+                    timer.add(time.perf_counter() - start,
+                              float(batch.num_frames.sum()) / frames_per_second)
+                    for cut_id, ref, d in zip(batch.cut_ids, refs, decoded):
                         _write(writer, cut_id, ref, d)
-                    bar.update(len(cut_ids))
+                    bar.update(len(batch.cut_ids))
     rtf = timer.rtf if timer.audio_seconds > 0 else float("nan")
     if config.world_size > 1:
         _barrier()  # every shard file is complete past this point
@@ -364,6 +470,8 @@ def decode_cuts(
         path = out_dir / f"results-{test_set}.jsonl"
         merge_results([out_dir / f"results-{test_set}.rank{r}.jsonl"
                        for r in range(config.world_size)], path)
+    else:  # canonical: one line per utterance, sorted by id
+        write_results(writer.records, path)
     return _score(path, out_dir, method.name, test_set, rtf, suffix,
                   _CtmSettings(_word_start(assets), _subsampling(assets, config),
                                config.frame_shift))

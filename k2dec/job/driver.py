@@ -27,7 +27,7 @@ from lhotse import CutSet
 
 from ..methods import Method, Resources, config_field_path, get_method, override_config
 from .assets import GRAPH_FILES, DecodeAssets, need_hint
-from .cutset import DecodeConfig, DecodeSummary, check_references, decode_cuts
+from .cutset import DecodeConfig, DecodeSummary, check_cuts, decode_cuts
 from .settings import DecodeSettings
 
 __all__ = [
@@ -145,8 +145,8 @@ def run_decode(
     failed: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[DecodeSummary]:
     """Decode every test set with every planned method (:func:`decode_cuts`: resumable JSONL
-    and icefall files under ``out_dir/<method>/``), after checking the resources and, for
-    oracle methods, the references.
+    and icefall files under ``out_dir/<method>/``), after checking the resources and every
+    test set's utterances (:func:`check_cuts`: unique ids; references for oracle methods).
 
     Args:
       test_sets: cuts by test-set name.
@@ -158,12 +158,12 @@ def run_decode(
       orders.
 
     Raises:
-      ValueError: from :func:`check_resources` or :func:`check_references`, before any cut is
+      ValueError: from :func:`check_resources` or :func:`check_cuts`, before any cut is
         decoded.
     """
     check_resources(runs, assets.resources)
-    for cuts in test_sets.values():
-        check_references([r.method for r in runs], cuts)
+    for cuts in test_sets.values():  # repeated utterance ids, missing references
+        check_cuts([r.method for r in runs], cuts)
     failed = failed or {}
     return [decode_cuts(assets, cuts, r.method, out_dir, name, r.config, config,
                         failed=failed.get(name))

@@ -28,7 +28,7 @@ from pathlib import Path
 from lhotse import CutSet
 
 from ..methods import config_field_path, override_config
-from .cutset import DecodeConfig, check_references
+from .cutset import DecodeConfig, check_cuts
 from .driver import MethodRun, check_resources, run_decode
 from .settings import DecodeSettings
 
@@ -145,7 +145,7 @@ def tune_methods(
         if missing:
             raise ValueError(f"tuning needs references, but {len(missing)} cuts of {name!r} "
                              f"have none (e.g. {', '.join(missing[:5])})")
-        check_references([r.method for r in runs], cuts)
+        check_cuts([r.method for r in runs], cuts)
     return [_tune(assets, dev_sets, run, points[run.method.name], Path(out_dir), config)
             for run in runs]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 
 import k2
@@ -10,7 +11,15 @@ import torch
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DenseInput", "check_vocab", "make_dense_fsa_vec", "validate_log_probs"]
+__all__ = [
+    "DenseInput",
+    "PrunedFrames",
+    "check_vocab",
+    "make_dense_fsa_vec",
+    "original_frames",
+    "prune_frames",
+    "validate_log_probs",
+]
 
 
 @dataclass(frozen=True)
@@ -177,3 +186,105 @@ def make_dense_fsa_vec(
     return DenseInput(
         dense_fsa_vec=dense, order=order, num_frames=num_frames, vocab_size=log_probs.shape[2]
     )
+
+
+@dataclass(frozen=True)
+class PrunedFrames:
+    """Network outputs after the opt-in approximations of :func:`prune_frames`.
+
+    Attributes:
+      log_probs: float32 ``(N, T', V)`` on the input's device, ``T' <= T``: utterance ``i``'s
+        kept frames are ``log_probs[i, :num_frames[i]]``; frames past that are padding.
+      num_frames: int64 CPU ``(N,)``: kept frames per utterance (each >= 1).
+      kept: int32 ragged ``[utt][kept frame]`` on the input's device: the original index of
+        every kept frame, or ``None`` when no frame was skipped (``T' == T``, same indexes).
+    """
+
+    log_probs: torch.Tensor
+    num_frames: torch.Tensor
+    kept: k2.RaggedTensor | None
+
+
+def prune_frames(
+    log_probs: torch.Tensor,
+    num_frames: torch.Tensor,
+    token_top_k: int | None = None,
+    blank_skip_threshold: float | None = None,
+    blank_id: int = 0,
+) -> PrunedFrames:
+    """Approximations that make the search cheaper (both off by default).
+
+    * ``blank_skip_threshold``: a frame whose blank posterior ``exp(log_probs[..., blank_id])``
+      exceeds the threshold is dropped when the frame before it is such a frame too, i.e. every
+      run of confident blanks shrinks to its first frame. Keeping one frame per run keeps the
+      blank that separates two equal tokens (``a _ a`` is not ``a a``); the search then sees
+      fewer frames, and a token can no longer start inside a dropped run. Paths lose the
+      scores of the dropped frames (at most ``-log(threshold)`` per frame for the paths
+      through blank).
+    * ``token_top_k``: in every frame, all but the ``token_top_k`` best tokens get ``-inf``,
+      so the search never opens a state through an unlikely token (a per-frame token beam,
+      like torchaudio's ``beam_size_token``).
+
+    Args:
+      log_probs: float32 ``(N, T, V)``; num_frames: int64 CPU ``(N,)`` valid frames (from
+        :func:`validate_log_probs`).
+      token_top_k: tokens kept per frame (``None``: all).
+      blank_skip_threshold: in ``(0, 1]`` (``None``: keep every frame).
+      blank_id: the blank token of the CTC outputs.
+
+    Returns:
+      :class:`PrunedFrames` (``log_probs`` itself, not a copy, when both are ``None``).
+    """
+    n, t, v = log_probs.shape
+    device = log_probs.device
+    if blank_skip_threshold is not None and not 0 <= blank_id < v:
+        raise ValueError(f"blank_id must be in [0, {v}) for log_probs with V={v}, "
+                         f"got {blank_id}")
+    kept = None
+    if blank_skip_threshold is not None:
+        valid = (torch.arange(t).unsqueeze(0) < num_frames.unsqueeze(1)).to(device)
+        confident = (log_probs[:, :, blank_id] > math.log(blank_skip_threshold)) & valid
+        after_confident = torch.zeros_like(confident)
+        after_confident[:, 1:] = confident[:, :-1]
+        keep = valid & ~(confident & after_confident)
+        counts = keep.sum(dim=1)
+        utt, frame = keep.nonzero(as_tuple=True)
+        position = torch.cumsum(keep, dim=1)[utt, frame] - 1
+        compact = log_probs.new_zeros(n, int(counts.max()), v)
+        compact[utt, position] = log_probs[utt, frame]
+        splits = torch.zeros(n + 1, dtype=torch.int32, device=device)
+        splits[1:] = torch.cumsum(counts, 0)
+        kept = k2.RaggedTensor(k2.ragged.create_ragged_shape2(row_splits=splits),
+                               frame.to(torch.int32))
+        log_probs, num_frames = compact, counts.to("cpu", torch.int64)
+    if token_top_k is not None and token_top_k < v:
+        best, best_ids = log_probs.topk(token_top_k, dim=2)
+        log_probs = torch.full_like(log_probs, float("-inf")).scatter_(2, best_ids, best)
+    return PrunedFrames(log_probs=log_probs, num_frames=num_frames, kept=kept)
+
+
+def original_frames(frames: torch.Tensor, fsa_of_arc: torch.Tensor, pruned: PrunedFrames,
+                    original_num_frames: torch.Tensor) -> torch.Tensor:
+    """Map frame indexes of a search on ``pruned`` inputs back to the original frames.
+
+    Args:
+      frames: int ``(num_arcs,)``: the frame each arc consumes in the pruned inputs (the
+        number of kept frames on final arcs).
+      fsa_of_arc: int ``(num_arcs,)``: the utterance (index into ``pruned``) of each arc.
+      original_num_frames: int64 ``(N,)``: frames before pruning (for final arcs).
+
+    Returns:
+      int32 ``(num_arcs,)`` on ``frames``' device.
+    """
+    if pruned.kept is None:
+        return frames.to(torch.int32)
+    device = frames.device
+    utt = fsa_of_arc.to(device, torch.int64)
+    start = pruned.kept.shape.row_splits(1).to(device, torch.int64)[utt]
+    count = pruned.num_frames.to(device)[utt]
+    f = frames.to(torch.int64)
+    inside = f < count
+    index = start + torch.minimum(f, count - 1).clamp(min=0)
+    mapped = pruned.kept.values.to(device, torch.int64)[index]
+    end = original_num_frames.to(device, torch.int64)[utt]
+    return torch.where(inside, mapped, end).to(torch.int32)

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from k2dec.lattice.dense import check_vocab, validate_log_probs
+from k2dec.lattice.dense import (
+    PrunedFrames,
+    check_vocab,
+    original_frames,
+    prune_frames,
+    validate_log_probs,
+)
 from k2dec.utils import FRAME_ATTR
 
 logger = logging.getLogger(__name__)
@@ -47,7 +53,18 @@ class LatticeConfig:
       retry_scales: when an utterance's lattice has no complete path (see
         :func:`has_final_arc`), decode it again with both beams and ``max_active_states``
         multiplied by each factor in turn, until it has one. ``()`` disables retries (such
-        utterances are still reported, as ``EMPTY``).
+        utterances are still reported, as ``EMPTY``). Retries search the network outputs
+        without the two approximations below.
+      token_top_k: approximation, off by default: keep only the ``token_top_k`` best tokens
+        of every frame (see :func:`~k2dec.lattice.dense.prune_frames`). Fewer states open
+        through unlikely tokens, so the search is faster; paths through pruned tokens are
+        lost.
+      blank_skip_threshold: approximation, off by default: shrink every run of frames whose
+        blank posterior exceeds this (in ``(0, 1]``) to its first frame before the search (see
+        :func:`~k2dec.lattice.dense.prune_frames`). Lattice frames (``frame`` attribute) are
+        mapped back to the original frames, so timestamps stay in the caller's frame rate;
+        scores lack the dropped frames.
+      blank_id: the blank token of the network outputs, for ``blank_skip_threshold``.
     """
 
     search_beam: float = 20.0
@@ -55,6 +72,9 @@ class LatticeConfig:
     min_active_states: int = 30
     max_active_states: int = 10000
     retry_scales: tuple[float, ...] = (2.0, 8.0)
+    token_top_k: int | None = None
+    blank_skip_threshold: float | None = None
+    blank_id: int = 0
 
     def __post_init__(self) -> None:
         if not self.search_beam > 0:
@@ -71,15 +91,32 @@ class LatticeConfig:
         for s in self.retry_scales:
             if not s > 1:
                 raise ValueError(f"retry_scales must all be > 1, got {self.retry_scales}")
+        k = self.token_top_k
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ValueError(f"token_top_k must be None or an int >= 1, got {k!r}")
+        th = self.blank_skip_threshold
+        if th is not None and not 0.0 < th <= 1.0:
+            raise ValueError(f"blank_skip_threshold must be None or in (0, 1], got {th!r}")
+        if isinstance(self.blank_id, bool) or not isinstance(self.blank_id, int) \
+                or self.blank_id < 0:
+            raise ValueError(f"blank_id must be an int >= 0, got {self.blank_id!r}")
+
+    @property
+    def approximate(self) -> bool:
+        """Whether the network outputs are pruned before the search (``token_top_k`` or
+        ``blank_skip_threshold`` set)."""
+        return self.token_top_k is not None or self.blank_skip_threshold is not None
 
     def scaled(self, factor: float) -> LatticeConfig:
-        """A copy with beams and ``max_active_states`` multiplied by ``factor``."""
+        """A copy with beams and ``max_active_states`` multiplied by ``factor``, no retries and
+        no approximations (the settings of a retry)."""
         return LatticeConfig(
             search_beam=self.search_beam * factor,
             output_beam=self.output_beam * factor,
             min_active_states=self.min_active_states,
             max_active_states=int(self.max_active_states * factor),
             retry_scales=(),
+            blank_id=self.blank_id,
         )
 
 
@@ -311,6 +348,10 @@ class _GroupedSearch:
                  config: LatticeConfig, output_beam_cap: float | None) -> None:
         self.log_probs, self.num_frames, self.graph = log_probs, num_frames, graph
         self.config, self.output_beam_cap = config, output_beam_cap
+        self.pruned: PrunedFrames | None = None
+        if config.approximate:
+            self.pruned = prune_frames(log_probs, num_frames, config.token_top_k,
+                                       config.blank_skip_threshold, config.blank_id)
         n = num_frames.numel()
         self.pieces: list[k2.Fsa] = []
         self.where_piece = torch.zeros(n, dtype=torch.int64)
@@ -319,10 +360,23 @@ class _GroupedSearch:
         self.status = [LatticeStatus.OK] * n
 
     def _decode(self, utts: torch.Tensor, config: LatticeConfig) -> k2.Fsa:
-        """Lattices of the caller's utterances ``utts`` (int64 CPU), in that order."""
-        segments = torch.stack([utts, torch.zeros_like(utts), self.num_frames[utts]], dim=1)
-        dense = k2.DenseFsaVec(self.log_probs, segments.to(torch.int32))
-        return _intersect(_graph_subset(self.graph, utts), dense, config, self.output_beam_cap)
+        """Lattices of the caller's utterances ``utts`` (int64 CPU), in that order; on the
+        pruned outputs when ``config`` asks for approximations (frames mapped back)."""
+        pruned = self.pruned if config.approximate else None
+        log_probs, num_frames = ((pruned.log_probs, pruned.num_frames) if pruned is not None
+                                 else (self.log_probs, self.num_frames))
+        segments = torch.stack([utts, torch.zeros_like(utts), num_frames[utts]], dim=1)
+        dense = k2.DenseFsaVec(log_probs, segments.to(torch.int32))
+        lattice = _intersect(_graph_subset(self.graph, utts), dense, config,
+                             self.output_beam_cap)
+        if pruned is not None and pruned.kept is not None and lattice.num_arcs > 0:
+            shape = lattice.arcs.shape()
+            fsa_of_arc = shape.row_ids(1)[shape.row_ids(2).to(torch.int64)]
+            frames = getattr(lattice, FRAME_ATTR)
+            utt_of_arc = utts.to(frames.device)[fsa_of_arc.to(torch.int64)]
+            setattr(lattice, FRAME_ATTR,
+                    original_frames(frames, utt_of_arc, pruned, self.num_frames))
+        return lattice
 
     def _place(self, lattice: k2.Fsa, utts: torch.Tensor) -> None:
         """Record that ``utts`` (int64 CPU) are the FSAs of the new piece ``lattice``."""

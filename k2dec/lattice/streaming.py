@@ -94,6 +94,11 @@ class StreamingDecoder:
     ) -> None:
         if not isinstance(config, LatticeConfig):
             raise TypeError(f"config must be a LatticeConfig, got {type(config).__name__}")
+        if config.approximate:
+            raise ValueError(
+                "StreamingDecoder does not prune its inputs: token_top_k and "
+                f"blank_skip_threshold must be None, got {config.token_top_k!r} and "
+                f"{config.blank_skip_threshold!r}")
         if not isinstance(graph, k2.Fsa):
             raise TypeError(f"graph must be a k2.Fsa, got {type(graph).__name__}")
         if graph.arcs.num_axes() != 2:

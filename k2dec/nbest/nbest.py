@@ -24,6 +24,7 @@ import torch
 from ..lattice.prune import PruneReport, prune_lattice
 from .config import NbestConfig
 from .sampling import sample_paths
+from .trie import PATH_ATTR, build_tries, trie_best_arcs
 
 __all__ = ["DedupKey", "Nbest", "NbestTopK", "IntersectStatus", "PathScorer", "chunks",
            "edit_distances"]
@@ -237,10 +238,8 @@ class Nbest:
             return [""] * self.num_utts
         return [r.describe() for r in self.lattice_reports]
 
-    def _intersect_chunks(self, lattice: k2.Fsa | None, chunk_size: int, reduce,
-                          max_arcs: int) -> tuple[list, IntersectStatus]:
-        """Intersect the key sequences with their utterances' keyed lattices chunk by chunk;
-        ``reduce(inter)`` turns each chunk's path lattices into what the caller keeps."""
+    def _lattice_to_intersect(self, lattice: k2.Fsa | None) -> k2.Fsa:
+        """``lattice``, or the one the paths were sampled from when ``None``; checked."""
         if lattice is None:
             if self.lattice is None:
                 raise ValueError("no lattice to intersect with: this n-best does not keep the "
@@ -251,6 +250,13 @@ class Nbest:
             raise ValueError(
                 f"lattice has {lattice.shape[0]} utterances, the n-best has {self.num_utts}"
             )
+        return lattice
+
+    def _intersect_chunks(self, lattice: k2.Fsa | None, chunk_size: int, reduce,
+                          max_arcs: int) -> tuple[list, IntersectStatus]:
+        """Intersect the key sequences with their utterances' keyed lattices chunk by chunk;
+        ``reduce(inter)`` turns each chunk's path lattices into what the caller keeps."""
+        lattice = self._lattice_to_intersect(lattice)
         if chunk_size < 1:
             raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
         if max_arcs < 1:
@@ -298,6 +304,7 @@ class Nbest:
     def intersect(
         self, lattice: k2.Fsa | None = None, chunk_size: int = 2000,
         use_double_scores: bool = True, max_arcs: int = NbestConfig.max_intersect_arcs,
+        trie: bool = True,
     ) -> Nbest:
         """Replace each path by the best alignment of its key sequence in ``lattice``
         (default: :attr:`lattice`, the bounded lattice the paths were sampled from).
@@ -310,20 +317,70 @@ class Nbest:
         their lattices' arcs. On a CUDA out-of-memory error both limits are halved (down to
         one path) and the back-off is logged and recorded in ``status``.
 
+        With ``trie`` (the default) the paths of an utterance share that work: their key
+        sequences form a prefix tree that is intersected with the utterance's lattice once,
+        and every path's best alignment is read off the product (see
+        :mod:`k2dec.nbest.trie`); utterances are grouped so that their lattice arcs times
+        their paths stay within ``max_arcs`` (a bound on the product, which is never larger
+        than the separate intersections). The alignments are the same as path by path; only
+        among alignments of exactly equal score may another one be chosen. If a key sequence
+        has no alignment in ``lattice`` (a lattice other than the one the paths came from),
+        all paths are intersected one by one as with ``trie=False``.
+
         Returns:
           a new :class:`Nbest` (same shape, key and key_seqs) whose FSAs carry the lattice's
           attributes (``scores``, ``lm_scores``, ``aux_labels``, ...) along the best path.
         """
-        results, status = self._intersect_chunks(
-            lattice, chunk_size,
-            lambda inter: k2.shortest_path(inter, use_double_scores=use_double_scores),
-            max_arcs,
-        )
-        fsa = results[0] if len(results) == 1 else k2.cat(results)
+        fsa = None
+        if trie:
+            fsa, status = self._intersect_tries(lattice, use_double_scores, max_arcs)
+        if fsa is None:
+            results, status = self._intersect_chunks(
+                lattice, chunk_size,
+                lambda inter: k2.shortest_path(inter, use_double_scores=use_double_scores),
+                max_arcs,
+            )
+            fsa = results[0] if len(results) == 1 else k2.cat(results)
         fsa = _restore_labels(fsa, self.key)
         return Nbest(fsa=fsa, shape=self.shape, key=self.key, key_seqs=self.key_seqs,
                      status=status, lattice=self.lattice if lattice is None else lattice,
                      lattice_reports=self.lattice_reports)
+
+    def _intersect_tries(self, lattice: k2.Fsa | None, use_double_scores: bool, max_arcs: int
+                         ) -> tuple[k2.Fsa | None, IntersectStatus | None]:
+        """Best alignments through one trie per utterance (see :meth:`intersect`); ``None``
+        when some key sequence has no alignment in ``lattice``."""
+        lattice = self._lattice_to_intersect(lattice)
+        if max_arcs < 1:
+            raise ValueError(f"max_arcs must be >= 1, got {max_arcs}")
+        if self.num_paths == 0:
+            raise ValueError("the n-best has no paths to intersect")
+        device = lattice.device
+        keyed = k2.arc_sort(_keyed(lattice, self.key))
+        path_to_utt = self.path_to_utt().to(device)
+        tries = build_tries(self.key_seqs.to(device), path_to_utt, self.num_utts)
+        paths_per_utt = self.shape.row_splits(1).to("cpu", torch.int64)
+        num_paths = paths_per_utt[1:] - paths_per_utt[:-1]
+        cost = _arcs_per_fsa(keyed).to("cpu", torch.int64) * num_paths
+        pieces = []
+        start = 0
+        while start < self.num_utts:
+            end = _chunk_end(cost, start, self.num_utts, max_arcs)
+            utts = torch.arange(start, end, dtype=torch.int32, device=device)
+            product = k2.intersect_device(keyed, k2.index_fsa(tries, utts), b_to_a_map=utts,
+                                          sorted_match_a=True)
+            product = _top_sorted(product)
+            arcs, found = trie_best_arcs(product, self.num_paths, use_double_scores)
+            first, last = int(paths_per_utt[start]), int(paths_per_utt[end])
+            if not bool(found[first:last].all()):
+                return None, None
+            delattr(product, PATH_ATTR)
+            chunk_arcs, _ = arcs.index(torch.arange(first, last, dtype=torch.int32,
+                                                    device=device), axis=0)
+            pieces.append(_paths_to_fsa(product, chunk_arcs))
+            start = end
+        fsa = pieces[0] if len(pieces) == 1 else k2.cat(pieces)
+        return fsa, IntersectStatus(chunk_size=self.num_paths)
 
     def total_scores_in(
         self, lattice: k2.Fsa | None = None, log_semiring: bool = True,

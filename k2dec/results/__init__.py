@@ -1,5 +1,5 @@
 """Results: hypotheses to words, WER (kaldialign), icefall-format files, RTF, resumable JSONL,
-CTM files and confidence metrics."""
+CTM files, confidence metrics, and the locks that keep one job per output."""
 
 from .confidence import (
     Calibration,
@@ -14,28 +14,21 @@ from .confidence import (
 )
 from .ctm import CtmWord, frames_to_seconds, read_ctm, record_ctm_words, timed_words, write_ctm
 from .files import save_results, write_error_stats, write_recogs, write_wer_summary
-from .jsonl import ResultWriter, merge_results, read_results, wer_results
+from .jsonl import ResultWriter, merge_results, read_results, wer_results, write_results
+from .lock import DISK_FULL_ERRNOS, DiskFullError, LockedError, disk_full_error, lock_out_dir
 from .text import bpe_ids_to_words, token_ids_to_words, word_ids_to_words
 from .timing import RtfTimer
 from .wer import EPS, Result, WerStats, align_words, combine_error_runs, compute_wer
 
 __all__ = [
+    "DISK_FULL_ERRNOS",
+    "EPS",
     "Calibration",
     "ConfidenceMetrics",
     "CtmWord",
+    "DiskFullError",
+    "LockedError",
     "ReliabilityBin",
-    "confidence_metrics",
-    "fit_calibration",
-    "frames_to_seconds",
-    "normalized_cross_entropy",
-    "plot_reliability",
-    "read_ctm",
-    "record_ctm_words",
-    "roc_auc",
-    "timed_words",
-    "word_correctness",
-    "write_ctm",
-    "EPS",
     "Result",
     "ResultWriter",
     "RtfTimer",
@@ -44,13 +37,27 @@ __all__ = [
     "bpe_ids_to_words",
     "combine_error_runs",
     "compute_wer",
+    "confidence_metrics",
+    "disk_full_error",
+    "fit_calibration",
+    "frames_to_seconds",
+    "lock_out_dir",
     "merge_results",
+    "normalized_cross_entropy",
+    "plot_reliability",
+    "read_ctm",
     "read_results",
+    "record_ctm_words",
+    "roc_auc",
     "save_results",
+    "timed_words",
     "token_ids_to_words",
     "wer_results",
+    "word_correctness",
     "word_ids_to_words",
+    "write_ctm",
     "write_error_stats",
     "write_recogs",
+    "write_results",
     "write_wer_summary",
 ]

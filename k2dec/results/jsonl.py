@@ -2,7 +2,16 @@
 
 A decoding job killed at any point and run again with the same file continues where it stopped:
 :class:`ResultWriter` reads the lines already there, drops a line cut short by the kill, and
-reports which cuts are done, so the job skips them. Nothing is written twice and nothing is lost.
+reports which cuts are done, so the job skips them. Nothing is written twice and nothing is lost:
+
+- one writer per file: the writer holds an OS lock on the file (``flock``; the kernel drops it
+  when the process dies), so a second writer is refused (:class:`~k2dec.results.LockedError`);
+- a line that is not a result record, anywhere in the file (e.g. two writers' lines mixed by an
+  older version, or a disk that corrupted a block), is skipped with a warning: its cut counts as
+  not done and is decoded again;
+- a write that finds the disk full raises an ``OSError`` that names the file and says to rerun
+  (:func:`~k2dec.results.lock.disk_full_error`); the writer first removes the part of the line
+  it wrote, so the file stays whole and the rerun continues it.
 
 Each line is a JSON object with ``"cut_id"`` and ``"status"``:
 
@@ -20,43 +29,62 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ResultWriter", "merge_results", "read_results", "wer_results"]
+from .lock import disk_full_error, flock_or_raise
+
+__all__ = ["ResultWriter", "merge_results", "read_results", "wer_results", "write_results"]
 
 logger = logging.getLogger(__name__)
 
 _RESERVED = ("cut_id", "status", "hyp", "ref", "error")
 
 
-def _load(path: Path, repair: bool) -> list[dict[str, Any]]:
-    """Records of ``path`` in file order. A last line without its newline (a write cut short) is
-    ignored, and with ``repair`` removed from the file."""
-    if not path.is_file():
-        return []
-    data = path.read_bytes()
-    end = data.rfind(b"\n") + 1
-    if end < len(data):
-        logger.warning("%s: dropping an unfinished last line (%d bytes)", path, len(data) - end)
-        if repair:
-            with open(path, "r+b") as f:
-                f.truncate(end)
+def _parse(path: Path, data: bytes) -> list[dict[str, Any]]:
+    """The records in ``data`` (complete lines of ``path``) in file order; a line that is not a
+    result record is skipped with a warning."""
     records = []
-    for lineno, line in enumerate(data[:end].decode("utf-8").splitlines(), start=1):
-        if not line.strip():
+    for lineno, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
             continue
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}:{lineno}: not a JSON line ({e}): {line[:80]!r}") from e
-        if not isinstance(rec, dict) or "cut_id" not in rec or "status" not in rec:
-            raise ValueError(f"{path}:{lineno}: not a result record: {line[:80]!r}")
+            rec = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            rec, why = None, str(e)
+        else:
+            why = "not a result record (needs a string cut_id and status ok or error)"
+        if (not isinstance(rec, dict) or not isinstance(rec.get("cut_id"), str)
+                or rec.get("status") not in ("ok", "error")):
+            logger.warning("%s:%d: skipping a corrupt line (%s): %r; its cut will be decoded "
+                           "again", path, lineno, why, raw[:80])
+            continue
         records.append(rec)
     return records
 
 
+def _complete(path: Path, data: bytes) -> int:
+    """Length of ``data`` up to its last newline (the bytes after it: a write cut short)."""
+    end = data.rfind(b"\n") + 1
+    if end < len(data):
+        logger.warning("%s: dropping an unfinished last line (%d bytes)", path, len(data) - end)
+    return end
+
+
+def _read_all(fd: int) -> bytes:
+    chunks, offset = [], 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
+
+
 def read_results(path: str | Path) -> dict[str, dict[str, Any]]:
     """``{cut_id: record}`` of a results file (the last record of a cut wins, which matters only
-    for failed cuts retried with ``retry_failed=True``). A missing file gives ``{}``."""
-    return {rec["cut_id"]: rec for rec in _load(Path(path), repair=False)}
+    for failed cuts retried with ``retry_failed=True``). A missing file gives ``{}``; corrupt
+    lines are skipped with a warning."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    data = path.read_bytes()
+    return {rec["cut_id"]: rec for rec in _parse(path, data[:_complete(path, data)])}
 
 
 class ResultWriter:
@@ -66,6 +94,10 @@ class ResultWriter:
       path: the ``.jsonl`` file (created with its directory if missing).
       retry_failed: treat cuts recorded as failed as not done, so a rerun tries them again (their
         new record is appended and wins in :func:`read_results`).
+
+    Raises:
+      LockedError: another writer (another process, or another writer object here) has the
+        file open.
 
     Usage::
 
@@ -83,8 +115,18 @@ class ResultWriter:
         self.path = Path(path)
         self.retry_failed = retry_failed
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._records = {rec["cut_id"]: rec for rec in _load(self.path, repair=True)}
-        self._file = open(self.path, "a", encoding="utf-8")
+        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            flock_or_raise(self._fd, self.path, f"results file {self.path}")
+            data = _read_all(self._fd)
+            end = _complete(self.path, data)
+            if end < len(data):
+                os.ftruncate(self._fd, end)
+            self._records = {rec["cut_id"]: rec for rec in _parse(self.path, data[:end])}
+        except BaseException:
+            os.close(self._fd)
+            self._fd = None
+            raise
 
     def __contains__(self, cut_id: str) -> bool:
         """True if ``cut_id`` needs no more work (done, or failed and not retried)."""
@@ -105,9 +147,20 @@ class ResultWriter:
         if cut_id in self:
             raise ValueError(f"cut {cut_id!r} is already in {self.path}; skip cuts that are "
                              "`in` the writer")
-        line = json.dumps(record, ensure_ascii=False)
-        self._file.write(line + "\n")
-        self._file.flush()
+        if self._fd is None:
+            raise ValueError(f"the writer of {self.path} is closed")
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        size = os.fstat(self._fd).st_size
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(self._fd, view):]
+        except OSError as e:
+            try:  # keep the file whole: drop the part of the line that made it
+                os.ftruncate(self._fd, size)
+            except OSError:
+                pass  # the next writer drops it (an unfinished last line)
+            raise disk_full_error(e, self.path) from e
         self._records[cut_id] = record
 
     def write(
@@ -141,10 +194,15 @@ class ResultWriter:
         self._append({"cut_id": cut_id, "status": "error", "error": str(error)})
 
     def close(self) -> None:
-        if not self._file.closed:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
+        """Sync the file to disk and release it (and its lock)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            try:
+                os.fsync(fd)
+            except OSError as e:
+                raise disk_full_error(e, self.path) from e
+            finally:
+                os.close(fd)
 
     def __enter__(self) -> ResultWriter:
         return self
@@ -177,13 +235,14 @@ def merge_results(paths: Iterable[str | Path], output: str | Path) -> dict[str, 
     """Merge the result files of several shards (e.g. one per rank) into ``output``.
 
     A cut in several files keeps its successful record over a failed one. ``output`` is
-    rewritten, one line per cut, sorted by cut id.
+    rewritten by :func:`write_results` (one line per cut, sorted by cut id).
 
     Returns:
       ``{cut_id: record}`` as written.
 
     Raises:
       ValueError: if a cut has two successful records that differ.
+      OSError: writing failed (a full disk: see :func:`~k2dec.results.lock.disk_full_error`).
     """
     merged: dict[str, dict[str, Any]] = {}
     for path in paths:
@@ -194,11 +253,31 @@ def merge_results(paths: Iterable[str | Path], output: str | Path) -> dict[str, 
             elif old["status"] == "ok" and rec["status"] == "ok" and old != rec:
                 raise ValueError(f"cut {cut_id!r} has two different results ({path}): "
                                  f"{old} vs {rec}")
+    return write_results(merged, output)
+
+
+def write_results(records: Mapping[str, Mapping[str, Any]], output: str | Path
+                  ) -> dict[str, dict[str, Any]]:
+    """Write ``{cut_id: record}`` to ``output`` in canonical form: one line per cut, sorted by
+    cut id. The file is replaced at once (written to a temporary name first), so a kill leaves
+    the old file or the new one.
+
+    Returns:
+      the records as written (sorted by cut id).
+
+    Raises:
+      OSError: writing failed (a full disk: see :func:`~k2dec.results.lock.disk_full_error`).
+    """
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
     partial = output.with_name(output.name + ".partial")
-    with open(partial, "w", encoding="utf-8") as f:
-        for cut_id in sorted(merged):
-            f.write(json.dumps(merged[cut_id], ensure_ascii=False) + "\n")
+    ordered = {cut_id: dict(records[cut_id]) for cut_id in sorted(records)}
+    try:
+        with open(partial, "w", encoding="utf-8") as f:
+            for rec in ordered.values():
+                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    except OSError as e:
+        partial.unlink(missing_ok=True)
+        raise disk_full_error(e, output) from e
     partial.replace(output)
-    return dict(sorted(merged.items()))
+    return ordered

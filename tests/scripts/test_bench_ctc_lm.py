@@ -47,24 +47,26 @@ def test_smoke_report(tmp_path):
     assert report["plots"] == ["ctc_lm.png"]
     assert (tmp_path / "ctc_lm.png").stat().st_size > 1000
     systems = _systems(report)
-    assert systems[:2] == [bench.K2_1BEST, bench.K2_WLR]
+    assert systems[:3] == [bench.K2_1BEST, bench.K2_1BEST_FAST, bench.K2_WLR]
     for row in report["tables"][0]["rows"]:
         wers = row[3:6]
         assert all(0.0 <= w <= 200.0 for w in wers), row
         assert row[6] > 0  # frames/s
     missing = {m["peer"] for m in report["missing"]}
-    assert [t["target"] for t in report["targets"]] == [bench.target_text(p) for p in bench.PEERS]
-    for peer, target in zip(bench.PEERS, report["targets"]):
+    assert [t["target"] for t in report["targets"]] == [bench.TARGET_EQUAL_WER]
+    (target,) = report["targets"]
+    assert target["met"] is None  # never decided on 4 utterances
+    for peer in bench.PEERS:
         if _peer_available(peer):
             assert peer not in missing
             assert peer in systems
-            assert target["value"].startswith("not evaluated on smoke sizes")
-            assert f"{peer}'s most accurate setting" in target["value"] or (
-                "no k2dec setting is as fast" in target["value"])
+            assert any(t["caption"].startswith(f"Equal WER, HLG 1best vs {peer}")
+                       for t in report["tables"])
         else:
             assert peer in missing
             assert peer not in systems
-        assert target["met"] is None  # never decided on 4 utterances
+    if _peer_available(bench.TORCHAUDIO):
+        assert target["value"].startswith("k2dec/torchaudio speed at equal WER")
     assert str(REPO) not in json.dumps(report)
 
 
@@ -89,14 +91,31 @@ def test_missing_or_failing_peers_are_reported_not_dropped(tmp_path):
     assert "torchaudio is not installed here" in reasons[bench.TORCHAUDIO]
     assert "requirements/bench-ctc.txt" in reasons[bench.TORCHAUDIO]
     assert "failed while decoding (RuntimeError: broken decoder)" in reasons[bench.PYCTC]
-    assert set(_systems(report)) == {bench.K2_1BEST, bench.K2_WLR}
-    assert [t["met"] for t in report["targets"]] == [None, None]
+    assert set(_systems(report)) == {bench.K2_1BEST, bench.K2_1BEST_FAST, bench.K2_WLR}
+    assert [(t["target"], t["met"]) for t in report["targets"]] == [
+        (bench.TARGET_EQUAL_WER, None)]
     assert all(row[0].startswith("k2dec") for row in report["tables"][-1]["rows"])  # tuning
     assert "ctc_lm.png" in report["plots"]
 
 
 def _run_record(system: str, seconds: float, wer: float, setting: str = "s") -> object:
     return bench.Run(system, setting, "λ=1", seconds, 1000, {"all": wer}, None)
+
+
+def test_equal_wer_takes_the_fastest_1best_run_not_less_accurate():
+    peer = bench.TORCHAUDIO
+    runs = [
+        _run_record(bench.K2_1BEST, 1.0, 30.0, "exact"),
+        _run_record(bench.K2_1BEST_FAST, 0.5, 31.0, "fast"),
+        _run_record(bench.K2_WLR, 0.1, 20.0, "rescoring is not 1best"),
+        _run_record(peer, 0.25, 32.0, "p-fast"),
+        _run_record(peer, 2.0, 30.0, "p-mid"),
+        _run_record(peer, 4.0, 29.0, "p-best"),
+    ]
+    rows, ratios = bench.equal_wer(runs, peer)
+    assert [r[0] for r in rows] == ["p-best", "p-mid", "p-fast"]
+    assert ratios == [None, 2.0, 0.5]
+    assert rows[1][3].endswith(", exact") and rows[2][3].endswith(", fast")
 
 
 def test_compare_takes_the_most_accurate_k2dec_run_that_is_not_slower():

@@ -30,7 +30,10 @@ def _run(out: Path, *extra: str) -> dict:
 def test_smoke_report_has_every_part(tmp_path):
     rep = _run(tmp_path)
     assert rep["area"] == "nbest" and rep["missing"] == []
-    thr, mp = rep["tables"]
+    cost, thr, mp = rep["tables"]
+    assert [r[0] for r in cost["rows"]] == ["1best", "nbest-rescoring (trie)",
+                                           "nbest-rescoring (path by path)"]
+    assert cost["rows"][0][2] == 1.0 and all(r[1] > 0 for r in cost["rows"])
     assert [r[0] for r in thr["rows"]] == [10, 100, 10]
     assert all(r[5] > 0 for r in thr["rows"])  # intersect paths/s
     systems = [r[1] for r in mp["rows"]]
@@ -44,11 +47,12 @@ def test_smoke_report_has_every_part(tmp_path):
     met = {t["target"]: t["met"] for t in rep["targets"]}
     assert [m for n, m in met.items() if "flat" in n] == [None]  # smoke: not measured
     assert all(m in (True, False) for n, m in met.items() if "Multi-pass" in n)
+    assert [m for n, m in met.items() if "1best" in n] == [None]  # smoke: not decided
     assert (tmp_path / "nbest_multipass.png").stat().st_size > 0
 
 
 def test_missing_lm_is_reported(tmp_path):
     rep = _run(tmp_path, "--lm", str(tmp_path / "no-such-lm.pt"))
     assert [m["peer"] for m in rep["missing"]] == ["trained RNN LM"]
-    assert len(rep["tables"]) == 1  # throughput only, no neural rows
-    assert rep["tables"][0]["rows"][0][9] is None  # RNN-LM paths/s
+    assert len(rep["tables"]) == 2  # rescoring cost and throughput, no neural rows
+    assert rep["tables"][1]["rows"][0][9] is None  # RNN-LM paths/s

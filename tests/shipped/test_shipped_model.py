@@ -14,7 +14,7 @@ import pytest
 import torch
 from lhotse import CutSet
 
-from k2dec.demo import ASSETS, SHIPPED_SETTINGS, prepare_demo
+from k2dec.demo import ASSETS, SHIPPED_SETTINGS
 from k2dec.job import DecodeConfig, load_assets, plan_methods, read_settings, run_decode
 
 pytestmark = pytest.mark.skipif(not (ASSETS / "model.pt").is_file(),
@@ -45,9 +45,9 @@ MAX_CPU_RTF = 0.5
 
 
 @pytest.fixture(scope="module")
-def shipped(tmp_path_factory):
-    work = tmp_path_factory.mktemp("shipped")
-    lang, graphs, cut_paths = prepare_demo(ASSETS, work)
+def shipped(tmp_path_factory, shipped_demo):
+    work = tmp_path_factory.mktemp("shipped-decode")
+    _, lang, graphs, cut_paths = shipped_demo
     cuts = CutSet.from_file(cut_paths["test-clean"])
     cuts = CutSet.from_cuts(sorted(cuts, key=lambda c: c.id)[:NUM_CUTS])
     lm = ASSETS / "lm" / "rnn_lm.pt"

@@ -1,0 +1,185 @@
+"""Cuts -> utterances -> batches of features for decoding, where nothing is dropped.
+
+What an utterance is (icefall decodes supervision segments; so does k2dec):
+
+- a cut with one supervision is one utterance with the cut's id; if the supervision covers only
+  part of the cut, only that part is decoded;
+- a cut with several supervisions gives one utterance per supervision, trimmed to it with
+  lhotse's ``trim_to_supervisions(keep_overlapping=False)``; each takes its supervision's id
+  (lhotse's rule, which icefall's result files follow);
+- a cut without supervisions is one utterance, the whole cut, without a reference.
+
+Two utterances with the same id are refused (:func:`utterance_cuts`) before anything is decoded:
+results are keyed by id, so one would silently replace the other.
+
+:class:`DecodeDataset` reads each cut's features on its own: a missing, unreadable or malformed
+feature file fails that cut (with the reason), not the batch or the job.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from lhotse import CutSet
+from lhotse.cut import Cut
+from lhotse.utils import LOG_EPSILON, fastcopy
+
+from .loader import make_sampler
+
+__all__ = ["DecodeBatch", "DecodeDataset", "FEATURE_READ_ERRORS", "make_decode_loader",
+           "utterance_cuts"]
+
+logger = logging.getLogger(__name__)
+
+#: What reading a cut's features can raise for a bad file, through lhotse's storage backends:
+#: a missing file or directory (``OSError``), bytes that do not decode (``ValueError`` from
+#: lilcom, numpy), an unknown storage type (``TypeError``), a key not in an archive
+#: (``KeyError``), a truncated archive (``EOFError``, ``IndexError``), backend checks
+#: (``AssertionError``, ``RuntimeError``).
+FEATURE_READ_ERRORS = (OSError, ValueError, TypeError, KeyError, IndexError, EOFError,
+                       AssertionError, RuntimeError)
+
+
+def _covers(cut: Cut, start: float, duration: float) -> bool:
+    """True if ``[start, start + duration)`` covers the cut up to half a frame."""
+    tol = 0.5 * (getattr(cut, "frame_shift", None) or 0.01)
+    return start <= tol and start + duration >= cut.duration - tol
+
+
+def utterance_cuts(cuts: CutSet) -> CutSet:
+    """One cut per utterance to decode (see the module docstring), each with at most one
+    supervision that spans it, in the order of ``cuts`` (a cut's supervisions in their order).
+
+    Raises:
+      TypeError: if ``cuts`` is not a CutSet.
+      ValueError: if two utterances have the same id (a cut id given twice, a supervision id
+        used twice, or a supervision id equal to another cut's id), naming some of them.
+    """
+    if not isinstance(cuts, CutSet):
+        raise TypeError(f"cuts must be a lhotse CutSet, got {type(cuts).__name__}")
+    out: list[Cut] = []
+    for cut in cuts:
+        sups = cut.supervisions
+        if len(sups) > 1:
+            out.extend(cut.trim_to_supervisions(keep_overlapping=False))
+        elif len(sups) == 1 and not _covers(cut, sups[0].start, sups[0].duration):
+            out.append(fastcopy(cut.truncate(offset=max(0.0, sups[0].start),
+                                             duration=sups[0].duration), id=cut.id))
+        else:
+            out.append(cut)
+    repeated = [(cut_id, n) for cut_id, n in Counter(c.id for c in out).items() if n > 1]
+    if repeated:
+        shown = ", ".join(f"{cut_id!r} x{n}" for cut_id, n in repeated[:5])
+        raise ValueError(
+            f"cuts: {len(repeated)} utterance ids occur more than once ({shown}); results are "
+            "keyed by utterance id (the cut id, or the supervision id for a cut with several "
+            "supervisions), so give each cut and supervision a unique id (e.g. "
+            "CutSet.modify_ids)")
+    return CutSet.from_cuts(out)
+
+
+@dataclass
+class DecodeBatch:
+    """A batch of utterances for decoding.
+
+    Attributes:
+      features: float32 ``[N, T, F]``, each row padded after its frames (``T`` = the longest).
+      num_frames: int64 ``[N]``, valid frames per row.
+      cut_ids: the ``N`` utterance ids, rows sorted by decreasing duration.
+      texts: each row's reference (``None``: the utterance has none).
+      failed: ``{cut_id: reason}`` of the batch's cuts whose features could not be read; they
+        are not among the rows.
+    """
+
+    features: torch.Tensor
+    num_frames: torch.Tensor
+    cut_ids: list[str]
+    texts: list[str | None]
+    failed: dict[str, str]
+
+
+def _read(cut: Cut) -> np.ndarray:
+    """The cut's features ``[T, F]``; a ``ValueError`` if they are unusable."""
+    if not cut.has_features:
+        raise ValueError("the cut has no features (compute them first, e.g. "
+                         "k2dec.data.compute_fbank)")
+    feats = cut.load_features()
+    if not isinstance(feats, np.ndarray) or feats.ndim != 2 or feats.shape[0] == 0:
+        raise ValueError(f"its feature matrix has shape {getattr(feats, 'shape', None)}, "
+                         "expected [num_frames > 0, num_features]")
+    if cut.num_features is not None and feats.shape[1] != cut.num_features:
+        raise ValueError(f"its features have {feats.shape[1]} dims, the manifest says "
+                         f"{cut.num_features}")
+    if not np.isfinite(feats).all():
+        raise ValueError("its features contain NaN or inf")
+    return feats
+
+
+class DecodeDataset(torch.utils.data.Dataset):
+    """Maps a CutSet (a batch from a lhotse sampler) of utterances (:func:`utterance_cuts`) to
+    a :class:`DecodeBatch`, reading each cut's features on its own so that a bad file fails
+    only its cut."""
+
+    def __getitem__(self, cuts: CutSet) -> DecodeBatch:
+        rows: list[tuple[Cut, np.ndarray]] = []
+        failed: dict[str, str] = {}
+        # decreasing duration, ties in the given order (as lhotse's ASR dataset)
+        for cut in sorted(cuts, key=lambda c: c.duration, reverse=True):
+            try:
+                rows.append((cut, _read(cut)))
+            except FEATURE_READ_ERRORS as e:
+                first_line = str(e).split("\n", 1)[0]  # lhotse appends a long "[extra info]"
+                failed[cut.id] = f"cannot read the features: {type(e).__name__}: {first_line}"
+                logger.warning("cut %s: %s", cut.id, failed[cut.id])
+        num_frames = torch.tensor([f.shape[0] for _, f in rows], dtype=torch.int64)
+        dim = rows[0][1].shape[1] if rows else 0
+        features = torch.full((len(rows), int(num_frames.max()) if rows else 0, dim),
+                              LOG_EPSILON, dtype=torch.float32)
+        for i, (_, f) in enumerate(rows):
+            features[i, : f.shape[0]] = torch.from_numpy(f)
+        texts = [c.supervisions[0].text if c.supervisions else None for c, _ in rows]
+        return DecodeBatch(features, num_frames, [c.id for c, _ in rows], texts, failed)
+
+
+class _AtMost:
+    """The batches of a lhotse sampler, each split (in order) where it holds more than
+    ``max_duration`` seconds of audio: lhotse's samplers end a batch after the cut that
+    exceeds the limit (a 100 s cut then a 200 s cut make one batch at ``max_duration=200``).
+    A cut longer than ``max_duration`` is a batch of its own."""
+
+    def __init__(self, sampler: Iterable[CutSet], max_duration: float) -> None:
+        self.sampler, self.max_duration = sampler, max_duration
+
+    def __iter__(self) -> Iterator[CutSet]:
+        for cuts in self.sampler:
+            batch: list[Cut] = []
+            seconds = 0.0
+            for cut in cuts:
+                if batch and seconds + cut.duration > self.max_duration:
+                    yield CutSet.from_cuts(batch)
+                    batch, seconds = [], 0.0
+                batch.append(cut)
+                seconds += cut.duration
+            if batch:
+                yield CutSet.from_cuts(batch)
+
+
+def make_decode_loader(cuts: CutSet, max_duration: float, num_buckets: int = 10
+                       ) -> torch.utils.data.DataLoader:
+    """A DataLoader of :class:`DecodeBatch` es over ``cuts`` (utterances, from
+    :func:`utterance_cuts`), cuts of similar duration together (the sampler of
+    :func:`k2dec.data.make_dataloader`, unshuffled), at most ``max_duration`` seconds of audio
+    in each (a longer cut alone).
+
+    Raises:
+      TypeError, ValueError: see :func:`k2dec.data.make_sampler`.
+    """
+    sampler = make_sampler(cuts, max_duration, shuffle=False, num_buckets=num_buckets,
+                           world_size=1, rank=0)
+    return torch.utils.data.DataLoader(DecodeDataset(), sampler=_AtMost(sampler, max_duration),
+                                       batch_size=None)
