@@ -300,10 +300,18 @@ def tune_shipped(work_dir: str | Path, out: str | Path, assets: Path | None = No
     """Make the shipped settings file (:data:`SHIPPED_SETTINGS`) again: ``k2dec tune`` of each
     method of :data:`TUNE_PLAN` (or of ``methods``, with their plan's grid) on the utterances
     of the shipped test sets after the first :data:`DEMO_CUTS` (those the demo does not
-    report). Writes ``out`` and returns its path."""
+    report). Writes ``out`` and returns its path; with ``methods``, the other methods'
+    entries of an existing ``out`` are kept."""
     from lhotse import CutSet
 
-    from .job import DecodeConfig, plan_methods, tune_methods, tuned_settings, write_settings
+    from .job import (
+        DecodeConfig,
+        plan_methods,
+        read_settings,
+        tune_methods,
+        tuned_settings,
+        write_settings,
+    )
 
     assets = ASSETS if assets is None else Path(assets)
     work_dir = Path(work_dir)
@@ -314,4 +322,5 @@ def tune_shipped(work_dir: str | Path, out: str | Path, assets: Path | None = No
     for name in methods or TUNE_PLAN:
         results += tune_methods(dec, dev, plan_methods([name]), work_dir / "tune",
                                 TUNE_PLAN.get(name, ()), cfg)
-    return write_settings(tuned_settings(results, list(dev)), out)
+    base = read_settings(out) if methods and Path(out).is_file() else None
+    return write_settings(tuned_settings(results, list(dev), base), out)

@@ -133,12 +133,14 @@ def _limit_address_space(limit_mb: float) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
-def worker(method_name: str, utt_path: str, limit_mb: float) -> dict:
-    """Decode the long utterance with one method at its default settings (in this process)."""
+def worker(method_name: str, utt_path: str, limit_mb: float,
+           assignments: list[str] | None = None) -> dict:
+    """Decode the long utterance with one method at its default settings, changed by the
+    ``KEY=VALUE`` ``assignments`` where its config has the field (in this process)."""
     import torch
 
     from k2dec.demo import prepare_demo
-    from k2dec.job import load_assets
+    from k2dec.job import load_assets, plan_methods
     from k2dec.methods import AedInputs, CtcInputs, Family, TransducerInputs, get_method
     from k2dec.results import bpe_ids_to_words, compute_wer, word_ids_to_words
 
@@ -173,7 +175,8 @@ def worker(method_name: str, utt_path: str, limit_mb: float) -> dict:
                            memory=out.memory, memory_lens=out.memory_lens)
     t0 = time.perf_counter()
     with torch.no_grad():
-        results = method(inputs, assets.resources, method.default_config())
+        (run,) = plan_methods([method], assignments or (), require_used=False)
+        results = method(inputs, assets.resources, run.config)
     t_method = time.perf_counter() - t0
     wers, notes = {}, set()
     for r in results:
@@ -193,10 +196,14 @@ def main() -> None:
     p.add_argument("--durations", default=None, help="comma-separated seconds (default 30,60)")
     p.add_argument("--limit-mb", type=float, default=LIMIT_MB)
     p.add_argument("--timeout", type=float, default=900.0, help="per case, seconds")
+    p.add_argument("--set", dest="assignments", action="append", default=[],
+                   help="KEY=VALUE (repeatable): change a config field of the methods that "
+                        "have it (e.g. lattice.output_beam=8, icefall's)")
     p.add_argument("--worker", nargs=2, default=None, help=argparse_suppress())
     args = p.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker[0], args.worker[1], args.limit_mb)))
+        print(json.dumps(worker(args.worker[0], args.worker[1], args.limit_mb,
+                                args.assignments)))
         return
     from k2dec.methods import list_methods
 
@@ -213,7 +220,9 @@ def main() -> None:
         area=AREA, title="Memory bounds: every method on one long utterance",
         settings=(f"The shipped model on the shipped test-clean audio concatenated (0.3 s "
                   f"silence between recordings) to {' and '.join(f'{d:g}' for d in durations)}"
-                  " s; every method at its default settings (icefall's), in a fresh process "
+                  " s; every method at its default settings"
+                  + (f" changed by {' '.join(args.assignments)}" if args.assignments else "")
+                  + ", in a fresh process "
                   "per case with the graphs, BPE model and RNN LM loaded as `k2dec decode` "
                   f"does; one torch thread. Limit: RSS polled every {POLL_S * 1000:.0f} ms, "
                   f"killed above {args.limit_mb:.0f} MB, and RLIMIT_AS = address space after "
@@ -228,8 +237,10 @@ def main() -> None:
     for name in names:
         row = [name]
         for d in durations:
+            sets = [x for a in args.assignments for x in ("--set", a)]
             r = run_limited([sys.executable, __file__, "--worker", name, str(utts[d]),
-                             "--limit-mb", str(args.limit_mb)], args.limit_mb, args.timeout)
+                             "--limit-mb", str(args.limit_mb), *sets], args.limit_mb,
+                            args.timeout)
             peak = r.get("peak_mb") or r["polled_peak_mb"]
             ok = r["outcome"] == "ok" and peak <= args.limit_mb
             if not ok:

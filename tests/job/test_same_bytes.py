@@ -43,12 +43,9 @@ MAX_CUT_SECONDS = 3.5
 BATCHINGS = (MAX_CUT_SECONDS, 6.0, 100.0)
 TEST_SET = "tc"
 
-#: Methods that sample n-best lists with ``k2.random_paths`` from a lattice whose scores carry
-#: the transducer joiner's batch-dependent float noise (~5e-7): k2's sampler turns that into
-#: other samples. (The CTC n-best methods sample lattices that are exact, now that the job
-#: encodes each utterance alone.)
-NOISY_NBEST = {"fast_beam_search_nbest", "fast_beam_search_nbest_LG",
-               "fast_beam_search_nbest_oracle"}
+#: (The fast_beam_search n-best methods sample lattices whose scores carry the joiner's
+#: batch-dependent float noise, ~5e-7: ``k2.random_paths`` turned that into other samples;
+#: k2dec's default sampler, ``NbestConfig.sampler="hashed"``, does not.)
 #: Methods whose scores go through a network evaluated on the whole batch (transducer joiner,
 #: attention decoder steps, RNN-LM path scoring): BLAS sums in another order for another batch
 #: shape, so their scores and confidences differ in the last float32 digits (<= 1.3e-5
@@ -198,13 +195,7 @@ def _numbers(tokens: list[bytes]) -> list:
     return out
 
 
-@pytest.mark.parametrize("method", [
-    pytest.param(m, marks=pytest.mark.xfail(
-        reason="k2.random_paths turns the joiner's batch-dependent float noise into other "
-               "n-best samples; per-utterance hashed sampling is coming to k2dec/nbest",
-        strict=False))
-    if m in NOISY_NBEST else m
-    for m in sorted(m.name for m in list_methods())])
+@pytest.mark.parametrize("method", sorted(m.name for m in list_methods()))
 def test_same_result_files_at_any_batch_size_and_after_a_kill(outputs, method):
     dirs, note, lacking = outputs
     if method in lacking:
