@@ -56,8 +56,7 @@ def test_heaviest_methods_stay_within_3_gb_on_30_s(tmp_path):
     for name, (_, peak, seconds, wer, notes) in rows.items():
         assert peak <= 3072, (name, peak, notes)
         assert seconds is not None and seconds > 0 and wer is not None, (name, notes)
-    # a lattice that had to be pruned says so (the 30 s lattice had 1.9M arcs at icefall's
-    # output beam 8; at k2dec's default output beam 4 it may stay within max_lattice_arcs)
+    # the 30 s lattice (1.9M arcs at icefall's output beam) had to be pruned: recorded
     for name in ("nbest-rescoring", "attention-decoder", "whole-lattice-rescoring"):
-        assert rows[name][4] == "-" or "lattice pruned from" in rows[name][4], rows[name]
+        assert "lattice pruned from" in rows[name][4], rows[name]
     assert rep["targets"][0]["met"] is True
