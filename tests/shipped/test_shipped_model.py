@@ -98,9 +98,7 @@ def test_defaults_decode_faster_than_half_real_time_on_one_core(decoded, name):
 def test_oracle_and_rescoring_are_no_worse_than_1best(wers):
     assert wers["nbest-oracle"] <= wers["1best"]
     assert wers["nbest-rescoring"] <= wers["1best"]
-    # rnn-lm was also no worse than nbest-rescoring before the CTC defaults changed (output
-    # beam 4, tuned single scales); now it is 0.2 points worse on test-clean
-    assert wers["rnn-lm"] <= wers["1best"]
+    assert wers["rnn-lm"] <= wers["nbest-rescoring"]
 
 
 def test_mbr_is_no_worse_than_the_best_path(decoded):
