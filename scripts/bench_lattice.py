@@ -635,7 +635,7 @@ def main(argv: list[str] | None = None) -> None:
     if real is not None and mode_name in CURVE_BEAMS:
         scaled = hlg.clone()
         scaled.scores = hlg.scores * HLG_SCALE
-        fst_scaled = cached_kaldi_fst(scaled, b.lang_dir / "HLG.pt", b.lang_dir.parent / "kaldi",
+        fst_scaled = cached_kaldi_fst(scaled, b.graph_dir / "HLG.pt", b.graph_dir.parent / "kaldi",
                                       tag=f"-x{HLG_SCALE:g}")
         all_b = b if mode_name == "quick" else benchlib.shipped_batch()
         all_refs = References(all_b.cut_ids, all_b.refs, all_b.assets.lang.word_table)
