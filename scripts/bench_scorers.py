@@ -74,8 +74,8 @@ def lm_text(work: Path) -> Path:
     with the corpus maker's own functions and settings, normalized as the recipe does."""
     import json
 
-    from k2dec.tools.synth import FORTUNES_DIR, CorpusConfig, load_sentences, plan_corpus
     from k2dec.data.text import normalize_text
+    from k2dec.tools.synth import FORTUNES_DIR, CorpusConfig, load_sentences, plan_corpus
 
     out = work / "lm" / "lm_text.txt"
     if out.is_file():

@@ -23,7 +23,7 @@ from k2dec.lattice.dense import (
     prune_frames,
     validate_log_probs,
 )
-from k2dec.utils import FRAME_ATTR
+from k2dec.paths import FRAME_ATTR
 
 logger = logging.getLogger(__name__)
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from k2dec.batch_search import num_active_per_frame
 from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
@@ -30,7 +31,6 @@ from k2dec.transducer.common import (
     check_streams,
     log_probs_from_logits,
 )
-from k2dec.utils import num_active_per_frame
 
 logger = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from k2dec.lattice.posteriors import (
     word_posteriors,
 )
 from k2dec.lattice.rescore import RescoreConfig, rescore_with_whole_lattice
+from k2dec.paths import FRAME_ATTR
 from k2dec.transducer import FastBeamSearchConfig, fast_beam_search
-from k2dec.utils import FRAME_ATTR
 from tests.lattice.random_lattices import dags_to_vec, empty_fsa, random_word_dag
 from tests.lattice.test_rescore import _G, _lattices
 from tests.reference.lattice_paths import enumerate_paths

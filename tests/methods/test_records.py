@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from k2dec.aed import BeamSearchConfig, TransformerDecoder, beam_search
+from k2dec.hypothesis import HypothesisRecord
 from k2dec.lattice import (
     Hypothesis,
     LatticeStatus,
@@ -18,7 +19,6 @@ from k2dec.methods import AedInputs, CtcInputs, Resources, TransducerInputs, get
 from k2dec.methods.ctc import CtcConfig
 from k2dec.methods.records import from_ids, from_lattice, from_transducer
 from k2dec.transducer import TransducerHypothesis, greedy_search
-from k2dec.utils import HypothesisRecord
 from tests.transducer.helpers import random_batch, random_model
 
 
