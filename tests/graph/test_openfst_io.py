@@ -122,15 +122,11 @@ def test_load_against_other_tables_is_an_error(tiny_lang, tmp_path):
         load_graph(tmp_path / "bad.pt")
 
 
-def test_ctc_topo_and_trivial_graph(device):
-    from k2dec.graph import build_trivial_graph
-
+def test_ctc_topo(device):
     H = build_ctc_topo(3, device=device)
     assert H.device == device and int(H.labels.max()) == 3
     Hm = build_ctc_topo(3, modified=True, device=device)
     assert Hm.num_arcs < H.num_arcs
-    T = build_trivial_graph(3, device=device)
-    assert T.device == device and set(T.labels.tolist()) == {-1, 1, 2, 3}
     for bad in (0, -1, 2.5, True):
         with pytest.raises(ValueError, match="max_token"):
             build_ctc_topo(bad)
