@@ -41,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import benchlib  # noqa: E402
 
+from k2dec.graph import k2_to_kaldi_decoder_fst  # noqa: E402
 from k2dec.lattice import DecodeRunner, LatticeConfig, one_best_decoding  # noqa: E402
 from k2dec.lattice.runner import available_cores  # noqa: E402
 
@@ -152,40 +153,16 @@ def hmm_graph(rng: np.random.Generator, num_words: int, num_phones: int) -> tupl
     return k2.arc_sort(k2.Fsa.from_str(text, acceptor=False)), pdf_lexicon
 
 
-def to_kaldi_fst(fsa: k2.Fsa):
-    """The graph in kaldi-decoder's convention: OpenFst input label = k2 label + 1 (0 is
-    epsilon there; ``DecodableCtc`` reads column ``label - 1``), cost = -score, k2's final arcs
-    become final weights. Ragged ``aux_labels`` are expanded into chains of epsilon-input arcs
-    (k2 would read label 0 as blank, so the new arcs are marked epsilon explicitly)."""
-    import kaldifst
-
-    fsa = fsa.to("cpu")
-    aux = fsa.aux_labels
-    if isinstance(aux, k2.RaggedTensor):
-        fsa, arc_map = k2.expand_ragged_attributes(
-            fsa, ret_arc_map=True, ragged_attribute_names=["aux_labels"])
-        new_arc = arc_map == -1
-    else:
-        new_arc = torch.zeros(fsa.num_arcs, dtype=torch.bool)
-    labels = fsa.labels.clone()
-    labels = torch.where(labels >= 0, labels + 1, labels)
-    labels[new_arc] = 0
-    plain = k2.Fsa(fsa.arcs.clone(), aux_labels=fsa.aux_labels.clone())
-    plain.labels = labels
-    plain.scores = fsa.scores.clone()
-    return kaldifst.compile(s=k2.to_str(plain, openfst=True), acceptor=False)
-
-
 def cached_kaldi_fst(graph: k2.Fsa, source: Path, cache_dir: Path, tag: str = ""):
-    """:func:`to_kaldi_fst` of a graph loaded from ``source`` (``tag`` names a change made
-    after loading, e.g. scaled scores), cached by file size and time."""
+    """:func:`k2dec.graph.k2_to_kaldi_decoder_fst` of a graph loaded from ``source`` (``tag``
+    names a change made after loading, e.g. scaled scores), cached by file size and time."""
     import kaldifst
 
     st = source.stat()
     path = cache_dir / f"{source.stem}{tag}-{st.st_size}-{st.st_mtime_ns}.fst"
     if path.is_file():
         return kaldifst.StdVectorFst.read(str(path))
-    fst = to_kaldi_fst(graph)
+    fst = k2_to_kaldi_decoder_fst(graph)
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     fst.write(str(tmp))
@@ -654,7 +631,7 @@ def main(argv: list[str] | None = None) -> None:
             (f"synthetic HLG-like ({hlg_s.num_arcs} arcs)", hlg_s, hlg_inputs),
             (f"synthetic HCLG-like ({hclg_s.num_arcs} arcs)", hclg_s, hclg_inputs),
         ):
-            fst_s = to_kaldi_fst(graph)
+            fst_s = k2_to_kaldi_decoder_fst(graph)
             for beam in sz.synth_beams:
                 comparisons.append(compare(name, graph, fst_s, lp_s, lens_s, beam, repeat))
             phase(name)
@@ -704,7 +681,7 @@ def main(argv: list[str] | None = None) -> None:
         where = "shipped HLG"
     else:
         graph, (lp, lens) = hlg_s, hlg_inputs
-        fst_runner = to_kaldi_fst(graph) if have_kaldi else None
+        fst_runner = k2_to_kaldi_decoder_fst(graph) if have_kaldi else None
         where = "synthetic HLG-like graph"
     cores = available_cores()
     load = _load()

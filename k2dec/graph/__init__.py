@@ -26,7 +26,14 @@ from .hclg import (
 from .io import graph_metadata, load_graph, save_graph
 from .lexicon_fst import build_L
 from .ngram import ArpaInfo, build_G, build_rescoring_G, check_arpa, train_arpa
-from .openfst import compose_openfst, k2_to_openfst, openfst_to_k2, read_openfst, write_openfst
+from .openfst import (
+    compose_openfst,
+    k2_to_kaldi_decoder_fst,
+    k2_to_openfst,
+    openfst_to_k2,
+    read_openfst,
+    write_openfst,
+)
 from .topo import build_ctc_topo
 
 __all__ = [
@@ -51,6 +58,7 @@ __all__ = [
     "draw_graph",
     "graph_metadata",
     "graph_words",
+    "k2_to_kaldi_decoder_fst",
     "k2_to_openfst",
     "load_graph",
     "load_kaldi_hclg",

@@ -72,44 +72,6 @@ def lattice_has_path(lattice: k2.Fsa, arc_ids: tuple[int, ...]) -> tuple[bool, f
     return False, -float("inf")
 
 
-def to_kaldi_decoder_fst(fsa: k2.Fsa):
-    """A single k2 graph as the ``kaldifst.StdVectorFst`` PyPI kaldi-decoder expects: input label
-    = k2 label + 1 (0 is epsilon there), output label = word id, weight = -score; k2's ``-1``
-    arcs become final weights. Ragged aux_labels with several words on an arc become a chain of
-    epsilon-input arcs (non-emitting in Kaldi), one per extra word."""
-    import kaldifst
-
-    arcs = fsa.arcs.values()[:, :3].cpu().tolist()
-    scores = fsa.scores.detach().cpu().double().tolist()
-    if not hasattr(fsa, "aux_labels"):
-        words = [[] for _ in arcs]
-    elif isinstance(fsa.aux_labels, k2.RaggedTensor):
-        words = [[w for w in ws if w > 0] for ws in fsa.aux_labels.tolist()]
-    else:
-        words = [[w] if w > 0 else [] for w in fsa.aux_labels.tolist()]
-    next_state = fsa.shape[0]
-    lines, finals = [], {}
-    for (src, dst, label), score, ws in zip(arcs, scores, words):
-        if label == -1 and not ws:
-            finals[src] = max(finals.get(src, -float("inf")), score)
-            continue
-        # a chain: the first arc consumes the frame (if any), the others only emit words
-        ilabels = ([label + 1] if label >= 0 else []) + [0] * (len(ws) - (label >= 0))
-        olabels = (ws or [0]) if label >= 0 else ws
-        cur = src
-        for k, (i, o) in enumerate(zip(ilabels, olabels)):
-            last = k == len(ilabels) - 1
-            nxt = (dst if label >= 0 else next_state) if last else next_state
-            if nxt == next_state:
-                next_state += 1
-            lines.append(f"{cur} {nxt} {i} {o} {(-score if k == 0 else 0.0)!r}")
-            cur = nxt
-        if label == -1:
-            finals[cur] = 0.0
-    lines.extend(f"{s} {-w!r}" for s, w in finals.items())
-    return kaldifst.compile("\n".join(lines), acceptor=False)
-
-
 def ctc_lexicon_graph(lexicon: dict[int, list[int]], word_scores: dict[int, float]) -> str:
     """k2 text of an HLG-like graph: labels are CTC tokens (0 = blank), aux_labels word ids.
 
