@@ -44,6 +44,7 @@ import benchlib  # noqa: E402
 from k2dec.graph import k2_to_kaldi_decoder_fst  # noqa: E402
 from k2dec.lattice import DecodeRunner, LatticeConfig, one_best_decoding  # noqa: E402
 from k2dec.lattice.runner import available_cores  # noqa: E402
+from k2dec.testing.graphs import ctc_lexicon_graph, hmm_lexicon_graph  # noqa: E402
 
 AREA = "lattice"
 TARGET_TIME = ("HLG 1best at equal WER on the shipped test sets: k2dec's frames/s >= 1.5x "
@@ -96,31 +97,7 @@ def lexicon_graph(rng: np.random.Generator, num_words: int, num_tokens: int) -> 
                 toks.append(t)
         lexicon[w] = toks
     scores = np.log(rng.dirichlet(np.ones(num_words)))
-    arcs = []
-    state = 1
-    starts, ends = [], []
-    for w, toks in lexicon.items():
-        first = state
-        for i, t in enumerate(toks):
-            arcs.append((state, state, t, 0, 0.0))
-            if i + 1 < len(toks):
-                arcs.append((state, state + 1, toks[i + 1], 0, 0.0))
-            state += 1
-        starts.append((w, toks[0], first, float(scores[w - 1])))
-        ends.append((toks[-1], state - 1))
-    final = state
-    arcs.append((0, 0, 0, 0, 0.0))
-    arcs.append((0, final, -1, -1, 0.0))
-    for w, t, s, sc in starts:
-        arcs.append((0, s, t, w, sc))
-    for last, e in ends:
-        arcs.append((e, 0, 0, 0, 0.0))
-        arcs.append((e, final, -1, -1, 0.0))
-        for w, t, s, sc in starts:
-            if t != last:
-                arcs.append((e, s, t, w, sc))
-    arcs.sort(key=lambda a: a[0])
-    text = "\n".join(f"{a} {b} {c} {d} {e!r}" for a, b, c, d, e in arcs) + f"\n{final}"
+    text = ctc_lexicon_graph(lexicon, {w: float(scores[w - 1]) for w in lexicon})
     return k2.arc_sort(k2.Fsa.from_str(text, acceptor=False)), lexicon
 
 
@@ -131,25 +108,9 @@ def hmm_graph(rng: np.random.Generator, num_words: int, num_phones: int) -> tupl
     lexicon = {w: [int(p) for p in rng.integers(0, num_phones, size=int(rng.integers(2, 5)))]
                for w in range(1, num_words + 1)}
     scores = np.log(rng.dirichlet(np.ones(num_words)))
-    arcs, chains, state = [], [], 1
-    for w, phones in lexicon.items():
-        pdfs = [2 * p + k for p in phones for k in range(2)]
-        states = list(range(state, state + len(pdfs)))
-        state += len(pdfs)
-        chains.append((w, pdfs, states))
-        for i, (pdf, st) in enumerate(zip(pdfs, states)):
-            arcs.append((st, st, pdf, 0, -0.4))
-            if i + 1 < len(pdfs):
-                arcs.append((st, st + 1, pdfs[i + 1], 0, -1.1))
-    final = state
-    for src in [0] + [c[2][-1] for c in chains]:
-        for w, pdfs, states in chains:
-            arcs.append((src, states[0], pdfs[0], w, float(scores[w - 1])))
-        if src:
-            arcs.append((src, final, -1, -1, 0.0))
-    arcs.sort(key=lambda a: a[0])
-    text = "\n".join(f"{a} {b} {c} {d} {e!r}" for a, b, c, d, e in arcs) + f"\n{final}"
-    pdf_lexicon = {w: pdfs for w, pdfs, _ in chains}
+    text = hmm_lexicon_graph(lexicon, {w: float(scores[w - 1]) for w in lexicon})
+    pdf_lexicon = {w: [2 * p + k for p in phones for k in range(2)]
+                   for w, phones in lexicon.items()}
     return k2.arc_sort(k2.Fsa.from_str(text, acceptor=False)), pdf_lexicon
 
 

@@ -10,12 +10,8 @@ import torch
 
 from k2dec.graph import k2_to_kaldi_decoder_fst
 from k2dec.lattice import AuxLabels, LatticeConfig, one_best_decoding
-from tests.lattice.graphs import (
-    ctc_lexicon_graph,
-    hmm_lexicon_graph,
-    peaked_log_probs,
-    to_k2,
-)
+from k2dec.testing.graphs import ctc_lexicon_graph, hmm_lexicon_graph, peaked_log_probs
+from tests.lattice.graphs import to_k2
 from tests.reference.viterbi import random_graph
 
 kd = pytest.importorskip("kaldi_decoder")

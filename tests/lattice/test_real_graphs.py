@@ -28,7 +28,7 @@ from k2dec.lattice import (
     rescore_with_whole_lattice,
 )
 from k2dec.lattice.rescore import RescoreConfig, RescoreStatus
-from tests.lattice.graphs import peaked_log_probs
+from k2dec.testing.graphs import peaked_log_probs
 
 kd = pytest.importorskip("kaldi_decoder")
 

@@ -18,8 +18,8 @@ from k2dec.lattice import (
 from k2dec.methods import AedInputs, CtcInputs, Resources, TransducerInputs, get_method
 from k2dec.methods.ctc import CtcConfig
 from k2dec.methods.records import from_ids, from_lattice, from_transducer
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import TransducerHypothesis, greedy_search
-from tests.transducer.helpers import random_batch, random_model
 
 
 def test_record_checks_lengths_and_writes_json():
