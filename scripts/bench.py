@@ -44,7 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import Report, markdown_table  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-AREAS = ("lattice", "ctc_lm", "transducer", "aed", "nbest", "confidence", "scorers", "memory")
+AREAS = ("lattice", "ctc_lm", "transducer", "aed", "nbest", "confidence", "scorers", "streams",
+         "memory")
 #: packages whose versions the report header lists (peers included)
 PACKAGES = ("torch", "k2", "lhotse", "kaldi-decoder", "kaldifst", "kaldilm", "kaldialign",
             "sentencepiece", "numpy", "torchaudio", "pyctcdecode", "kenlm", "espnet")

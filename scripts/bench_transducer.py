@@ -7,23 +7,35 @@ Methods: ``greedy_search``, ``modified_beam_search`` (beam 4), ``fast_beam_searc
 icefall's default configs (LG: the shipped lang dir's LG). For each: encoder frames decoded per
 second, the share of wall time spent outside the decoder + joiner networks (network time is
 measured by timing every call of ``model.decoder``, ``model.joiner`` and the joiner's
-projections), the peak memory increase, and the WER as a sanity column. The issue names no peer
-for this area, so each batched search is compared with k2dec's own per-utterance loop (the same
-method called on one utterance at a time) on the same inputs: the ratio is per-utterance time /
-batched time, and the hypotheses must be identical.
+projections), the peak memory increase, and the WER as a sanity column. Each batched search is
+also compared with k2dec's own per-utterance loop (the same method called on one utterance at a
+time) on the same inputs: the ratio is per-utterance time / batched time, and the hypotheses
+must be identical.
+
+Peer: icefall's own ``beam_search.py`` (``greedy_search_batch``, ``modified_beam_search``,
+``fast_beam_search_one_best``), read from a local icefall checkout given by ``--icefall-dir``
+(default: the ``ICEFALL_DIR`` environment variable), run on the same model and encoder outputs
+as k2dec's offline functions: the shipped model, and a seeded random model of icefall's default
+sizes (vocabulary 500, dimensions 512). Each pair is timed alternately in one run (best of
+``--repeat``); the speed ratio icefall time / k2dec time is checked against the issue's targets
+(greedy >= 1.3, modified and fast beam search >= 1.5) and the hypotheses compared. Without a
+checkout the targets are reported as not evaluated.
 
 ``--smoke`` runs a tiny random model instead of the shipped one (no LG methods, no WER).
 Times are the best of ``--repeat`` runs at one torch thread.
 
 Usage (from the repository root)::
 
-    python scripts/bench_transducer.py [--quick | --smoke] [--report DIR]
+    python scripts/bench_transducer.py [--quick | --smoke] [--report DIR] [--icefall-dir DIR]
 """
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
 import time
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,17 +133,25 @@ def shipped_problem(cuts: int) -> Problem:
                    b.cut_ids, to_words, desc)
 
 
-def random_problem(seed: int) -> Problem:
+def seeded_transducer(seed: int, dim: int, vocab: int, weight_scale: float,
+                      blank_bias: float) -> torch.nn.Module:
+    """A random transducer (context 2, all dimensions ``dim``) from ``torch.manual_seed(seed)``;
+    the joiner's output weights are scaled and its blank logit raised."""
     from k2dec.transducer import Joiner, LinearEncoder, StatelessDecoder, Transducer
 
     torch.manual_seed(seed)
-    dim, vocab = 32, 50
     model = Transducer(LinearEncoder(dim, dim), StatelessDecoder(vocab, dim, blank_id=0,
                                                                  context_size=2),
                        Joiner(dim, dim, dim, vocab)).eval()
     with torch.no_grad():
-        model.joiner.output_linear.weight.mul_(4.0)
-        model.joiner.output_linear.bias[0] += 3.0
+        model.joiner.output_linear.weight.mul_(weight_scale)
+        model.joiner.output_linear.bias[0] += blank_bias
+    return model
+
+
+def random_problem(seed: int) -> Problem:
+    dim = 32
+    model = seeded_transducer(seed, dim, 50, 4.0, 3.0)
     g = torch.Generator().manual_seed(seed)
     enc = torch.randn(3, 30, dim, generator=g)
     lens = torch.tensor([30, 22, 17])
@@ -245,6 +265,104 @@ def searcher_variants(prob: Problem, repeat: int, reference_utts: int) -> list[l
     return out
 
 
+#: icefall's beam_search.py inside a checkout (the stateless7 and later recipes link to it)
+ICEFALL_BEAM_SEARCH = Path("egs/librispeech/ASR/pruned_transducer_stateless2")
+#: cuts per shipped test set compared with icefall (40 utterances, one icefall-sized batch)
+ICEFALL_CUTS = 20
+#: issue #19: k2dec's speed over icefall's on the same model and inputs
+ICEFALL_TARGETS = {"greedy_search": 1.3, "modified_beam_search": 1.5, "fast_beam_search": 1.5}
+#: modules icefall imports at the top of icefall/utils.py that its searches never call
+_ICEFALL_OPTIONAL = {"pypinyin": ("lazy_pinyin", "pinyin"), "pypinyin.contrib": (),
+                     "pypinyin.contrib.tone_convert": ("to_finals", "to_finals_tone",
+                                                       "to_initials"),
+                     "torch.utils.tensorboard": ("SummaryWriter",)}
+
+
+def load_icefall(icefall_dir: Path):
+    """icefall's ``beam_search`` module from a checkout at ``icefall_dir``. Optional modules
+    icefall imports but its searches do not use get empty stand-ins when not installed."""
+    recipe = icefall_dir / ICEFALL_BEAM_SEARCH
+    if not (recipe / "beam_search.py").is_file() or not (icefall_dir / "icefall").is_dir():
+        raise FileNotFoundError(f"no icefall checkout at {icefall_dir} "
+                                f"({ICEFALL_BEAM_SEARCH}/beam_search.py missing)")
+    for name, attrs in _ICEFALL_OPTIONAL.items():
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            stand_in = types.ModuleType(name)
+            for a in attrs:
+                setattr(stand_in, a, None)
+            sys.modules[name] = stand_in
+    sys.path[:0] = [str(icefall_dir), str(recipe)]
+    return importlib.import_module("beam_search")
+
+
+def icefall_sized_problem(seed: int, utts: int) -> Problem:
+    """A seeded random transducer of icefall's default sizes (vocabulary 500, encoder, decoder
+    and joiner dimensions 512, context 2) on seeded random encoder frames; the blank logit is
+    raised so that about 0.3 tokens are emitted per frame, as by the shipped model."""
+    dim, vocab = 512, 500
+    model = seeded_transducer(seed, dim, vocab, 1.0, ICEFALL_SIZED_BLANK_BIAS)
+    g = torch.Generator().manual_seed(seed)
+    lens = torch.randint(40, 160, (utts,), generator=g)
+    enc = torch.randn(utts, int(lens.max()), dim, generator=g)
+    desc = (f"a seeded random transducer of icefall's sizes (vocab {vocab}, dim {dim}), "
+            f"{utts} utterances, {int(lens.sum())} frames")
+    return Problem(model, enc, lens, Resources(), None, [f"r{i}" for i in range(utts)], None,
+                   desc)
+
+
+#: blank logit offset of :func:`icefall_sized_problem`'s joiner
+ICEFALL_SIZED_BLANK_BIAS = 1.0
+
+
+def icefall_pairs(ice, model: torch.nn.Module, enc: torch.Tensor, lens: torch.Tensor) -> dict:
+    """search name -> (k2dec's offline call, icefall's), each returning token lists."""
+    import k2
+
+    from k2dec.transducer import fast_beam_search, greedy_search, modified_beam_search
+
+    graph = k2.trivial_graph(int(model.decoder.vocab_size) - 1, enc.device)
+    return {
+        "greedy_search": (lambda: [h.tokens for h in greedy_search(model, enc, lens)],
+                          lambda: ice.greedy_search_batch(model, enc, lens)),
+        "modified_beam_search": (
+            lambda: [h.tokens for h in modified_beam_search(model, enc, lens)],
+            lambda: ice.modified_beam_search(model, enc, lens, beam=4)),
+        "fast_beam_search": (
+            lambda: [h.tokens for h in fast_beam_search(model, enc, lens, None).hyps],
+            lambda: ice.fast_beam_search_one_best(model, graph, enc, lens, beam=20,
+                                                  max_states=64, max_contexts=8)),
+    }
+
+
+def icefall_rows(ice, problems: list[tuple[str, Problem]], repeat: int) -> list[list]:
+    """For each problem and search: best-of-``repeat`` seconds of k2dec's offline function and
+    of icefall's, timed alternately; the speed ratio and whether the token sequences agree."""
+    rows = []
+    for label, prob in problems:
+        frames = int(prob.encoder_lens.sum())
+        pairs = icefall_pairs(ice, prob.model, prob.encoder_out, prob.encoder_lens)
+        for name, (ours, theirs) in pairs.items():
+            best = [float("inf"), float("inf")]
+            outs = [None, None]
+            with torch.no_grad():
+                ours(), theirs()  # warm-up
+                # greedy takes ~50 ms: more runs so that a busy moment does not decide
+                for _ in range(max(1, repeat) * (5 if name == "greedy_search" else 1)):
+                    for i, f in enumerate((ours, theirs)):
+                        start = time.perf_counter()
+                        outs[i] = f()
+                        best[i] = min(best[i], time.perf_counter() - start)
+            ratio = best[1] / best[0]
+            same = [list(h) for h in outs[0]] == [list(h) for h in outs[1]]
+            target = ICEFALL_TARGETS[name]
+            rows.append([label, name, frames / best[0], frames / best[1], ratio, f">= {target}",
+                         "met" if ratio >= target else "NOT met", "yes" if same else "**no**"])
+            print(f"[transducer] icefall {label} {name}: {ratio:.2f}x", flush=True)
+    return rows
+
+
 def hyps_of(r: MethodResult) -> list:
     return r.words if r.words is not None else r.tokens
 
@@ -298,10 +416,48 @@ def plot(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def icefall_table(rep: benchlib.Report, icefall_dir: Path | None, prob: Problem, mode: str,
+                  repeat: int, seed: int) -> None:
+    """The comparison with icefall's beam_search.py and the issue's targets, met or not."""
+    if icefall_dir is None:
+        rep.peer_missing("icefall", "no checkout given (--icefall-dir or ICEFALL_DIR)")
+        for name, target in ICEFALL_TARGETS.items():
+            rep.target(f"{name} >= {target}x icefall's speed", "not evaluated: no icefall", None)
+        return
+    ice = load_icefall(Path(icefall_dir))
+    if mode == "smoke":
+        problems = [("tiny random", prob)]
+    else:  # batches of a typical icefall decoding batch's size in every mode
+        if prob.encoder_out.size(0) != 2 * ICEFALL_CUTS:
+            prob = shipped_problem(ICEFALL_CUTS)
+        problems = [("shipped", prob),
+                    ("icefall-sized random", icefall_sized_problem(seed, 2 * ICEFALL_CUTS))]
+    rows = icefall_rows(ice, problems, max(3, repeat))
+    rep.table("k2dec vs icefall's beam_search.py, same model and encoder outputs, one run "
+              "(ratio = icefall time / k2dec time; the machine may be shared, so compare "
+              "ratios, not frames/s): " + "; ".join(f"{lab}: {p.description}"
+                                                    for lab, p in problems),
+              ["model", "search", "k2dec frames/s", "icefall frames/s", "speed ratio",
+               "target", "met", "same tokens"], rows)
+    rep.note("icefall's fast_beam_search runs every stream over all T frames of the padded "
+             "batch, padding included; k2dec's stops each stream at its own length, so their "
+             "fast_beam_search tokens may differ for the shorter utterances of a batch.")
+    for name, target in ICEFALL_TARGETS.items():
+        value = ", ".join(f"{r[0]} {r[4]:.2f}x" for r in rows if r[1] == name)
+        if mode == "smoke":
+            rep.target(f"{name} >= {target}x icefall's speed",
+                       f"not evaluated in --smoke mode (tiny model: {value})", None)
+        else:
+            rep.target(f"{name} >= {target}x icefall's speed", value,
+                       min(r[4] for r in rows if r[1] == name) >= target)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = benchlib.area_parser(__doc__, "transducer")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeat", type=int, default=None, help="best of this many runs")
+    p.add_argument("--icefall-dir", type=Path, default=os.environ.get("ICEFALL_DIR") or None,
+                   help="a local icefall checkout (the peer; default: $ICEFALL_DIR)")
     args = p.parse_args(argv)
     benchlib.one_thread()
     t_start = time.perf_counter()
@@ -360,6 +516,7 @@ def main(argv: list[str] | None = None) -> None:
               "(tests/reference); speed relative to the plain batched search",
               ["search", "variant", "frames/s", "speed vs batched", "decoder rows / joiner row",
                "same tokens as batched"], variants)
+    icefall_table(rep, args.icefall_dir, prob, mode_name, repeat, args.seed)
     differ = [r[0] for r in table if r[-1] != f"{len(idx)}/{len(idx)}"]
     if differ:
         sampled = [m for m in differ if "nbest" in m]

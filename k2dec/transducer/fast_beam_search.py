@@ -277,6 +277,14 @@ class FastBeamSearch:
         over the remaining ones, so no stream ever consumes a padding frame.
         """
         lens = check_encoder_out(encoder_out, encoder_out_lens)
+        self._decode(streams, encoder_out, lens)
+
+    def _decode(
+        self, streams: Sequence[FastBeamSearchStream], encoder_out: torch.Tensor,
+        lens: torch.Tensor
+    ) -> None:
+        """:meth:`decode_chunk` after checking ``encoder_out`` (``lens``: int64, its
+        device)."""
         check_streams(streams, encoder_out.size(0), FastBeamSearchStream)
         device = encoder_out.device
         for i, s in enumerate(streams):
@@ -314,7 +322,7 @@ class FastBeamSearch:
             shape, contexts = decoding.get_contexts()
             utt = shape.row_ids(1).to(torch.int64)
             dec = net.decoder_out(contexts.to(torch.int64))
-            enc_t = enc[utt, t]
+            enc_t = enc[:, t].index_select(0, utt)
             logits = net.logits(enc_t, dec)
             log_probs = log_probs_from_logits(logits, 0, cfg.temperature, cfg.blank_penalty)
             if cfg.ilme_scale != 0.0:
@@ -489,10 +497,10 @@ def fast_beam_search(
       :class:`FastBeamSearchResult` (lattice, one-best hyps, the config).
     """
     search = FastBeamSearch(model, decoding_graph, config)
-    check_encoder_out(encoder_out, encoder_out_lens)
+    lens = check_encoder_out(encoder_out, encoder_out_lens)
     device = encoder_out.device
     streams = [search.new_stream(device) for _ in range(encoder_out.size(0))]
-    search.decode_chunk(streams, encoder_out, encoder_out_lens)
+    search._decode(streams, encoder_out, lens)
     lattice = search.lattice(streams)
     hyps = one_best(lattice, [s.num_frames for s in streams])
     return FastBeamSearchResult(lattice=lattice, hyps=hyps, config=search.config)

@@ -18,11 +18,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import nn
 
-from k2dec.batch_search import num_active_per_frame
+from k2dec.ragged import exclusive_cumsum
 from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
@@ -116,52 +117,98 @@ class GreedySearch:
         """
         lens = check_encoder_out(encoder_out, encoder_out_lens)
         check_streams(streams, encoder_out.size(0), GreedySearchStream)
-        n_utt = encoder_out.size(0)
-        if n_utt == 0 or encoder_out.size(1) == 0 or int(lens.max()) == 0:
+        self._decode(streams, encoder_out, lens)
+
+    def _decode(
+        self, streams: Sequence[GreedySearchStream], encoder_out: torch.Tensor, lens: torch.Tensor
+    ) -> None:
+        """:meth:`decode_chunk` on validated inputs (``lens``: int64 on the device).
+
+        Each utterance moves through its frames at its own pace. While a row emits blanks its
+        decoder output does not change, so one joiner call scores the next ``lookahead``
+        frames of every active row with its current decoder output; the row takes the blank
+        decisions up to its first non-blank symbol in that window and the symbol, and only the
+        rows that emitted get a new context and decoder output. The decisions are those of the
+        frame-by-frame loop (the same joiner inputs) with far fewer network calls and tensor
+        ops per frame; the joiner work on frames after a row's first emission in its window is
+        wasted. Symbols are recorded in an int64 buffer ``[T, max_sym, N]`` (blank where
+        nothing was emitted) and the decisions' log-probs per window; both become token lists
+        and float64 scores (summed in decision order) once at the end."""
+        n_utt, t_max = encoder_out.size(0), encoder_out.size(1)
+        if n_utt == 0 or t_max == 0 or int(lens.max()) == 0:
             return
         device = encoder_out.device
         net, blank_id = self.net, self.net.blank_id
         max_sym, blank_penalty = self.config.max_sym_per_frame, self.config.blank_penalty
+        k = _LOOKAHEAD
 
-        # Longest first, so the utterances still active on frame t are a prefix.
-        lens_sorted, order = torch.sort(lens, descending=True, stable=True)
-        order_list = order.tolist()
-        ordered = [streams[i] for i in order_list]
-        enc = net.project_encoder(encoder_out.index_select(0, order))
-        ctx = torch.stack([s.context.to(device) for s in ordered])  # [N, c]
+        # The valid frames of all utterances, packed row after row ([F, J]); a row's frames
+        # are first_frame[i] .. first_frame[i + 1] - 1. A window reads up to _MAX_WINDOW frames
+        # past a row's last frame (padding at the end; those frames are never decided).
+        first_frame = exclusive_cumsum(lens)
+        packed = torch.nonzero(torch.arange(t_max, device=device) < lens.unsqueeze(1))
+        index = torch.cat([packed[:, 0] * t_max + packed[:, 1],
+                           packed.new_zeros(max(k, _MAX_WINDOW))])  # padding: any frame
+        enc = net.project_encoder(encoder_out.reshape(n_utt * t_max, -1).index_select(0, index))
+        ctx = torch.stack([s.context.to(device) for s in streams])  # [N, c]
         dec = net.decoder_out(ctx)  # [N, J]
-        score = torch.tensor([s.score for s in ordered], dtype=torch.float64, device=device)
-        num_active = num_active_per_frame(lens_sorted.tolist())
+        windows: list[_Window] = []
 
-        rows: list[torch.Tensor] = []
-        toks: list[torch.Tensor] = []
-        frames: list[torch.Tensor] = []
-        for t, n in enumerate(num_active):
-            active = torch.arange(n, device=device)
-            enc_t = enc[:n, t]
-            for _ in range(max_sym):
-                logits = net.logits(enc_t if active.numel() == n else enc[active, t], dec[active])
-                log_probs = log_probs_from_logits(logits, blank_id, 1.0, blank_penalty)
-                best, tok = log_probs.max(dim=1)
-                score.index_add_(0, active, best.to(torch.float64))
-                emit = tok != blank_id
-                emitted = active[emit]
-                if emitted.numel() == 0:
-                    break
-                new_tok = tok[emit]
-                rows.append(emitted)
-                toks.append(new_tok)
-                frames.append(torch.full_like(emitted, t))
-                ctx[emitted] = torch.cat([ctx[emitted, 1:], new_tok.unsqueeze(1)], dim=1)
-                dec[emitted] = net.decoder_out(ctx[emitted])
-                active = emitted
+        # State of the rows still decoding (compacted now and then): row id, next packed
+        # frame, end of its frames, symbols already emitted on the next frame (< max_sym).
+        rows = torch.nonzero(lens > 0).squeeze(1)
+        cur = first_frame.index_select(0, rows)
+        end = first_frame[1:].index_select(0, rows)
+        nsym = torch.zeros_like(cur)
+        n = rows.numel()
+        width, window, starts = _window(rows, k)
+        while True:
+            frames = cur.unsqueeze(1) + window  # [n, width]
+            valid = frames < end.unsqueeze(1)
+            logits = net.window_logits(enc.index_select(0, frames.view(-1)).view(n, width, -1),
+                                       dec.index_select(0, rows))
+            best, tok = log_probs_from_logits(logits, blank_id, 1.0, blank_penalty).max(dim=1)
+            emit = (tok.view(n, width) != blank_id) & valid
+            has, first = emit.max(dim=1)  # first emission of each row (0 if none)
+            before = torch.where(has, first, width)
+            slot = None if max_sym == 1 else torch.where(first == 0, nsym, 0)
+            windows.append(_Window(rows, cur, best.view(n, width), valid, before, tok, slot))
 
-        _append_tokens(ordered, rows, toks, frames)
+            if max_sym == 1:
+                nxt = cur + before + has
+            else:  # the max_sym-th symbol of a frame moves on to the next frame
+                stay = has & (slot + 1 < max_sym)
+                nxt = cur + before + (has & ~stay)
+                nsym = torch.where(stay, slot + 1, 0)
+            local = torch.nonzero(has).squeeze(1)
+            if local.numel() > 0:
+                new_tok = tok.index_select(0, (starts + first).index_select(0, local))
+                emitters = rows.index_select(0, local)
+                new_ctx = torch.cat([ctx.index_select(0, emitters)[:, 1:],
+                                     new_tok.unsqueeze(1)], dim=1)
+                ctx.index_copy_(0, emitters, new_ctx)
+                dec.index_copy_(0, emitters, net.decoder_out(new_ctx))
+            cur = torch.minimum(nxt, end)
+            # Finished rows stay (all frames invalid, nothing decided) until a quarter of the
+            # rows are finished; then the state is compacted.
+            done = cur == end
+            num_done = int(done.sum())
+            if num_done == n:
+                break
+            if 4 * num_done >= n:
+                keep = torch.nonzero(~done).squeeze(1)
+                rows, cur, end, nsym = rows[keep], cur[keep], end[keep], nsym[keep]
+                n = rows.numel()
+                width, window, starts = _window(rows, k)
+
+        initial = torch.tensor([s.score for s in streams], dtype=torch.float64, device=device)
+        chosen, score = _collect(windows, initial, packed.size(0), max_sym, blank_id)
+        _append_tokens(streams, chosen, lens, blank_id)
         score_list = score.tolist()
-        for i, s in enumerate(ordered):
+        for i, (s, n_frames) in enumerate(zip(streams, lens.tolist())):
             s.context = ctx[i]
             s.score = score_list[i]
-            s.num_frames += int(lens_sorted[i])
+            s.num_frames += n_frames
 
     def results(self, streams: Sequence[GreedySearchStream]) -> list[TransducerHypothesis]:
         """Current (partial or final) hypothesis of each stream."""
@@ -187,28 +234,99 @@ def greedy_search(
       ``N`` hypotheses, in input order.
     """
     search = GreedySearch(model, config)
-    check_encoder_out(encoder_out, encoder_out_lens)
+    lens = check_encoder_out(encoder_out, encoder_out_lens)
     streams = [search.new_stream(encoder_out.device) for _ in range(encoder_out.size(0))]
-    search.decode_chunk(streams, encoder_out, encoder_out_lens)
-    return search.results(streams)
+    search._decode(streams, encoder_out, lens)
+    return [s.result() for s in streams]
 
 
-def _append_tokens(
-    ordered: Sequence,
-    rows: list[torch.Tensor],
-    toks: list[torch.Tensor],
-    frames: list[torch.Tensor],
-) -> None:
-    """Append emitted (row, token, frame) triples, recorded in time order, to the streams'
-    ``tokens``/``timestamps`` lists (frames are offset by each stream's ``num_frames``)."""
-    if not rows:
-        return
-    row = torch.cat(rows)
-    order = torch.sort(row, stable=True)[1]
-    row_l = row[order].tolist()
-    tok_l = torch.cat(toks)[order].tolist()
-    frame_l = torch.cat(frames)[order].tolist()
-    for r, k, f in zip(row_l, tok_l, frame_l):
-        s = ordered[r]
-        s.tokens.append(k)
-        s.timestamps.append(s.num_frames + f)
+def _append_tokens(streams: Sequence[GreedySearchStream], chosen: torch.Tensor,
+                   lens: torch.Tensor, blank_id: int) -> None:
+    """Append the non-blank symbols of ``chosen`` (int64 ``[F, max_sym]``: the symbols chosen
+    on the valid frames of all streams, packed stream after stream, ``lens[i]`` frames each)
+    to the streams' ``tokens`` and their frames to ``timestamps`` (offset by each stream's
+    ``num_frames``), in (frame, slot) order."""
+    emitted = chosen != blank_id
+    row_of_frame = torch.repeat_interleave(torch.arange(lens.numel(), device=lens.device), lens)
+    frame_of = torch.arange(chosen.size(0), device=lens.device) - exclusive_cumsum(lens)[
+        row_of_frame]
+    at = torch.nonzero(emitted)[:, 0]
+    counts = torch.bincount(row_of_frame.index_select(0, at), minlength=lens.numel()).tolist()
+    tokens = chosen[emitted].tolist()
+    frames = frame_of.index_select(0, at).tolist()
+    start = 0
+    for s, count in zip(streams, counts):
+        if count:
+            s.tokens.extend(tokens[start : start + count])
+            s.timestamps.extend(s.num_frames + f for f in frames[start : start + count])
+            start += count
+
+
+#: frames of the look-ahead window (fewer network calls vs joiner work wasted after a row's
+#: first emission in its window; 4 was fastest on the shipped model)
+_LOOKAHEAD = 4
+#: the look-ahead window grows up to this many frames when few rows are left (the joiner
+#: call then costs little more for a wider window, and the rows need fewer iterations)
+_MAX_WINDOW = 8
+#: rows x window frames aimed at per joiner call when widening the window
+_WINDOW_ROWS = 64
+
+
+class _Window(NamedTuple):
+    """What one look-ahead window of the greedy loop decided (``n`` rows, ``w`` frames)."""
+
+    rows: torch.Tensor  # int64 [n], row ids
+    start: torch.Tensor  # int64 [n], packed index of the window's first frame
+    best: torch.Tensor  # float [n, w], log-prob of the best symbol on each frame
+    valid: torch.Tensor  # bool [n, w], frames inside the row
+    before: torch.Tensor  # int64 [n], offset of the first emission (w if none)
+    tok: torch.Tensor  # int64 [n * w], best symbol on each frame
+    slot: torch.Tensor | None  # int64 [n], symbol slot of the emission (max_sym > 1)
+
+
+def _window(rows: torch.Tensor, k: int) -> tuple[int, torch.Tensor, torch.Tensor]:
+    """Window width for ``rows`` (``k``, wider when few rows are left), its frame offsets
+    ``[width]`` and each row's first index in a flattened ``[n, width]`` window."""
+    n = rows.numel()
+    width = max(k, min(_MAX_WINDOW, _WINDOW_ROWS // max(1, n)))
+    return (width, torch.arange(width, device=rows.device),
+            torch.arange(0, n * width, width, device=rows.device))
+
+
+def _collect(windows: list[_Window], initial: torch.Tensor, num_frames: int, max_sym: int,
+             blank_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The symbols chosen on the packed frames (int64 ``[num_frames, max_sym]``, blank where
+    none) and each row's score: ``initial`` (float64 ``[N]``) plus the log-probs of its
+    decisions (the valid frames of each window up to its first emission) added one at a time
+    in decision order, so the sum does not depend on how the decisions were batched."""
+    device = initial.device
+    chosen = torch.full((num_frames, max_sym), blank_id, dtype=torch.int64, device=device)
+    rows, values = [], []
+    i = 0
+    while i < len(windows):  # windows of equal width together
+        width = windows[i].best.size(1)
+        j = i
+        while j < len(windows) and windows[j].best.size(1) == width:
+            j += 1
+        group = _Window(*(None if xs[0] is None else torch.cat(xs)
+                          for xs in zip(*windows[i:j])))
+        i = j
+        before = group.before
+        taken = group.valid & (torch.arange(width, device=device) <= before.unsqueeze(1))
+        values.append(group.best[taken])
+        rows.append(group.rows.unsqueeze(1).expand_as(taken)[taken])
+        has = torch.nonzero(before < width).squeeze(1)
+        at = before.index_select(0, has)
+        tok = group.tok.index_select(0, has * width + at)
+        frame = group.start.index_select(0, has) + at
+        slot = 0 if group.slot is None else group.slot.index_select(0, has)
+        chosen[frame, slot] = tok
+    row, order = torch.sort(torch.cat(rows), stable=True)
+    value = torch.cat(values)[order]
+    counts = torch.bincount(row, minlength=initial.numel())
+    column = torch.arange(row.numel(), device=device) - exclusive_cumsum(counts)[row]
+    width = int(counts.max()) if counts.numel() else 0
+    table = torch.zeros(initial.numel(), width + 1, dtype=torch.float64, device=device)
+    table[:, 0] = initial
+    table[row, column + 1] = value.to(torch.float64)
+    return chosen, table.cumsum(dim=1)[:, -1]  # sequential on CPU; trailing zeros add nothing

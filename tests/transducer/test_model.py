@@ -8,6 +8,7 @@ from k2dec.transducer import (
     FastBeamSearchConfig,
     Joiner,
     StatelessDecoder,
+    TransducerNet,
     fast_beam_search,
     greedy_search,
     modified_beam_search,
@@ -95,3 +96,25 @@ def test_model_without_projections(device):
             manual.append(k)
             ctx = [ctx[1], k]
     assert hyps[0].tokens == manual
+
+
+@pytest.mark.parametrize("project", [True, False])
+def test_window_logits_equal_row_logits(device, project):
+    """TransducerNet.window_logits (n rows x w frames sharing a decoder output; icefall-style
+    joiners broadcast) equals logits on the repeated rows, exactly."""
+    model = random_model(vocab_size=7, seed=3, device=device)
+    if not project:
+        del model.joiner.encoder_proj, model.joiner.decoder_proj
+        model.joiner.forward = lambda e, d: model.joiner.output_linear(torch.tanh(e + d))
+    net = TransducerNet(model)
+    assert net.project == project
+    g = torch.Generator().manual_seed(3)
+    n, w = 5, 3
+    dim = net.decoder_out(net.initial_context(1, device)).size(1)
+    enc = torch.randn(n, w, dim, generator=g).to(device)
+    dec = torch.randn(n, dim, generator=g).to(device)
+    out = net.window_logits(enc, dec)
+    assert out.shape == (n * w, 7)
+    expected = net.logits(enc.reshape(n * w, dim), dec.repeat_interleave(w, dim=0))
+    assert torch.equal(out, expected)
+    assert not torch.equal(out[:w], out[w : 2 * w])  # rows differ: the test can fail

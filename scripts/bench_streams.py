@@ -1,0 +1,143 @@
+"""Batch scaling: fast_beam_search over many streams and HLG decoding at several batch sizes.
+
+The seed paper decodes 200+ transducer streams at once on a GPU; this area measures how
+k2dec's batched searches scale with the number of utterances decoded together, on the
+device given (``--device cuda`` on a machine with an NVIDIA GPU; CPU by default):
+
+- ``fast_beam_search`` (one-best, trivial graph and LG) on the shipped model's encoder
+  outputs, 1 / 16 / 64 / 256 streams (utterances of the shipped test sets, repeated when
+  there are fewer);
+- HLG 1best (``k2.intersect_dense_pruned``) on its CTC outputs at the same batch sizes.
+
+Each row: decode time of the whole batch (best of ``--repeat``; CUDA synchronized), RTF
+(decode time / seconds of audio in the batch), utterances per second, the speed-up per
+utterance over batch size 1 in the same run, and whether every utterance got the same
+hypothesis as when decoded alone (the searches are batch-invariant). The encoder runs once,
+before timing; one torch thread on CPU.
+
+    python scripts/bench_streams.py [--device cuda] [--quick | --smoke] [--report DIR]
+"""
+
+from __future__ import annotations
+
+import platform
+import time
+from collections.abc import Callable
+from typing import Any
+
+import benchlib
+
+AREA = "streams"
+SIZES = (1, 16, 64, 256)
+#: seconds of audio per encoder output frame of the shipped model (10 ms fbank, 4x subsampling)
+FRAME_SECONDS = 0.04
+
+
+def _timed(fn: Callable[..., Any], args: tuple, device, repeat: int) -> tuple[float, Any]:
+    """``(best seconds of repeat calls of fn(*args), its output)``."""
+    import torch
+
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        out = fn(*args)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def _rows_of(indices: list[int], enc, enc_lens, lp):
+    """The batch of the given utterance indices, padded to its longest."""
+    import torch
+
+    idx = torch.tensor(indices, dtype=torch.int64)
+    lens = enc_lens[idx]
+    t = int(lens.max())
+    return enc[idx, :t], lens, lp[idx, :t]
+
+
+def main() -> None:
+    p = benchlib.area_parser(__doc__, AREA)
+    p.add_argument("--device", default="cpu", help="torch device (cpu, cuda, cuda:1, ...)")
+    p.add_argument("--repeat", type=int, default=None, help="timing repeats (best kept)")
+    args = p.parse_args()
+    benchlib.one_thread()
+    import torch
+
+    from k2dec.lattice import LatticeConfig, one_best_decoding
+    from k2dec.transducer import FastBeamSearchConfig, fast_beam_search
+
+    device = torch.device(args.device)
+    sizes = (1, 2) if args.smoke else (1, 16) if args.quick else SIZES
+    repeat = args.repeat or (1 if args.smoke else 2 if args.quick else 3)
+    data = benchlib.shipped_batch(max_cuts=4 if args.smoke else None)
+    n_avail = data.encoder_out.size(0)
+    data.assets.model.to(device).eval()
+    transducer = data.assets.model.transducer
+    graphs = data.assets.resources.graphs
+    LG, HLG = graphs["LG"].to(device), graphs["HLG"].to(device)
+    enc, enc_lens = data.encoder_out.to(device), data.encoder_lens.to(device)
+    lp = data.ctc_log_probs.to(device)
+    fbs_cfg, lat_cfg = FastBeamSearchConfig(), LatticeConfig()
+
+    def fbs(graph):
+        def run(e, lens, _lp):
+            with torch.no_grad():
+                return [h.tokens for h in fast_beam_search(transducer, e, lens, graph,
+                                                            fbs_cfg).hyps]
+        return run
+
+    def hlg(_e, lens, lp_):
+        return [list(h.words) for h in one_best_decoding(lp_, lens, HLG, lat_cfg)]
+
+    systems = {"fast_beam_search (trivial graph)": fbs(None),
+               "fast_beam_search (LG)": fbs(LG), "HLG 1best": hlg}
+    alone: dict[str, dict[int, Any]] = {name: {} for name in systems}
+    rows = []
+    for name, run in systems.items():
+        base = None
+        for n in sizes:
+            indices = [i % n_avail for i in range(n)]
+            batch = _rows_of(indices, enc, enc_lens, lp)
+            lens = batch[1]
+            seconds, hyps = _timed(run, batch, device, repeat)
+            for i in indices:  # each utterance's hypothesis decoded alone
+                if i not in alone[name]:
+                    e1, l1, p1 = _rows_of([i], enc, enc_lens, lp)
+                    alone[name][i] = run(e1, l1, p1)[0]
+            same = all(alone[name][i] == h for i, h in zip(indices, hyps))
+            audio = float(lens.sum()) * FRAME_SECONDS
+            per_utt = seconds / n
+            base = base if base is not None else per_utt
+            rows.append([name, n, round(seconds, 4), f"{seconds / audio:.5f}",
+                         round(n / seconds, 1), round(base / per_utt, 2), same])
+            print(f"{name} x{n}: {seconds:.3f} s, RTF {seconds / audio:.4f}, "
+                  f"same as alone: {same}", flush=True)
+    dev_name = (torch.cuda.get_device_name(device) if device.type == "cuda"
+                else platform.processor() or platform.machine())
+    rep = benchlib.Report(
+        area=AREA, title=f"Batch scaling: many streams and HLG batch sizes ({device.type})",
+        settings=(f"Device: {dev_name} ({args.device}). The shipped model's encoder outputs "
+                  f"({n_avail} utterances of the shipped test sets, repeated to fill a batch) "
+                  "decoded together; fast_beam_search with FastBeamSearchConfig() defaults "
+                  "(beam 20, max_contexts 8, max_states 64), HLG 1best with LatticeConfig() "
+                  f"defaults; best of {repeat} runs; one torch thread."),
+    )
+    rep.table("Decode time per batch, RTF and speed-up per utterance over batch size 1",
+              ["search", "streams / batch size", "batch time s", "RTF", "utterances/s",
+               "speed-up per utterance vs 1", "same hypotheses as alone"], rows)
+    invariant = all(r[-1] for r in rows)
+    rep.target("every utterance gets the hypothesis it gets alone, at every batch size",
+               "yes" if invariant else "no: " + ", ".join(f"{r[0]} x{r[1]}" for r in rows
+                                                            if not r[-1]), invariant)
+    if device.type != "cuda":
+        rep.note("CPU run: the GPU figures (the seed paper: 200+ streams at RTF 0.0025 on a "
+                 "V100) need `--device cuda` on a machine with k2's CUDA build.")
+    rep.write(args.report)
+
+
+if __name__ == "__main__":
+    main()
