@@ -68,7 +68,7 @@ def load_assets(
       ValueError: a ``graph_dir`` without a lang dir, or one that is not a directory.
     """
     from ..graph import build_ctc_topo, load_graph
-    from ..lang import bpe_word_start_mask, check_vocab_size, load_bpe_model
+    from ..lang import TokenWords, bpe_word_start_mask, check_vocab_size, load_bpe_model
     from ..model import find_tokens, load_model
 
     device = torch.device(device)
@@ -99,6 +99,8 @@ def load_assets(
         word_start = bpe_word_start_mask(lang.token_table)
         if bool(word_start.any()):
             res.word_start = word_start.to(device)
+            if (lang.path / "lexicon.txt").is_file() and "<UNK>" in lang.word_table:
+                res.token_words = TokenWords.from_lang_dir(lang)
         dirs = [Path(graph_dir)] if graph_dir is not None else []
         for name, file in GRAPH_FILES.items():
             path = next((d / file for d in (*dirs, lang.path) if (d / file).is_file()), None)
@@ -152,6 +154,9 @@ def need_hint(need: str) -> str:
         return "a neural LM (--rnn-lm FILE, from k2dec train-lm / export-lm)"
     if need == "attention_decoder":
         return "a model with an attention decoder"
+    if need == "token_words":
+        return ("a BPE lang dir (--lang-dir with tokens.txt pieces, lexicon.txt and <UNK> in "
+                "words.txt) to read words off token sequences")
     if need == "lodr":
         return ("LODR's token n-gram (--lodr-arpa FILE, e.g. a token bigram from "
                 "k2dec.scorers.train_token_arpa on the LM text)")

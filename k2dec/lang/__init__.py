@@ -18,6 +18,7 @@ from .lexicon import (
     write_lexicon,
 )
 from .phone import SILENCE_ENTRIES, cmudict_lexicon
+from .spelling import TokenWords
 from .symbols import (
     check_vocab_size,
     disambig_ids,
@@ -32,6 +33,7 @@ __all__ = [
     "Lexicon",
     "SILENCE_ENTRIES",
     "SPECIAL_WORDS",
+    "TokenWords",
     "add_disambig_symbols",
     "bpe_lexicon",
     "bpe_token_table",

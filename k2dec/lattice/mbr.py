@@ -57,6 +57,7 @@ from k2dec.lattice.posteriors import (
     scaled_arc_scores,
     state_depths,
 )
+from k2dec.lattice.prune import MAX_LATTICE_ARCS
 from k2dec.lattice.search import LatticeResult
 from k2dec.ragged import ragged_from_row_ids
 
@@ -92,21 +93,28 @@ class MbrConfig:
       max_cells: memory budget: utterances are processed in groups whose total number of
         lattice states times (positions + 1) stays below this; two float64 tables of that many
         cells are held (128 MiB at the default). A single utterance above the budget is
-        processed alone.
+        processed alone (its size is bounded by ``max_lattice_arcs``).
+      max_lattice_arcs: the MBR methods first prune a lattice with more arcs to this many
+        (:func:`k2dec.lattice.prune_lattice`, the narrowest output beam keeping them; recorded
+        in the utterance's notes), so that one utterance's tables stay bounded too
+        (``None``: never).
     """
 
     posterior: PosteriorConfig = field(default_factory=PosteriorConfig)
     decode_mbr: bool = True
     max_iterations: int = 100
     max_cells: int = 1 << 23
+    max_lattice_arcs: int | None = MAX_LATTICE_ARCS
 
     def __post_init__(self) -> None:
         if not isinstance(self.posterior, PosteriorConfig):
             raise TypeError(f"posterior must be a PosteriorConfig, got {self.posterior!r}")
         if not isinstance(self.decode_mbr, bool):
             raise TypeError(f"decode_mbr must be a bool, got {self.decode_mbr!r}")
-        for name in ("max_iterations", "max_cells"):
+        for name in ("max_iterations", "max_cells", "max_lattice_arcs"):
             value = getattr(self, name)
+            if value is None and name == "max_lattice_arcs":
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
 

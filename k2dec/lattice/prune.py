@@ -20,7 +20,12 @@ from dataclasses import dataclass
 import k2
 import torch
 
-__all__ = ["PruneReport", "prune_lattice"]
+__all__ = ["MAX_LATTICE_ARCS", "PruneReport", "prune_lattice"]
+
+#: The default bound on one utterance's lattice arcs before the stages that cost time and
+#: memory per arc (n-best sampling and intersection, MBR decoding): ``NbestConfig`` and
+#: ``MbrConfig`` both take it.
+MAX_LATTICE_ARCS = 50_000
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ import torch
 
 from ..hypothesis import HypothesisRecord
 from ..lattice import AuxLabels, MbrConfig, Topology, get_lattice, lattice_timed_units
+from ..lattice.prune import prune_lattice
 from ..lattice.rescore import RescoreStatus, rescore_with_whole_lattice
 from ..paths import path_token_ids
 from ..transducer import FastBeamSearchConfig, fast_beam_search
@@ -50,12 +51,15 @@ class MbrMethodConfig:
 
 def _units(lattice: k2.Fsa, topology: Topology, mbr: MbrConfig, res: Resources,
            aux_labels: AuxLabels = AuxLabels.WORDS):
-    """(best path, consensus) :class:`~k2dec.lattice.TimedUnits` of a batch of lattices."""
+    """(best path, consensus) :class:`~k2dec.lattice.TimedUnits` of a batch of lattices, and
+    per utterance a note when its lattice had more than ``mbr.max_lattice_arcs`` arcs and
+    was pruned first (both come from the pruned lattice)."""
+    lattice, reports = prune_lattice(lattice, mbr.max_lattice_arcs)
     best, _ = lattice_timed_units(lattice, topology, replace(mbr, decode_mbr=False),
                                   word_start=res.word_start, aux_labels=aux_labels)
     consensus, _ = lattice_timed_units(lattice, topology, replace(mbr, decode_mbr=True),
                                        word_start=res.word_start, aux_labels=aux_labels)
-    return best, consensus
+    return best, consensus, [r.describe() for r in reports], lattice
 
 
 def _path_tokens(lattice: k2.Fsa, topology: Topology) -> list[list[int]]:
@@ -76,10 +80,10 @@ def _mbr(inputs: CtcInputs, res: Resources, cfg: MbrMethodConfig):
                          cfg.ctc.subsampling_factor)
     failed = lattice_failures(result.reports)
     if not cfg.rescore:
-        best, consensus = _units(result.lattice, Topology.CTC, cfg.mbr, res)
-        tokens = _path_tokens(result.lattice, Topology.CTC)
-        return [MethodResult("mbr", from_timed_units(consensus, True, failed), cfg),
-                MethodResult("1best", from_timed_units(best, True, failed, tokens), cfg)]
+        best, consensus, notes, lat = _units(result.lattice, Topology.CTC, cfg.mbr, res)
+        tokens = _path_tokens(lat, Topology.CTC)
+        return [MethodResult("mbr", from_timed_units(consensus, True, failed, notes=notes), cfg),
+                MethodResult("1best", from_timed_units(best, True, failed, tokens, notes), cfg)]
     scales = _scales(cfg.ctc.whole_lattice_lm_scale, cfg.ctc.whole_lattice.lm_scales,
                      cfg.ctc.sweep)
     out = rescore_with_whole_lattice(result, res.graph("G", "mbr"),
@@ -95,12 +99,12 @@ def _mbr(inputs: CtcInputs, res: Resources, cfg: MbrMethodConfig):
     for s in scales:
         lat = rescored.clone()
         lat.scores = am / s + rescored.lm_scores
-        best, consensus = _units(lat, Topology.CTC, cfg.mbr, res)
+        best, consensus, notes, lat = _units(lat, Topology.CTC, cfg.mbr, res)
         tokens = _path_tokens(lat, Topology.CTC)
-        results += [MethodResult(f"mbr_lm_scale_{s}", from_timed_units(consensus, True, failed),
-                                 cfg),
-                    MethodResult(f"lm_scale_{s}", from_timed_units(best, True, failed, tokens),
-                                 cfg)]
+        results += [MethodResult(f"mbr_lm_scale_{s}",
+                                 from_timed_units(consensus, True, failed, notes=notes), cfg),
+                    MethodResult(f"lm_scale_{s}",
+                                 from_timed_units(best, True, failed, tokens, notes), cfg)]
     return results
 
 
@@ -139,9 +143,12 @@ def _fbs_mbr(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMbrCon
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, None,
                            cfg.search)
     failed = _transducer_failures(out.lattice)
-    best, consensus = _units(out.lattice, Topology.TRANSDUCER, cfg.mbr, res, AuxLabels.TOKENS)
-    return [MethodResult("fast_beam_search_mbr", from_timed_units(consensus, False, failed), cfg),
-            MethodResult("fast_beam_search", from_timed_units(best, False, failed), cfg)]
+    best, consensus, notes, _ = _units(out.lattice, Topology.TRANSDUCER, cfg.mbr, res,
+                                       AuxLabels.TOKENS)
+    return [MethodResult("fast_beam_search_mbr",
+                         from_timed_units(consensus, False, failed, notes=notes), cfg),
+            MethodResult("fast_beam_search", from_timed_units(best, False, failed, notes=notes),
+                         cfg)]
 
 
 @register("fast_beam_search_mbr_LG", Family.TRANSDUCER, FastBeamSearchMbrLGConfig,
@@ -153,10 +160,10 @@ def _fbs_mbr_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMbr
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     failed = _transducer_failures(out.lattice)
-    best, consensus = _units(out.lattice, Topology.TRANSDUCER, cfg.mbr, res)
-    tokens = _path_tokens(out.lattice, Topology.TRANSDUCER)
-    return [MethodResult("fast_beam_search_mbr_LG", from_timed_units(consensus, True, failed),
-                         cfg),
-            MethodResult("fast_beam_search_LG", from_timed_units(best, True, failed, tokens),
-                         cfg)]
+    best, consensus, notes, lat = _units(out.lattice, Topology.TRANSDUCER, cfg.mbr, res)
+    tokens = _path_tokens(lat, Topology.TRANSDUCER)
+    return [MethodResult("fast_beam_search_mbr_LG",
+                         from_timed_units(consensus, True, failed, notes=notes), cfg),
+            MethodResult("fast_beam_search_LG",
+                         from_timed_units(best, True, failed, tokens, notes), cfg)]
 

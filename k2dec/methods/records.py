@@ -86,15 +86,17 @@ def _probs(values: Sequence[float]) -> tuple[float, ...]:
 
 
 def from_timed_units(units: TimedUnits, words: bool, failed: Sequence[str],
-                     tokens: Sequence[Sequence[int]] | None = None
-                     ) -> tuple[HypothesisRecord, ...]:
+                     tokens: Sequence[Sequence[int]] | None = None,
+                     notes: Sequence[str] | None = None) -> tuple[HypothesisRecord, ...]:
     """Records of lattice outputs with frames and confidences
     (:func:`k2dec.lattice.lattice_timed_units`): with ``words`` the units are words (start
     frame, duration, confidence each), else tokens (start frame and confidence each; a
     token's duration is not recorded). ``tokens``: the best path's tokens, for word units
-    that come from it. An utterance with a failure reason gets no hypothesis."""
+    that come from it; ``notes``: per utterance, e.g. that its lattice was pruned. An
+    utterance with a failure reason gets no hypothesis."""
     ids, begin, end = units.ids.tolist(), units.begin.tolist(), units.end.tolist()
     conf = units.confidences.tolist()
+    notes = notes if notes is not None else [""] * len(failed)
     out = []
     for i, err in enumerate(failed):
         tok = tuple(tokens[i]) if tokens is not None else None
@@ -105,10 +107,10 @@ def from_timed_units(units: TimedUnits, words: bool, failed: Sequence[str],
             out.append(HypothesisRecord(
                 tokens=tok, words=tuple(ids[i]), word_frames=tuple(begin[i]),
                 word_durations=tuple(e - b for b, e in zip(begin[i], end[i])),
-                word_confidences=_probs(conf[i])))
+                word_confidences=_probs(conf[i]), notes=notes[i]))
         else:
             out.append(HypothesisRecord(tokens=tuple(ids[i]), token_frames=tuple(begin[i]),
-                                        token_confidences=_probs(conf[i])))
+                                        token_confidences=_probs(conf[i]), notes=notes[i]))
     return tuple(out)
 
 

@@ -81,8 +81,9 @@ class MethodResult:
 
 
 #: What :attr:`Method.requires` may name besides graph names (``"H"``, ``"HLG"``, ``"LG"``,
-#: ``"G"``): the attention decoder, a neural LM and LODR's token n-gram.
-NON_GRAPH_NEEDS = ("attention_decoder", "lm", "lodr")
+#: ``"G"``): the attention decoder, a neural LM, LODR's token n-gram and the token -> word
+#: map of a BPE lang dir.
+NON_GRAPH_NEEDS = ("attention_decoder", "lm", "lodr", "token_words")
 
 
 @dataclass
@@ -105,6 +106,9 @@ class Resources:
         ``▁``, :func:`k2dec.lang.bpe_word_start_mask`), so that methods can give words the
         frames of their tokens; ``None`` when unknown (phone lexicons): word frames then
         come from the arcs carrying the word labels.
+      token_words: word ids of token sequences (a :class:`k2dec.lang.TokenWords` of the
+        lang dir), for methods that score token hypotheses with a word n-gram; ``None``
+        when the lang dir is not a BPE one.
     """
 
     graphs: dict[str, k2.Fsa] = field(default_factory=dict)
@@ -114,6 +118,7 @@ class Resources:
     lodr: Any = None
     cache: dict[Any, Any] = field(default_factory=dict)
     word_start: torch.Tensor | None = None
+    token_words: Any = None
 
     def graph(self, name: str, method: str) -> k2.Fsa:
         if name not in self.graphs:
@@ -133,9 +138,10 @@ class Resources:
     def missing(self, requires: Sequence[str]) -> tuple[str, ...]:
         """The entries of ``requires`` (a :attr:`Method.requires`) these resources lack: graph
         names not in :attr:`graphs`, ``"attention_decoder"`` when there is none, ``"lm"``
-        when :attr:`lms` is empty, ``"lodr"`` without :attr:`lodr`."""
+        when :attr:`lms` is empty, ``"lodr"`` without :attr:`lodr`, ``"token_words"``
+        without :attr:`token_words`."""
         have = {"attention_decoder": self.attention_decoder is not None, "lm": bool(self.lms),
-                "lodr": self.lodr is not None}
+                "lodr": self.lodr is not None, "token_words": self.token_words is not None}
         return tuple(r for r in requires if not have.get(r, r in self.graphs))
 
     def scaled_graph(self, name: str, scale: float, method: str,

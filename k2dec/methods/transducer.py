@@ -14,7 +14,16 @@ from dataclasses import dataclass, field
 import k2
 import torch
 
-from ..nbest import DedupKey, Nbest, NbestConfig, best_paths_by_score
+from ..nbest import (
+    DedupKey,
+    Nbest,
+    NbestConfig,
+    best_paths_by_score,
+    combine_scores,
+    lm_path_scorer,
+    neural_scores,
+    word_sequence_scores,
+)
 from ..scorers import ContextGraph, hotword_graph
 from ..transducer import (
     FastBeamSearchConfig,
@@ -23,7 +32,7 @@ from ..transducer import (
     greedy_search,
 )
 from ..transducer.confidence import token_confidences
-from .checks import check_finite
+from .checks import check_finite, check_scales
 from .records import EMPTY_LATTICE, from_ids, from_transducer
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
 
@@ -34,6 +43,9 @@ __all__ = [
     "FastBeamSearchLGConfig",
     "FastBeamSearchNbestConfig",
     "FastBeamSearchNbestLGConfig",
+    "FastBeamSearchNbestRescoringConfig",
+    "FastBeamSearchNbestRnnRescoringConfig",
+    "NBEST_RESCORING_SCALES",
 ]
 
 #: icefall's ``--context-score``: the per-token bonus of a hotword (of a phrase without its
@@ -42,6 +54,13 @@ HOTWORDS_SCORE = 2.0
 
 #: icefall's ``--ngram-lm-scale`` of the LG methods (LG scores are multiplied by it).
 NGRAM_LM_SCALE = 0.01
+
+
+#: icefall's ``ngram_lm_scale_list`` of ``fast_beam_search_with_nbest_rescoring`` and
+#: ``_rnn_rescoring`` (pruned_transducer_stateless3/decode.py); the RNN variant sweeps the
+#: same list for the RNN LM scale.
+NBEST_RESCORING_SCALES: tuple[float, ...] = (-0.5, -0.2, -0.1, -0.05, -0.02, 0.0, 0.01, 0.02,
+                                             0.05, 0.1, 0.3, 0.5, 0.8, 1.0, 1.5, 2.5, 3.0)
 
 
 def _transducer_nbest() -> NbestConfig:
@@ -57,13 +76,16 @@ def _check_scale(value: float) -> None:
 @dataclass(frozen=True)
 class FastBeamSearchLGConfig:
     """``fast_beam_search_LG``: the search through LG with LG's scores times
-    ``ngram_lm_scale``."""
+    ``ngram_lm_scale``; when hotwords are given, through LG intersected with the hotword
+    automaton (``hotwords_score`` per token, not scaled)."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     ngram_lm_scale: float = NGRAM_LM_SCALE
+    hotwords_score: float = HOTWORDS_SCORE
 
     def __post_init__(self) -> None:
         _check_scale(self.ngram_lm_scale)
+        check_finite("hotwords_score", self.hotwords_score)
 
 
 @dataclass(frozen=True)
@@ -124,23 +146,40 @@ class FastBeamSearchMethodConfig:
 def _fbs(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMethodConfig):
     """fast_beam_search with the trivial graph (the hotword graph when Resources.hotwords are
     given): one-best tokens."""
-    graph = None
-    if res.hotwords:
-        vocab, device = int(inputs.model.decoder.vocab_size), inputs.encoder_out.device
-        key = ("hotword_graph", id(res.hotwords), float(cfg.hotwords_score), vocab, str(device))
-        if key not in res.cache:
-            res.cache[key] = hotword_graph(ContextGraph(res.hotwords, cfg.hotwords_score), vocab,
-                                           int(inputs.model.decoder.blank_id), device)
-        graph = res.cache[key]
+    graph = _with_hotwords(inputs, res, cfg.hotwords_score, None)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     return [MethodResult("fast_beam_search", from_transducer(out.hyps), cfg)]
 
 
+def _with_hotwords(inputs: TransducerInputs, res: Resources, score: float,
+                   graph: k2.Fsa | None) -> k2.Fsa | None:
+    """``graph`` (``None``: the trivial graph) biased by ``Resources.hotwords``: the hotword
+    automaton (:func:`k2dec.scorers.hotword_graph`), intersected with ``graph`` when there is
+    one (on CPU, then moved; every path keeps its graph score plus the bonuses of its tokens).
+    Built once per graph, score and device (kept in ``Resources.cache``); ``graph`` itself
+    when there are no hotwords."""
+    if not res.hotwords:
+        return graph
+    vocab, device = int(inputs.model.decoder.vocab_size), inputs.encoder_out.device
+    key = ("hotword_graph", id(res.hotwords), float(score), vocab, str(device),
+           None if graph is None else id(graph))
+    if key not in res.cache:
+        hot = hotword_graph(ContextGraph(res.hotwords, score), vocab,
+                            int(inputs.model.decoder.blank_id), "cpu")
+        if graph is not None:
+            base = k2.arc_sort(graph.to("cpu"))
+            hot = k2.arc_sort(k2.connect(k2.intersect(base, hot, treat_epsilons_specially=True)))
+        res.cache[key] = hot.to(device)
+    return res.cache[key]
+
+
 @register("fast_beam_search_LG", Family.TRANSDUCER, FastBeamSearchLGConfig, requires=("LG",))
 def _fbs_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchLGConfig):
-    """fast_beam_search with LG (scores times ngram_lm_scale): one-best words."""
+    """fast_beam_search with LG (scores times ngram_lm_scale; hotword biasing when
+    Resources.hotwords are given): one-best words."""
     graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_LG")
+    graph = _with_hotwords(inputs, res, cfg.hotwords_score, graph)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     hyps = from_transducer(out.hyps, words=_path_words(out.lattice))
@@ -207,3 +246,82 @@ def _fbs_oracle(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbe
     _, nbest = _sample(inputs, cfg, None, DedupKey.TOKENS)
     best, _ = nbest.oracle(inputs.ref_tokens)
     return [MethodResult("fast_beam_search_nbest_oracle", _chosen(nbest, best, False), cfg)]
+
+
+@dataclass(frozen=True)
+class FastBeamSearchNbestRescoringConfig:
+    """``fast_beam_search_with_nbest_rescoring``: the search with the trivial graph, an
+    n-best by token sequence, each path's words (:class:`k2dec.lang.TokenWords`) scored with
+    the rescoring G: ``am + s * ngram`` for every ``s`` of ``ngram_lm_scales``."""
+
+    search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
+    nbest: NbestConfig = field(default_factory=_transducer_nbest)
+    ngram_lm_scales: tuple[float, ...] = NBEST_RESCORING_SCALES
+
+    def __post_init__(self) -> None:
+        check_scales("ngram_lm_scales", self.ngram_lm_scales)
+
+
+@dataclass(frozen=True)
+class FastBeamSearchNbestRnnRescoringConfig(FastBeamSearchNbestRescoringConfig):
+    """``fast_beam_search_with_nbest_rnn_rescoring``: as
+    :class:`FastBeamSearchNbestRescoringConfig`, plus each path's tokens scored with the
+    neural LM: ``am + s1 * ngram + s2 * rnn_lm`` for every pair of scales (``lm_batch_size``
+    sequences per LM call)."""
+
+    rnn_lm_scales: tuple[float, ...] = NBEST_RESCORING_SCALES
+    lm_batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_scales("rnn_lm_scales", self.rnn_lm_scales)
+        if isinstance(self.lm_batch_size, bool) or not isinstance(self.lm_batch_size, int) \
+                or self.lm_batch_size < 1:
+            raise ValueError(f"lm_batch_size must be an int >= 1, got {self.lm_batch_size!r}")
+
+
+def _rescoring_components(inputs: TransducerInputs, res: Resources,
+                          cfg: FastBeamSearchNbestRescoringConfig, method: str
+                          ) -> tuple[Nbest, dict[str, k2.RaggedTensor]]:
+    """The intersected token n-best and its ``am`` and ``ngram_lm`` scores ``[utt][path]``."""
+    G = res.graph("G", method)
+    if res.token_words is None:
+        raise ValueError(f"{method} needs Resources.token_words (a k2dec.lang.TokenWords of a "
+                         "BPE lang dir) to read the words of token sequences")
+    _, nbest = _sample(inputs, cfg, None, DedupKey.TOKENS)
+    nbest = nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
+    words = res.token_words(nbest.token_seqs()).to(G.device)
+    ngram = word_sequence_scores(words, G).to(nbest.device)
+    return nbest, {"am": nbest.tot_scores(), "ngram_lm": k2.RaggedTensor(nbest.shape, ngram)}
+
+
+def _rescored(nbest: Nbest, components: dict[str, k2.RaggedTensor],
+              grid: dict[str, tuple[float, ...]], cfg) -> list[MethodResult]:
+    out = combine_scores(components, {k: list(v) for k, v in grid.items()}, nbest=nbest)
+    return [MethodResult(key, _chosen(nbest, r.best, False, r.scores), cfg)
+            for key, r in out.items()]
+
+
+@register("fast_beam_search_with_nbest_rescoring", Family.TRANSDUCER,
+          FastBeamSearchNbestRescoringConfig, requires=("G", "token_words"))
+def _fbs_nbest_rescoring(inputs: TransducerInputs, res: Resources,
+                         cfg: FastBeamSearchNbestRescoringConfig):
+    """fast_beam_search n-best (trivial graph) rescored with G on its words: am + s * ngram,
+    per s."""
+    nbest, comps = _rescoring_components(inputs, res, cfg,
+                                         "fast_beam_search_with_nbest_rescoring")
+    return _rescored(nbest, comps, {"ngram_lm_scale": cfg.ngram_lm_scales}, cfg)
+
+
+@register("fast_beam_search_with_nbest_rnn_rescoring", Family.TRANSDUCER,
+          FastBeamSearchNbestRnnRescoringConfig, requires=("G", "token_words", "lm"))
+def _fbs_nbest_rnn_rescoring(inputs: TransducerInputs, res: Resources,
+                             cfg: FastBeamSearchNbestRnnRescoringConfig):
+    """fast_beam_search n-best (trivial graph) rescored with G and a neural LM:
+    am + s1 * ngram + s2 * rnn_lm, per (s1, s2)."""
+    method = "fast_beam_search_with_nbest_rnn_rescoring"
+    _, lm = res.neural_lm(method)
+    nbest, comps = _rescoring_components(inputs, res, cfg, method)
+    comps["rnn_lm"] = neural_scores(nbest, lm_path_scorer(lm, cfg.lm_batch_size))
+    grid = {"ngram_lm_scale": cfg.ngram_lm_scales, "rnn_lm_scale": cfg.rnn_lm_scales}
+    return _rescored(nbest, comps, grid, cfg)

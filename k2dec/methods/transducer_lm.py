@@ -30,7 +30,6 @@ from ..transducer import (
 from ..transducer.modified_beam_search import ModifiedBeamSearch
 from .checks import check_finite, check_scales
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
-from .records import from_transducer
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
 from .transducer import HOTWORDS_SCORE, with_confidences
 
@@ -193,7 +192,9 @@ def _beam_search(inputs: TransducerInputs, res: Resources, cfg: BeamSearchMethod
     scorers = hotword_scorers(res, _vocab(inputs), cfg.hotwords_score, inputs.encoder_out.device)
     lists = beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg.search,
                         scorers=scorers)
-    return [MethodResult("beam_search", from_transducer([hs[0] for hs in lists]), cfg)]
+    records = with_confidences(inputs, [hs[0] for hs in lists], cfg.search.temperature,
+                               cfg.search.blank_penalty)
+    return [MethodResult("beam_search", records, cfg)]
 
 
 @register("modified_beam_search_lm_shallow_fusion", Family.TRANSDUCER, LmShallowFusionConfig,

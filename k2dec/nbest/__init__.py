@@ -36,6 +36,7 @@ from .rescore import (
     rescore_with_rnn_lm,
     rescore_with_transformer_lm,
     scale_key,
+    word_sequence_scores,
 )
 from .sampling import sample_paths
 
@@ -69,6 +70,7 @@ __all__ = [
     "rescore_with_rnn_lm",
     "rescore_with_transformer_lm",
     "ngram_lm_scores",
+    "word_sequence_scores",
     "rescore_with_ngram",
     "sample_paths",
     "scale_key",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..lattice.prune import MAX_LATTICE_ARCS
+
 __all__ = ["SAMPLERS", "TIE_BREAKS", "NbestConfig"]
 
 #: how :func:`k2dec.nbest.best_paths_by_score` chooses among equal scores
@@ -54,7 +56,7 @@ class NbestConfig:
 
     num_paths: int = 100
     nbest_scale: float = 0.5
-    max_lattice_arcs: int | None = 50_000
+    max_lattice_arcs: int | None = MAX_LATTICE_ARCS
     max_intersect_arcs: int = 1_000_000
     tie_break: str = "first"
     sampler: str = "hashed"

@@ -31,6 +31,7 @@ __all__ = [
     "rescore_with_transformer_lm",
     "lm_path_scorer",
     "ngram_lm_scores",
+    "word_sequence_scores",
     "best_paths_by_score",
     "combine_scores",
     "rescore_with_ngram",
@@ -86,25 +87,43 @@ def ngram_lm_scores(nbest: Nbest, G: k2.Fsa, chunk_size: int = 2000) -> k2.Ragge
     """
     if nbest.key is not DedupKey.WORDS:
         raise ValueError("n-gram rescoring needs an n-best deduplicated by words")
+    return k2.RaggedTensor(nbest.shape, word_sequence_scores(nbest.key_seqs, G, chunk_size))
+
+
+def word_sequence_scores(words: k2.RaggedTensor, G: k2.Fsa, chunk_size: int = 2000
+                         ) -> torch.Tensor:
+    """Score word sequences with an n-gram acceptor G (best path, tropical).
+
+    Args:
+      words: int32 ragged ``[seq][word]`` (word ids > 0), on G's device.
+      G: acceptor over word ids with epsilon backoff arcs (``build_rescoring_G``; epsilon
+        self-loops, if any, are removed here). Sequences are intersected with it in chunks
+        of ``chunk_size``.
+
+    Returns:
+      float64 ``[seq]``: ``ln P(words </s> | <s>)`` under G's backoff semantics (``-inf`` if
+      G has no path, e.g. a word G does not know).
+    """
     if not isinstance(G, k2.Fsa):
         raise TypeError(f"G must be a k2.Fsa, got {type(G).__name__}")
-    if G.device != nbest.device:
-        raise ValueError(f"G is on {G.device} but the n-best is on {nbest.device}")
+    if G.device != words.device:
+        raise ValueError(f"G is on {G.device} but the word sequences are on {words.device}")
     G = k2.remove_epsilon_self_loops(G)
     if len(G.shape) == 2:
         G = k2.create_fsa_vec([G])
     G = k2.arc_sort(G)
-    paths = k2.add_epsilon_self_loops(k2.linear_fsa(nbest.key_seqs))
-    out = torch.empty(nbest.num_paths, dtype=torch.float64, device=nbest.device)
-    for start in range(0, nbest.num_paths, chunk_size):
-        end = min(start + chunk_size, nbest.num_paths)
-        idx = torch.arange(start, end, dtype=torch.int32, device=nbest.device)
+    num = words.dim0
+    paths = k2.add_epsilon_self_loops(k2.linear_fsa(words))
+    out = torch.empty(num, dtype=torch.float64, device=words.device)
+    for start in range(0, num, chunk_size):
+        end = min(start + chunk_size, num)
+        idx = torch.arange(start, end, dtype=torch.int32, device=words.device)
         chunk = k2.index_fsa(paths, idx)
-        b_to_a = torch.zeros(end - start, dtype=torch.int32, device=nbest.device)
+        b_to_a = torch.zeros(end - start, dtype=torch.int32, device=words.device)
         inter = k2.connect(k2.intersect_device(G, chunk, b_to_a_map=b_to_a, sorted_match_a=True))
         inter = k2.top_sort(inter)
         out[start:end] = inter.get_tot_scores(use_double_scores=True, log_semiring=False)
-    return k2.RaggedTensor(nbest.shape, out)
+    return out
 
 
 def best_paths_by_score(nbest: Nbest, scores: torch.Tensor, tie_break: str = "first"
@@ -185,7 +204,8 @@ def combine_scores(
         scales = dict(zip(names, (float(x) for x in point)))
         total = components[base].values.to(torch.float64).clone()
         for name, s in scales.items():
-            total = total + s * components[comp_for[name]].values.to(torch.float64)
+            if s != 0.0:  # a zero scale adds nothing, even to a -inf score (0 * -inf is nan)
+                total = total + s * components[comp_for[name]].values.to(torch.float64)
         best, best_scores = best_paths_by_score(nbest, total)
         hyps = nbest.keys_at(best)
         key = scale_key(scales) if scales else "no_rescore"

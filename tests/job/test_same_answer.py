@@ -30,6 +30,8 @@ REPO = Path(__file__).resolve().parents[2]
 MAX_DURATIONS = (1.6, 3.0, 100.0)
 #: methods whose defaults take minutes on CPU even for these cuts: smaller settings
 SETTINGS = ["num_paths=20", "top_k=10", "lm_scales=0.5,1.0", "attention_scales=0.5"]
+#: and for the methods that have them (the CLI run below refuses settings no method has)
+METHOD_SETTINGS = ["ngram_lm_scales=0.5,1.0", "rnn_lm_scales=0.5"]
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +59,7 @@ def full_setup(decode_setup, tmp_path_factory):
 
 def _config(method):
     default = method.default_config()
-    return override_config(default, [s for s in SETTINGS if _has(default, s)])
+    return override_config(default, [s for s in SETTINGS + METHOD_SETTINGS if _has(default, s)])
 
 
 def _has(config, setting: str) -> bool:

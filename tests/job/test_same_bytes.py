@@ -52,7 +52,8 @@ TEST_SET = "tc"
 #: measured) while their hypotheses, frames and everything else must be identical.
 FLOAT_NOISE = {"greedy_search", "modified_beam_search", "beam_search", "fast_beam_search",
                "fast_beam_search_LG", "fast_beam_search_nbest", "fast_beam_search_nbest_LG",
-               "fast_beam_search_nbest_oracle", "fast_beam_search_mbr",
+               "fast_beam_search_nbest_oracle", "fast_beam_search_with_nbest_rescoring",
+               "fast_beam_search_with_nbest_rnn_rescoring", "fast_beam_search_mbr",
                "fast_beam_search_mbr_LG", "modified_beam_search_lm_rescore",
                "modified_beam_search_lm_shallow_fusion", "modified_beam_search_LODR",
                "modified_beam_search_lm_rescore_LODR", "attention-beam-search", "rnn-lm",

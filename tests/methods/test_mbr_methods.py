@@ -74,6 +74,29 @@ def test_mbr_method_equals_the_library(tiny_hlg):
     assert best.words == one_best.words and best.tokens == one_best.tokens
 
 
+@pytest.mark.parametrize("cap", [6, 15, 40])
+def test_mbr_bounds_the_lattice_and_says_so(tiny_hlg, cap):
+    from k2dec.lattice import prune_lattice
+
+    lang, HLG, _ = tiny_hlg
+    cfg = MbrMethodConfig(mbr=MbrConfig(max_lattice_arcs=cap))
+    res = Resources(graphs={"HLG": HLG})
+    inputs = _ctc_inputs(1, lang.max_token_id + 1)
+    mbr, best = get_method("mbr")(inputs, res, cfg)
+    graph = res.scaled_graph("HLG", cfg.ctc.hlg_scale, "test", lm_scores=True)
+    lattice = get_lattice(inputs.log_probs, inputs.lengths, graph, cfg.ctc.lattice).lattice
+    pruned, reports = prune_lattice(lattice, cap)
+    assert any(r.pruned for r in reports) or cap == 40
+    for decode_mbr, out in ((True, mbr), (False, best)):
+        units, _ = lattice_timed_units(pruned, Topology.CTC, MbrConfig(decode_mbr=decode_mbr))
+        assert out.words == units.ids.tolist()
+        _same([list(r.word_confidences) for r in out.hyps], units.confidences.tolist())
+        assert [r.notes for r in out.hyps] == [r.describe() for r in reports]
+        assert all(("pruned" in r.notes) == rep.pruned for r, rep in zip(out.hyps, reports))
+    with pytest.raises(ValueError, match="max_lattice_arcs"):
+        MbrConfig(max_lattice_arcs=0)
+
+
 def test_mbr_after_whole_lattice_rescoring(tiny_hlg, tmp_path):
     lang, HLG, _ = tiny_hlg
     (tmp_path / "lm.arpa").write_text(TINY_ARPA)
@@ -130,8 +153,9 @@ def test_transducer_searches_carry_confidences(device):
     model = random_model(vocab_size=5, seed=4, device=device)
     enc, lens = random_batch([6, 2, 5], seed=4, device=device)
     inputs = TransducerInputs(model, enc, lens)
-    for name in ("greedy_search", "modified_beam_search"):
+    for name in ("greedy_search", "modified_beam_search", "beam_search"):
         out = get_method(name)(inputs, Resources())[0]
+        assert out.hyps[0].token_confidences is not None, name
         _check_records(out.hyps, words=False)
         want = token_confidences(model, enc, lens, out.tokens,
                                  [list(r.token_frames) for r in out.hyps])

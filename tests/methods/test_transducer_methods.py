@@ -38,8 +38,11 @@ def tiny_LG(tmp_path_factory):
     return tiny_lg(tmp_path_factory.mktemp("lg"))  # tokens a b c d = 1..4 (vocab 5)
 
 
-#: the transducer methods with scorers (tests/methods/test_scorer_methods.py)
-SCORER_METHODS = ["beam_search", "modified_beam_search_LODR", "modified_beam_search_lm_rescore",
+#: the transducer methods with scorers (tests/methods/test_scorer_methods.py) and the n-best
+#: rescoring ones (tests/methods/test_nbest_rescoring_methods.py)
+SCORER_METHODS = ["beam_search", "fast_beam_search_with_nbest_rescoring",
+                  "fast_beam_search_with_nbest_rnn_rescoring", "modified_beam_search_LODR",
+                  "modified_beam_search_lm_rescore",
                   "modified_beam_search_lm_rescore_LODR",
                   "modified_beam_search_lm_shallow_fusion"]
 
@@ -173,3 +176,57 @@ def test_icefall_defaults_of_the_composed_configs():
     assert FastBeamSearchNbestLGConfig().ngram_lm_scale == 0.01
     assert FastBeamSearchLGConfig().ngram_lm_scale == 0.01
     assert NbestConfig() == NbestConfig(num_paths=100, nbest_scale=0.5)
+
+
+def _best_score(graph: k2.Fsa, tokens: list[int]) -> float:
+    """The best path of ``graph`` reading ``tokens`` (tropical; -inf if none)."""
+    lin = k2.linear_fsa(tokens)
+    inter = k2.intersect(k2.arc_sort(graph), lin, treat_epsilons_specially=True)
+    inter = k2.create_fsa_vec([k2.top_sort(k2.connect(inter))])
+    return float(inter.get_tot_scores(use_double_scores=True, log_semiring=False)[0])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_LG_with_hotwords_adds_the_reference_bonus_to_every_token_sequence(tiny_LG, seed):
+    import random
+
+    from tests.reference.scorers import RefContextGraph
+    from tests.scorers.helpers import random_phrases
+
+    _, LG = tiny_LG
+    rng = random.Random(seed)
+    phrases = random_phrases(rng, 5, 4, with_scores=True)
+    res = Resources(graphs={"LG": LG}, hotwords=tuple((tuple(t), s) for t, s in phrases))
+    model = random_model(vocab_size=5, seed=seed)
+    enc, enc_lens = random_batch([4, 1, 3], seed=seed)
+    cfg = FastBeamSearchLGConfig(hotwords_score=1.5)
+    out = get_method("fast_beam_search_LG")(TransducerInputs(model, enc, enc_lens), res, cfg)[0]
+    biased = [g for k, g in res.cache.items() if k[0] == "hotword_graph"]
+    assert len(biased) == 1
+    scaled = LG.clone()
+    scaled.scores = LG.scores * cfg.ngram_lm_scale
+    ref = RefContextGraph(phrases, 1.5, strict=False)
+    checked = 0
+    for _ in range(60):
+        tokens = [rng.randrange(1, 5) for _ in range(rng.randint(1, 6))]
+        plain = _best_score(scaled, tokens)
+        got = _best_score(biased[0], tokens)
+        if plain == -math.inf:
+            assert got == -math.inf
+            continue
+        state, bonus = ref.start(0), 0.0
+        for t in tokens:
+            s, state = ref.step(state, t)
+            bonus += s
+        assert got == pytest.approx(plain + bonus, abs=1e-4), tokens
+        checked += bonus != 0.0
+    assert checked, "no sequence earned a bonus: the test checks nothing"
+    # the method searched the biased graph
+    direct = fast_beam_search(model, enc, enc_lens, biased[0], cfg.search)
+    assert [h.tokens for h in direct.hyps] == out.tokens
+    # hotwords with a large bonus change the result
+    big = get_method("fast_beam_search_LG")(
+        TransducerInputs(model, enc, enc_lens), res, FastBeamSearchLGConfig(hotwords_score=8.0))
+    plain = get_method("fast_beam_search_LG")(TransducerInputs(model, enc, enc_lens),
+                                              Resources(graphs={"LG": LG}))
+    assert big[0].tokens != plain[0].tokens or seed > 1
