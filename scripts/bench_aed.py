@@ -60,7 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib  # noqa: E402
 
 from k2dec.aed import BeamSearchConfig, TransformerDecoder, beam_search  # noqa: E402
-from tests.aed.models import CountingDecoder, TinyLM  # noqa: E402
+from k2dec.testing.aed import CountingDecoder, TinyLM  # noqa: E402
 from tests.reference.aed_reference import reference_beam_search  # noqa: E402
 
 PEER = "ESPnet BatchBeamSearch"

@@ -41,8 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import benchlib  # noqa: E402
 
+from k2dec.graph import k2_to_kaldi_decoder_fst  # noqa: E402
 from k2dec.lattice import DecodeRunner, LatticeConfig, one_best_decoding  # noqa: E402
 from k2dec.lattice.runner import available_cores  # noqa: E402
+from k2dec.testing.graphs import ctc_lexicon_graph, hmm_lexicon_graph  # noqa: E402
 
 AREA = "lattice"
 TARGET_TIME = ("HLG 1best at equal WER on the shipped test sets: k2dec's frames/s >= 1.5x "
@@ -95,31 +97,7 @@ def lexicon_graph(rng: np.random.Generator, num_words: int, num_tokens: int) -> 
                 toks.append(t)
         lexicon[w] = toks
     scores = np.log(rng.dirichlet(np.ones(num_words)))
-    arcs = []
-    state = 1
-    starts, ends = [], []
-    for w, toks in lexicon.items():
-        first = state
-        for i, t in enumerate(toks):
-            arcs.append((state, state, t, 0, 0.0))
-            if i + 1 < len(toks):
-                arcs.append((state, state + 1, toks[i + 1], 0, 0.0))
-            state += 1
-        starts.append((w, toks[0], first, float(scores[w - 1])))
-        ends.append((toks[-1], state - 1))
-    final = state
-    arcs.append((0, 0, 0, 0, 0.0))
-    arcs.append((0, final, -1, -1, 0.0))
-    for w, t, s, sc in starts:
-        arcs.append((0, s, t, w, sc))
-    for last, e in ends:
-        arcs.append((e, 0, 0, 0, 0.0))
-        arcs.append((e, final, -1, -1, 0.0))
-        for w, t, s, sc in starts:
-            if t != last:
-                arcs.append((e, s, t, w, sc))
-    arcs.sort(key=lambda a: a[0])
-    text = "\n".join(f"{a} {b} {c} {d} {e!r}" for a, b, c, d, e in arcs) + f"\n{final}"
+    text = ctc_lexicon_graph(lexicon, {w: float(scores[w - 1]) for w in lexicon})
     return k2.arc_sort(k2.Fsa.from_str(text, acceptor=False)), lexicon
 
 
@@ -130,62 +108,22 @@ def hmm_graph(rng: np.random.Generator, num_words: int, num_phones: int) -> tupl
     lexicon = {w: [int(p) for p in rng.integers(0, num_phones, size=int(rng.integers(2, 5)))]
                for w in range(1, num_words + 1)}
     scores = np.log(rng.dirichlet(np.ones(num_words)))
-    arcs, chains, state = [], [], 1
-    for w, phones in lexicon.items():
-        pdfs = [2 * p + k for p in phones for k in range(2)]
-        states = list(range(state, state + len(pdfs)))
-        state += len(pdfs)
-        chains.append((w, pdfs, states))
-        for i, (pdf, st) in enumerate(zip(pdfs, states)):
-            arcs.append((st, st, pdf, 0, -0.4))
-            if i + 1 < len(pdfs):
-                arcs.append((st, st + 1, pdfs[i + 1], 0, -1.1))
-    final = state
-    for src in [0] + [c[2][-1] for c in chains]:
-        for w, pdfs, states in chains:
-            arcs.append((src, states[0], pdfs[0], w, float(scores[w - 1])))
-        if src:
-            arcs.append((src, final, -1, -1, 0.0))
-    arcs.sort(key=lambda a: a[0])
-    text = "\n".join(f"{a} {b} {c} {d} {e!r}" for a, b, c, d, e in arcs) + f"\n{final}"
-    pdf_lexicon = {w: pdfs for w, pdfs, _ in chains}
+    text = hmm_lexicon_graph(lexicon, {w: float(scores[w - 1]) for w in lexicon})
+    pdf_lexicon = {w: [2 * p + k for p in phones for k in range(2)]
+                   for w, phones in lexicon.items()}
     return k2.arc_sort(k2.Fsa.from_str(text, acceptor=False)), pdf_lexicon
 
 
-def to_kaldi_fst(fsa: k2.Fsa):
-    """The graph in kaldi-decoder's convention: OpenFst input label = k2 label + 1 (0 is
-    epsilon there; ``DecodableCtc`` reads column ``label - 1``), cost = -score, k2's final arcs
-    become final weights. Ragged ``aux_labels`` are expanded into chains of epsilon-input arcs
-    (k2 would read label 0 as blank, so the new arcs are marked epsilon explicitly)."""
-    import kaldifst
-
-    fsa = fsa.to("cpu")
-    aux = fsa.aux_labels
-    if isinstance(aux, k2.RaggedTensor):
-        fsa, arc_map = k2.expand_ragged_attributes(
-            fsa, ret_arc_map=True, ragged_attribute_names=["aux_labels"])
-        new_arc = arc_map == -1
-    else:
-        new_arc = torch.zeros(fsa.num_arcs, dtype=torch.bool)
-    labels = fsa.labels.clone()
-    labels = torch.where(labels >= 0, labels + 1, labels)
-    labels[new_arc] = 0
-    plain = k2.Fsa(fsa.arcs.clone(), aux_labels=fsa.aux_labels.clone())
-    plain.labels = labels
-    plain.scores = fsa.scores.clone()
-    return kaldifst.compile(s=k2.to_str(plain, openfst=True), acceptor=False)
-
-
 def cached_kaldi_fst(graph: k2.Fsa, source: Path, cache_dir: Path, tag: str = ""):
-    """:func:`to_kaldi_fst` of a graph loaded from ``source`` (``tag`` names a change made
-    after loading, e.g. scaled scores), cached by file size and time."""
+    """:func:`k2dec.graph.k2_to_kaldi_decoder_fst` of a graph loaded from ``source`` (``tag``
+    names a change made after loading, e.g. scaled scores), cached by file size and time."""
     import kaldifst
 
     st = source.stat()
     path = cache_dir / f"{source.stem}{tag}-{st.st_size}-{st.st_mtime_ns}.fst"
     if path.is_file():
         return kaldifst.StdVectorFst.read(str(path))
-    fst = to_kaldi_fst(graph)
+    fst = k2_to_kaldi_decoder_fst(graph)
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     fst.write(str(tmp))
@@ -420,7 +358,7 @@ PROFILED = (
     ("k2.index_fsa (restore the caller's order)", "index_fsa"),
     ("get_tot_scores", "get_tot_scores"),
     ("input validation + DenseFsaVec", ("validate_log_probs", "_dense_subset")),
-    ("best path -> token/word ids (k2dec.utils)", ("path_token_ids", "path_aux_ids")),
+    ("best path -> token/word ids (k2dec.paths)", ("path_token_ids", "path_aux_ids")),
     ("Hypothesis records (tolist, assembly)", "_assemble"),
 )
 
@@ -654,7 +592,7 @@ def main(argv: list[str] | None = None) -> None:
             (f"synthetic HLG-like ({hlg_s.num_arcs} arcs)", hlg_s, hlg_inputs),
             (f"synthetic HCLG-like ({hclg_s.num_arcs} arcs)", hclg_s, hclg_inputs),
         ):
-            fst_s = to_kaldi_fst(graph)
+            fst_s = k2_to_kaldi_decoder_fst(graph)
             for beam in sz.synth_beams:
                 comparisons.append(compare(name, graph, fst_s, lp_s, lens_s, beam, repeat))
             phase(name)
@@ -704,7 +642,7 @@ def main(argv: list[str] | None = None) -> None:
         where = "shipped HLG"
     else:
         graph, (lp, lens) = hlg_s, hlg_inputs
-        fst_runner = to_kaldi_fst(graph) if have_kaldi else None
+        fst_runner = k2_to_kaldi_decoder_fst(graph) if have_kaldi else None
         where = "synthetic HLG-like graph"
     cores = available_cores()
     load = _load()

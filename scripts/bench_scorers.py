@@ -74,8 +74,8 @@ def lm_text(work: Path) -> Path:
     with the corpus maker's own functions and settings, normalized as the recipe does."""
     import json
 
-    from k2dec.data.synth import FORTUNES_DIR, CorpusConfig, load_sentences, plan_corpus
     from k2dec.data.text import normalize_text
+    from k2dec.tools.synth import FORTUNES_DIR, CorpusConfig, load_sentences, plan_corpus
 
     out = work / "lm" / "lm_text.txt"
     if out.is_file():
@@ -84,7 +84,7 @@ def lm_text(work: Path) -> Path:
     config = CorpusConfig(**{k: tuple(v) if isinstance(v, list) else v
                              for k, v in settings.items()})
     sentences = load_sentences([FORTUNES_DIR], config.min_words, config.max_words)
-    from k2dec.data.synth import VOICE_CATALOG
+    from k2dec.tools.synth import VOICE_CATALOG
     _, lm = plan_corpus(sentences, list(VOICE_CATALOG), config)
     lines = [normalize_text(s) for s in lm]
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from tests.graph.conftest import TINY_ARPA, TINY_LEXICON
+from k2dec.testing.lang import TINY_ARPA, TINY_LEXICON
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,7 @@ import k2
 import torch
 from torch import nn
 
-from ..utils import sinusoidal_positions
+from ..positional import sinusoidal_positions
 
 __all__ = ["TransformerDecoder"]
 

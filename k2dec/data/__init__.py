@@ -2,8 +2,7 @@
 for decoding, :mod:`k2dec.data.decoding`: one utterance per supervision, a bad feature file
 fails its cut), and folders of someone's own audio files (:mod:`k2dec.data.audio`).
 
-The synthetic corpus maker lives in :mod:`k2dec.data.synth` (imported on demand: it needs Debian's
-speech synthesizers only when it runs).
+The synthetic corpus maker is not decoding and lives with the tools: :mod:`k2dec.tools.synth`.
 """
 
 from .audio import (

@@ -26,8 +26,15 @@ from .hclg import (
 from .io import graph_metadata, load_graph, save_graph
 from .lexicon_fst import build_L
 from .ngram import ArpaInfo, build_G, build_rescoring_G, check_arpa, train_arpa
-from .openfst import compose_openfst, k2_to_openfst, openfst_to_k2, read_openfst, write_openfst
-from .topo import build_ctc_topo, build_trivial_graph
+from .openfst import (
+    compose_openfst,
+    k2_to_kaldi_decoder_fst,
+    k2_to_openfst,
+    openfst_to_k2,
+    read_openfst,
+    write_openfst,
+)
+from .topo import build_ctc_topo
 
 __all__ = [
     "ArpaInfo",
@@ -39,7 +46,6 @@ __all__ = [
     "build_ctc_topo",
     "build_hmm_topo",
     "build_rescoring_G",
-    "build_trivial_graph",
     "check_arpa",
     "check_graph_words",
     "check_lang_graph",
@@ -52,6 +58,7 @@ __all__ = [
     "draw_graph",
     "graph_metadata",
     "graph_words",
+    "k2_to_kaldi_decoder_fst",
     "k2_to_openfst",
     "load_graph",
     "load_kaldi_hclg",

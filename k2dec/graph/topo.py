@@ -1,11 +1,11 @@
-"""Token topologies: CTC (H) and the trivial graph used by transducer fast_beam_search."""
+"""Token topologies: CTC (H)."""
 
 from __future__ import annotations
 
 import k2
 import torch
 
-__all__ = ["build_ctc_topo", "build_trivial_graph"]
+__all__ = ["build_ctc_topo"]
 
 
 def _check_max_token(max_token: int) -> None:
@@ -32,9 +32,3 @@ def build_ctc_topo(
     _check_max_token(max_token)
     return k2.arc_sort(k2.ctc_topo(max_token, modified=modified, device=torch.device(device)))
 
-
-def build_trivial_graph(max_token: int, device: torch.device | str = "cpu") -> k2.Fsa:
-    """The one-state graph accepting any token sequence over ``1..max_token`` with
-    zero scores (``k2.trivial_graph``), for transducer ``fast_beam_search``."""
-    _check_max_token(max_token)
-    return k2.trivial_graph(max_token, device=torch.device(device))

@@ -25,7 +25,7 @@ Under ``torchrun`` each rank decodes every ``world_size``-th utterance into its 
 rank 0 merges the shards.
 
 A decoded cut's line holds ``hyp`` (the first setting's words, for quick reading), ``ref`` and
-``hyps``: per setting, the method's :class:`~k2dec.utils.HypothesisRecord` as JSON (token and
+``hyps``: per setting, the method's :class:`~k2dec.hypothesis.HypothesisRecord` as JSON (token and
 word ids, frames, score, confidences) plus ``text``, its words.
 
 Settings whose hypotheses have frames and confidences (the MBR methods, greedy and modified
@@ -50,6 +50,7 @@ from lhotse import CutSet
 from tqdm import tqdm
 
 from ..data import make_decode_loader, utterance_cuts
+from ..hypothesis import HypothesisRecord
 from ..methods import (
     AedInputs,
     CtcInputs,
@@ -80,7 +81,6 @@ from ..results import (
     write_results,
 )
 from ..results.ctm import FRAME_SHIFT
-from ..utils import HypothesisRecord
 from .assets import DecodeAssets
 
 __all__ = [

@@ -11,7 +11,8 @@ import k2
 import torch
 
 from k2dec.lattice.dense import make_dense_fsa_vec
-from k2dec.utils import ctc_token_spans, ragged_select
+from k2dec.paths import ctc_token_spans
+from k2dec.ragged import ragged_select
 
 __all__ = ["CtcAlignment", "ctc_forced_alignment"]
 

@@ -28,16 +28,15 @@ from k2dec.lattice.mbr import MbrConfig, MbrResult, mbr_decode
 from k2dec.lattice.one_best import AuxLabels
 from k2dec.lattice.posteriors import _unpack
 from k2dec.lattice.search import LatticeResult
-from k2dec.utils import (
+from k2dec.paths import (
     FRAME_ATTR,
     arc_frames,
     ctc_token_spans,
     path_aux_ids,
     path_frames,
-    ragged_from_row_ids,
-    ragged_select,
     word_spans,
 )
+from k2dec.ragged import ragged_from_row_ids, ragged_select
 
 __all__ = ["ONE_BEST_CONFIDENCES", "TimedUnits", "Topology", "lattice_timed_units"]
 

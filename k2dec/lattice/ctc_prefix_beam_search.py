@@ -27,9 +27,10 @@ from dataclasses import dataclass
 
 import torch
 
+from k2dec.batch_search import extend_hash, grow_columns, num_active_per_frame
 from k2dec.lattice.dense import validate_log_probs
+from k2dec.ragged import exclusive_cumsum
 from k2dec.scorers.base import ScorerSet, WeightedScorer
-from k2dec.utils import exclusive_cumsum, extend_hash, grow_columns, num_active_per_frame
 
 logger = logging.getLogger(__name__)
 

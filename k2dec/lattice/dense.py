@@ -15,6 +15,7 @@ __all__ = [
     "DenseInput",
     "PrunedFrames",
     "check_vocab",
+    "dense_rows",
     "make_dense_fsa_vec",
     "original_frames",
     "prune_frames",
@@ -178,14 +179,26 @@ def make_dense_fsa_vec(
     """
     num_frames = validate_log_probs(log_probs, lengths, subsampling_factor, allow_truncate)
     order = torch.sort(num_frames, descending=True, stable=True).indices
-    n = num_frames.numel()
-    segments = torch.stack(
-        [order, torch.zeros(n, dtype=torch.int64), num_frames[order]], dim=1
-    ).to(torch.int32)
-    dense = k2.DenseFsaVec(log_probs, segments)
-    return DenseInput(
-        dense_fsa_vec=dense, order=order, num_frames=num_frames, vocab_size=log_probs.shape[2]
-    )
+    return DenseInput(dense_fsa_vec=dense_rows(log_probs, order, num_frames), order=order,
+                      num_frames=num_frames, vocab_size=log_probs.shape[2])
+
+
+def dense_rows(log_probs: torch.Tensor, rows: torch.Tensor, num_frames: torch.Tensor
+               ) -> k2.DenseFsaVec:
+    """The ``k2.DenseFsaVec`` of some rows of validated network outputs (no checks: see
+    :func:`validate_log_probs`).
+
+    Args:
+      log_probs: float32 ``(N, T, V)``.
+      rows: int64 CPU ``(M,)``: the rows of ``log_probs`` to take, in the order of the FSAs.
+      num_frames: int64 CPU ``(N,)``: frames per row of ``log_probs`` (each in ``[1, T]``).
+
+    Returns:
+      ``k2.DenseFsaVec`` whose FSA ``i`` is the first ``num_frames[rows[i]]`` frames of row
+      ``rows[i]``.
+    """
+    segments = torch.stack([rows, torch.zeros_like(rows), num_frames[rows]], dim=1)
+    return k2.DenseFsaVec(log_probs, segments.to(torch.int32))
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from k2dec.lattice.search import (
     UtteranceReport,
     search_lattices,
 )
-from k2dec.utils import ctc_collapse, path_aux_ids, path_token_ids, ragged_from_row_ids
+from k2dec.paths import ctc_collapse, path_aux_ids, path_token_ids
+from k2dec.ragged import ragged_from_row_ids
 
 logger = logging.getLogger(__name__)
 

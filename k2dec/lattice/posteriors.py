@@ -24,7 +24,8 @@ import k2
 import torch
 
 from k2dec.lattice.search import LatticeResult
-from k2dec.utils import FRAME_ATTR, ragged_from_row_ids
+from k2dec.paths import FRAME_ATTR
+from k2dec.ragged import ragged_from_row_ids
 
 __all__ = [
     "PosteriorConfig",

@@ -24,7 +24,7 @@ import torch
 from k2dec.lattice.one_best import AuxLabels, Hypothesis, hypotheses_from_lattice
 from k2dec.lattice.prune import PruneReport, prune_lattice
 from k2dec.lattice.search import LatticeResult, LatticeStatus, arcs_per_fsa
-from k2dec.utils import FRAME_ATTR
+from k2dec.paths import FRAME_ATTR
 
 logger = logging.getLogger(__name__)
 

@@ -19,11 +19,12 @@ import torch
 from k2dec.lattice.dense import (
     PrunedFrames,
     check_vocab,
+    dense_rows,
     original_frames,
     prune_frames,
     validate_log_probs,
 )
-from k2dec.utils import FRAME_ATTR
+from k2dec.paths import FRAME_ATTR
 
 logger = logging.getLogger(__name__)
 
@@ -365,8 +366,7 @@ class _GroupedSearch:
         pruned = self.pruned if config.approximate else None
         log_probs, num_frames = ((pruned.log_probs, pruned.num_frames) if pruned is not None
                                  else (self.log_probs, self.num_frames))
-        segments = torch.stack([utts, torch.zeros_like(utts), num_frames[utts]], dim=1)
-        dense = k2.DenseFsaVec(log_probs, segments.to(torch.int32))
+        dense = dense_rows(log_probs, utts, num_frames)
         lattice = _intersect(_graph_subset(self.graph, utts), dense, config,
                              self.output_beam_cap)
         if pruned is not None and pruned.kept is not None and lattice.num_arcs > 0:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 import k2
 import torch
 
-from k2dec.lattice.dense import check_vocab, validate_log_probs
+from k2dec.lattice.dense import check_vocab, dense_rows, validate_log_probs
 from k2dec.lattice.one_best import AuxLabels, Hypothesis, hypotheses_from_lattice
 from k2dec.lattice.search import (
     LatticeConfig,
@@ -226,12 +226,8 @@ class StreamingDecoder:
         rows: list[int] = []
         for members in groups.values():
             idx = torch.tensor(members, dtype=torch.int64)
-            segments = torch.stack(
-                [idx, torch.zeros_like(idx), num_frames[idx]], dim=1
-            ).to(torch.int32)
-            dense = k2.DenseFsaVec(log_probs, segments)
             lattice, new_states = self._intersecter(len(members)).decode(
-                dense, [streams[i]._state for i in members]
+                dense_rows(log_probs, idx, num_frames), [streams[i]._state for i in members]
             )
             for i, st in zip(members, new_states):
                 streams[i]._state = st

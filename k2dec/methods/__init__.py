@@ -6,6 +6,7 @@
                      Resources(graphs={"LG": LG}), method.default_config())
 """
 
+from ..hypothesis import HypothesisRecord
 from .compat import ICEFALL_NBEST_ILME_SCALE, icefall_compatible
 from .registry import (
     NON_GRAPH_NEEDS,
@@ -30,6 +31,7 @@ __all__ = [
     "AedInputs",
     "CtcInputs",
     "Family",
+    "HypothesisRecord",
     "Method",
     "MethodResult",
     "Resources",

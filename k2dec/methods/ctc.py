@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 import k2
 import torch
 
+from ..hypothesis import HypothesisRecord
 from ..lattice import (
     AuxLabels,
     LatticeConfig,
@@ -35,7 +36,6 @@ from ..nbest import (
     rescore_with_ngram,
     scale_key,
 )
-from ..utils import HypothesisRecord
 from .records import from_ids, from_lattice, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, Setting, register
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..hypothesis import HypothesisRecord
 from ..lattice import get_lattice
 from ..lattice.ctc_prefix_beam_search import CtcPrefixBeamSearchConfig, ctc_prefix_beam_search
 from ..nbest import DedupKey, Nbest, NbestConfig
 from ..scorers import NeuralLmScorer, WeightedScorer
-from ..utils import HypothesisRecord
 from .checks import check_finite, check_scales
 from .ctc import CtcConfig
 from .lists import HypothesisLists, attention_scores, sweep

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import k2
 import torch
 
+from ..hypothesis import HypothesisRecord
 from ..nbest import ATTENTION_CHUNK_CELLS, chunks
 from ..scorers import Scorer
-from ..utils import HypothesisRecord
 
 __all__ = ["HypothesisLists", "attention_scores", "lm_scores", "scorer_scores", "sweep"]
 

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field, replace
 import k2
 import torch
 
+from ..hypothesis import HypothesisRecord
 from ..lattice import AuxLabels, MbrConfig, Topology, get_lattice, lattice_timed_units
 from ..lattice.prune import prune_lattice
 from ..lattice.rescore import RescoreStatus, rescore_with_whole_lattice
+from ..paths import path_token_ids
 from ..transducer import FastBeamSearchConfig, fast_beam_search
-from ..utils import HypothesisRecord, path_token_ids
 from .ctc import CtcConfig, _scales
 from .records import EMPTY_LATTICE, from_timed_units, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, TransducerInputs, register

@@ -1,4 +1,4 @@
-"""Each search's own hypothesis type -> :class:`~k2dec.utils.HypothesisRecord`.
+"""Each search's own hypothesis type -> :class:`~k2dec.hypothesis.HypothesisRecord`.
 
 The search modules keep their own result types (lattice ``Hypothesis``,
 ``TransducerHypothesis``, ``AedHypothesis``, n-best key sequences); the methods convert them
@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import torch
 
+from ..hypothesis import HypothesisRecord
 from ..lattice import Hypothesis, LatticeStatus, TimedUnits
 from ..transducer import TransducerHypothesis
-from ..utils import HypothesisRecord
 
 __all__ = [
     "EMPTY_LATTICE",

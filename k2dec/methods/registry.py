@@ -16,7 +16,7 @@ from typing import Any
 import k2
 import torch
 
-from ..utils import HypothesisRecord
+from ..hypothesis import HypothesisRecord
 
 __all__ = [
     "Family",
@@ -51,7 +51,7 @@ class MethodResult:
     Attributes:
       key: the setting's name: the method name, or a scale key such as
         ``"ngram_lm_scale_0.5"`` for methods that sweep scales (icefall's result keys).
-      hyps: one :class:`~k2dec.utils.HypothesisRecord` per utterance, in the batch's order
+      hyps: one :class:`~k2dec.hypothesis.HypothesisRecord` per utterance, in the batch's order
         (``error`` says why an utterance has none).
       config: the config object the method ran with (the very object passed in).
     """

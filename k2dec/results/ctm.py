@@ -138,7 +138,7 @@ def record_ctm_words(
     frame_shift: float = FRAME_SHIFT,
 ) -> list[CtmWord] | None:
     """The CTM words of one setting of a results line (a
-    :class:`~k2dec.utils.HypothesisRecord` as JSON plus ``text``, its words), or ``None``
+    :class:`~k2dec.hypothesis.HypothesisRecord` as JSON plus ``text``, its words), or ``None``
     when the record has no frames and confidences for its words.
 
     Words with ``word_frames``, ``word_durations`` and ``word_confidences`` are used as they

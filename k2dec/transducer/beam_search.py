@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from k2dec.batch_search import extend_hash
 from k2dec.scorers.base import ScorerSet, WeightedScorer
 from k2dec.transducer.beam_hyps import BeamHyps
 from k2dec.transducer.common import (
@@ -34,7 +35,6 @@ from k2dec.transducer.common import (
     check_positive,
     log_probs_from_logits,
 )
-from k2dec.utils import extend_hash
 
 logger = logging.getLogger(__name__)
 

@@ -39,6 +39,9 @@ import k2
 import torch
 from torch import nn
 
+from k2dec.batch_search import num_active_per_frame
+from k2dec.paths import arc_frames
+from k2dec.ragged import ragged_select
 from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
@@ -48,7 +51,6 @@ from k2dec.transducer.common import (
     check_streams,
     log_probs_from_logits,
 )
-from k2dec.utils import arc_frames, num_active_per_frame, ragged_select
 
 logger = logging.getLogger(__name__)
 

@@ -23,6 +23,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from k2dec.ragged import exclusive_cumsum
 from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
@@ -31,7 +32,6 @@ from k2dec.transducer.common import (
     check_streams,
     log_probs_from_logits,
 )
-from k2dec.utils import exclusive_cumsum
 
 logger = logging.getLogger(__name__)
 

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from k2dec.batch_search import extend_hash, num_active_per_frame
+from k2dec.ragged import exclusive_cumsum
 from k2dec.scorers.base import ScorerSet, WeightedScorer
 from k2dec.transducer.beam_hyps import BeamHyps
 from k2dec.transducer.common import (
@@ -40,7 +42,6 @@ from k2dec.transducer.common import (
     check_streams,
     log_probs_from_logits,
 )
-from k2dec.utils import exclusive_cumsum, extend_hash, num_active_per_frame
 
 logger = logging.getLogger(__name__)
 

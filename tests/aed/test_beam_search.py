@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from k2dec.aed import BeamSearchConfig, IncrementalLM, beam_search
-from tests.aed.models import CountingDecoder, TableDecoder, TinyLM, random_decoder
+from k2dec.testing.aed import CountingDecoder, TableDecoder, TinyLM, random_decoder
 from tests.reference.aed_reference import greedy_search, reference_beam_search
 
 FIELDS = ("score", "raw_score", "attention_score", "ctc_score", "lm_score")

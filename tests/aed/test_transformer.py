@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from k2dec.aed import AttentionDecoder, TransformerDecoder
-from tests.aed.models import random_decoder
+from k2dec.testing.aed import random_decoder
 
 
 def _inputs(device, n=3, t=6, c=5, seed=0):

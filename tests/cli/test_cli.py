@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from k2dec.cli import main
 from k2dec.graph import load_graph
 from k2dec.lang import LangDir
-from tests.graph.conftest import TINY_ARPA, TINY_LEXICON
+from k2dec.testing.lang import TINY_ARPA, TINY_LEXICON
 
 SUBCOMMANDS = ["prepare-lang", "compile-graph", "draw-graph", "decode", "tune", "demo",
                "train-lm", "export-lm", "lm-perplexity"]

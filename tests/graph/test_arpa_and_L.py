@@ -7,8 +7,7 @@ import pytest
 import torch
 
 from k2dec.graph import build_G, build_L, check_arpa, train_arpa
-
-from .conftest import TINY_ARPA, TINY_LEXICON
+from k2dec.testing.lang import TINY_ARPA, TINY_LEXICON
 
 
 def test_check_arpa_accepts_tiny(tiny_lang):

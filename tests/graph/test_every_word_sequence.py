@@ -35,16 +35,11 @@ from k2dec.graph import (
     write_openfst,
 )
 from k2dec.lang import write_lang_dir
+from k2dec.testing.lang import RandomLang, random_lang
 from tests.reference.lattice_paths import best_per_word_sequence
 from tests.reference.ngram import ArpaScorer, lexicon_lm_word_sequences
 
-from .random_lang import (
-    RandomLang,
-    ctc_realisations,
-    pronunciations,
-    random_lang,
-    word_sequences,
-)
+from .random_lang import ctc_realisations, pronunciations, word_sequences
 from .test_hlg import _best, _linear
 
 SEEDS = range(8)

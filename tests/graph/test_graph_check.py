@@ -9,8 +9,7 @@ import pytest
 
 from k2dec.graph import GraphCheck, check_graph_words, compile_graph, graph_words, load_graph
 from k2dec.lang import write_lang_dir
-
-from .conftest import TINY_ARPA, TINY_LEXICON
+from k2dec.testing.lang import TINY_ARPA, TINY_LEXICON
 
 
 def test_words_the_lm_lacks_are_named_and_homophones_are_kept(tmp_path, caplog):

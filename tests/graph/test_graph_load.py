@@ -12,8 +12,6 @@ import torch
 
 from k2dec.graph import compile_graph, load_graph
 
-from .conftest import TINY_ARPA, TINY_LEXICON  # noqa: F401 (tiny_lang uses them)
-
 
 @pytest.fixture
 def graphs(tiny_lang):

@@ -21,9 +21,9 @@ from k2dec.graph import (
     read_transition_pdf_table,
     write_openfst,
 )
+from k2dec.testing.lang import TINY_LEXICON
 from tests.reference.ngram import ArpaScorer
 
-from .conftest import TINY_LEXICON
 from .test_hlg import _best, _linear, _segmentations, _word_sequences
 
 LOOP = 0.6

@@ -10,9 +10,8 @@ import pytest
 import torch
 
 from k2dec.graph import build_ctc_topo, build_G, build_L, build_rescoring_G, compile_HLG, compile_LG
+from k2dec.testing.lang import TINY_LEXICON
 from tests.reference.ngram import ArpaScorer
-
-from .conftest import TINY_LEXICON
 
 WORDS = sorted({w for w, _ in TINY_LEXICON})
 

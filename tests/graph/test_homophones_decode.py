@@ -11,10 +11,10 @@ import torch
 from k2dec.graph import build_ctc_topo, build_G, build_L, compile_HLG, compile_LG
 from k2dec.lang import write_lang_dir
 from k2dec.lattice import LatticeConfig, get_lattice
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import FastBeamSearchConfig, fast_beam_search
 from tests.reference.lattice_paths import enumerate_paths, to_cpu_single
 from tests.reference.ngram import ArpaScorer, lexicon_lm_word_sequences
-from tests.transducer.helpers import random_batch, random_model
 
 from .test_every_word_sequence import _icefall_LG
 

@@ -11,6 +11,7 @@ from k2dec.graph import (
     compile_HLG,
     compose_openfst,
     graph_metadata,
+    k2_to_kaldi_decoder_fst,
     k2_to_openfst,
     load_graph,
     openfst_to_k2,
@@ -122,15 +123,11 @@ def test_load_against_other_tables_is_an_error(tiny_lang, tmp_path):
         load_graph(tmp_path / "bad.pt")
 
 
-def test_ctc_topo_and_trivial_graph(device):
-    from k2dec.graph import build_trivial_graph
-
+def test_ctc_topo(device):
     H = build_ctc_topo(3, device=device)
     assert H.device == device and int(H.labels.max()) == 3
     Hm = build_ctc_topo(3, modified=True, device=device)
     assert Hm.num_arcs < H.num_arcs
-    T = build_trivial_graph(3, device=device)
-    assert T.device == device and set(T.labels.tolist()) == {-1, 1, 2, 3}
     for bad in (0, -1, 2.5, True):
         with pytest.raises(ValueError, match="max_token"):
             build_ctc_topo(bad)
@@ -164,3 +161,27 @@ def test_compile_hlg_with_stale_label_versions_in_inputs(tiny_lang):
     HLG = compile_HLG(build_ctc_topo(lang.max_token_id), L, G,
                       lang.first_token_disambig_id, lang.first_word_disambig_id)
     assert HLG.properties is not None and HLG.num_arcs > 0
+
+
+def _fst_lines(fst) -> list[list[str]]:
+    return [line.split() for line in fst.to_str(show_weight_one=True).splitlines()]
+
+
+def test_kaldi_decoder_fst_conventions():
+    """Labels shift by one (blank 0 -> 1), the arcs added for extra words are epsilon, the
+    best of a state's final arcs gives its final weight, and the input is left alone."""
+    fsa = k2.Fsa.from_str("0 1 0 5 0.5\n0 2 -1 -1 0.3\n0 2 -1 -1 0.1\n1 2 -1 -1 0.0\n2",
+                          acceptor=False)
+    assert _fst_lines(k2_to_kaldi_decoder_fst(fsa)) == [
+        ["0", "1", "1", "5", "-0.5"], ["0", "-0.3"], ["1", "-0"]]
+    assert _fst_lines(k2_to_openfst(fsa))[0] == ["0", "1", "0", "5", "-0.5"]
+    assert fsa.labels.tolist() == [0, -1, -1, -1]
+    ragged = k2.Fsa.from_str("0 1 2 0 0.5\n1 2 -1 -1 0.0\n2", acceptor=False)
+    ragged.aux_labels = k2.RaggedTensor([[5, 6], [-1]])
+    assert _fst_lines(k2_to_kaldi_decoder_fst(ragged)) == [
+        ["0", "1", "3", "5", "-0.5"], ["1", "2", "0", "6", "-0"], ["2", "-0"]]
+    acceptor = k2.Fsa.from_str("0 1 0 0.5\n1 2 -1 0.0\n2", acceptor=True)
+    assert _fst_lines(k2_to_kaldi_decoder_fst(acceptor)) == [["0", "1", "1", "0", "-0.5"],
+                                                             ["1", "-0"]]
+    with pytest.raises(ValueError, match="single FSA"):
+        k2_to_kaldi_decoder_fst(k2.create_fsa_vec([fsa]))

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from k2dec.cli import main
+from k2dec.hypothesis import HypothesisRecord
 from k2dec.job import (
     DecodeConfig,
     decode_cuts,
@@ -19,7 +20,6 @@ from k2dec.job import (
 )
 from k2dec.methods import get_method
 from k2dec.results import read_results
-from k2dec.utils import HypothesisRecord
 
 
 def test_plan_applies_assignments_where_the_field_is():

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from k2dec.lattice.align import ctc_forced_alignment
-from tests.lattice.graphs import peaked_log_probs
+from k2dec.testing.graphs import peaked_log_probs
 from tests.test_word_spans import _ref_ctc_spans
 
 

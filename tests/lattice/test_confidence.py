@@ -13,12 +13,12 @@ from k2dec.lattice.confidence import Topology, lattice_timed_units
 from k2dec.lattice.mbr import MbrConfig, mbr_decode
 from k2dec.lattice.posteriors import PosteriorConfig
 from k2dec.lattice.rescore import RescoreConfig, rescore_with_whole_lattice
+from k2dec.testing.graphs import ctc_lexicon_graph, peaked_log_probs
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import FastBeamSearchConfig, fast_beam_search
-from tests.lattice.graphs import ctc_lexicon_graph, peaked_log_probs
 from tests.lattice.test_rescore import _G
 from tests.reference.lattice_paths import enumerate_paths
 from tests.test_word_spans import _ref_ctc_spans, _ref_words
-from tests.transducer.helpers import random_batch, random_model
 
 # tokens 1, 2 begin words; 3, 4 continue them
 LEXICON = {1: [1], 2: [2], 3: [1, 3], 4: [2, 4, 3]}

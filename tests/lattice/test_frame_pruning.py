@@ -21,7 +21,8 @@ from k2dec.lattice import (
     one_best_decoding,
 )
 from k2dec.lattice.dense import prune_frames
-from tests.lattice.graphs import HUGE, peaked_log_probs, to_k2
+from k2dec.testing.graphs import peaked_log_probs
+from tests.lattice.graphs import HUGE, to_k2
 from tests.reference.viterbi import random_graph
 
 EXACT = dataclasses.replace(HUGE, retry_scales=())

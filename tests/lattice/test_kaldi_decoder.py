@@ -8,14 +8,10 @@ import numpy as np
 import pytest
 import torch
 
+from k2dec.graph import k2_to_kaldi_decoder_fst
 from k2dec.lattice import AuxLabels, LatticeConfig, one_best_decoding
-from tests.lattice.graphs import (
-    ctc_lexicon_graph,
-    hmm_lexicon_graph,
-    peaked_log_probs,
-    to_k2,
-    to_kaldi_decoder_fst,
-)
+from k2dec.testing.graphs import ctc_lexicon_graph, hmm_lexicon_graph, peaked_log_probs
+from tests.lattice.graphs import to_k2
 from tests.reference.viterbi import random_graph
 
 kd = pytest.importorskip("kaldi_decoder")
@@ -39,7 +35,7 @@ def _kaldi_1best(fst, log_probs: np.ndarray) -> tuple[list[int], float]:
 
 def _agree(fsa: k2.Fsa, log_probs: torch.Tensor, lengths: torch.Tensor,
            aux_labels: AuxLabels = AuxLabels.WORDS) -> int:
-    fst = to_kaldi_decoder_fst(fsa)
+    fst = k2_to_kaldi_decoder_fst(fsa)
     hyps = one_best_decoding(log_probs, lengths, fsa, WIDE, aux_labels=aux_labels)
     compared = 0
     for i, h in enumerate(hyps):

@@ -12,7 +12,7 @@ import torch
 
 from k2dec.lattice.mbr import DELTA, MbrConfig, mbr_decode
 from k2dec.lattice.posteriors import PosteriorConfig
-from tests.lattice.random_lattices import dags_to_vec, random_word_dag
+from k2dec.testing.lattices import dags_to_vec, random_word_dag
 from tests.lattice.test_rescore import _lattices
 from tests.reference.mbr import (
     exhaustive_mbr,

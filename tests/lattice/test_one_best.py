@@ -18,7 +18,8 @@ from k2dec.lattice import (
     hypotheses_from_lattice,
     one_best_decoding,
 )
-from tests.lattice.graphs import HUGE, lattice_arc_frames, lattice_has_path, peaked_log_probs, to_k2
+from k2dec.testing.graphs import peaked_log_probs
+from tests.lattice.graphs import HUGE, lattice_arc_frames, lattice_has_path, to_k2
 from tests.reference.viterbi import (
     ctc_greedy,
     enumerate_paths,

@@ -19,7 +19,8 @@ from k2dec.lattice import (
 )
 from k2dec.lattice.one_best import ONE_BEST_OUTPUT_BEAM
 from k2dec.lattice.search import has_final_arc
-from tests.lattice.graphs import HUGE, peaked_log_probs, to_k2
+from k2dec.testing.graphs import peaked_log_probs
+from tests.lattice.graphs import HUGE, to_k2
 from tests.reference.viterbi import path_outputs, path_score, random_graph, viterbi
 
 NARROW = LatticeConfig(search_beam=2.0, output_beam=6.0, min_active_states=0,

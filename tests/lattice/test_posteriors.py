@@ -22,12 +22,12 @@ from k2dec.lattice.posteriors import (
     word_posteriors,
 )
 from k2dec.lattice.rescore import RescoreConfig, rescore_with_whole_lattice
+from k2dec.paths import FRAME_ATTR
+from k2dec.testing.lattices import dags_to_vec, empty_fsa, random_word_dag
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import FastBeamSearchConfig, fast_beam_search
-from k2dec.utils import FRAME_ATTR
-from tests.lattice.random_lattices import dags_to_vec, empty_fsa, random_word_dag
 from tests.lattice.test_rescore import _G, _lattices
 from tests.reference.lattice_paths import enumerate_paths
-from tests.transducer.helpers import random_batch, random_model
 
 LEXICON = {1: [1], 2: [2], 3: [1, 3], 4: [3, 2]}
 SCALES = [PosteriorConfig(), PosteriorConfig(acoustic_scale=0.3, lm_scale=1.5)]

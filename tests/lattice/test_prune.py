@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from k2dec.lattice import prune_lattice
-from tests.nbest.conftest import make_lattices, tiny_hlg  # noqa: F401 (fixture)
+from k2dec.testing.lattices import make_lattices
+from tests.nbest.conftest import tiny_hlg  # noqa: F401 (fixture)
 from tests.reference.lattice_paths import enumerate_paths
 
 

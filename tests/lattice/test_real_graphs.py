@@ -17,6 +17,7 @@ from k2dec.graph import (
     build_rescoring_G,
     compile_HCLG,
     compile_HLG,
+    k2_to_kaldi_decoder_fst,
 )
 from k2dec.lang import write_lang_dir
 from k2dec.lattice import (
@@ -27,7 +28,7 @@ from k2dec.lattice import (
     rescore_with_whole_lattice,
 )
 from k2dec.lattice.rescore import RescoreConfig, RescoreStatus
-from tests.lattice.graphs import peaked_log_probs, to_kaldi_decoder_fst
+from k2dec.testing.graphs import peaked_log_probs
 
 kd = pytest.importorskip("kaldi_decoder")
 
@@ -97,7 +98,7 @@ def _kaldi(fst, log_probs: np.ndarray):
 def _agree(graph: k2.Fsa, log_probs, lengths) -> int:
     result = get_lattice(log_probs, lengths, graph, WIDE)
     hyps = hypotheses_from_lattice(result)
-    fst = to_kaldi_decoder_fst(graph)
+    fst = k2_to_kaldi_decoder_fst(graph)
     multi = 0
     for i, h in enumerate(hyps):
         words, score = _kaldi(fst, log_probs[i, : lengths[i]].numpy())

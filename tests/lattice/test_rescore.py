@@ -15,7 +15,7 @@ from k2dec.lattice.rescore import (
     split_scores,
     sweep_lattice_weights,
 )
-from tests.lattice.graphs import ctc_lexicon_graph, peaked_log_probs
+from k2dec.testing.graphs import ctc_lexicon_graph, peaked_log_probs
 from tests.reference.lattice_rescore import (
     g_score,
     lattice_paths,

@@ -8,7 +8,8 @@ import torch
 
 from k2dec.lattice import AuxLabels, DecodeRunner, LatticeConfig, one_best_decoding
 from k2dec.lattice.runner import balance_by_frames
-from tests.lattice.graphs import peaked_log_probs, to_k2
+from k2dec.testing.graphs import peaked_log_probs
+from tests.lattice.graphs import to_k2
 from tests.reference.viterbi import random_graph
 
 

@@ -16,7 +16,8 @@ from k2dec.lattice import (
     ctc_decoding,
     one_best_decoding,
 )
-from tests.lattice.graphs import peaked_log_probs, to_k2
+from k2dec.testing.graphs import peaked_log_probs
+from tests.lattice.graphs import to_k2
 from tests.reference.viterbi import random_graph, viterbi
 
 

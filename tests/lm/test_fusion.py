@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from k2dec.aed import BeamSearchConfig, TransformerDecoder, beam_search
-from tests.lm.models import VOCAB, make_lm
+from k2dec.testing.lm import VOCAB, make_lm
 from tests.reference.aed_reference import reference_beam_search
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from k2dec.lm import compute_perplexity
-from tests.lm.models import make_lm, random_seqs
+from k2dec.testing.lm import make_lm, random_seqs
 from tests.reference.lm_reference import perplexity_by_hand
 
 

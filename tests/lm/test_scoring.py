@@ -11,7 +11,7 @@ import torch
 
 from k2dec.aed.interface import IncrementalLM
 from k2dec.lm import NeuralLM, RnnLmState, TransformerLmState
-from tests.lm.models import CONFIGS, VOCAB, make_lm, random_seqs
+from k2dec.testing.lm import CONFIGS, VOCAB, make_lm, random_seqs
 from tests.reference.lm_reference import score_sequence_by_prefixes
 
 NAMES = sorted(CONFIGS)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from k2dec.lm import RnnLM, RnnLmConfig, TransformerLM, TransformerLmConfig
-from tests.lm.models import CONFIGS, VOCAB, make_lm
+from k2dec.testing.lm import CONFIGS, VOCAB, make_lm
 
 NAMES = ["rnn", "transformer"]
 

@@ -7,7 +7,7 @@ from k2dec.aed import TransformerDecoder
 from k2dec.graph import build_rescoring_G
 from k2dec.lm import RnnLM, RnnLmConfig
 from k2dec.methods import Resources
-from tests.graph.conftest import TINY_ARPA
+from k2dec.testing.lang import TINY_ARPA
 from tests.nbest.conftest import tiny_hlg  # noqa: F401
 
 

@@ -12,8 +12,8 @@ import torch
 
 from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method, override_config
 from k2dec.methods.ctc import CtcConfig
+from k2dec.testing.transducer import random_batch, random_model
 from tests.methods.test_transducer_methods import tiny_LG  # noqa: F401 (fixture)
-from tests.transducer.helpers import random_batch, random_model
 
 #: batch compositions of six utterances
 GROUPINGS = [

@@ -12,6 +12,7 @@ import torch
 
 from k2dec.methods import get_method, icefall_compatible
 from k2dec.nbest import NbestConfig, best_paths_by_score
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import (
     FastBeamSearchConfig,
     ModifiedBeamSearchConfig,
@@ -24,7 +25,6 @@ from tests.reference.icefall_search import (
     fast_beam_search_icefall,
     modified_beam_search_icefall,
 )
-from tests.transducer.helpers import random_batch, random_model
 
 CASES = [([7, 5, 1, 6], s) for s in range(12)] + [([9], 100), ([3, 3], 101)]
 

@@ -20,11 +20,11 @@ from k2dec.lattice.rescore import RescoreConfig
 from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method
 from k2dec.methods.ctc import CtcConfig
 from k2dec.methods.mbr import FastBeamSearchMbrLGConfig, MbrMethodConfig
+from k2dec.testing.lang import TINY_ARPA
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import fast_beam_search
 from k2dec.transducer.confidence import token_confidences
-from tests.graph.conftest import TINY_ARPA
 from tests.methods.test_transducer_methods import tiny_LG  # noqa: F401
-from tests.transducer.helpers import random_batch, random_model
 
 
 def _ctc_inputs(seed: int, vocab: int, n: int = 4) -> CtcInputs:

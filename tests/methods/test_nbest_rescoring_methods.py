@@ -21,11 +21,11 @@ from k2dec.methods.transducer import (
     FastBeamSearchNbestRnnRescoringConfig,
 )
 from k2dec.nbest import DedupKey, Nbest, NbestConfig
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import fast_beam_search
 from tests.reference.lattice_paths import enumerate_paths
 from tests.reference.lm_reference import score_sequence_by_prefixes
 from tests.reference.ngram import ArpaScorer
-from tests.transducer.helpers import random_batch, random_model
 
 #: BPE-like pieces: ids 1..5 (0 is the blank)
 PIECES = ["<unk>", "\u2581A", "B", "\u2581C", "D"]

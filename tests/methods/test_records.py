@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from k2dec.aed import BeamSearchConfig, TransformerDecoder, beam_search
+from k2dec.hypothesis import HypothesisRecord
 from k2dec.lattice import (
     Hypothesis,
     LatticeStatus,
@@ -17,9 +18,8 @@ from k2dec.lattice import (
 from k2dec.methods import AedInputs, CtcInputs, Resources, TransducerInputs, get_method
 from k2dec.methods.ctc import CtcConfig
 from k2dec.methods.records import from_ids, from_lattice, from_transducer
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import TransducerHypothesis, greedy_search
-from k2dec.utils import HypothesisRecord
-from tests.transducer.helpers import random_batch, random_model
 
 
 def test_record_checks_lengths_and_writes_json():

@@ -15,10 +15,10 @@ from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method
 from k2dec.methods.ctc_prefix import CtcPrefixAttentionConfig, NoNgramAttentionConfig
 from k2dec.methods.transducer_lm import LmRescoreConfig, LmRescoreLodrConfig
 from k2dec.scorers import NeuralLmScorer, TokenNgramScorer, WeightedScorer
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import ModifiedBeamSearch, ModifiedBeamSearchConfig, modified_beam_search
 from tests.reference.scorers import RefNeuralLm, RefNgram
 from tests.scorers.helpers import token_arpa
-from tests.transducer.helpers import random_batch, random_model
 
 VOCAB = 6
 TRANSDUCER = ["beam_search", "modified_beam_search", "modified_beam_search_LODR",

@@ -8,8 +8,6 @@ import k2
 import pytest
 import torch
 
-from k2dec.graph import build_G, build_L, compile_LG
-from k2dec.lang import write_lang_dir
 from k2dec.methods import Family, Resources, TransducerInputs, get_method, list_methods
 from k2dec.methods.transducer import (
     FastBeamSearchLGConfig,
@@ -17,10 +15,10 @@ from k2dec.methods.transducer import (
     FastBeamSearchNbestLGConfig,
 )
 from k2dec.nbest import NbestConfig
+from k2dec.testing.lang import tiny_lg
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import FastBeamSearchConfig, fast_beam_search
-from tests.graph.conftest import TINY_ARPA, TINY_LEXICON
 from tests.reference.lattice_paths import enumerate_paths
-from tests.transducer.helpers import random_batch, random_model
 
 TRANSDUCER_METHODS = [
     "fast_beam_search",
@@ -37,14 +35,7 @@ TRANSDUCER_METHODS = [
 
 @pytest.fixture(scope="module")
 def tiny_LG(tmp_path_factory):
-    d = tmp_path_factory.mktemp("lg")
-    lang = write_lang_dir(d / "lang", TINY_LEXICON)  # tokens a b c d = 1..4 (vocab 5)
-    (d / "lm.arpa").write_text(TINY_ARPA)
-    L = build_L(lang.lexicon_disambig, lang.token_table, lang.word_table,
-                disambig_self_loops=True)
-    LG = compile_LG(L, build_G(d / "lm.arpa", lang.word_table), lang.first_token_disambig_id,
-                    lang.first_word_disambig_id, log_weight_pushing=True)
-    return lang, LG
+    return tiny_lg(tmp_path_factory.mktemp("lg"))  # tokens a b c d = 1..4 (vocab 5)
 
 
 #: the transducer methods with scorers (tests/methods/test_scorer_methods.py) and the n-best

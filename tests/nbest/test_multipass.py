@@ -17,8 +17,7 @@ from k2dec.nbest.multipass import (
     matching_features,
     multi_pass_rescore,
 )
-
-from .conftest import make_lattices
+from k2dec.testing.lattices import make_lattices
 
 
 class BigramScorer:

@@ -8,9 +8,8 @@ import pytest
 import torch
 
 from k2dec.nbest import DedupKey, Nbest
+from k2dec.testing.lattices import make_lattices
 from tests.reference.lattice_paths import best_by_key, enumerate_paths
-
-from .conftest import make_lattices
 
 
 def _lists(ragged: k2.RaggedTensor) -> list:

@@ -8,9 +8,8 @@ import torch
 
 from k2dec.aed import TransformerDecoder
 from k2dec.nbest import Nbest, neural_scores, rescore_with_attention_decoder, rescore_with_lm
+from k2dec.testing.lattices import make_lattices
 from tests.reference.lattice_paths import enumerate_paths
-
-from .conftest import make_lattices
 
 
 def _decoder(seed: int) -> TransformerDecoder:

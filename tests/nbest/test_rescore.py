@@ -8,10 +8,9 @@ import torch
 
 from k2dec.graph import build_rescoring_G
 from k2dec.nbest import Nbest, combine_scores, ngram_lm_scores, rescore_with_ngram, scale_key
-from tests.graph.conftest import TINY_ARPA
+from k2dec.testing.lang import TINY_ARPA
+from k2dec.testing.lattices import make_lattices
 from tests.reference.ngram import ArpaScorer
-
-from .conftest import make_lattices
 
 
 @pytest.fixture

@@ -14,9 +14,8 @@ import torch
 
 from k2dec.nbest import Nbest, sample_paths
 from k2dec.nbest.sampling import uniform_hash
+from k2dec.testing.lattices import make_lattices
 from tests.reference.lattice_paths import enumerate_paths
-
-from .conftest import make_lattices
 
 
 def _per_fsa(fsas: k2.Fsa, paths: k2.RaggedTensor) -> list[list[tuple[int, ...]]]:

@@ -10,7 +10,7 @@ import torch
 
 from k2dec.nbest import DedupKey, Nbest
 from k2dec.nbest.trie import PATH_ATTR, build_tries
-from tests.nbest.conftest import make_lattices
+from k2dec.testing.lattices import make_lattices
 
 
 def assert_same_fsas(a: k2.Fsa, b: k2.Fsa) -> None:

@@ -17,7 +17,7 @@ from k2dec.scorers import (
     TokenNgramScorer,
     read_hotwords,
 )
-from tests.lm.models import VOCAB, make_lm
+from k2dec.testing.lm import VOCAB, make_lm
 from tests.reference.scorers import RefContextGraph, RefCtc, RefNeuralLm, RefNgram
 from tests.scorers.helpers import check_against_reference, random_phrases, token_arpa
 

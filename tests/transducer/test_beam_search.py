@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import TransducerBeamSearchConfig, beam_search
 from tests.reference.transducer_reference import NetOracle, classic_beam_search_reference
 from tests.scorers.factories import scorer_pairs
-from tests.transducer.helpers import random_batch, random_model
 
 
 def _check(got, want):

@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import (
     GreedySearchConfig,
     ModifiedBeamSearchConfig,
@@ -15,7 +16,6 @@ from k2dec.transducer import (
 )
 from k2dec.transducer.confidence import token_confidences
 from tests.reference.transducer_reference import NetOracle
-from tests.transducer.helpers import random_batch, random_model
 
 
 def _reference(model, enc, hyps, temperature=1.0, blank_penalty=0.0):

@@ -5,6 +5,7 @@ import dataclasses
 import k2
 import pytest
 
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import (
     FastBeamSearch,
     FastBeamSearchConfig,
@@ -17,12 +18,7 @@ from tests.reference.transducer_reference import (
     best_alignment,
     total_log_prob,
 )
-from tests.transducer.helpers import (
-    assert_same_hyps,
-    random_batch,
-    random_chunks,
-    random_model,
-)
+from tests.transducer.helpers import assert_same_hyps, random_chunks
 
 HUGE = FastBeamSearchConfig(beam=1e6, max_contexts=100000, max_states=100000)
 

@@ -3,14 +3,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import GreedySearch, GreedySearchConfig, greedy_search
 from tests.reference.transducer_reference import NetOracle, greedy_reference
-from tests.transducer.helpers import (
-    assert_same_hyps,
-    random_batch,
-    random_chunks,
-    random_model,
-)
+from tests.transducer.helpers import assert_same_hyps, random_chunks
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import (
     FastBeamSearchConfig,
     Joiner,
@@ -12,7 +13,7 @@ from k2dec.transducer import (
     greedy_search,
     modified_beam_search,
 )
-from tests.transducer.helpers import assert_same_hyps, random_batch, random_model
+from tests.transducer.helpers import assert_same_hyps
 
 
 def test_decoder_shapes_and_negative_ids():

@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import (
     ModifiedBeamSearch,
     ModifiedBeamSearchConfig,
@@ -14,12 +15,7 @@ from tests.reference.transducer_reference import (
     pick_best,
     sequence_log_probs,
 )
-from tests.transducer.helpers import (
-    assert_same_hyps,
-    random_batch,
-    random_chunks,
-    random_model,
-)
+from tests.transducer.helpers import assert_same_hyps, random_chunks
 
 
 def _as_dict(hyps):

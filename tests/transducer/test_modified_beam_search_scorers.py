@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import ModifiedBeamSearch, ModifiedBeamSearchConfig, modified_beam_search
 from tests.reference.transducer_reference import (
     NetOracle,
@@ -12,7 +13,7 @@ from tests.reference.transducer_reference import (
     pick_best,
 )
 from tests.scorers.factories import scorer_pairs
-from tests.transducer.helpers import random_batch, random_chunks, random_model
+from tests.transducer.helpers import random_chunks
 
 CASES = ["r", "t", "n", "h", "rn", "rnh", "th"]
 

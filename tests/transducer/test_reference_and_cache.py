@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import DecoderCache
 from tests.reference.transducer_reference import (
     NetOracle,
@@ -16,7 +17,6 @@ from tests.reference.transducer_reference import (
     sequence_log_probs,
     total_log_prob,
 )
-from tests.transducer.helpers import random_batch, random_model
 
 
 @pytest.mark.parametrize("context_size", [1, 2, 3])

@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 import torch
 
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import (
     FastBeamSearchConfig,
     GreedySearch,
@@ -18,7 +19,6 @@ from k2dec.transducer import (
     greedy_search,
     modified_beam_search,
 )
-from tests.transducer.helpers import random_batch, random_model
 
 
 def _run_fast(model, enc, lens, config=None):

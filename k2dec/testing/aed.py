@@ -1,4 +1,6 @@
-"""Small protocol implementations used by the aed tests and the aed benchmark."""
+"""Small implementations of the attention-decoder and LM protocols for tests and benchmarks: a GRU
+LM, a table-driven decoder for hand-worked cases, a call-counting wrapper, a random Transformer
+decoder."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import torch
 from torch import nn
 
 from k2dec.aed import TransformerDecoder
+
+__all__ = ["CountingDecoder", "TableDecoder", "TinyLM", "random_decoder"]
 
 
 class TinyLM(nn.Module):

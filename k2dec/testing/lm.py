@@ -1,4 +1,4 @@
-"""Tiny randomly initialized LMs for the tests."""
+"""Tiny randomly initialized RNN and Transformer LMs for tests and benchmarks."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import random
 import torch
 
 from k2dec.lm import RnnLM, RnnLmConfig, TransformerLM, TransformerLmConfig
+
+__all__ = ["CONFIGS", "VOCAB", "make_lm", "random_seqs"]
 
 VOCAB = 13
 

@@ -67,7 +67,7 @@ import numpy as np
 import soundfile as sf
 from tqdm import tqdm
 
-from .text import has_digits, normalize_text, split_sentences
+from k2dec.data.text import has_digits, normalize_text, split_sentences
 
 __all__ = [
     "DEFAULT_HELD_OUT",

@@ -1,11 +1,14 @@
-"""Random tiny word lattices (acyclic, k2's conventions) for the posterior and MBR tests, with
-their plain-Python form for the references in ``tests/reference/mbr.py``."""
+"""Random lattices for tests and benchmarks: tiny acyclic word lattices (k2's conventions) with
+their plain-Python form for references, and lattices of random peaked posteriors through a
+graph."""
 
 from __future__ import annotations
 
 import k2
 import numpy as np
 import torch
+
+__all__ = ["Dag", "dag_to_k2", "dags_to_vec", "empty_fsa", "make_lattices", "random_word_dag"]
 
 Dag = tuple[int, list[tuple[int, int, int, float]]]
 
@@ -60,3 +63,19 @@ def dags_to_vec(dags: list[Dag | None], device: torch.device | str = "cpu") -> k
     """An FsaVec of the DAGs (``None``: an empty FSA)."""
     return k2.create_fsa_vec([empty_fsa(device) if d is None else dag_to_k2(d, device)
                               for d in dags])
+
+
+def make_lattices(graph: k2.Fsa, num_utts: int, max_frames: int, seed: int,
+                  device: torch.device, vocab: int, scale: float = 1.5) -> k2.Fsa:
+    """Lattices of ``num_utts`` random utterances (lengths 2..max_frames) with wide beams."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(2, max_frames + 1, (num_utts,), generator=g)
+    lengths, _ = torch.sort(lengths, descending=True)
+    log_probs = (torch.randn(num_utts, int(lengths.max()), vocab, generator=g) * scale)
+    log_probs = log_probs.log_softmax(-1).to(device)
+    sup = torch.stack([torch.arange(num_utts), torch.zeros(num_utts, dtype=torch.int64),
+                       lengths], dim=1).to(torch.int32)
+    dense = k2.DenseFsaVec(log_probs, sup)
+    graphs = k2.create_fsa_vec([graph.to(device)] * num_utts)
+    return k2.intersect_dense_pruned(graphs, dense, search_beam=100, output_beam=100,
+                                     min_active_states=1, max_active_states=100000)

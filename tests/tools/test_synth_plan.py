@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from k2dec.data.synth import (
+from k2dec.tools.synth import (
     FORTUNES_DIR,
     CorpusConfig,
     Voice,
