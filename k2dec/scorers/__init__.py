@@ -7,7 +7,9 @@ list of :class:`WeightedScorer`. Implementations:
 - :class:`NeuralLmScorer`: shallow fusion with an RNN or Transformer LM (:mod:`k2dec.lm`);
 - :class:`TokenNgramScorer`: a token n-gram from an ARPA file (LODR subtracts a bigram built by
   :func:`train_token_arpa` from the LM text);
-- :class:`HotwordScorer`: hotword biasing with an Aho-Corasick :class:`ContextGraph`;
+- :class:`HotwordScorer`: hotword biasing with an Aho-Corasick :class:`ContextGraph`
+  (graph searches: :func:`hotword_graph` over tokens, :func:`bias_word_graph` over the words
+  of HLG / LG);
 - :class:`CtcScorer`: CTC prefix scores (a partial scorer: scores pre-selected candidates).
 
 Example (an LM and a hotword list in modified beam search)::
@@ -26,6 +28,8 @@ from k2dec.scorers.hotwords import (
     ContextGraph,
     Hotword,
     HotwordScorer,
+    bias_word_graph,
+    encode_hotword_words,
     encode_hotwords,
     hotword_graph,
     read_hotwords,
@@ -49,6 +53,8 @@ __all__ = [
     "TableScorer",
     "TokenNgramScorer",
     "WeightedScorer",
+    "bias_word_graph",
+    "encode_hotword_words",
     "encode_hotwords",
     "hotword_graph",
     "read_arpa",
