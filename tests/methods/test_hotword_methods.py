@@ -106,7 +106,8 @@ def test_hlg_methods_search_the_biased_graph(setup):
     direct = Resources(graphs={**res.graphs, "HLG": biased}, lms=res.lms,
                        attention_decoder=res.attention_decoder)
     plain_cfg = CtcConfig(nbest=cfg.nbest, hlg_scale=1.0, top_k=5)
-    for name in ("1best", "nbest", "nbest-rescoring", "rnn-lm", "multi-pass"):
+    for name in ("1best", "nbest", "nbest-rescoring", "rnn-lm", "multi-pass", "attention-decoder",
+                 "whole-lattice-rescoring"):
         got = get_method(name)(inp, hres, cfg)
         want = get_method(name)(inp, direct, plain_cfg)
         assert [r.words for r in got] == [r.words for r in want], name
