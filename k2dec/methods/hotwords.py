@@ -25,6 +25,7 @@ import k2
 import torch
 
 from ..scorers import HOTWORD_GRAPH_MAX_ARCS, ContextGraph, bias_word_graph, hotword_graph
+from ..scorers.hotwords import rebuilt_fsa
 from .registry import Resources
 
 __all__ = ["HOTWORDS_SCORE", "HOTWORD_GRAPH_MAX_ARCS", "token_biased_graph", "word_biased_graph"]
@@ -48,7 +49,8 @@ def token_biased_graph(res: Resources, graph: k2.Fsa | None, score: float, vocab
         hot = hotword_graph(ContextGraph(res.hotwords, score), vocab_size, blank_id, "cpu")
         if graph is not None:
             base = k2.arc_sort(graph.to("cpu"))
-            hot = k2.arc_sort(k2.connect(k2.intersect(base, hot, treat_epsilons_specially=True)))
+            hot = rebuilt_fsa(k2.arc_sort(k2.connect(k2.intersect(
+                base, hot, treat_epsilons_specially=True))))
         res.cache[key] = hot.to(device)
     return res.cache[key]
 
