@@ -213,10 +213,11 @@ _asset_options = _options(
                       "the LM-fusion searches."),
     click.option("--hotwords", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                  help="Hotwords to bias towards (one phrase per line, optionally "
-                      "'PHRASE :SCORE'); used by the methods that support biasing "
-                      "(modified_beam_search, beam_search, the LM-fusion searches, "
-                      "ctc-prefix-beam-search), with --set hotwords_score=... (default 2.0 "
-                      "per token)."),
+                      "'PHRASE :SCORE'); used by the methods that support biasing (column "
+                      "'hotwords' of --list-methods: the transducer and CTC prefix searches, "
+                      "fast_beam_search and its LG methods, the HLG methods), with --set "
+                      "hotwords_score=... (default 2.0 per token; per word in the HLG "
+                      "methods, whose phrases must be in words.txt)."),
     click.option("--lodr-arpa", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                  help="A token n-gram ARPA (words = token ids) for the LODR methods."),
     _feature_options,

@@ -6,13 +6,17 @@ sets, run through the methods registry as ``k2dec decode`` runs them.
    alphabetical), leaving out the 300 most frequent words of the LM text (hotwords are rare
    words: names, terms), form the hotwords list. For every method that
    biases (transducer ``modified_beam_search``, ``fast_beam_search`` (the hotword graph as
-   its decoding graph), ``beam_search``,
-   ``modified_beam_search_lm_shallow_fusion``, CTC ``ctc-prefix-beam-search``) the recall of
+   its decoding graph), ``beam_search``, ``modified_beam_search_lm_shallow_fusion``, the LG
+   methods ``fast_beam_search_LG`` / ``_nbest_LG`` / ``_mbr_LG`` (LG intersected with the
+   token hotword automaton), CTC ``ctc-prefix-beam-search`` and the HLG methods ``1best`` /
+   ``nbest`` / ``mbr`` (HLG intersected with the word hotword automaton; the bonus is per
+   word there)) the recall of
    those words (reference occurrences aligned to the same hypothesis word) and the WER on the
    other words (U-WER: errors on reference words not in the list, plus insertions of words not
    in the list, over the number of such reference words) with and without the list, and the
-   extra time biasing costs. Targets: U-WER rises by at most 0.5 points; biasing costs less than
-   10% extra time.
+   extra time biasing costs. Each setting is first run on one utterance (building and caching
+   its graphs: the biased graph's build time is reported apart), then timed on all. Targets:
+   U-WER rises by at most 0.5 points; biasing costs less than 10% extra time.
 2. LM fusion and LODR with the shipped LSTM LM: WER of ``modified_beam_search`` alone, with
    shallow fusion, with LODR (a token bigram trained with kaldingram on the corpus' LM text,
    which is rebuilt from Debian's fortunes exactly as the corpus maker split it), and the
@@ -26,7 +30,8 @@ compare times only within one run.
 
 Usage (from the repository root)::
 
-    python scripts/bench_scorers.py [--quick | --smoke] [--report DIR]
+    python scripts/bench_scorers.py [--quick | --smoke] [--report DIR] [--repeat N]
+        [--sections fusion,hotwords,ctc] [--hotword-methods NAME,...]
 """
 
 from __future__ import annotations
@@ -50,10 +55,16 @@ from k2dec.methods.registry import override_config  # noqa: E402
 AREA = "scorers"
 NUM_HOTWORDS = 30
 HOTWORD_SCORES = (1.0, 2.0)
+#: the HLG methods' bonus is per word (a word is ~2-3 BPE tokens of the shipped model)
+WORD_HOTWORD_SCORES = (1.0, 2.0, 4.0)
+WORD_BIASED = {"1best", "nbest", "mbr"}
 BIASED = [("modified_beam_search", "transducer"), ("fast_beam_search", "transducer"),
           ("beam_search", "transducer"),
           ("modified_beam_search_lm_shallow_fusion", "transducer"),
-          ("ctc-prefix-beam-search", "ctc")]
+          ("fast_beam_search_LG", "transducer"), ("fast_beam_search_nbest_LG", "transducer"),
+          ("fast_beam_search_mbr_LG", "transducer"),
+          ("ctc-prefix-beam-search", "ctc"), ("1best", "ctc"), ("nbest", "ctc"), ("mbr", "ctc")]
+SECTIONS = ("fusion", "hotwords", "ctc")
 FUSION = ["modified_beam_search", "modified_beam_search_lm_shallow_fusion",
           "modified_beam_search_LODR", "modified_beam_search_lm_rescore",
           "modified_beam_search_lm_rescore_LODR"]
@@ -138,9 +149,23 @@ def pick_hotwords(refs, hyps, n: int, common: set[str]) -> list[str]:
 
 
 def main() -> None:
-    args = benchlib.area_parser(__doc__, AREA).parse_args()
+    parser = benchlib.area_parser(__doc__, AREA)
+    parser.add_argument("--repeat", type=int, default=None, help="timed runs per setting "
+                        "(default: 2 in full mode, 1 otherwise)")
+    parser.add_argument("--sections", default=",".join(SECTIONS),
+                        help="which parts to run (comma-separated: fusion, hotwords, ctc)")
+    parser.add_argument("--hotword-methods", default=None,
+                        help="the biased methods to measure (default: all)")
+    args = parser.parse_args()
     mode = "smoke" if args.smoke else "quick" if args.quick else "full"
     sizes = MODES[mode]
+    if args.repeat is not None:
+        sizes = Sizes(sizes.cuts, args.repeat)
+    sections = set(args.sections.split(","))
+    if not sections <= set(SECTIONS):
+        parser.error(f"--sections: unknown {sorted(sections - set(SECTIONS))}")
+    biased_methods = BIASED if args.hotword_methods is None else [
+        (n, f) for n, f in BIASED if n in args.hotword_methods.split(",")]
     benchlib.one_thread()
     report = benchlib.Report(AREA, "Scorers: hotwords, LM fusion / LODR, CTC prefix beam "
                              "search (shipped model)")
@@ -149,7 +174,7 @@ def main() -> None:
     assets = b.assets
     sp, words = assets.sp, assets.lang.word_table
     from k2dec.lm import load_lm
-    from k2dec.scorers import TokenNgramScorer, encode_hotwords, train_token_arpa
+    from k2dec.scorers import TokenNgramScorer, train_token_arpa
 
     lm = load_lm(benchlib.SHIPPED / "lm" / "rnn_lm.pt").eval()
     work = benchlib.REPO / "exp" / "bench" / "work"
@@ -170,10 +195,16 @@ def main() -> None:
     n_utts, frames = len(refs), int(b.encoder_lens.sum())
     settings.append(f"{n_utts} utterances of the shipped test sets ({frames} encoder frames)")
 
-    def run(name: str, inputs, resources: Resources, sets: tuple[str, ...] = ()):
+    def run(name: str, inputs, resources: Resources, sets: tuple[str, ...] = (),
+            warm: bool = False):
         method = get_method(name)
         cfg = override_config(method.default_config(), list(sets))
+        warm_seconds = 0.0
+        if warm:  # one utterance first: builds (and caches) the setting's graphs
+            warm_seconds, _ = benchlib.best_time(1, method, first_utterance(inputs), resources, cfg)
         seconds, out = benchlib.best_time(sizes.repeat, method, inputs, resources, cfg)
+        if warm:
+            return seconds, out, warm_seconds
         scored = {r.key: wer(refs, to_words(r, sp, words)) for r in out}
         best = min(scored, key=scored.get)
         return seconds, out, scored, best
@@ -182,7 +213,7 @@ def main() -> None:
     rows = []
     base = None
     hyps_of: dict[str, list[list[str]]] = {}
-    for name in FUSION:
+    for name in FUSION if "fusion" in sections else FUSION[:1]:
         seconds, out, scored, best = run(name, tin, res)
         first = out[0].key
         hyps_of[name] = to_words(out[0], sp, words)
@@ -191,39 +222,71 @@ def main() -> None:
         rows.append([name, f"{scored[first]:.2f}" + ("" if len(out) == 1 else f" ({first})"),
                      f"{scored[best]:.2f} ({best})" if len(out) > 1 else "",
                      f"{scored[best] - base:+.2f}", f"{seconds:.1f}"])
-    report.table("WER (%) of LM fusion / LODR / n-best LM rescoring on the shipped test sets "
-                 "(icefall defaults: fusion lm_scale 0.3; LODR lm_scale 0.42, bigram scale "
-                 "-0.24)", ["method", "WER (default / first key)", "best key on the test sets",
-                            "best - modified_beam_search", "seconds"], rows)
+    if "fusion" in sections:
+        report.table("WER (%) of LM fusion / LODR / n-best LM rescoring on the shipped test "
+                     "sets (icefall defaults: fusion lm_scale 0.3; LODR lm_scale 0.42, bigram "
+                     "scale -0.24)", ["method", "WER (default / first key)",
+                                      "best key on the test sets",
+                                      "best - modified_beam_search", "seconds"], rows)
+    if "hotwords" in sections:
+        hotword_section(report, mode, sizes, run, refs, hyps_of, common, res, sp, words,
+                        tin, cin, biased_methods, settings)
+    if "ctc" in sections:
+        ctc_section(report, run, b, refs, cin, res, sp)
+    report.settings = "; ".join(settings)
+    report.write(args.report)
+    report.print()
+
+
+def first_utterance(inputs):
+    """The first utterance of a batch of method inputs."""
+    if isinstance(inputs, TransducerInputs):
+        return TransducerInputs(inputs.model, inputs.encoder_out[:1],
+                                inputs.encoder_out_lens[:1])
+    return CtcInputs(inputs.log_probs[:1], inputs.lengths[:1],
+                     memory=None if inputs.memory is None else inputs.memory[:1],
+                     memory_lens=None if inputs.memory_lens is None else inputs.memory_lens[:1])
+
+
+def hotword_section(report, mode, sizes, run, refs, hyps_of, common, res, sp, words, tin, cin,
+                    biased_methods, settings) -> None:
+    from k2dec.scorers import encode_hotword_words, encode_hotwords
 
     # 1. Hotwords
     hotwords = pick_hotwords(refs, hyps_of["modified_beam_search"], NUM_HOTWORDS, common)
     hw_set = set(hotwords)
     biased_res = Resources(graphs=res.graphs, lms=res.lms, attention_decoder=res.attention_decoder,
                            hotwords=tuple((tuple(t), s) for t, s in
-                                          encode_hotwords(hotwords, sp)), lodr=res.lodr)
+                                          encode_hotwords(hotwords, sp)), lodr=res.lodr,
+                           hotword_words=tuple((tuple(w), s) for w, s in
+                                               encode_hotword_words(hotwords, words)))
     settings.append("hotwords: " + " ".join(hotwords))
     rows = []
-    for name, family in BIASED:
+    for name, family in biased_methods:
         inputs = tin if family == "transducer" else cin
-        t0, out0, _, _ = run(name, inputs, res)
+        t0, out0, w0 = run(name, inputs, res, warm=True)
         r0, u0 = biasing_stats(refs, to_words(out0[0], sp, words), hw_set)
-        for score in HOTWORD_SCORES:
-            t1, out1, _, _ = run(name, inputs, biased_res, (f"hotwords_score={score}",))
+        for score in WORD_HOTWORD_SCORES if name in WORD_BIASED else HOTWORD_SCORES:
+            t1, out1, w1 = run(name, inputs, biased_res, (f"hotwords_score={score}",),
+                               warm=True)
             r1, u1 = biasing_stats(refs, to_words(out1[0], sp, words), hw_set)
             extra = 100.0 * (t1 - t0) / t0
             rows.append([name, score, f"{r0:.1f}", f"{r1:.1f}", f"{u0:.2f}", f"{u1:.2f}",
-                         f"{t0:.2f}", f"{t1:.2f}", f"{extra:+.1f}"])
+                         f"{t0:.2f}", f"{t1:.2f}", f"{extra:+.1f}", f"{max(0.0, w1 - w0):.2f}"])
             what = f"hotwords, {name}, hotwords_score {score}"
             report.target(f"{what}: U-WER rises by <= 0.5 points", f"{u1 - u0:+.2f}",
                           None if mode == "smoke" else u1 - u0 <= 0.5)
             report.target(f"{what}: biasing costs < 10% extra time", f"{extra:+.1f}%",
                           None if mode == "smoke" else extra < 10.0)
     report.table(f"Hotwords: recall of the {len(hotwords)} listed words and U-WER (%) without / "
-                 "with the list, per hotwords_score (per-token bonus; icefall's default 2.0)",
+                 "with the list, per hotwords_score (per-token bonus, icefall's default 2.0; "
+                 "per word in the HLG methods 1best / nbest / mbr)",
                  ["method", "hotwords_score", "recall without", "recall with", "U-WER without",
-                  "U-WER with", "seconds without", "seconds with", "extra time %"], rows)
+                  "U-WER with", "seconds without", "seconds with", "extra time %",
+                  "graph build s (once)"], rows)
 
+
+def ctc_section(report, run, b, refs, cin, res, sp) -> None:
     # 3. CTC prefix beam search vs HLG vs pyctcdecode
     rows = []
     for name in CTC_METHODS:
@@ -239,9 +302,6 @@ def main() -> None:
     report.table("CTC decoding of the same log-probs without an LM (ctc-decoding: 1best "
                  "through H) and through HLG (1best; the HLG rescoring methods are in the "
                  "ctc_lm area): WER (%) and seconds", ["decoder", "WER", "seconds"], rows)
-    report.settings = "; ".join(settings)
-    report.write(args.report)
-    report.print()
 
 
 def pyctcdecode_rows(b, sp, refs, report) -> list[list[str]]:

@@ -55,7 +55,9 @@ def load_assets(
     """Load a model (any :func:`k2dec.model.load_model` recognises), the graphs of its lang
     dir (:data:`GRAPH_FILES` from ``graph_dir``, else from the lang dir; H built from
     tokens.txt), the BPE model and neural LMs, all on ``device``; a hotwords file (one phrase
-    per line, optionally ``PHRASE :SCORE``, encoded with the BPE model) and LODR's token
+    per line, optionally ``PHRASE :SCORE``, encoded with the BPE model, and as word ids of
+    the lang dir's words.txt for the HLG methods: phrases with other words are left out
+    there, with a logged warning) and LODR's token
     n-gram ARPA (:func:`k2dec.scorers.train_token_arpa`) when given. The lang dir is only
     read (a shipped one works as it is with ``graph_dir``).
 
@@ -114,6 +116,11 @@ def load_assets(
             res.lms[name] = load_lm(path).to(device).eval()
     if hotwords is not None or lodr_arpa is not None:
         _load_scorer_inputs(res, sp, hotwords, lodr_arpa, device)
+    if hotwords is not None and lang is not None:
+        from ..scorers import encode_hotword_words, read_hotwords
+
+        res.hotword_words = tuple((tuple(w), s) for w, s in encode_hotword_words(
+            read_hotwords(hotwords), lang.word_table))
     return DecodeAssets(model=model, lang=lang, sp=sp, resources=res, tokens=model.tokens)
 
 

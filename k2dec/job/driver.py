@@ -196,14 +196,15 @@ def _needs(method: Method) -> str:
 def method_table(methods: Sequence[Method]) -> str:
     """One line per method: name, family, what it needs besides the model (graph files in
     ``--graph-dir`` or the lang dir, ``--rnn-lm``, an attention decoder in the model,
-    references for oracle methods), its configured scales when it weighs scores by scales
+    references for oracle methods), whether it takes ``--hotwords`` (:attr:`Method.hotwords`),
+    its configured scales when it weighs scores by scales
     (``k2dec tune`` tunes them), and what it does."""
     rows = []
     for m in methods:
         scales = " ".join(f"{k}={v}" for k, v in m.scale_fields().items())
         what = f"{m.description} Scales: {scales}." if scales else m.description
-        rows.append((m.name, m.family.value, _needs(m), what))
-    head = ("method", "family", "needs", "what it does")
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(3)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:3], widths)) + "  " + r[3]
+        rows.append((m.name, m.family.value, _needs(m), "yes" if m.hotwords else "-", what))
+    head = ("method", "family", "needs", "hotwords", "what it does")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4]
                      for r in [head, *rows])

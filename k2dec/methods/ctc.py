@@ -36,6 +36,8 @@ from ..nbest import (
     rescore_with_ngram,
     scale_key,
 )
+from .checks import check_finite
+from .hotwords import HOTWORD_GRAPH_MAX_ARCS, HOTWORDS_SCORE, word_biased_graph
 from .records import from_ids, from_lattice, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, Setting, register
 
@@ -99,6 +101,16 @@ class CtcConfig:
       attention_chunk_cells: attention-decoder rescoring scores paths in chunks of at most
         this many (token, encoder frame) cells (memory bound, ~60 bytes per cell).
       whole_lattice: memory back-off of ``whole-lattice-rescoring`` and its LM-scale grid.
+      hotwords_score: the bonus per word of a hotword (a phrase without its own score) in
+        the HLG methods when ``Resources.hotword_words`` are given (``--hotwords``): HLG
+        (after ``hlg_scale``) is intersected with the word-level hotword automaton
+        (:func:`k2dec.scorers.bias_word_graph`; the bonus is not scaled, not in
+        ``lm_scores`` (so n-best rescoring keeps it in the acoustic part; whole-lattice
+        rescoring divides that part by its LM scale), and refunded for an unfinished
+        phrase).
+      hotwords_max_arcs: bound on the biased HLG's arcs (HLG's arcs times the automaton's
+        unfinished-phrase states; single-word phrases keep HLG's size), checked before it
+        is built.
     """
 
     lattice: LatticeConfig = field(default_factory=_ctc_lattice)
@@ -117,11 +129,15 @@ class CtcConfig:
     lm_batch_size: int = 256
     attention_chunk_cells: int = ATTENTION_CHUNK_CELLS
     whole_lattice: RescoreConfig = field(default_factory=RescoreConfig)
+    hotwords_score: float = HOTWORDS_SCORE
+    hotwords_max_arcs: int = HOTWORD_GRAPH_MAX_ARCS
 
     def __post_init__(self) -> None:
+        check_finite("hotwords_score", self.hotwords_score)
         if not (0.0 < self.hlg_scale < float("inf")):
             raise ValueError(f"hlg_scale must be positive and finite, got {self.hlg_scale}")
-        for name in ("subsampling_factor", "top_k", "lm_batch_size", "attention_chunk_cells"):
+        for name in ("subsampling_factor", "top_k", "lm_batch_size", "attention_chunk_cells",
+                     "hotwords_max_arcs"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
@@ -191,9 +207,12 @@ def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcConfig) -> LatticeResult:
                        cfg.subsampling_factor)
 
 
-def _hlg(res: Resources, method: str, cfg: CtcConfig, lm_scores: bool = False) -> k2.Fsa:
-    """HLG with its scores times ``cfg.hlg_scale`` (see :meth:`Resources.scaled_graph`)."""
-    return res.scaled_graph("HLG", cfg.hlg_scale, method, lm_scores=lm_scores)
+def hlg_graph(res: Resources, method: str, cfg: CtcConfig, lm_scores: bool = False) -> k2.Fsa:
+    """HLG with its scores times ``cfg.hlg_scale`` (see :meth:`Resources.scaled_graph`),
+    biased towards ``Resources.hotword_words`` when given (``cfg.hotwords_score`` per word,
+    :func:`k2dec.methods.hotwords.word_biased_graph`)."""
+    graph = res.scaled_graph("HLG", cfg.hlg_scale, method, lm_scores=lm_scores)
+    return word_biased_graph(res, graph, cfg.hotwords_score, cfg.hotwords_max_arcs)
 
 
 @register("ctc-greedy-search", Family.CTC, CtcConfig)
@@ -213,19 +232,20 @@ def _ctc_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     return [MethodResult("ctc-decoding", from_lattice(hyps, words=False), cfg)]
 
 
-@register("1best", Family.CTC, CtcConfig, requires=("HLG",))
+@register("1best", Family.CTC, CtcConfig, requires=("HLG",), hotwords=True)
 def _one_best(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
-    """1best through HLG (or HCLG): word ids."""
-    hyps = one_best_decoding(inputs.log_probs, inputs.lengths, _hlg(res, "1best", cfg),
+    """1best through HLG (or HCLG): word ids (hotword biasing in the graph when
+    Resources.hotword_words are given, as in every HLG method)."""
+    hyps = one_best_decoding(inputs.log_probs, inputs.lengths, hlg_graph(res, "1best", cfg),
                              cfg.lattice, AuxLabels.WORDS, cfg.subsampling_factor)
     return [MethodResult("1best", from_lattice(hyps, words=True), cfg)]
 
 
 @register("whole-lattice-rescoring", Family.CTC, CtcConfig, requires=("HLG", "G"),
-          settings=_whole_lattice_settings)
+          settings=_whole_lattice_settings, hotwords=True)
 def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """HLG lattices rescored with a bigger G (4-gram) as a whole: am / lm_scale + lm."""
-    graph = _hlg(res, "whole-lattice-rescoring", cfg, lm_scores=True)
+    graph = hlg_graph(res, "whole-lattice-rescoring", cfg, lm_scores=True)
     result = _lattice(inputs, graph, cfg)
     G = res.graph("G", "whole-lattice-rescoring")
     settings = _whole_lattice_settings(cfg)
@@ -244,7 +264,7 @@ def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
 
 def _nbest(inputs: CtcInputs, res: Resources, cfg: CtcConfig, method: str,
            lm_scores: bool = False) -> tuple[LatticeResult, Nbest]:
-    graph = _hlg(res, method, cfg, lm_scores=lm_scores)
+    graph = hlg_graph(res, method, cfg, lm_scores=lm_scores)
     result = _lattice(inputs, graph, cfg)
     nbest = Nbest.from_config(result.lattice, cfg.nbest, DedupKey.WORDS)
     return result, nbest
@@ -265,7 +285,7 @@ def _sweep_results(results, settings: list[Setting], failed: list[str], cfg: Ctc
             for s in settings]
 
 
-@register("nbest", Family.CTC, CtcConfig, requires=("HLG",))
+@register("nbest", Family.CTC, CtcConfig, requires=("HLG",), hotwords=True)
 def _nbest_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """HLG lattice, num_paths sampled word sequences, the best alignment score wins."""
     result, nbest = _nbest(inputs, res, cfg, "nbest")
@@ -277,7 +297,7 @@ def _nbest_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
 
 
 @register("nbest-rescoring", Family.CTC, CtcConfig, requires=("HLG", "G"),
-          settings=_ngram_settings)
+          settings=_ngram_settings, hotwords=True)
 def _nbest_rescoring(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """n-best from HLG rescored with a bigger n-gram G: am + ngram_lm_scale * G."""
     result, nbest = _nbest(inputs, res, cfg, "nbest-rescoring", lm_scores=True)
@@ -288,7 +308,8 @@ def _nbest_rescoring(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
                           nbest)
 
 
-@register("nbest-oracle", Family.CTC, CtcConfig, requires=("HLG",), needs_references=True)
+@register("nbest-oracle", Family.CTC, CtcConfig, requires=("HLG",), needs_references=True,
+          hotwords=True)
 def _nbest_oracle(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """The n-best path closest to the reference words (an upper bound on n-best methods)."""
     if inputs.ref_words is None:
@@ -300,7 +321,7 @@ def _nbest_oracle(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
 
 
 @register("attention-decoder", Family.CTC, CtcConfig, requires=("HLG", "attention_decoder"),
-          settings=_attention_settings)
+          settings=_attention_settings, hotwords=True)
 def _attention(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """n-best from HLG rescored with the attention decoder: am + s1 * ngram + s2 * attention
     (the ngram is G when given, else HLG's own LM scores)."""
@@ -321,7 +342,8 @@ def _attention(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
                           cfg, nbest)
 
 
-@register("rnn-lm", Family.CTC, CtcConfig, requires=("HLG", "lm"), settings=_rnn_lm_settings)
+@register("rnn-lm", Family.CTC, CtcConfig, requires=("HLG", "lm"), settings=_rnn_lm_settings,
+          hotwords=True)
 def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """n-best from HLG rescored with a neural LM (RNN or Transformer): am + rnn_lm_scale *
     nnlm."""
@@ -335,7 +357,7 @@ def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
                           nbest)
 
 
-@register("multi-pass", Family.CTC, CtcConfig, requires=("HLG", "lm"))
+@register("multi-pass", Family.CTC, CtcConfig, requires=("HLG", "lm"), hotwords=True)
 def _multi_pass(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """top_k n-best rescored with a neural LM in passes, evaluating only paths that may win
     (k2.get_best_matching_stats predictions)."""

@@ -17,10 +17,10 @@ from ..nbest import DedupKey, Nbest, NbestConfig
 from ..scorers import NeuralLmScorer, WeightedScorer
 from .checks import check_finite, check_scales
 from .ctc import CtcConfig
+from .hotwords import HOTWORDS_SCORE
 from .lists import HypothesisLists, attention_scores, sweep
 from .records import lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, register
-from .transducer import HOTWORDS_SCORE
 from .transducer_lm import LM_SCALE, hotword_scorers
 
 __all__ = [
@@ -110,7 +110,7 @@ def _search(inputs: CtcInputs, cfg: CtcPrefixBeamSearchConfig, scorers) -> list:
     return ctc_prefix_beam_search(inputs.log_probs, inputs.lengths, cfg, scorers)
 
 
-@register("ctc-prefix-beam-search", Family.CTC, CtcPrefixConfig)
+@register("ctc-prefix-beam-search", Family.CTC, CtcPrefixConfig, hotwords=True)
 def _prefix(inputs: CtcInputs, res: Resources, cfg: CtcPrefixConfig):
     """CTC prefix beam search (beam 4) on the CTC output, no graph: token ids; hotword
     biasing when Resources.hotwords are given."""
@@ -122,7 +122,7 @@ def _prefix(inputs: CtcInputs, res: Resources, cfg: CtcPrefixConfig):
 
 
 @register("ctc-prefix-beam-search-shallow-fussion", Family.CTC, CtcPrefixFusionConfig,
-          requires=("lm",))
+          requires=("lm",), hotwords=True)
 def _prefix_fusion(inputs: CtcInputs, res: Resources, cfg: CtcPrefixFusionConfig):
     """CTC prefix beam search + lm_scale * neural LM (+ lodr_scale * token n-gram, hotwords)
     on every new token."""

@@ -21,10 +21,12 @@ from ..lattice.prune import prune_lattice
 from ..lattice.rescore import RescoreStatus, rescore_with_whole_lattice
 from ..paths import path_token_ids
 from ..transducer import FastBeamSearchConfig, fast_beam_search
-from .ctc import CtcConfig, _scales
+from .checks import check_finite
+from .ctc import CtcConfig, _scales, hlg_graph
+from .hotwords import HOTWORDS_SCORE
 from .records import EMPTY_LATTICE, from_timed_units, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, TransducerInputs, register
-from .transducer import NGRAM_LM_SCALE, _check_scale
+from .transducer import NGRAM_LM_SCALE, _check_scale, _with_hotwords
 
 __all__ = ["FastBeamSearchMbrConfig", "FastBeamSearchMbrLGConfig", "MbrMethodConfig"]
 
@@ -71,11 +73,11 @@ def _path_tokens(lattice: k2.Fsa, topology: Topology) -> list[list[int]]:
     return labels.remove_values_leq(0).tolist()
 
 
-@register("mbr", Family.CTC, MbrMethodConfig, requires=("HLG",))
+@register("mbr", Family.CTC, MbrMethodConfig, requires=("HLG",), hotwords=True)
 def _mbr(inputs: CtcInputs, res: Resources, cfg: MbrMethodConfig):
     """HLG lattice (rescored with G when rescore=1), sausages: the MBR consensus and the best
     path, words with frames and confidences."""
-    graph = res.scaled_graph("HLG", cfg.ctc.hlg_scale, "mbr", lm_scores=True)
+    graph = hlg_graph(res, "mbr", cfg.ctc, lm_scores=True)
     result = get_lattice(inputs.log_probs, inputs.lengths, graph, cfg.ctc.lattice,
                          cfg.ctc.subsampling_factor)
     failed = lattice_failures(result.reports)
@@ -119,15 +121,18 @@ class FastBeamSearchMbrConfig:
 
 @dataclass(frozen=True)
 class FastBeamSearchMbrLGConfig:
-    """``fast_beam_search_mbr_LG``: the search through LG (scores times ``ngram_lm_scale``),
+    """``fast_beam_search_mbr_LG``: the search through LG (scores times ``ngram_lm_scale``;
+    with hotwords, LG intersected with the hotword automaton as in ``fast_beam_search_LG``),
     then MBR over words."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     mbr: MbrConfig = field(default_factory=MbrConfig)
     ngram_lm_scale: float = NGRAM_LM_SCALE
+    hotwords_score: float = HOTWORDS_SCORE
 
     def __post_init__(self) -> None:
         _check_scale(self.ngram_lm_scale)
+        check_finite("hotwords_score", self.hotwords_score)
 
 
 def _transducer_failures(lattice: k2.Fsa) -> list[str]:
@@ -152,11 +157,12 @@ def _fbs_mbr(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMbrCon
 
 
 @register("fast_beam_search_mbr_LG", Family.TRANSDUCER, FastBeamSearchMbrLGConfig,
-          requires=("LG",))
+          requires=("LG",), hotwords=True)
 def _fbs_mbr_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMbrLGConfig):
     """fast_beam_search through LG, sausages over words: the MBR consensus and the best path,
-    words with frames and confidences."""
+    words with frames and confidences (hotword biasing when Resources.hotwords are given)."""
     graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_mbr_LG")
+    graph = _with_hotwords(inputs, res, cfg.hotwords_score, graph)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     failed = _transducer_failures(out.lattice)

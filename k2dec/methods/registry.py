@@ -98,6 +98,10 @@ class Resources:
       hotwords: biasing phrases as token ids with an optional per-phrase score
         (:func:`k2dec.scorers.encode_hotwords` of a ``--hotwords`` file); the methods that
         support biasing use them when given (each with its config's ``hotwords_score``).
+      hotword_words: the same phrases as word ids of the lang dir's words.txt
+        (:func:`k2dec.scorers.encode_hotword_words`; phrases with words outside words.txt
+        are left out), for the methods that bias a graph with word outputs (the HLG
+        methods; each with its config's ``hotwords_score``, per word).
       lodr: LODR's token n-gram (a :class:`k2dec.scorers.TokenNgramScorer`, e.g. a bigram from
         :func:`k2dec.scorers.train_token_arpa`), on the device of the inputs.
       cache: scratch space methods use to keep derived objects (e.g. a scaled LG) across
@@ -115,6 +119,7 @@ class Resources:
     lms: dict[str, Any] = field(default_factory=dict)
     attention_decoder: Any = None
     hotwords: tuple[tuple[tuple[int, ...], float | None], ...] = ()
+    hotword_words: tuple[tuple[tuple[int, ...], float | None], ...] = ()
     lodr: Any = None
     cache: dict[Any, Any] = field(default_factory=dict)
     word_start: torch.Tensor | None = None
@@ -246,6 +251,8 @@ class Method:
         :data:`NON_GRAPH_NEEDS` (``Resources.missing(method.requires)`` lists what is absent).
       needs_references: the method reads every utterance's reference (oracle methods); a
         job without references must refuse it before decoding.
+      hotwords: the method biases towards ``Resources.hotwords`` / ``hotword_words`` when
+        given (``--hotwords``), with its config's ``hotwords_score``.
       settings_fn: for methods whose config has a ``sweep`` field (methods that weigh scores
         by scales: n-best / lattice rescoring), the :class:`Setting` list of a config: the
         configured scales first, then, with ``sweep=True``, every other point of the
@@ -260,6 +267,7 @@ class Method:
     description: str
     needs_references: bool = False
     settings_fn: SettingsFn | None = None
+    hotwords: bool = False
 
     def default_config(self) -> Any:
         return self.config_cls()
@@ -301,25 +309,30 @@ _REGISTRY: dict[str, Method] = {}
 def register(
     name: str, family: Family, config_cls: type, requires: tuple[str, ...] = (),
     needs_references: bool = False, settings: SettingsFn | None = None,
+    hotwords: bool = False,
 ) -> Callable[[RunFn], RunFn]:
     """Decorator adding a method to the registry (its docstring's first paragraph describes it;
     ``needs_references`` marks oracle methods; ``settings`` lists the scale settings of a
-    sweeping method, see :attr:`Method.settings_fn`)."""
+    sweeping method, see :attr:`Method.settings_fn`; ``hotwords`` marks methods that bias
+    towards hotwords, whose config then needs a ``hotwords_score``)."""
     if not is_dataclass(config_cls) or not config_cls.__dataclass_params__.frozen:
         raise TypeError(f"{config_cls!r} must be a frozen dataclass")
     if settings is not None and "sweep" not in {f.name for f in fields(config_cls)}:
         raise TypeError(f"{config_cls.__name__} needs a 'sweep' field for a method that sweeps")
     try:
-        config_cls()
+        config = config_cls()
     except TypeError as e:
         raise TypeError(f"{config_cls.__name__} needs defaults for every field: {e}") from None
+    if hotwords and config_field_path(config, "hotwords_score") is None:
+        raise TypeError(f"{config_cls.__name__} needs a 'hotwords_score' field for a method "
+                        "that takes hotwords")
 
     def deco(fn: RunFn) -> RunFn:
         if name in _REGISTRY:
             raise ValueError(f"method {name!r} is registered twice")
         doc = " ".join((fn.__doc__ or "").strip().split("\n\n")[0].split())
         _REGISTRY[name] = Method(name, family, config_cls, fn, requires, doc, needs_references,
-                                 settings)
+                                 settings, hotwords)
         return fn
 
     return deco

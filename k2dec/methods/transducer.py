@@ -24,7 +24,6 @@ from ..nbest import (
     neural_scores,
     word_sequence_scores,
 )
-from ..scorers import ContextGraph, hotword_graph
 from ..transducer import (
     FastBeamSearchConfig,
     GreedySearchConfig,
@@ -33,6 +32,7 @@ from ..transducer import (
 )
 from ..transducer.confidence import token_confidences
 from .checks import check_finite, check_scales
+from .hotwords import HOTWORDS_SCORE, token_biased_graph
 from .records import EMPTY_LATTICE, from_ids, from_transducer
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
 
@@ -47,10 +47,6 @@ __all__ = [
     "FastBeamSearchNbestRnnRescoringConfig",
     "NBEST_RESCORING_SCALES",
 ]
-
-#: icefall's ``--context-score``: the per-token bonus of a hotword (of a phrase without its
-#: own score in the hotwords file).
-HOTWORDS_SCORE = 2.0
 
 #: icefall's ``--ngram-lm-scale`` of the LG methods (LG scores are multiplied by it).
 NGRAM_LM_SCALE = 0.01
@@ -100,14 +96,17 @@ class FastBeamSearchNbestConfig:
 @dataclass(frozen=True)
 class FastBeamSearchNbestLGConfig:
     """``fast_beam_search_nbest_LG``: the search through LG (scores times
-    ``ngram_lm_scale``), then an n-best by word sequence."""
+    ``ngram_lm_scale``; with hotwords, LG intersected with the hotword automaton as in
+    ``fast_beam_search_LG``), then an n-best by word sequence."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     nbest: NbestConfig = field(default_factory=_transducer_nbest)
     ngram_lm_scale: float = NGRAM_LM_SCALE
+    hotwords_score: float = HOTWORDS_SCORE
 
     def __post_init__(self) -> None:
         _check_scale(self.ngram_lm_scale)
+        check_finite("hotwords_score", self.hotwords_score)
 
 
 def with_confidences(inputs: TransducerInputs, hyps, temperature: float,
@@ -142,7 +141,7 @@ class FastBeamSearchMethodConfig:
         check_finite("hotwords_score", self.hotwords_score)
 
 
-@register("fast_beam_search", Family.TRANSDUCER, FastBeamSearchMethodConfig)
+@register("fast_beam_search", Family.TRANSDUCER, FastBeamSearchMethodConfig, hotwords=True)
 def _fbs(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMethodConfig):
     """fast_beam_search with the trivial graph (the hotword graph when Resources.hotwords are
     given): one-best tokens."""
@@ -154,27 +153,14 @@ def _fbs(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMethodConf
 
 def _with_hotwords(inputs: TransducerInputs, res: Resources, score: float,
                    graph: k2.Fsa | None) -> k2.Fsa | None:
-    """``graph`` (``None``: the trivial graph) biased by ``Resources.hotwords``: the hotword
-    automaton (:func:`k2dec.scorers.hotword_graph`), intersected with ``graph`` when there is
-    one (on CPU, then moved; every path keeps its graph score plus the bonuses of its tokens).
-    Built once per graph, score and device (kept in ``Resources.cache``); ``graph`` itself
-    when there are no hotwords."""
-    if not res.hotwords:
-        return graph
-    vocab, device = int(inputs.model.decoder.vocab_size), inputs.encoder_out.device
-    key = ("hotword_graph", id(res.hotwords), float(score), vocab, str(device),
-           None if graph is None else id(graph))
-    if key not in res.cache:
-        hot = hotword_graph(ContextGraph(res.hotwords, score), vocab,
-                            int(inputs.model.decoder.blank_id), "cpu")
-        if graph is not None:
-            base = k2.arc_sort(graph.to("cpu"))
-            hot = k2.arc_sort(k2.connect(k2.intersect(base, hot, treat_epsilons_specially=True)))
-        res.cache[key] = hot.to(device)
-    return res.cache[key]
+    """``graph`` (``None``: the trivial graph) biased by ``Resources.hotwords``
+    (:func:`k2dec.methods.hotwords.token_biased_graph`) for this model and device."""
+    return token_biased_graph(res, graph, score, int(inputs.model.decoder.vocab_size),
+                              int(inputs.model.decoder.blank_id), inputs.encoder_out.device)
 
 
-@register("fast_beam_search_LG", Family.TRANSDUCER, FastBeamSearchLGConfig, requires=("LG",))
+@register("fast_beam_search_LG", Family.TRANSDUCER, FastBeamSearchLGConfig, requires=("LG",),
+          hotwords=True)
 def _fbs_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchLGConfig):
     """fast_beam_search with LG (scores times ngram_lm_scale; hotword biasing when
     Resources.hotwords are given): one-best words."""
@@ -225,11 +211,12 @@ def _fbs_nbest(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbes
 
 
 @register("fast_beam_search_nbest_LG", Family.TRANSDUCER, FastBeamSearchNbestLGConfig,
-          requires=("LG",))
+          requires=("LG",), hotwords=True)
 def _fbs_nbest_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbestLGConfig):
     """fast_beam_search with LG, n-best by word sequence; the word sequence with the best
-    log-sum over its alignments wins."""
+    log-sum over its alignments wins (hotword biasing when Resources.hotwords are given)."""
     graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_nbest_LG")
+    graph = _with_hotwords(inputs, res, cfg.hotwords_score, graph)
     _, nbest = _sample(inputs, cfg, graph, DedupKey.WORDS)
     totals = nbest.total_scores_in(log_semiring=True, max_arcs=cfg.nbest.max_intersect_arcs)
     best, scores = best_paths_by_score(nbest, totals.values, cfg.nbest.tie_break)

@@ -29,9 +29,10 @@ from ..transducer import (
 )
 from ..transducer.modified_beam_search import ModifiedBeamSearch
 from .checks import check_finite, check_scales
+from .hotwords import HOTWORDS_SCORE
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
-from .transducer import HOTWORDS_SCORE, with_confidences
+from .transducer import with_confidences
 
 __all__ = [
     "BeamSearchMethodConfig",
@@ -175,7 +176,8 @@ def _mbs(inputs: TransducerInputs, cfg: ModifiedBeamSearchConfig, scorers) -> li
                                 scorers=scorers)
 
 
-@register("modified_beam_search", Family.TRANSDUCER, ModifiedBeamSearchMethodConfig)
+@register("modified_beam_search", Family.TRANSDUCER, ModifiedBeamSearchMethodConfig,
+          hotwords=True)
 def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchMethodConfig):
     """Modified beam search (at most one symbol per frame, beam 4); hotword biasing when
     Resources.hotwords are given."""
@@ -185,7 +187,7 @@ def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchM
     return [MethodResult("modified_beam_search", records, cfg)]
 
 
-@register("beam_search", Family.TRANSDUCER, BeamSearchMethodConfig)
+@register("beam_search", Family.TRANSDUCER, BeamSearchMethodConfig, hotwords=True)
 def _beam_search(inputs: TransducerInputs, res: Resources, cfg: BeamSearchMethodConfig):
     """The classic transducer beam search (any number of symbols per frame); hotword biasing
     when Resources.hotwords are given."""
@@ -198,7 +200,7 @@ def _beam_search(inputs: TransducerInputs, res: Resources, cfg: BeamSearchMethod
 
 
 @register("modified_beam_search_lm_shallow_fusion", Family.TRANSDUCER, LmShallowFusionConfig,
-          requires=("lm",))
+          requires=("lm",), hotwords=True)
 def _shallow_fusion(inputs: TransducerInputs, res: Resources, cfg: LmShallowFusionConfig):
     """Modified beam search plus lm_scale times a neural LM on every token (and hotwords)."""
     _, lm = res.neural_lm("modified_beam_search_lm_shallow_fusion")
@@ -210,7 +212,8 @@ def _shallow_fusion(inputs: TransducerInputs, res: Resources, cfg: LmShallowFusi
     return [MethodResult("modified_beam_search_lm_shallow_fusion", records, cfg)]
 
 
-@register("modified_beam_search_LODR", Family.TRANSDUCER, LodrConfig, requires=("lm", "lodr"))
+@register("modified_beam_search_LODR", Family.TRANSDUCER, LodrConfig, requires=("lm", "lodr"),
+          hotwords=True)
 def _lodr_fusion(inputs: TransducerInputs, res: Resources, cfg: LodrConfig):
     """Modified beam search with LODR: + lm_scale * neural LM + lodr_scale * token bigram
     (lodr_scale < 0), and hotwords."""

@@ -7,7 +7,9 @@ list of :class:`WeightedScorer`. Implementations:
 - :class:`NeuralLmScorer`: shallow fusion with an RNN or Transformer LM (:mod:`k2dec.lm`);
 - :class:`TokenNgramScorer`: a token n-gram from an ARPA file (LODR subtracts a bigram built by
   :func:`train_token_arpa` from the LM text);
-- :class:`HotwordScorer`: hotword biasing with an Aho-Corasick :class:`ContextGraph`;
+- :class:`HotwordScorer`: hotword biasing with an Aho-Corasick :class:`ContextGraph`
+  (graph searches: :func:`hotword_graph` over tokens, :func:`bias_word_graph` over the words
+  of HLG / LG);
 - :class:`CtcScorer`: CTC prefix scores (a partial scorer: scores pre-selected candidates).
 
 Example (an LM and a hotword list in modified beam search)::
@@ -23,9 +25,12 @@ Example (an LM and a hotword list in modified beam search)::
 from k2dec.scorers.base import Scorer, ScorerSet, TableScorer, WeightedScorer
 from k2dec.scorers.ctc_prefix import CtcPrefixScorer, CtcPrefixState, CtcScorer, CtcScorerState
 from k2dec.scorers.hotwords import (
+    HOTWORD_GRAPH_MAX_ARCS,
     ContextGraph,
     Hotword,
     HotwordScorer,
+    bias_word_graph,
+    encode_hotword_words,
     encode_hotwords,
     hotword_graph,
     read_hotwords,
@@ -34,6 +39,7 @@ from k2dec.scorers.neural_lm import NeuralLmScorer, NeuralLmScorerState
 from k2dec.scorers.ngram import ArpaModel, TokenNgramScorer, read_arpa, train_token_arpa
 
 __all__ = [
+    "HOTWORD_GRAPH_MAX_ARCS",
     "ArpaModel",
     "ContextGraph",
     "CtcPrefixScorer",
@@ -49,6 +55,8 @@ __all__ = [
     "TableScorer",
     "TokenNgramScorer",
     "WeightedScorer",
+    "bias_word_graph",
+    "encode_hotword_words",
     "encode_hotwords",
     "hotword_graph",
     "read_arpa",

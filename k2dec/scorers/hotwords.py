@@ -24,10 +24,17 @@ raises the bonus of a shared prefix, so a broken match never keeps part of a bon
 
 The automaton is expanded into dense tables ``[S, V]`` (next node, score), so a search step is
 two gathers on any device.
+
+Graph searches take the automaton inside their decoding graph instead: :func:`hotword_graph`
+(over tokens, for ``fast_beam_search``; intersected with LG for the LG methods) and
+:func:`bias_word_graph` (over the words of a graph with word outputs, HLG / LG / HCLG, for
+lattice decoding with ``k2.intersect_dense_pruned``; phrases as word ids from
+:func:`encode_hotword_words`).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import deque
 from collections.abc import Sequence
@@ -37,15 +44,22 @@ from pathlib import Path
 import k2
 import torch
 
+from k2dec.graph.compile import refresh_labels_version
 from k2dec.scorers.base import TableScorer
 
+logger = logging.getLogger(__name__)
+
 __all__ = [
+    "HOTWORD_GRAPH_MAX_ARCS",
     "ContextGraph",
     "Hotword",
     "HotwordScorer",
+    "bias_word_graph",
+    "encode_hotword_words",
     "encode_hotwords",
     "hotword_graph",
     "read_hotwords",
+    "rebuilt_fsa",
 ]
 
 
@@ -102,6 +116,34 @@ def encode_hotwords(hotwords: Sequence[Hotword | str], sp) -> list[tuple[list[in
     for h in hotwords:
         h = Hotword(h) if isinstance(h, str) else h
         out.append((list(sp.encode(h.text)), h.score))
+    return out
+
+
+def encode_hotword_words(hotwords: Sequence[Hotword | str],
+                         word_table) -> list[tuple[list[int], float | None]]:
+    """Word ids (``word_table``: a ``k2.SymbolTable`` of words.txt) and score of each hotword,
+    for :func:`bias_word_graph`. A phrase is split on white space; a phrase with a word that
+    ``word_table`` lacks can never be output by a graph with these words, so it is skipped
+    with a logged warning naming the word (the same list may serve token-level methods,
+    which can spell any word).
+
+    Raises:
+      TypeError: a hotword that is neither a str nor a :class:`Hotword`.
+    """
+    out = []
+    for h in hotwords:
+        if isinstance(h, str):
+            h = Hotword(h)
+        if not isinstance(h, Hotword):
+            raise TypeError(f"hotwords must be str or Hotword, got {type(h).__name__}")
+        words = h.text.split()
+        missing = [w for w in words if w not in word_table]
+        if missing:
+            logger.warning("hotword phrase %r skipped for word graphs: %s not in words.txt",
+                           h.text, ", ".join(repr(w) for w in missing))
+            continue
+        if words:
+            out.append(([word_table[w] for w in words], h.score))
     return out
 
 
@@ -296,3 +338,138 @@ class HotwordScorer(TableScorer):
             raise ValueError(f"utterance {int(utt.max())} has no hotword list (got "
                              f"{self.roots.numel()} lists)")
         return self.roots[utt]
+
+
+#: Default bound on the arcs of a hotword-biased word graph (:func:`bias_word_graph`):
+#: ``2**25`` arcs, about 1.5 GB while k2 builds it.
+HOTWORD_GRAPH_MAX_ARCS = 2**25
+
+
+def rebuilt_fsa(fsa: k2.Fsa) -> k2.Fsa:
+    """``fsa`` (a single FSA) rebuilt from its arcs tensor, with the same attributes. The
+    output of k2 ops such as ``k2.intersect`` / ``k2.arc_sort`` makes every
+    ``k2.RnntDecodingStreams`` over it ~500x slower to create (tens of ms per batch for a
+    0.8M-arc LG) than a graph built from a tensor; a rebuilt copy is as fast as a loaded one."""
+    out = k2.Fsa(fsa.arcs.values()[:, :4].clone())
+    for name, value in fsa.named_tensor_attr(include_scores=False):
+        setattr(out, name, value)
+    for name, value in fsa.named_non_tensor_attr():
+        if name != "labels_version":
+            setattr(out, name, value)
+    return out
+
+
+def _arc_words(graph: k2.Fsa) -> torch.Tensor:
+    """int64 ``[A]``: the word id on each arc of ``graph`` (``aux_labels``, a tensor or ragged
+    with at most one word per arc), 0 where none."""
+    aux = getattr(graph, "aux_labels", None)
+    if aux is None:
+        raise ValueError("graph has no aux_labels (word ids); hotwords over words need a "
+                         "graph with word outputs (HLG, LG, HCLG)")
+    if isinstance(aux, torch.Tensor):
+        return aux.to(torch.int64).clamp(min=0)
+    aux = aux.remove_values_leq(0)
+    sizes = aux.shape.row_splits(1)[1:] - aux.shape.row_splits(1)[:-1]
+    if sizes.numel() and int(sizes.max()) > 1:
+        raise ValueError(f"graph has an arc with {int(sizes.max())} words in its aux_labels; "
+                         "bias_word_graph supports at most one word per arc")
+    words = torch.zeros(graph.num_arcs, dtype=torch.int64)
+    words[sizes.to(torch.bool)] = aux.values.to(torch.int64)
+    return words
+
+
+def _word_acceptor(context: ContextGraph, num_labels: int) -> k2.Fsa:
+    """The non-strict automaton of ``context`` (over labels ``[1, num_labels)``) as an
+    acceptor: its states reachable from the root, an arc for every (state, label) with the
+    bonus or refund, and a final arc from every state refunding an unfinished match."""
+    nxt, score, final = context.tables(num_labels, strict=False)
+    labels = torch.arange(1, num_labels)
+    seen, frontier = {0}, [0]
+    while frontier:  # states reachable from the root (a completed phrase goes back to it)
+        frontier = sorted({int(x) for x in nxt[frontier][:, 1:].flatten()} - seen)
+        seen.update(frontier)
+    states = torch.tensor(sorted(seen))
+    index = torch.full((context.num_nodes,), -1, dtype=torch.int64)
+    index[states] = torch.arange(states.numel())
+    n = states.numel()
+    src = index[states].repeat_interleave(labels.numel())
+    dst = index[nxt[states][:, labels].reshape(-1)]
+    weights = score[states][:, labels].reshape(-1)
+    src = torch.cat([src, index[states]])
+    dst = torch.cat([dst, torch.full((n,), n)])
+    lab = torch.cat([labels.repeat(n), torch.full((n,), -1)])
+    weights = torch.cat([weights, final[states]])
+    order = torch.sort(src, stable=True).indices
+    arcs = torch.stack([src, dst, lab, torch.zeros_like(src)], dim=1)[order].to(torch.int32)
+    fsa = k2.Fsa(arcs)
+    fsa.scores = weights[order].to(torch.float32)
+    return k2.arc_sort(fsa)
+
+
+def bias_word_graph(graph: k2.Fsa, phrases: Sequence[tuple[Sequence[int], float | None]],
+                    context_score: float = 2.0,
+                    max_arcs: int = HOTWORD_GRAPH_MAX_ARCS) -> k2.Fsa:
+    """``graph`` (a single FSA with word ids in ``aux_labels``: HLG, LG, HCLG) with every
+    path's score raised by the hotword bonus of its word sequence: the graph intersected,
+    on its word side, with the word-level Aho-Corasick automaton of ``phrases`` (non-strict
+    bonus-and-refund of the module docstring, ``context_score`` or the phrase's score per
+    word; the final arcs refund an unfinished match, so a path keeps only the bonuses of
+    the phrases it completes).
+
+    The result is an ordinary decoding graph: same labels (tokens, input of
+    ``k2.intersect_dense_pruned``), ``aux_labels`` and other attributes as ``graph``
+    (``lm_scores`` without the bonus, so LM rescoring keeps it), arc-sorted, on ``graph``'s
+    device. Single-word phrases leave the graph's size as it is; every other state of the
+    automaton (an unfinished multi-word phrase) may copy the part of the graph reachable
+    before the next word.
+
+    Args:
+      graph: the decoding graph (not modified); aux_labels a tensor or ragged with at most
+        one word per arc.
+      phrases: ``(word ids, score or None)`` per phrase (:func:`encode_hotword_words`).
+      context_score: the default bonus per word.
+      max_arcs: bound on the result: ``graph.num_arcs`` times the automaton's reachable
+        states must not exceed it (checked before k2 builds anything).
+
+    Raises:
+      ValueError: an FsaVec, a graph without word outputs or with several words on an arc,
+        word ids < 1, or a result that could exceed ``max_arcs``.
+    """
+    if not isinstance(graph, k2.Fsa):
+        raise TypeError(f"graph must be a k2.Fsa, got {type(graph).__name__}")
+    if graph.arcs.num_axes() != 2:
+        raise ValueError("graph must be a single FSA, not an FsaVec (bias each graph alone)")
+    if isinstance(max_arcs, bool) or not isinstance(max_arcs, int) or max_arcs < 1:
+        raise ValueError(f"max_arcs must be an int >= 1, got {max_arcs!r}")
+    phrases = [([int(w) for w in ws], s) for ws, s in phrases if len(ws)]
+    for ws, _ in phrases:
+        if min(ws) < 1:
+            raise ValueError(f"hotword word ids must be >= 1, got {ws}")
+    if not phrases:
+        return graph
+    device = graph.device
+    g = graph.to("cpu")
+    words = _arc_words(g)
+    vocab = sorted({w for ws, _ in phrases for w in ws})
+    compact = torch.full((max(int(words.max()), vocab[-1]) + 1,), len(vocab) + 1,
+                         dtype=torch.int64)
+    compact[0] = 0
+    compact[torch.tensor(vocab)] = torch.arange(1, len(vocab) + 1)
+    lut = dict(zip(vocab, range(1, len(vocab) + 1)))
+    context = ContextGraph([([lut[w] for w in ws], s) for ws, s in phrases], context_score)
+    acceptor = _word_acceptor(context, len(vocab) + 2)
+    num_states = acceptor.shape[0] - 1
+    if g.num_arcs * num_states > max_arcs:
+        raise ValueError(f"the hotword-biased graph could have {g.num_arcs} x {num_states} "
+                         f"arcs (graph arcs x unfinished-phrase states), more than max_arcs="
+                         f"{max_arcs}; use fewer multi-word phrases or raise the bound")
+    a = g.clone()
+    a.hotword_token_labels = g.labels.clone()
+    refresh_labels_version(a)
+    a.labels = torch.where(g.labels == -1, -1, compact[words]).to(torch.int32)
+    a = k2.arc_sort(a)
+    out = k2.connect(k2.intersect(a, acceptor, treat_epsilons_specially=True))
+    refresh_labels_version(out)
+    out.labels = out.hotword_token_labels
+    del out.hotword_token_labels
+    return rebuilt_fsa(k2.arc_sort(out)).to(device)

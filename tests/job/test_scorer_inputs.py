@@ -14,13 +14,17 @@ from tests.job.conftest import TEXT
 def test_load_assets_encodes_hotwords_and_reads_the_lodr_ngram(decode_setup, tmp_path):
     s = decode_setup
     hot = tmp_path / "hot.txt"
-    hot.write_text("CAT SAT\nHOME :3.5\n")
+    hot.write_text("CAT SAT\nHOME :3.5\nCAT NOSUCHWORD\n")
     arpa = train_token_arpa(s["dir"] / "text.txt", s["lang_dir"] / "bpe.model",
                             tmp_path / "tokens.arpa")
     assets = load_assets(s["model_path"], s["lang_dir"], hotwords=hot, lodr_arpa=arpa)
     sp = load_bpe_model(s["lang_dir"] / "bpe.model")
     assert assets.resources.hotwords == ((tuple(sp.encode("CAT SAT")), None),
-                                         (tuple(sp.encode("HOME")), 3.5))
+                                         (tuple(sp.encode("HOME")), 3.5),
+                                         (tuple(sp.encode("CAT NOSUCHWORD")), None))
+    wt = assets.lang.word_table  # the HLG methods' phrases: words.txt ids, OOV phrase left out
+    assert assets.resources.hotword_words == (((wt["CAT"], wt["SAT"]), None),
+                                              ((wt["HOME"],), 3.5))
     assert isinstance(assets.resources.lodr, TokenNgramScorer)
     assert assets.resources.lodr.vocab_size == sp.get_piece_size()
 
@@ -34,11 +38,13 @@ def test_cli_decode_with_hotwords_and_lodr(decode_setup, tmp_path):
     r = CliRunner().invoke(main, [
         "decode", "--cuts", str(s["cuts_path"]), "--model", str(s["model_path"]),
         "--lang-dir", str(s["lang_dir"]), "--method", "modified_beam_search",
-        "--method", "ctc-prefix-beam-search", "--hotwords", str(hot), "--lodr-arpa", str(arpa),
+        "--method", "ctc-prefix-beam-search", "--method", "1best", "--method", "mbr",
+        "--method", "fast_beam_search_nbest_LG", "--hotwords", str(hot), "--lodr-arpa", str(arpa),
         "--set", "hotwords_score=1.5", "--out-dir", str(tmp_path / "out"),
         "--max-duration", "3"])
     assert r.exit_code == 0, (r.output, r.exception)
-    for m in ("modified_beam_search", "ctc-prefix-beam-search"):
+    for m in ("modified_beam_search", "ctc-prefix-beam-search", "1best", "mbr",
+              "fast_beam_search_nbest_LG"):
         assert (tmp_path / "out" / m / "results-cuts.jsonl").is_file()
     r = CliRunner().invoke(main, [
         "decode", "--cuts", str(s["cuts_path"]), "--model", str(s["model_path"]),
