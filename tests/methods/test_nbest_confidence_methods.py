@@ -7,11 +7,14 @@ from __future__ import annotations
 import pytest
 
 from k2dec.lattice import get_lattice
-from k2dec.methods import get_method
+from k2dec.methods import Resources, TransducerInputs, get_method
 from k2dec.methods.ctc import CtcConfig
 from k2dec.methods.mbr import MbrMethodConfig
+from k2dec.methods.transducer import FastBeamSearchNbestConfig, FastBeamSearchNbestLGConfig
 from k2dec.nbest import Nbest, NbestConfig
+from k2dec.testing.transducer import random_batch, random_model
 from tests.methods.test_ctc_methods import _inputs
+from tests.methods.test_transducer_methods import tiny_LG  # noqa: F401
 from tests.reference import nbest_confidence as ref
 
 
@@ -78,3 +81,23 @@ def test_records_do_not_depend_on_the_batch(setup, name):
             if x.word_confidences is not None:
                 assert list(x.word_confidences) == pytest.approx(list(y.word_confidences),
                                                                  abs=1e-6)
+
+
+def test_fast_beam_search_nbest_methods_carry_frames_and_confidences(tiny_LG, device):  # noqa: F811
+    _, LG = tiny_LG
+    model = random_model(vocab_size=5, seed=5, device=device)
+    enc, lens = random_batch([6, 1, 5], seed=5, device=device)
+    inputs = TransducerInputs(model, enc, lens)
+    res = Resources(graphs={"LG": LG.to(device)})
+    cfg = FastBeamSearchNbestConfig(nbest=NbestConfig(num_paths=20))
+    out = get_method("fast_beam_search_nbest")(inputs, res, cfg)[0]
+    _check(out.hyps, words=False)
+    plain = get_method("fast_beam_search")(inputs, res)[0]
+    for a, b in zip(out.hyps, plain.hyps):
+        assert a.token_frames is not None or a.error
+        if not a.error and a.tokens == b.tokens:
+            assert a.token_frames == b.token_frames
+    lg = get_method("fast_beam_search_nbest_LG")(
+        inputs, res, FastBeamSearchNbestLGConfig(nbest=NbestConfig(num_paths=20)))[0]
+    _check(lg.hyps, words=True)
+    assert any(not h.error and h.words for h in lg.hyps)
