@@ -208,8 +208,16 @@ def nbest_confidences(
         splits = exclusive_cumsum(row_len)
         conf = torch.zeros(int(splits[-1]), dtype=torch.float64, device=device)
         owner = utt[pair_ref[sym_pair]]
-        use = match & (ch[owner] == pair_ref[sym_pair])
-        conf.index_add_(0, splits[owner[use]] + sym_pos[use], post[pair_hyp[sym_pair[use]]])
+        mine = ch[owner] == pair_ref[sym_pair]
+        weight = post[pair_hyp[sym_pair]]
+        use = match & mine
+        conf.index_add_(0, splits[owner[use]] + sym_pos[use], weight[use])
+        # a symbol every hypothesis of non-zero posterior supports is exactly 1 (not a sum
+        # rounded differently in another batch: ties must stay ties)
+        miss = torch.zeros_like(conf)
+        other = ~match & mine
+        miss.index_add_(0, splits[owner[other]] + sym_pos[other], weight[other])
+        conf = torch.where(miss > 0, conf.clamp(max=1.0), torch.ones_like(conf))
         shape = k2.ragged.create_ragged_shape2(splits.to(torch.int32), None, conf.numel())
-        out.append(k2.RaggedTensor(shape, conf.clamp(max=1.0)))
+        out.append(k2.RaggedTensor(shape, conf))
     return out
