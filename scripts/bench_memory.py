@@ -147,11 +147,21 @@ def worker(method_name: str, utt_path: str, limit_mb: float,
     benchlib.one_thread()
     work = work_dir()
     lang, graphs, _ = prepare_demo(benchlib.SHIPPED, work)
-    rnn_lm = benchlib.SHIPPED / "lm" / "rnn_lm.pt"
-    assets = load_assets(benchlib.SHIPPED / "model.pt", lang, graph_dir=graphs,
-                         lm_paths={"rnn_lm": rnn_lm} if rnn_lm.is_file() else None)
-    utt = torch.load(utt_path)
     method = get_method(method_name)
+    rnn_lm = benchlib.SHIPPED / "lm" / "rnn_lm.pt"
+    lodr_arpa = None
+    if "lodr" in method.requires:
+        # LODR's token bigram, trained on the corpus' LM text as the scorers area does
+        from bench_scorers import lm_text
+
+        from k2dec.scorers import train_token_arpa
+
+        lodr_arpa = train_token_arpa(lm_text(work), lang / "bpe.model",
+                                     work / "lm" / "tokens_2gram.arpa", order=2)
+    assets = load_assets(benchlib.SHIPPED / "model.pt", lang, graph_dir=graphs,
+                         lm_paths={"rnn_lm": rnn_lm} if rnn_lm.is_file() else None,
+                         lodr_arpa=lodr_arpa)
+    utt = torch.load(utt_path)
     _limit_address_space(limit_mb)
     base_mb = benchlib.current_rss_mb()
     feats = utt["feats"].unsqueeze(0)

@@ -320,9 +320,11 @@ class Nbest:
         With ``trie`` (the default) the paths of an utterance share that work: their key
         sequences form a prefix tree that is intersected with the utterance's lattice once,
         and every path's best alignment is read off the product (see
-        :mod:`k2dec.nbest.trie`); utterances are grouped so that their lattice arcs times
-        their paths stay within ``max_arcs`` (a bound on the product, which is never larger
-        than the separate intersections). The alignments are the same as path by path; only
+        :mod:`k2dec.nbest.trie`). Memory is bounded as path by path: an utterance's paths are
+        split into tries of at most ``max_arcs // lattice arcs`` paths (one at least), and
+        tries are intersected in chunks whose lattice arcs times paths stay within
+        ``max_arcs`` (a bound on the product, which is never larger than the separate
+        intersections). The alignments are the same as path by path; only
         among alignments of exactly equal score may another one be chosen. If a key sequence
         has no alignment in ``lattice`` (a lattice other than the one the paths came from),
         all paths are intersected one by one as with ``trie=False``.
@@ -348,8 +350,8 @@ class Nbest:
 
     def _intersect_tries(self, lattice: k2.Fsa | None, use_double_scores: bool, max_arcs: int
                          ) -> tuple[k2.Fsa | None, IntersectStatus | None]:
-        """Best alignments through one trie per utterance (see :meth:`intersect`); ``None``
-        when some key sequence has no alignment in ``lattice``."""
+        """Best alignments through tries of each utterance's paths (see :meth:`intersect`);
+        ``None`` when some key sequence has no alignment in ``lattice``."""
         lattice = self._lattice_to_intersect(lattice)
         if max_arcs < 1:
             raise ValueError(f"max_arcs must be >= 1, got {max_arcs}")
@@ -357,21 +359,39 @@ class Nbest:
             raise ValueError("the n-best has no paths to intersect")
         device = lattice.device
         keyed = k2.arc_sort(_keyed(lattice, self.key))
-        path_to_utt = self.path_to_utt().to(device)
-        tries = build_tries(self.key_seqs.to(device), path_to_utt, self.num_utts)
+        # groups of an utterance's paths whose lattice arcs x paths stay within max_arcs (one
+        # path at least): one trie per group, so that memory is bounded for any number of
+        # paths, as with the path-by-path chunks
+        utt_arcs = _arcs_per_fsa(keyed).to("cpu", torch.int64)
+        path_utt = self.path_to_utt().to("cpu", torch.int64)
+        per_group = torch.clamp(max_arcs // torch.clamp(utt_arcs, min=1), min=1)
         paths_per_utt = self.shape.row_splits(1).to("cpu", torch.int64)
-        num_paths = paths_per_utt[1:] - paths_per_utt[:-1]
-        cost = _arcs_per_fsa(keyed).to("cpu", torch.int64) * num_paths
+        rank = torch.arange(self.num_paths, dtype=torch.int64) - paths_per_utt[path_utt]
+        sub = torch.div(rank, per_group[path_utt], rounding_mode="floor")
+        # group id: (utterance, sub-group), numbered in path order (non-decreasing)
+        new_group = torch.ones(self.num_paths, dtype=torch.bool)
+        if self.num_paths > 1:
+            new_group[1:] = (path_utt[1:] != path_utt[:-1]) | (sub[1:] != sub[:-1])
+        path_group = torch.cumsum(new_group.to(torch.int64), 0) - 1
+        num_groups = int(path_group[-1]) + 1
+        group_utt = path_utt[new_group]
+        group_starts = torch.cat([new_group.nonzero().squeeze(1),
+                                  torch.tensor([self.num_paths])])
+        group_paths = group_starts[1:] - group_starts[:-1]
+        tries = build_tries(self.key_seqs.to(device), path_group.to(device), num_groups)
+        cost = utt_arcs[group_utt] * group_paths
+        group_utt_dev = group_utt.to(device, torch.int32)
         pieces = []
         start = 0
-        while start < self.num_utts:
-            end = _chunk_end(cost, start, self.num_utts, max_arcs)
-            utts = torch.arange(start, end, dtype=torch.int32, device=device)
-            product = k2.intersect_device(keyed, k2.index_fsa(tries, utts), b_to_a_map=utts,
+        while start < num_groups:
+            end = _chunk_end(cost, start, num_groups, max_arcs)
+            groups = torch.arange(start, end, dtype=torch.int32, device=device)
+            product = k2.intersect_device(keyed, k2.index_fsa(tries, groups),
+                                          b_to_a_map=group_utt_dev[start:end],
                                           sorted_match_a=True)
             product = _top_sorted(product)
             arcs, found = trie_best_arcs(product, self.num_paths, use_double_scores)
-            first, last = int(paths_per_utt[start]), int(paths_per_utt[end])
+            first, last = int(group_starts[start]), int(group_starts[end])
             if not bool(found[first:last].all()):
                 return None, None
             delattr(product, PATH_ATTR)

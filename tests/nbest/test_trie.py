@@ -34,7 +34,8 @@ def test_trie_equals_path_by_path(tiny_hlg, device, key, num_utts):
         lattice = make_lattices(HLG, num_utts, 7, 50 + seed, device, lang.max_token_id + 1)
         nbest = Nbest.from_lattice(lattice, num_paths=40, nbest_scale=0.5, key=key)
         per_path = nbest.intersect(lattice, trie=False)
-        for max_arcs in (4_000_000, 1):  # one chunk, one utterance per chunk
+        # one chunk; one path per trie; tries of a few paths (an utterance's paths split)
+        for max_arcs in (4_000_000, 1, 400):
             shared = nbest.intersect(lattice, max_arcs=max_arcs)
             assert_same_fsas(shared.fsa, per_path.fsa)
             assert torch.equal(shared.tot_scores().values, per_path.tot_scores().values)
