@@ -15,7 +15,7 @@ Example (HLG 1best, then whole-lattice rescoring with a 4-gram)::
 """
 
 from k2dec.lattice.align import CtcAlignment, ctc_forced_alignment
-from k2dec.lattice.confidence import TimedUnits, Topology, lattice_timed_units
+from k2dec.lattice.confidence import TimedUnits, Topology, lattice_timed_units, path_units
 from k2dec.lattice.dense import DenseInput, check_vocab, make_dense_fsa_vec
 from k2dec.lattice.mbr import MbrConfig, MbrResult, Sausages, mbr_decode
 from k2dec.lattice.one_best import (
@@ -94,6 +94,7 @@ __all__ = [
     "hypotheses_from_lattice",
     "lattice_arc_frames",
     "lattice_timed_units",
+    "path_units",
     "make_dense_fsa_vec",
     "mbr_decode",
     "one_best_decoding",

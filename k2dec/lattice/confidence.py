@@ -38,7 +38,7 @@ from k2dec.paths import (
 )
 from k2dec.ragged import ragged_from_row_ids, ragged_select
 
-__all__ = ["ONE_BEST_CONFIDENCES", "TimedUnits", "Topology", "lattice_timed_units"]
+__all__ = ["ONE_BEST_CONFIDENCES", "TimedUnits", "Topology", "lattice_timed_units", "path_units"]
 
 ONE_BEST_CONFIDENCES = MbrConfig(decode_mbr=False)
 """The default of :func:`lattice_timed_units`: the best path's words and their posteriors."""
@@ -175,6 +175,67 @@ def _align_spans(best_ids: list[list[int]], best_begin: list[list[int]],
     return begins, ends
 
 
+def _unit_spans(paths: k2.Fsa, topology: Topology, word_start: torch.Tensor | None,
+                aux_labels: AuxLabels, attribute: str, blank_id: int
+                ) -> tuple[k2.RaggedTensor, torch.Tensor, torch.Tensor]:
+    """Units of linear paths: int32 ids ``[utt][unit]`` and int64 begin and end frames
+    (flat, one per unit)."""
+    tokens, tok_begin, tok_end = _path_token_spans(paths, topology, blank_id)
+    ids, unit_frames = path_aux_ids(paths, attribute)
+    if aux_labels is AuxLabels.TOKENS:
+        counts_ok = torch.equal(ids.shape.row_splits(1), tokens.shape.row_splits(1))
+        if not counts_ok:
+            raise ValueError("aux_labels=AuxLabels.TOKENS but the lattice's units do not match "
+                             "its tokens one to one")
+        begin, end = tok_begin.values.to(torch.int64), tok_end.values.to(torch.int64)
+    else:
+        begin, end = _spans_by_label_arcs(tok_begin, tok_end, unit_frames)
+        if word_start is not None:
+            wb, we, num = word_spans(tokens, tok_begin, tok_end, word_start)
+            agree = num.to(ids.values.device) == (ids.shape.row_splits(1)[1:]
+                                                  - ids.shape.row_splits(1)[:-1])
+            use_rows = agree[ids.shape.row_ids(1).to(torch.int64)]
+            wrow_ok = agree[wb.shape.row_ids(1).to(torch.int64)]
+            begin[use_rows] = wb.values.to(torch.int64)[wrow_ok]
+            end[use_rows] = we.values.to(torch.int64)[wrow_ok]
+    return ids, begin, end
+
+
+def path_units(
+    paths: k2.Fsa,
+    topology: Topology,
+    word_start: torch.Tensor | None = None,
+    aux_labels: AuxLabels = AuxLabels.WORDS,
+    attribute: str = "aux_labels",
+    blank_id: int = 0,
+) -> tuple[k2.RaggedTensor, k2.RaggedTensor, k2.RaggedTensor]:
+    """Words (or tokens) of linear paths taken from a lattice (its best paths, the
+    alignments of n-best paths) with the frames they cover, as :func:`lattice_timed_units`
+    finds them on the best path.
+
+    Args:
+      paths: FsaVec ``[path][state][arc]`` of linear FSAs with the lattice's arcs (token
+        ``labels``, output units in ``attribute``).
+      topology, word_start, aux_labels, attribute, blank_id: as in
+        :func:`lattice_timed_units`.
+
+    Returns:
+      ``(ids, begin, end)``: int32 ``k2.RaggedTensor`` ``[path][unit]`` each; unit ``k``
+      covers frames ``begin <= f < end``.
+    """
+    if not isinstance(topology, Topology):
+        raise TypeError(f"topology must be a Topology, got {topology!r}")
+    if not isinstance(aux_labels, AuxLabels):
+        raise TypeError(f"aux_labels must be an AuxLabels, got {aux_labels!r}")
+    if not hasattr(paths, attribute):
+        raise ValueError(f"the paths have no {attribute!r} attribute holding output units")
+    ids, begin, end = _unit_spans(paths, topology, word_start, aux_labels, attribute, blank_id)
+    row_ids = ids.shape.row_ids(1).to(torch.int64)
+    n = paths.shape[0]
+    return (ids, ragged_from_row_ids(row_ids, begin.to(torch.int32), n),
+            ragged_from_row_ids(row_ids, end.to(torch.int32), n))
+
+
 def lattice_timed_units(
     lattice: LatticeResult | k2.Fsa,
     topology: Topology,
@@ -216,24 +277,7 @@ def lattice_timed_units(
         raise ValueError(f"the lattice has no {attribute!r} attribute holding output units")
     n = lat.shape[0]
     paths = k2.shortest_path(lat, use_double_scores=True)
-    tokens, tok_begin, tok_end = _path_token_spans(paths, topology, blank_id)
-    ids, unit_frames = path_aux_ids(paths, attribute)
-    if aux_labels is AuxLabels.TOKENS:
-        counts_ok = torch.equal(ids.shape.row_splits(1), tokens.shape.row_splits(1))
-        if not counts_ok:
-            raise ValueError("aux_labels=AuxLabels.TOKENS but the lattice's units do not match "
-                             "its tokens one to one")
-        begin, end = tok_begin.values.to(torch.int64), tok_end.values.to(torch.int64)
-    else:
-        begin, end = _spans_by_label_arcs(tok_begin, tok_end, unit_frames)
-        if word_start is not None:
-            wb, we, num = word_spans(tokens, tok_begin, tok_end, word_start)
-            agree = num.to(ids.values.device) == (ids.shape.row_splits(1)[1:]
-                                                  - ids.shape.row_splits(1)[:-1])
-            use_rows = agree[ids.shape.row_ids(1).to(torch.int64)]
-            wrow_ok = agree[wb.shape.row_ids(1).to(torch.int64)]
-            begin[use_rows] = wb.values.to(torch.int64)[wrow_ok]
-            end[use_rows] = we.values.to(torch.int64)[wrow_ok]
+    ids, begin, end = _unit_spans(paths, topology, word_start, aux_labels, attribute, blank_id)
     row_ids = ids.shape.row_ids(1).to(torch.int64)
     mbr = mbr_decode(lat, config, hyps=ids, attribute=attribute)
     if config.decode_mbr:

@@ -16,6 +16,7 @@ from ..lattice import (
     AuxLabels,
     LatticeConfig,
     LatticeResult,
+    Topology,
     ctc_greedy_search,
     get_lattice,
     one_best_decoding,
@@ -38,7 +39,7 @@ from ..nbest import (
 )
 from .checks import check_finite
 from .hotwords import HOTWORD_GRAPH_MAX_ARCS, HOTWORDS_SCORE, word_biased_graph
-from .records import from_ids, from_lattice, lattice_failures
+from .records import from_ids, from_lattice, from_nbest, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, Setting, register
 
 __all__ = ["RNN_LM_SCALE", "CtcConfig"]
@@ -277,12 +278,13 @@ def _intersected(nbest: Nbest, cfg: CtcConfig) -> Nbest:
 
 
 def _sweep_results(results, settings: list[Setting], failed: list[str], cfg: CtcConfig,
-                   nbest: Nbest) -> list[MethodResult]:
+                   nbest: Nbest, res: Resources) -> list[MethodResult]:
     """The rescoring results (by :func:`k2dec.nbest.scale_key`) in the order of
-    ``settings``."""
-    return [MethodResult(s.key, from_ids(results[s.key].hyps, True, failed,
-                                         results[s.key].scores, nbest.notes()), cfg)
-            for s in settings]
+    ``settings``, with word frames and n-best confidences."""
+    chosen = [(results[s.key].best, results[s.key].scores, results[s.key].path_scores)
+              for s in settings]
+    records = from_nbest(nbest, chosen, True, Topology.CTC, failed, res.word_start)
+    return [MethodResult(s.key, r, cfg) for s, r in zip(settings, records, strict=True)]
 
 
 @register("nbest", Family.CTC, CtcConfig, requires=("HLG",), hotwords=True)
@@ -290,9 +292,10 @@ def _nbest_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """HLG lattice, num_paths sampled word sequences, the best alignment score wins."""
     result, nbest = _nbest(inputs, res, cfg, "nbest")
     nbest = _intersected(nbest, cfg)
-    best, scores = best_paths_by_score(nbest, nbest.tot_scores().values, cfg.nbest.tie_break)
-    hyps = from_ids(nbest.keys_at(best), True, lattice_failures(result.reports), scores,
-                    nbest.notes())
+    totals = nbest.tot_scores().values
+    best, scores = best_paths_by_score(nbest, totals, cfg.nbest.tie_break)
+    [hyps] = from_nbest(nbest, [(best, scores, totals)], True, Topology.CTC,
+                        lattice_failures(result.reports), res.word_start)
     return [MethodResult("nbest", hyps, cfg)]
 
 
@@ -305,7 +308,7 @@ def _nbest_rescoring(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     scales = _scales(cfg.ngram_lm_scale, cfg.lm_scales, cfg.sweep)
     sweep = rescore_with_ngram(nbest, res.graph("G", "nbest-rescoring"), scales)
     return _sweep_results(sweep, _ngram_settings(cfg), lattice_failures(result.reports), cfg,
-                          nbest)
+                          nbest, res)
 
 
 @register("nbest-oracle", Family.CTC, CtcConfig, requires=("HLG",), needs_references=True,
@@ -339,7 +342,7 @@ def _attention(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
             _scales(cfg.attention_scale, cfg.attention_scales, cfg.sweep), res.graphs.get("G"),
             max_chunk_cells=cfg.attention_chunk_cells)
     return _sweep_results(sweep, _attention_settings(cfg), lattice_failures(result.reports),
-                          cfg, nbest)
+                          cfg, nbest, res)
 
 
 @register("rnn-lm", Family.CTC, CtcConfig, requires=("HLG", "lm"), settings=_rnn_lm_settings,
@@ -354,7 +357,7 @@ def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
                             _scales(cfg.rnn_lm_scale, cfg.lm_scales, cfg.sweep),
                             scale_name="rnn_lm_scale")
     return _sweep_results(sweep, _rnn_lm_settings(cfg), lattice_failures(result.reports), cfg,
-                          nbest)
+                          nbest, res)
 
 
 @register("multi-pass", Family.CTC, CtcConfig, requires=("HLG", "lm"), hotwords=True)

@@ -14,7 +14,9 @@ import torch
 
 from ..hypothesis import HypothesisRecord
 from ..nbest import ATTENTION_CHUNK_CELLS, chunks
+from ..nbest.confidence import NBEST_POSTERIOR_SCALE, nbest_confidences
 from ..scorers import Scorer
+from .records import probabilities
 
 __all__ = ["HypothesisLists", "attention_scores", "lm_scores", "scorer_scores", "sweep"]
 
@@ -101,12 +103,14 @@ def sweep(
     combine: Callable[[torch.Tensor, Mapping[str, torch.Tensor], Mapping[str, float]],
                       torch.Tensor],
     key: Callable[[Mapping[str, float]], str],
+    posterior_scale: float = NBEST_POSTERIOR_SCALE,
 ) -> dict[str, tuple[HypothesisRecord, ...]]:
     """For every point of ``grid`` (a product of scale lists), each utterance's hypothesis with
     the largest ``combine(base, components, scales)`` (float64 ``[H]``), as records keyed
-    ``key(scales)``; an utterance without hypotheses fails."""
+    ``key(scales)``; an utterance without hypotheses fails. Each chosen token's confidence is
+    its n-best posterior under that point's scores times ``posterior_scale``
+    (:func:`k2dec.nbest.confidence.nbest_confidences`)."""
     device = base.device
-    out = {}
     names = list(grid)
     counts = torch.bincount(lists.utt, minlength=lists.num_utts)
     starts = torch.cumsum(counts, 0) - counts
@@ -115,22 +119,30 @@ def sweep(
     valid = pos < counts.unsqueeze(1)
     index = (starts.unsqueeze(1) + pos).clamp(max=max(base.numel() - 1, 0))
     seqs = lists.tokens.tolist()
+    points, totals, chosen, best_scores = [], [], [], []
     for values in itertools.product(*(grid[n] for n in names)):
         scales = dict(zip(names, values))
         total = combine(base, components, scales)
         padded = torch.where(valid, total[index] if total.numel() else torch.zeros_like(
             index, dtype=torch.float64), torch.tensor(float("-inf"), device=device))
         best = padded.argmax(dim=1)
-        best_scores = padded.gather(1, best.unsqueeze(1)).squeeze(1).tolist()
-        chosen = (starts + best).tolist()
+        points.append(scales)
+        totals.append(total)
+        best_scores.append(padded.gather(1, best.unsqueeze(1)).squeeze(1).tolist())
+        chosen.append(torch.where(counts > 0, starts + best, torch.full_like(best, -1)))
+    confs = nbest_confidences(lists.tokens, lists.utt, lists.num_utts, totals, chosen,
+                              posterior_scale)
+    out = {}
+    for scales, ch, sc, conf in zip(points, chosen, best_scores, confs):
+        conf_rows = conf.tolist()
         recs = []
-        for u in range(lists.num_utts):
-            if counts[u] == 0:
+        for u, h in enumerate(ch.tolist()):
+            if h < 0:
                 recs.append(HypothesisRecord(tokens=(), error="no hypothesis"))
                 continue
-            h = chosen[u]
             frames = tuple(lists.frames[h]) if len(lists.frames[h]) == len(seqs[h]) else None
             recs.append(HypothesisRecord(tokens=tuple(seqs[h]), token_frames=frames,
-                                         score=float(best_scores[u])))
+                                         score=float(sc[u]),
+                                         token_confidences=probabilities(conf_rows[u])))
         out[key(scales)] = tuple(recs)
     return out

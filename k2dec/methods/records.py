@@ -10,10 +10,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import k2
 import torch
 
 from ..hypothesis import HypothesisRecord
-from ..lattice import Hypothesis, LatticeStatus, TimedUnits
+from ..lattice import AuxLabels, Hypothesis, LatticeStatus, TimedUnits, Topology, path_units
+from ..nbest import Nbest
+from ..nbest.confidence import NBEST_POSTERIOR_SCALE, nbest_confidences
 from ..transducer import TransducerHypothesis
 
 __all__ = [
@@ -21,9 +24,11 @@ __all__ = [
     "from_aed",
     "from_ids",
     "from_lattice",
+    "from_nbest",
     "from_timed_units",
     "from_transducer",
     "lattice_failures",
+    "probabilities",
 ]
 
 #: The reason recorded for a transducer utterance whose lattice has no path.
@@ -74,13 +79,13 @@ def from_transducer(hyps: Sequence[TransducerHypothesis],
         if h.score == -math.inf:
             out.append(HypothesisRecord(tokens=tuple(h.tokens), words=w, error=EMPTY_LATTICE))
         else:
-            conf = _probs(token_confidences[i]) if token_confidences is not None else None
+            conf = probabilities(token_confidences[i]) if token_confidences is not None else None
             out.append(HypothesisRecord(tokens=tuple(h.tokens), token_frames=tuple(h.timestamps),
                                         words=w, score=_score(h.score), token_confidences=conf))
     return tuple(out)
 
 
-def _probs(values: Sequence[float]) -> tuple[float, ...]:
+def probabilities(values: Sequence[float]) -> tuple[float, ...]:
     """Confidences as floats in ``[0, 1]`` (clipped against rounding)."""
     return tuple(min(1.0, max(0.0, float(v))) for v in values)
 
@@ -107,10 +112,10 @@ def from_timed_units(units: TimedUnits, words: bool, failed: Sequence[str],
             out.append(HypothesisRecord(
                 tokens=tok, words=tuple(ids[i]), word_frames=tuple(begin[i]),
                 word_durations=tuple(e - b for b, e in zip(begin[i], end[i])),
-                word_confidences=_probs(conf[i]), notes=notes[i]))
+                word_confidences=probabilities(conf[i]), notes=notes[i]))
         else:
             out.append(HypothesisRecord(tokens=tuple(ids[i]), token_frames=tuple(begin[i]),
-                                        token_confidences=_probs(conf[i]), notes=notes[i]))
+                                        token_confidences=probabilities(conf[i]), notes=notes[i]))
     return tuple(out)
 
 
@@ -150,5 +155,82 @@ def from_aed(nbests: Sequence[Sequence],
         out.append(HypothesisRecord(
             tokens=tuple(nb[0].tokens), score=_score(nb[0].score),
             token_frames=tuple(frames) if frames is not None else None,
-            token_confidences=_probs(conf) if conf is not None else None))
+            token_confidences=probabilities(conf) if conf is not None else None))
     return tuple(out)
+
+
+def from_nbest(
+    nbest: Nbest,
+    chosen: Sequence[tuple[torch.Tensor, torch.Tensor, torch.Tensor]],
+    words: bool,
+    topology: Topology,
+    failed: Sequence[str] | None = None,
+    word_start: torch.Tensor | None = None,
+    posterior_scale: float = NBEST_POSTERIOR_SCALE,
+) -> list[tuple[HypothesisRecord, ...]]:
+    """Records of the paths chosen from an intersected n-best, one tuple per setting, with
+    frames and confidences.
+
+    Args:
+      nbest: an n-best after :meth:`~k2dec.nbest.Nbest.intersect` (its FSAs are the best
+        alignments of their key sequences, with the lattice's attributes).
+      chosen: per setting, ``(best, best_scores, path_scores)``: int64 ``[N]`` index of each
+        utterance's chosen path (``-1``: none), float ``[N]`` its score, float ``[num_paths]``
+        the scores the setting ranked the paths by.
+      words: the keys are word ids (records of words with their frames and durations), else
+        token ids (records of tokens with their frames).
+      topology: how the lattice's token labels map to frames.
+      failed: per utterance, its failure reason (``""``: none); an utterance with no chosen
+        path fails with :data:`EMPTY_LATTICE` when it has no other reason.
+      word_start: word-start tokens (see :func:`k2dec.lattice.path_units`).
+      posterior_scale: of the paths' scores in the confidences
+        (:func:`k2dec.nbest.confidence.nbest_confidences`).
+
+    Each chosen key's confidence is its n-best posterior. Frames come from the chosen path's
+    alignment; a path whose aligned units do not spell its key sequence gets none.
+    """
+    n = nbest.num_utts
+    failed = list(failed) if failed is not None else [""] * n
+    device = nbest.device
+    best_list = [b.to(device, torch.int64) for b, _, _ in chosen]
+    confs = nbest_confidences(nbest.key_seqs.to(device), nbest.path_to_utt().to(device), n,
+                              [p.to(device) for _, _, p in chosen], best_list, posterior_scale)
+    # frames of every path chosen by some setting, found once
+    used = torch.unique(torch.cat(best_list)) if best_list else torch.zeros(0, dtype=torch.int64)
+    used = used[used >= 0]
+    spans: dict[int, tuple[list[int], list[int], list[int]]] = {}
+    if used.numel():
+        paths = k2.index_fsa(nbest.fsa, used.to(torch.int32))
+        aux = AuxLabels.WORDS if words else AuxLabels.TOKENS
+        try:
+            ids, begin, end = path_units(paths, topology, word_start, aux)
+            rows = zip(used.tolist(), ids.tolist(), begin.tolist(), end.tolist())
+            spans = {p: (i, b, e) for p, i, b, e in rows}
+        except ValueError:  # units that do not match the tokens one to one: no frames
+            spans = {}
+    keys = nbest.key_seqs.tolist()
+    notes = nbest.notes()
+    out = []
+    for (best, scores, _), conf in zip(chosen, confs):
+        recs = []
+        for u, (b, sc, c) in enumerate(zip(best.tolist(), scores.tolist(), conf.tolist())):
+            seq = tuple(keys[b]) if b >= 0 else ()
+            if b < 0 or failed[u]:
+                recs.append(HypothesisRecord(tokens=None if words else seq,
+                                             words=seq if words else None,
+                                             error=failed[u] or EMPTY_LATTICE, notes=notes[u]))
+                continue
+            span = spans.get(b)
+            ok = span is not None and tuple(span[0]) == seq
+            if words:
+                recs.append(HypothesisRecord(
+                    words=seq, word_frames=tuple(span[1]) if ok else None,
+                    word_durations=tuple(e - f for f, e in zip(span[1], span[2])) if ok
+                    else None, score=_score(sc), word_confidences=probabilities(c),
+                    notes=notes[u]))
+            else:
+                recs.append(HypothesisRecord(
+                    tokens=seq, token_frames=tuple(span[1]) if ok else None, score=_score(sc),
+                    token_confidences=probabilities(c), notes=notes[u]))
+        out.append(tuple(recs))
+    return out

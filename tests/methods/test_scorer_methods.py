@@ -17,6 +17,7 @@ from k2dec.methods.transducer_lm import LmRescoreConfig, LmRescoreLodrConfig
 from k2dec.scorers import NeuralLmScorer, TokenNgramScorer, WeightedScorer
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import ModifiedBeamSearch, ModifiedBeamSearchConfig, modified_beam_search
+from tests.reference import nbest_confidence as ref_conf
 from tests.reference.scorers import RefNeuralLm, RefNgram
 from tests.scorers.helpers import token_arpa
 
@@ -129,6 +130,12 @@ def test_lm_rescore_picks_the_best_combined_score(resources, lodr):
                 return h.score / s + lm - lo * total(ref_ng, h.tokens)
             best = max(hyps, key=combined)
             assert list(by_key[key].hyps[u].tokens) == best.tokens, (key, u)
+            # confidences: the n-best posteriors under this point's combined scores
+            want = ref_conf.nbest_confidences([[h.tokens for h in hyps]],
+                                              [[combined(h) for h in hyps]],
+                                              [hyps.index(best)])[0]
+            got = by_key[key].hyps[u].token_confidences
+            assert list(got) == pytest.approx(want, abs=1e-6), (key, u)
 
 
 def test_ctc_attention_rescoring_picks_the_best_combined_score(resources):
