@@ -9,11 +9,11 @@ device given (``--device cuda`` on a machine with an NVIDIA GPU; CPU by default)
   there are fewer);
 - HLG 1best (``k2.intersect_dense_pruned``) on its CTC outputs at the same batch sizes.
 
-Each row: decode time of the whole batch (best of ``--repeat``; CUDA synchronized), RTF
-(decode time / seconds of audio in the batch), utterances per second, the speed-up over
-decoding the same utterances one at a time (each timed alone once, in the same run), and
-whether every utterance got the same hypothesis as when decoded alone (the searches are
-batch-invariant). The encoder runs once,
+Each row: decode time of the whole batch (best of ``--repeat``; every search returns Python
+lists, so a CUDA run has finished when the timer stops), RTF (decode time / seconds of audio
+in the batch), utterances per second, the speed-up over decoding the same utterances one at a
+time (each timed alone once, in the same run), and whether every utterance got the same
+hypothesis as when decoded alone (the searches are batch-invariant). The encoder runs once,
 before timing; one torch thread on CPU.
 
     python scripts/bench_streams.py [--device cuda] [--quick | --smoke] [--report DIR]
@@ -22,8 +22,6 @@ before timing; one torch thread on CPU.
 from __future__ import annotations
 
 import platform
-import time
-from collections.abc import Callable
 from typing import Any
 
 import benchlib
@@ -32,22 +30,6 @@ AREA = "streams"
 SIZES = (1, 16, 64, 256)
 #: seconds of audio per encoder output frame of the shipped model (10 ms fbank, 4x subsampling)
 FRAME_SECONDS = 0.04
-
-
-def _timed(fn: Callable[..., Any], args: tuple, device, repeat: int) -> tuple[float, Any]:
-    """``(best seconds of repeat calls of fn(*args), its output)``."""
-    import torch
-
-    best, out = float("inf"), None
-    for _ in range(repeat):
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        t0 = time.perf_counter()
-        out = fn(*args)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def _rows_of(indices: list[int], enc, enc_lens, lp):
@@ -103,10 +85,10 @@ def main() -> None:
         for n in sizes:
             indices = [i % n_avail for i in range(n)]
             batch = _rows_of(indices, enc, enc_lens, lp)
-            seconds, hyps = _timed(run, batch, device, repeat)
+            seconds, hyps = benchlib.best_time(repeat, run, *batch)
             for i in indices:
                 if i not in alone[name]:
-                    t, h = _timed(run, _rows_of([i], enc, enc_lens, lp), device, 1)
+                    t, h = benchlib.best_time(1, run, *_rows_of([i], enc, enc_lens, lp))
                     alone[name][i] = (h[0], t)
             same = all(alone[name][i][0] == h for i, h in zip(indices, hyps))
             one_by_one = sum(alone[name][i][1] for i in indices)
