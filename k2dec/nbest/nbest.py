@@ -370,8 +370,7 @@ class Nbest:
         sub = torch.div(rank, per_group[path_utt], rounding_mode="floor")
         # group id: (utterance, sub-group), numbered in path order (non-decreasing)
         new_group = torch.ones(self.num_paths, dtype=torch.bool)
-        if self.num_paths > 1:
-            new_group[1:] = (path_utt[1:] != path_utt[:-1]) | (sub[1:] != sub[:-1])
+        new_group[1:] = (path_utt[1:] != path_utt[:-1]) | (sub[1:] != sub[:-1])
         path_group = torch.cumsum(new_group.to(torch.int64), 0) - 1
         num_groups = int(path_group[-1]) + 1
         group_utt = path_utt[new_group]
