@@ -1,39 +1,71 @@
 """Attention encoder-decoder methods: the vectorized beam search, optionally with joint
-CTC prefix scoring and LM shallow fusion (switched on by the config's weights)."""
+CTC prefix scoring and LM shallow fusion (switched on by the search config's weights) and
+hotword biasing (a hotword scorer, when ``Resources.hotwords`` are given)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import k2
 import torch
 
 from ..aed import BeamSearchConfig, beam_search
 from ..lattice import ctc_forced_alignment
+from .hotwords import (
+    HOTWORDS_PARTIAL_SHARE,
+    HOTWORDS_SCORE,
+    HOTWORDS_WHOLE_WORDS,
+    check_hotwords,
+    hotword_scorers,
+)
 from .records import from_aed
 from .registry import AedInputs, Family, MethodResult, Resources, register
 
+__all__ = ["AttentionBeamSearchMethodConfig"]
 
-@register("attention-beam-search", Family.AED, BeamSearchConfig,
-          requires=("attention_decoder",))
-def _attention_beam_search(inputs: AedInputs, res: Resources, cfg: BeamSearchConfig):
+
+@dataclass(frozen=True)
+class AttentionBeamSearchMethodConfig:
+    """``attention-beam-search``: the search (:class:`k2dec.aed.BeamSearchConfig`), with
+    hotword biasing when hotwords are given: ``hotwords_score`` per token of a hotword (the
+    transducer searches' non-strict bonus-and-refund; an unfinished match is refunded on
+    ``eos``)."""
+
+    search: BeamSearchConfig = field(default_factory=BeamSearchConfig)
+    hotwords_score: float = HOTWORDS_SCORE
+    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
+    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+
+    def __post_init__(self) -> None:
+        check_hotwords(self)
+
+
+@register("attention-beam-search", Family.AED, AttentionBeamSearchMethodConfig,
+          requires=("attention_decoder",), hotwords=True)
+def _attention_beam_search(inputs: AedInputs, res: Resources,
+                           cfg: AttentionBeamSearchMethodConfig):
     """Batched beam search over utterances x beams; CTC prefix scoring when ctc_weight > 0
-    (needs AedInputs.ctc_log_probs), LM fusion when lm_weight > 0 (needs a neural LM)."""
+    (needs AedInputs.ctc_log_probs), LM fusion when lm_weight > 0 (needs a neural LM);
+    hotword biasing when Resources.hotwords are given."""
     if res.attention_decoder is None:
         raise ValueError("attention-beam-search needs Resources.attention_decoder")
+    search = cfg.search
     ctc = None
-    if cfg.ctc_weight > 0:
+    if search.ctc_weight > 0:
         if inputs.ctc_log_probs is None:
             raise ValueError("ctc_weight > 0 needs AedInputs.ctc_log_probs")
         ctc = inputs.ctc_log_probs
     lm = None
-    if cfg.lm_weight > 0:
+    if search.lm_weight > 0:
         lm = res.lms.get("transformer_lm", res.lms.get("rnn_lm"))
         if lm is None:
             raise ValueError("lm_weight > 0 needs a neural LM in Resources.lms")
+    scorers = hotword_scorers(res, res.attention_decoder.vocab_size, cfg,
+                              inputs.memory.device)
     with torch.no_grad():
-        nbests = beam_search(res.attention_decoder, inputs.memory, inputs.memory_lens, cfg,
-                             ctc_log_probs=ctc, lm=lm)
+        nbests = beam_search(res.attention_decoder, inputs.memory, inputs.memory_lens, search,
+                             ctc_log_probs=ctc, lm=lm, scorers=scorers)
         frames, conf = _frames_and_confidences(inputs, res.attention_decoder, nbests)
     return [MethodResult("attention-beam-search", from_aed(nbests, frames, conf), cfg)]
 

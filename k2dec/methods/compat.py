@@ -18,6 +18,13 @@ field                                                 k2dec                icefa
                                                       independent of the   (``k2.random_paths``)
                                                       batch)
 ``ModifiedBeamSearchConfig.score_dtype``              "float64"            "float32"
+``hotwords_partial_share`` (token-level hotword        0.5 (half of a       1.0 (all of it on
+methods, :mod:`k2dec.methods.hotwords`)               phrase's bonus on    the way)
+                                                      the way, the rest
+                                                      on completion)
+``hotwords_whole_words`` (the same methods)           True (a phrase       False (on its last
+                                                      completes at a word  token)
+                                                      end)
 ====================================================  ===================  ==================
 
 :func:`icefall_compatible` switches every one of them that is still at k2dec's default
@@ -33,6 +40,7 @@ from typing import Any
 
 from ..nbest import NbestConfig
 from ..transducer import FastBeamSearchConfig, ModifiedBeamSearchConfig
+from .hotwords import HOTWORDS_PARTIAL_SHARE, HOTWORDS_WHOLE_WORDS
 from .registry import Method, get_method
 
 __all__ = ["ICEFALL_NBEST_ILME_SCALE", "icefall_compatible"]
@@ -67,6 +75,12 @@ def _switch(config: Any, method: str) -> Any:
         return config
     if is_dataclass(config):
         changes = {}
+        names = {f.name for f in fields(config)}
+        if {"hotwords_partial_share", "hotwords_whole_words"} <= names:
+            if config.hotwords_partial_share == HOTWORDS_PARTIAL_SHARE:
+                changes["hotwords_partial_share"] = 1.0
+            if config.hotwords_whole_words == HOTWORDS_WHOLE_WORDS:
+                changes["hotwords_whole_words"] = False
         for f in fields(config):
             value = getattr(config, f.name)
             if is_dataclass(value):

@@ -17,11 +17,17 @@ from ..nbest import DedupKey, Nbest, NbestConfig
 from ..scorers import NeuralLmScorer, WeightedScorer
 from .checks import check_finite, check_scales
 from .ctc import CtcConfig
-from .hotwords import HOTWORDS_SCORE
+from .hotwords import (
+    HOTWORDS_PARTIAL_SHARE,
+    HOTWORDS_SCORE,
+    HOTWORDS_WHOLE_WORDS,
+    check_hotwords,
+    hotword_scorers,
+)
 from .lists import HypothesisLists, attention_scores, sweep
 from .records import lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, register
-from .transducer_lm import LM_SCALE, hotword_scorers
+from .transducer_lm import LM_SCALE
 
 __all__ = [
     "ATTENTION_SCALES",
@@ -43,9 +49,11 @@ class CtcPrefixConfig:
 
     search: CtcPrefixBeamSearchConfig = field(default_factory=CtcPrefixBeamSearchConfig)
     hotwords_score: float = HOTWORDS_SCORE
+    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
+    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
 
     def __post_init__(self) -> None:
-        check_finite("hotwords_score", self.hotwords_score)
+        check_hotwords(self)
 
 
 @dataclass(frozen=True)
@@ -58,10 +66,13 @@ class CtcPrefixFusionConfig:
     lm_scale: float = LM_SCALE
     lodr_scale: float = 0.0
     hotwords_score: float = HOTWORDS_SCORE
+    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
+    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
 
     def __post_init__(self) -> None:
-        for name in ("lm_scale", "lodr_scale", "hotwords_score"):
+        for name in ("lm_scale", "lodr_scale"):
             check_finite(name, getattr(self, name))
+        check_hotwords(self)
 
 
 def _prefix8() -> CtcPrefixBeamSearchConfig:
@@ -114,7 +125,7 @@ def _search(inputs: CtcInputs, cfg: CtcPrefixBeamSearchConfig, scorers) -> list:
 def _prefix(inputs: CtcInputs, res: Resources, cfg: CtcPrefixConfig):
     """CTC prefix beam search (beam 4) on the CTC output, no graph: token ids; hotword
     biasing when Resources.hotwords are given."""
-    scorers = hotword_scorers(res, inputs.log_probs.size(2), cfg.hotwords_score,
+    scorers = hotword_scorers(res, inputs.log_probs.size(2), cfg,
                               inputs.log_probs.device, strict=True)
     hyps = _search(inputs, cfg.search, scorers)
     lists = HypothesisLists.from_lists(hyps, inputs.log_probs.device)
@@ -134,7 +145,7 @@ def _prefix_fusion(inputs: CtcInputs, res: Resources, cfg: CtcPrefixFusionConfig
         if res.lodr is None:
             raise ValueError(f"{method} with lodr_scale != 0 needs Resources.lodr")
         scorers.append(WeightedScorer(res.lodr, cfg.lodr_scale))
-    scorers += hotword_scorers(res, vocab, cfg.hotwords_score, device, strict=True)
+    scorers += hotword_scorers(res, vocab, cfg, device, strict=True)
     hyps = _search(inputs, cfg.search, scorers)
     lists = HypothesisLists.from_lists(hyps, device)
     return _records(lists, hyps, method, cfg)

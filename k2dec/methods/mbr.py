@@ -21,9 +21,13 @@ from ..lattice.prune import prune_lattice
 from ..lattice.rescore import RescoreStatus, rescore_with_whole_lattice
 from ..paths import path_token_ids
 from ..transducer import FastBeamSearchConfig, fast_beam_search
-from .checks import check_finite
 from .ctc import CtcConfig, _scales, hlg_graph
-from .hotwords import HOTWORDS_SCORE
+from .hotwords import (
+    HOTWORDS_PARTIAL_SHARE,
+    HOTWORDS_SCORE,
+    HOTWORDS_WHOLE_WORDS,
+    check_hotwords,
+)
 from .records import EMPTY_LATTICE, from_timed_units, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, TransducerInputs, register
 from .transducer import NGRAM_LM_SCALE, _check_scale, _with_hotwords
@@ -112,11 +116,18 @@ def _mbr(inputs: CtcInputs, res: Resources, cfg: MbrMethodConfig):
 
 @dataclass(frozen=True)
 class FastBeamSearchMbrConfig:
-    """``fast_beam_search_mbr``: the search with the trivial graph, then MBR over tokens
-    (the consensus token sequence, its words read by the BPE model)."""
+    """``fast_beam_search_mbr``: the search with the trivial graph (with hotwords: the
+    hotword automaton, ``hotwords_score`` per token, as ``fast_beam_search``), then MBR over
+    tokens (the consensus token sequence, its words read by the BPE model)."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     mbr: MbrConfig = field(default_factory=MbrConfig)
+    hotwords_score: float = HOTWORDS_SCORE
+    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
+    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+
+    def __post_init__(self) -> None:
+        check_hotwords(self)
 
 
 @dataclass(frozen=True)
@@ -129,10 +140,12 @@ class FastBeamSearchMbrLGConfig:
     mbr: MbrConfig = field(default_factory=MbrConfig)
     ngram_lm_scale: float = NGRAM_LM_SCALE
     hotwords_score: float = HOTWORDS_SCORE
+    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
+    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
 
     def __post_init__(self) -> None:
         _check_scale(self.ngram_lm_scale)
-        check_finite("hotwords_score", self.hotwords_score)
+        check_hotwords(self)
 
 
 def _transducer_failures(lattice: k2.Fsa) -> list[str]:
@@ -141,11 +154,13 @@ def _transducer_failures(lattice: k2.Fsa) -> list[str]:
     return ["" if ok else EMPTY_LATTICE for ok in torch.isfinite(tot).tolist()]
 
 
-@register("fast_beam_search_mbr", Family.TRANSDUCER, FastBeamSearchMbrConfig)
+@register("fast_beam_search_mbr", Family.TRANSDUCER, FastBeamSearchMbrConfig, hotwords=True)
 def _fbs_mbr(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMbrConfig):
-    """fast_beam_search (trivial graph), sausages over tokens: the MBR consensus and the best
-    path, tokens with frames and confidences."""
-    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, None,
+    """fast_beam_search (trivial graph; the hotword graph when Resources.hotwords are given),
+    sausages over tokens: the MBR consensus and the best path, tokens with frames and
+    confidences."""
+    graph = _with_hotwords(inputs, res, cfg, None)
+    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     failed = _transducer_failures(out.lattice)
     best, consensus, notes, _ = _units(out.lattice, Topology.TRANSDUCER, cfg.mbr, res,
@@ -162,7 +177,7 @@ def _fbs_mbr_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMbr
     """fast_beam_search through LG, sausages over words: the MBR consensus and the best path,
     words with frames and confidences (hotword biasing when Resources.hotwords are given)."""
     graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_mbr_LG")
-    graph = _with_hotwords(inputs, res, cfg.hotwords_score, graph)
+    graph = _with_hotwords(inputs, res, cfg, graph)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     failed = _transducer_failures(out.lattice)

@@ -32,8 +32,15 @@ from ..transducer import (
     greedy_search,
 )
 from ..transducer.confidence import token_confidences
-from .checks import check_finite, check_scales
-from .hotwords import HOTWORDS_SCORE, token_biased_graph
+from .checks import check_scales
+from .hotwords import (
+    HOTWORDS_PARTIAL_SHARE,
+    HOTWORDS_SCORE,
+    HOTWORDS_WHOLE_WORDS,
+    HotwordFields,
+    check_hotwords,
+    token_biased_graph,
+)
 from .records import EMPTY_LATTICE, from_ids, from_nbest, from_transducer
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
 
@@ -79,19 +86,29 @@ class FastBeamSearchLGConfig:
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     ngram_lm_scale: float = NGRAM_LM_SCALE
     hotwords_score: float = HOTWORDS_SCORE
+    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
+    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
 
     def __post_init__(self) -> None:
         _check_scale(self.ngram_lm_scale)
-        check_finite("hotwords_score", self.hotwords_score)
+        check_hotwords(self)
 
 
 @dataclass(frozen=True)
 class FastBeamSearchNbestConfig:
     """``fast_beam_search_nbest`` and ``fast_beam_search_nbest_oracle``: the search, then
-    ``nbest.num_paths`` paths sampled from its lattice."""
+    ``nbest.num_paths`` paths sampled from its lattice; when hotwords are given, the search
+    runs on the hotword automaton instead of the trivial graph (as ``fast_beam_search``:
+    ``hotwords_score`` per token, part of every path's score)."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     nbest: NbestConfig = field(default_factory=_transducer_nbest)
+    hotwords_score: float = HOTWORDS_SCORE
+    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
+    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+
+    def __post_init__(self) -> None:
+        check_hotwords(self)
 
 
 @dataclass(frozen=True)
@@ -104,10 +121,12 @@ class FastBeamSearchNbestLGConfig:
     nbest: NbestConfig = field(default_factory=_transducer_nbest)
     ngram_lm_scale: float = NGRAM_LM_SCALE
     hotwords_score: float = HOTWORDS_SCORE
+    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
+    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
 
     def __post_init__(self) -> None:
         _check_scale(self.ngram_lm_scale)
-        check_finite("hotwords_score", self.hotwords_score)
+        check_hotwords(self)
 
 
 def with_confidences(inputs: TransducerInputs, hyps, temperature: float,
@@ -137,26 +156,29 @@ class FastBeamSearchMethodConfig:
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     hotwords_score: float = HOTWORDS_SCORE
+    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
+    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
 
     def __post_init__(self) -> None:
-        check_finite("hotwords_score", self.hotwords_score)
+        check_hotwords(self)
 
 
 @register("fast_beam_search", Family.TRANSDUCER, FastBeamSearchMethodConfig, hotwords=True)
 def _fbs(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMethodConfig):
     """fast_beam_search with the trivial graph (the hotword graph when Resources.hotwords are
     given): one-best tokens."""
-    graph = _with_hotwords(inputs, res, cfg.hotwords_score, None)
+    graph = _with_hotwords(inputs, res, cfg, None)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     return [MethodResult("fast_beam_search", from_transducer(out.hyps), cfg)]
 
 
-def _with_hotwords(inputs: TransducerInputs, res: Resources, score: float,
+def _with_hotwords(inputs: TransducerInputs, res: Resources, cfg: HotwordFields,
                    graph: k2.Fsa | None) -> k2.Fsa | None:
-    """``graph`` (``None``: the trivial graph) biased by ``Resources.hotwords``
-    (:func:`k2dec.methods.hotwords.token_biased_graph`) for this model and device."""
-    return token_biased_graph(res, graph, score, int(inputs.model.decoder.vocab_size),
+    """``graph`` (``None``: the trivial graph) biased by ``Resources.hotwords`` with the
+    hotword settings of ``cfg`` (:func:`k2dec.methods.hotwords.token_biased_graph`) for this
+    model and device."""
+    return token_biased_graph(res, graph, cfg, int(inputs.model.decoder.vocab_size),
                               int(inputs.model.decoder.blank_id), inputs.encoder_out.device)
 
 
@@ -166,7 +188,7 @@ def _fbs_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchLGConfi
     """fast_beam_search with LG (scores times ngram_lm_scale; hotword biasing when
     Resources.hotwords are given): one-best words."""
     graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_LG")
-    graph = _with_hotwords(inputs, res, cfg.hotwords_score, graph)
+    graph = _with_hotwords(inputs, res, cfg, graph)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     hyps = from_transducer(out.hyps, words=_path_words(out.lattice))
@@ -201,11 +223,13 @@ def _chosen(nbest: Nbest, best: torch.Tensor, words: bool,
     return from_ids(nbest.keys_at(best), words, failed, scores, nbest.notes())
 
 
-@register("fast_beam_search_nbest", Family.TRANSDUCER, FastBeamSearchNbestConfig)
+@register("fast_beam_search_nbest", Family.TRANSDUCER, FastBeamSearchNbestConfig,
+          hotwords=True)
 def _fbs_nbest(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbestConfig):
     """fast_beam_search, then num_paths sampled paths deduplicated by tokens; the best
-    alignment score wins."""
-    _, nbest = _sample(inputs, cfg, None, DedupKey.TOKENS)
+    alignment score wins (hotword biasing when Resources.hotwords are given)."""
+    graph = _with_hotwords(inputs, res, cfg, None)
+    _, nbest = _sample(inputs, cfg, graph, DedupKey.TOKENS)
     nbest = nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
     totals = nbest.tot_scores().values
     best, scores = best_paths_by_score(nbest, totals, cfg.nbest.tie_break)
@@ -220,7 +244,7 @@ def _fbs_nbest_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchN
     """fast_beam_search with LG, n-best by word sequence; the word sequence with the best
     log-sum over its alignments wins (hotword biasing when Resources.hotwords are given)."""
     graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_nbest_LG")
-    graph = _with_hotwords(inputs, res, cfg.hotwords_score, graph)
+    graph = _with_hotwords(inputs, res, cfg, graph)
     _, nbest = _sample(inputs, cfg, graph, DedupKey.WORDS)
     totals = nbest.total_scores_in(log_semiring=True, max_arcs=cfg.nbest.max_intersect_arcs)
     best, scores = best_paths_by_score(nbest, totals.values, cfg.nbest.tie_break)
@@ -230,13 +254,15 @@ def _fbs_nbest_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchN
 
 
 @register("fast_beam_search_nbest_oracle", Family.TRANSDUCER, FastBeamSearchNbestConfig,
-          needs_references=True)
+          needs_references=True, hotwords=True)
 def _fbs_oracle(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbestConfig):
-    """fast_beam_search n-best: the path closest to the reference tokens (an upper bound)."""
+    """fast_beam_search n-best: the path closest to the reference tokens (an upper bound;
+    of the biased lattice when Resources.hotwords are given)."""
     if inputs.ref_tokens is None:
         raise ValueError("fast_beam_search_nbest_oracle needs reference token ids "
                          "(TransducerInputs.ref_tokens)")
-    _, nbest = _sample(inputs, cfg, None, DedupKey.TOKENS)
+    graph = _with_hotwords(inputs, res, cfg, None)
+    _, nbest = _sample(inputs, cfg, graph, DedupKey.TOKENS)
     best, _ = nbest.oracle(inputs.ref_tokens)
     return [MethodResult("fast_beam_search_nbest_oracle", _chosen(nbest, best, False), cfg)]
 

@@ -14,13 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..scorers import (
-    ContextGraph,
-    HotwordScorer,
-    NeuralLmScorer,
-    TokenNgramScorer,
-    WeightedScorer,
-)
+from ..scorers import NeuralLmScorer, TokenNgramScorer, WeightedScorer
 from ..transducer import (
     ModifiedBeamSearchConfig,
     TransducerBeamSearchConfig,
@@ -29,7 +23,13 @@ from ..transducer import (
 )
 from ..transducer.modified_beam_search import ModifiedBeamSearch
 from .checks import check_finite, check_scales
-from .hotwords import HOTWORDS_SCORE
+from .hotwords import (
+    HOTWORDS_PARTIAL_SHARE,
+    HOTWORDS_SCORE,
+    HOTWORDS_WHOLE_WORDS,
+    check_hotwords,
+    hotword_scorers,
+)
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
 from .transducer import with_confidences
@@ -63,9 +63,11 @@ class ModifiedBeamSearchMethodConfig:
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
     hotwords_score: float = HOTWORDS_SCORE
+    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
+    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
 
     def __post_init__(self) -> None:
-        check_finite("hotwords_score", self.hotwords_score)
+        check_hotwords(self)
 
 
 @dataclass(frozen=True)
@@ -75,9 +77,11 @@ class BeamSearchMethodConfig:
 
     search: TransducerBeamSearchConfig = field(default_factory=TransducerBeamSearchConfig)
     hotwords_score: float = HOTWORDS_SCORE
+    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
+    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
 
     def __post_init__(self) -> None:
-        check_finite("hotwords_score", self.hotwords_score)
+        check_hotwords(self)
 
 
 @dataclass(frozen=True)
@@ -88,10 +92,12 @@ class LmShallowFusionConfig:
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
     lm_scale: float = LM_SCALE
     hotwords_score: float = HOTWORDS_SCORE
+    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
+    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
 
     def __post_init__(self) -> None:
         check_finite("lm_scale", self.lm_scale)
-        check_finite("hotwords_score", self.hotwords_score)
+        check_hotwords(self)
 
 
 @dataclass(frozen=True)
@@ -103,10 +109,13 @@ class LodrConfig:
     lm_scale: float = LODR_LM_SCALE
     lodr_scale: float = LODR_SCALE
     hotwords_score: float = HOTWORDS_SCORE
+    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
+    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
 
     def __post_init__(self) -> None:
-        for name in ("lm_scale", "lodr_scale", "hotwords_score"):
+        for name in ("lm_scale", "lodr_scale"):
             check_finite(name, getattr(self, name))
+        check_hotwords(self)
 
 
 @dataclass(frozen=True)
@@ -144,19 +153,6 @@ class LmRescoreLodrConfig:
             raise ValueError(f"lm_batch_size must be an int >= 1, got {self.lm_batch_size!r}")
 
 
-def hotword_scorers(res: Resources, vocab_size: int, score: float, device: torch.device,
-                    strict: bool = False) -> list[WeightedScorer]:
-    """A hotword scorer (weight 1) over ``res.hotwords`` with per-token bonus ``score``, built
-    once per setting (kept in ``res.cache``); none without hotwords."""
-    if not res.hotwords:
-        return []
-    key = ("hotwords", id(res.hotwords), float(score), vocab_size, str(device), strict)
-    if key not in res.cache:
-        graph = ContextGraph(res.hotwords, context_score=score)
-        res.cache[key] = HotwordScorer(graph, vocab_size, strict=strict, device=device)
-    return [WeightedScorer(res.cache[key], 1.0)]
-
-
 def _vocab(inputs: TransducerInputs) -> int:
     return int(inputs.model.decoder.vocab_size)
 
@@ -181,7 +177,7 @@ def _mbs(inputs: TransducerInputs, cfg: ModifiedBeamSearchConfig, scorers) -> li
 def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchMethodConfig):
     """Modified beam search (at most one symbol per frame, beam 4); hotword biasing when
     Resources.hotwords are given."""
-    scorers = hotword_scorers(res, _vocab(inputs), cfg.hotwords_score, inputs.encoder_out.device)
+    scorers = hotword_scorers(res, _vocab(inputs), cfg, inputs.encoder_out.device)
     hyps = _mbs(inputs, cfg.search, scorers)
     records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)
     return [MethodResult("modified_beam_search", records, cfg)]
@@ -191,7 +187,7 @@ def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchM
 def _beam_search(inputs: TransducerInputs, res: Resources, cfg: BeamSearchMethodConfig):
     """The classic transducer beam search (any number of symbols per frame); hotword biasing
     when Resources.hotwords are given."""
-    scorers = hotword_scorers(res, _vocab(inputs), cfg.hotwords_score, inputs.encoder_out.device)
+    scorers = hotword_scorers(res, _vocab(inputs), cfg, inputs.encoder_out.device)
     lists = beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg.search,
                         scorers=scorers)
     records = with_confidences(inputs, [hs[0] for hs in lists], cfg.search.temperature,
@@ -205,7 +201,7 @@ def _shallow_fusion(inputs: TransducerInputs, res: Resources, cfg: LmShallowFusi
     """Modified beam search plus lm_scale times a neural LM on every token (and hotwords)."""
     _, lm = res.neural_lm("modified_beam_search_lm_shallow_fusion")
     scorers = [WeightedScorer(NeuralLmScorer(lm, score_eos=False), cfg.lm_scale)]
-    scorers += hotword_scorers(res, _vocab(inputs), cfg.hotwords_score,
+    scorers += hotword_scorers(res, _vocab(inputs), cfg,
                                inputs.encoder_out.device)
     hyps = _mbs(inputs, cfg.search, scorers)
     records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)
@@ -221,7 +217,7 @@ def _lodr_fusion(inputs: TransducerInputs, res: Resources, cfg: LodrConfig):
     scorers = [WeightedScorer(NeuralLmScorer(lm, score_eos=False), cfg.lm_scale),
                WeightedScorer(_lodr(res, "modified_beam_search_LODR", _vocab(inputs)),
                               cfg.lodr_scale)]
-    scorers += hotword_scorers(res, _vocab(inputs), cfg.hotwords_score,
+    scorers += hotword_scorers(res, _vocab(inputs), cfg,
                                inputs.encoder_out.device)
     hyps = _mbs(inputs, cfg.search, scorers)
     records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)

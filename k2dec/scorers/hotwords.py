@@ -22,6 +22,20 @@ complete the hypothesis keeps exactly that phrase's bonus:
 Unlike icefall, ``node_score`` is always the sum along the path, also when a later phrase
 raises the bonus of a shared prefix, so a broken match never keeps part of a bonus.
 
+Two options change when the bonus is paid, not how much a completed phrase earns (icefall's
+scheme is ``partial=1``, no ``word_start``; k2dec's methods default to ``partial=0.5`` with
+whole words, see :mod:`k2dec.methods.hotwords`):
+
+- ``partial`` (in ``[0, 1]``): a partial match holds ``partial * node_score`` (that is what
+  it earns on the way and what a break or the end refunds); the rest is paid when the
+  phrase completes. ``0`` pays only completed phrases (no look-ahead for the beam).
+- ``word_start`` (bool per token id, e.g. :func:`k2dec.lang.bpe_word_start_mask`): whole
+  words only. A matched phrase counts when the next token starts a word, or at the end of
+  the hypothesis (:meth:`HotwordScorer.final_score`); a token inside the word continues the
+  match (a longer phrase) or breaks it (refund). Non-strict: the match restarts from the
+  root on that word-start token; strict: the bonus of every phrase ending at the node is
+  paid on leaving it by a word-start token.
+
 The automaton is expanded into dense tables ``[S, V]`` (next node, score), so a search step is
 two gathers on any device.
 
@@ -221,10 +235,15 @@ class ContextGraph:
             queue.extend(self.children[node].values())
         self._bfs_order = order
 
-    def tables(self, vocab_size: int,
-               strict: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def tables(self, vocab_size: int, strict: bool, word_start: torch.Tensor | None = None,
+               partial: float = 1.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Dense ``next`` (int64 ``[S, V]``), ``score`` (float64 ``[S, V]``) and ``final``
-        (float64 ``[S]``) of the automaton over tokens ``[0, V)`` (see the module docstring)."""
+        (float64 ``[S]``) of the automaton over tokens ``[0, V)`` (see the module docstring:
+        ``word_start``, bool with at least ``V`` entries, for whole words; ``partial`` in
+        ``[0, 1]``, the share of the bonus a partial match holds)."""
+        if isinstance(partial, bool) or not isinstance(partial, int | float) or not (
+                0 <= partial <= 1):
+            raise ValueError(f"partial must be a number in [0, 1], got {partial!r}")
         for children in self.children:
             for tok in children:
                 if tok >= vocab_size:
@@ -241,24 +260,48 @@ class ContextGraph:
         is_end = torch.tensor(self.is_end)
         output = torch.tensor(self.output)
         matched = is_end | (output >= 0)
+        zero = torch.zeros((), dtype=torch.float64)
+        held = partial * node_score  # what a partial match holds (refunded if it breaks)
         if strict:
             out_score = torch.zeros(s, dtype=torch.float64)
             for node in self._bfs_order:  # an output node is shallower: done first
                 own = node_score[node] if self.is_end[node] else 0.0
                 out_score[node] = own + (out_score[output[node]] if output[node] >= 0 else 0.0)
-            extra = out_score
-            nxt = goto
-        else:
-            phrase = torch.where(is_end, torch.arange(s), output.clamp(min=0))
-            extra = torch.where(matched, node_score[phrase] - node_score, torch.zeros(s,
-                                dtype=torch.float64))
+            step = held[goto] - held.unsqueeze(1)
+            if word_start is None:
+                return goto, step + out_score[goto], -held
+            # a phrase counts when the token after it starts a word (or at the end)
+            ws = _word_start(word_start, vocab_size).unsqueeze(0)
+            return goto, step + torch.where(ws, out_score.unsqueeze(1), zero), out_score - held
+        phrase = torch.where(is_end, torch.arange(s), output.clamp(min=0))
+        keep = torch.where(matched, node_score[phrase], zero)
+        if word_start is None:
             nxt = torch.where(matched[goto], torch.zeros_like(goto), goto)
-        score = node_score[goto] - node_score.unsqueeze(1) + extra[goto]
-        return nxt, score, -node_score
+            value = torch.where(matched, keep, held)  # a completed match is banked at once
+            return nxt, value[goto] - held.unsqueeze(1), -held
+        # a matched phrase is banked (and the match restarts from the root) when the next
+        # token starts a word; a token inside the word continues or breaks the match
+        bank = matched.unsqueeze(1) & _word_start(word_start, vocab_size).unsqueeze(0)
+        nxt = torch.where(bank, goto[0].expand(s, vocab_size), goto)
+        score = held[nxt] - held.unsqueeze(1) + torch.where(bank, keep.unsqueeze(1), zero)
+        return nxt, score, keep - held
+
+
+def _word_start(word_start: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """``word_start`` (bool, at least ``vocab_size`` entries, e.g.
+    :func:`k2dec.lang.bpe_word_start_mask`, which may cover extra symbols) cut to ``[V]`` on
+    the CPU."""
+    if not isinstance(word_start, torch.Tensor) or word_start.dtype != torch.bool or (
+            word_start.dim() != 1 or word_start.numel() < vocab_size):
+        raise ValueError(f"word_start must be a 1-D bool tensor with at least {vocab_size} "
+                         f"entries, got {getattr(word_start, 'dtype', type(word_start))} "
+                         f"{tuple(getattr(word_start, 'shape', ()))}")
+    return word_start[:vocab_size].cpu()
 
 
 def hotword_graph(graph: ContextGraph, vocab_size: int, blank_id: int = 0,
-                  device: torch.device | str = "cpu") -> k2.Fsa:
+                  device: torch.device | str = "cpu",
+                  word_start: torch.Tensor | None = None, partial: float = 1.0) -> k2.Fsa:
     """The hotword automaton as a decoding graph for ``fast_beam_search``
     (:class:`k2dec.transducer.FastBeamSearch`; on CPU and CUDA): a deterministic acceptor with
     one state per trie node, an arc for every (node, token) but ``blank_id`` carrying the
@@ -266,13 +309,15 @@ def hotword_graph(graph: ContextGraph, vocab_size: int, blank_id: int = 0,
 
     It accepts every token sequence, so it replaces the trivial graph. k2's RNN-T decoding
     drops final weights, so a match still unfinished at the end of the utterance keeps its
-    partial bonus (the scorer refunds it).
+    partial bonus (the scorer refunds it). ``word_start`` and ``partial``: see the module
+    docstring.
 
     Returns:
       ``k2.Fsa`` with ``S + 1`` states (the last is final), ``S * (V - 1) + S`` arcs, on
       ``device``.
     """
-    nxt, score, _ = graph.tables(vocab_size, strict=False)
+    nxt, score, _ = graph.tables(vocab_size, strict=False, word_start=word_start,
+                                 partial=partial)
     s = graph.num_nodes
     tokens = torch.tensor([v for v in range(vocab_size) if v != blank_id], dtype=torch.int64)
     src = torch.arange(s).repeat_interleave(tokens.numel())
@@ -302,10 +347,14 @@ class HotwordScorer(TableScorer):
       strict: see the module docstring (icefall: False in transducer searches, True in CTC
         prefix beam search).
       device: where the tables live (the search's device).
+      word_start: bool per token id: whole words only (see the module docstring); None:
+        a phrase completes on its last token (icefall).
+      partial: the share of a phrase's bonus a partial match holds (icefall: 1).
     """
 
     def __init__(self, graphs: ContextGraph | Sequence[ContextGraph], vocab_size: int,
-                 strict: bool = False, device: torch.device | str = "cpu") -> None:
+                 strict: bool = False, device: torch.device | str = "cpu",
+                 word_start: torch.Tensor | None = None, partial: float = 1.0) -> None:
         single = isinstance(graphs, ContextGraph)
         graphs = [graphs] if single else list(graphs)
         if not graphs or not all(isinstance(g, ContextGraph) for g in graphs):
@@ -318,7 +367,7 @@ class HotwordScorer(TableScorer):
         nxt, score, final, roots = [], [], [], []
         offset = 0
         for g in graphs:
-            n, s, f = g.tables(vocab_size, strict)
+            n, s, f = g.tables(vocab_size, strict, word_start, partial)
             nxt.append(n + offset)
             score.append(s)
             final.append(f)

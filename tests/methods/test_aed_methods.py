@@ -9,6 +9,7 @@ import torch
 from k2dec.aed import BeamSearchConfig, TransformerDecoder, beam_search
 from k2dec.lm import RnnLM, RnnLmConfig
 from k2dec.methods import AedInputs, Family, Resources, get_method, list_methods
+from k2dec.methods.aed import AttentionBeamSearchMethodConfig as Cfg
 
 
 def _setup(seed: int = 0):
@@ -32,9 +33,11 @@ def test_listed():
                                  BeamSearchConfig(beam_size=3, lm_weight=0.5)])
 def test_method_equals_the_library_call(cfg):
     dec, lm, inp = _setup()
+    method_cfg = Cfg(search=cfg)
     out = get_method("attention-beam-search")(inp, Resources(lms={"rnn_lm": lm},
-                                                             attention_decoder=dec), cfg)[0]
-    assert out.config is cfg
+                                                             attention_decoder=dec),
+                                              method_cfg)[0]
+    assert out.config is method_cfg
     with torch.no_grad():
         want = beam_search(dec, inp.memory, inp.memory_lens, cfg,
                            ctc_log_probs=inp.ctc_log_probs if cfg.ctc_weight else None,
@@ -49,9 +52,9 @@ def test_missing_pieces():
         m(inp, Resources())
     with pytest.raises(ValueError, match="needs AedInputs.ctc_log_probs"):
         m(AedInputs(inp.memory, inp.memory_lens), Resources(attention_decoder=dec),
-          BeamSearchConfig(ctc_weight=0.5))
+          Cfg(BeamSearchConfig(ctc_weight=0.5)))
     with pytest.raises(ValueError, match="needs a neural LM"):
-        m(inp, Resources(attention_decoder=dec), BeamSearchConfig(lm_weight=0.5))
+        m(inp, Resources(attention_decoder=dec), Cfg(BeamSearchConfig(lm_weight=0.5)))
 
 
 def test_frames_and_confidences():
@@ -59,7 +62,7 @@ def test_frames_and_confidences():
 
     dec, lm, inp = _setup(1)
     out = get_method("attention-beam-search")(inp, Resources(attention_decoder=dec),
-                                              BeamSearchConfig(beam_size=3))[0]
+                                              Cfg(BeamSearchConfig(beam_size=3)))[0]
     tokens = out.tokens
     scores = dec.score_sequences(inp.memory, inp.memory_lens,
                                  k2.RaggedTensor(tokens, dtype=torch.int32),
@@ -76,5 +79,5 @@ def test_frames_and_confidences():
     # without CTC log-probs the tokens have no frames
     bare = get_method("attention-beam-search")(AedInputs(inp.memory, inp.memory_lens),
                                                Resources(attention_decoder=dec),
-                                               BeamSearchConfig(beam_size=3))[0]
+                                               Cfg(BeamSearchConfig(beam_size=3)))[0]
     assert all(r.token_frames is None and r.token_confidences is not None for r in bare.hyps)

@@ -25,9 +25,11 @@ from tests.reference.scorers import RefContextGraph
 from tests.scorers.test_word_hotwords import reference_bonus
 
 HOTWORD_METHODS = {
-    "1best", "attention-decoder", "beam_search", "ctc-prefix-beam-search",
-    "ctc-prefix-beam-search-shallow-fussion", "fast_beam_search", "fast_beam_search_LG",
-    "fast_beam_search_mbr_LG", "fast_beam_search_nbest_LG", "mbr", "modified_beam_search",
+    "1best", "attention-beam-search", "attention-decoder", "beam_search",
+    "ctc-prefix-beam-search", "ctc-prefix-beam-search-shallow-fussion", "fast_beam_search",
+    "fast_beam_search_LG", "fast_beam_search_mbr", "fast_beam_search_mbr_LG",
+    "fast_beam_search_nbest", "fast_beam_search_nbest_LG", "fast_beam_search_nbest_oracle",
+    "mbr", "modified_beam_search",
     "modified_beam_search_LODR", "modified_beam_search_lm_shallow_fusion", "multi-pass",
     "nbest", "nbest-oracle", "nbest-rescoring", "rnn-lm", "whole-lattice-rescoring"}
 

@@ -68,8 +68,13 @@ def test_icefall_compatible_configs():
     assert lg.search.ilme_scale == 0.0  # icefall passes its --ilme-scale (0.0) here
     one = icefall_compatible(get_method("fast_beam_search")).search
     assert one.termination_frame is False and one.ilme_scale == 0.0
-    mbs = icefall_compatible(get_method("modified_beam_search")).search
-    assert mbs.score_dtype == "float32"
+    mbs = icefall_compatible(get_method("modified_beam_search"))
+    assert mbs.search.score_dtype == "float32"
+    for cfg in (mbs, nbest, icefall_compatible(get_method("attention-beam-search"))):
+        assert (cfg.hotwords_partial_share, cfg.hotwords_whole_words) == (1.0, False)
+        assert cfg.hotwords_score == 2.0  # icefall's --context-score, also k2dec's
+    biased = replace(get_method("beam_search").default_config(), hotwords_partial_share=0.3)
+    assert icefall_compatible("beam_search", biased).hotwords_partial_share == 0.3
     explicit = replace(get_method("fast_beam_search_nbest").default_config(),
                        search=FastBeamSearchConfig(ilme_scale=0.3))
     assert icefall_compatible("fast_beam_search_nbest", explicit).search.ilme_scale == 0.3
@@ -84,6 +89,8 @@ def test_icefall_compatible_configs():
     assert NbestConfig().tie_break == "first"
     assert NbestConfig().sampler == "hashed"
     assert ModifiedBeamSearchConfig().score_dtype == "float64"
+    default = get_method("modified_beam_search").default_config()
+    assert (default.hotwords_partial_share, default.hotwords_whole_words) == (0.5, True)
 
 
 def _nbest_with_scores(rows: list[list[float]]):

@@ -16,6 +16,7 @@ from k2dec.lattice import (
     hypotheses_from_lattice,
 )
 from k2dec.methods import AedInputs, CtcInputs, Resources, TransducerInputs, get_method
+from k2dec.methods.aed import AttentionBeamSearchMethodConfig
 from k2dec.methods.ctc import CtcConfig
 from k2dec.methods.records import from_ids, from_lattice, from_transducer
 from k2dec.testing.transducer import random_batch, random_model
@@ -87,7 +88,8 @@ def test_transducer_and_aed_records_carry_frames_and_scores():
     memory, mlens = torch.randn(2, 9, 6), torch.tensor([9, 6])
     cfg = BeamSearchConfig(beam_size=3)
     out = get_method("attention-beam-search")(AedInputs(memory, mlens),
-                                              Resources(attention_decoder=dec), cfg)[0]
+                                              Resources(attention_decoder=dec),
+                                              AttentionBeamSearchMethodConfig(cfg))[0]
     with torch.no_grad():
         want = beam_search(dec, memory, mlens, cfg)
     assert [r.score for r in out.hyps] == pytest.approx([nb[0].score for nb in want])

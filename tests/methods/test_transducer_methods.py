@@ -196,7 +196,11 @@ def test_LG_with_hotwords_adds_the_reference_bonus_to_every_token_sequence(tiny_
     _, LG = tiny_LG
     rng = random.Random(seed)
     phrases = random_phrases(rng, 5, 4, with_scores=True)
-    res = Resources(graphs={"LG": LG}, hotwords=tuple((tuple(t), s) for t, s in phrases))
+    # odd seeds: whole words, tokens 1 and 3 start words (k2dec's default scheme); even seeds:
+    # no word-start mask (phrases complete on their last token)
+    word_start = torch.tensor([False, True, False, True, False]) if seed % 2 else None
+    res = Resources(graphs={"LG": LG}, hotwords=tuple((tuple(t), s) for t, s in phrases),
+                    word_start=word_start)
     model = random_model(vocab_size=5, seed=seed)
     enc, enc_lens = random_batch([4, 1, 3], seed=seed)
     cfg = FastBeamSearchLGConfig(hotwords_score=1.5)
@@ -205,7 +209,8 @@ def test_LG_with_hotwords_adds_the_reference_bonus_to_every_token_sequence(tiny_
     assert len(biased) == 1
     scaled = LG.clone()
     scaled.scores = LG.scores * cfg.ngram_lm_scale
-    ref = RefContextGraph(phrases, 1.5, strict=False)
+    ref = RefContextGraph(phrases, 1.5, strict=False, partial=cfg.hotwords_partial_share,
+                          word_start=None if word_start is None else {1, 3})
     checked = 0
     for _ in range(60):
         tokens = [rng.randrange(1, 5) for _ in range(rng.randint(1, 6))]

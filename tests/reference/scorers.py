@@ -78,10 +78,17 @@ class RefNgram:
 
 
 class RefContextGraph:
-    """Aho-Corasick over token ids with icefall's bonus-and-refund scoring (strict or not)."""
+    """Aho-Corasick over token ids with icefall's bonus-and-refund scoring (strict or not).
 
-    def __init__(self, phrases, context_score: float, strict: bool) -> None:
+    ``partial``: the share of the bonus a partial match holds (icefall: 1); ``word_start``
+    (a set of token ids, or None): whole words only, a phrase completes when the next token
+    is in the set or the hypothesis ends."""
+
+    def __init__(self, phrases, context_score: float, strict: bool, partial: float = 1.0,
+                 word_start=None) -> None:
         self.strict = strict
+        self.partial = partial
+        self.word_start = None if word_start is None else set(word_start)
         self.children = [{}]
         self.bonus = [0.0]
         self.end = [False]
@@ -139,18 +146,42 @@ class RefContextGraph:
     def start(self, utt: int) -> int:
         return 0
 
+    def _held(self, node: int) -> float:
+        return self.partial * self.node_score[node]
+
     def step(self, state, token):
+        if self.word_start is not None:
+            return self._step_whole_words(state, token)
         node = self._goto(state, token)
-        score = self.node_score[node] - self.node_score[state]
         matches = self._matches(node)
         if self.strict:
-            return score + sum(self.node_score[m] for m in matches), node
-        if matches:
-            return score + self.node_score[matches[0]] - self.node_score[node], 0
-        return score, node
+            return self._held(node) - self._held(state) + sum(
+                self.node_score[m] for m in matches), node
+        if matches:  # the completed phrase is kept, the match starts again
+            return self.node_score[matches[0]] - self._held(state), 0
+        return self._held(node) - self._held(state), node
+
+    def _step_whole_words(self, state, token):
+        """The phrases ending at ``state`` count only if ``token`` starts a word."""
+        matches = self._matches(state)
+        starts = token in self.word_start
+        if self.strict:
+            node = self._goto(state, token)
+            done = sum(self.node_score[m] for m in matches) if starts else 0.0
+            return self._held(node) - self._held(state) + done, node
+        if matches and starts:  # keep the completed phrase, match again from the root
+            node = self._goto(0, token)
+            return self.node_score[matches[0]] + self._held(node) - self._held(state), node
+        node = self._goto(state, token)
+        return self._held(node) - self._held(state), node
 
     def final(self, state) -> float:
-        return -self.node_score[state]
+        done = 0.0
+        matches = self._matches(state)
+        if self.word_start is not None and matches:
+            done = (sum(self.node_score[m] for m in matches) if self.strict
+                    else self.node_score[matches[0]])
+        return done - self._held(state)
 
 
 class RefCtc:

@@ -48,18 +48,28 @@ def test_token_ngram_scorer_bounds_its_tables(tmp_path):
         TokenNgramScorer.from_arpa(arpa, 4)
 
 
+#: (share of the bonus held by a partial match, word-start token ids or None)
+SCHEMES = {"icefall": (1.0, None), "k2dec": (0.5, (1, 3)), "completion": (0.0, (1, 2, 4)),
+           "whole_words": (1.0, (2, 3))}
+
+
 @pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
 @pytest.mark.parametrize("seed", range(4))
-def test_hotword_scorer(device, strict, seed):
+def test_hotword_scorer(device, strict, scheme, seed):
     rng = random.Random(seed)
     vocab = 6
+    partial, starts = SCHEMES[scheme]
     lists = [random_phrases(rng, vocab, rng.randint(1, 6), with_scores=bool(seed % 2))
              for _ in range(3)]
     graphs = [ContextGraph(p, context_score=1.5) for p in lists]
-    scorer = HotwordScorer(graphs, vocab, strict=strict, device=device)
+    mask = None if starts is None else torch.isin(torch.arange(vocab + 2),
+                                                  torch.tensor(starts))
+    scorer = HotwordScorer(graphs, vocab, strict=strict, device=device, word_start=mask,
+                           partial=partial)
 
     class PerUtterance:  # the reference of each row's own list
-        refs = [RefContextGraph(p, 1.5, strict) for p in lists]
+        refs = [RefContextGraph(p, 1.5, strict, partial, starts) for p in lists]
 
         def start(self, utt):
             return (utt, 0)
@@ -94,6 +104,39 @@ def test_broken_partial_match_earns_nothing_and_complete_match_its_bonus():
         assert total([1, 2, 3]) == pytest.approx(3.0)
         assert total([5, 2, 4, 5]) == pytest.approx(6.0)
         assert total([1, 2, 4]) == pytest.approx(6.0)  # 1 2 fails over to the phrase 2 4
+
+
+def _total(scorer, tokens):
+    """The bonus of a whole hypothesis (its steps and its final score)."""
+    state = scorer.init_state(torch.tensor([0]))
+    acc = 0.0
+    for t in tokens:
+        s, _ = scorer.score(state)
+        acc += float(s[0, t])
+        state = scorer.advance(state, None, torch.tensor([0]), torch.tensor([t]))
+    return acc + float(scorer.final_score(state)[0])
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_whole_words_complete_a_phrase_only_where_a_word_ends(strict):
+    # tokens 1 and 3 start words; phrase "1 2" is a word, "1 2 4" a longer word
+    graph = ContextGraph([([1, 2], None)], context_score=1.0)
+    mask = torch.tensor([False, True, False, True, False, False])
+    scorer = HotwordScorer(graph, 6, strict=strict, word_start=mask, partial=0.5)
+    assert _total(scorer, [1, 2]) == pytest.approx(2.0)  # ends the hypothesis
+    assert _total(scorer, [1, 2, 3]) == pytest.approx(2.0)  # the next word starts
+    assert _total(scorer, [1, 2, 4]) == pytest.approx(0.0)  # the word goes on
+    assert _total(scorer, [1, 2, 4, 3, 1, 2]) == pytest.approx(2.0)
+    assert _total(scorer, [1]) == pytest.approx(0.0)
+    # on the way, a partial match holds half of its bonus
+    state = scorer.init_state(torch.tensor([0]))
+    assert float(scorer.score(state)[0][0, 1]) == pytest.approx(0.5)
+    plain = HotwordScorer(graph, 6, strict=strict)
+    assert _total(plain, [1, 2, 4]) == pytest.approx(2.0)  # icefall: done on its last token
+    with pytest.raises(ValueError, match="word_start must be a 1-D bool tensor"):
+        HotwordScorer(graph, 6, word_start=torch.ones(4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="partial must be a number in"):
+        HotwordScorer(graph, 6, partial=1.5)
 
 
 @pytest.mark.parametrize("seed", range(3))
