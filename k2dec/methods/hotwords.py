@@ -122,6 +122,7 @@ def token_biased_graph(res: Resources, graph: k2.Fsa | None, cfg: HotwordFields,
         hot = hotword_graph(ContextGraph(res.hotwords, cfg.hotwords_score), vocab_size,
                             blank_id, "cpu", _word_start(res, cfg), cfg.hotwords_partial_share)
         if graph is not None:
+            del hot.aux_labels  # the graph's own outputs (words) stay
             base = k2.arc_sort(graph.to("cpu"))
             hot = rebuilt_fsa(k2.arc_sort(k2.connect(k2.intersect(
                 base, hot, treat_epsilons_specially=True))))

@@ -313,8 +313,8 @@ def hotword_graph(graph: ContextGraph, vocab_size: int, blank_id: int = 0,
     docstring.
 
     Returns:
-      ``k2.Fsa`` with ``S + 1`` states (the last is final), ``S * (V - 1) + S`` arcs, on
-      ``device``.
+      ``k2.Fsa`` with ``S + 1`` states (the last is final), ``S * (V - 1) + S`` arcs,
+      ``aux_labels`` equal to the labels (as ``k2.trivial_graph``), on ``device``.
     """
     nxt, score, _ = graph.tables(vocab_size, strict=False, word_start=word_start,
                                  partial=partial)
@@ -333,6 +333,7 @@ def hotword_graph(graph: ContextGraph, vocab_size: int, blank_id: int = 0,
     arcs = torch.stack([src, dst, labels, torch.zeros_like(src)], dim=1)[order].to(torch.int32)
     fsa = k2.Fsa(arcs)
     fsa.scores = weights[order]
+    fsa.aux_labels = fsa.labels.clone()  # as k2.trivial_graph: the tokens are the output
     return k2.arc_sort(fsa).to(torch.device(device))
 
 
