@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["HASH_MULT", "extend_hash", "grow_columns", "num_active_per_frame"]
+__all__ = ["COLUMN_STEP", "HASH_MULT", "column_capacity", "extend_hash", "grow_columns",
+           "num_active_per_frame"]
 
 
 HASH_MULT = 0x9E3779B97F4A7C15 - (1 << 64)
@@ -19,6 +20,18 @@ def extend_hash(old: torch.Tensor, tokens: torch.Tensor, emit: torch.Tensor) -> 
     ``tokens`` where ``emit`` (bool) is True; the empty sequence hashes to 0. Searches compare
     (hash, length) to find equal hypotheses."""
     return torch.where(emit, old * HASH_MULT + tokens + 1, old)
+
+
+#: Token columns of beam-search hypotheses grow in steps of this many, so their width stays
+#: within ``COLUMN_STEP - 1`` of the longest hypothesis (doubling made every later copy of
+#: the hypotheses up to twice as wide once one hypothesis passed a power of two).
+COLUMN_STEP = 16
+
+
+def column_capacity(need: int) -> int:
+    """Columns to allocate for ``need`` tokens: ``need`` rounded up to a multiple of
+    :data:`COLUMN_STEP`."""
+    return -(-need // COLUMN_STEP) * COLUMN_STEP
 
 
 def grow_columns(x: torch.Tensor, cap: int) -> torch.Tensor:

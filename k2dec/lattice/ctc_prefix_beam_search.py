@@ -27,7 +27,12 @@ from dataclasses import dataclass
 
 import torch
 
-from k2dec.batch_search import extend_hash, grow_columns, num_active_per_frame
+from k2dec.batch_search import (
+    column_capacity,
+    extend_hash,
+    grow_columns,
+    num_active_per_frame,
+)
 from k2dec.lattice.dense import validate_log_probs
 from k2dec.ragged import exclusive_cumsum
 from k2dec.scorers.base import ScorerSet, WeightedScorer
@@ -232,7 +237,7 @@ class _Search:
         tokens, times = hyps.tokens[row], hyps.times[row]
         need = int(length.max()) if length.numel() else 0
         if need > tokens.size(1):
-            tokens = grow_columns(tokens, max(need, 2 * tokens.size(1)))
+            tokens = grow_columns(tokens, column_capacity(need))
             times = grow_columns(times, tokens.size(1))
         at = emit.nonzero().squeeze(1)
         tokens[at, length[at] - 1] = token[at]

@@ -10,7 +10,8 @@ search) call, for a list of :class:`WeightedScorer`:
 2. per step, ``score(state)``: float ``[M, V]``, the log-score of every next token after every
    row's prefix (or, for a :attr:`~Scorer.partial` scorer, ``score(state, cand)`` on int64
    candidates ``[M, K]``). It returns a second value, ``pending``, whatever :meth:`advance`
-   needs from this step (None for most scorers).
+   needs from this step (None for most scorers). A search that picks its (row, token)
+   candidates first asks only for those: ``score_tokens(state, rows, tokens)``.
 3. after pruning, ``advance(state, pending, rows, tokens, emit)``: the state of the surviving
    hypotheses, hypothesis ``i`` being row ``rows[i]`` extended by ``tokens[i]`` where
    ``emit[i]`` (a transducer blank or a CTC repeat keeps the prefix: ``emit[i]`` False).
@@ -71,6 +72,15 @@ class Scorer(ABC):
           :meth:`advance` needs from this call (None when nothing).
         """
 
+    def score_tokens(self, state: Any, rows: torch.Tensor,
+                     tokens: torch.Tensor) -> tuple[torch.Tensor, Any]:
+        """The scores ``[R]`` of ``tokens[i]`` after row ``rows[i]`` (int64 ``[R]`` each) and
+        the ``pending`` of :meth:`score`: what a search that picks its candidates before
+        scoring them needs (the classic transducer beam search). The entries of
+        :meth:`score`'s ``[M, V]``; table scorers gather them without building it."""
+        scores, pending = self.score(state)
+        return scores[rows, tokens], pending
+
     @abstractmethod
     def advance(
         self,
@@ -123,6 +133,10 @@ class TableScorer(Scorer):
         if cand is not None:
             raise ValueError(f"{type(self).__name__} scores every token; cand must be None")
         return self.score_table.index_select(0, state), None
+
+    def score_tokens(self, state: torch.Tensor, rows: torch.Tensor,
+                     tokens: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return self.score_table[state.index_select(0, rows), tokens], None
 
     def advance(self, state: torch.Tensor, pending: None, rows: torch.Tensor,
                 tokens: torch.Tensor, emit: torch.Tensor | None = None) -> torch.Tensor:
@@ -212,6 +226,18 @@ class ScorerSet:
             s, pending[i] = self.scorers[i].scorer.score(states[i])
             scores.append(s)
         return scores, pending
+
+    def score_tokens(self, states: tuple, rows: torch.Tensor, tokens: torch.Tensor,
+                     dtype: torch.dtype) -> tuple[torch.Tensor | None, list[Any]]:
+        """``sum_i weight_i * score_i`` ``[R]`` of ``tokens[i]`` after row ``rows[i]`` over
+        the full scorers (:meth:`Scorer.score_tokens`; None when there are none) and every
+        scorer's ``pending``: the same numbers as :meth:`score_full` and :meth:`weighted`
+        give at those entries."""
+        scores, pending = [], [None] * len(self.scorers)
+        for i in self.full:
+            s, pending[i] = self.scorers[i].scorer.score_tokens(states[i], rows, tokens)
+            scores.append(s)
+        return self.weighted(scores, self.full, dtype), pending
 
     def weighted(self, scores: Sequence[torch.Tensor], which: Sequence[int],
                  dtype: torch.dtype) -> torch.Tensor | None:

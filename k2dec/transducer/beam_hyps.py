@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from k2dec.batch_search import grow_columns
+from k2dec.batch_search import column_capacity, grow_columns
 from k2dec.scorers.base import ScorerSet
 from k2dec.transducer.common import TransducerNet
 
@@ -134,8 +134,8 @@ class BeamHyps:
         cap = self.tokens.size(1)
         need = int(pos.max()) + 1
         if need > cap:
-            self.tokens = grow_columns(self.tokens, max(need, 2 * cap))
-            self.times = grow_columns(self.times, max(need, 2 * cap))
+            self.tokens = grow_columns(self.tokens, column_capacity(need))
+            self.times = grow_columns(self.times, column_capacity(need))
         self.tokens[rows, pos] = tokens
         self.times[rows, pos] = times
         ctx = self.context

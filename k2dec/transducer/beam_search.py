@@ -161,10 +161,9 @@ class _ClassicSearch:
         rows = torch.arange(act.numel(), device=act.device).repeat_interleave(k)[keep]
         tok = top_tok.view(-1)[keep]
         score = y.log_prob[rows] + top_val.view(-1)[keep]
-        if len(self.scorers):
-            scores, pending = self.scorers.score_full(y.states)
-            extra = self.scorers.weighted(scores, self.scorers.full, torch.float64)
-            score = score + extra[rows, tok]
+        if len(self.scorers):  # only the chosen (row, token) pairs
+            extra, pending = self.scorers.score_tokens(y.states, rows, tok, torch.float64)
+            score = score + extra
         ext = y.select(rows)
         ext.log_prob = score
         ext.length = ext.length + 1

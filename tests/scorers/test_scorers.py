@@ -161,3 +161,23 @@ def test_read_hotwords(tmp_path):
         read_hotwords(path)
     with pytest.raises(ValueError, match="does not exist"):
         read_hotwords(tmp_path / "nope.txt")
+
+
+def test_score_tokens_are_the_entries_of_score(device, tmp_path):
+    """What the classic beam search asks for (chosen candidates only) is exactly what the
+    full scores give there, for the table scorers (their own gather) and the others."""
+    from tests.scorers.factories import scorer_pairs
+
+    vocab = 6
+    scorers, _ = scorer_pairs("rnh", vocab, 3, 4, device, tmp_path)
+    gen = torch.Generator().manual_seed(4)
+    for ws in scorers:
+        state = ws.scorer.init_state(torch.tensor([0, 1, 2, 1], device=device))
+        for _ in range(3):
+            rows = torch.randint(0, 4, (7,), generator=gen).to(device)
+            tokens = torch.randint(1, vocab, (7,), generator=gen).to(device)
+            full, pending = ws.scorer.score(state)
+            got, _ = ws.scorer.score_tokens(state, rows, tokens)
+            assert torch.equal(got, full[rows, tokens]), type(ws.scorer).__name__
+            keep = torch.arange(4, device=device)
+            state = ws.scorer.advance(state, pending, keep, tokens[:4])
