@@ -5,12 +5,14 @@ sets, run through the methods registry as ``k2dec decode`` runs them.
 1. Hotwords. The 30 reference words that ``modified_beam_search`` gets wrong most often (ties:
    alphabetical), leaving out the 300 most frequent words of the LM text (hotwords are rare
    words: names, terms), form the hotwords list. For every method that
-   biases (transducer ``modified_beam_search``, ``fast_beam_search`` (the hotword graph as
-   its decoding graph), ``beam_search``, ``modified_beam_search_lm_shallow_fusion``, the LG
-   methods ``fast_beam_search_LG`` / ``_nbest_LG`` / ``_mbr_LG`` (LG intersected with the
-   token hotword automaton), CTC ``ctc-prefix-beam-search`` and the HLG methods ``1best`` /
-   ``nbest`` / ``mbr`` (HLG intersected with the word hotword automaton; the bonus is per
-   word there)) the recall of
+   biases (transducer ``modified_beam_search``, ``fast_beam_search`` / ``_nbest`` / ``_mbr``
+   (the hotword graph as their decoding graph), ``beam_search``,
+   ``modified_beam_search_lm_shallow_fusion``, the LG methods ``fast_beam_search_LG`` /
+   ``_nbest_LG`` / ``_mbr_LG`` (LG intersected with the token hotword automaton), CTC
+   ``ctc-prefix-beam-search``, ``attention-beam-search`` (CTC weight 0.5) and the HLG
+   methods ``1best`` / ``nbest`` / ``mbr`` (HLG intersected with the word hotword automaton;
+   the bonus is per word there); the token-level ones with icefall's bonus scheme and with
+   k2dec's default, at bonus 1 and 2) the recall of
    those words (reference occurrences aligned to the same hypothesis word) and the WER on the
    other words (U-WER: errors on reference words not in the list, plus insertions of words not
    in the list, over the number of such reference words) with and without the list, and the
@@ -49,21 +51,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import benchlib  # noqa: E402
 
-from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method  # noqa: E402
+from k2dec.methods import (  # noqa: E402
+    AedInputs,
+    CtcInputs,
+    Resources,
+    TransducerInputs,
+    get_method,
+)
 from k2dec.methods.registry import override_config  # noqa: E402
 
 AREA = "scorers"
 NUM_HOTWORDS = 30
-HOTWORD_SCORES = (1.0, 2.0)
+#: the token-level methods: (bonus scheme, hotwords_score); icefall's scheme pays a phrase's
+#: whole bonus on the way and completes it on its last token, k2dec's default pays half on
+#: the way and completes it at a word end (k2dec.methods.hotwords)
+ICEFALL_SCHEME = ("hotwords_partial_share=1.0", "hotwords_whole_words=false")
+HOTWORD_SETTINGS = (("icefall", 1.0), ("icefall", 2.0), ("k2dec", 1.0), ("k2dec", 2.0))
 #: the HLG methods' bonus is per word (a word is ~2-3 BPE tokens of the shipped model)
 WORD_HOTWORD_SCORES = (1.0, 2.0, 4.0)
 WORD_BIASED = {"1best", "nbest", "mbr"}
 BIASED = [("modified_beam_search", "transducer"), ("fast_beam_search", "transducer"),
           ("beam_search", "transducer"),
           ("modified_beam_search_lm_shallow_fusion", "transducer"),
+          ("fast_beam_search_nbest", "transducer"), ("fast_beam_search_mbr", "transducer"),
           ("fast_beam_search_LG", "transducer"), ("fast_beam_search_nbest_LG", "transducer"),
-          ("fast_beam_search_mbr_LG", "transducer"),
-          ("ctc-prefix-beam-search", "ctc"), ("1best", "ctc"), ("nbest", "ctc"), ("mbr", "ctc")]
+          ("fast_beam_search_mbr_LG", "transducer"), ("ctc-prefix-beam-search", "ctc"),
+          ("attention-beam-search", "aed"), ("1best", "ctc"), ("nbest", "ctc"), ("mbr", "ctc")]
+#: settings every run of a method gets: the shipped model's tuned CTC weight of the
+#: attention beam search (assets/librispeech-synth/decode.json; at 0 its WER is ~90%)
+BASE_SETS = {"attention-beam-search": ("ctc_weight=0.5",)}
 SECTIONS = ("fusion", "hotwords", "ctc")
 FUSION = ["modified_beam_search", "modified_beam_search_lm_shallow_fusion",
           "modified_beam_search_LODR", "modified_beam_search_lm_rescore",
@@ -192,6 +208,7 @@ def main() -> None:
     tin = TransducerInputs(model, b.encoder_out, b.encoder_lens)
     cin = CtcInputs(b.ctc_log_probs, b.encoder_lens, memory=b.encoder_out,
                     memory_lens=b.encoder_lens)
+    ain = AedInputs(b.encoder_out, b.encoder_lens, ctc_log_probs=b.ctc_log_probs)
     n_utts, frames = len(refs), int(b.encoder_lens.sum())
     settings.append(f"{n_utts} utterances of the shipped test sets ({frames} encoder frames)")
 
@@ -230,7 +247,7 @@ def main() -> None:
                                       "best - modified_beam_search", "seconds"], rows)
     if "hotwords" in sections:
         hotword_section(report, mode, sizes, run, refs, hyps_of, common, res, sp, words,
-                        tin, cin, biased_methods, settings)
+                        {"transducer": tin, "ctc": cin, "aed": ain}, biased_methods, settings)
     if "ctc" in sections:
         ctc_section(report, run, b, refs, cin, res, sp)
     report.settings = "; ".join(settings)
@@ -243,12 +260,15 @@ def first_utterance(inputs):
     if isinstance(inputs, TransducerInputs):
         return TransducerInputs(inputs.model, inputs.encoder_out[:1],
                                 inputs.encoder_out_lens[:1])
+    if isinstance(inputs, AedInputs):
+        return AedInputs(inputs.memory[:1], inputs.memory_lens[:1],
+                         ctc_log_probs=inputs.ctc_log_probs[:1])
     return CtcInputs(inputs.log_probs[:1], inputs.lengths[:1],
                      memory=None if inputs.memory is None else inputs.memory[:1],
                      memory_lens=None if inputs.memory_lens is None else inputs.memory_lens[:1])
 
 
-def hotword_section(report, mode, sizes, run, refs, hyps_of, common, res, sp, words, tin, cin,
+def hotword_section(report, mode, sizes, run, refs, hyps_of, common, res, sp, words, inputs_of,
                     biased_methods, settings) -> None:
     from k2dec.scorers import encode_hotword_words, encode_hotwords
 
@@ -259,31 +279,40 @@ def hotword_section(report, mode, sizes, run, refs, hyps_of, common, res, sp, wo
                            hotwords=tuple((tuple(t), s) for t, s in
                                           encode_hotwords(hotwords, sp)), lodr=res.lodr,
                            hotword_words=tuple((tuple(w), s) for w, s in
-                                               encode_hotword_words(hotwords, words)))
+                                               encode_hotword_words(hotwords, words)),
+                           word_start=res.word_start)
     settings.append("hotwords: " + " ".join(hotwords))
+    settings.append("attention-beam-search with " + " ".join(BASE_SETS["attention-beam-search"]))
     rows = []
     for name, family in biased_methods:
-        inputs = tin if family == "transducer" else cin
-        t0, out0, w0 = run(name, inputs, res, warm=True)
+        base = BASE_SETS.get(name, ())
+        t0, out0, w0 = run(name, inputs_of[family], res, base, warm=True)
         r0, u0 = biasing_stats(refs, to_words(out0[0], sp, words), hw_set)
-        for score in WORD_HOTWORD_SCORES if name in WORD_BIASED else HOTWORD_SCORES:
-            t1, out1, w1 = run(name, inputs, biased_res, (f"hotwords_score={score}",),
-                               warm=True)
+        grid = ([("per word", s) for s in WORD_HOTWORD_SCORES] if name in WORD_BIASED
+                else HOTWORD_SETTINGS)
+        for scheme, score in grid:
+            sets = base + (f"hotwords_score={score}",) + (
+                ICEFALL_SCHEME if scheme == "icefall" else ())
+            t1, out1, w1 = run(name, inputs_of[family], biased_res, sets, warm=True)
             r1, u1 = biasing_stats(refs, to_words(out1[0], sp, words), hw_set)
             extra = 100.0 * (t1 - t0) / t0
-            rows.append([name, score, f"{r0:.1f}", f"{r1:.1f}", f"{u0:.2f}", f"{u1:.2f}",
-                         f"{t0:.2f}", f"{t1:.2f}", f"{extra:+.1f}", f"{max(0.0, w1 - w0):.2f}"])
-            what = f"hotwords, {name}, hotwords_score {score}"
+            rows.append([name, scheme, score, f"{r0:.1f}", f"{r1:.1f}", f"{u0:.2f}",
+                         f"{u1:.2f}", f"{u1 - u0:+.2f}", f"{t0:.2f}", f"{t1:.2f}",
+                         f"{extra:+.1f}", f"{max(0.0, w1 - w0):.2f}"])
+            what = f"hotwords, {name}, {scheme} scheme, hotwords_score {score}"
             report.target(f"{what}: U-WER rises by <= 0.5 points", f"{u1 - u0:+.2f}",
                           None if mode == "smoke" else u1 - u0 <= 0.5)
             report.target(f"{what}: biasing costs < 10% extra time", f"{extra:+.1f}%",
                           None if mode == "smoke" else extra < 10.0)
     report.table(f"Hotwords: recall of the {len(hotwords)} listed words and U-WER (%) without / "
-                 "with the list, per hotwords_score (per-token bonus, icefall's default 2.0; "
-                 "per word in the HLG methods 1best / nbest / mbr)",
-                 ["method", "hotwords_score", "recall without", "recall with", "U-WER without",
-                  "U-WER with", "seconds without", "seconds with", "extra time %",
-                  "graph build s (once)"], rows)
+                 "with the list, per bonus scheme and hotwords_score (token-level methods: "
+                 "icefall's scheme, the whole per-token bonus on the way, a phrase complete on "
+                 "its last token; k2dec's default, half of it on the way, the rest when the "
+                 "phrase completes at a word end; the HLG methods 1best / nbest / mbr: a bonus "
+                 "per word)",
+                 ["method", "scheme", "hotwords_score", "recall without", "recall with",
+                  "U-WER without", "U-WER with", "U-WER rise", "seconds without",
+                  "seconds with", "extra time %", "graph build s (once)"], rows)
 
 
 def ctc_section(report, run, b, refs, cin, res, sp) -> None:
