@@ -214,10 +214,13 @@ _asset_options = _options(
     click.option("--hotwords", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                  help="Hotwords to bias towards (one phrase per line, optionally "
                       "'PHRASE :SCORE'); used by the methods that support biasing (column "
-                      "'hotwords' of --list-methods: the transducer and CTC prefix searches, "
-                      "fast_beam_search and its LG methods, the HLG methods), with --set "
+                      "'hotwords' of --list-methods: the transducer, CTC prefix and attention "
+                      "searches, the fast_beam_search family, the HLG methods), with --set "
                       "hotwords_score=... (default 2.0 per token; per word in the HLG "
-                      "methods, whose phrases must be in words.txt)."),
+                      "methods, whose phrases must be in words.txt). Token-level methods pay "
+                      "half of it while a phrase is incomplete and complete phrases at word "
+                      "ends (--set hotwords_partial_share=1.0 --set hotwords_whole_words=false, "
+                      "or --icefall-compat, for icefall's scheme)."),
     click.option("--lodr-arpa", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                  help="A token n-gram ARPA (words = token ids) for the LODR methods."),
     _feature_options,

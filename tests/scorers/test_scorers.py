@@ -91,13 +91,7 @@ def test_broken_partial_match_earns_nothing_and_complete_match_its_bonus():
         scorer = HotwordScorer(graph, 6, strict=strict)
 
         def total(tokens, scorer=scorer):
-            state = scorer.init_state(torch.tensor([0]))
-            acc = 0.0
-            for t in tokens:
-                s, _ = scorer.score(state)
-                acc += float(s[0, t])
-                state = scorer.advance(state, None, torch.tensor([0]), torch.tensor([t]))
-            return acc + float(scorer.final_score(state)[0])
+            return _total(scorer, tokens)
 
         assert total([1, 2, 5]) == pytest.approx(0.0)  # 1 2 then broken
         assert total([1, 2]) == pytest.approx(0.0)  # unfinished at the end
