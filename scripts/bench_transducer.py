@@ -317,12 +317,17 @@ ICEFALL_SIZED_BLANK_BIAS = 1.0
 
 
 def icefall_pairs(ice, model: torch.nn.Module, enc: torch.Tensor, lens: torch.Tensor) -> dict:
-    """search name -> (k2dec's offline call, icefall's), each returning token lists."""
+    """search name -> (k2dec's offline call, icefall's), each returning token lists. k2dec's
+    fast_beam_search runs with icefall's ``termination_frame=False`` (:func:`k2dec.methods.
+    icefall_compatible`): with k2dec's default the last frame's emissions count, so the
+    tokens differ by design (see :func:`fast_beam_search_default_differs`)."""
     import k2
 
+    from k2dec.methods import icefall_compatible
     from k2dec.transducer import fast_beam_search, greedy_search, modified_beam_search
 
     graph = k2.trivial_graph(int(model.decoder.vocab_size) - 1, enc.device)
+    fbs_compat = icefall_compatible("fast_beam_search").search
     return {
         "greedy_search": (lambda: [h.tokens for h in greedy_search(model, enc, lens)],
                           lambda: ice.greedy_search_batch(model, enc, lens)),
@@ -330,10 +335,32 @@ def icefall_pairs(ice, model: torch.nn.Module, enc: torch.Tensor, lens: torch.Te
             lambda: [h.tokens for h in modified_beam_search(model, enc, lens)],
             lambda: ice.modified_beam_search(model, enc, lens, beam=4)),
         "fast_beam_search": (
-            lambda: [h.tokens for h in fast_beam_search(model, enc, lens, None).hyps],
+            lambda: [h.tokens for h in fast_beam_search(model, enc, lens, None,
+                                                         fbs_compat).hyps],
             lambda: ice.fast_beam_search_one_best(model, graph, enc, lens, beam=20,
                                                   max_states=64, max_contexts=8)),
     }
+
+
+def fast_beam_search_default_differs(ice, prob: Problem) -> str:
+    """How k2dec's default fast_beam_search (``termination_frame=True``) differs from
+    icefall's on ``prob``: utterances with other tokens, and those icefall decodes to nothing
+    (no final state survives its last frame)."""
+    import k2
+
+    from k2dec.transducer import fast_beam_search
+
+    model, enc, lens = prob.model, prob.encoder_out, prob.encoder_lens
+    graph = k2.trivial_graph(int(model.decoder.vocab_size) - 1, enc.device)
+    with torch.no_grad():
+        ours = [h.tokens for h in fast_beam_search(model, enc, lens, None).hyps]
+        lattice = ice.fast_beam_search(model, graph, enc, lens, beam=20, max_states=64,
+                                       max_contexts=8)
+    theirs = ice.get_texts(ice.one_best_decoding(lattice))
+    scores = lattice.get_tot_scores(use_double_scores=True, log_semiring=False)
+    differ = sum(a != list(b) for a, b in zip(ours, theirs))
+    empty = int(torch.isinf(scores).sum())
+    return f"{differ}/{len(ours)} utterances differ, {empty} empty in icefall"
 
 
 def icefall_rows(ice, problems: list[tuple[str, Problem]], repeat: int) -> list[list]:
@@ -439,9 +466,17 @@ def icefall_table(rep: benchlib.Report, icefall_dir: Path | None, prob: Problem,
                                                     for lab, p in problems),
               ["model", "search", "k2dec frames/s", "icefall frames/s", "speed ratio",
                "target", "met", "same tokens"], rows)
-    rep.note("icefall's fast_beam_search runs every stream over all T frames of the padded "
-             "batch, padding included; k2dec's stops each stream at its own length, so their "
-             "fast_beam_search tokens may differ for the shorter utterances of a batch.")
+    rep.note("fast_beam_search: k2dec runs with icefall's termination_frame=False "
+             "(k2dec.methods.icefall_compatible). With k2dec's default (True) every stream "
+             "takes one more blank-only frame after its last, so the lattice also scores the "
+             "last frame's emissions, which icefall drops (k2 uses the frame after the last "
+             "arcs only to find final states): a different best path where the last frame "
+             "matters, and a hypothesis where icefall's has no final state left (-inf, empty); "
+             "with the default: " + "; ".join(
+                 f"{lab} {fast_beam_search_default_differs(ice, p)}" for lab, p in problems)
+             + ". icefall advances every stream over the padding frames of the batch as well; "
+             "that changes nothing (k2 prunes each stream on its own, and its lattice ends at "
+             "its own length).")
     for name, target in ICEFALL_TARGETS.items():
         value = ", ".join(f"{r[0]} {r[4]:.2f}x" for r in rows if r[1] == name)
         if mode == "smoke":
