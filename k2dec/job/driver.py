@@ -28,6 +28,7 @@ from lhotse import CutSet
 from ..methods import Method, Resources, config_field_path, get_method, override_config
 from .assets import GRAPH_FILES, DecodeAssets, need_hint
 from .cutset import DecodeConfig, DecodeSummary, check_cuts, decode_cuts
+from .encoder import JobEncoder
 from .settings import DecodeSettings
 
 __all__ = [
@@ -165,8 +166,10 @@ def run_decode(
     for cuts in test_sets.values():  # repeated utterance ids, missing references
         check_cuts([r.method for r in runs], cuts)
     failed = failed or {}
+    # one network pass per utterance for all the methods (bounded by encoder_cache_mb)
+    encoder = JobEncoder(config.batch_encoder, config.encoder_cache_mb if len(runs) > 1 else 0)
     return [decode_cuts(assets, cuts, r.method, out_dir, name, r.config, config,
-                        failed=failed.get(name))
+                        failed=failed.get(name), encoder=encoder)
             for name, cuts in test_sets.items() for r in runs]
 
 
