@@ -112,3 +112,17 @@ def test_run_decode_encodes_each_utterance_once(decode_setup, tmp_path, monkeypa
                            DecodeConfig(max_duration=3.0, num_buckets=2, encoder_cache_mb=0))
         for r, p in zip(rows, plain):
             assert read_results(r.results_path) == read_results(p.results_path)
+
+
+def test_tuning_encodes_each_utterance_once(decode_setup, tmp_path, monkeypatch):
+    from k2dec.job import tune_methods
+
+    s = decode_setup
+    assets = load_assets(s["model_path"], s["lang_dir"])
+    calls = []
+    encode = assets.model.encode
+    monkeypatch.setattr(assets.model, "encode", lambda f, n: calls.append(1) or encode(f, n))
+    runs = plan_methods(["1best", "ctc-greedy-search"])
+    tune_methods(assets, {"dev": s["cuts"]}, runs, tmp_path, ["hlg_scale=0.3,0.6"],
+                 DecodeConfig(max_duration=3.0, num_buckets=2))
+    assert len(calls) == len(s["cuts"]) - 1  # three settings, one pass per utterance
