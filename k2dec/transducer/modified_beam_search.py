@@ -5,9 +5,12 @@ token appends to it and consumes the frame), the ``beam`` best (hypothesis, symb
 utterance survive, and survivors with equal token sequences are merged by log-add. This is
 icefall's ``modified_beam_search`` with every per-hypothesis Python loop replaced by tensor ops:
 
-- hypotheses of all utterances live in flat tensors with ``row_splits`` over utterances (the
-  ragged layout ``[utt][hyp]``); the per-utterance top-k is one ``topk`` over a padded
-  ``[utt, beam * V]`` view;
+- while a chunk is decoded, the hypotheses of all utterances live in ``beam`` slots per
+  utterance (flat tensors of ``N * beam`` rows, a bool ``[N, beam]`` mask of the slots that
+  hold one; empty slots score ``-inf``), so the per-utterance top-k is one ``topk`` over the
+  ``[utt, beam * V]`` view of the scores and the joiner sees one encoder frame per utterance
+  against its ``beam`` decoder outputs; between chunks each stream keeps only its hypotheses
+  (a :class:`~k2dec.transducer.BeamHyps`, ragged over streams);
 - token sequences are compared through (length, 64-bit rolling hash); equal sequences are merged
   with a masked ``logsumexp`` over the ``[utt, beam, beam]`` equality matrix;
 - decoder outputs are carried along with hypotheses and recomputed only for hypotheses that
