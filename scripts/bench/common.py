@@ -1,9 +1,10 @@
-"""Shared plumbing for the ``scripts/bench_*.py`` benchmarks and ``scripts/bench.py``.
+"""What every benchmark area shares: its report, its command-line arguments and modes, timing,
+memory measurement, WER, and where things are.
 
-Every benchmark script can run on its own (it prints its tables) and, given ``--report DIR``,
-also writes ``DIR/<area>.json`` in the schema below plus its PNG plots into ``DIR``;
-``scripts/bench.py`` (``make bench``) runs the areas side by side and assembles BENCHMARKS.md
-from those files.
+Every area module (``python -m scripts.bench.<area>``) can run on its own (it prints its
+tables) and, given ``--report DIR``, also writes ``DIR/<area>.json`` in the schema below plus
+its PNG plots into ``DIR``; ``python -m scripts.bench`` (``make bench``, see ``runner.py``) runs
+the areas one after another and assembles BENCHMARKS.md from those files.
 
 Report schema (``Report.to_json``)::
 
@@ -14,9 +15,7 @@ Report schema (``Report.to_json``)::
      "plots": ["file.png"],            # inside DIR
      "missing": [{"peer": str, "reason": str}],
      "notes": [str],
-     "peak_rss_mb": float}             # of the whole script (VmHWM), filled in by write()
-
-Scripts are run as ``python scripts/bench_x.py`` so this module imports as ``benchlib``.
+     "peak_rss_mb": float}             # of the whole process (VmHWM), filled in by write()
 """
 
 from __future__ import annotations
@@ -24,30 +23,57 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "Report",
+    "REPO",
+    "SHIPPED",
+    "WORK",
     "PeakMemory",
+    "Report",
+    "Timed",
+    "area_parser",
     "best_time",
+    "best_wall_and_cpu",
+    "clean_error",
+    "current_rss_mb",
+    "equal_wer_rows",
+    "interleaved",
     "markdown_table",
+    "mode_of",
+    "one_thread",
     "peak_rss_mb",
+    "proc_status_mb",
     "reset_peak_rss",
+    "scrub",
     "track_peak_rss",
+    "wer",
 ]
 
+REPO = Path(__file__).resolve().parents[2]
+#: the shipped model, lang dir, LMs and test sets
+SHIPPED = REPO / "assets" / "librispeech-synth"
+#: graphs, features and peer files built once and reused by every area
+WORK = REPO / "exp" / "bench" / "work"
 
-def _status_kb(key: str) -> float | None:
+
+# ------------------------------------------------------------------------------------ memory
+
+
+def proc_status_mb(key: str, pid: int | str = "self") -> float | None:
+    """A ``/proc/<pid>/status`` field given in kB (``VmHWM``, ``VmRSS``, ``VmSize``) in MiB, or
+    None where there is no such file (not Linux, process gone)."""
     try:
-        with open("/proc/self/status") as f:
+        with open(f"/proc/{pid}/status") as f:
             for line in f:
                 if line.startswith(key + ":"):
-                    return float(line.split()[1])
+                    return float(line.split()[1]) / 1024.0
     except OSError:
         return None
     return None
@@ -55,13 +81,11 @@ def _status_kb(key: str) -> float | None:
 
 def peak_rss_mb() -> float | None:
     """Peak resident set size of this process in MiB (Linux VmHWM), or None elsewhere."""
-    kb = _status_kb("VmHWM")
-    return None if kb is None else kb / 1024.0
+    return proc_status_mb("VmHWM")
 
 
 def current_rss_mb() -> float | None:
-    kb = _status_kb("VmRSS")
-    return None if kb is None else kb / 1024.0
+    return proc_status_mb("VmRSS")
 
 
 def reset_peak_rss() -> bool:
@@ -105,6 +129,9 @@ def track_peak_rss() -> Iterator[PeakMemory]:
         mem.peak_mb = peak_rss_mb()
 
 
+# ------------------------------------------------------------------------------------ timing
+
+
 def best_time(repeat: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[float, Any]:
     """Best wall time (seconds) of ``repeat`` calls, and the last call's result."""
     best = float("inf")
@@ -114,6 +141,94 @@ def best_time(repeat: int, fn: Callable[..., Any], *args: Any, **kwargs: Any) ->
         out = fn(*args, **kwargs)
         best = min(best, time.perf_counter() - t0)
     return best, out
+
+
+def best_wall_and_cpu(repeat: int, fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """Best wall time and best process CPU time of ``repeat`` calls, and the last result."""
+    wall = cpu = float("inf")
+    out = None
+    for _ in range(max(1, repeat)):
+        w0, c0 = time.perf_counter(), time.process_time()
+        out = fn()
+        wall = min(wall, time.perf_counter() - w0)
+        cpu = min(cpu, time.process_time() - c0)
+    return wall, cpu, out
+
+
+@dataclass
+class Timed:
+    """One function's runs in :func:`interleaved`: every wall time, the last result, and the
+    largest peak RSS increase of a run (MiB; None when not tracked)."""
+
+    times: list[float] = field(default_factory=list)
+    result: Any = None
+    mem_mb: float | None = None
+
+    @property
+    def best(self) -> float:
+        return min(self.times)
+
+    @property
+    def spread(self) -> float:
+        """Slowest over fastest run."""
+        return max(self.times) / min(self.times)
+
+
+def interleaved(repeat: int, fns: Sequence[Callable[[], Any]],
+                track_memory: bool = False) -> list[Timed]:
+    """Each zero-argument function run ``repeat`` times in turns (``a b c a b c ...``), so that
+    load from other work hits all of them alike; with ``track_memory`` each run's peak RSS
+    increase is measured too."""
+    out = [Timed() for _ in fns]
+    for _ in range(max(1, repeat)):
+        for fn, timed in zip(fns, out):
+            if not track_memory:
+                t0 = time.perf_counter()
+                timed.result = fn()
+                timed.times.append(time.perf_counter() - t0)
+                continue
+            with track_peak_rss() as m:
+                t0 = time.perf_counter()
+                timed.result = fn()
+                timed.times.append(time.perf_counter() - t0)
+            if m.increase_mb is not None:
+                timed.mem_mb = max(timed.mem_mb or 0.0, m.increase_mb)
+    return out
+
+
+# ------------------------------------------------------------------------------------ accuracy
+
+
+def wer(refs: Sequence[list[str]], hyps: Sequence[list[str]],
+        cut_ids: Sequence[str] | None = None) -> float:
+    """WER in percent of hypotheses against references (k2dec.results.compute_wer; the cut
+    ids default to the utterance indices)."""
+    from k2dec.results import compute_wer
+
+    ids = cut_ids if cut_ids is not None else [str(i) for i in range(len(refs))]
+    return compute_wer(list(zip(ids, refs, hyps))).wer
+
+
+def equal_wer_rows(peer_runs: Sequence[Any], k2_runs: Sequence[Any],
+                   wer_of: Callable[[Any], float] = lambda r: r.wer
+                   ) -> tuple[list[list], list[float | None]]:
+    """For each peer run (most accurate first): k2dec's fastest run whose WER is not worse, and
+    its speed over the peer's (None where no k2dec run is that accurate). Runs have
+    ``system``, ``setting`` and ``fps``; ``wer_of`` reads their WER. Rows: peer setting, peer
+    WER, peer fps, k2dec run, k2dec WER, k2dec fps, speed ratio."""
+    rows, ratios = [], []
+    for p in sorted(peer_runs, key=wer_of):
+        ok = [r for r in k2_runs if wer_of(r) <= wer_of(p)]
+        best = max(ok, key=lambda r: r.fps) if ok else None
+        ratio = best.fps / p.fps if best else None
+        ratios.append(ratio)
+        rows.append([p.setting, wer_of(p), p.fps,
+                     f"{best.system}, {best.setting}" if best else "none as accurate",
+                     wer_of(best) if best else None, best.fps if best else None, ratio])
+    return rows, ratios
+
+
+# ------------------------------------------------------------------------------------ report
 
 
 def _fmt(v: Any) -> str:
@@ -202,9 +317,23 @@ class Report:
         return Report(**json.loads(Path(path).read_text()))
 
 
+def scrub(text: str) -> str:
+    """Replace this checkout's absolute path by ``.`` (reports must not name machine paths)."""
+    return text.replace(str(REPO) + os.sep, "").replace(str(REPO), ".")
+
+
+def clean_error(e: BaseException) -> str:
+    """An error message without this checkout's or the venv's location (reports are
+    committed)."""
+    return scrub(str(e)).replace(sys.prefix, "<venv>")
+
+
+# ------------------------------------------------------------------------------------ running
+
+
 def area_parser(doc: str | None, area: str) -> argparse.ArgumentParser:
-    """The arguments every ``scripts/bench_<area>.py`` takes: ``--quick`` | ``--smoke`` and
-    ``--report DIR``; scripts add their own."""
+    """The arguments every area takes: ``--quick`` | ``--smoke`` and ``--report DIR``; areas
+    add their own."""
     p = argparse.ArgumentParser(description=(doc or "").split("\n")[0])
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="small sizes (well under a minute)")
@@ -212,6 +341,11 @@ def area_parser(doc: str | None, area: str) -> argparse.ArgumentParser:
     p.add_argument("--report", default=None, metavar="DIR",
                    help=f"write DIR/{area}.json and the plots there")
     return p
+
+
+def mode_of(args: argparse.Namespace) -> str:
+    """``"smoke"``, ``"quick"`` or ``"full"`` from the arguments of :func:`area_parser`."""
+    return "smoke" if args.smoke else "quick" if args.quick else "full"
 
 
 def one_thread() -> None:
@@ -224,80 +358,3 @@ def one_thread() -> None:
         torch.set_num_interop_threads(1)
     except RuntimeError:  # only allowed before any inter-op work started
         pass
-
-
-REPO = Path(__file__).resolve().parents[1]
-SHIPPED = REPO / "assets" / "librispeech-synth"
-
-
-@dataclass
-class ShippedBatch:
-    """The shipped model's outputs on the shipped test sets (real inputs for benchmarks).
-
-    ``feats``/``feat_lens``: fbank ``(N, T, 80)`` float32 / ``(N,)`` int64;
-    ``encoder_out``/``encoder_lens``: ``(N, T', D)`` / ``(N,)``;
-    ``ctc_log_probs``: ``(N, T', V)`` float32 log-softmax (blank = 0);
-    ``refs``: reference word lists; ``cut_ids``; ``test_sets``: each cut's test set.
-    ``assets`` is k2dec.job.DecodeAssets (model, lang dir, BPE model, graphs
-    ``resources.graphs["HLG" | "LG" | "G" | "H"]``); ``lang_dir`` (the shipped one) holds
-    words.txt, tokens.txt, lexicon.txt; ``graph_dir`` HLG.pt, LG.pt, G_4_gram.pt; ``arpa`` maps
-    "3gram"/"4gram" to uncompressed copies of the shipped ARPA files (for the peers)."""
-
-    feats: Any
-    feat_lens: Any
-    encoder_out: Any
-    encoder_lens: Any
-    ctc_log_probs: Any
-    refs: list[list[str]]
-    cut_ids: list[str]
-    test_sets: list[str]
-    assets: Any
-    lang_dir: Path
-    arpa: dict[str, Path]
-    graph_dir: Path
-
-
-def shipped_batch(max_cuts: int | None = None, test_sets: tuple[str, ...] = ("test-clean",
-                  "test-other"), work_dir: str | Path | None = None) -> ShippedBatch:
-    """Run the shipped model's encoder on the first ``max_cuts`` cuts (sorted by id) of each
-    shipped test set. Graphs and features are cached under ``work_dir`` (default
-    ``exp/bench/work``), built once by k2dec.demo.prepare_demo."""
-    import torch
-    from lhotse import CutSet
-
-    from k2dec.demo import prepare_demo
-    from k2dec.job import load_assets
-
-    work = Path(work_dir) if work_dir is not None else REPO / "exp" / "bench" / "work"
-    lang, graphs, cut_paths = prepare_demo(SHIPPED, work)
-    dec = load_assets(SHIPPED / "model.pt", lang, graph_dir=graphs)
-    feats, ids, refs, sets = [], [], [], []
-    for ts in test_sets:
-        cuts = sorted(CutSet.from_file(cut_paths[ts]), key=lambda c: c.id)
-        for c in cuts[:max_cuts] if max_cuts else cuts:
-            feats.append(torch.from_numpy(c.load_features()))
-            ids.append(c.id)
-            refs.append(c.supervisions[0].text.split())
-            sets.append(ts)
-    lens = torch.tensor([f.shape[0] for f in feats], dtype=torch.int64)
-    x = torch.nn.utils.rnn.pad_sequence(feats, batch_first=True)
-    with torch.no_grad():
-        enc, enc_lens = dec.model(x, lens)
-        lp = dec.model.ctc_log_probs(enc)
-    arpa = {n: _gunzip(SHIPPED / "lm" / f"{n}.arpa.gz", work / "lm" / f"{n}.arpa")
-            for n in ("3gram", "4gram")}
-    return ShippedBatch(x, lens, enc, enc_lens, lp, refs, ids, sets, dec, lang, arpa, graphs)
-
-
-def _gunzip(src: Path, dst: Path) -> Path:
-    """An uncompressed copy of ``src`` at ``dst`` (made once)."""
-    import gzip
-    import shutil
-
-    if not dst.is_file():
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dst.with_suffix(".tmp")
-        with gzip.open(src, "rb") as f, open(tmp, "wb") as g:
-            shutil.copyfileobj(f, g)
-        tmp.replace(dst)
-    return dst
