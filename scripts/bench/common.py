@@ -36,6 +36,7 @@ __all__ = [
     "SHIPPED",
     "WORK",
     "PeakMemory",
+    "Progress",
     "Report",
     "Timed",
     "area_parser",
@@ -194,6 +195,18 @@ def interleaved(repeat: int, fns: Sequence[Callable[[], Any]],
             if m.increase_mb is not None:
                 timed.mem_mb = max(timed.mem_mb or 0.0, m.increase_mb)
     return out
+
+
+class Progress:
+    """``progress("what")`` prints ``[area] what: done at N s`` (seconds since it was made)."""
+
+    def __init__(self, area: str) -> None:
+        self.area = area
+        self.start = time.perf_counter()
+
+    def __call__(self, what: str) -> None:
+        print(f"[{self.area}] {what}: done at {time.perf_counter() - self.start:.1f} s",
+              flush=True)
 
 
 # ------------------------------------------------------------------------------------ accuracy

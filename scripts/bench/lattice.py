@@ -24,26 +24,28 @@ Usage (from the repository root)::
 from __future__ import annotations
 
 import cProfile
-import multiprocessing
-import os
 import pstats
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import k2
-import numpy as np
-import torch
 
 from k2dec.graph import k2_to_kaldi_decoder_fst
 from k2dec.lattice import DecodeRunner, LatticeConfig, one_best_decoding
 from k2dec.lattice.runner import available_cores
-from k2dec.testing.graphs import ctc_lexicon_graph, hmm_lexicon_graph
 
 from . import plots
-from .common import Report, area_parser, equal_wer_rows, interleaved, mode_of, one_thread
+from .common import (
+    Progress,
+    Report,
+    area_parser,
+    equal_wer_rows,
+    interleaved,
+    mode_of,
+    one_thread,
+)
+from .machine import autogroup, cpu_scaling_ceiling, load1
 from .peers import kaldi
 from .shipped import ShippedBatch, scaled_graph, shipped_batch
+from .synthetic import Problem, synthetic_problems
 
 AREA = "lattice"
 TARGET_TIME = ("HLG 1best at equal WER on the shipped test sets: k2dec's frames/s >= 1.5x "
@@ -80,82 +82,6 @@ MODES = {
     "quick": Sizes(6, (10.0, 12.0), 12.0, 200, 40, 6, 150, (8.0, 20.0), 2),
     "smoke": Sizes(0, (), 12.0, 40, 12, 3, 40, (8.0, 12.0), 1),
 }
-
-
-# ------------------------------------------------------------------ synthetic graphs and inputs
-
-
-def lexicon_graph(rng: np.random.Generator, num_words: int, num_tokens: int) -> tuple[k2.Fsa, dict]:
-    """CTC lexicon graph: state 0 is the word boundary; word w is a chain of token states with
-    self-loops; its first token arc outputs w with a unigram score; word ends go back to state 0
-    on blank, directly into any word starting with a different token, or to the final state."""
-    lexicon = {}
-    for w in range(1, num_words + 1):
-        n = int(rng.integers(2, 6))
-        toks = [int(rng.integers(1, num_tokens))]
-        while len(toks) < n:
-            t = int(rng.integers(1, num_tokens))
-            if t != toks[-1]:
-                toks.append(t)
-        lexicon[w] = toks
-    scores = np.log(rng.dirichlet(np.ones(num_words)))
-    text = ctc_lexicon_graph(lexicon, {w: float(scores[w - 1]) for w in lexicon})
-    return k2.arc_sort(k2.Fsa.from_str(text, acceptor=False)), lexicon
-
-
-def hmm_graph(rng: np.random.Generator, num_words: int, num_phones: int) -> tuple[k2.Fsa, dict]:
-    """Monophone HCLG-like graph: 2 HMM states (pdfs) per phone with self-loop and forward
-    transition scores, pdf ids as labels (no blank), words on each word's first arc, unigram
-    word scores; after a word any word may follow, or the utterance may end."""
-    lexicon = {w: [int(p) for p in rng.integers(0, num_phones, size=int(rng.integers(2, 5)))]
-               for w in range(1, num_words + 1)}
-    scores = np.log(rng.dirichlet(np.ones(num_words)))
-    text = hmm_lexicon_graph(lexicon, {w: float(scores[w - 1]) for w in lexicon})
-    pdf_lexicon = {w: [2 * p + k for p in phones for k in range(2)]
-                   for w, phones in lexicon.items()}
-    return k2.arc_sort(k2.Fsa.from_str(text, acceptor=False)), pdf_lexicon
-
-
-def make_inputs(rng, lexicon, num_tokens, utts, frames, blank=True):
-    """Peaked log-probs: a random word string, each token held 1-3 frames (blanks between)."""
-    lp = np.full((utts, frames, num_tokens), 0.0, dtype=np.float32)
-    lengths = []
-    words = list(lexicon)
-    for u in range(utts):
-        seq = []
-        while len(seq) < frames:
-            for t in lexicon[int(rng.choice(words))]:
-                seq += [t] * int(rng.integers(1, 4)) + [0] * int(blank and rng.integers(0, 2))
-        n = int(rng.integers(frames // 2, frames + 1))
-        seq = seq[:n]
-        logits = rng.normal(size=(n, num_tokens)).astype(np.float32)
-        logits[np.arange(n), seq] += 5.0
-        lp[u, :n] = logits
-        lengths.append(n)
-    x = torch.from_numpy(lp).log_softmax(-1)
-    return x, torch.tensor(lengths)
-
-
-@dataclass
-class Problem:
-    """A graph with the log-probs to decode through it (and kaldi's copy of the graph)."""
-
-    name: str
-    graph: k2.Fsa
-    log_probs: torch.Tensor
-    lengths: torch.Tensor
-    fst: object = None
-
-
-def synthetic_problems(seed: int, sz: Sizes) -> tuple[Problem, Problem]:
-    """The synthetic HLG-like and HCLG-like graphs with their inputs (no FSTs yet)."""
-    rng = np.random.default_rng(seed)
-    hlg, lexicon = lexicon_graph(rng, sz.words, sz.tokens)
-    hlg_inputs = make_inputs(rng, lexicon, sz.tokens, sz.utts, sz.frames)
-    hclg, pdf_lexicon = hmm_graph(rng, sz.words, sz.tokens // 2)
-    hclg_inputs = make_inputs(rng, pdf_lexicon, sz.tokens, sz.utts, sz.frames, blank=False)
-    return (Problem(f"synthetic HLG-like ({hlg.num_arcs} arcs)", hlg, *hlg_inputs),
-            Problem(f"synthetic HCLG-like ({hclg.num_arcs} arcs)", hclg, *hclg_inputs))
 
 
 # ------------------------------------------------------------------ k2dec vs kaldi at one beam
@@ -399,43 +325,6 @@ def runner_scaling(p: Problem, beam: float, repeat: int) -> Scaling:
                    available_cores(), 0.0)
 
 
-def _spin(n: int) -> int:
-    x = 0
-    for i in range(n):
-        x += i
-    return x
-
-
-def cpu_scaling_ceiling(repeat: int = 2, n: int = 2_000_000) -> float:
-    """Throughput scaling of a pure-Python busy loop from 1 to 2 processes, measured now: the
-    most any 2-process decoder could gain on this machine at this moment (other work on a
-    shared machine lowers it)."""
-    with multiprocessing.get_context("spawn").Pool(2) as pool:
-        pool.map(_spin, [10, 10])  # start-up
-        t1 = t2 = float("inf")
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            _spin(n)
-            t1 = min(t1, time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            pool.map(_spin, [n, n], chunksize=1)
-            t2 = min(t2, time.perf_counter() - t0)
-    return 2 * t1 / t2
-
-
-def _load() -> float:
-    """1-minute load average (0 where unknown)."""
-    return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-
-
-def _autogroup() -> bool:
-    try:
-        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
-            return f.read().strip() == "1"
-    except OSError:
-        return False
-
-
 # ------------------------------------------------------------------ plots
 
 
@@ -511,11 +400,8 @@ class Bench:
     report_dir: str | None
     rep: Report
     have_kaldi: bool
-    start: float = field(default_factory=time.perf_counter)
+    phase: Progress = field(default_factory=lambda: Progress(AREA))
     comparisons: list[Comparison] = field(default_factory=list)
-
-    def phase(self, what: str) -> None:
-        print(f"[lattice] {what}: done at {time.perf_counter() - self.start:.1f} s", flush=True)
 
 
 @dataclass
@@ -581,12 +467,13 @@ def curve_section(bench: Bench, real: Problem, b: ShippedBatch) -> Curve:
 
 def synthetic_section(bench: Bench) -> Problem:
     """The synthetic graphs against kaldi at the mode's beams; returns the HLG-like problem."""
-    hlg, hclg = synthetic_problems(bench.seed, bench.sizes)
+    sz = bench.sizes
+    hlg, hclg = synthetic_problems(bench.seed, sz.words, sz.tokens, sz.utts, sz.frames)
     if bench.have_kaldi:
         for p in (hlg, hclg):
             compared = Problem(p.name, p.graph, p.log_probs, p.lengths,
                                k2_to_kaldi_decoder_fst(p.graph))
-            for beam in bench.sizes.synth_beams:
+            for beam in sz.synth_beams:
                 bench.comparisons.append(compare(compared, beam, bench.repeat))
             bench.phase(p.name)
     return hlg
@@ -640,10 +527,10 @@ def report_curve(bench: Bench, curve: Curve | None) -> None:
 
 def measure_scaling(bench: Bench, p: Problem) -> Scaling:
     """The runner against kaldi, and a busy loop's scaling as the machine's ceiling."""
-    load_before = _load()
+    load_before = load1()
     scaling = runner_scaling(p, bench.sizes.target_beam, bench.repeat)
     bench.phase("runner scaling")
-    scaling.load = max(load_before, _load())
+    scaling.load = max(load_before, load1())
     scaling.ceiling = cpu_scaling_ceiling()
     bench.phase("busy-loop scaling baseline")
     return scaling
@@ -682,7 +569,7 @@ def report_scaling(bench: Bench, s: Scaling, where: str) -> None:
 def scaling_section(bench: Bench, p: Problem, where: str) -> None:
     """Multi-process scaling and the runner against kaldi; a note when the machine was
     shared."""
-    cores, load = available_cores(), _load()
+    cores, load = available_cores(), load1()
     if bench.mode == "smoke":
         bench.rep.note("--smoke mode: the multi-process runner is not measured (worker "
                        "start-up would dominate the run).")
@@ -699,7 +586,7 @@ def scaling_section(bench: Bench, p: Problem, where: str) -> None:
             "(runs are interleaved to even that out)."
             + (" Linux autogroup scheduling is on, so all processes of this run share one "
                "session's CPU share: extra worker processes get little extra CPU while "
-               "other sessions are busy." if _autogroup() else ""))
+               "other sessions are busy." if autogroup() else ""))
 
 
 def finish(bench: Bench, p: Problem, where: str) -> None:

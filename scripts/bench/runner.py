@@ -28,30 +28,27 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import shutil
 import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
 from .common import REPO, Report, markdown_table, mode_of, scrub
+from .machine import core_count, cpu_model, git_commit, load_average, versions
 
 AREAS = ("lattice", "ctc_lm", "transducer", "aed", "nbest", "confidence", "scorers", "streams",
          "memory")
-#: packages whose versions the report header lists (peers included)
-PACKAGES = ("torch", "k2", "lhotse", "kaldi-decoder", "kaldifst", "kaldilm", "kaldialign",
-            "sentencepiece", "numpy", "torchaudio", "pyctcdecode", "kenlm", "espnet")
 #: per-area subprocess time limit in seconds, by mode
 TIMEOUTS = {"full": 1200, "quick": 300, "smoke": 120}
 #: areas that need longer (memory: every method at 30 s and 60 s, one process per case)
 AREA_TIMEOUTS = {"memory": {"full": 5400, "quick": 1800, "smoke": 300}}
 TAIL_LINES = 25
 #: modules of scripts/bench that are not areas
-NOT_AREAS = ("common", "runner", "shipped", "plots", "lm")
+NOT_AREAS = ("__init__", "__main__", "common", "lm", "machine", "plots", "runner", "shipped",
+             "synthetic")
 #: how the report is made (the header quotes it)
 COMMAND = "python -m scripts.bench"
 STATUS = {True: "met", False: "**not met**", None: "n/a"}
@@ -158,58 +155,6 @@ def copy_plots(run: AreaRun, raw: Path, lay: Layout) -> None:
         dst = lay.plots / name
         shutil.copyfile(src, dst)
         run.plots.append((name, os.path.relpath(dst, lay.markdown.parent)))
-
-
-def _git(*args: str) -> str:
-    try:
-        out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
-
-
-def git_commit() -> str:
-    commit = _git("rev-parse", "--short=12", "HEAD") or "unknown"
-    if _git("status", "--porcelain", "--untracked-files=no"):
-        commit += " (with uncommitted changes)"
-    return commit
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
-
-
-def core_count() -> str:
-    total = os.cpu_count() or 0
-    if hasattr(os, "sched_getaffinity"):
-        usable = len(os.sched_getaffinity(0))
-        if usable != total:
-            return f"{usable} usable of {total}"
-    return str(total)
-
-
-def load_average() -> str:
-    try:
-        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "n/a"
-
-
-def versions() -> str:
-    parts = [f"python {platform.python_version()}"]
-    for name in PACKAGES:
-        try:
-            parts.append(f"{name} {metadata.version(name)}")
-        except metadata.PackageNotFoundError:
-            parts.append(f"{name} (not installed)")
-    return ", ".join(parts)
 
 
 def _cell(text: str) -> str:

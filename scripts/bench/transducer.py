@@ -42,7 +42,16 @@ from k2dec.methods import get_method
 from k2dec.methods.registry import MethodResult, Resources, TransducerInputs
 
 from . import plots
-from .common import Report, area_parser, interleaved, mode_of, one_thread, track_peak_rss, wer
+from .common import (
+    Progress,
+    Report,
+    area_parser,
+    interleaved,
+    mode_of,
+    one_thread,
+    track_peak_rss,
+    wer,
+)
 from .peers import icefall_search
 from .shipped import shipped_batch
 
@@ -419,11 +428,7 @@ class Bench:
     report_dir: str | None
     rep: Report
     prob: Problem | None = None
-    start: float = field(default_factory=time.perf_counter)
-
-    def phase(self, what: str) -> None:
-        print(f"[transducer] {what}: done at {time.perf_counter() - self.start:.1f} s",
-              flush=True)
+    phase: Progress = field(default_factory=lambda: Progress(AREA))
 
 
 def parse_args(argv: list[str] | None) -> Bench:
