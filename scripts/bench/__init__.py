@@ -13,5 +13,6 @@ BatchBeamSearch), ``nbest``, ``confidence``, ``scorers``, ``streams``, ``memory`
 
 Shared modules: ``runner`` (runs the areas and writes BENCHMARKS.md), ``common`` (the
 report, arguments, timing, memory, WER), ``shipped`` (the shipped model's outputs and graphs),
-``plots``, and ``peers/`` (one module per peer).
+``machine`` (CPU, load, versions, the busy-loop scaling ceiling), ``plots``, ``synthetic`` (the
+lattice area's random graphs), and ``peers/`` (one module per peer).
 """
