@@ -44,9 +44,9 @@ import torch
 from k2dec.methods import CtcInputs, MethodResult, Resources, TransducerInputs, get_method
 from k2dec.methods.registry import override_config
 
-from .common import WORK, Report, area_parser, best_time, mode_of, one_thread, wer
+from .common import SHIPPED, WORK, Report, area_parser, best_time, mode_of, one_thread, wer
 from .peers import pyctc
-from .shipped import SHIPPED, ShippedBatch, lm_text, shipped_batch, token_bigram_arpa
+from .shipped import ShippedBatch, lm_text, shipped_batch, token_bigram_arpa
 
 AREA = "scorers"
 NUM_HOTWORDS = 30
