@@ -347,7 +347,8 @@ def clean_error(e: BaseException) -> str:
 def area_parser(doc: str | None, area: str) -> argparse.ArgumentParser:
     """The arguments every area takes: ``--quick`` | ``--smoke`` and ``--report DIR``; areas
     add their own."""
-    p = argparse.ArgumentParser(description=(doc or "").split("\n")[0])
+    p = argparse.ArgumentParser(prog=f"python -m scripts.bench.{area}",
+                                description=(doc or "").split("\n")[0])
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="small sizes (well under a minute)")
     mode.add_argument("--smoke", action="store_true", help="tiny sizes: checks the plumbing")

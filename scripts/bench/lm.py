@@ -59,7 +59,8 @@ def _time(fn, repeat: int) -> tuple[float, object]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m scripts.bench.lm",
+                                description=__doc__.split("\n")[0])
     p.add_argument("--num-seqs", type=int, default=200)
     p.add_argument("--min-len", type=int, default=5)
     p.add_argument("--max-len", type=int, default=30)

@@ -260,7 +260,7 @@ def reuse_earlier(runs: list[AreaRun], lay: Layout) -> list[AreaRun]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n")[0])
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="small sizes, a few minutes")
     mode.add_argument("--smoke", action="store_true", help="tiny sizes: checks the plumbing")
