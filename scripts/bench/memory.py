@@ -182,7 +182,7 @@ def worker(method_name: str, utt_path: str, limit_mb: float,
     one_thread()
     method = get_method(method_name)
     assets = _load_assets(method)
-    utt = torch.load(utt_path)
+    utt = torch.load(utt_path, weights_only=False)
     _limit_address_space(limit_mb)
     base_mb = current_rss_mb()
     feats = utt["feats"].unsqueeze(0)
