@@ -39,6 +39,9 @@ from pathlib import Path
 from .common import REPO, Report, markdown_table, mode_of, scrub
 from .machine import core_count, cpu_model, git_commit, load_average, versions
 
+#: area reports recorded on a GPU machine, shown in the full run's BENCHMARKS.md
+GPU_REPORTS = REPO / "docs" / "bench" / "gpu"
+
 AREAS = ("lattice", "ctc_lm", "transducer", "aed", "nbest", "confidence", "scorers", "streams",
          "memory")
 #: per-area subprocess time limit in seconds, by mode
@@ -202,7 +205,8 @@ def render_area(run: AreaRun) -> list[str]:
         return lines + [""]
     lines += [f"## {rep.title} (`{run.area}`)", ""]
     rss = f"{rep.peak_rss_mb:.0f} MiB" if rep.peak_rss_mb is not None else "n/a"
-    lines += [f"Wall time {run.seconds:.1f} s; peak RSS of the script {rss}.", ""]
+    wall = f"{run.seconds:.1f} s" if run.seconds > 0 else "not recorded"
+    lines += [f"Wall time {wall}; peak RSS of the script {rss}.", ""]
     if rep.settings:
         lines += [f"**Settings.** {rep.settings}", ""]
     for t in rep.tables:
@@ -222,6 +226,20 @@ def render_area(run: AreaRun) -> list[str]:
         lines += [f"- {n}" for n in rep.notes]
         lines.append("")
     return lines
+
+
+def recorded_gpu_runs() -> list[AreaRun]:
+    """Reports recorded on a GPU machine (``docs/bench/gpu/*.json``, raw area reports kept as
+    they came back: neither CI nor the machine that makes this file has a GPU), shown after
+    the areas run now, each under its file name."""
+    runs = []
+    for path in sorted(GPU_REPORTS.glob("*.json")):
+        run = AreaRun(path.stem, report=Report.read(path))
+        run.report.notes.append("recorded earlier on the GPU machine named above and kept in "
+                                "docs/bench/gpu/ (this header's date, commit, CPU and load "
+                                "are not its)")
+        runs.append(run)
+    return runs
 
 
 def parse_areas(text: str) -> list[str]:
@@ -318,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     total = time.perf_counter() - t0
     if args.reuse:
         runs = reuse_earlier(runs, lay)
+    if lay.markdown == REPO / "BENCHMARKS.md":
+        runs += recorded_gpu_runs()
     command = " ".join([COMMAND, *(sys.argv[1:] if argv is None else argv)])
     lay.markdown.parent.mkdir(parents=True, exist_ok=True)
     lay.markdown.write_text(render(runs, header(started, command, mode, load_before, total)))

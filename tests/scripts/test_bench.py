@@ -149,3 +149,21 @@ def test_reuse_keeps_the_other_areas_of_an_earlier_run(tmp_path):
     assert "(`transducer`)" in md and "(`lattice`)" in md
     assert md.index("(`lattice`)") < md.index("(`transducer`)")  # the order of AREAS
     assert "marker note" in md and "reused from an earlier run" in md
+
+
+def test_recorded_gpu_reports_are_shown_as_recorded(tmp_path, monkeypatch):
+    shipped = bench.recorded_gpu_runs()
+    assert [r.area for r in shipped] == sorted(p.stem for p in bench.GPU_REPORTS.glob("*.json"))
+    for run in shipped:  # each names its device and says where it comes from
+        assert "cuda" in run.report.settings.lower() or "gpu" in run.report.settings.lower()
+        assert any("docs/bench/gpu/" in n for n in run.report.notes)
+    (tmp_path / "streams-x.json").write_text(json.dumps({
+        "area": "streams", "title": "Batch scaling", "settings": "Device: GPU X (cuda).",
+        "targets": [{"target": "same hypotheses", "value": "yes", "met": True}]}))
+    monkeypatch.setattr(bench, "GPU_REPORTS", tmp_path)
+    runs = bench.recorded_gpu_runs()
+    text = bench.render(runs, {k: "x" for k in (
+        "date", "commit", "command", "mode", "cpu", "cores", "load average", "versions",
+        "total wall time")})
+    assert "| streams-x | same hypotheses | yes | met |" in text
+    assert '<a id="streams-x"></a>' in text and "Wall time not recorded" in text
