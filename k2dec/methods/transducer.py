@@ -34,7 +34,7 @@ from ..transducer import (
 from ..transducer.confidence import token_confidences
 from .checks import check_finite, check_scales
 from .hotwords import HOTWORDS_SCORE, token_biased_graph
-from .records import EMPTY_LATTICE, from_ids, from_nbest, from_transducer
+from .records import EMPTY_LATTICE, from_ids, from_nbest, from_transducer, oracle_records
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
 
 __all__ = [
@@ -210,7 +210,7 @@ def _fbs_nbest(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbes
     totals = nbest.tot_scores().values
     best, scores = best_paths_by_score(nbest, totals, cfg.nbest.tie_break)
     [hyps] = from_nbest(nbest, [(best, scores, totals)], False, Topology.TRANSDUCER,
-                        word_start=res.word_start)
+                        word_start=res.word_start, posterior_scale=cfg.nbest.posterior_scale)
     return [MethodResult("fast_beam_search_nbest", hyps, cfg)]
 
 
@@ -225,7 +225,7 @@ def _fbs_nbest_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchN
     totals = nbest.total_scores_in(log_semiring=True, max_arcs=cfg.nbest.max_intersect_arcs)
     best, scores = best_paths_by_score(nbest, totals.values, cfg.nbest.tie_break)
     [hyps] = from_nbest(nbest, [(best, scores, totals.values)], True, Topology.TRANSDUCER,
-                        word_start=res.word_start)
+                        word_start=res.word_start, posterior_scale=cfg.nbest.posterior_scale)
     return [MethodResult("fast_beam_search_nbest_LG", hyps, cfg)]
 
 
@@ -237,8 +237,14 @@ def _fbs_oracle(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbe
         raise ValueError("fast_beam_search_nbest_oracle needs reference token ids "
                          "(TransducerInputs.ref_tokens)")
     _, nbest = _sample(inputs, cfg, None, DedupKey.TOKENS)
-    best, _ = nbest.oracle(inputs.ref_tokens)
-    return [MethodResult("fast_beam_search_nbest_oracle", _chosen(nbest, best, False), cfg)]
+    if nbest.num_paths == 0:  # every lattice empty: nothing to intersect
+        best = torch.full((nbest.num_utts,), -1, dtype=torch.int64)
+        return [MethodResult("fast_beam_search_nbest_oracle", _chosen(nbest, best, False), cfg)]
+    nbest = nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
+    [hyps] = oracle_records(nbest, inputs.ref_tokens, False, Topology.TRANSDUCER,
+                            word_start=res.word_start,
+                            posterior_scale=cfg.nbest.posterior_scale)
+    return [MethodResult("fast_beam_search_nbest_oracle", hyps, cfg)]
 
 
 @dataclass(frozen=True)
@@ -292,7 +298,8 @@ def _rescored(nbest: Nbest, components: dict[str, k2.RaggedTensor],
               grid: dict[str, tuple[float, ...]], cfg) -> list[MethodResult]:
     out = combine_scores(components, {k: list(v) for k, v in grid.items()}, nbest=nbest)
     records = from_nbest(nbest, [(r.best, r.scores, r.path_scores) for r in out.values()],
-                         False, Topology.TRANSDUCER)
+                         False, Topology.TRANSDUCER,
+                         posterior_scale=cfg.nbest.posterior_scale)
     return [MethodResult(key, r, cfg) for key, r in zip(out, records, strict=True)]
 
 
