@@ -30,6 +30,7 @@ from ..nbest import (
     Nbest,
     NbestConfig,
     best_paths_by_score,
+    intersected,
     lm_path_scorer,
     multi_pass_rescore,
     rescore_with_attention_decoder,
@@ -41,7 +42,6 @@ from .checks import check_finite
 from .hotwords import HOTWORD_GRAPH_MAX_ARCS, HOTWORDS_SCORE, word_biased_graph
 from .records import (
     EMPTY_LATTICE,
-    from_ids,
     from_lattice,
     from_nbest,
     lattice_failures,
@@ -280,8 +280,8 @@ def _nbest(inputs: CtcInputs, res: Resources, cfg: CtcConfig, method: str,
 
 def _intersected(nbest: Nbest, cfg: CtcConfig) -> Nbest:
     """``nbest`` with each path replaced by its key's best alignment in the (bounded) lattice
-    it was sampled from."""
-    return nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
+    it was sampled from (an n-best without paths, every lattice empty, as it is)."""
+    return intersected(nbest, cfg.nbest)
 
 
 def _sweep_results(results, settings: list[Setting], failed: list[str], cfg: CtcConfig,
@@ -327,12 +327,9 @@ def _nbest_oracle(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     if inputs.ref_words is None:
         raise ValueError("nbest-oracle needs reference word ids (CtcInputs.ref_words)")
     result, nbest = _nbest(inputs, res, cfg, "nbest-oracle")
-    failed = lattice_failures(result.reports)
-    if nbest.num_paths == 0:  # every lattice empty: nothing to intersect
-        return [MethodResult("nbest-oracle", from_ids([[]] * nbest.num_utts, True, failed,
-                                                      notes=nbest.notes()), cfg)]
     nbest = _intersected(nbest, cfg)
-    [hyps] = oracle_records(nbest, inputs.ref_words, True, Topology.CTC, failed,
+    [hyps] = oracle_records(nbest, inputs.ref_words, True, Topology.CTC,
+                            lattice_failures(result.reports),
                             res.word_start, cfg.nbest.posterior_scale)
     return [MethodResult("nbest-oracle", hyps, cfg)]
 

@@ -11,17 +11,16 @@ from dataclasses import dataclass, field
 import k2
 import torch
 
-from ..hypothesis import HypothesisRecord
 from ..lattice import Topology, get_lattice
 from ..lattice.ctc_prefix_beam_search import CtcPrefixBeamSearchConfig, ctc_prefix_beam_search
-from ..nbest import DedupKey, Nbest, NbestConfig, combine_scores
+from ..nbest import DedupKey, Nbest, NbestConfig, combine_scores, intersected
 from ..nbest.config import check_posterior_scale
 from ..scorers import NeuralLmScorer, WeightedScorer
 from .checks import check_finite, check_scales
 from .ctc import CtcConfig
 from .hotwords import HOTWORDS_SCORE
 from .lists import HypothesisLists, attention_scores, sweep
-from .records import EMPTY_LATTICE, from_nbest, lattice_failures
+from .records import from_nbest, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, register
 from .transducer_lm import LM_SCALE, hotword_scorers
 
@@ -186,12 +185,7 @@ def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
     # H's aux_labels are the tokens
     nbest = Nbest.from_config(result.lattice, cfg.nbest, DedupKey.WORDS)
     failed = lattice_failures(result.reports)
-    keys = [f"attention_scale_{float(s)}" for s in cfg.attention_scales]
-    if nbest.num_paths == 0:  # every lattice empty
-        hyps = tuple(HypothesisRecord.failure(err or EMPTY_LATTICE, tokens=True, words=False)
-                     for err in failed)
-        return [MethodResult(key, hyps, cfg) for key in keys]
-    nbest = nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
+    nbest = intersected(nbest, cfg.nbest)
     device = inputs.log_probs.device
     lists = HypothesisLists(nbest.key_seqs.to(device),
                             nbest.path_to_utt().to(device=device, dtype=torch.int64),

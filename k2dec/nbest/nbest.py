@@ -693,3 +693,12 @@ def _paths_to_fsa(lattice: k2.Fsa, arcs: k2.RaggedTensor) -> k2.Fsa:
             sub, _ = value.index(arcs.values, axis=0, need_value_indexes=False)
             setattr(fsa, name, sub)
     return fsa
+
+
+def intersected(nbest: Nbest, config: NbestConfig) -> Nbest:
+    """:meth:`Nbest.intersect` with ``config.max_intersect_arcs`` (what every n-best method
+    does before scoring its paths); an n-best without paths (every lattice of the batch was
+    empty) is returned as it is, so that its utterances fail with their lattices' reasons."""
+    if nbest.num_paths == 0:
+        return nbest
+    return nbest.intersect(max_arcs=config.max_intersect_arcs)
