@@ -536,7 +536,10 @@ class Nbest:
         best = torch.full((self.num_utts,), -1, dtype=torch.int64, device=self.device)
         best_dist = torch.full((self.num_utts,), -1, dtype=torch.int64, device=self.device)
         if self.num_paths:
-            neg = k2.RaggedTensor(self.shape, -dist.values)
+            # k2's argmax returns the last of equal maxima: make every value distinct so
+            # that ties go to the lowest index (distances times num_paths plus the index)
+            index = torch.arange(self.num_paths, dtype=torch.float64, device=dist.values.device)
+            neg = k2.RaggedTensor(self.shape, -(dist.values * self.num_paths + index))
             argmax = neg.argmax()  # -1 for empty rows
             has = argmax >= 0
             best[has] = argmax[has].to(torch.int64)
