@@ -18,6 +18,7 @@ from ..lattice import (
     LatticeResult,
     Topology,
     ctc_greedy_search,
+    ctc_greedy_token_confidences,
     get_lattice,
     one_best_decoding,
 )
@@ -225,11 +226,15 @@ def hlg_graph(res: Resources, method: str, cfg: CtcConfig, lm_scores: bool = Fal
 
 @register("ctc-greedy-search", Family.CTC, CtcConfig)
 def _greedy(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
-    """Per-frame argmax, repeats merged, blanks removed: token ids."""
+    """Per-frame argmax, repeats merged, blanks removed: token ids (each token's confidence:
+    its largest frame posterior over its run)."""
     hyps = ctc_greedy_search(inputs.log_probs, inputs.lengths,
                              subsampling_factor=cfg.subsampling_factor)
-    return [MethodResult("ctc-greedy-search", from_lattice(hyps, words=False,
-                                                           failed=[""] * len(hyps)), cfg)]
+    conf = ctc_greedy_token_confidences(inputs.log_probs, inputs.lengths,
+                                        subsampling_factor=cfg.subsampling_factor)
+    records = from_lattice(hyps, words=False, failed=[""] * len(hyps),
+                           token_confidences=conf.tolist())
+    return [MethodResult("ctc-greedy-search", records, cfg)]
 
 
 @register("ctc-decoding", Family.CTC, CtcConfig, requires=("H",))

@@ -47,23 +47,28 @@ def lattice_failures(records: Sequence) -> list[str]:
 
 
 def from_lattice(hyps: Sequence[Hypothesis], words: bool, failed: Sequence[str] | None = None,
-                 notes: Sequence[str] | None = None) -> tuple[HypothesisRecord, ...]:
+                 notes: Sequence[str] | None = None,
+                 token_confidences: Sequence[Sequence[float]] | None = None,
+                 ) -> tuple[HypothesisRecord, ...]:
     """Records of lattice 1best hypotheses: tokens with their start frames, score, and with
     ``words`` the word ids with the frames of the arcs emitting them. ``failed`` gives each
     utterance's failure reason (default: :func:`lattice_failures` of ``hyps``), ``notes``
-    what else its report should say (e.g. its lattice was pruned)."""
+    what else its report should say (e.g. its lattice was pruned), ``token_confidences`` the
+    tokens' confidences where known."""
     failed = lattice_failures(hyps) if failed is None else failed
     notes = notes if notes is not None else [""] * len(hyps)
     out = []
-    for h, err, note in zip(hyps, failed, notes):
+    for i, (h, err, note) in enumerate(zip(hyps, failed, notes)):
         if err:
             out.append(HypothesisRecord(tokens=h.tokens, words=h.words if words else None,
                                         error=err, notes=note))
         else:
+            conf = token_confidences[i] if token_confidences is not None else None
             out.append(HypothesisRecord(
                 tokens=h.tokens, token_frames=h.token_frames,
                 words=h.words if words else None, word_frames=h.word_frames if words else None,
-                score=_score(h.score), notes=note))
+                score=_score(h.score), notes=note,
+                token_confidences=probabilities(conf) if conf is not None else None))
     return tuple(out)
 
 
