@@ -161,7 +161,7 @@ def worker(method_name: str, utt_path: str, limit_mb: float,
     assets = load_assets(benchlib.SHIPPED / "model.pt", lang, graph_dir=graphs,
                          lm_paths={"rnn_lm": rnn_lm} if rnn_lm.is_file() else None,
                          lodr_arpa=lodr_arpa)
-    utt = torch.load(utt_path)
+    utt = torch.load(utt_path, weights_only=False)
     _limit_address_space(limit_mb)
     base_mb = benchlib.current_rss_mb()
     feats = utt["feats"].unsqueeze(0)
