@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-
 # The exactness tests compare two computations of the same numbers. On Ampere and newer GPUs
 # torch runs cuDNN convolutions and RNNs in TF32 by default, which rounds them differently for
 # different batch shapes (1e-4 apart): tests run in full float32.
