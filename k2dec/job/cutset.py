@@ -64,7 +64,6 @@ from ..methods import (
     TransducerInputs,
     get_method,
 )
-from ..model import AcousticModel, EncoderOutput
 from ..results import (
     DISK_FULL_ERRNOS,
     Calibration,
@@ -89,6 +88,7 @@ from ..results import (
 )
 from ..results.ctm import FRAME_SHIFT
 from .assets import DecodeAssets
+from .encoder import JobEncoder
 
 __all__ = [
     "CtmSettings",
@@ -119,6 +119,10 @@ class DecodeConfig:
       batch_encoder: run the model's encoder on whole padded batches (faster on a GPU) instead
         of on each utterance alone; results then depend on the batch composition through float
         rounding (scores in the last digits, rarely a near-tie decided the other way).
+      encoder_cache_mb: MiB of per-utterance encoder outputs :func:`k2dec.job.run_decode`
+        keeps while it decodes the same cuts with several methods, so that each utterance
+        goes through the network once (each method is still charged the encoder's time in
+        its RTF); 0 turns it off; not used with ``batch_encoder``.
       world_size, rank: sharding (``torchrun``); rank ``r`` decodes cuts ``r, r + W, ...``.
       frame_shift: seconds between feature frames (CTM times).
       subsampling_factor: feature frames per network output frame (CTM times); ``None``:
@@ -129,6 +133,7 @@ class DecodeConfig:
     num_buckets: int = 10
     retry_failed: bool = False
     batch_encoder: bool = False
+    encoder_cache_mb: float = 1024.0
     world_size: int = 1
     rank: int = 0
     frame_shift: float = FRAME_SHIFT
@@ -142,6 +147,9 @@ class DecodeConfig:
                 or not isinstance(self.subsampling_factor, int) or self.subsampling_factor < 1):
             raise ValueError(f"subsampling_factor must be an int >= 1 or None, got "
                              f"{self.subsampling_factor!r}")
+        if not (self.encoder_cache_mb >= 0 and math.isfinite(self.encoder_cache_mb)):
+            raise ValueError(f"encoder_cache_mb must be >= 0 and finite, got "
+                             f"{self.encoder_cache_mb}")
         if not 0 <= self.rank < self.world_size:
             raise ValueError(f"need 0 <= rank < world_size, got rank={self.rank}, "
                              f"world_size={self.world_size}")
@@ -238,38 +246,10 @@ def _method(method: str | Method) -> Method:
     return get_method(method) if isinstance(method, str) else method
 
 
-def _encode(model: AcousticModel, feats: torch.Tensor, lens: torch.Tensor,
-            batch_encoder: bool) -> EncoderOutput:
-    """The model's outputs for a batch of features ``[N, T, F]`` with lengths ``[N]``.
-
-    Unless ``batch_encoder``, each utterance goes through the model alone (its valid frames
-    only) and the outputs are padded with zeros: a padded batch's outputs depend on the other
-    rows (attention and convolution sum over the padded length in another order), which would
-    make results depend on the batch by float rounding. On CPU this is no slower (no padding
-    to compute); on a GPU ``batch_encoder=True`` is faster.
-    """
-    if batch_encoder:
-        return model.encode(feats, lens)
-    outs = [model.encode(feats[i:i + 1, : int(lens[i])], lens[i:i + 1])
-            for i in range(lens.numel())]
-
-    def padded(field: str, lens_field: str) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        if getattr(outs[0], field) is None:
-            return None, None
-        rows = [getattr(o, field)[0, : int(getattr(o, lens_field)[0])] for o in outs]
-        return (torch.nn.utils.rnn.pad_sequence(rows, batch_first=True),
-                torch.cat([getattr(o, lens_field) for o in outs]))
-
-    enc, enc_lens = padded("encoder_out", "encoder_out_lens")
-    memory, memory_lens = padded("memory", "memory_lens")
-    return EncoderOutput(enc, enc_lens, padded("ctc_log_probs", "encoder_out_lens")[0], memory,
-                         memory_lens)
-
-
 def _inputs(method: Method, assets: DecodeAssets, feats: torch.Tensor, lens: torch.Tensor,
-            refs: list[list[str]], batch_encoder: bool):
+            refs: list[list[str]], encoder: JobEncoder):
     model = assets.model
-    out = _encode(model, feats, lens, batch_encoder)
+    out = encoder(model, feats, lens)
     if method.family is Family.TRANSDUCER:
         ref_tokens = ([assets.sp.encode(" ".join(r)) for r in refs]
                       if assets.sp is not None else None)
@@ -308,9 +288,9 @@ _Decoded = tuple[dict[str, tuple[HypothesisRecord, list[str]]], str]
 
 
 def _decode_batch(method: Method, config: Any, assets: DecodeAssets, feats, lens, refs,
-                  batch_encoder: bool) -> list[_Decoded]:
+                  encoder: JobEncoder) -> list[_Decoded]:
     """Decode one batch; per utterance its hypotheses by setting and its failure reason."""
-    inputs = _inputs(method, assets, feats, lens, refs, batch_encoder)
+    inputs = _inputs(method, assets, feats, lens, refs, encoder)
     with torch.no_grad():
         results = method(inputs, assets.resources, config)
     out: list[_Decoded] = [({}, "") for _ in refs]
@@ -323,18 +303,18 @@ def _decode_batch(method: Method, config: Any, assets: DecodeAssets, feats, lens
 
 
 def _decode_or_split(method: Method, config: Any, assets: DecodeAssets, feats, lens, refs,
-                     batch_encoder: bool) -> list[_Decoded]:
+                     encoder: JobEncoder) -> list[_Decoded]:
     """:func:`_decode_batch`; if the batch raises, each cut alone (a cut that raises fails
     with the exception)."""
     try:
-        return _decode_batch(method, config, assets, feats, lens, refs, batch_encoder)
+        return _decode_batch(method, config, assets, feats, lens, refs, encoder)
     except (ValueError, RuntimeError) as e:
         logger.warning("batch of %d failed (%s); decoding its cuts one by one", len(refs), e)
     out: list[_Decoded] = []
     for i in range(len(refs)):
         try:
             out += _decode_batch(method, config, assets, feats[i:i + 1, : int(lens[i])],
-                                 lens[i:i + 1], refs[i:i + 1], batch_encoder)
+                                 lens[i:i + 1], refs[i:i + 1], encoder)
         except (ValueError, RuntimeError) as err:
             out.append(({}, f"{type(err).__name__}: {err}"))
     return out
@@ -390,6 +370,7 @@ def decode_cuts(
     config: DecodeConfig = DecodeConfig(),  # noqa: B008 (frozen)
     suffix: str = "",
     failed: Mapping[str, str] | None = None,
+    encoder: JobEncoder | None = None,
     calibration: Mapping[str, Calibration] | None = None,
 ) -> DecodeSummary:
     """Decode ``cuts`` with one method, resuming ``out_dir/{method}/results-{test_set}.jsonl``
@@ -404,6 +385,8 @@ def decode_cuts(
       failed: ``{cut_id: reason}`` of utterances that never became cuts (e.g. unreadable
         audio files, :attr:`k2dec.data.AudioDirCuts.failures`); they are recorded as failed
         cuts of the test set (by rank 0 under torchrun).
+      encoder: the network pass, to share a :class:`JobEncoder` cache between the methods
+        of one job (:func:`k2dec.job.run_decode` does); default: a new one without cache.
       calibration: ``{setting key: Calibration}``: the CTM file and the confidence summary
         of such a setting hold its calibrated confidences (the summary also its raw NCE);
         the results file keeps the method's own.
@@ -435,6 +418,7 @@ def decode_cuts(
         with lock_out_dir(out_dir, config.rank):
             return _decode_locked(assets, utterances, method, Path(out_dir) / method.name,
                                   test_set, method_config, config, suffix, failed,
+                                  encoder or JobEncoder(config.batch_encoder),
                                   ctm_settings(assets, config, calibration))
     except OSError as e:  # results, icefall files: a full disk says what to do
         if e.errno in DISK_FULL_ERRNOS and not isinstance(e, DiskFullError):
@@ -444,7 +428,8 @@ def decode_cuts(
 
 def _decode_locked(assets: DecodeAssets, cuts: CutSet, method: Method, out_dir: Path,
                    test_set: str, method_config: Any, config: DecodeConfig, suffix: str,
-                   failed: Mapping[str, str], ctm: CtmSettings) -> DecodeSummary:
+                   failed: Mapping[str, str], encoder: JobEncoder, ctm: CtmSettings
+                   ) -> DecodeSummary:
     """:func:`decode_cuts` once the utterances are checked and the out dir is locked."""
     shard = f".rank{config.rank}" if config.world_size > 1 else ""
     path = out_dir / f"results-{test_set}{shard}.jsonl"
@@ -471,8 +456,9 @@ def _decode_locked(assets: DecodeAssets, cuts: CutSet, method: Method, out_dir: 
                     refs = [(t or "").split() for t in batch.texts]
                     start = time.perf_counter()
                     decoded = _decode_or_split(method, method_config, assets, batch.features,
-                                               batch.num_frames, refs, config.batch_encoder)
-                    timer.add(time.perf_counter() - start,
+                                               batch.num_frames, refs, encoder)
+                    # a cached encoder pass is charged as if it ran (RTFs stay comparable)
+                    timer.add(time.perf_counter() - start + encoder.take_saved_seconds(),
                               float(batch.num_frames.sum()) / frames_per_second)
                     for cut_id, ref, d in zip(batch.cut_ids, refs, decoded):
                         _write(writer, cut_id, ref, d)

@@ -36,6 +36,7 @@ from ..methods import config_field_path, override_config
 from ..results import Calibration, fit_calibration, normalized_cross_entropy, read_results
 from .cutset import DecodeConfig, check_cuts, ctm_settings, ctm_words
 from .driver import MethodRun, check_resources, run_decode
+from .encoder import JobEncoder
 from .settings import DecodeSettings
 
 __all__ = ["TuneResult", "parse_grid", "tune_methods", "tuned_settings"]
@@ -161,12 +162,15 @@ def tune_methods(
             raise ValueError(f"tuning needs references, but {len(missing)} cuts of {name!r} "
                              f"have none (e.g. {', '.join(missing[:5])})")
         check_cuts([r.method for r in runs], cuts)
-    return [_tune(assets, dev_sets, run, points[run.method.name], Path(out_dir), config)
+    # every setting of every method decodes the same cuts: one network pass per utterance
+    encoder = JobEncoder(config.batch_encoder, config.encoder_cache_mb)
+    return [_tune(assets, dev_sets, run, points[run.method.name], Path(out_dir), config,
+                  encoder)
             for run in runs]
 
 
-def _tune(assets, dev_sets, run: MethodRun, points, out_dir: Path, config: DecodeConfig
-          ) -> TuneResult:
+def _tune(assets, dev_sets, run: MethodRun, points, out_dir: Path, config: DecodeConfig,
+          encoder: JobEncoder) -> TuneResult:
     method = run.method
     candidates: list[tuple[tuple[str, ...], float]] = []
     runs_of: list[tuple[Path, Any, str]] = []  # per candidate: its run's dir, config, key
@@ -178,7 +182,8 @@ def _tune(assets, dev_sets, run: MethodRun, points, out_dir: Path, config: Decod
         where = out_dir / method.name / digest
         where.mkdir(parents=True, exist_ok=True)
         (where / "setting.json").write_text(json.dumps({"assignments": list(point)}) + "\n")
-        rows = run_decode(assets, dev_sets, [MethodRun(method, cfg)], where, config)
+        rows = run_decode(assets, dev_sets, [MethodRun(method, cfg)], where, config,
+                          encoder=encoder)
         for setting in method.settings(cfg):
             wers = [r.wers.get(setting.key, math.nan) for r in rows]
             candidates.append((point + setting.assignments, sum(wers) / len(wers)))
