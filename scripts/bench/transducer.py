@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark area "transducer": k2dec's transducer searches on the shipped model's real encoder
 outputs, run through the methods registry exactly as ``k2dec decode`` runs them.
 
@@ -13,12 +12,13 @@ time) on the same inputs: the ratio is per-utterance time / batched time, and th
 must be identical.
 
 Peer: icefall's own ``beam_search.py`` (``greedy_search_batch``, ``modified_beam_search``,
-``fast_beam_search_one_best``), read from a local icefall checkout given by ``--icefall-dir``
-(default: the ``ICEFALL_DIR`` environment variable), run on the same model and encoder outputs
-as k2dec's offline functions: the shipped model, and a seeded random model of icefall's default
-sizes (vocabulary 500, dimensions 512). Each pair is timed alternately in one run (best of
-``--repeat``); the speed ratio icefall time / k2dec time is checked against the issue's targets
-(greedy >= 1.3, modified and fast beam search >= 1.5) and the hypotheses compared. Without a
+``fast_beam_search_one_best``; ``peers/icefall_search.py``), read from a local icefall checkout
+given by ``--icefall-dir`` (default: the ``ICEFALL_DIR`` environment variable), run on the same
+model and encoder outputs as k2dec's offline functions: the shipped model, and a seeded random
+model of icefall's default sizes (vocabulary 500, dimensions 512). Each pair is timed
+alternately in one run (best of ``--repeat``); the speed ratio icefall time / k2dec time is
+checked against the issue's targets (greedy >= 1.3, modified and fast beam search >= 1.5) and
+the hypotheses compared. Without a
 checkout the targets are reported as not evaluated.
 
 ``--smoke`` runs a tiny random model instead of the shipped one (no LG methods, no WER).
@@ -26,28 +26,34 @@ Times are the best of ``--repeat`` runs at one torch thread.
 
 Usage (from the repository root)::
 
-    python scripts/bench_transducer.py [--quick | --smoke] [--report DIR] [--icefall-dir DIR]
+    python -m scripts.bench.transducer [--quick | --smoke] [--report DIR] [--icefall-dir DIR]
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-import sys
 import time
-import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from k2dec.methods import get_method
+from k2dec.methods.registry import MethodResult, Resources, TransducerInputs
 
-import benchlib  # noqa: E402
-
-from k2dec.methods import get_method  # noqa: E402
-from k2dec.methods.registry import MethodResult, Resources, TransducerInputs  # noqa: E402
+from . import plots
+from .common import (
+    Progress,
+    Report,
+    area_parser,
+    interleaved,
+    mode_of,
+    one_thread,
+    track_peak_rss,
+    wer,
+)
+from .peers import icefall_search
+from .shipped import shipped_batch
 
 AREA = "transducer"
 METHODS = ("greedy_search", "modified_beam_search", "fast_beam_search",
@@ -117,7 +123,7 @@ class Problem:
 def shipped_problem(cuts: int) -> Problem:
     from k2dec.results import bpe_ids_to_words, word_ids_to_words
 
-    b = benchlib.shipped_batch(max_cuts=cuts)
+    b = shipped_batch(max_cuts=cuts)
     assets = b.assets
 
     def to_words(r: MethodResult) -> list[list[str]]:
@@ -166,6 +172,22 @@ class Run:
     result: MethodResult
 
 
+def _method_on(method, prob: Problem, idx: list[int] | None) -> MethodResult:
+    """The method on the whole batch (``idx=None``) or one utterance at a time over ``idx``;
+    per-utterance results are concatenated."""
+    with torch.no_grad():
+        if idx is None:
+            inputs = TransducerInputs(prob.model, prob.encoder_out, prob.encoder_lens)
+            return method(inputs, prob.resources)[0]
+        parts = []
+        for i in idx:
+            n = int(prob.encoder_lens[i])
+            inputs = TransducerInputs(prob.model, prob.encoder_out[i : i + 1, :n],
+                                      prob.encoder_lens[i : i + 1])
+            parts.append(method(inputs, prob.resources)[0])
+    return MethodResult(parts[0].key, tuple(h for p in parts for h in p.hyps), parts[0].config)
+
+
 def run_method(name: str, prob: Problem, timer: NetworkTimer, idx: list[int] | None,
                repeat: int) -> Run:
     """Best of ``repeat`` runs of the method on the whole batch (``idx=None``) or one utterance
@@ -175,35 +197,38 @@ def run_method(name: str, prob: Problem, timer: NetworkTimer, idx: list[int] | N
     for _ in range(max(1, repeat)):
         timer.reset()
         start = time.perf_counter()
-        with torch.no_grad():
-            if idx is None:
-                inputs = TransducerInputs(prob.model, prob.encoder_out, prob.encoder_lens)
-                result = method(inputs, prob.resources)[0]
-            else:
-                parts = []
-                for i in idx:
-                    n = int(prob.encoder_lens[i])
-                    inputs = TransducerInputs(prob.model, prob.encoder_out[i : i + 1, :n],
-                                              prob.encoder_lens[i : i + 1])
-                    parts.append(method(inputs, prob.resources)[0])
-                result = MethodResult(parts[0].key, tuple(h for p in parts for h in p.hyps),
-                                      parts[0].config)
+        result = _method_on(method, prob, idx)
         seconds = time.perf_counter() - start
         if best is None or seconds < best.seconds:
             best = Run(seconds, timer.seconds, result)
     return best
 
 
-def searcher_variants(prob: Problem, repeat: int, reference_utts: int) -> list[list]:
-    """The searcher classes directly, with and without the context-keyed decoder-output cache,
-    and the per-utterance Python-loop references of tests/reference (greedy and modified beam
-    search, on the first ``reference_utts`` utterances): frames/s, decoder rows evaluated per
-    joiner row, and whether the tokens equal the plain batched search's."""
-    from k2dec.transducer import (
-        FastBeamSearch,
-        GreedySearch,
-        ModifiedBeamSearch,
-    )
+def _batched_searcher(make, kwargs: dict, prob: Problem, repeat: int
+                      ) -> tuple[float, list, float]:
+    """Best seconds of a searcher class over all streams at once, its tokens, and the decoder
+    rows it evaluated per joiner row."""
+    enc, lens = prob.encoder_out, prob.encoder_lens
+    best = None
+    for _ in range(max(1, repeat)):
+        search = make(kwargs)
+        search.net.decoder_rows = search.net.joiner_rows = 0
+        start = time.perf_counter()
+        with torch.no_grad():
+            streams = [search.new_stream() for _ in range(enc.size(0))]
+            search.decode_chunk(streams, enc, lens)
+            tokens = [h.tokens for h in search.results(streams)]
+        seconds = time.perf_counter() - start
+        rows = search.net.decoder_rows / max(1, search.net.joiner_rows)
+        if best is None or seconds < best[0]:
+            best = (seconds, tokens, rows)
+    return best
+
+
+def _reference_search(kind: str, prob: Problem, utts: int) -> tuple[float, list, int]:
+    """Seconds, tokens and frames of the per-utterance Python-loop reference of
+    tests/reference (``kind``: greedy or modified beam search, beam 4) on the first ``utts``
+    utterances."""
     from tests.reference.transducer_reference import (
         NetOracle,
         greedy_reference,
@@ -212,89 +237,57 @@ def searcher_variants(prob: Problem, repeat: int, reference_utts: int) -> list[l
     )
 
     enc, lens, model = prob.encoder_out, prob.encoder_lens, prob.model
-    frames = int(lens.sum())
     context_size = int(model.decoder.context_size)
+    n = min(utts, enc.size(0))
+    start = time.perf_counter()
+    tokens = []
+    with torch.no_grad():
+        for i in range(n):
+            oracle = NetOracle(model, enc[i, : int(lens[i])])
+            if kind == "greedy":
+                tokens.append(greedy_reference(oracle, int(lens[i]))[0])
+            else:
+                hyps = modified_beam_search_reference(oracle, int(lens[i]), 4)
+                tokens.append(list(pick_best(hyps, True, context_size)[0]))
+    return time.perf_counter() - start, tokens, int(lens[:n].sum())
 
-    def batched(make, kwargs: dict):
-        best = None
-        for _ in range(max(1, repeat)):
-            search = make(kwargs)
-            search.net.decoder_rows = search.net.joiner_rows = 0
-            start = time.perf_counter()
-            with torch.no_grad():
-                streams = [search.new_stream() for _ in range(enc.size(0))]
-                search.decode_chunk(streams, enc, lens)
-                tokens = [h.tokens for h in search.results(streams)]
-            seconds = time.perf_counter() - start
-            rows = search.net.decoder_rows / max(1, search.net.joiner_rows)
-            if best is None or seconds < best[0]:
-                best = (seconds, tokens, rows)
-        return best
 
-    def reference(kind: str):
-        n = min(reference_utts, enc.size(0))
-        start = time.perf_counter()
-        tokens = []
-        with torch.no_grad():
-            for i in range(n):
-                oracle = NetOracle(model, enc[i, : int(lens[i])])
-                if kind == "greedy":
-                    tokens.append(greedy_reference(oracle, int(lens[i]))[0])
-                else:
-                    hyps = modified_beam_search_reference(oracle, int(lens[i]), 4)
-                    tokens.append(list(pick_best(hyps, True, context_size)[0]))
-        return time.perf_counter() - start, tokens, int(lens[:n].sum())
+def searcher_variants(prob: Problem, repeat: int, reference_utts: int) -> list[list]:
+    """The searcher classes directly, with and without the context-keyed decoder-output cache,
+    and the per-utterance Python-loop references of tests/reference (greedy and modified beam
+    search, on the first ``reference_utts`` utterances): frames/s, decoder rows evaluated per
+    joiner row, and whether the tokens equal the plain batched search's."""
+    from k2dec.transducer import FastBeamSearch, GreedySearch, ModifiedBeamSearch
 
+    model = prob.model
+    frames = int(prob.encoder_lens.sum())
     out = []
     for name, make, kind in (
         ("greedy_search", lambda c: GreedySearch(model, **c), "greedy"),
         ("modified_beam_search", lambda c: ModifiedBeamSearch(model, **c), "modified"),
         ("fast_beam_search", lambda c: FastBeamSearch(model, None, **c), None),
     ):
-        base_s, base_tokens, base_rows = batched(make, {})
+        base_s, base_tokens, base_rows = _batched_searcher(make, {}, prob, repeat)
         out.append([name, "batched", frames / base_s, 1.0, base_rows, "(base)"])
         if kind != "greedy":
-            sec, tokens, rows = batched(make, {"decoder_cache_size": 20000})
+            sec, tokens, rows = _batched_searcher(make, {"decoder_cache_size": 20000}, prob,
+                                                  repeat)
             out.append([name, "batched + decoder cache", frames / sec, base_s / sec, rows,
                         "yes" if tokens == base_tokens else "**no**"])
         if kind is not None and reference_utts > 0:
-            sec, tokens, ref_frames = reference(kind)
+            sec, tokens, ref_frames = _reference_search(kind, prob, reference_utts)
             out.append([name, f"Python reference ({len(tokens)} utts)", ref_frames / sec,
                         (ref_frames / sec) / (frames / base_s), None,
                         "yes" if tokens == base_tokens[: len(tokens)] else "**no**"])
     return out
 
 
-#: icefall's beam_search.py inside a checkout (the stateless7 and later recipes link to it)
-ICEFALL_BEAM_SEARCH = Path("egs/librispeech/ASR/pruned_transducer_stateless2")
 #: cuts per shipped test set compared with icefall (40 utterances, one icefall-sized batch)
 ICEFALL_CUTS = 20
 #: issue #19: k2dec's speed over icefall's on the same model and inputs
 ICEFALL_TARGETS = {"greedy_search": 1.3, "modified_beam_search": 1.5, "fast_beam_search": 1.5}
-#: modules icefall imports at the top of icefall/utils.py that its searches never call
-_ICEFALL_OPTIONAL = {"pypinyin": ("lazy_pinyin", "pinyin"), "pypinyin.contrib": (),
-                     "pypinyin.contrib.tone_convert": ("to_finals", "to_finals_tone",
-                                                       "to_initials"),
-                     "torch.utils.tensorboard": ("SummaryWriter",)}
-
-
-def load_icefall(icefall_dir: Path):
-    """icefall's ``beam_search`` module from a checkout at ``icefall_dir``. Optional modules
-    icefall imports but its searches do not use get empty stand-ins when not installed."""
-    recipe = icefall_dir / ICEFALL_BEAM_SEARCH
-    if not (recipe / "beam_search.py").is_file() or not (icefall_dir / "icefall").is_dir():
-        raise FileNotFoundError(f"no icefall checkout at {icefall_dir} "
-                                f"({ICEFALL_BEAM_SEARCH}/beam_search.py missing)")
-    for name, attrs in _ICEFALL_OPTIONAL.items():
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            stand_in = types.ModuleType(name)
-            for a in attrs:
-                setattr(stand_in, a, None)
-            sys.modules[name] = stand_in
-    sys.path[:0] = [str(icefall_dir), str(recipe)]
-    return importlib.import_module("beam_search")
+#: blank logit offset of :func:`icefall_sized_problem`'s joiner
+ICEFALL_SIZED_BLANK_BIAS = 1.0
 
 
 def icefall_sized_problem(seed: int, utts: int) -> Problem:
@@ -312,53 +305,26 @@ def icefall_sized_problem(seed: int, utts: int) -> Problem:
                    desc)
 
 
-#: blank logit offset of :func:`icefall_sized_problem`'s joiner
-ICEFALL_SIZED_BLANK_BIAS = 1.0
-
-
-def icefall_pairs(ice, model: torch.nn.Module, enc: torch.Tensor, lens: torch.Tensor) -> dict:
-    """search name -> (k2dec's offline call, icefall's), each returning token lists."""
-    import k2
-
-    from k2dec.transducer import fast_beam_search, greedy_search, modified_beam_search
-
-    graph = k2.trivial_graph(int(model.decoder.vocab_size) - 1, enc.device)
-    return {
-        "greedy_search": (lambda: [h.tokens for h in greedy_search(model, enc, lens)],
-                          lambda: ice.greedy_search_batch(model, enc, lens)),
-        "modified_beam_search": (
-            lambda: [h.tokens for h in modified_beam_search(model, enc, lens)],
-            lambda: ice.modified_beam_search(model, enc, lens, beam=4)),
-        "fast_beam_search": (
-            lambda: [h.tokens for h in fast_beam_search(model, enc, lens, None).hyps],
-            lambda: ice.fast_beam_search_one_best(model, graph, enc, lens, beam=20,
-                                                  max_states=64, max_contexts=8)),
-    }
-
-
 def icefall_rows(ice, problems: list[tuple[str, Problem]], repeat: int) -> list[list]:
     """For each problem and search: best-of-``repeat`` seconds of k2dec's offline function and
     of icefall's, timed alternately; the speed ratio and whether the token sequences agree."""
     rows = []
     for label, prob in problems:
         frames = int(prob.encoder_lens.sum())
-        pairs = icefall_pairs(ice, prob.model, prob.encoder_out, prob.encoder_lens)
+        pairs = icefall_search.search_pairs(ice, prob.model, prob.encoder_out,
+                                            prob.encoder_lens)
         for name, (ours, theirs) in pairs.items():
-            best = [float("inf"), float("inf")]
-            outs = [None, None]
             with torch.no_grad():
                 ours(), theirs()  # warm-up
                 # greedy takes ~50 ms: more runs so that a busy moment does not decide
-                for _ in range(max(1, repeat) * (5 if name == "greedy_search" else 1)):
-                    for i, f in enumerate((ours, theirs)):
-                        start = time.perf_counter()
-                        outs[i] = f()
-                        best[i] = min(best[i], time.perf_counter() - start)
-            ratio = best[1] / best[0]
-            same = [list(h) for h in outs[0]] == [list(h) for h in outs[1]]
+                k2_run, ice_run = interleaved(
+                    max(1, repeat) * (5 if name == "greedy_search" else 1), [ours, theirs])
+            ratio = ice_run.best / k2_run.best
+            same = [list(h) for h in k2_run.result] == [list(h) for h in ice_run.result]
             target = ICEFALL_TARGETS[name]
-            rows.append([label, name, frames / best[0], frames / best[1], ratio, f">= {target}",
-                         "met" if ratio >= target else "NOT met", "yes" if same else "**no**"])
+            rows.append([label, name, frames / k2_run.best, frames / ice_run.best, ratio,
+                         f">= {target}", "met" if ratio >= target else "NOT met",
+                         "yes" if same else "**no**"])
             print(f"[transducer] icefall {label} {name}: {ratio:.2f}x", flush=True)
     return rows
 
@@ -367,64 +333,62 @@ def hyps_of(r: MethodResult) -> list:
     return r.words if r.words is not None else r.tokens
 
 
-def wer(prob: Problem, r: MethodResult) -> float | None:
+def method_wer(prob: Problem, r: MethodResult) -> float | None:
     if prob.refs is None or prob.to_words is None:
         return None
-    from k2dec.results import compute_wer
-
-    hyps = prob.to_words(r)
-    return compute_wer(list(zip(prob.cut_ids, prob.refs, hyps))).wer
+    return wer(prob.refs, prob.to_words(r), prob.cut_ids)
 
 
-def plot(rows: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
+def _plot_wer_speed(ax, rows: list[dict]) -> None:
     for i, r in enumerate(rows):
         if r["wer"] is None:
             continue
-        ax1.scatter([r["fps"]], [r["wer"]], color=f"C{i}")
-        ax1.annotate(r["name"], (r["fps"], r["wer"]), fontsize=7, xytext=(3, 3),
-                     textcoords="offset points")
-    ax1.set_xscale("log")
-    ax1.set_xlabel("encoder frames / s, batched (1 thread, log scale)")
-    ax1.set_ylabel("WER %")
-    ax1.set_title("WER vs speed (shipped model)")
-    ax1.grid(True, alpha=0.3)
+        ax.scatter([r["fps"]], [r["wer"]], color=f"C{i}")
+        ax.annotate(r["name"], (r["fps"], r["wer"]), fontsize=7, xytext=(3, 3),
+                    textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_xlabel("encoder frames / s, batched (1 thread, log scale)")
+    ax.set_ylabel("WER %")
+    ax.set_title("WER vs speed (shipped model)")
+    ax.grid(True, alpha=0.3)
+
+
+def _plot_batched_vs_per_utt(ax, rows: list[dict]) -> None:
     names = [r["name"].replace("fast_beam_search", "fbs") for r in rows]
     x = range(len(rows))
     width = 0.4
     batched = [r["fps"] for r in rows]
     per_utt = [r["fps_utt"] for r in rows]
-    ax2.bar([i - width / 2 for i in x], batched, width, label="batched")
-    ax2.bar([i + width / 2 for i in x], per_utt, width, label="per-utterance loop")
+    ax.bar([i - width / 2 for i in x], batched, width, label="batched")
+    ax.bar([i + width / 2 for i in x], per_utt, width, label="per-utterance loop")
     for i, r in enumerate(rows):
-        ax2.annotate(f"{100 * r['outside']:.0f}% search", (i - width / 2, batched[i]),
-                     fontsize=6, ha="center", xytext=(0, 2), textcoords="offset points")
-    ax2.set_yscale("log")
-    ax2.set_xticks(list(x))
-    ax2.set_xticklabels(names, rotation=25, ha="right", fontsize=7)
-    ax2.set_ylabel("encoder frames / s (log scale)")
-    ax2.set_title("batched vs per-utterance loop (% = time outside the network)")
-    ax2.legend(fontsize=7)
-    ax2.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+        ax.annotate(f"{100 * r['outside']:.0f}% search", (i - width / 2, batched[i]),
+                    fontsize=6, ha="center", xytext=(0, 2), textcoords="offset points")
+    ax.set_yscale("log")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(names, rotation=25, ha="right", fontsize=7)
+    ax.set_ylabel("encoder frames / s (log scale)")
+    ax.set_title("batched vs per-utterance loop (% = time outside the network)")
+    ax.legend(fontsize=7)
+    ax.grid(True, axis="y", alpha=0.3)
 
 
-def icefall_table(rep: benchlib.Report, icefall_dir: Path | None, prob: Problem, mode: str,
+def plot(rows: list[dict], path: Path) -> None:
+    fig, (ax1, ax2) = plots.pyplot().subplots(1, 2, figsize=(12, 4.8))
+    _plot_wer_speed(ax1, rows)
+    _plot_batched_vs_per_utt(ax2, rows)
+    plots.save(fig, path)
+
+
+def icefall_table(rep: Report, icefall_dir: Path | None, prob: Problem, mode: str,
                   repeat: int, seed: int) -> None:
     """The comparison with icefall's beam_search.py and the issue's targets, met or not."""
     if icefall_dir is None:
-        rep.peer_missing("icefall", "no checkout given (--icefall-dir or ICEFALL_DIR)")
+        rep.peer_missing(icefall_search.PEER, "no checkout given (--icefall-dir or ICEFALL_DIR)")
         for name, target in ICEFALL_TARGETS.items():
             rep.target(f"{name} >= {target}x icefall's speed", "not evaluated: no icefall", None)
         return
-    ice = load_icefall(Path(icefall_dir))
+    ice = icefall_search.load(Path(icefall_dir))
     if mode == "smoke":
         problems = [("tiny random", prob)]
     else:  # batches of a typical icefall decoding batch's size in every mode
@@ -452,61 +416,112 @@ def icefall_table(rep: benchlib.Report, icefall_dir: Path | None, prob: Problem,
                        min(r[4] for r in rows if r[1] == name) >= target)
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = benchlib.area_parser(__doc__, "transducer")
+@dataclass
+class Bench:
+    """One run of the area: its mode, sizes, problem and report."""
+
+    mode: str
+    sizes: Sizes
+    repeat: int
+    seed: int
+    icefall_dir: Path | None
+    report_dir: str | None
+    rep: Report
+    prob: Problem | None = None
+    phase: Progress = field(default_factory=lambda: Progress(AREA))
+
+
+def parse_args(argv: list[str] | None) -> Bench:
+    p = area_parser(__doc__, "transducer")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeat", type=int, default=None, help="best of this many runs")
     p.add_argument("--icefall-dir", type=Path, default=os.environ.get("ICEFALL_DIR") or None,
                    help="a local icefall checkout (the peer; default: $ICEFALL_DIR)")
     args = p.parse_args(argv)
-    benchlib.one_thread()
-    t_start = time.perf_counter()
-    mode_name = "smoke" if args.smoke else "quick" if args.quick else "full"
-    sz = MODES[mode_name]
-    repeat = args.repeat or sz.repeat
-    rep = benchlib.Report(AREA, "Transducer searches: batched vs per-utterance (shipped model)")
-    prob = shipped_problem(sz.cuts) if sz.cuts else random_problem(args.seed)
-    n = prob.encoder_out.size(0)
-    idx = list(range(min(n, sz.per_utt_max)))
-    frames = int(prob.encoder_lens.sum())
-    utt_frames = int(prob.encoder_lens[idx].sum())
-    timer = NetworkTimer(prob.model)
-    rows, table = [], []
+    one_thread()
+    mode = mode_of(args)
+    sz = MODES[mode]
+    rep = Report(AREA, "Transducer searches: batched vs per-utterance (shipped model)")
+    return Bench(mode, sz, args.repeat or sz.repeat, args.seed, args.icefall_dir, args.report,
+                 rep)
+
+
+def method_row(bench: Bench, name: str, timer: NetworkTimer, idx: list[int]
+               ) -> tuple[dict, list]:
+    """One method batched and per utterance: the plot's point and the table's row."""
+    prob = bench.prob
+    run_method(name, prob, timer, [0], 1)  # warm-up
+    with track_peak_rss() as mem:
+        batched = run_method(name, prob, timer, None, bench.repeat)
+    per_utt = run_method(name, prob, timer, idx, bench.repeat)
+    fps = int(prob.encoder_lens.sum()) / batched.seconds
+    fps_utt = int(prob.encoder_lens[idx].sum()) / per_utt.seconds
+    outside = 1.0 - batched.net_seconds / batched.seconds
+    outside_utt = 1.0 - per_utt.net_seconds / per_utt.seconds
+    same = sum(a == b for a, b in zip(hyps_of(batched.result), hyps_of(per_utt.result)))
+    w = method_wer(prob, batched.result)
+    failed = sum(bool(f) for f in batched.result.failed)
+    point = {"name": name, "fps": fps, "fps_utt": fps_utt, "outside": outside, "wer": w}
+    return point, [name, fps, fps_utt, fps / fps_utt, f"{100 * outside:.0f}%",
+                   f"{100 * outside_utt:.0f}%", mem.increase_mb, w, failed,
+                   f"{same}/{len(idx)}"]
+
+
+def method_rows(bench: Bench, idx: list[int]) -> tuple[list[dict], list[list]]:
+    """Every method the problem has the resources for (a note for the others)."""
+    timer = NetworkTimer(bench.prob.model)
+    points, table = [], []
     for name in METHODS:
-        method = get_method(name)
-        missing = prob.resources.missing(method.requires)
+        missing = bench.prob.resources.missing(get_method(name).requires)
         if missing:
-            rep.note(f"{name} not run: no {', '.join(missing)} ({mode_name} mode).")
+            bench.rep.note(f"{name} not run: no {', '.join(missing)} ({bench.mode} mode).")
             continue
-        run_method(name, prob, timer, [0], 1)  # warm-up
-        with benchlib.track_peak_rss() as mem:
-            batched = run_method(name, prob, timer, None, repeat)
-        per_utt = run_method(name, prob, timer, idx, repeat)
-        fps = frames / batched.seconds
-        fps_utt = utt_frames / per_utt.seconds
-        outside = 1.0 - batched.net_seconds / batched.seconds
-        outside_utt = 1.0 - per_utt.net_seconds / per_utt.seconds
-        same = sum(a == b for a, b in zip(hyps_of(batched.result), hyps_of(per_utt.result)))
-        w = wer(prob, batched.result)
-        failed = sum(bool(f) for f in batched.result.failed)
-        rows.append({"name": name, "fps": fps, "fps_utt": fps_utt, "outside": outside,
-                     "wer": w})
-        table.append([name, fps, fps_utt, fps / fps_utt, f"{100 * outside:.0f}%",
-                      f"{100 * outside_utt:.0f}%", mem.increase_mb, w, failed,
-                      f"{same}/{len(idx)}"])
-        print(f"[transducer] {name}: done at {time.perf_counter() - t_start:.1f} s", flush=True)
+        point, row = method_row(bench, name, timer, idx)
+        points.append(point)
+        table.append(row)
+        bench.phase(name)
     timer.remove()
-    variants = searcher_variants(prob, repeat, sz.reference_utts)
-    print(f"[transducer] searcher variants: done at {time.perf_counter() - t_start:.1f} s",
-          flush=True)
-    rep.settings = (
-        f"Mode {mode_name}. Inputs: {prob.description}. Methods run through k2dec's methods "
+    return points, table
+
+
+def settings(bench: Bench, idx: list[int]) -> str:
+    prob = bench.prob
+    return (
+        f"Mode {bench.mode}. Inputs: {prob.description}. Methods run through k2dec's methods "
         "registry with icefall's default configs (modified_beam_search beam 4; "
         "fast_beam_search beam 20, max_contexts 8, max_states 64; n-best num_paths 200, "
         "nbest_scale 0.5; LG methods ngram_lm_scale 0.01). Batched: one call on all "
-        f"{n} utterances; per-utterance: one call per utterance on the first {len(idx)} "
-        f"utterances ({utt_frames} frames). One torch thread; times are the best of {repeat} "
-        "runs; the encoder is not timed.")
+        f"{prob.encoder_out.size(0)} utterances; per-utterance: one call per utterance on the "
+        f"first {len(idx)} utterances ({int(prob.encoder_lens[idx].sum())} frames). One torch "
+        f"thread; times are the best of {bench.repeat} runs; the encoder is not timed.")
+
+
+def notes(rep: Report, table: list[list], utts: int) -> None:
+    """Where per-utterance and batched hypotheses differ, and what 'outside network' means."""
+    differ = [r[0] for r in table if r[-1] != f"{utts}/{utts}"]
+    sampled = [m for m in differ if "nbest" in m]
+    other = [m for m in differ if "nbest" not in m]
+    if sampled:
+        rep.note(f"{', '.join(sampled)}: per-utterance and batched hypotheses differ, "
+                 "although n-best sampling depends on the utterance's lattice only "
+                 "(k2dec.nbest.sample_paths): its lattice scores changed with the batch.")
+    if other:
+        rep.note(f"{', '.join(other)}: per-utterance hypotheses differ from the batched "
+                 "ones, although these searches should not depend on the batch.")
+    rep.note("'outside network' is the share of wall time not spent in model.decoder, "
+             "model.joiner or the joiner's projections: search bookkeeping, k2 calls and Python "
+             "overhead, i.e. what a faster search could still win.")
+
+
+def main(argv: list[str] | None = None) -> None:
+    bench = parse_args(argv)
+    sz, rep = bench.sizes, bench.rep
+    bench.prob = shipped_problem(sz.cuts) if sz.cuts else random_problem(bench.seed)
+    idx = list(range(min(bench.prob.encoder_out.size(0), sz.per_utt_max)))
+    points, table = method_rows(bench, idx)
+    variants = searcher_variants(bench.prob, bench.repeat, sz.reference_utts)
+    bench.phase("searcher variants")
+    rep.settings = settings(bench, idx)
     rep.table(
         "Transducer searches: throughput, share of time outside the network, memory, WER",
         ["method", "batched frames/s", "per-utt frames/s", "speed-up batched/per-utt",
@@ -516,26 +531,13 @@ def main(argv: list[str] | None = None) -> None:
               "(tests/reference); speed relative to the plain batched search",
               ["search", "variant", "frames/s", "speed vs batched", "decoder rows / joiner row",
                "same tokens as batched"], variants)
-    icefall_table(rep, args.icefall_dir, prob, mode_name, repeat, args.seed)
-    differ = [r[0] for r in table if r[-1] != f"{len(idx)}/{len(idx)}"]
-    if differ:
-        sampled = [m for m in differ if "nbest" in m]
-        other = [m for m in differ if "nbest" not in m]
-        if sampled:
-            rep.note(f"{', '.join(sampled)}: per-utterance and batched hypotheses differ, "
-                     "although n-best sampling depends on the utterance's lattice only "
-                     "(k2dec.nbest.sample_paths): its lattice scores changed with the batch.")
-        if other:
-            rep.note(f"{', '.join(other)}: per-utterance hypotheses differ from the batched "
-                     "ones, although these searches should not depend on the batch.")
-    rep.note("'outside network' is the share of wall time not spent in model.decoder, "
-             "model.joiner or the joiner's projections: search bookkeeping, k2 calls and Python "
-             "overhead, i.e. what a faster search could still win.")
-    path = rep.plot_path(args.report, "transducer.png")
+    icefall_table(rep, bench.icefall_dir, bench.prob, bench.mode, bench.repeat, bench.seed)
+    notes(rep, table, len(idx))
+    path = rep.plot_path(bench.report_dir, "transducer.png")
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        plot(rows, path)
-    rep.write(args.report)
+        plot(points, path)
+    rep.write(bench.report_dir)
 
 
 if __name__ == "__main__":
