@@ -28,10 +28,14 @@ A decoded cut's line holds ``hyp`` (the first setting's words, for quick reading
 ``hyps``: per setting, the method's :class:`~k2dec.hypothesis.HypothesisRecord` as JSON (token and
 word ids, frames, score, confidences) plus ``text``, its words.
 
-Settings whose hypotheses have frames and confidences (the MBR methods, greedy and modified
-beam search, attention beam search with CTC) also get a Kaldi CTM file
+Settings whose hypotheses have frames and confidences (every method except the lattice
+best-path ones without posteriors: ``1best``, ``ctc-decoding``, ``whole-lattice-rescoring``,
+``fast_beam_search``, ``fast_beam_search_LG``) also get a Kaldi CTM file
 ``ctm-<test_set>-<key>.ctm`` beside icefall's files, and, with references, a line in
-``confidence-summary-<test_set>.txt`` (NCE, AUC, calibration error of the confidences).
+``confidence-summary-<test_set>.txt`` (NCE, AUC, calibration error of the confidences). A
+setting with a calibration (``decode_cuts(calibration=...)``, from a settings file that
+``k2dec tune`` wrote) has its confidences Platt-scaled in both; the summary then also gives
+the raw confidences' NCE.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +66,8 @@ from ..methods import (
 )
 from ..results import (
     DISK_FULL_ERRNOS,
+    Calibration,
+    CtmWord,
     DiskFullError,
     ResultWriter,
     RtfTimer,
@@ -70,6 +76,7 @@ from ..results import (
     disk_full_error,
     lock_out_dir,
     merge_results,
+    normalized_cross_entropy,
     read_results,
     record_ctm_words,
     save_results,
@@ -84,10 +91,13 @@ from .assets import DecodeAssets
 from .encoder import JobEncoder
 
 __all__ = [
+    "CtmSettings",
     "DecodeConfig",
     "DecodeSummary",
     "check_cuts",
     "check_references",
+    "ctm_settings",
+    "ctm_words",
     "decode_cuts",
     "dist_info",
     "shard_cuts",
@@ -361,6 +371,7 @@ def decode_cuts(
     suffix: str = "",
     failed: Mapping[str, str] | None = None,
     encoder: JobEncoder | None = None,
+    calibration: Mapping[str, Calibration] | None = None,
 ) -> DecodeSummary:
     """Decode ``cuts`` with one method, resuming ``out_dir/{method}/results-{test_set}.jsonl``
     (per-rank shard files under torchrun), then write icefall result files for every setting.
@@ -376,6 +387,9 @@ def decode_cuts(
         cuts of the test set (by rank 0 under torchrun).
       encoder: the network pass, to share a :class:`JobEncoder` cache between the methods
         of one job (:func:`k2dec.job.run_decode` does); default: a new one without cache.
+      calibration: ``{setting key: Calibration}``: the CTM file and the confidence summary
+        of such a setting hold its calibrated confidences (the summary also its raw NCE);
+        the results file keeps the method's own.
 
     Returns:
       :class:`DecodeSummary` (on ranks > 0 the WERs are empty: rank 0 merges and scores).
@@ -404,7 +418,8 @@ def decode_cuts(
         with lock_out_dir(out_dir, config.rank):
             return _decode_locked(assets, utterances, method, Path(out_dir) / method.name,
                                   test_set, method_config, config, suffix, failed,
-                                  encoder or JobEncoder(config.batch_encoder))
+                                  encoder or JobEncoder(config.batch_encoder),
+                                  ctm_settings(assets, config, calibration))
     except OSError as e:  # results, icefall files: a full disk says what to do
         if e.errno in DISK_FULL_ERRNOS and not isinstance(e, DiskFullError):
             raise disk_full_error(e, e.filename or out_dir) from e
@@ -413,7 +428,8 @@ def decode_cuts(
 
 def _decode_locked(assets: DecodeAssets, cuts: CutSet, method: Method, out_dir: Path,
                    test_set: str, method_config: Any, config: DecodeConfig, suffix: str,
-                   failed: Mapping[str, str], encoder: JobEncoder) -> DecodeSummary:
+                   failed: Mapping[str, str], encoder: JobEncoder, ctm: CtmSettings
+                   ) -> DecodeSummary:
     """:func:`decode_cuts` once the utterances are checked and the out dir is locked."""
     shard = f".rank{config.rank}" if config.world_size > 1 else ""
     path = out_dir / f"results-{test_set}{shard}.jsonl"
@@ -457,9 +473,7 @@ def _decode_locked(assets: DecodeAssets, cuts: CutSet, method: Method, out_dir: 
                        for r in range(config.world_size)], path)
     else:  # canonical: one line per utterance, sorted by id
         write_results(writer.records, path)
-    return _score(path, out_dir, method.name, test_set, rtf, suffix,
-                  _CtmSettings(_word_start(assets), _subsampling(assets, config),
-                               config.frame_shift))
+    return _score(path, out_dir, method.name, test_set, rtf, suffix, ctm)
 
 
 def _barrier() -> None:
@@ -473,10 +487,21 @@ def _words(hyp: Any) -> list[str]:
 
 
 @dataclass(frozen=True)
-class _CtmSettings:
+class CtmSettings:
+    """How a job turns result records into CTM words (:func:`k2dec.results.record_ctm_words`)
+    and which settings' confidences it calibrates there (``{setting key: Calibration}``)."""
+
     word_start: list[bool] | None
     subsampling_factor: int
     frame_shift: float
+    calibration: Mapping[str, Calibration] = field(default_factory=dict)
+
+
+def ctm_settings(assets: DecodeAssets, config: DecodeConfig,
+                 calibration: Mapping[str, Calibration] | None = None) -> CtmSettings:
+    """The :class:`CtmSettings` of a job with these assets and config."""
+    return CtmSettings(_word_start(assets), _subsampling(assets, config), config.frame_shift,
+                       dict(calibration or {}))
 
 
 def _word_start(assets: DecodeAssets) -> list[bool] | None:
@@ -500,7 +525,7 @@ def _subsampling(assets: DecodeAssets, config: DecodeConfig) -> int:
 
 
 def _score(path: Path, out_dir: Path, method: str, test_set: str, rtf: float, suffix: str,
-           ctm: _CtmSettings | None = None) -> DecodeSummary:
+           ctm: CtmSettings | None = None) -> DecodeSummary:
     records = read_results(path)
     failed = sorted(k for k, r in records.items() if r["status"] == "error")
     by_key: dict[str, list] = {}
@@ -519,13 +544,14 @@ def _score(path: Path, out_dir: Path, method: str, test_set: str, rtf: float, su
     return DecodeSummary(method, test_set, wers, rtf, len(records), failed, path)
 
 
-def _write_ctms(records: Mapping[str, Mapping[str, Any]], out_dir: Path, test_set: str,
-                suffix: str, ctm: _CtmSettings) -> None:
-    """``ctm-<test_set>-<key>[-<suffix>].ctm`` for every setting whose hypotheses have frames
-    and confidences, and ``confidence-summary-<test_set>[-<suffix>].txt`` (words, % correct,
-    NCE, AUC, calibration error per setting) where the cuts have references."""
-    tail = f"-{suffix}" if suffix else ""
-    per_key: dict[str, dict[str, list]] = {}
+def ctm_words(records: Mapping[str, Mapping[str, Any]], ctm: CtmSettings
+              ) -> tuple[dict[str, dict[str, list[CtmWord]]],
+                         dict[str, tuple[list[float], list[bool]]]]:
+    """The CTM words of every setting of a results file's records (``{key: {cut_id:
+    words}}``, raw confidences; settings without frames and confidences are left out) and,
+    where the cuts have references, their confidences with whether each word is correct
+    (``{key: (confidences, correct)}``)."""
+    per_key: dict[str, dict[str, list[CtmWord]]] = {}
     scored: dict[str, tuple[list[float], list[bool]]] = {}
     for cut_id in sorted(records):
         rec = records[cut_id]
@@ -543,14 +569,36 @@ def _write_ctms(records: Mapping[str, Mapping[str, Any]], out_dir: Path, test_se
                 confs, correct = scored.setdefault(key, ([], []))
                 confs += [w.confidence for w in words]
                 correct += word_correctness(rec["ref"], [w.word for w in words])
+    return per_key, scored
+
+
+def _write_ctms(records: Mapping[str, Mapping[str, Any]], out_dir: Path, test_set: str,
+                suffix: str, ctm: CtmSettings) -> None:
+    """``ctm-<test_set>-<key>[-<suffix>].ctm`` for every setting whose hypotheses have frames
+    and confidences (calibrated where ``ctm.calibration`` has the setting), and
+    ``confidence-summary-<test_set>[-<suffix>].txt`` (words, % correct, mean confidence,
+    NCE, AUC, calibration error of the CTM's confidences, the calibration ``a,b`` or ``-``,
+    and the NCE of the raw confidences) where the cuts have references."""
+    tail = f"-{suffix}" if suffix else ""
+    per_key, scored = ctm_words(records, ctm)
     for key, utts in per_key.items():
+        cal = ctm.calibration.get(key)
+        if cal is not None:
+            utts = {cut: [replace(w, confidence=float(c)) for w, c in
+                          zip(words, cal([w.confidence for w in words]))]
+                    for cut, words in utts.items()}
         write_ctm(out_dir / f"ctm-{test_set}-{key}{tail}.ctm", utts)
     if scored:
-        lines = ["setting\twords\tcorrect%\tmean_confidence\tNCE\tAUC\tECE"]
+        lines = ["setting\twords\tcorrect%\tmean_confidence\tNCE\tAUC\tECE\tcalibration\t"
+                 "NCE_raw"]
         for key in sorted(scored):
-            m = confidence_metrics(*scored[key])
+            confs, correct = scored[key]
+            cal = ctm.calibration.get(key)
+            m = confidence_metrics(cal(confs).tolist() if cal is not None else confs, correct)
+            raw = normalized_cross_entropy(confs, correct) if cal is not None else m.nce
             acc = 100.0 * m.num_correct / max(1, m.num_words)
+            how = f"{cal.a:.4f},{cal.b:.4f}" if cal is not None else "-"
             lines.append(f"{key}\t{m.num_words}\t{acc:.2f}\t{m.mean_confidence:.4f}\t"
-                         f"{m.nce:.4f}\t{m.auc:.4f}\t{m.ece:.4f}")
+                         f"{m.nce:.4f}\t{m.auc:.4f}\t{m.ece:.4f}\t{how}\t{raw:.4f}")
         (out_dir / f"confidence-summary-{test_set}{tail}.txt").write_text("\n".join(lines)
                                                                          + "\n")

@@ -19,13 +19,14 @@ Assignments may also come from a settings file (:mod:`k2dec.job.settings`, writt
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lhotse import CutSet
 
 from ..methods import Method, Resources, config_field_path, get_method, override_config
+from ..results import Calibration
 from .assets import GRAPH_FILES, DecodeAssets, need_hint
 from .cutset import DecodeConfig, DecodeSummary, check_cuts, decode_cuts
 from .encoder import JobEncoder
@@ -45,11 +46,13 @@ __all__ = [
 @dataclass(frozen=True)
 class MethodRun:
     """A method and the config it runs with (its defaults with ``assignments`` applied, in
-    order)."""
+    order), and the calibration of its settings' confidences in CTM files (``{setting key:
+    Calibration}``, from a settings file; see :mod:`k2dec.job.settings`)."""
 
     method: Method
     config: Any
     assignments: tuple[str, ...] = ()
+    calibration: Mapping[str, Calibration] = field(default_factory=dict)
 
 
 def _applies(config: Any, assignment: str) -> bool:
@@ -103,7 +106,8 @@ def plan_methods(methods: Sequence[str | Method], assignments: Sequence[str] = (
         mine = ([a for a in settings.assignments if _applies(default, a)]
                 + list(settings.methods.get(method.name, ())) + mine)
         try:
-            runs.append(MethodRun(method, override_config(default, mine), tuple(mine)))
+            runs.append(MethodRun(method, override_config(default, mine), tuple(mine),
+                                  dict(settings.calibration.get(method.name, {}))))
         except ValueError as e:
             rejected.setdefault(str(e), []).append(method.name)
     problems += [f"{e} (in {', '.join(names)})" for e, names in rejected.items()]
@@ -174,7 +178,7 @@ def run_decode(
         encoder = JobEncoder(config.batch_encoder,
                              config.encoder_cache_mb if len(runs) > 1 else 0)
     return [decode_cuts(assets, cuts, r.method, out_dir, name, r.config, config,
-                        failed=failed.get(name), encoder=encoder)
+                        failed=failed.get(name), encoder=encoder, calibration=r.calibration)
             for name, cuts in test_sets.items() for r in runs]
 
 

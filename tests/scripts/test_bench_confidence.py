@@ -31,5 +31,9 @@ def test_smoke_report(tmp_path):
         assert r[2] > 0 and 0 <= r[4] <= 1 and 0 <= r[7] <= 1  # words, mean conf, AUC
     assert all(r[2] > 0 and r[5] > 0 and r[6] > 0 for r in times["rows"])
     assert len(rep["targets"]) == 6 and all(t["met"] in (True, False) for t in rep["targets"])
+    nce = [t for t in rep["targets"] if "NCE > 0" in t["target"]]
+    assert len(nce) == 4  # stated on held-out-calibrated confidences, raw NCE reported
+    assert all("calibrated on held-out words" in t["target"] and "(raw " in t["value"]
+               for t in nce)
     assert rep["plots"] == ["confidence_reliability.png"]
     assert (tmp_path / "confidence_reliability.png").stat().st_size > 1000
