@@ -48,4 +48,4 @@ $(BENCH_STAMP): $(STAMP) $(wildcard requirements/bench-ctc.txt requirements/benc
 
 .PHONY: bench
 bench: $(STAMP) $(BENCH_STAMP)
-	$(PY) scripts/bench.py $(BENCH_ARGS)
+	$(PY) -m scripts.bench $(BENCH_ARGS)

@@ -421,7 +421,9 @@ def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, gr
     Each method decodes the dev set (--cuts, or --audio-dir with references) with its scale
     sweep on (every point of icefall's scale grids, for methods that weigh scores by scales),
     once per point of --grid; the setting with the lowest WER wins. The written file keeps
-    the other methods of a --config file it started from.
+    the other methods of a --config file it started from, and holds a Platt calibration of
+    the chosen settings' confidences (fit on the dev words; decode applies it to CTM files
+    and confidence summaries).
 
     \b
         k2dec tune --cuts dev.jsonl.gz --model model.pt --lang-dir lang --graph-dir graphs \\
@@ -444,11 +446,13 @@ def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, gr
                        DecodeConfig(max_duration=max_duration))
     base = read_settings(config_path) if config_path is not None else None
     path = write_settings(tuned_settings(results, [name], base), out_path)
-    click.echo("| method | WER % before | WER % tuned | settings compared | chosen |")
-    click.echo("| --- | ---: | ---: | ---: | --- |")
+    click.echo("| method | WER % before | WER % tuned | settings compared | chosen | "
+               "confidences calibrated (dev NCE raw -> calibrated) |")
+    click.echo("| --- | ---: | ---: | ---: | --- | --- |")
     for r in results:
+        cal = ", ".join(f"{k} ({raw:.3f} -> {fit:.3f})" for k, (raw, fit) in r.dev_nce.items())
         click.echo(f"| {r.method} | {r.start_wer:.2f} | {r.dev_wer:.2f} | {r.num_settings} | "
-                   f"{' '.join(r.chosen) or '(as configured)'} |")
+                   f"{' '.join(r.chosen) or '(as configured)'} | {cal or '-'} |")
     click.echo(f"wrote {path}; decode with: k2dec decode --config {path} ...")
 
 

@@ -84,7 +84,7 @@ def load_torch_file(path: str | Path, what: str, keys: tuple[str, ...] = ()) -> 
     if path.stat().st_size == 0:
         raise ValueError(f"{what} {path} is empty")
     try:
-        obj = torch.load(path, map_location="cpu")
+        obj = torch.load(path, map_location="cpu", weights_only=False)
     except (pickle.UnpicklingError, EOFError, RuntimeError, OSError, ValueError, TypeError,
             AttributeError, ImportError, IndexError, KeyError, UnicodeDecodeError) as e:
         kind = "gzip-compressed" if is_gzip(path) else "not a torch-saved file"

@@ -16,6 +16,7 @@ __all__ = [
     "FRAME_ATTR",
     "arc_frames",
     "ctc_collapse",
+    "ctc_run_max",
     "ctc_token_spans",
     "path_aux_ids",
     "path_frames",
@@ -79,6 +80,32 @@ def ctc_collapse(
     tokens = ragged_from_row_ids(row_ids[keep], labels.values[keep], labels.dim0)
     token_frames = ragged_from_row_ids(row_ids[keep], frame_values[keep], labels.dim0)
     return tokens, token_frames
+
+
+def ctc_run_max(labels: k2.RaggedTensor, values: torch.Tensor, blank_id: int = 0
+                ) -> k2.RaggedTensor:
+    """The largest of ``values`` over each token's run of frames, for the tokens
+    :func:`ctc_collapse` reads from ``labels``.
+
+    Args:
+      labels: int32 ``k2.RaggedTensor`` ``[utt][frame]``.
+      values: float ``[labels.numel()]``, one per frame (e.g. the probability of its label).
+      blank_id: the blank token id.
+
+    Returns:
+      ``k2.RaggedTensor`` ``[utt][token]`` of ``values``' dtype, aligned with the tokens of
+      ``ctc_collapse(labels)``.
+    """
+    if values.numel() != labels.numel():
+        raise ValueError(f"values needs one entry per frame ({labels.numel()}), got "
+                         f"{values.numel()}")
+    row_ids, _, new_run, keep = _ctc_runs(labels, None, blank_id)
+    starts = torch.nonzero(new_run).flatten()
+    splits = torch.cat([starts, starts.new_full((1,), new_run.numel())]).to(torch.int32)
+    runs = k2.RaggedTensor(k2.ragged.create_ragged_shape2(splits, None, new_run.numel()),
+                           values.contiguous())  # [run][frame]
+    best = runs.max(initial_value=float("-inf"))
+    return ragged_from_row_ids(row_ids[keep], best[keep[starts]], labels.dim0)
 
 
 def _ctc_runs(labels: k2.RaggedTensor, frames: k2.RaggedTensor | None, blank_id: int

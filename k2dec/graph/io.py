@@ -2,7 +2,8 @@
 
 The file is ``torch.save(fsa.as_dict() | {"k2dec_meta": {...}})``: icefall's
 ``k2.Fsa.from_dict(torch.load(path))`` still loads it (the metadata becomes a
-harmless non-tensor attribute), and :func:`load_graph` checks it.
+harmless non-tensor attribute; torch >= 2.6 needs ``weights_only=False`` there, as for any
+k2 graph with ragged aux labels), and :func:`load_graph` checks it.
 """
 
 from __future__ import annotations

@@ -28,10 +28,14 @@ A decoded cut's line holds ``hyp`` (the first setting's words, for quick reading
 ``hyps``: per setting, the method's :class:`~k2dec.hypothesis.HypothesisRecord` as JSON (token and
 word ids, frames, score, confidences) plus ``text``, its words.
 
-Settings whose hypotheses have frames and confidences (the MBR methods, greedy and modified
-beam search, attention beam search with CTC) also get a Kaldi CTM file
+Settings whose hypotheses have frames and confidences (every method except the lattice
+best-path ones without posteriors: ``1best``, ``ctc-decoding``, ``whole-lattice-rescoring``,
+``fast_beam_search``, ``fast_beam_search_LG``) also get a Kaldi CTM file
 ``ctm-<test_set>-<key>.ctm`` beside icefall's files, and, with references, a line in
-``confidence-summary-<test_set>.txt`` (NCE, AUC, calibration error of the confidences).
+``confidence-summary-<test_set>.txt`` (NCE, AUC, calibration error of the confidences). A
+setting with a calibration (``decode_cuts(calibration=...)``, from a settings file that
+``k2dec tune`` wrote) has its confidences Platt-scaled in both; the summary then also gives
+the raw confidences' NCE.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +64,10 @@ from ..methods import (
     TransducerInputs,
     get_method,
 )
-from ..model import AcousticModel, EncoderOutput
 from ..results import (
     DISK_FULL_ERRNOS,
+    Calibration,
+    CtmWord,
     DiskFullError,
     ResultWriter,
     RtfTimer,
@@ -71,6 +76,7 @@ from ..results import (
     disk_full_error,
     lock_out_dir,
     merge_results,
+    normalized_cross_entropy,
     read_results,
     record_ctm_words,
     save_results,
@@ -82,12 +88,16 @@ from ..results import (
 )
 from ..results.ctm import FRAME_SHIFT
 from .assets import DecodeAssets
+from .encoder import JobEncoder
 
 __all__ = [
+    "CtmSettings",
     "DecodeConfig",
     "DecodeSummary",
     "check_cuts",
     "check_references",
+    "ctm_settings",
+    "ctm_words",
     "decode_cuts",
     "dist_info",
     "shard_cuts",
@@ -109,6 +119,10 @@ class DecodeConfig:
       batch_encoder: run the model's encoder on whole padded batches (faster on a GPU) instead
         of on each utterance alone; results then depend on the batch composition through float
         rounding (scores in the last digits, rarely a near-tie decided the other way).
+      encoder_cache_mb: MiB of per-utterance encoder outputs :func:`k2dec.job.run_decode`
+        keeps while it decodes the same cuts with several methods, so that each utterance
+        goes through the network once (each method is still charged the encoder's time in
+        its RTF); 0 turns it off; not used with ``batch_encoder``.
       world_size, rank: sharding (``torchrun``); rank ``r`` decodes cuts ``r, r + W, ...``.
       frame_shift: seconds between feature frames (CTM times).
       subsampling_factor: feature frames per network output frame (CTM times); ``None``:
@@ -119,6 +133,7 @@ class DecodeConfig:
     num_buckets: int = 10
     retry_failed: bool = False
     batch_encoder: bool = False
+    encoder_cache_mb: float = 1024.0
     world_size: int = 1
     rank: int = 0
     frame_shift: float = FRAME_SHIFT
@@ -132,6 +147,9 @@ class DecodeConfig:
                 or not isinstance(self.subsampling_factor, int) or self.subsampling_factor < 1):
             raise ValueError(f"subsampling_factor must be an int >= 1 or None, got "
                              f"{self.subsampling_factor!r}")
+        if not (self.encoder_cache_mb >= 0 and math.isfinite(self.encoder_cache_mb)):
+            raise ValueError(f"encoder_cache_mb must be >= 0 and finite, got "
+                             f"{self.encoder_cache_mb}")
         if not 0 <= self.rank < self.world_size:
             raise ValueError(f"need 0 <= rank < world_size, got rank={self.rank}, "
                              f"world_size={self.world_size}")
@@ -228,38 +246,10 @@ def _method(method: str | Method) -> Method:
     return get_method(method) if isinstance(method, str) else method
 
 
-def _encode(model: AcousticModel, feats: torch.Tensor, lens: torch.Tensor,
-            batch_encoder: bool) -> EncoderOutput:
-    """The model's outputs for a batch of features ``[N, T, F]`` with lengths ``[N]``.
-
-    Unless ``batch_encoder``, each utterance goes through the model alone (its valid frames
-    only) and the outputs are padded with zeros: a padded batch's outputs depend on the other
-    rows (attention and convolution sum over the padded length in another order), which would
-    make results depend on the batch by float rounding. On CPU this is no slower (no padding
-    to compute); on a GPU ``batch_encoder=True`` is faster.
-    """
-    if batch_encoder:
-        return model.encode(feats, lens)
-    outs = [model.encode(feats[i:i + 1, : int(lens[i])], lens[i:i + 1])
-            for i in range(lens.numel())]
-
-    def padded(field: str, lens_field: str) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-        if getattr(outs[0], field) is None:
-            return None, None
-        rows = [getattr(o, field)[0, : int(getattr(o, lens_field)[0])] for o in outs]
-        return (torch.nn.utils.rnn.pad_sequence(rows, batch_first=True),
-                torch.cat([getattr(o, lens_field) for o in outs]))
-
-    enc, enc_lens = padded("encoder_out", "encoder_out_lens")
-    memory, memory_lens = padded("memory", "memory_lens")
-    return EncoderOutput(enc, enc_lens, padded("ctc_log_probs", "encoder_out_lens")[0], memory,
-                         memory_lens)
-
-
 def _inputs(method: Method, assets: DecodeAssets, feats: torch.Tensor, lens: torch.Tensor,
-            refs: list[list[str]], batch_encoder: bool):
+            refs: list[list[str]], encoder: JobEncoder):
     model = assets.model
-    out = _encode(model, feats, lens, batch_encoder)
+    out = encoder(model, feats, lens)
     if method.family is Family.TRANSDUCER:
         ref_tokens = ([assets.sp.encode(" ".join(r)) for r in refs]
                       if assets.sp is not None else None)
@@ -298,9 +288,9 @@ _Decoded = tuple[dict[str, tuple[HypothesisRecord, list[str]]], str]
 
 
 def _decode_batch(method: Method, config: Any, assets: DecodeAssets, feats, lens, refs,
-                  batch_encoder: bool) -> list[_Decoded]:
+                  encoder: JobEncoder) -> list[_Decoded]:
     """Decode one batch; per utterance its hypotheses by setting and its failure reason."""
-    inputs = _inputs(method, assets, feats, lens, refs, batch_encoder)
+    inputs = _inputs(method, assets, feats, lens, refs, encoder)
     with torch.no_grad():
         results = method(inputs, assets.resources, config)
     out: list[_Decoded] = [({}, "") for _ in refs]
@@ -313,18 +303,18 @@ def _decode_batch(method: Method, config: Any, assets: DecodeAssets, feats, lens
 
 
 def _decode_or_split(method: Method, config: Any, assets: DecodeAssets, feats, lens, refs,
-                     batch_encoder: bool) -> list[_Decoded]:
+                     encoder: JobEncoder) -> list[_Decoded]:
     """:func:`_decode_batch`; if the batch raises, each cut alone (a cut that raises fails
     with the exception)."""
     try:
-        return _decode_batch(method, config, assets, feats, lens, refs, batch_encoder)
+        return _decode_batch(method, config, assets, feats, lens, refs, encoder)
     except (ValueError, RuntimeError) as e:
         logger.warning("batch of %d failed (%s); decoding its cuts one by one", len(refs), e)
     out: list[_Decoded] = []
     for i in range(len(refs)):
         try:
             out += _decode_batch(method, config, assets, feats[i:i + 1, : int(lens[i])],
-                                 lens[i:i + 1], refs[i:i + 1], batch_encoder)
+                                 lens[i:i + 1], refs[i:i + 1], encoder)
         except (ValueError, RuntimeError) as err:
             out.append(({}, f"{type(err).__name__}: {err}"))
     return out
@@ -380,6 +370,8 @@ def decode_cuts(
     config: DecodeConfig = DecodeConfig(),  # noqa: B008 (frozen)
     suffix: str = "",
     failed: Mapping[str, str] | None = None,
+    encoder: JobEncoder | None = None,
+    calibration: Mapping[str, Calibration] | None = None,
 ) -> DecodeSummary:
     """Decode ``cuts`` with one method, resuming ``out_dir/{method}/results-{test_set}.jsonl``
     (per-rank shard files under torchrun), then write icefall result files for every setting.
@@ -393,6 +385,11 @@ def decode_cuts(
       failed: ``{cut_id: reason}`` of utterances that never became cuts (e.g. unreadable
         audio files, :attr:`k2dec.data.AudioDirCuts.failures`); they are recorded as failed
         cuts of the test set (by rank 0 under torchrun).
+      encoder: the network pass, to share a :class:`JobEncoder` cache between the methods
+        of one job (:func:`k2dec.job.run_decode` does); default: a new one without cache.
+      calibration: ``{setting key: Calibration}``: the CTM file and the confidence summary
+        of such a setting hold its calibrated confidences (the summary also its raw NCE);
+        the results file keeps the method's own.
 
     Returns:
       :class:`DecodeSummary` (on ranks > 0 the WERs are empty: rank 0 merges and scores).
@@ -420,7 +417,9 @@ def decode_cuts(
     try:
         with lock_out_dir(out_dir, config.rank):
             return _decode_locked(assets, utterances, method, Path(out_dir) / method.name,
-                                  test_set, method_config, config, suffix, failed)
+                                  test_set, method_config, config, suffix, failed,
+                                  encoder or JobEncoder(config.batch_encoder),
+                                  ctm_settings(assets, config, calibration))
     except OSError as e:  # results, icefall files: a full disk says what to do
         if e.errno in DISK_FULL_ERRNOS and not isinstance(e, DiskFullError):
             raise disk_full_error(e, e.filename or out_dir) from e
@@ -429,7 +428,8 @@ def decode_cuts(
 
 def _decode_locked(assets: DecodeAssets, cuts: CutSet, method: Method, out_dir: Path,
                    test_set: str, method_config: Any, config: DecodeConfig, suffix: str,
-                   failed: Mapping[str, str]) -> DecodeSummary:
+                   failed: Mapping[str, str], encoder: JobEncoder, ctm: CtmSettings
+                   ) -> DecodeSummary:
     """:func:`decode_cuts` once the utterances are checked and the out dir is locked."""
     shard = f".rank{config.rank}" if config.world_size > 1 else ""
     path = out_dir / f"results-{test_set}{shard}.jsonl"
@@ -456,8 +456,9 @@ def _decode_locked(assets: DecodeAssets, cuts: CutSet, method: Method, out_dir: 
                     refs = [(t or "").split() for t in batch.texts]
                     start = time.perf_counter()
                     decoded = _decode_or_split(method, method_config, assets, batch.features,
-                                               batch.num_frames, refs, config.batch_encoder)
-                    timer.add(time.perf_counter() - start,
+                                               batch.num_frames, refs, encoder)
+                    # a cached encoder pass is charged as if it ran (RTFs stay comparable)
+                    timer.add(time.perf_counter() - start + encoder.take_saved_seconds(),
                               float(batch.num_frames.sum()) / frames_per_second)
                     for cut_id, ref, d in zip(batch.cut_ids, refs, decoded):
                         _write(writer, cut_id, ref, d)
@@ -472,9 +473,7 @@ def _decode_locked(assets: DecodeAssets, cuts: CutSet, method: Method, out_dir: 
                        for r in range(config.world_size)], path)
     else:  # canonical: one line per utterance, sorted by id
         write_results(writer.records, path)
-    return _score(path, out_dir, method.name, test_set, rtf, suffix,
-                  _CtmSettings(_word_start(assets), _subsampling(assets, config),
-                               config.frame_shift))
+    return _score(path, out_dir, method.name, test_set, rtf, suffix, ctm)
 
 
 def _barrier() -> None:
@@ -488,10 +487,21 @@ def _words(hyp: Any) -> list[str]:
 
 
 @dataclass(frozen=True)
-class _CtmSettings:
+class CtmSettings:
+    """How a job turns result records into CTM words (:func:`k2dec.results.record_ctm_words`)
+    and which settings' confidences it calibrates there (``{setting key: Calibration}``)."""
+
     word_start: list[bool] | None
     subsampling_factor: int
     frame_shift: float
+    calibration: Mapping[str, Calibration] = field(default_factory=dict)
+
+
+def ctm_settings(assets: DecodeAssets, config: DecodeConfig,
+                 calibration: Mapping[str, Calibration] | None = None) -> CtmSettings:
+    """The :class:`CtmSettings` of a job with these assets and config."""
+    return CtmSettings(_word_start(assets), _subsampling(assets, config), config.frame_shift,
+                       dict(calibration or {}))
 
 
 def _word_start(assets: DecodeAssets) -> list[bool] | None:
@@ -515,7 +525,7 @@ def _subsampling(assets: DecodeAssets, config: DecodeConfig) -> int:
 
 
 def _score(path: Path, out_dir: Path, method: str, test_set: str, rtf: float, suffix: str,
-           ctm: _CtmSettings | None = None) -> DecodeSummary:
+           ctm: CtmSettings | None = None) -> DecodeSummary:
     records = read_results(path)
     failed = sorted(k for k, r in records.items() if r["status"] == "error")
     by_key: dict[str, list] = {}
@@ -534,13 +544,14 @@ def _score(path: Path, out_dir: Path, method: str, test_set: str, rtf: float, su
     return DecodeSummary(method, test_set, wers, rtf, len(records), failed, path)
 
 
-def _write_ctms(records: Mapping[str, Mapping[str, Any]], out_dir: Path, test_set: str,
-                suffix: str, ctm: _CtmSettings) -> None:
-    """``ctm-<test_set>-<key>[-<suffix>].ctm`` for every setting whose hypotheses have frames
-    and confidences, and ``confidence-summary-<test_set>[-<suffix>].txt`` (words, % correct,
-    NCE, AUC, calibration error per setting) where the cuts have references."""
-    tail = f"-{suffix}" if suffix else ""
-    per_key: dict[str, dict[str, list]] = {}
+def ctm_words(records: Mapping[str, Mapping[str, Any]], ctm: CtmSettings
+              ) -> tuple[dict[str, dict[str, list[CtmWord]]],
+                         dict[str, tuple[list[float], list[bool]]]]:
+    """The CTM words of every setting of a results file's records (``{key: {cut_id:
+    words}}``, raw confidences; settings without frames and confidences are left out) and,
+    where the cuts have references, their confidences with whether each word is correct
+    (``{key: (confidences, correct)}``)."""
+    per_key: dict[str, dict[str, list[CtmWord]]] = {}
     scored: dict[str, tuple[list[float], list[bool]]] = {}
     for cut_id in sorted(records):
         rec = records[cut_id]
@@ -558,14 +569,36 @@ def _write_ctms(records: Mapping[str, Mapping[str, Any]], out_dir: Path, test_se
                 confs, correct = scored.setdefault(key, ([], []))
                 confs += [w.confidence for w in words]
                 correct += word_correctness(rec["ref"], [w.word for w in words])
+    return per_key, scored
+
+
+def _write_ctms(records: Mapping[str, Mapping[str, Any]], out_dir: Path, test_set: str,
+                suffix: str, ctm: CtmSettings) -> None:
+    """``ctm-<test_set>-<key>[-<suffix>].ctm`` for every setting whose hypotheses have frames
+    and confidences (calibrated where ``ctm.calibration`` has the setting), and
+    ``confidence-summary-<test_set>[-<suffix>].txt`` (words, % correct, mean confidence,
+    NCE, AUC, calibration error of the CTM's confidences, the calibration ``a,b`` or ``-``,
+    and the NCE of the raw confidences) where the cuts have references."""
+    tail = f"-{suffix}" if suffix else ""
+    per_key, scored = ctm_words(records, ctm)
     for key, utts in per_key.items():
+        cal = ctm.calibration.get(key)
+        if cal is not None:
+            utts = {cut: [replace(w, confidence=float(c)) for w, c in
+                          zip(words, cal([w.confidence for w in words]))]
+                    for cut, words in utts.items()}
         write_ctm(out_dir / f"ctm-{test_set}-{key}{tail}.ctm", utts)
     if scored:
-        lines = ["setting\twords\tcorrect%\tmean_confidence\tNCE\tAUC\tECE"]
+        lines = ["setting\twords\tcorrect%\tmean_confidence\tNCE\tAUC\tECE\tcalibration\t"
+                 "NCE_raw"]
         for key in sorted(scored):
-            m = confidence_metrics(*scored[key])
+            confs, correct = scored[key]
+            cal = ctm.calibration.get(key)
+            m = confidence_metrics(cal(confs).tolist() if cal is not None else confs, correct)
+            raw = normalized_cross_entropy(confs, correct) if cal is not None else m.nce
             acc = 100.0 * m.num_correct / max(1, m.num_words)
+            how = f"{cal.a:.4f},{cal.b:.4f}" if cal is not None else "-"
             lines.append(f"{key}\t{m.num_words}\t{acc:.2f}\t{m.mean_confidence:.4f}\t"
-                         f"{m.nce:.4f}\t{m.auc:.4f}\t{m.ece:.4f}")
+                         f"{m.nce:.4f}\t{m.auc:.4f}\t{m.ece:.4f}\t{how}\t{raw:.4f}")
         (out_dir / f"confidence-summary-{test_set}{tail}.txt").write_text("\n".join(lines)
                                                                          + "\n")

@@ -19,15 +19,17 @@ Assignments may also come from a settings file (:mod:`k2dec.job.settings`, writt
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lhotse import CutSet
 
 from ..methods import Method, Resources, config_field_path, get_method, override_config
+from ..results import Calibration
 from .assets import GRAPH_FILES, DecodeAssets, need_hint
 from .cutset import DecodeConfig, DecodeSummary, check_cuts, decode_cuts
+from .encoder import JobEncoder
 from .settings import DecodeSettings
 
 __all__ = [
@@ -44,11 +46,13 @@ __all__ = [
 @dataclass(frozen=True)
 class MethodRun:
     """A method and the config it runs with (its defaults with ``assignments`` applied, in
-    order)."""
+    order), and the calibration of its settings' confidences in CTM files (``{setting key:
+    Calibration}``, from a settings file; see :mod:`k2dec.job.settings`)."""
 
     method: Method
     config: Any
     assignments: tuple[str, ...] = ()
+    calibration: Mapping[str, Calibration] = field(default_factory=dict)
 
 
 def _applies(config: Any, assignment: str) -> bool:
@@ -102,7 +106,8 @@ def plan_methods(methods: Sequence[str | Method], assignments: Sequence[str] = (
         mine = ([a for a in settings.assignments if _applies(default, a)]
                 + list(settings.methods.get(method.name, ())) + mine)
         try:
-            runs.append(MethodRun(method, override_config(default, mine), tuple(mine)))
+            runs.append(MethodRun(method, override_config(default, mine), tuple(mine),
+                                  dict(settings.calibration.get(method.name, {}))))
         except ValueError as e:
             rejected.setdefault(str(e), []).append(method.name)
     problems += [f"{e} (in {', '.join(names)})" for e, names in rejected.items()]
@@ -143,6 +148,7 @@ def run_decode(
     out_dir: str | Path,
     config: DecodeConfig = DecodeConfig(),  # noqa: B008 (frozen)
     failed: Mapping[str, Mapping[str, str]] | None = None,
+    encoder: JobEncoder | None = None,
 ) -> list[DecodeSummary]:
     """Decode every test set with every planned method (:func:`decode_cuts`: resumable JSONL
     and icefall files under ``out_dir/<method>/``), after checking the resources and every
@@ -152,6 +158,9 @@ def run_decode(
       test_sets: cuts by test-set name.
       failed: by test-set name, ``{cut_id: reason}`` of utterances that never became cuts
         (unreadable audio files); recorded as failed cuts.
+      encoder: the network pass (:class:`k2dec.job.encoder.JobEncoder`) to share with other
+        calls; default: one whose cache (``config.encoder_cache_mb``) serves this call's
+        methods, so that each utterance goes through the network once.
 
     Returns:
       one :class:`DecodeSummary` per test set and method, test sets outermost, in the given
@@ -165,8 +174,11 @@ def run_decode(
     for cuts in test_sets.values():  # repeated utterance ids, missing references
         check_cuts([r.method for r in runs], cuts)
     failed = failed or {}
+    if encoder is None:  # one network pass per utterance for all the methods (bounded)
+        encoder = JobEncoder(config.batch_encoder,
+                             config.encoder_cache_mb if len(runs) > 1 else 0)
     return [decode_cuts(assets, cuts, r.method, out_dir, name, r.config, config,
-                        failed=failed.get(name))
+                        failed=failed.get(name), encoder=encoder, calibration=r.calibration)
             for name, cuts in test_sets.items() for r in runs]
 
 

@@ -8,22 +8,29 @@
         "nbest-rescoring": ["ngram_lm_scale=0.3"],
         "attention-decoder": ["ngram_lm_scale=0.3", "attention_scale=0.7"]
       },
+      "calibration": {"nbest-rescoring": {"ngram_lm_scale_0.3": [1.42, -0.61]}},
       "tuned": {"nbest-rescoring": {"dev_wer": 35.1, "start_wer": 36.0, ...}}
     }
 
 ``set`` applies like ``--set`` to every method whose config has the field; ``methods`` gives
-each named method its own assignments (every one must fit that method); ``tuned`` records what
-``k2dec tune`` measured and is not read back. Assignments from the command line (``--set``)
-come last and win.
+each named method its own assignments (every one must fit that method); ``calibration`` gives,
+per method and result setting (the key of its CTM file), the Platt scaling ``[a, b]`` of its
+confidences (:class:`k2dec.results.Calibration`: ``sigmoid(a * logit(c) + b)``) that the
+decode job applies when it writes CTM files and confidence summaries (the JSONL records keep
+the method's own posteriors); ``tuned`` records what ``k2dec tune`` measured and is not read
+back. Assignments from the command line (``--set``) come last and win.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..results import Calibration
 
 __all__ = ["DecodeSettings", "read_settings", "write_settings"]
 
@@ -36,12 +43,16 @@ class DecodeSettings:
       assignments: ``KEY=VALUE`` strings for every method that has the field (like ``--set``).
       methods: ``{method name: KEY=VALUE strings}`` applied to that method only, after
         ``assignments``.
+      calibration: ``{method name: {setting key: Calibration}}``: how the decode job
+        calibrates the confidences of that method's setting in CTM files and confidence
+        summaries (``k2dec tune`` fits them on the dev set).
       tuned: ``{method name: what k2dec tune measured}`` (informative).
     """
 
     assignments: tuple[str, ...] = ()
     methods: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     tuned: Mapping[str, Any] = field(default_factory=dict)
+    calibration: Mapping[str, Mapping[str, Calibration]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_assignments("set", self.assignments)
@@ -49,10 +60,21 @@ class DecodeSettings:
             if not isinstance(name, str):
                 raise TypeError(f"method names must be str, got {name!r}")
             _check_assignments(f"methods[{name!r}]", items)
+        for name, per_key in self.calibration.items():
+            if not isinstance(name, str) or not isinstance(per_key, Mapping):
+                raise TypeError(f"calibration must map method names to {{setting: "
+                                f"Calibration}}, got {name!r}: {per_key!r}")
+            for key, cal in per_key.items():
+                if not isinstance(key, str) or not isinstance(cal, Calibration):
+                    raise TypeError(f"calibration[{name!r}] must map setting keys to "
+                                    f"Calibration, got {key!r}: {cal!r}")
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"set": list(self.assignments),
                                "methods": {k: list(v) for k, v in self.methods.items()}}
+        if self.calibration:
+            out["calibration"] = {m: {k: [c.a, c.b] for k, c in per_key.items()}
+                                  for m, per_key in self.calibration.items()}
         if self.tuned:
             out["tuned"] = dict(self.tuned)
         return out
@@ -83,22 +105,44 @@ def read_settings(path: str | Path) -> DecodeSettings:
     if not isinstance(data, dict):
         raise ValueError(f"settings file {path}: expected a JSON object, got "
                          f"{type(data).__name__}")
-    unknown = sorted(set(data) - {"set", "methods", "tuned"})
+    unknown = sorted(set(data) - {"set", "methods", "calibration", "tuned"})
     if unknown:
         raise ValueError(f"settings file {path}: unknown keys {', '.join(unknown)} (known: "
-                         "set, methods, tuned)")
+                         "set, methods, calibration, tuned)")
     methods = data.get("methods", {})
     if not isinstance(methods, dict):
         raise ValueError(f"settings file {path}: 'methods' must map method names to lists of "
                          f"KEY=VALUE strings, got {methods!r}")
     try:
-        for name in methods:
+        calibration = _calibrations(data.get("calibration", {}))
+        for name in list(methods) + list(calibration):
             get_method(name)
         return DecodeSettings(tuple(_as_list(data.get("set", []))),
                               {k: tuple(_as_list(v)) for k, v in methods.items()},
-                              data.get("tuned", {}))
+                              data.get("tuned", {}), calibration)
     except (TypeError, ValueError) as e:
         raise ValueError(f"settings file {path}: {e}") from None
+
+
+def _calibrations(data: Any) -> dict[str, dict[str, Calibration]]:
+    """``{method: {key: [a, b]}}`` -> :class:`Calibration` objects (finite numbers)."""
+    if not isinstance(data, dict):
+        raise TypeError(f"'calibration' must map method names to {{setting: [a, b]}}, got "
+                        f"{data!r}")
+    out: dict[str, dict[str, Calibration]] = {}
+    for name, per_key in data.items():
+        if not isinstance(per_key, dict):
+            raise TypeError(f"calibration[{name!r}] must map setting keys to [a, b], got "
+                            f"{per_key!r}")
+        out[name] = {}
+        for key, ab in per_key.items():
+            if not (isinstance(ab, list) and len(ab) == 2
+                    and all(isinstance(x, int | float) and not isinstance(x, bool)
+                            and math.isfinite(x) for x in ab)):
+                raise ValueError(f"calibration[{name!r}][{key!r}] must be [a, b] (two finite "
+                                 f"numbers), got {ab!r}")
+            out[name][key] = Calibration(float(ab[0]), float(ab[1]))
+    return out
 
 
 def _as_list(items: Any) -> list:

@@ -5,7 +5,10 @@ fields (``hlg_scale=0.4,0.6,0.8``), each time with the method's scale sweep swit
 it has one (``sweep=True``: every point of its scale grids, see
 :meth:`k2dec.methods.Method.settings`). The setting with the lowest mean WER over the dev sets
 wins (ties: the earliest, starting from the configured setting), and its assignments are
-written to a settings file (:mod:`k2dec.job.settings`) that ``k2dec decode --config`` reads::
+written to a settings file (:mod:`k2dec.job.settings`) that ``k2dec decode --config`` reads,
+with a Platt calibration of the confidences of every setting a decode with the chosen config
+reports (fit on the dev words of the chosen setting; the decode job applies it in CTM files
+and confidence summaries, like the calibration of lattice confidences in Kaldi recipes)::
 
     runs = plan_methods(["nbest-rescoring", "1best"])
     results = tune_methods(assets, {"dev": dev_cuts}, runs, "exp/tune", grid=["hlg_scale=0.4,0.6"])
@@ -20,19 +23,25 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from lhotse import CutSet
 
 from ..methods import config_field_path, override_config
-from .cutset import DecodeConfig, check_cuts
+from ..results import Calibration, fit_calibration, normalized_cross_entropy, read_results
+from .cutset import DecodeConfig, check_cuts, ctm_settings, ctm_words
 from .driver import MethodRun, check_resources, run_decode
+from .encoder import JobEncoder
 from .settings import DecodeSettings
 
 __all__ = ["TuneResult", "parse_grid", "tune_methods", "tuned_settings"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,11 @@ class TuneResult:
       dev_wer: mean WER % over the dev sets at the chosen setting.
       start_wer: mean WER % of the run's own (configured) setting.
       num_settings: settings compared.
+      calibration: ``{setting key: Calibration}``: Platt scaling of the confidences of each
+        setting a decode with the chosen config reports, fit on the dev sets' words (settings
+        without confidences, or whose dev words are all correct or all wrong, get none).
+      dev_nce: ``{setting key: (raw NCE, calibrated NCE)}`` on the dev words the
+        calibration was fit on (the calibrated value is in-sample: optimistic).
     """
 
     method: str
@@ -55,6 +69,8 @@ class TuneResult:
     dev_wer: float
     start_wer: float
     num_settings: int
+    calibration: Mapping[str, Calibration] = field(default_factory=dict)
+    dev_nce: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def parse_grid(grid: Sequence[str]) -> list[tuple[str, list[str]]]:
@@ -146,14 +162,18 @@ def tune_methods(
             raise ValueError(f"tuning needs references, but {len(missing)} cuts of {name!r} "
                              f"have none (e.g. {', '.join(missing[:5])})")
         check_cuts([r.method for r in runs], cuts)
-    return [_tune(assets, dev_sets, run, points[run.method.name], Path(out_dir), config)
+    # every setting of every method decodes the same cuts: one network pass per utterance
+    encoder = JobEncoder(config.batch_encoder, config.encoder_cache_mb)
+    return [_tune(assets, dev_sets, run, points[run.method.name], Path(out_dir), config,
+                  encoder)
             for run in runs]
 
 
-def _tune(assets, dev_sets, run: MethodRun, points, out_dir: Path, config: DecodeConfig
-          ) -> TuneResult:
+def _tune(assets, dev_sets, run: MethodRun, points, out_dir: Path, config: DecodeConfig,
+          encoder: JobEncoder) -> TuneResult:
     method = run.method
     candidates: list[tuple[tuple[str, ...], float]] = []
+    runs_of: list[tuple[Path, Any, str]] = []  # per candidate: its run's dir, config, key
     for point in points:
         cfg = override_config(run.config, point)
         if method.sweeps:
@@ -162,14 +182,50 @@ def _tune(assets, dev_sets, run: MethodRun, points, out_dir: Path, config: Decod
         where = out_dir / method.name / digest
         where.mkdir(parents=True, exist_ok=True)
         (where / "setting.json").write_text(json.dumps({"assignments": list(point)}) + "\n")
-        rows = run_decode(assets, dev_sets, [MethodRun(method, cfg)], where, config)
+        rows = run_decode(assets, dev_sets, [MethodRun(method, cfg)], where, config,
+                          encoder=encoder)
         for setting in method.settings(cfg):
             wers = [r.wers.get(setting.key, math.nan) for r in rows]
             candidates.append((point + setting.assignments, sum(wers) / len(wers)))
+            runs_of.append((where, cfg, setting.key))
     start_wer = candidates[0][1]
-    chosen, best = min(candidates, key=lambda c: (math.isnan(c[1]), c[1]))
+    i = min(range(len(candidates)), key=lambda j: (math.isnan(candidates[j][1]),
+                                                    candidates[j][1]))
+    chosen, best = candidates[i]
+    calibration, dev_nce = _calibrate(assets, dev_sets, method, *runs_of[i], config)
     return TuneResult(method.name, _compact(run.config, run.assignments + chosen), chosen,
-                      best, start_wer, len(candidates))
+                      best, start_wer, len(candidates), calibration, dev_nce)
+
+
+def _calibrate(assets, dev_sets: Mapping[str, CutSet], method, where: Path, cfg: Any,
+               key: str, config: DecodeConfig
+               ) -> tuple[dict[str, Calibration], dict[str, tuple[float, float]]]:
+    """Platt scaling of the confidences of the settings a decode with the chosen config
+    reports, fit on the dev words of the run that chose it (``where``): the chosen setting
+    ``key`` and the run's settings that are not points of its scale sweep (e.g. ``mbr``'s
+    ``1best``)."""
+    swept = {s.key for s in method.settings(cfg)}
+    words: dict[str, tuple[list[float], list[bool]]] = {}
+    ctm = ctm_settings(assets, config)
+    for name in dev_sets:
+        _, scored = ctm_words(read_results(where / method.name / f"results-{name}.jsonl"), ctm)
+        for k, (confs, correct) in scored.items():
+            if k == key or k not in swept:
+                c, y = words.setdefault(k, ([], []))
+                c += confs
+                y += correct
+    calibration, dev_nce = {}, {}
+    for k, (confs, correct) in sorted(words.items()):
+        try:
+            cal = fit_calibration(confs, correct)
+        except ValueError:  # every word correct, or every word wrong: nothing to fit
+            logger.info("%s: no calibration for %s (its %d dev words are all correct or all "
+                        "wrong)", method.name, k, len(confs))
+            continue
+        calibration[k] = cal
+        dev_nce[k] = (normalized_cross_entropy(confs, correct),
+                      normalized_cross_entropy(cal(confs).tolist(), correct))
+    return calibration, dev_nce
 
 
 def tuned_settings(results: Sequence[TuneResult], dev_sets: Sequence[str] = (),
@@ -179,9 +235,16 @@ def tuned_settings(results: Sequence[TuneResult], dev_sets: Sequence[str] = (),
     base = base or DecodeSettings()
     methods = dict(base.methods)
     tuned = dict(base.tuned)
+    calibration = dict(base.calibration)
     for r in results:
         methods[r.method] = r.assignments
         tuned[r.method] = {"dev_sets": list(dev_sets), "dev_wer": round(r.dev_wer, 2),
                            "start_wer": round(r.start_wer, 2), "chosen": list(r.chosen),
                            "settings_compared": r.num_settings}
-    return DecodeSettings(base.assignments, methods, tuned)
+        if r.dev_nce:
+            tuned[r.method]["dev_nce_raw_calibrated"] = {
+                k: [round(raw, 4), round(cal, 4)] for k, (raw, cal) in r.dev_nce.items()}
+        calibration.pop(r.method, None)  # an old calibration belongs to the old setting
+        if r.calibration:
+            calibration[r.method] = dict(r.calibration)
+    return DecodeSettings(base.assignments, methods, tuned, calibration)

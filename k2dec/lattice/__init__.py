@@ -24,6 +24,7 @@ from k2dec.lattice.one_best import (
     best_paths,
     ctc_decoding,
     ctc_greedy_search,
+    ctc_greedy_token_confidences,
     hypotheses_from_lattice,
     one_best_decoding,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "ctc_decoding",
     "ctc_forced_alignment",
     "ctc_greedy_search",
+    "ctc_greedy_token_confidences",
     "get_lattice",
     "hypotheses_from_lattice",
     "lattice_arc_frames",

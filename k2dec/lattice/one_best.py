@@ -19,7 +19,7 @@ from k2dec.lattice.search import (
     UtteranceReport,
     search_lattices,
 )
-from k2dec.paths import ctc_collapse, path_aux_ids, path_token_ids
+from k2dec.paths import ctc_collapse, ctc_run_max, path_aux_ids, path_token_ids
 from k2dec.ragged import ragged_from_row_ids
 
 logger = logging.getLogger(__name__)
@@ -30,6 +30,7 @@ __all__ = [
     "best_paths",
     "ctc_decoding",
     "ctc_greedy_search",
+    "ctc_greedy_token_confidences",
     "hypotheses_from_lattice",
     "one_best_decoding",
 ]
@@ -262,6 +263,40 @@ def ctc_greedy_search(
       ``N`` hypotheses; ``score`` is the sum over frames of the best log-prob (the score of the
       greedy path through the standard CTC topology).
     """
+    labels, frames, best, valid = _greedy_labels(log_probs, lengths, blank_id,
+                                                 subsampling_factor, allow_truncate)
+    n = log_probs.shape[0]
+    scores = torch.where(valid, best.double(), torch.zeros_like(best.double())).sum(dim=1)
+    tokens, token_frames = ctc_collapse(labels, frames, blank_id=blank_id)
+    return _assemble(n, tokens, token_frames, None, None, scores, None)
+
+
+def ctc_greedy_token_confidences(
+    log_probs: torch.Tensor,
+    lengths: torch.Tensor,
+    blank_id: int = 0,
+    subsampling_factor: int = 1,
+    allow_truncate: int = 0,
+) -> k2.RaggedTensor:
+    """The confidence of each token :func:`ctc_greedy_search` outputs (same arguments): the
+    largest posterior the network gives the token on the frames of its run (the frames
+    where it is the argmax, before blanks or another token take over).
+
+    Returns:
+      float64 ``k2.RaggedTensor`` ``[utt][token]`` in ``[0, 1]``, aligned with the
+      hypotheses' tokens, on ``log_probs``' device.
+    """
+    labels, _, best, valid = _greedy_labels(log_probs, lengths, blank_id, subsampling_factor,
+                                            allow_truncate)
+    return ctc_run_max(labels, best[valid].double().exp().clamp(max=1.0), blank_id)
+
+
+def _greedy_labels(log_probs: torch.Tensor, lengths: torch.Tensor, blank_id: int,
+                   subsampling_factor: int, allow_truncate: int
+                   ) -> tuple[k2.RaggedTensor, k2.RaggedTensor, torch.Tensor, torch.Tensor]:
+    """Checked inputs -> the argmax label of every valid frame and its index (int32
+    ``[utt][frame]`` each), the best log-prob of every frame ``(N, T)`` and which frames are
+    valid (bool ``(N, T)``)."""
     num_frames = validate_log_probs(log_probs, lengths, subsampling_factor, allow_truncate)
     if not 0 <= blank_id < log_probs.shape[2]:
         raise ValueError(f"blank_id must be in [0, {log_probs.shape[2]}), got {blank_id}")
@@ -269,10 +304,7 @@ def ctc_greedy_search(
     device = log_probs.device
     best, best_id = log_probs.detach().max(dim=2)  # (N, T)
     valid = (torch.arange(t).unsqueeze(0) < num_frames.unsqueeze(1)).to(device)
-    scores = torch.where(valid, best.double(), torch.zeros_like(best.double())).sum(dim=1)
     row_ids = torch.arange(n, device=device).unsqueeze(1).expand(n, t)[valid]
     frames = torch.arange(t, device=device).unsqueeze(0).expand(n, t)[valid]
-    labels = ragged_from_row_ids(row_ids, best_id[valid].to(torch.int32), n)
-    frame_r = ragged_from_row_ids(row_ids, frames.to(torch.int32), n)
-    tokens, token_frames = ctc_collapse(labels, frame_r, blank_id=blank_id)
-    return _assemble(n, tokens, token_frames, None, None, scores, None)
+    return (ragged_from_row_ids(row_ids, best_id[valid].to(torch.int32), n),
+            ragged_from_row_ids(row_ids, frames.to(torch.int32), n), best, valid)

@@ -59,7 +59,7 @@ def _graph_to_bytes(graph: k2.Fsa) -> bytes:
 
 
 def _graph_from_bytes(data: bytes) -> k2.Fsa:
-    return k2.Fsa.from_dict(torch.load(io.BytesIO(data)))
+    return k2.Fsa.from_dict(torch.load(io.BytesIO(data), weights_only=False))
 
 
 def _init_worker(graph_bytes: bytes, config: LatticeConfig, aux_labels: AuxLabels,

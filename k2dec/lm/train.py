@@ -215,7 +215,7 @@ def _resume(
 ) -> int:
     """Load a checkpoint of this run into ``model`` and ``optimizer``, restore the RNG state;
     return its step."""
-    ckpt = torch.load(path, map_location="cpu")
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
     saved = ckpt.get("model_config")
     if ckpt.get("model_type") != model.model_type or saved != dataclasses.asdict(model_config):
         raise ValueError(

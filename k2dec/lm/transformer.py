@@ -4,7 +4,7 @@ Incremental state: the per-layer self-attention keys and values of the consumed 
 (:class:`TransformerLmState`). A :meth:`~TransformerLM.step` then runs only the new position
 through every layer and attends over the cache, ``O(u * d_model)`` per layer for a prefix of
 length ``u``, instead of re-running the whole prefix (``O(u * d_model^2 + u^2 * d_model)`` per
-layer). ``scripts/bench_lm.py`` measures the two: with the default config (6 layers,
+layer). ``scripts/bench/lm.py`` measures the two: with the default config (6 layers,
 ``d_model`` 256, V = 500), 200 sequences of 5..30 tokens, one CPU thread, stepping with the cache
 took 3.2 s and re-running the prefix at every step 15.0 s (batch scoring in one pass: 1.2 s).
 """

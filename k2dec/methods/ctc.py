@@ -18,6 +18,7 @@ from ..lattice import (
     LatticeResult,
     Topology,
     ctc_greedy_search,
+    ctc_greedy_token_confidences,
     get_lattice,
     one_best_decoding,
 )
@@ -30,6 +31,7 @@ from ..nbest import (
     Nbest,
     NbestConfig,
     best_paths_by_score,
+    intersected,
     lm_path_scorer,
     multi_pass_rescore,
     rescore_with_attention_decoder,
@@ -39,7 +41,13 @@ from ..nbest import (
 )
 from .checks import check_finite
 from .hotwords import HOTWORD_GRAPH_MAX_ARCS, HOTWORDS_SCORE, word_biased_graph
-from .records import from_ids, from_lattice, from_nbest, lattice_failures
+from .records import (
+    EMPTY_LATTICE,
+    from_lattice,
+    from_nbest,
+    lattice_failures,
+    oracle_records,
+)
 from .registry import CtcInputs, Family, MethodResult, Resources, Setting, register
 
 __all__ = ["RNN_LM_SCALE", "CtcConfig"]
@@ -218,11 +226,15 @@ def hlg_graph(res: Resources, method: str, cfg: CtcConfig, lm_scores: bool = Fal
 
 @register("ctc-greedy-search", Family.CTC, CtcConfig)
 def _greedy(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
-    """Per-frame argmax, repeats merged, blanks removed: token ids."""
+    """Per-frame argmax, repeats merged, blanks removed: token ids (each token's confidence:
+    its largest frame posterior over its run)."""
     hyps = ctc_greedy_search(inputs.log_probs, inputs.lengths,
                              subsampling_factor=cfg.subsampling_factor)
-    return [MethodResult("ctc-greedy-search", from_lattice(hyps, words=False,
-                                                           failed=[""] * len(hyps)), cfg)]
+    conf = ctc_greedy_token_confidences(inputs.log_probs, inputs.lengths,
+                                        subsampling_factor=cfg.subsampling_factor)
+    records = from_lattice(hyps, words=False, failed=[""] * len(hyps),
+                           token_confidences=conf.tolist())
+    return [MethodResult("ctc-greedy-search", records, cfg)]
 
 
 @register("ctc-decoding", Family.CTC, CtcConfig, requires=("H",))
@@ -273,8 +285,8 @@ def _nbest(inputs: CtcInputs, res: Resources, cfg: CtcConfig, method: str,
 
 def _intersected(nbest: Nbest, cfg: CtcConfig) -> Nbest:
     """``nbest`` with each path replaced by its key's best alignment in the (bounded) lattice
-    it was sampled from."""
-    return nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
+    it was sampled from (an n-best without paths, every lattice empty, as it is)."""
+    return intersected(nbest, cfg.nbest)
 
 
 def _sweep_results(results, settings: list[Setting], failed: list[str], cfg: CtcConfig,
@@ -283,7 +295,8 @@ def _sweep_results(results, settings: list[Setting], failed: list[str], cfg: Ctc
     ``settings``, with word frames and n-best confidences."""
     chosen = [(results[s.key].best, results[s.key].scores, results[s.key].path_scores)
               for s in settings]
-    records = from_nbest(nbest, chosen, True, Topology.CTC, failed, res.word_start)
+    records = from_nbest(nbest, chosen, True, Topology.CTC, failed, res.word_start,
+                         cfg.nbest.posterior_scale)
     return [MethodResult(s.key, r, cfg) for s, r in zip(settings, records, strict=True)]
 
 
@@ -295,7 +308,8 @@ def _nbest_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     totals = nbest.tot_scores().values
     best, scores = best_paths_by_score(nbest, totals, cfg.nbest.tie_break)
     [hyps] = from_nbest(nbest, [(best, scores, totals)], True, Topology.CTC,
-                        lattice_failures(result.reports), res.word_start)
+                        lattice_failures(result.reports), res.word_start,
+                        cfg.nbest.posterior_scale)
     return [MethodResult("nbest", hyps, cfg)]
 
 
@@ -318,8 +332,10 @@ def _nbest_oracle(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     if inputs.ref_words is None:
         raise ValueError("nbest-oracle needs reference word ids (CtcInputs.ref_words)")
     result, nbest = _nbest(inputs, res, cfg, "nbest-oracle")
-    words = nbest.keys_at(nbest.oracle(inputs.ref_words)[0])
-    hyps = from_ids(words, True, lattice_failures(result.reports), notes=nbest.notes())
+    nbest = _intersected(nbest, cfg)
+    [hyps] = oracle_records(nbest, inputs.ref_words, True, Topology.CTC,
+                            lattice_failures(result.reports),
+                            res.word_start, cfg.nbest.posterior_scale)
     return [MethodResult("nbest-oracle", hyps, cfg)]
 
 
@@ -370,8 +386,9 @@ def _multi_pass(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     counts = nbest.shape.row_splits(1)
     has = (counts[1:] - counts[:-1]) > 0
     failed = lattice_failures(result.reports)
-    words: list[list[int]] = [[] for _ in failed]
-    scores = torch.full((len(failed),), float("-inf"), dtype=torch.float64)
+    notes = nbest.notes()
+    hyps = [HypothesisRecord(words=(), error=err or EMPTY_LATTICE, notes=note)
+            for err, note in zip(failed, notes)]
     # utterances without paths cannot enter top_k: decode the others
     keep = torch.nonzero(has).flatten().tolist()
     if keep:
@@ -379,11 +396,14 @@ def _multi_pass(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
         top = sub.top_k(cfg.top_k)
         out = multi_pass_rescore(top, top.nbest.am_scores().values,
                                  lm_path_scorer(lm, cfg.lm_batch_size), cfg.multi_pass)
-        for i, u in enumerate(keep):
-            words[u] = out.hyps[i]
-        scores[keep] = out.scores.to(scores)
-    return [MethodResult("multi-pass", from_ids(words, True, failed, scores, nbest.notes()),
-                         cfg)]
+        # confidences: posteriors among the paths the passes rescored (the others have no
+        # total and could not be chosen)
+        [records] = from_nbest(top.nbest, [(out.best, out.scores, out.path_scores)], True,
+                               Topology.CTC, [failed[u] for u in keep], res.word_start,
+                               cfg.nbest.posterior_scale)
+        for u, rec in zip(keep, records):
+            hyps[u] = rec
+    return [MethodResult("multi-pass", tuple(hyps), cfg)]
 
 
 def _select_utts(nbest: Nbest, utts: list[int]) -> Nbest:
@@ -396,4 +416,6 @@ def _select_utts(nbest: Nbest, utts: list[int]) -> Nbest:
     row_splits = torch.tensor([0] + list(torch.tensor(counts).cumsum(0).tolist()),
                               dtype=torch.int32, device=nbest.device)
     shape = k2.ragged.create_ragged_shape2(row_splits, None, len(idx))
-    return Nbest(fsa=fsa, shape=shape, key=nbest.key, key_seqs=key_seqs)
+    reports = tuple(nbest.lattice_reports[u] for u in utts) if nbest.lattice_reports else ()
+    return Nbest(fsa=fsa, shape=shape, key=nbest.key, key_seqs=key_seqs,
+                 lattice_reports=reports)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import k2
 import torch
 
-from ..hypothesis import HypothesisRecord
-from ..lattice import get_lattice
+from ..lattice import Topology, get_lattice
 from ..lattice.ctc_prefix_beam_search import CtcPrefixBeamSearchConfig, ctc_prefix_beam_search
-from ..nbest import DedupKey, Nbest, NbestConfig
+from ..nbest import DedupKey, Nbest, NbestConfig, combine_scores, intersected
+from ..nbest.config import check_posterior_scale
 from ..scorers import NeuralLmScorer, WeightedScorer
 from .checks import check_finite, check_scales
 from .ctc import CtcConfig
@@ -25,7 +26,7 @@ from .hotwords import (
     hotword_scorers,
 )
 from .lists import HypothesisLists, attention_scores, sweep
-from .records import lattice_failures
+from .records import from_nbest, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, register
 from .transducer_lm import LM_SCALE
 
@@ -45,22 +46,25 @@ ATTENTION_SCALES = (0.01, 0.05, 0.08, 0.1, 0.3, 0.5, 0.6, 0.7, 0.9, 1.0, 1.1, 1.
 @dataclass(frozen=True)
 class CtcPrefixConfig:
     """``ctc-prefix-beam-search``: beam 4, and hotwords when given (icefall's CTC biasing is
-    the strict Aho-Corasick match)."""
+    the strict Aho-Corasick match). Token confidences: list posteriors of the final prefixes'
+    scores times ``posterior_scale`` (:mod:`k2dec.nbest.confidence`)."""
 
     search: CtcPrefixBeamSearchConfig = field(default_factory=CtcPrefixBeamSearchConfig)
     hotwords_score: float = HOTWORDS_SCORE
     hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
     hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+    posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
         check_hotwords(self)
+        check_posterior_scale(self.posterior_scale)
 
 
 @dataclass(frozen=True)
 class CtcPrefixFusionConfig:
     """``ctc-prefix-beam-search-shallow-fussion``: ``lm_scale`` times a neural LM on every
     new token, ``lodr_scale`` times LODR's token n-gram (0: off; < 0 subtracts it) and
-    hotwords when given."""
+    hotwords when given (token confidences as in :class:`CtcPrefixConfig`)."""
 
     search: CtcPrefixBeamSearchConfig = field(default_factory=CtcPrefixBeamSearchConfig)
     lm_scale: float = LM_SCALE
@@ -68,11 +72,13 @@ class CtcPrefixFusionConfig:
     hotwords_score: float = HOTWORDS_SCORE
     hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
     hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+    posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
         for name in ("lm_scale", "lodr_scale"):
             check_finite(name, getattr(self, name))
         check_hotwords(self)
+        check_posterior_scale(self.posterior_scale)
 
 
 def _prefix8() -> CtcPrefixBeamSearchConfig:
@@ -83,13 +89,16 @@ def _prefix8() -> CtcPrefixBeamSearchConfig:
 @dataclass(frozen=True)
 class CtcPrefixAttentionConfig:
     """``ctc-prefix-beam-search-attention-decoder-rescoring``: the ``beam`` prefixes of each
-    utterance rescored as ``ctc + s * attention`` for each ``s`` of ``attention_scales``."""
+    utterance rescored as ``ctc + s * attention`` for each ``s`` of ``attention_scales``
+    (token confidences: list posteriors of those scores times ``posterior_scale``)."""
 
     search: CtcPrefixBeamSearchConfig = field(default_factory=_prefix8)
     attention_scales: tuple[float, ...] = ATTENTION_SCALES
+    posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
         check_scales("attention_scales", self.attention_scales)
+        check_posterior_scale(self.posterior_scale)
 
 
 def _no_ngram_nbest() -> NbestConfig:
@@ -113,7 +122,7 @@ class NoNgramAttentionConfig:
 def _records(lists: HypothesisLists, hyps, key: str, cfg) -> list[MethodResult]:
     scores = torch.tensor([h.score for hs in hyps for h in hs], dtype=torch.float64,
                           device=lists.utt.device)
-    out = sweep(lists, scores, {}, {}, lambda b, c, s: b, lambda s: key)
+    out = sweep(lists, scores, {}, {}, lambda b, c, s: b, lambda s: key, cfg.posterior_scale)
     return [MethodResult(key, out[key], cfg)]
 
 
@@ -170,7 +179,8 @@ def _prefix_attention(inputs: CtcInputs, res: Resources, cfg: CtcPrefixAttention
                        device=lists.utt.device)
     att = attention_scores(res.attention_decoder, inputs.memory, inputs.memory_lens, lists)
     out = sweep(lists, ctc, {"att": att}, {"att": cfg.attention_scales},
-                lambda b, c, s: b + s["att"] * c["att"], lambda s: f"attention_scale_{s['att']}")
+                lambda b, c, s: b + s["att"] * c["att"], lambda s: f"attention_scale_{s['att']}",
+                cfg.posterior_scale)
     return [MethodResult(k, v, cfg) for k, v in out.items()]
 
 
@@ -185,19 +195,17 @@ def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
                          cfg.ctc.lattice, cfg.ctc.subsampling_factor)
     # H's aux_labels are the tokens
     nbest = Nbest.from_config(result.lattice, cfg.nbest, DedupKey.WORDS)
-    nbest = nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
-    am = nbest.tot_scores().values.to(torch.float64)
+    failed = lattice_failures(result.reports)
+    nbest = intersected(nbest, cfg.nbest)
     device = inputs.log_probs.device
     lists = HypothesisLists(nbest.key_seqs.to(device),
                             nbest.path_to_utt().to(device=device, dtype=torch.int64),
                             nbest.num_utts, [[] for _ in range(nbest.num_paths)])
     att = attention_scores(res.attention_decoder, inputs.memory, inputs.memory_lens, lists)
-    out = sweep(lists, am.to(lists.utt.device), {"att": att}, {"att": cfg.attention_scales},
-                lambda b, c, s: b + s["att"] * c["att"], lambda s: f"attention_scale_{s['att']}")
-    failed = lattice_failures(result.reports)
-    results = []
-    for key, recs in out.items():
-        recs = tuple(r if not err else HypothesisRecord(tokens=(), error=err)
-                     for r, err in zip(recs, failed))
-        results.append(MethodResult(key, recs, cfg))
-    return results
+    comps = {"am": nbest.tot_scores(), "attention": k2.RaggedTensor(nbest.shape, att.to(
+        nbest.device))}
+    out = combine_scores(comps, {"attention_scale": list(cfg.attention_scales)}, nbest=nbest)
+    # frames from each chosen path's alignment in the H lattice
+    records = from_nbest(nbest, [(r.best, r.scores, r.path_scores) for r in out.values()],
+                         False, Topology.CTC, failed, posterior_scale=cfg.nbest.posterior_scale)
+    return [MethodResult(key, recs, cfg) for key, recs in zip(out, records, strict=True)]

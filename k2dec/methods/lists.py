@@ -13,8 +13,8 @@ import k2
 import torch
 
 from ..hypothesis import HypothesisRecord
-from ..nbest import ATTENTION_CHUNK_CELLS, chunks
-from ..nbest.confidence import NBEST_POSTERIOR_SCALE, nbest_confidences
+from ..nbest import ATTENTION_CHUNK_CELLS, NbestConfig, chunks
+from ..nbest.confidence import nbest_confidences
 from ..scorers import Scorer
 from .records import probabilities
 
@@ -103,7 +103,7 @@ def sweep(
     combine: Callable[[torch.Tensor, Mapping[str, torch.Tensor], Mapping[str, float]],
                       torch.Tensor],
     key: Callable[[Mapping[str, float]], str],
-    posterior_scale: float = NBEST_POSTERIOR_SCALE,
+    posterior_scale: float = NbestConfig.posterior_scale,
 ) -> dict[str, tuple[HypothesisRecord, ...]]:
     """For every point of ``grid`` (a product of scale lists), each utterance's hypothesis with
     the largest ``combine(base, components, scales)`` (float64 ``[H]``), as records keyed

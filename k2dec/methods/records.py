@@ -15,8 +15,8 @@ import torch
 
 from ..hypothesis import HypothesisRecord
 from ..lattice import AuxLabels, Hypothesis, LatticeStatus, TimedUnits, Topology, path_units
-from ..nbest import Nbest
-from ..nbest.confidence import NBEST_POSTERIOR_SCALE, nbest_confidences
+from ..nbest import Nbest, NbestConfig
+from ..nbest.confidence import nbest_confidences
 from ..transducer import TransducerHypothesis
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "from_timed_units",
     "from_transducer",
     "lattice_failures",
+    "oracle_records",
     "probabilities",
 ]
 
@@ -46,23 +47,28 @@ def lattice_failures(records: Sequence) -> list[str]:
 
 
 def from_lattice(hyps: Sequence[Hypothesis], words: bool, failed: Sequence[str] | None = None,
-                 notes: Sequence[str] | None = None) -> tuple[HypothesisRecord, ...]:
+                 notes: Sequence[str] | None = None,
+                 token_confidences: Sequence[Sequence[float]] | None = None,
+                 ) -> tuple[HypothesisRecord, ...]:
     """Records of lattice 1best hypotheses: tokens with their start frames, score, and with
     ``words`` the word ids with the frames of the arcs emitting them. ``failed`` gives each
     utterance's failure reason (default: :func:`lattice_failures` of ``hyps``), ``notes``
-    what else its report should say (e.g. its lattice was pruned)."""
+    what else its report should say (e.g. its lattice was pruned), ``token_confidences`` the
+    tokens' confidences where known."""
     failed = lattice_failures(hyps) if failed is None else failed
     notes = notes if notes is not None else [""] * len(hyps)
     out = []
-    for h, err, note in zip(hyps, failed, notes):
+    for i, (h, err, note) in enumerate(zip(hyps, failed, notes)):
         if err:
             out.append(HypothesisRecord(tokens=h.tokens, words=h.words if words else None,
                                         error=err, notes=note))
         else:
+            conf = token_confidences[i] if token_confidences is not None else None
             out.append(HypothesisRecord(
                 tokens=h.tokens, token_frames=h.token_frames,
                 words=h.words if words else None, word_frames=h.word_frames if words else None,
-                score=_score(h.score), notes=note))
+                score=_score(h.score), notes=note,
+                token_confidences=probabilities(conf) if conf is not None else None))
     return tuple(out)
 
 
@@ -166,7 +172,7 @@ def from_nbest(
     topology: Topology,
     failed: Sequence[str] | None = None,
     word_start: torch.Tensor | None = None,
-    posterior_scale: float = NBEST_POSTERIOR_SCALE,
+    posterior_scale: float = NbestConfig.posterior_scale,
 ) -> list[tuple[HypothesisRecord, ...]]:
     """Records of the paths chosen from an intersected n-best, one tuple per setting, with
     frames and confidences.
@@ -234,3 +240,23 @@ def from_nbest(
                     token_confidences=probabilities(c), notes=notes[u]))
         out.append(tuple(recs))
     return out
+
+
+def oracle_records(
+    nbest: Nbest,
+    refs: list[list[int]],
+    words: bool,
+    topology: Topology,
+    failed: Sequence[str] | None = None,
+    word_start: torch.Tensor | None = None,
+    posterior_scale: float = NbestConfig.posterior_scale,
+) -> list[tuple[HypothesisRecord, ...]]:
+    """Records of the oracle paths of an intersected n-best (:meth:`Nbest.oracle`: the key
+    sequence closest to each reference) as :func:`from_nbest` makes them: frames from the
+    path's alignment, confidences from the list posteriors of the paths' lattice scores (the
+    same list distribution as the ``nbest`` methods'; how likely the lattice finds each
+    oracle word). An oracle has no score of its own: the records' ``score`` is ``None``."""
+    best, _ = nbest.oracle(refs)
+    none = torch.full(best.shape, math.nan, dtype=torch.float64, device=best.device)
+    return from_nbest(nbest, [(best, none, nbest.tot_scores().values)], words, topology,
+                      failed, word_start, posterior_scale)

@@ -21,6 +21,7 @@ from ..nbest import (
     NbestConfig,
     best_paths_by_score,
     combine_scores,
+    intersected,
     lm_path_scorer,
     neural_scores,
     word_sequence_scores,
@@ -41,7 +42,7 @@ from .hotwords import (
     check_hotwords,
     token_biased_graph,
 )
-from .records import EMPTY_LATTICE, from_ids, from_nbest, from_transducer
+from .records import from_nbest, from_transducer, oracle_records
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
 
 __all__ = [
@@ -216,13 +217,6 @@ def _sample(inputs: TransducerInputs, cfg: FastBeamSearchNbestConfig | FastBeamS
     return nbest.lattice, nbest
 
 
-def _chosen(nbest: Nbest, best: torch.Tensor, words: bool,
-            scores: torch.Tensor | None = None) -> tuple:
-    """Records of the chosen paths' key sequences; an utterance without paths (-1) failed."""
-    failed = ["" if b >= 0 else EMPTY_LATTICE for b in best.tolist()]
-    return from_ids(nbest.keys_at(best), words, failed, scores, nbest.notes())
-
-
 @register("fast_beam_search_nbest", Family.TRANSDUCER, FastBeamSearchNbestConfig,
           hotwords=True)
 def _fbs_nbest(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbestConfig):
@@ -230,11 +224,11 @@ def _fbs_nbest(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbes
     alignment score wins (hotword biasing when Resources.hotwords are given)."""
     graph = _with_hotwords(inputs, res, cfg, None)
     _, nbest = _sample(inputs, cfg, graph, DedupKey.TOKENS)
-    nbest = nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
+    nbest = intersected(nbest, cfg.nbest)
     totals = nbest.tot_scores().values
     best, scores = best_paths_by_score(nbest, totals, cfg.nbest.tie_break)
     [hyps] = from_nbest(nbest, [(best, scores, totals)], False, Topology.TRANSDUCER,
-                        word_start=res.word_start)
+                        word_start=res.word_start, posterior_scale=cfg.nbest.posterior_scale)
     return [MethodResult("fast_beam_search_nbest", hyps, cfg)]
 
 
@@ -249,7 +243,7 @@ def _fbs_nbest_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchN
     totals = nbest.total_scores_in(log_semiring=True, max_arcs=cfg.nbest.max_intersect_arcs)
     best, scores = best_paths_by_score(nbest, totals.values, cfg.nbest.tie_break)
     [hyps] = from_nbest(nbest, [(best, scores, totals.values)], True, Topology.TRANSDUCER,
-                        word_start=res.word_start)
+                        word_start=res.word_start, posterior_scale=cfg.nbest.posterior_scale)
     return [MethodResult("fast_beam_search_nbest_LG", hyps, cfg)]
 
 
@@ -263,8 +257,11 @@ def _fbs_oracle(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbe
                          "(TransducerInputs.ref_tokens)")
     graph = _with_hotwords(inputs, res, cfg, None)
     _, nbest = _sample(inputs, cfg, graph, DedupKey.TOKENS)
-    best, _ = nbest.oracle(inputs.ref_tokens)
-    return [MethodResult("fast_beam_search_nbest_oracle", _chosen(nbest, best, False), cfg)]
+    nbest = intersected(nbest, cfg.nbest)
+    [hyps] = oracle_records(nbest, inputs.ref_tokens, False, Topology.TRANSDUCER,
+                            word_start=res.word_start,
+                            posterior_scale=cfg.nbest.posterior_scale)
+    return [MethodResult("fast_beam_search_nbest_oracle", hyps, cfg)]
 
 
 @dataclass(frozen=True)
@@ -308,7 +305,7 @@ def _rescoring_components(inputs: TransducerInputs, res: Resources,
         raise ValueError(f"{method} needs Resources.token_words (a k2dec.lang.TokenWords of a "
                          "BPE lang dir) to read the words of token sequences")
     _, nbest = _sample(inputs, cfg, None, DedupKey.TOKENS)
-    nbest = nbest.intersect(max_arcs=cfg.nbest.max_intersect_arcs)
+    nbest = intersected(nbest, cfg.nbest)
     words = res.token_words(nbest.token_seqs()).to(G.device)
     ngram = word_sequence_scores(words, G).to(nbest.device)
     return nbest, {"am": nbest.tot_scores(), "ngram_lm": k2.RaggedTensor(nbest.shape, ngram)}
@@ -318,7 +315,8 @@ def _rescored(nbest: Nbest, components: dict[str, k2.RaggedTensor],
               grid: dict[str, tuple[float, ...]], cfg) -> list[MethodResult]:
     out = combine_scores(components, {k: list(v) for k, v in grid.items()}, nbest=nbest)
     records = from_nbest(nbest, [(r.best, r.scores, r.path_scores) for r in out.values()],
-                         False, Topology.TRANSDUCER)
+                         False, Topology.TRANSDUCER,
+                         posterior_scale=cfg.nbest.posterior_scale)
     return [MethodResult(key, r, cfg) for key, r in zip(out, records, strict=True)]
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..nbest import NbestConfig
+from ..nbest.config import check_posterior_scale
 from ..scorers import NeuralLmScorer, TokenNgramScorer, WeightedScorer
 from ..transducer import (
     ModifiedBeamSearchConfig,
@@ -121,14 +123,18 @@ class LodrConfig:
 @dataclass(frozen=True)
 class LmRescoreConfig:
     """``modified_beam_search_lm_rescore``: every final hypothesis rescored as
-    ``am + s * lm`` (LM log-prob with ``eos``) for each ``s`` of ``lm_scales``."""
+    ``am + s * lm`` (LM log-prob with ``eos``) for each ``s`` of ``lm_scales``; token
+    confidences are list posteriors of those scores times ``posterior_scale``
+    (:mod:`k2dec.nbest.confidence`)."""
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
     lm_scales: tuple[float, ...] = RESCORE_LM_SCALES
     lm_batch_size: int = 256
+    posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
         check_scales("lm_scales", self.lm_scales)
+        check_posterior_scale(self.posterior_scale)
         if not isinstance(self.lm_batch_size, int) or self.lm_batch_size < 1:
             raise ValueError(f"lm_batch_size must be an int >= 1, got {self.lm_batch_size!r}")
 
@@ -137,15 +143,18 @@ class LmRescoreConfig:
 class LmRescoreLodrConfig:
     """``modified_beam_search_lm_rescore_LODR``: every final hypothesis rescored as
     ``am / s + lm - l * lodr`` (icefall's formula; LM and n-gram log-probs with ``eos``) for
-    each ``s`` of ``lm_scales`` and ``l`` of ``lodr_scales``."""
+    each ``s`` of ``lm_scales`` and ``l`` of ``lodr_scales`` (token confidences: list
+    posteriors of those scores times ``posterior_scale``)."""
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
     lm_scales: tuple[float, ...] = RESCORE_LODR_LM_SCALES
     lodr_scales: tuple[float, ...] = RESCORE_LODR_SCALES
     lm_batch_size: int = 256
+    posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
         check_scales("lm_scales", self.lm_scales)
+        check_posterior_scale(self.posterior_scale)
         check_scales("lodr_scales", self.lodr_scales)
         if any(s == 0 for s in self.lm_scales):
             raise ValueError("lm_scales divide the acoustic score: 0 is not allowed")
@@ -245,7 +254,7 @@ def _lm_rescore(inputs: TransducerInputs, res: Resources, cfg: LmRescoreConfig):
     lists, am = _final_lists(inputs, cfg.search)
     out = sweep(lists, am, {"lm": lm_scores(lm, lists, cfg.lm_batch_size)},
                 {"lm": cfg.lm_scales}, lambda b, c, s: b + s["lm"] * c["lm"],
-                lambda s: f"nnlm_scale_{s['lm']:.2f}")
+                lambda s: f"nnlm_scale_{s['lm']:.2f}", cfg.posterior_scale)
     return [MethodResult(k, v, cfg) for k, v in out.items()]
 
 
@@ -260,5 +269,6 @@ def _lm_rescore_lodr(inputs: TransducerInputs, res: Resources, cfg: LmRescoreLod
     comps = {"lm": lm_scores(lm, lists, cfg.lm_batch_size), "lodr": scorer_scores(lodr, lists)}
     out = sweep(lists, am, comps, {"lm": cfg.lm_scales, "lodr": cfg.lodr_scales},
                 lambda b, c, s: b / s["lm"] + c["lm"] - s["lodr"] * c["lodr"],
-                lambda s: f"nnlm_scale_{s['lm']:.2f}_lodr_scale_{s['lodr']:.2f}")
+                lambda s: f"nnlm_scale_{s['lm']:.2f}_lodr_scale_{s['lodr']:.2f}",
+                cfg.posterior_scale)
     return [MethodResult(k, v, cfg) for k, v in out.items()]

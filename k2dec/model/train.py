@@ -149,7 +149,7 @@ def train_joint_model(
     step, start_epoch, skip = 0, 0, 0
     resume = latest_checkpoint(exp_dir)
     if resume is not None:
-        ckpt = torch.load(resume, map_location=device)
+        ckpt = torch.load(resume, map_location=device, weights_only=False)
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
         sched.load_state_dict(ckpt["scheduler"])
@@ -223,7 +223,7 @@ def average_checkpoints(paths: list[str | Path]) -> dict[str, torch.Tensor]:
     taken from the last checkpoint)."""
     if not paths:
         raise ValueError("no checkpoints to average")
-    states = [torch.load(p, map_location="cpu")["model"] for p in paths]
+    states = [torch.load(p, map_location="cpu", weights_only=False)["model"] for p in paths]
     out = {}
     for name, value in states[-1].items():
         if value.is_floating_point():

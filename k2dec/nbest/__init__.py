@@ -19,6 +19,7 @@ from .nbest import (
     PathScorer,
     chunks,
     edit_distances,
+    intersected,
 )
 from .rescore import (
     ATTENTION_CHUNK_CELLS,
@@ -63,6 +64,7 @@ __all__ = [
     "chunks",
     "combine_scores",
     "edit_distances",
+    "intersected",
     "lm_path_scorer",
     "neural_scores",
     "rescore_with_attention_decoder",

@@ -24,11 +24,9 @@ import k2
 import torch
 
 from ..ragged import exclusive_cumsum, ragged_from_row_ids
+from .config import NbestConfig, check_posterior_scale
 
-__all__ = ["NBEST_POSTERIOR_SCALE", "aligned_matches", "list_posteriors", "nbest_confidences"]
-
-NBEST_POSTERIOR_SCALE = 1.0
-"""Default scale of the hypotheses' scores in their posteriors."""
+__all__ = ["aligned_matches", "list_posteriors", "nbest_confidences"]
 
 MAX_ALIGN_CELLS = 1 << 22
 """Alignment tables are filled for groups of pairs with at most this many cells (int32 each)."""
@@ -133,7 +131,7 @@ def aligned_matches(hyps: k2.RaggedTensor, refs: k2.RaggedTensor,
 
 
 def list_posteriors(scores: torch.Tensor, utt: torch.Tensor, num_utts: int,
-                    scale: float = NBEST_POSTERIOR_SCALE) -> torch.Tensor:
+                    scale: float = NbestConfig.posterior_scale) -> torch.Tensor:
     """float64 ``[H]``: ``softmax(scale * scores)`` within each utterance's hypotheses
     (``utt``: int ``[H]``, the utterance of each); ``-inf`` scores get 0."""
     s = scores.to(torch.float64) * scale
@@ -148,7 +146,7 @@ def nbest_confidences(
     num_utts: int,
     scores: Sequence[torch.Tensor],
     chosen: Sequence[torch.Tensor],
-    scale: float = NBEST_POSTERIOR_SCALE,
+    scale: float = NbestConfig.posterior_scale,
     max_cells: int = MAX_ALIGN_CELLS,
 ) -> list[k2.RaggedTensor]:
     """The n-best posterior of every symbol of the chosen hypotheses, for several settings.
@@ -172,8 +170,7 @@ def nbest_confidences(
     if len(scores) != len(chosen):
         raise ValueError(f"scores and chosen need one entry per setting, got {len(scores)} "
                          f"and {len(chosen)}")
-    if not (0 < scale < float("inf")):
-        raise ValueError(f"scale must be positive and finite, got {scale!r}")
+    check_posterior_scale(scale, "scale")
     device = seqs.device
     utt = utt.to(device, torch.int64)
     if utt.numel() != seqs.dim0:

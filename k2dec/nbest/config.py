@@ -7,12 +7,19 @@ from dataclasses import dataclass
 
 from ..lattice.prune import MAX_LATTICE_ARCS
 
-__all__ = ["SAMPLERS", "TIE_BREAKS", "NbestConfig"]
+__all__ = ["SAMPLERS", "TIE_BREAKS", "NbestConfig", "check_posterior_scale"]
 
 #: how :func:`k2dec.nbest.best_paths_by_score` chooses among equal scores
 TIE_BREAKS = ("first", "last")
 #: how :meth:`k2dec.nbest.Nbest.from_lattice` draws paths
 SAMPLERS = ("hashed", "k2")
+
+
+def check_posterior_scale(value: float, name: str = "posterior_scale") -> None:
+    """``ValueError`` unless ``value`` is a positive finite number (not a bool)."""
+    if isinstance(value, bool) or not (isinstance(value, int | float)
+                                       and 0 < value < math.inf):
+        raise ValueError(f"{name} must be > 0 and finite, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -48,10 +55,17 @@ class NbestConfig:
         size and after a resume) or ``"k2"`` (``k2.random_paths``, icefall's sampler: the
         same paths as icefall for the same lattice, but a ~1e-5 score change, which another
         batch composition gives, changes most samples of a long utterance).
+      posterior_scale: the n-best methods' word (token) confidences are list posteriors,
+        ``softmax(posterior_scale * score)`` over an utterance's paths by the scores the
+        method ranks them by (:mod:`k2dec.nbest.confidence`); ``> 0``. Like a lattice's
+        acoustic scale: below 1 flattens the list distribution (less confident words), above
+        1 sharpens it. It changes confidences only, never the chosen hypothesis. The default
+        of every method config that has the field (the beam-search list methods have their
+        own ``posterior_scale`` field with this default).
 
     Raises:
-      ValueError: for a ``num_paths`` that is not an int ``>= 1`` or an ``nbest_scale`` that
-        is not a positive finite number.
+      ValueError: for a ``num_paths`` that is not an int ``>= 1``, or an ``nbest_scale`` or
+        ``posterior_scale`` that is not a positive finite number.
     """
 
     num_paths: int = 100
@@ -60,11 +74,13 @@ class NbestConfig:
     max_intersect_arcs: int = 1_000_000
     tie_break: str = "first"
     sampler: str = "hashed"
+    posterior_scale: float = 1.0
 
     def __post_init__(self) -> None:
         if isinstance(self.num_paths, bool) or not isinstance(self.num_paths, int) \
                 or self.num_paths < 1:
             raise ValueError(f"num_paths must be an int >= 1, got {self.num_paths!r}")
+        check_posterior_scale(self.posterior_scale)
         if not (isinstance(self.nbest_scale, int | float) and 0 < self.nbest_scale < math.inf):
             raise ValueError(f"nbest_scale must be > 0 and finite, got {self.nbest_scale!r}")
         for name in ("max_lattice_arcs", "max_intersect_arcs"):

@@ -84,6 +84,9 @@ class MultiPassResult:
       evaluations: int64 ``[num_utts]``: paths rescored per utterance.
       passes: number of scorer calls.
       nn_scores: float64 ``[num_paths]``: neural totals (NaN where not rescored).
+      path_scores: float64 ``[num_paths]``: ``base + nn_scale * nn`` of every rescored path,
+        ``-inf`` for the others (the list the choice was made from; the n-best confidences
+        of ``multi-pass`` are its posteriors).
     """
 
     best: torch.Tensor
@@ -92,6 +95,7 @@ class MultiPassResult:
     evaluations: torch.Tensor
     passes: int
     nn_scores: torch.Tensor
+    path_scores: torch.Tensor
 
 
 class GaussianPredictor:
@@ -338,5 +342,5 @@ def _finish(top: NbestTopK, base: torch.Tensor, nn: torch.Tensor, rescored: torc
     hyps = top.nbest.keys_at(best)
     return MultiPassResult(
         best=best, scores=scores, hyps=hyps, evaluations=rescored.sum(1).to(torch.int64),
-        passes=passes, nn_scores=nn.flatten(),
+        passes=passes, nn_scores=nn.flatten(), path_scores=total.flatten(),
     )

@@ -536,7 +536,10 @@ class Nbest:
         best = torch.full((self.num_utts,), -1, dtype=torch.int64, device=self.device)
         best_dist = torch.full((self.num_utts,), -1, dtype=torch.int64, device=self.device)
         if self.num_paths:
-            neg = k2.RaggedTensor(self.shape, -dist.values)
+            # k2's argmax returns the last of equal maxima: make every value distinct so
+            # that ties go to the lowest index (distances times num_paths plus the index)
+            index = torch.arange(self.num_paths, dtype=torch.float64, device=dist.values.device)
+            neg = k2.RaggedTensor(self.shape, -(dist.values * self.num_paths + index))
             argmax = neg.argmax()  # -1 for empty rows
             has = argmax >= 0
             best[has] = argmax[has].to(torch.int64)
@@ -693,3 +696,12 @@ def _paths_to_fsa(lattice: k2.Fsa, arcs: k2.RaggedTensor) -> k2.Fsa:
             sub, _ = value.index(arcs.values, axis=0, need_value_indexes=False)
             setattr(fsa, name, sub)
     return fsa
+
+
+def intersected(nbest: Nbest, config: NbestConfig) -> Nbest:
+    """:meth:`Nbest.intersect` with ``config.max_intersect_arcs`` (what every n-best method
+    does before scoring its paths); an n-best without paths (every lattice of the batch was
+    empty) is returned as it is, so that its utterances fail with their lattices' reasons."""
+    if nbest.num_paths == 0:
+        return nbest
+    return nbest.intersect(max_arcs=config.max_intersect_arcs)

@@ -291,18 +291,27 @@ class TransducerNet:
     def window_logits(self, encoder_out: torch.Tensor, decoder_out: torch.Tensor
                       ) -> torch.Tensor:
         """Joiner logits of ``n`` rows x ``w`` frames sharing their row's decoder output:
-        ``[n, w, J]`` x ``[n, J]`` -> float ``[n * w, V]``, equal to :meth:`logits` on the rows
-        repeated. Joiners with projections (icefall's, which add their inputs) get
-        ``[n, w, 1, J]`` and ``[n, 1, 1, J]`` and broadcast; others get the repeated rows."""
-        n, w = encoder_out.size(0), encoder_out.size(1)
+        ``[n, w, J]`` x ``[n, J]`` -> float ``[n * w, V]`` (see :meth:`grid_logits`)."""
+        return self.grid_logits(encoder_out, decoder_out.unsqueeze(1))
+
+    def grid_logits(self, encoder_out: torch.Tensor, decoder_out: torch.Tensor
+                    ) -> torch.Tensor:
+        """Joiner logits of every pair of ``a`` encoder rows and ``b`` decoder rows of each of
+        ``n`` groups: ``[n, a, J]`` x ``[n, b, J]`` -> float ``[n * a * b, V]`` (row
+        ``(i * a + p) * b + q`` pairs ``encoder_out[i, p]`` with ``decoder_out[i, q]``),
+        equal to :meth:`logits` on the repeated rows. Joiners with projections (icefall's,
+        which add their inputs) get ``[n, a, 1, J]`` and ``[n, 1, b, J]`` and broadcast;
+        others get the repeated rows."""
+        n, a, b = encoder_out.size(0), encoder_out.size(1), decoder_out.size(1)
         if not self.project:
-            return self.logits(encoder_out.reshape(n * w, -1),
-                               decoder_out.repeat_interleave(w, dim=0))
-        self.joiner_rows += n * w
+            enc = encoder_out.unsqueeze(2).expand(n, a, b, encoder_out.size(2))
+            dec = decoder_out.unsqueeze(1).expand(n, a, b, decoder_out.size(2))
+            return self.logits(enc.reshape(n * a * b, -1), dec.reshape(n * a * b, -1))
+        self.joiner_rows += n * a * b
         with self._timer():
-            out = self.joiner(encoder_out.unsqueeze(2), decoder_out.unsqueeze(1).unsqueeze(1),
+            out = self.joiner(encoder_out.unsqueeze(2), decoder_out.unsqueeze(1),
                               project_input=False)
-            out = out.reshape(n * w, -1)
+            out = out.reshape(n * a * b, -1)
         if out.size(1) != self.vocab_size:
             raise ValueError(
                 f"joiner output has {out.size(1)} symbols but model.decoder.vocab_size is "

@@ -150,63 +150,65 @@ class GreedySearch:
         index = torch.cat([packed[:, 0] * t_max + packed[:, 1],
                            packed.new_zeros(max(k, _MAX_WINDOW))])  # padding: any frame
         enc = net.project_encoder(encoder_out.reshape(n_utt * t_max, -1).index_select(0, index))
-        ctx = torch.stack([s.context.to(device) for s in streams])  # [N, c]
-        dec = net.decoder_out(ctx)  # [N, J]
+        ctx_all = torch.stack([s.context.to(device) for s in streams])  # [N, c]
         windows: list[_Window] = []
 
-        # State of the rows still decoding (compacted now and then): row id, next packed
-        # frame, end of its frames, symbols already emitted on the next frame (< max_sym).
+        # State of the rows still decoding, compacted now and then: row id, its context and
+        # decoder output, next packed frame, end of its frames, symbols already emitted on the
+        # next frame (< max_sym).
         rows = torch.nonzero(lens > 0).squeeze(1)
+        ctx = ctx_all.index_select(0, rows)
+        dec = net.decoder_out(ctx)  # [n, J]
         cur = first_frame.index_select(0, rows)
         end = first_frame[1:].index_select(0, rows)
         nsym = torch.zeros_like(cur)
         n = rows.numel()
-        width, window, starts = _window(rows, k)
+        width, window = _window(n, k, device)
         while True:
-            frames = cur.unsqueeze(1) + window  # [n, width]
-            valid = frames < end.unsqueeze(1)
-            logits = net.window_logits(enc.index_select(0, frames.view(-1)).view(n, width, -1),
-                                       dec.index_select(0, rows))
-            best, tok = log_probs_from_logits(logits, blank_id, 1.0, blank_penalty).max(dim=1)
-            emit = (tok.view(n, width) != blank_id) & valid
-            has, first = emit.max(dim=1)  # first emission of each row (0 if none)
+            limit = end - cur  # frames of the window inside the row
+            logits = net.window_logits(
+                enc.index_select(0, (cur.unsqueeze(1) + window).view(-1)).view(n, width, -1),
+                dec)
+            best, tok = _best_symbol(logits, blank_id, blank_penalty)
+            tok = tok.view(n, width)
+            has, first = (tok != blank_id).max(dim=1)  # first emission of each row (0 if none)
+            has &= first < limit
             before = torch.where(has, first, width)
             slot = None if max_sym == 1 else torch.where(first == 0, nsym, 0)
-            windows.append(_Window(rows, cur, best.view(n, width), valid, before, tok, slot))
+            windows.append(_Window(rows, cur, best.view(n, width), limit, before, tok, slot))
 
             if max_sym == 1:
-                nxt = cur + before + has
+                cur = torch.minimum(cur + before + has, end)
             else:  # the max_sym-th symbol of a frame moves on to the next frame
                 stay = has & (slot + 1 < max_sym)
-                nxt = cur + before + (has & ~stay)
+                cur = torch.minimum(cur + before + (has & ~stay), end)
                 nsym = torch.where(stay, slot + 1, 0)
             local = torch.nonzero(has).squeeze(1)
             if local.numel() > 0:
-                new_tok = tok.index_select(0, (starts + first).index_select(0, local))
-                emitters = rows.index_select(0, local)
-                new_ctx = torch.cat([ctx.index_select(0, emitters)[:, 1:],
-                                     new_tok.unsqueeze(1)], dim=1)
-                ctx.index_copy_(0, emitters, new_ctx)
-                dec.index_copy_(0, emitters, net.decoder_out(new_ctx))
-            cur = torch.minimum(nxt, end)
+                new_tok = tok.gather(1, first.unsqueeze(1)).index_select(0, local)
+                new_ctx = torch.cat([ctx.index_select(0, local)[:, 1:], new_tok], dim=1)
+                ctx.index_copy_(0, local, new_ctx)
+                dec.index_copy_(0, local, net.decoder_out(new_ctx))
             # Finished rows stay (all frames invalid, nothing decided) until a quarter of the
             # rows are finished; then the state is compacted.
-            done = cur == end
-            num_done = int(done.sum())
-            if num_done == n:
+            num_left = int(torch.count_nonzero(cur < end))
+            if num_left == 0:
                 break
-            if 4 * num_done >= n:
-                keep = torch.nonzero(~done).squeeze(1)
+            if 4 * num_left <= 3 * n:
+                ctx_all.index_copy_(0, rows, ctx)
+                keep = torch.nonzero(cur < end).squeeze(1)
                 rows, cur, end, nsym = rows[keep], cur[keep], end[keep], nsym[keep]
+                ctx, dec = ctx[keep], dec[keep]
                 n = rows.numel()
-                width, window, starts = _window(rows, k)
+                width, window = _window(n, k, device)
+        ctx_all.index_copy_(0, rows, ctx)
 
         initial = torch.tensor([s.score for s in streams], dtype=torch.float64, device=device)
         chosen, score = _collect(windows, initial, packed.size(0), max_sym, blank_id)
         _append_tokens(streams, chosen, lens, blank_id)
         score_list = score.tolist()
         for i, (s, n_frames) in enumerate(zip(streams, lens.tolist())):
-            s.context = ctx[i]
+            s.context = ctx_all[i]
             s.score = score_list[i]
             s.num_frames += n_frames
 
@@ -278,19 +280,24 @@ class _Window(NamedTuple):
     rows: torch.Tensor  # int64 [n], row ids
     start: torch.Tensor  # int64 [n], packed index of the window's first frame
     best: torch.Tensor  # float [n, w], log-prob of the best symbol on each frame
-    valid: torch.Tensor  # bool [n, w], frames inside the row
+    limit: torch.Tensor  # int64 [n], frames of the window inside the row (<= 0: none)
     before: torch.Tensor  # int64 [n], offset of the first emission (w if none)
-    tok: torch.Tensor  # int64 [n * w], best symbol on each frame
+    tok: torch.Tensor  # int64 [n, w], best symbol on each frame
     slot: torch.Tensor | None  # int64 [n], symbol slot of the emission (max_sym > 1)
 
 
-def _window(rows: torch.Tensor, k: int) -> tuple[int, torch.Tensor, torch.Tensor]:
-    """Window width for ``rows`` (``k``, wider when few rows are left), its frame offsets
-    ``[width]`` and each row's first index in a flattened ``[n, width]`` window."""
-    n = rows.numel()
+def _window(n: int, k: int, device: torch.device) -> tuple[int, torch.Tensor]:
+    """Window width for ``n`` rows (``k``, wider when few rows are left) and its frame
+    offsets ``[width]``."""
     width = max(k, min(_MAX_WINDOW, _WINDOW_ROWS // max(1, n)))
-    return (width, torch.arange(width, device=rows.device),
-            torch.arange(0, n * width, width, device=rows.device))
+    return width, torch.arange(width, device=device)
+
+
+def _best_symbol(logits: torch.Tensor, blank_id: int, blank_penalty: float
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The best symbol of each row of ``logits`` (``[M, V]``) after the blank penalty and its
+    log-prob: (float32 ``[M]``, int64 ``[M]``)."""
+    return log_probs_from_logits(logits, blank_id, 1.0, blank_penalty).max(dim=1)
 
 
 def _collect(windows: list[_Window], initial: torch.Tensor, num_frames: int, max_sym: int,
@@ -312,12 +319,13 @@ def _collect(windows: list[_Window], initial: torch.Tensor, num_frames: int, max
                           for xs in zip(*windows[i:j])))
         i = j
         before = group.before
-        taken = group.valid & (torch.arange(width, device=device) <= before.unsqueeze(1))
+        offsets = torch.arange(width, device=device)
+        taken = (offsets <= before.unsqueeze(1)) & (offsets < group.limit.unsqueeze(1))
         values.append(group.best[taken])
         rows.append(group.rows.unsqueeze(1).expand_as(taken)[taken])
         has = torch.nonzero(before < width).squeeze(1)
         at = before.index_select(0, has)
-        tok = group.tok.index_select(0, has * width + at)
+        tok = group.tok.view(-1).index_select(0, has * width + at)
         frame = group.start.index_select(0, has) + at
         slot = 0 if group.slot is None else group.slot.index_select(0, has)
         chosen[frame, slot] = tok

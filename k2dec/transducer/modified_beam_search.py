@@ -5,9 +5,12 @@ token appends to it and consumes the frame), the ``beam`` best (hypothesis, symb
 utterance survive, and survivors with equal token sequences are merged by log-add. This is
 icefall's ``modified_beam_search`` with every per-hypothesis Python loop replaced by tensor ops:
 
-- hypotheses of all utterances live in flat tensors with ``row_splits`` over utterances (the
-  ragged layout ``[utt][hyp]``); the per-utterance top-k is one ``topk`` over a padded
-  ``[utt, beam * V]`` view;
+- while a chunk is decoded, the hypotheses of all utterances live in ``beam`` slots per
+  utterance (flat tensors of ``N * beam`` rows, a bool ``[N, beam]`` mask of the slots that
+  hold one; empty slots score ``-inf``), so the per-utterance top-k is one ``topk`` over the
+  ``[utt, beam * V]`` view of the scores and the joiner sees one encoder frame per utterance
+  against its ``beam`` decoder outputs; between chunks each stream keeps only its hypotheses
+  (a :class:`~k2dec.transducer.BeamHyps`, ragged over streams);
 - token sequences are compared through (length, 64-bit rolling hash); equal sequences are merged
   with a masked ``logsumexp`` over the ``[utt, beam, beam]`` equality matrix;
 - decoder outputs are carried along with hypotheses and recomputed only for hypotheses that
@@ -184,77 +187,113 @@ class ModifiedBeamSearch:
         if encoder_out.size(0) == 0 or encoder_out.size(1) == 0 or int(lens.max()) == 0:
             return
         device = encoder_out.device
+        beam = self.config.beam
         lens_sorted, order = torch.sort(lens, descending=True, stable=True)
         ordered = [streams[i] for i in order.tolist()]
         enc = self.net.project_encoder(encoder_out.index_select(0, order))
-        hyps = BeamHyps.cat([s.hyps.to(device) for s in ordered])
-        if hyps.decoder_out is None:
-            hyps.decoder_out = self.net.decoder_out(hyps.context)
-        counts = torch.tensor([s.num_hyps for s in ordered], dtype=torch.int64, device=device)
-        offsets = torch.tensor([s.num_frames for s in ordered], dtype=torch.int64, device=device)
+        hyps, alive = self._to_slots([s.hyps.to(device) for s in ordered])
+        frames = torch.tensor([s.num_frames for s in ordered], dtype=torch.int64,
+                              device=device).repeat_interleave(beam)
+        # The active utterances are a prefix of `ordered`; the slots of those that ran out of
+        # frames are set aside (the last utterances first).
+        done: list[tuple[BeamHyps, torch.Tensor]] = []
+        active = len(ordered)
         for t, n in enumerate(num_active_per_frame(lens_sorted.tolist())):
-            num_rows = int(counts[:n].sum())
-            new, new_counts = self._frame(hyps.rows(0, num_rows), counts[:n], enc[:n, t],
-                                          offsets[:n] + t)
-            hyps = BeamHyps.cat([new, hyps.rows(num_rows, hyps.num_rows)])
-            counts = torch.cat([new_counts, counts[n:]])
-        splits = exclusive_cumsum(counts).tolist()
+            if n < active:
+                done.append((hyps.rows(n * beam, active * beam), alive[n:active]))
+                hyps, alive, active = hyps.rows(0, n * beam), alive[:n], n
+            hyps, alive = self._frame(hyps, alive, enc[:n, t], frames[: n * beam] + t)
+        done.append((hyps, alive))
+        hyps = BeamHyps.cat([h for h, _ in reversed(done)])
+        alive = torch.cat([a for _, a in reversed(done)])
+        splits = exclusive_cumsum(alive.sum(dim=1)).tolist()
+        hyps = hyps.select(torch.nonzero(alive.view(-1)).squeeze(1))
         for i, (s, n_frames) in enumerate(zip(ordered, lens_sorted.tolist())):
             s.hyps = hyps.rows(splits[i], splits[i + 1]).trimmed()
             s.num_frames += n_frames
 
+    def _to_slots(self, parts: Sequence[BeamHyps]) -> tuple[BeamHyps, torch.Tensor]:
+        """The hypotheses of ``N`` streams (at most ``beam`` each) laid out in ``beam`` slots
+        per stream: ``N * beam`` rows (stream after stream, its hypotheses in order, then copies
+        of its last one) with decoder outputs, and which slots hold a hypothesis (bool
+        ``[N, beam]``; the others have log-prob ``-inf``)."""
+        hyps = BeamHyps.cat(parts)
+        device = hyps.length.device
+        if hyps.decoder_out is None:
+            hyps.decoder_out = self.net.decoder_out(hyps.context)
+        counts = torch.tensor([p.num_rows for p in parts], dtype=torch.int64, device=device)
+        slot = torch.arange(self.config.beam, device=device)
+        alive = slot < counts.unsqueeze(1)
+        index = exclusive_cumsum(counts)[:-1].unsqueeze(1) + torch.minimum(
+            slot, counts.unsqueeze(1) - 1)
+        hyps = hyps.select(index.view(-1))
+        hyps.log_prob = hyps.log_prob.masked_fill(~alive.view(-1), float("-inf"))
+        return hyps, alive
+
     def _frame(
-        self, hyps: BeamHyps, counts: torch.Tensor, enc_t: torch.Tensor, frame: torch.Tensor
+        self, hyps: BeamHyps, alive: torch.Tensor, enc_t: torch.Tensor, frame: torch.Tensor
     ) -> tuple[BeamHyps, torch.Tensor]:
         """One frame of ``n`` utterances.
 
         Args:
-          hyps: their hypotheses, rows grouped by utterance (``counts``, int64 ``[n]``, rows
-            each).
+          hyps: their hypotheses in ``beam`` slots each (``n * beam`` rows, utterance after
+            utterance; see :meth:`_to_slots`).
+          alive: bool ``[n, beam]``, the slots that hold a hypothesis (the others have
+            log-prob ``-inf``).
           enc_t: float ``[n, J]``, their projected encoder frame.
-          frame: int64 ``[n]``, the frame's index in each stream (for timestamps).
+          frame: int64 ``[n * beam]``, the frame's index in the stream of each row (for
+            timestamps).
 
         Returns:
-          The surviving hypotheses (merged, best first within each utterance) and their
-          counts per utterance.
+          The surviving hypotheses in ``beam`` slots per utterance (merged, best first, the
+          slots of merged-away candidates empty) and which slots hold one.
         """
         net, cfg = self.net, self.config
-        device = enc_t.device
-        n = counts.numel()
-        row_splits = exclusive_cumsum(counts)
-        utt_of_row = torch.repeat_interleave(torch.arange(n, device=device), counts)
-        logits = net.logits(enc_t[utt_of_row], hyps.decoder_out)
+        n, beam = alive.shape
+        vocab_size = net.vocab_size
+        logits = net.grid_logits(enc_t.unsqueeze(1), hyps.decoder_out.view(n, beam, -1))
         log_probs = log_probs_from_logits(logits, net.blank_id, cfg.temperature,
                                           cfg.blank_penalty)
         dtype = cfg.torch_score_dtype
-        tot = hyps.log_prob.to(dtype).unsqueeze(1) + log_probs.to(dtype)
+        tot = hyps.log_prob.to(dtype).unsqueeze(1) + log_probs.to(dtype)  # [n * beam, V]
         extra, pending = self._scorer_scores(hyps)
         if extra is not None:
             extra = extra.to(dtype)
         if extra is not None and self.score_before_topk:
             tot = tot + extra
-        top_val, src_row, tok, valid = _top_k(tot, counts, row_splits, utt_of_row, cfg.beam)
+        # The `beam` best (slot, symbol) pairs of each utterance, best first; pairs from
+        # empty slots (-inf) are chosen only when an utterance has fewer candidates.
+        top_val, top_idx = tot.view(n, beam * vocab_size).topk(beam, dim=1)
+        src_slot = torch.div(top_idx, vocab_size, rounding_mode="floor")
+        tok = top_idx - src_slot * vocab_size
+        valid = alive.gather(1, src_slot)
         if extra is not None and not self.score_before_topk:
-            top_val = top_val + extra[src_row, tok]
+            top_val = top_val + extra.view(n, beam * vocab_size).gather(1, top_idx)
+        src = (src_slot + torch.arange(0, n * beam, beam, device=alive.device).unsqueeze(1)
+               ).view(-1)
 
         is_tok = tok != net.blank_id
-        new_len = hyps.length[src_row] + is_tok.to(torch.int64)
-        new_hash = extend_hash(hyps.hash[src_row], tok, is_tok)
+        new_len = hyps.length.index_select(0, src).view(n, beam) + is_tok
+        new_hash = extend_hash(hyps.hash.index_select(0, src).view(n, beam), tok, is_tok)
         keep, merged = _merge_equal(top_val, new_hash, new_len, valid)
 
-        new = hyps.select(src_row.view(-1)[keep], states=False)
-        new.log_prob = merged.view(-1)[keep]
-        new.hash = new_hash.view(-1)[keep]
-        new.length = new_len.view(-1)[keep]
-        k = tok.size(1)
-        sel_utt = torch.arange(n, device=device).repeat_interleave(k)[keep]
-        emit_rows = torch.nonzero(is_tok.view(-1)[keep]).squeeze(1)
-        emit_tok = tok.view(-1)[keep][emit_rows]
-        new.append_tokens(emit_rows, emit_tok, frame[sel_utt[emit_rows]], net)
+        new = BeamHyps(
+            tokens=hyps.tokens.index_select(0, src),
+            times=hyps.times.index_select(0, src),
+            length=new_len.view(-1),
+            log_prob=merged.view(-1).masked_fill(~keep, float("-inf")),
+            hash=new_hash.view(-1),
+            context=hyps.context.index_select(0, src),
+            decoder_out=hyps.decoder_out.index_select(0, src),
+            scorers=hyps.scorers,
+        )
+        emit = is_tok.view(-1) & keep
+        emit_rows = torch.nonzero(emit).squeeze(1)
+        new.append_tokens(emit_rows, tok.view(-1).index_select(0, emit_rows),
+                          frame.index_select(0, emit_rows), net)
         if len(self.scorers):
-            new.states = self.scorers.advance(hyps.states, pending, src_row.view(-1)[keep],
-                                              tok.view(-1)[keep], is_tok.view(-1)[keep])
-        return new, keep.view(n, k).sum(dim=1)
+            new.states = self.scorers.advance(hyps.states, pending, src, tok.view(-1), emit)
+        return new, keep.view(n, beam)
 
     def _scorer_scores(self, hyps: BeamHyps) -> tuple[torch.Tensor | None, list]:
         """Weighted sum of the scorers' scores of every token after every row, float64
@@ -328,39 +367,6 @@ def modified_beam_search(
     streams = [search.new_stream(encoder_out.device, i) for i in range(encoder_out.size(0))]
     search.decode_chunk(streams, encoder_out, encoder_out_lens)
     return search.results(streams)
-
-
-def _top_k(
-    tot: torch.Tensor,
-    counts: torch.Tensor,
-    row_splits: torch.Tensor,
-    utt_of_row: torch.Tensor,
-    beam: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The ``k = min(beam, max_hyps * V)`` best (row, symbol) pairs of each utterance.
-
-    Args:
-      tot: float ``[R, V]``, the total score of every extension of every row (rows grouped
-        by utterance: ``counts[i]`` rows from ``row_splits[i]``; ``utt_of_row`` int64 ``[R]``).
-
-    Returns:
-      ``(score, row, symbol, valid)``, ``[n, k]`` each, best first; slots past an utterance's
-      ``counts * V`` candidates are not ``valid`` (their row is clamped to a real one).
-    """
-    n, vocab_size = counts.numel(), tot.size(1)
-    num_rows = tot.size(0)
-    local = torch.arange(num_rows, device=tot.device) - row_splits[utt_of_row]
-    max_hyps = int(counts.max())
-    dense = torch.full(
-        (n, max_hyps, vocab_size), float("-inf"), dtype=tot.dtype, device=tot.device
-    )
-    dense[utt_of_row, local] = tot
-    k = min(beam, max_hyps * vocab_size)
-    top_val, top_idx = dense.view(n, -1).topk(k, dim=1)  # sorted, best first
-    src_local = torch.div(top_idx, vocab_size, rounding_mode="floor")
-    valid = src_local < counts.unsqueeze(1)
-    src_row = (row_splits[:n].unsqueeze(1) + src_local).clamp(max=max(num_rows - 1, 0))
-    return top_val, src_row, top_idx % vocab_size, valid
 
 
 def _merge_equal(

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from k2dec.job import DecodeConfig, decode_cuts, load_assets
+from k2dec.methods import get_method, list_methods
 from k2dec.results import read_ctm, read_results
+from tests.job.test_same_answer import _config, full_setup  # noqa: F401 (fixture)
 
 
 @pytest.mark.parametrize("method,keys", [
@@ -72,3 +74,52 @@ def test_ctm_settings_are_validated():
         DecodeConfig(frame_shift=0.0)
     with pytest.raises(ValueError, match="subsampling_factor"):
         DecodeConfig(subsampling_factor=0)
+
+
+#: registered methods that write no confidences, and why (README, "Word times and
+#: confidences"): lattice best paths without posteriors; the MBR methods give the same best
+#: path with its posteriors at the cost of a forward-backward pass (``mbr``: key ``1best``,
+#: ``--set rescore=true``: ``lm_scale_*`` for whole-lattice rescoring;
+#: ``fast_beam_search_mbr(_LG)``: keys ``fast_beam_search(_LG)``), and ``ctc-decoding``'s best
+#: path through H is ``ctc-greedy-search``'s, which has them.
+NO_CONFIDENCES = {"1best", "whole-lattice-rescoring", "ctc-decoding", "fast_beam_search",
+                  "fast_beam_search_LG"}
+#: methods whose frames need an alignment the tiny random model cannot give: attention beam
+#: search aligns its tokens to the CTC output, and the random model's hypotheses are longer
+#: than its CTC output can align (aligned ones: tests/methods/test_aed_methods.py)
+NO_FRAMES_HERE = {"attention-beam-search"}
+
+
+@pytest.mark.parametrize("method", [m.name for m in list_methods()])
+def test_every_method_writes_times_and_confidences_or_is_listed_why(full_setup, tmp_path,  # noqa: F811
+                                                                    method):
+    s = full_setup
+    assets = load_assets(s["model_path"], s["lang_dir"], lm_paths={"rnn_lm": s["lm_path"]},
+                         lodr_arpa=s["lodr"])
+    m = get_method(method)
+    summary = decode_cuts(assets, s["cuts"], m, tmp_path, "tiny", _config(m),
+                          config=DecodeConfig(max_duration=3.0, num_buckets=2))
+    records = read_results(summary.results_path)
+    keys = sorted({k for r in records.values() if r["status"] == "ok" for k in r["hyps"]})
+    assert keys
+    written = sorted(p.name for p in (tmp_path / method).glob("ctm-*.ctm"))
+    has_conf = [k for k in keys if any(
+        "word_confidences" in r["hyps"][k] or "token_confidences" in r["hyps"][k]
+        for r in records.values() if r["status"] == "ok")]
+    if method in NO_CONFIDENCES:
+        assert has_conf == [] and written == []
+        return
+    assert has_conf == keys
+    for r in records.values():
+        if r["status"] != "ok":
+            continue
+        for key, hyp in r["hyps"].items():
+            if hyp.get("error"):
+                continue
+            units = "words" if "word_confidences" in hyp else "tokens"
+            frames = "word_frames" if units == "words" else "token_frames"
+            assert len(hyp[f"{units[:-1]}_confidences"]) == len(hyp[units])
+            if method not in NO_FRAMES_HERE:
+                assert len(hyp[frames]) == len(hyp[units]), (key, hyp)
+    if method not in NO_FRAMES_HERE:
+        assert written == [f"ctm-tiny-{k}.ctm" for k in keys]

@@ -188,13 +188,13 @@ def _same(name: str, a: bytes, b: bytes, loose_floats: bool) -> None:
             x, y = json.loads(x), json.loads(y)
         else:  # CTM, confidence summaries: numbers among words
             x, y = map(_numbers, (x.split(), y.split()))
-        if name.startswith(_SUMMARY, name.index("/") + 1) and len(x) == len(y) == 7 \
+        if name.startswith(_SUMMARY, name.index("/") + 1) and len(x) == len(y) == 9 \
                 and isinstance(x[1], float):
-            assert x[:3] == y[:3] and _close(x[3], y[3]), f"{name} differs"
-            # NCE and ECE within SUMMARY_TOLERANCE; AUC not compared: it ranks words whose
-            # n-best posteriors are nearly tied (most are within 1e-6 of 1) and float noise
-            # reorders them (measured: AUC 0.44 vs 0.51 over 28 words)
-            nce_ece = (x[4], x[6]), (y[4], y[6])
+            assert x[:3] == y[:3] and _close(x[3], y[3]) and x[7] == y[7], f"{name} differs"
+            # NCE (calibrated and raw) and ECE within SUMMARY_TOLERANCE; AUC not compared: it
+            # ranks words whose n-best posteriors are nearly tied (most are within 1e-6 of 1)
+            # and float noise reorders them (measured: AUC 0.44 vs 0.51 over 28 words)
+            nce_ece = (x[4], x[6], x[8]), (y[4], y[6], y[8])
             assert all(abs(a - b) <= SUMMARY_TOLERANCE for a, b in zip(*nce_ece)), \
                 f"{name} differs beyond float noise: {x} vs {y}"
             continue

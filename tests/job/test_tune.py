@@ -171,3 +171,91 @@ def test_tuned_settings_keep_the_other_methods_of_the_starting_file():
                            "nbest-rescoring": ("ngram_lm_scale=0.3",)}
     assert out.tuned["nbest-rescoring"]["dev_wer"] == 10.0
     assert not math.isnan(out.tuned["nbest-rescoring"]["start_wer"])
+
+
+def _words_and_correctness(results_path, key):
+    """Per word of setting ``key``: its confidence and whether kaldialign pairs it with the
+    same reference word, read straight off the JSONL records."""
+    import kaldialign
+
+    from k2dec.results import read_results
+
+    confs, correct = [], []
+    for rec in read_results(results_path).values():
+        if rec["status"] != "ok" or rec["hyps"][key].get("error"):
+            continue
+        hyp = rec["hyps"][key]
+        confs += hyp["word_confidences"]
+        pairs = kaldialign.align(rec["ref"], hyp["text"], "*")
+        correct += [r == h for r, h in pairs if h != "*"]
+    return confs, correct
+
+
+def test_tune_calibrates_the_chosen_settings_confidences_and_decode_applies_it(
+        decode_setup, graphs, tmp_path):
+    from k2dec.job import run_decode
+    from k2dec.results import (
+        Calibration,
+        fit_calibration,
+        normalized_cross_entropy,
+        read_ctm,
+        read_results,
+    )
+
+    s = decode_setup
+    assets = load_assets(s["model_path"], s["lang_dir"], graph_dir=graphs)
+    runs = (plan_methods(["nbest-rescoring"], ["lm_scales=0.1,1.0,4.0", "num_paths=5"])
+            + plan_methods(["mbr"]))
+    results = tune_methods(assets, {"dev": s["cuts"]}, runs, tmp_path / "tune",
+                           ["acoustic_scale=0.5,1.0"], CFG)
+    settings = tuned_settings(results, ["dev"],
+                              base=DecodeSettings(calibration={
+                                  "nbest-rescoring": {"stale": Calibration(2.0, 1.0)},
+                                  "rnn-lm": {"rnn_lm_scale_0.5": Calibration(3.0, 0.0)}}))
+    # a re-tuned method's old calibration goes, another method's stays
+    assert settings.calibration["rnn-lm"] == {"rnn_lm_scale_0.5": Calibration(3.0, 0.0)}
+    path = write_settings(settings, tmp_path / "tuned.json")
+    assert read_settings(path) == settings
+    runs = plan_methods(["nbest-rescoring", "mbr"], settings=read_settings(path))
+    rows = run_decode(assets, {"dev": s["cuts"]}, runs, tmp_path / "dec", CFG)
+    checked = 0
+    for run, result, row in zip(runs, results, rows):
+        keys = sorted(row.wers)
+        # every setting the tuned config reports is calibrated (mbr: "mbr" and "1best")
+        assert sorted(result.calibration) == keys == sorted(run.calibration)
+        assert settings.calibration[run.method.name] == result.calibration
+        summary = (tmp_path / "dec" / run.method.name / "confidence-summary-dev.txt")
+        lines = {r.split("\t")[0]: r.split("\t") for r in summary.read_text().splitlines()[1:]}
+        for key in keys:
+            confs, correct = _words_and_correctness(row.results_path, key)
+            cal = fit_calibration(confs, correct)  # the tuned setting's words are the dev's
+            got = result.calibration[key]
+            assert (got.a, got.b) == pytest.approx((cal.a, cal.b), abs=1e-6)
+            want = cal(confs).tolist()
+            ctm = read_ctm(tmp_path / "dec" / run.method.name / f"ctm-dev-{key}.ctm")
+            written = [w.confidence for cut in sorted(ctm) for w in ctm[cut]]
+            assert written == pytest.approx(want, abs=1e-4)  # CTM: calibrated
+            records = read_results(row.results_path)  # JSONL: the method's own
+            assert [c for r in sorted(records) if records[r]["status"] == "ok"
+                    for c in records[r]["hyps"][key].get("word_confidences", [])] == confs
+            line = lines[key]
+            assert float(line[4]) == pytest.approx(normalized_cross_entropy(want, correct),
+                                                   abs=1e-4)
+            assert float(line[8]) == pytest.approx(normalized_cross_entropy(confs, correct),
+                                                   abs=1e-4)
+            assert line[7] == f"{got.a:.4f},{got.b:.4f}"
+            assert float(line[4]) >= float(line[8]) - 1e-9  # fit in-sample: not worse
+            checked += 1
+    assert checked == 3
+
+
+def test_calibrations_in_settings_files_are_checked(tmp_path):
+    bad = {"a.json": ('{"calibration": {"nope": {"k": [1, 0]}}}',
+                      "unknown decoding method 'nope'"),
+           "b.json": ('{"calibration": {"mbr": {"mbr": [1]}}}', r"\[a, b\] \(two finite"),
+           "c.json": ('{"calibration": {"mbr": {"mbr": [1, NaN]}}}', "two finite numbers"),
+           "d.json": ('{"calibration": {"mbr": [1, 0]}}', "must map setting keys")}
+    for name, (text, message) in bad.items():
+        (tmp_path / name).write_text(text)
+        with pytest.raises(ValueError, match=message):
+            read_settings(tmp_path / name)

@@ -53,7 +53,9 @@ def test_ctc_units_match_best_path_frames(device, use_word_start):
         # confidences are the sausage posteriors of the best path's words
         again = mbr_decode(result, MbrConfig(posterior=post, decode_mbr=False),
                            hyps=[list(h.words) for h in hyps])
-        assert units.confidences.tolist() == again.confidences.tolist()
+        # the same sums, taken in another order on CUDA
+        assert units.confidences.tolist() == [
+            pytest.approx(row, rel=1e-12, abs=1e-12) for row in again.confidences.tolist()]
         for i in range(result.lattice.shape[0]):
             best = _best_path(result.lattice, i)
             frame_labels = [lab for lab in best.labels if lab >= 0]

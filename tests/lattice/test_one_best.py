@@ -14,6 +14,7 @@ from k2dec.lattice import (
     best_paths,
     ctc_decoding,
     ctc_greedy_search,
+    ctc_greedy_token_confidences,
     get_lattice,
     hypotheses_from_lattice,
     one_best_decoding,
@@ -22,6 +23,7 @@ from k2dec.testing.graphs import peaked_log_probs
 from tests.lattice.graphs import HUGE, lattice_arc_frames, lattice_has_path, to_k2
 from tests.reference.viterbi import (
     ctc_greedy,
+    ctc_greedy_confidences,
     enumerate_paths,
     path_outputs,
     path_score,
@@ -155,6 +157,31 @@ def test_ctc_greedy_matches_reference(device):
             tokens, score = ctc_greedy(log_probs[i, : lengths[i]].numpy())
             assert list(h.tokens) == tokens
             assert h.score == pytest.approx(score, abs=1e-4)
+
+
+def test_ctc_greedy_token_confidences_match_reference(device):
+    rng = np.random.default_rng(11)
+    for n in (1, 5):
+        lengths = torch.from_numpy(rng.integers(1, 12, size=n))
+        lengths[0] = 1  # one frame
+        log_probs = peaked_log_probs(rng, n, int(lengths.max()), 6, scale=1.0)
+        if n > 1:  # an all-blank utterance: no tokens
+            log_probs[1, :, 0] = 0.0
+            log_probs[1, :, 1:] = -5.0
+        hyps = ctc_greedy_search(log_probs.to(device), lengths)
+        conf = ctc_greedy_token_confidences(log_probs.to(device), lengths)
+        assert conf.device == device and conf.dtype == torch.float64
+        rows = conf.tolist()
+        for i, h in enumerate(hyps):
+            want = ctc_greedy_confidences(log_probs[i, : lengths[i]].numpy())
+            assert len(rows[i]) == len(h.tokens) == len(want)
+            assert rows[i] == pytest.approx(want, abs=1e-6)
+            alone = ctc_greedy_token_confidences(log_probs[i:i + 1].to(device),
+                                                 lengths[i:i + 1]).tolist()[0]
+            assert alone == rows[i]
+        if n > 1:
+            assert rows[1] == [] and hyps[1].tokens == ()
+        assert any(len(r) > 1 for r in rows) or n == 1
 
 
 def test_ctc_decoding_with_H_equals_greedy(device):

@@ -12,6 +12,7 @@ names and metadata of ``export-onnx.py`` / ``export-onnx-ctc.py``.
 
 from __future__ import annotations
 
+import inspect
 import math
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple  # noqa: UP035
@@ -212,11 +213,19 @@ def add_meta_data(filename: Path, meta_data: Dict[str, str]) -> None:
     onnx.save(model, str(filename))
 
 
+def _onnx_export(*args, **kwargs) -> None:
+    """``torch.onnx.export`` with the TorchScript-based exporter icefall's scripts use (newer
+    torch defaults to the dynamo exporter, which rejects ``dynamic_axes`` on traced modules)."""
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        kwargs["dynamo"] = False
+    torch.onnx.export(*args, **kwargs)
+
+
 def _export_encoder(module: nn.Module, inputs: Tuple[Tensor, Tensor], path: Path,
                     outputs: Tuple[str, str], model_type: str, comment: str) -> None:
     """Trace and export like export-onnx.py's encoder (and export-onnx-ctc.py's model)."""
     traced = torch.jit.trace(module.eval(), inputs)
-    torch.onnx.export(traced, inputs, str(path), opset_version=13,
+    _onnx_export(traced, inputs, str(path), opset_version=13,
                       input_names=["x", "x_lens"], output_names=list(outputs),
                       dynamic_axes={"x": {0: "N", 1: "T"}, "x_lens": {0: "N"},
                                     outputs[0]: {0: "N", 1: "T"}, outputs[1]: {0: "N"}})
@@ -241,7 +250,7 @@ def export_onnx(model: AsrModel, out_dir: Path, suffix: str = "epoch-99-avg-1",
         dec = torch.jit.script(OnnxDecoder(model.decoder, model.joiner.decoder_proj).eval())
         context_size = model.decoder.context_size
         paths["decoder"] = out_dir / f"decoder-{suffix}.onnx"
-        torch.onnx.export(dec, torch.zeros(1, context_size, dtype=torch.int64),
+        _onnx_export(dec, torch.zeros(1, context_size, dtype=torch.int64),
                           str(paths["decoder"]), opset_version=13, input_names=["y"],
                           output_names=["decoder_out"],
                           dynamic_axes={"y": {0: "N"}, "decoder_out": {0: "N"}})
@@ -250,7 +259,7 @@ def export_onnx(model: AsrModel, out_dir: Path, suffix: str = "epoch-99-avg-1",
         join = OnnxJoiner(model.joiner.output_linear).eval()
         joiner_dim = model.joiner.output_linear.weight.shape[1]
         paths["joiner"] = out_dir / f"joiner-{suffix}.onnx"
-        torch.onnx.export(join, (torch.rand(1, joiner_dim), torch.rand(1, joiner_dim)),
+        _onnx_export(join, (torch.rand(1, joiner_dim), torch.rand(1, joiner_dim)),
                           str(paths["joiner"]), opset_version=13,
                           input_names=["encoder_out", "decoder_out"], output_names=["logit"],
                           dynamic_axes={"encoder_out": {0: "N"}, "decoder_out": {0: "N"},

@@ -111,7 +111,10 @@ def test_oracle_against_kaldialign(tiny_hlg, device):
         d = [kaldialign.edit_distance(refs[u], k)["total"] for k in keys]
         assert dist[u].item() == min(d)
         start = nbest.shape.row_splits(1)[u].item()
-        assert d[best[u].item() - start] == min(d)
+        assert best[u].item() - start == d.index(min(d))  # ties: the lowest index
+    assert any(sorted(d).count(min(d)) > 1 for d in (
+        [kaldialign.edit_distance(r, k)["total"] for k in keys]
+        for r, keys in zip(refs, nbest.key_lists()))), "no tie: the tie rule is not checked"
     with pytest.raises(ValueError, match="need 3 references"):
         nbest.oracle(refs[:2])
 

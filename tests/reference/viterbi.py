@@ -176,6 +176,22 @@ def ctc_greedy(log_probs: np.ndarray, blank_id: int = 0) -> tuple[list[int], flo
     return out, float(log_probs.max(axis=1).astype(np.float64).sum())
 
 
+def ctc_greedy_confidences(log_probs: np.ndarray, blank_id: int = 0) -> list[float]:
+    """Per token of :func:`ctc_greedy`: the largest probability of the token over the frames
+    of its run, frame by frame."""
+    out: list[float] = []
+    prev = None
+    for frame in log_probs.astype(np.float64):
+        x = int(frame.argmax())
+        p = float(np.exp(frame[x]))
+        if x != prev and x != blank_id:
+            out.append(p)
+        elif x == prev and x != blank_id:
+            out[-1] = max(out[-1], p)
+        prev = x
+    return out
+
+
 def path_score(graph: RefGraph, log_probs: np.ndarray, path: list[int] | tuple[int, ...]) -> float:
     """Score of an arc path for ``T`` frames; raises ValueError if it is not a complete path."""
     t_max = log_probs.shape[0]

@@ -1,5 +1,5 @@
-"""Import a ``scripts/*.py`` file as a module (scripts are not a package; they import
-``benchlib`` from their own folder)."""
+"""Import a ``scripts/*.py`` file as a module (the scripts are run by path, not as a package;
+the benchmarks are the package ``scripts.bench`` and import normally)."""
 
 from __future__ import annotations
 

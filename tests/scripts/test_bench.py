@@ -1,5 +1,6 @@
-"""``scripts/bench.py`` (``make bench``): the report is assembled from the area scripts, and an
-area that is missing or fails is reported as failed, never dropped."""
+"""``python -m scripts.bench`` (``make bench``, ``scripts/bench/runner.py``): the report is
+assembled from the area modules, and an area that is missing or fails is reported as failed,
+never dropped."""
 
 from __future__ import annotations
 
@@ -10,18 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.scripts.loader import load_script
+from scripts.bench import runner as bench
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "bench.py"
-
-
-bench = load_script("bench")
 
 
 def _run(*args: str, timeout: float = 150) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run([sys.executable, "-m", "scripts.bench", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
 
 
 def test_smoke_report_has_targets_sections_and_plots(tmp_path):
@@ -51,19 +48,20 @@ def test_missing_area_is_reported_as_failed(tmp_path):
     proc = _run("--smoke", "--areas", "no_such_area", "--out", str(tmp_path), timeout=60)
     assert proc.returncode == 0, proc.stderr
     md = (tmp_path / "BENCHMARKS.md").read_text()
-    assert "| no_such_area | (area did not run) | no script scripts/bench_no_such_area.py |" in md
+    assert ("| no_such_area | (area did not run) | no area module "
+            "scripts/bench/no_such_area.py |") in md
     assert "## no_such_area: FAILED" in md
 
 
 @pytest.fixture
 def fake_repo(tmp_path, monkeypatch):
-    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "bench").mkdir(parents=True)
     monkeypatch.setattr(bench, "REPO", tmp_path)
     return tmp_path
 
 
 def test_crashing_area_reports_its_stderr(fake_repo):
-    (fake_repo / "scripts" / "bench_boom.py").write_text(
+    (fake_repo / "scripts" / "bench" / "boom.py").write_text(
         "import sys\nprint('starting')\nsys.stderr.write('first line\\n')\n"
         "raise RuntimeError('the peer exploded')\n")
     raw = fake_repo / "raw"
@@ -82,7 +80,7 @@ def test_crashing_area_reports_its_stderr(fake_repo):
 
 
 def test_area_without_report_or_with_stale_report_fails(fake_repo):
-    (fake_repo / "scripts" / "bench_quiet.py").write_text("print('done')\n")
+    (fake_repo / "scripts" / "bench" / "quiet.py").write_text("print('done')\n")
     raw = fake_repo / "raw"
     raw.mkdir()
     (raw / "quiet.json").write_text('{"area": "quiet", "title": "stale"}')
@@ -92,7 +90,7 @@ def test_area_without_report_or_with_stale_report_fails(fake_repo):
 
 
 def test_area_timeout_is_a_failure(fake_repo):
-    (fake_repo / "scripts" / "bench_slow.py").write_text("import time\ntime.sleep(30)\n")
+    (fake_repo / "scripts" / "bench" / "slow.py").write_text("import time\ntime.sleep(30)\n")
     raw = fake_repo / "raw"
     raw.mkdir()
     run = bench.run_area("slow", "quick", raw, timeout=0.5)
@@ -151,3 +149,21 @@ def test_reuse_keeps_the_other_areas_of_an_earlier_run(tmp_path):
     assert "(`transducer`)" in md and "(`lattice`)" in md
     assert md.index("(`lattice`)") < md.index("(`transducer`)")  # the order of AREAS
     assert "marker note" in md and "reused from an earlier run" in md
+
+
+def test_recorded_gpu_reports_are_shown_as_recorded(tmp_path, monkeypatch):
+    shipped = bench.recorded_gpu_runs()
+    assert [r.area for r in shipped] == sorted(p.stem for p in bench.GPU_REPORTS.glob("*.json"))
+    for run in shipped:  # each names its device and says where it comes from
+        assert "cuda" in run.report.settings.lower() or "gpu" in run.report.settings.lower()
+        assert any("docs/bench/gpu/" in n for n in run.report.notes)
+    (tmp_path / "streams-x.json").write_text(json.dumps({
+        "area": "streams", "title": "Batch scaling", "settings": "Device: GPU X (cuda).",
+        "targets": [{"target": "same hypotheses", "value": "yes", "met": True}]}))
+    monkeypatch.setattr(bench, "GPU_REPORTS", tmp_path)
+    runs = bench.recorded_gpu_runs()
+    text = bench.render(runs, {k: "x" for k in (
+        "date", "commit", "command", "mode", "cpu", "cores", "load average", "versions",
+        "total wall time")})
+    assert "| streams-x | same hypotheses | yes | met |" in text
+    assert '<a id="streams-x"></a>' in text and "Wall time not recorded" in text

@@ -1,4 +1,4 @@
-"""``scripts/bench_aed.py``: the report is produced (with or without ESPnet), a missing ESPnet is
+"""``scripts/bench/aed.py``: the report is produced (with or without ESPnet), a missing ESPnet is
 reported as missing, and (when ESPnet is installed) the ESPnet adapters solve the same search
 problem as k2dec's beam search."""
 
@@ -15,20 +15,19 @@ import pytest
 import torch
 
 from k2dec.aed import TransformerDecoder
-from tests.scripts.loader import load_script
+from scripts.bench import aed as bench_aed
+from scripts.bench.peers import espnet_search
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "bench_aed.py"
 
 
-bench_aed = load_script("bench_aed")
-ESPNET, ESPNET_REASON = bench_aed.import_espnet()
+ESPNET, ESPNET_REASON = espnet_search.import_espnet()
 needs_espnet = pytest.mark.skipif(ESPNET is None, reason=f"ESPnet missing: {ESPNET_REASON}")
 
 
 def _run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=REPO, capture_output=True,
-                          text=True, timeout=150, env=env)
+    return subprocess.run([sys.executable, "-m", "scripts.bench.aed", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=150, env=env)
 
 
 def test_smoke_report(tmp_path):
@@ -46,7 +45,7 @@ def test_smoke_report(tmp_path):
     assert target["target"] == bench_aed.TARGET
     assert target["met"] is None  # never evaluated on smoke sizes
     if ESPNET is None:
-        assert [m["peer"] for m in report["missing"]] == [bench_aed.PEER]
+        assert [m["peer"] for m in report["missing"]] == [espnet_search.PEER]
         assert systems == ["k2dec"]
     else:
         assert report["missing"] == []
@@ -66,14 +65,14 @@ def test_missing_espnet_is_reported_not_dropped(tmp_path):
     assert proc.returncode == 0, proc.stderr
     report = json.loads((out / "aed.json").read_text())
     (missing,) = report["missing"]
-    assert missing["peer"] == bench_aed.PEER
+    assert missing["peer"] == espnet_search.PEER
     assert "espnet is not installed here" in missing["reason"]
     assert "requirements/bench-espnet.txt" in missing["reason"]
     (table,) = report["tables"]
     assert [row[2] for row in table["rows"]] == ["k2dec"]
     (target,) = report["targets"]
     assert target["met"] is None and "missing" in target["value"]
-    assert f"missing peer {bench_aed.PEER}" in proc.stdout
+    assert f"missing peer {espnet_search.PEER}" in proc.stdout
 
 
 @pytest.mark.parametrize("bad", [["--beams", "0"], ["--ctc-weight", "1.5"], ["--repeats", "0"]])
@@ -103,7 +102,7 @@ def _random_problem(seed: int, n: int, frames: int = 12, vocab: int = 12):
 @needs_espnet
 def test_espnet_decoder_scorer_matches_teacher_forcing():
     dec, memory, _, _ = _random_problem(0, 1)
-    scorer = bench_aed.espnet_decoder_scorer(ESPNET, dec)
+    scorer = espnet_search.decoder_scorer(ESPNET, dec)
     x = memory[0]
     ys = torch.tensor([[dec.sos_id]])
     lp, states = scorer.batch_score(ys, [None], x.unsqueeze(0))
@@ -122,7 +121,7 @@ def test_espnet_decoder_scorer_matches_teacher_forcing():
 
 
 def _batch(dec, memory, lens, ctc) -> SimpleNamespace:
-    """The attributes of benchlib.ShippedBatch that run_k2dec / run_espnet read."""
+    """The attributes of shipped.ShippedBatch that run_k2dec / run_espnet read."""
     return SimpleNamespace(assets=SimpleNamespace(model=SimpleNamespace(attention_decoder=dec)),
                            encoder_out=memory, encoder_lens=lens, ctc_log_probs=ctc)
 

@@ -1,4 +1,4 @@
-"""``scripts/bench_confidence.py --smoke``: WER of 1best and MBR per lattice kind and test set,
+"""``scripts/bench/confidence.py --smoke``: WER of 1best and MBR per lattice kind and test set,
 confidence metrics, timing ratios, targets evaluated and the reliability plot."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "bench_confidence.py"
 SHIPPED = REPO / "assets" / "librispeech-synth"
 
 pytestmark = pytest.mark.skipif(not (SHIPPED / "model.pt").is_file(),
@@ -19,7 +18,8 @@ pytestmark = pytest.mark.skipif(not (SHIPPED / "model.pt").is_file(),
 
 
 def test_smoke_report(tmp_path):
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--report", str(tmp_path)],
+    proc = subprocess.run([sys.executable, "-m", "scripts.bench.confidence", "--smoke",
+                           "--report", str(tmp_path)],
                           cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rep = json.loads((tmp_path / "confidence.json").read_text())
@@ -31,5 +31,9 @@ def test_smoke_report(tmp_path):
         assert r[2] > 0 and 0 <= r[4] <= 1 and 0 <= r[7] <= 1  # words, mean conf, AUC
     assert all(r[2] > 0 and r[5] > 0 and r[6] > 0 for r in times["rows"])
     assert len(rep["targets"]) == 6 and all(t["met"] in (True, False) for t in rep["targets"])
+    nce = [t for t in rep["targets"] if "NCE > 0" in t["target"]]
+    assert len(nce) == 4  # stated on held-out-calibrated confidences, raw NCE reported
+    assert all("calibrated on held-out words" in t["target"] and "(raw " in t["value"]
+               for t in nce)
     assert rep["plots"] == ["confidence_reliability.png"]
     assert (tmp_path / "confidence_reliability.png").stat().st_size > 1000

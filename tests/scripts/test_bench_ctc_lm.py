@@ -1,4 +1,4 @@
-"""``scripts/bench_ctc_lm.py``: the report is produced whether or not the peers (torchaudio,
+"""``scripts/bench/ctc_lm.py``: the report is produced whether or not the peers (torchaudio,
 pyctcdecode + kenlm) are installed, missing peers are reported rather than dropped, and the
 comparison behind the target picks the right k2dec run."""
 
@@ -13,13 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.scripts.loader import load_script
+from scripts.bench import ctc_lm as bench
+from scripts.bench.peers.tokens import read_tokens
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "bench_ctc_lm.py"
-
-
-bench = load_script("bench_ctc_lm")
 
 
 def _peer_available(peer: str) -> bool:
@@ -29,8 +26,9 @@ def _peer_available(peer: str) -> bool:
 
 
 def _run(out: Path, env: dict | None = None) -> dict:
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--report", str(out)],
-                          cwd=REPO, capture_output=True, text=True, timeout=200, env=env)
+    proc = subprocess.run([sys.executable, "-m", "scripts.bench.ctc_lm", "--smoke", "--report",
+                           str(out)], cwd=REPO, capture_output=True, text=True, timeout=200,
+                          env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads((out / "ctc_lm.json").read_text())
 
@@ -159,6 +157,6 @@ def test_tune_rescoring_reads_the_scale_from_the_result_key():
 def test_read_tokens(tmp_path):
     path = tmp_path / "tokens.txt"
     path.write_text("<blk> 0\n▁A 2\nB 1\n#0 3\n")
-    assert bench.read_tokens(path, 3) == ["<blk>", "B", "▁A"]
+    assert read_tokens(path, 3) == ["<blk>", "B", "▁A"]
     with pytest.raises(ValueError, match="no symbols for ids"):
-        bench.read_tokens(path, 5)
+        read_tokens(path, 5)

@@ -1,4 +1,4 @@
-"""``scripts/bench_memory.py``: the hard limit kills a process that grows past it (and says so,
+"""``scripts/bench/memory.py``: the hard limit kills a process that grows past it (and says so,
 never dropping the case), and the shipped model's heaviest methods decode 30 s of speech
 within 3 GB at icefall's lattice output beam (8; k2dec's default 4 makes smaller lattices),
 recording the pruning of their lattices."""
@@ -12,13 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.scripts.loader import load_script
+from scripts.bench import memory as bench_memory
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "bench_memory.py"
 SHIPPED = REPO / "assets" / "librispeech-synth"
-
-bench_memory = load_script("bench_memory")
 
 #: the methods that needed more than 3 GB (or were killed) on 30 s before the bounds
 HEAVY = ("whole-lattice-rescoring", "nbest-rescoring", "attention-decoder",
@@ -45,8 +42,8 @@ def test_the_limit_kills_a_growing_process_and_reports_it():
 @pytest.mark.skipif(not (SHIPPED / "model.pt").is_file(), reason="no shipped model")
 def test_heaviest_methods_stay_within_3_gb_on_30_s(tmp_path):
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--durations", "30", "--methods", ",".join(HEAVY),
-         "--set", "lattice.output_beam=8", "--report", str(tmp_path)],
+        [sys.executable, "-m", "scripts.bench.memory", "--durations", "30",
+         "--methods", ",".join(HEAVY), "--set", "lattice.output_beam=8", "--report", str(tmp_path)],
         cwd=REPO, capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rep = json.loads((tmp_path / "memory.json").read_text())

@@ -1,4 +1,4 @@
-"""``scripts/bench_nbest.py --smoke``: the report has the throughput table, the multi-pass
+"""``scripts/bench/nbest.py --smoke``: the report has the throughput table, the multi-pass
 table with a full-rescoring row per test set, both targets evaluated, and the plot; a missing
 LM is reported as missing, never silently dropped."""
 
@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "bench_nbest.py"
 SHIPPED = REPO / "assets" / "librispeech-synth"
 
 pytestmark = pytest.mark.skipif(not (SHIPPED / "model.pt").is_file(),
@@ -20,8 +19,8 @@ pytestmark = pytest.mark.skipif(not (SHIPPED / "model.pt").is_file(),
 
 
 def _run(out: Path, *extra: str) -> dict:
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--report", str(out), *extra],
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "scripts.bench.nbest", "--smoke", "--report",
+                           str(out), *extra], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads((out / "nbest.json").read_text())
 

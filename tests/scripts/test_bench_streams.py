@@ -1,4 +1,4 @@
-"""``scripts/bench_streams.py --smoke``: one row per search and batch size with a positive time
+"""``scripts/bench/streams.py --smoke``: one row per search and batch size with a positive time
 and RTF, batch invariance reported as a target (it holds), and a CPU run says where the GPU
 figures come from."""
 
@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "bench_streams.py"
 SHIPPED = REPO / "assets" / "librispeech-synth"
 
 pytestmark = pytest.mark.skipif(not (SHIPPED / "model.pt").is_file(),
@@ -20,8 +19,8 @@ pytestmark = pytest.mark.skipif(not (SHIPPED / "model.pt").is_file(),
 
 
 def test_smoke_report(tmp_path, device):
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--device", str(device),
-                           "--report", str(tmp_path)],
+    proc = subprocess.run([sys.executable, "-m", "scripts.bench.streams", "--smoke", "--device",
+                           str(device), "--report", str(tmp_path)],
                           cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rep = json.loads((tmp_path / "streams.json").read_text())

@@ -118,3 +118,30 @@ def test_window_logits_equal_row_logits(device, project):
     expected = net.logits(enc.reshape(n * w, dim), dec.repeat_interleave(w, dim=0))
     assert torch.equal(out, expected)
     assert not torch.equal(out[:w], out[w : 2 * w])  # rows differ: the test can fail
+
+
+@pytest.mark.parametrize("project", [True, False])
+@pytest.mark.parametrize("a,b", [(1, 4), (3, 1), (2, 3)])
+def test_grid_logits_equal_row_logits(device, project, a, b):
+    """TransducerNet.grid_logits pairs every encoder row of a group with every decoder row of
+    it (row (i * a + p) * b + q), equal to logits on the repeated rows, exactly."""
+    model = random_model(vocab_size=7, seed=4, device=device)
+    if not project:
+        del model.joiner.encoder_proj, model.joiner.decoder_proj
+        model.joiner.forward = lambda e, d: model.joiner.output_linear(torch.tanh(e + d))
+    net = TransducerNet(model)
+    g = torch.Generator().manual_seed(4)
+    n = 3
+    dim = net.decoder_out(net.initial_context(1, device)).size(1)
+    enc = torch.randn(n, a, dim, generator=g).to(device)
+    dec = torch.randn(n, b, dim, generator=g).to(device)
+    out = net.grid_logits(enc, dec)
+    assert out.shape == (n * a * b, 7)
+    rows_e = enc.unsqueeze(2).expand(n, a, b, dim).reshape(-1, dim)
+    rows_d = dec.unsqueeze(1).expand(n, a, b, dim).reshape(-1, dim)
+    assert torch.equal(out, net.logits(rows_e, rows_d))
+    # the layout: group 1, p = a - 1, q = b - 1 (one-row GEMMs round differently: close)
+    last = net.logits(enc[1, a - 1 :], dec[1, b - 1 :])[0]
+    assert torch.allclose(out[(a + a - 1) * b + b - 1], last, atol=1e-5)
+    assert not torch.allclose(out[a * b], last, atol=1e-5) or a * b == 1
+    assert net.joiner_rows == n * a * b + n * a * b + 1

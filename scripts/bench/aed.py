@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark of the attention beam search (k2dec.aed.beam_search), against ESPnet.
 
 Two parts, both at one torch thread with fixed seeds:
@@ -11,7 +10,8 @@ are searched by
   ``ctc_always_score_eos=True``: eos is CTC-scored on every hypothesis, as in ESPnet);
 * ``espnet``: ESPnet's ``BatchBeamSearch`` run once per utterance (its usual way: the beams of
   one utterance are batched), with the *same* decoder wrapped as an ESPnet
-  ``BatchScorerInterface`` and ESPnet's own ``CTCPrefixScorer`` reading the same CTC log-probs;
+  ``BatchScorerInterface`` and ESPnet's own ``CTCPrefixScorer`` reading the same CTC log-probs
+  (``peers/espnet_search.py``);
 * ``k2dec, eos pre-beamed`` and ``espnet, eos pre-beamed`` (full mode, with CTC, smallest
   beam): both searches with the other eos rule (eos competes only when pre-selected; k2dec's
   ``ctc_always_score_eos=False``), compared with each other, to show that the rule is the
@@ -36,139 +36,43 @@ both: decoder calls, decoder rows, wall time and whether the n-best lists agree.
 ESPnet is optional: ``pip install --no-deps -r requirements/bench-espnet.txt``; without it the
 peer is reported missing. Usage (from the repository root):
 
-    python scripts/bench_aed.py                        # full: 80 utterances, beams 4 and 10
-    python scripts/bench_aed.py --quick                # 16 utterances, with CTC only
-    python scripts/bench_aed.py --smoke --report DIR   # tiny, writes DIR/aed.json + DIR/aed.png
-    python scripts/bench_aed.py --skip-real --num-utts 32 --frames 100 --beam 10
+    python -m scripts.bench.aed                       # full: 80 utterances, beams 4 and 10
+    python -m scripts.bench.aed --quick               # 16 utterances, with CTC only
+    python -m scripts.bench.aed --smoke --report DIR  # tiny, writes DIR/aed.json + DIR/aed.png
+    python -m scripts.bench.aed --skip-real --num-utts 32 --frames 100 --beam 10
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 import time
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from k2dec.aed import BeamSearchConfig, TransformerDecoder, beam_search
+from k2dec.testing.aed import CountingDecoder, TinyLM
+from tests.reference.aed_reference import reference_beam_search
 
-import benchlib  # noqa: E402
+from . import plots
+from .common import (
+    Report,
+    area_parser,
+    best_wall_and_cpu,
+    mode_of,
+    one_thread,
+    track_peak_rss,
+    wer,
+)
+from .peers.espnet_search import PEER, Espnet, EspnetSearch, import_espnet
+from .shipped import ShippedBatch, shipped_batch
 
-from k2dec.aed import BeamSearchConfig, TransformerDecoder, beam_search  # noqa: E402
-from k2dec.testing.aed import CountingDecoder, TinyLM  # noqa: E402
-from tests.reference.aed_reference import reference_beam_search  # noqa: E402
-
-PEER = "ESPnet BatchBeamSearch"
-INSTALL_HINT = "pip install --no-deps -r requirements/bench-espnet.txt"
 TARGET = ("AED search with CTC prefix scoring >= 3x faster than ESPnet's per-utterance "
           "BatchBeamSearch with >= 99% identical 1-best")
 #: ESPnet's end_detect(): M = 3 lengths, D_end = log(exp(-10))
 END_WINDOW, END_MARGIN = 3, 10.0
-
-
-# --------------------------------------------------------------------------------------------
-# ESPnet adapters
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Espnet:
-    """The ESPnet classes the benchmark uses (imported only when ESPnet is installed)."""
-
-    version: str
-    BatchBeamSearch: Any
-    BatchScorerInterface: Any
-    CTCPrefixScorer: Any
-
-
-def import_espnet() -> tuple[Espnet | None, str]:
-    """``(Espnet, "")`` when ESPnet's beam search imports, else ``(None, reason)``."""
-    try:
-        import espnet
-        from espnet.nets.batch_beam_search import BatchBeamSearch
-        from espnet.nets.scorer_interface import BatchScorerInterface
-        from espnet.nets.scorers.ctc import CTCPrefixScorer
-    except (ImportError, AttributeError) as e:  # not installed / incompatible numpy or torch
-        return None, f"cannot import ESPnet's beam search ({type(e).__name__}: {e}); {INSTALL_HINT}"
-    # its beam search logs a warning for every hypothesis that reaches the maximum length
-    logging.getLogger("espnet").setLevel(logging.ERROR)
-    return Espnet(getattr(espnet, "__version__", "?"), BatchBeamSearch, BatchScorerInterface,
-                  CTCPrefixScorer), ""
-
-
-def espnet_decoder_scorer(esp: Espnet, decoder: TransformerDecoder) -> Any:
-    """Wrap a :class:`k2dec.aed.TransformerDecoder` as an ESPnet ``BatchScorerInterface``.
-
-    ESPnet keeps one state per hypothesis (a list); here a hypothesis' state is its
-    self-attention key/value cache, ``[heads, u, head_dim]`` per layer, plus a reference to the
-    utterance's projected memory keys/values (computed once on the first step and shared by all
-    hypotheses, passed to the decoder as one memory group for all rows, so the peer does not
-    pay for copying them). ``batch_score`` stacks the caches,
-    runs one incremental :meth:`TransformerDecoder.step` for the ``n_batch`` prefixes and splits
-    the new caches again."""
-
-    class DecoderScorer(esp.BatchScorerInterface):
-        def init_state(self, x: torch.Tensor) -> None:
-            return None
-
-        def batch_score(self, ys: torch.Tensor, states: list, xs: torch.Tensor):
-            n = ys.size(0)
-            mask = torch.zeros(n, xs.size(1), dtype=torch.bool, device=xs.device)
-            state = None
-            if states[0] is not None:
-                memory_kv = states[0][1]
-                state = tuple(
-                    (torch.stack([s[0][i][0] for s in states]),
-                     torch.stack([s[0][i][1] for s in states]),
-                     mk, mv)  # one memory row for all n rows (TransformerDecoder groups)
-                    for i, (mk, mv) in enumerate(memory_kv)
-                )
-            log_probs, _, new = decoder.step(ys, xs, mask, state)
-            memory_kv = tuple((layer[2][:1], layer[3][:1]) for layer in new)
-            out = [(tuple((layer[0][j], layer[1][j]) for layer in new), memory_kv)
-                   for j in range(n)]
-            return log_probs, out
-
-        def score(self, y: torch.Tensor, state: Any, x: torch.Tensor):
-            log_probs, states = self.batch_score(y.unsqueeze(0), [state], x.unsqueeze(0))
-            return log_probs[0], states[0]
-
-    return DecoderScorer()
-
-
-class PrecomputedCtc:
-    """The ``ctc`` object of ESPnet's ``CTCPrefixScorer``: ``log_softmax(x)`` returns the CTC
-    log-probs ``[1, T, V]`` of the utterance being decoded (set ``log_probs`` before each
-    utterance), the same numbers k2dec's search reads."""
-
-    def __init__(self) -> None:
-        self.log_probs: torch.Tensor | None = None
-
-    def log_softmax(self, x: torch.Tensor) -> torch.Tensor:
-        if self.log_probs is None or self.log_probs.size(1) != x.size(1):
-            got = None if self.log_probs is None else tuple(self.log_probs.shape)
-            raise ValueError(f"PrecomputedCtc.log_probs must be [1, {x.size(1)}, V], got {got}")
-        return self.log_probs
-
-
-def eos_prebeamed_ctc_scorer(esp: Espnet, ctc: PrecomputedCtc, eos: int) -> Any:
-    """ESPnet's ``CTCPrefixScorer`` with one change: ``eos`` gets ESPnet's ``logzero`` unless it
-    is among the hypothesis' pre-beam candidates, as in k2dec (stock ESPnet always scores eos)."""
-
-    class EosPrebeamed(esp.CTCPrefixScorer):
-        def batch_score_partial(self, y, ids, state, x):
-            scores, new_state = super().batch_score_partial(y, ids, state, x)
-            if ids is not None:
-                outside = ~(ids == self.eos).any(dim=1)
-                scores[outside, self.eos] = -1e10
-            return scores, new_state
-
-    return EosPrebeamed(ctc, eos)
 
 
 # --------------------------------------------------------------------------------------------
@@ -209,22 +113,10 @@ class StateCopyTimer:
         return out
 
 
-def timed(repeats: int, fn: Any) -> tuple[float, float, Any]:
-    """Best wall time and best process CPU time of ``repeats`` calls, and the last result."""
-    wall = cpu = float("inf")
-    out = None
-    for _ in range(max(1, repeats)):
-        w0, c0 = time.perf_counter(), time.process_time()
-        out = fn()
-        wall = min(wall, time.perf_counter() - w0)
-        cpu = min(cpu, time.process_time() - c0)
-    return wall, cpu, out
-
-
 def k2dec_config(beam: int, ctc_weight: float, end_detect: bool = True,
                  always_score_eos: bool = True) -> BeamSearchConfig:
     """k2dec's settings matching ESPnet's (maximum length T; ESPnet's end detection rule;
-    ``always_score_eos=False`` matches :func:`eos_prebeamed_ctc_scorer`)."""
+    ``always_score_eos=False`` matches :func:`peers.espnet_search.eos_prebeamed_ctc_scorer`)."""
     return BeamSearchConfig(beam_size=beam, nbest=1, max_len_ratio=1.0, ctc_weight=ctc_weight,
                             ctc_always_score_eos=always_score_eos, end_detect=end_detect,
                             end_detect_window=END_WINDOW, end_detect_margin=END_MARGIN)
@@ -232,7 +124,7 @@ def k2dec_config(beam: int, ctc_weight: float, end_detect: bool = True,
 
 def run_k2dec(batch: Any, beam: int, ctc_weight: float, repeats: int,
               end_detect: bool = True, always_score_eos: bool = True) -> Run:
-    """k2dec's batched search over all utterances of ``batch`` (a benchlib.ShippedBatch or
+    """k2dec's batched search over all utterances of ``batch`` (a shipped.ShippedBatch or
     anything with the same attributes)."""
     decoder = StateCopyTimer(batch.assets.model.attention_decoder)
     cfg = k2dec_config(beam, ctc_weight, end_detect, always_score_eos)
@@ -244,8 +136,8 @@ def run_k2dec(batch: Any, beam: int, ctc_weight: float, repeats: int,
             return beam_search(decoder, batch.encoder_out, batch.encoder_lens, cfg,
                                ctc_log_probs=ctc)
 
-    with benchlib.track_peak_rss() as mem:
-        seconds, cpu, hyps = timed(repeats, decode)
+    with track_peak_rss() as mem:
+        seconds, cpu, hyps = best_wall_and_cpu(repeats, decode)
     tokens = [list(h[0].tokens) if h else [] for h in hyps]
     scores = [h[0].score if h else None for h in hyps]
     name = "k2dec" if always_score_eos else "k2dec, eos pre-beamed"
@@ -256,53 +148,14 @@ def run_k2dec(batch: Any, beam: int, ctc_weight: float, repeats: int,
 def run_espnet(esp: Espnet, batch: Any, beam: int, ctc_weight: float, repeats: int,
                eos_prebeamed: bool = False, end_detect: bool = True) -> Run:
     """ESPnet's BatchBeamSearch once per utterance, with the same decoder and CTC log-probs."""
-    decoder = batch.assets.model.attention_decoder
-    ctc = PrecomputedCtc()
-    scorers: dict[str, Any] = {"decoder": espnet_decoder_scorer(esp, decoder)}
-    weights = {"decoder": 1.0 - ctc_weight}
-    if ctc_weight > 0:
-        scorers["ctc"] = (eos_prebeamed_ctc_scorer(esp, ctc, decoder.eos_id) if eos_prebeamed
-                          else esp.CTCPrefixScorer(ctc, decoder.eos_id))
-        weights["ctc"] = ctc_weight
-    search = esp.BatchBeamSearch(
-        scorers=scorers, weights=weights, beam_size=beam, vocab_size=decoder.vocab_size,
-        sos=decoder.sos_id, eos=decoder.eos_id, pre_beam_ratio=1.5,
-        pre_beam_score_key="full" if 0 < ctc_weight < 1 else None, normalize_length=False,
-    ).eval()
-    lens = batch.encoder_lens.tolist()
-    max_len_ratio = 0.0 if end_detect else 1.0
-
-    def decode():
-        out = []
-        with torch.no_grad():
-            for i, t in enumerate(lens):
-                ctc.log_probs = batch.ctc_log_probs[i : i + 1, :t]
-                # maximum length T either way; maxlenratio=0 also switches on end detection
-                # (ESPnet's ASR default)
-                out.append(search(batch.encoder_out[i, :t], maxlenratio=max_len_ratio,
-                                  minlenratio=0.0))
-        return out
-
-    with benchlib.track_peak_rss() as mem:
-        seconds, cpu, hyps = timed(repeats, decode)
-    tokens, scores = [], []
-    for nbest in hyps:
-        if nbest:
-            tokens.append([int(i) for i in nbest[0].yseq[1:-1].tolist()])
-            scores.append(float(nbest[0].score))
-        else:
-            tokens.append([])
-            scores.append(None)
+    search = EspnetSearch(esp, batch.assets.model.attention_decoder, beam, ctc_weight,
+                          eos_prebeamed)
+    with track_peak_rss() as mem:
+        seconds, cpu, hyps = best_wall_and_cpu(repeats, lambda: search(
+            batch.encoder_out, batch.encoder_lens, batch.ctc_log_probs, end_detect))
+    best = [EspnetSearch.best(nbest) for nbest in hyps]
     name = "espnet, eos pre-beamed" if eos_prebeamed else "espnet"
-    return Run(name, seconds, cpu, tokens, scores, mem.increase_mb)
-
-
-def word_error_rate(refs: list[list[str]], hyps: list[list[str]]) -> float:
-    """WER in percent (kaldialign edit distance summed over utterances)."""
-    import kaldialign
-
-    errors = sum(kaldialign.edit_distance(r, h)["total"] for r, h in zip(refs, hyps))
-    return 100.0 * errors / max(1, sum(len(r) for r in refs))
+    return Run(name, seconds, cpu, [t for t, _ in best], [s for _, s in best], mem.increase_mb)
 
 
 @dataclass
@@ -327,24 +180,27 @@ def compare(base: Run, other: Run, max_lens: list[int]) -> Comparison:
     )
 
 
-def real_section(args: argparse.Namespace, report: benchlib.Report, out_dir: str | None) -> None:
-    from k2dec.results.text import bpe_ids_to_words
+@dataclass
+class Real:
+    """The real-inputs part: its peer (None when missing), inputs and what it has measured."""
 
-    esp, reason = (None, "skipped (--skip-peer)") if args.skip_peer else import_espnet()
-    if esp is None:
-        report.peer_missing(PEER, reason)
-    batch = benchlib.shipped_batch(args.real_utts)
-    batch.assets.model.eval()
-    n = batch.encoder_out.size(0)
-    max_lens = batch.encoder_lens.tolist()
-    sp = batch.assets.sp
-    vocab = batch.assets.model.attention_decoder.vocab_size
-    weights = sorted({0.0, args.ctc_weight}) if not args.ctc_only else [args.ctc_weight]
-    cases = [(w, b) for w in weights for b in args.beams]
-    report.settings = (
-        f"Shipped model (assets/librispeech-synth) on {n} utterances ({args.real_utts} per test "
-        f"set, test-clean + test-other, first by cut id); encoder frames T = "
-        f"{min(max_lens)}..{max(max_lens)}, vocabulary {vocab} BPE tokens. Beams "
+    esp: Espnet | None
+    batch: ShippedBatch
+    rows: list[list] = field(default_factory=list)
+    plot_points: list[tuple] = field(default_factory=list)
+    target_parts: list[str] = field(default_factory=list)
+    target_ok: list[bool] = field(default_factory=list)
+    copy_shares: list[str] = field(default_factory=list)
+
+
+def real_settings(args: argparse.Namespace, real: Real, weights: list[float]) -> str:
+    max_lens = real.batch.encoder_lens.tolist()
+    vocab = real.batch.assets.model.attention_decoder.vocab_size
+    esp = real.esp
+    return (
+        f"Shipped model (assets/librispeech-synth) on {len(max_lens)} utterances "
+        f"({args.real_utts} per test set, test-clean + test-other, first by cut id); encoder "
+        f"frames T = {min(max_lens)}..{max(max_lens)}, vocabulary {vocab} BPE tokens. Beams "
         f"{', '.join(map(str, args.beams))}; ctc_weight "
         f"{', '.join(f'{w:g}' for w in weights)} (decoder weight 1 - ctc_weight), pre-beam "
         f"int(1.5 x beam), no length normalization, maximum length T, "
@@ -354,51 +210,92 @@ def real_section(args: argparse.Namespace, report: benchlib.Report, out_dir: str
         f"ESPnet{' ' + esp.version if esp else ''}: BatchBeamSearch per utterance with the same "
         f"decoder and CTC log-probs. 1 torch thread, wall time best of {args.repeats}."
     )
-    rows, plot_points = [], []
-    target_parts, target_ok = [], []
-    copy_shares = []
-    for w, beam in cases:
-        end = not args.no_end_detect
-        base = run_k2dec(batch, beam, w, args.repeats, end_detect=end)
-        runs = [base]
-        ref_of: dict[str, Run] = {}  # the k2dec run a row is compared with (default: base)
-        copy_shares.append(f"{100.0 * base.state_copy_share:.0f}% (ctc_weight {w:g}, beam {beam})")
-        if esp is not None:
-            runs.append(run_espnet(esp, batch, beam, w, args.repeats, end_detect=end))
-            if w > 0 and args.eos_variant and beam == min(args.beams):
-                k2_pre = run_k2dec(batch, beam, w, 1, end_detect=end, always_score_eos=False)
-                esp_pre = run_espnet(esp, batch, beam, w, 1, eos_prebeamed=True, end_detect=end)
-                runs += [k2_pre, esp_pre]
-                ref_of[esp_pre.system] = k2_pre
-        for run in runs:
-            wer = word_error_rate(batch.refs, bpe_ids_to_words(run.tokens, sp))
-            ref = ref_of.get(run.system, base)
-            cmp = compare(ref, run, max_lens) if run is not base else None
-            rows.append([
-                f"{w:g}", beam, run.system, run.seconds, 1000.0 * run.seconds / n,
-                ref.seconds / run.seconds, run.cpu_seconds, ref.cpu_seconds / run.cpu_seconds,
-                None if cmp is None else 100.0 * cmp.identical,
-                None if cmp is None or cmp.identical_short is None
-                else 100.0 * cmp.identical_short,
-                None if cmp is None or cmp.score_diff is None else f"{cmp.score_diff:.1e}",
-                wer, run.mem_mb,
-            ])
-            plot_points.append((w, beam, run.system, run.seconds / n, wer))
-            if cmp is not None and cmp.mismatches:
-                report.note(
-                    f"ctc_weight {w:g}, beam {beam}, {run.system}: 1-best differs from "
-                    f"{ref.system} on "
-                    f"utterances {', '.join(batch.cut_ids[i] for i in cmp.mismatches[:8])}"
-                    + (" ..." if len(cmp.mismatches) > 8 else "")
-                )
-            if run.system == "espnet" and w > 0:
-                # met only if both the wall-time and the CPU-time ratio reach 3x: on a shared
-                # machine wall time alone can flatter either side
-                speedup = run.seconds / base.seconds
-                cpu_speedup = run.cpu_seconds / base.cpu_seconds
-                target_parts.append(f"beam {beam}: {speedup:.1f}x faster (CPU time "
-                                    f"{cpu_speedup:.1f}x), {100.0 * cmp.identical:.0f}% identical")
-                target_ok.append(min(speedup, cpu_speedup) >= 3.0 and cmp.identical >= 0.99)
+
+
+def run_case(args: argparse.Namespace, real: Real, w: float, beam: int
+             ) -> tuple[Run, list[Run], dict[str, Run]]:
+    """k2dec and ESPnet (and the eos pre-beamed pair where asked) at one ctc weight and beam:
+    the base k2dec run, every run, and the k2dec run each other run is compared with where it
+    is not the base."""
+    end = not args.no_end_detect
+    base = run_k2dec(real.batch, beam, w, args.repeats, end_detect=end)
+    runs = [base]
+    ref_of: dict[str, Run] = {}
+    real.copy_shares.append(f"{100.0 * base.state_copy_share:.0f}% (ctc_weight {w:g}, beam "
+                            f"{beam})")
+    if real.esp is not None:
+        runs.append(run_espnet(real.esp, real.batch, beam, w, args.repeats, end_detect=end))
+        if w > 0 and args.eos_variant and beam == min(args.beams):
+            k2_pre = run_k2dec(real.batch, beam, w, 1, end_detect=end, always_score_eos=False)
+            esp_pre = run_espnet(real.esp, real.batch, beam, w, 1, eos_prebeamed=True,
+                                 end_detect=end)
+            runs += [k2_pre, esp_pre]
+            ref_of[esp_pre.system] = k2_pre
+    return base, runs, ref_of
+
+
+def add_case(real: Real, report: Report, w: float, beam: int, base: Run, runs: list[Run],
+             ref_of: dict[str, Run]) -> None:
+    """Rows, plot points, mismatch notes and the target's parts of one case."""
+    from k2dec.results.text import bpe_ids_to_words
+
+    batch = real.batch
+    n = batch.encoder_out.size(0)
+    max_lens = batch.encoder_lens.tolist()
+    for run in runs:
+        run_wer = wer(batch.refs, bpe_ids_to_words(run.tokens, batch.assets.sp))
+        ref = ref_of.get(run.system, base)
+        cmp = compare(ref, run, max_lens) if run is not base else None
+        real.rows.append([
+            f"{w:g}", beam, run.system, run.seconds, 1000.0 * run.seconds / n,
+            ref.seconds / run.seconds, run.cpu_seconds, ref.cpu_seconds / run.cpu_seconds,
+            None if cmp is None else 100.0 * cmp.identical,
+            None if cmp is None or cmp.identical_short is None else 100.0 * cmp.identical_short,
+            None if cmp is None or cmp.score_diff is None else f"{cmp.score_diff:.1e}",
+            run_wer, run.mem_mb,
+        ])
+        real.plot_points.append((w, beam, run.system, run.seconds / n, run_wer))
+        if cmp is not None and cmp.mismatches:
+            report.note(
+                f"ctc_weight {w:g}, beam {beam}, {run.system}: 1-best differs from "
+                f"{ref.system} on "
+                f"utterances {', '.join(batch.cut_ids[i] for i in cmp.mismatches[:8])}"
+                + (" ..." if len(cmp.mismatches) > 8 else "")
+            )
+        if run.system == "espnet" and w > 0:
+            # met only if both the wall-time and the CPU-time ratio reach 3x: on a shared
+            # machine wall time alone can flatter either side
+            speedup = run.seconds / base.seconds
+            cpu_speedup = run.cpu_seconds / base.cpu_seconds
+            real.target_parts.append(f"beam {beam}: {speedup:.1f}x faster (CPU time "
+                                     f"{cpu_speedup:.1f}x), {100.0 * cmp.identical:.0f}% "
+                                     "identical")
+            real.target_ok.append(min(speedup, cpu_speedup) >= 3.0 and cmp.identical >= 0.99)
+
+
+def real_target(args: argparse.Namespace, real: Real, report: Report) -> None:
+    if real.esp is None:
+        report.target(TARGET, f"not evaluated: {PEER} missing", None)
+    elif not real.target_ok:
+        report.target(TARGET, "not evaluated: no case with ctc_weight > 0", None)
+    elif args.mode == "smoke":
+        report.target(TARGET, "not evaluated in --smoke mode (measured: "
+                      + "; ".join(real.target_parts) + ")", None)
+    else:
+        report.target(TARGET, "; ".join(real.target_parts), all(real.target_ok))
+
+
+def real_section(args: argparse.Namespace, report: Report, out_dir: str | None) -> None:
+    esp, reason = (None, "skipped (--skip-peer)") if args.skip_peer else import_espnet()
+    if esp is None:
+        report.peer_missing(PEER, reason)
+    real = Real(esp, shipped_batch(args.real_utts))
+    real.batch.assets.model.eval()
+    weights = sorted({0.0, args.ctc_weight}) if not args.ctc_only else [args.ctc_weight]
+    report.settings = real_settings(args, real, weights)
+    for w, beam in [(w, b) for w in weights for b in args.beams]:
+        base, runs, ref_of = run_case(args, real, w, beam)
+        add_case(real, report, w, beam, base, runs, ref_of)
         print(f"done: ctc_weight {w:g} beam {beam}", file=sys.stderr, flush=True)
     report.table(
         "Attention beam search on the shipped model: k2dec (batched) vs ESPnet (per utterance); "
@@ -408,28 +305,19 @@ def real_section(args: argparse.Namespace, report: benchlib.Report, out_dir: str
          "CPU s", "CPU k2dec/system",
          "identical 1-best %", "identical, below max len %", "mean abs score diff", "WER %",
          "peak RSS increase MiB"],
-        rows,
+        real.rows,
     )
-    if esp is None:
-        report.target(TARGET, f"not evaluated: {PEER} missing", None)
-    elif not target_ok:
-        report.target(TARGET, "not evaluated: no case with ctc_weight > 0", None)
-    elif args.mode == "smoke":
-        report.target(TARGET, "not evaluated in --smoke mode (measured: "
-                      + "; ".join(target_parts) + ")", None)
-    else:
-        report.target(TARGET, "; ".join(target_parts), all(target_ok))
+    real_target(args, real, report)
     _notes(report, esp is not None)
     report.note(
         "Share of k2dec's CPU time spent in decoder.select_state (TransformerDecoder reorders "
         "every row's cached self-attention keys/values after each step; the projected memory "
         "is kept once per utterance): "
-        + ", ".join(copy_shares) + "."
+        + ", ".join(real.copy_shares) + "."
     )
-    _plot(report, out_dir, plot_points)
+    _plot(report, out_dir, real.plot_points)
 
-
-def _notes(report: benchlib.Report, have_peer: bool) -> None:
+def _notes(report: Report, have_peer: bool) -> None:
     report.note(
         "Differences between the two searches that remain with matched settings: (1) none in "
         "the eos rule: ESPnet's CTCPrefixScoreTH gives eos its CTC score on every hypothesis, "
@@ -457,20 +345,11 @@ def _notes(report: benchlib.Report, have_peer: bool) -> None:
                     "still compares k2dec batched vs per-utterance vs per-hypothesis.")
 
 
-def _plot(report: benchlib.Report, out_dir: str | None, points: list[tuple]) -> None:
-    path = report.plot_path(out_dir, "aed.png")
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax_t, ax_w) = plt.subplots(1, 2, figsize=(10, 4))
+def _plot_series(ax_t, ax_w, points: list[tuple]) -> None:
+    """Time vs beam and WER vs time, one line per (system, ctc weight)."""
     series: dict[tuple[str, float], list[tuple[int, float, float]]] = {}
-    for w, beam, system, sec, wer in points:
-        series.setdefault((system, w), []).append((beam, 1000.0 * sec, wer))
+    for w, beam, system, sec, run_wer in points:
+        series.setdefault((system, w), []).append((beam, 1000.0 * sec, run_wer))
     weights = sorted({w for _, w in series})
     colors = {w: f"C{i}" for i, w in enumerate(weights)}
     styles = {"k2dec": "-o", "espnet": "--s"}
@@ -480,9 +359,18 @@ def _plot(report: benchlib.Report, out_dir: str | None, points: list[tuple]) -> 
         style = styles.get(system, ":^")
         ax_t.plot([p[0] for p in pts], [p[1] for p in pts], style, color=colors[w], label=label)
         ax_w.plot([p[1] for p in pts], [p[2] for p in pts], style, color=colors[w], label=label)
-        for beam, ms, wer in pts:
-            ax_w.annotate(f"b{beam}", (ms, wer), textcoords="offset points", xytext=(3, 3),
+        for beam, ms, run_wer in pts:
+            ax_w.annotate(f"b{beam}", (ms, run_wer), textcoords="offset points", xytext=(3, 3),
                           fontsize=7)
+
+
+def _plot(report: Report, out_dir: str | None, points: list[tuple]) -> None:
+    path = report.plot_path(out_dir, "aed.png")
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig, (ax_t, ax_w) = plots.pyplot().subplots(1, 2, figsize=(10, 4))
+    _plot_series(ax_t, ax_w, points)
     ax_t.set_xlabel("beam size")
     ax_t.set_ylabel("wall time per utterance (ms)")
     ax_t.set_yscale("log")
@@ -498,9 +386,7 @@ def _plot(report: benchlib.Report, out_dir: str | None, points: list[tuple]) -> 
         axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
         axis.set_minor_formatter(FormatStrFormatter("%g"))
     ax_t.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    plots.save(fig, path, dpi=100)
 
 
 # --------------------------------------------------------------------------------------------
@@ -543,7 +429,7 @@ def _run(name, fn, dec, repeats):
     return name, counting.calls, counting.rows, best, tokens
 
 
-def synthetic_section(args: argparse.Namespace, report: benchlib.Report) -> None:
+def synthetic_section(args: argparse.Namespace, report: Report) -> None:
     dec, memory, lens, ctc, lm = _make_problem(args)
     modes = {
         "plain": {},
@@ -605,7 +491,7 @@ SIZES = {
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = benchlib.area_parser(__doc__, "aed")
+    parser = area_parser(__doc__, "aed")
     real = parser.add_argument_group("real inputs vs ESPnet")
     real.add_argument("--real-utts", type=int, help="utterances per shipped test set")
     real.add_argument("--beams", type=lambda s: [int(x) for x in s.split(",")],
@@ -636,7 +522,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     syn.add_argument("--skip-reference", action="store_true")
     syn.add_argument("--skip-synthetic", action="store_true")
     args = parser.parse_args(argv)
-    args.mode = "smoke" if args.smoke else "quick" if args.quick else "full"
+    args.mode = mode_of(args)
     for key, value in SIZES[args.mode].items():
         if getattr(args, key) is None:
             setattr(args, key, value)
@@ -652,9 +538,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    benchlib.one_thread()
+    one_thread()
     torch.manual_seed(args.seed)
-    report = benchlib.Report("aed", "Attention (AED) beam search: k2dec vs ESPnet")
+    report = Report("aed", "Attention (AED) beam search: k2dec vs ESPnet")
     if not args.skip_real:
         real_section(args, report, args.report)
     if not args.skip_synthetic:

@@ -1,13 +1,12 @@
-#!/usr/bin/env python3
-"""``make bench``: run every benchmark area side by side and assemble one report.
+"""``make bench``: run every benchmark area one after another and assemble one report.
 
-Each area is a script ``scripts/bench_<area>.py`` run as a subprocess, one after another,
-with ``--report RAW_DIR`` (plus ``--quick`` or ``--smoke``); it writes ``RAW_DIR/<area>.json``
-(see ``scripts/benchlib.py``) and its PNG plots. This script then writes ``BENCHMARKS.md``: a
-header describing the machine and the run, a table of every target of every area (met / not
-met / n/a), and one section per area with its settings, tables, plots, missing peers and notes.
-An area whose script is missing, exits non-zero, times out or writes no report becomes a
-"failed" section quoting the end of its output; it is never dropped.
+Each area is a module ``scripts/bench/<area>.py`` run as a subprocess,
+``python -m scripts.bench.<area> --report RAW_DIR`` (plus ``--quick`` or ``--smoke``); it
+writes ``RAW_DIR/<area>.json`` (see ``common.py``) and its PNG plots. This module then writes
+``BENCHMARKS.md``: a header describing the machine and the run, a table of every target of
+every area (met / not met / n/a), and one section per area with its settings, tables, plots,
+missing peers and notes. An area whose module is missing, exits non-zero, times out or writes
+no report becomes a "failed" section quoting the end of its output; it is never dropped.
 
 Where things go:
 
@@ -18,9 +17,9 @@ Where things go:
 
 Usage (from the repository root)::
 
-    python scripts/bench.py                       # full run, the committed report
-    python scripts/bench.py --quick               # a few minutes
-    python scripts/bench.py --smoke --areas lattice,transducer --out /tmp/b
+    python -m scripts.bench                       # full run, the committed report
+    python -m scripts.bench --quick               # a few minutes
+    python -m scripts.bench --smoke --areas lattice,transducer --out /tmp/b
 """
 
 from __future__ import annotations
@@ -29,37 +28,38 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import shutil
 import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from .common import REPO, Report, markdown_table, mode_of, scrub
+from .machine import core_count, cpu_model, git_commit, load_average, versions
 
-from benchlib import Report, markdown_table  # noqa: E402
+#: area reports recorded on a GPU machine, shown in the full run's BENCHMARKS.md
+GPU_REPORTS = REPO / "docs" / "bench" / "gpu"
 
-REPO = Path(__file__).resolve().parents[1]
 AREAS = ("lattice", "ctc_lm", "transducer", "aed", "nbest", "confidence", "scorers", "streams",
          "memory")
-#: packages whose versions the report header lists (peers included)
-PACKAGES = ("torch", "k2", "lhotse", "kaldi-decoder", "kaldifst", "kaldilm", "kaldialign",
-            "sentencepiece", "numpy", "torchaudio", "pyctcdecode", "kenlm", "espnet")
 #: per-area subprocess time limit in seconds, by mode
 TIMEOUTS = {"full": 1200, "quick": 300, "smoke": 120}
 #: areas that need longer (memory: every method at 30 s and 60 s, one process per case)
 AREA_TIMEOUTS = {"memory": {"full": 5400, "quick": 1800, "smoke": 300}}
 TAIL_LINES = 25
+#: modules of scripts/bench that are not areas
+NOT_AREAS = ("__init__", "__main__", "common", "lm", "machine", "plots", "runner", "shipped",
+             "synthetic")
+#: how the report is made (the header quotes it)
+COMMAND = "python -m scripts.bench"
 STATUS = {True: "met", False: "**not met**", None: "n/a"}
 
 
 @dataclass
 class AreaRun:
-    """Outcome of one area's script."""
+    """Outcome of one area's run."""
 
     area: str
     seconds: float = 0.0
@@ -87,42 +87,47 @@ def layout(mode: str, out: str | None) -> Layout:
     return Layout(base / "BENCHMARKS.md", base / "bench", base / "raw")
 
 
-def scrub(text: str) -> str:
-    """Replace this checkout's absolute path by ``.`` (reports must not name machine paths)."""
-    return text.replace(str(REPO) + os.sep, "").replace(str(REPO), ".")
-
-
 def tail(text: str, n: int = TAIL_LINES) -> str:
     return scrub("\n".join(text.rstrip().splitlines()[-n:]))
 
 
-def run_area(area: str, mode: str, raw: Path, timeout: float) -> AreaRun:
-    """Run ``scripts/bench_<area>.py --report raw`` and read its JSON report."""
-    run = AreaRun(area)
-    script = REPO / "scripts" / f"bench_{area}.py"
-    if not script.is_file():
-        run.error = f"no script scripts/bench_{area}.py"
-        return run
-    result_path = raw / f"{area}.json"
-    result_path.unlink(missing_ok=True)  # never report a stale result
-    cmd = [sys.executable, str(script), "--report", str(raw)]
+def area_command(area: str, mode: str, raw: Path) -> list[str]:
+    """The command line that runs one area into ``raw``."""
+    cmd = [sys.executable, "-m", f"scripts.bench.{area}", "--report", str(raw)]
     if mode != "full":
         cmd.append(f"--{mode}")
+    return cmd
+
+
+def run_limited(cmd: list[str], timeout: float) -> tuple[int | None, str, str]:
+    """Run ``cmd`` in the repository root: exit status (None after a timeout), stdout,
+    stderr. In its own process group, so a timeout also stops the area's worker processes."""
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-    start = time.perf_counter()
-    # Own process group, so a timeout also stops the area's worker processes.
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
-        code: int | None = proc.returncode
+        return proc.returncode, out, err
     except subprocess.TimeoutExpired:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         out, err = proc.communicate()
-        code = None
+        return None, out, err
+
+
+def run_area(area: str, mode: str, raw: Path, timeout: float) -> AreaRun:
+    """Run ``python -m scripts.bench.<area> --report raw`` and read its JSON report."""
+    run = AreaRun(area)
+    if area in NOT_AREAS or not (REPO / "scripts" / "bench" / f"{area}.py").is_file():
+        run.error = f"no area module scripts/bench/{area}.py"
+        return run
+    result_path = raw / f"{area}.json"
+    result_path.unlink(missing_ok=True)  # never report a stale result
+    cmd = area_command(area, mode, raw)
+    start = time.perf_counter()
+    code, out, err = run_limited(cmd, timeout)
     run.seconds = time.perf_counter() - start
     (raw / f"{area}.log").write_text(f"$ {' '.join(cmd)}\n--- stdout\n{out}\n--- stderr\n{err}")
     if code is None:
@@ -155,58 +160,6 @@ def copy_plots(run: AreaRun, raw: Path, lay: Layout) -> None:
         run.plots.append((name, os.path.relpath(dst, lay.markdown.parent)))
 
 
-def _git(*args: str) -> str:
-    try:
-        out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
-
-
-def git_commit() -> str:
-    commit = _git("rev-parse", "--short=12", "HEAD") or "unknown"
-    if _git("status", "--porcelain", "--untracked-files=no"):
-        commit += " (with uncommitted changes)"
-    return commit
-
-
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
-
-
-def core_count() -> str:
-    total = os.cpu_count() or 0
-    if hasattr(os, "sched_getaffinity"):
-        usable = len(os.sched_getaffinity(0))
-        if usable != total:
-            return f"{usable} usable of {total}"
-    return str(total)
-
-
-def load_average() -> str:
-    try:
-        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "n/a"
-
-
-def versions() -> str:
-    parts = [f"python {platform.python_version()}"]
-    for name in PACKAGES:
-        try:
-            parts.append(f"{name} {metadata.version(name)}")
-        except metadata.PackageNotFoundError:
-            parts.append(f"{name} (not installed)")
-    return ", ".join(parts)
-
-
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -215,7 +168,7 @@ def render(runs: list[AreaRun], info: dict[str, str]) -> str:
     lines = ["# k2dec benchmarks", ""]
     lines.append("Decoding only (network outputs are computed once, before timing); every "
                  "comparison runs k2dec and its peer on the same inputs in the same run, so "
-                 "read the ratios, not the absolute times. Generated by `scripts/bench.py` "
+                 f"read the ratios, not the absolute times. Generated by `{COMMAND}` "
                  "(`make bench`); do not edit by hand.")
     lines.append("")
     for key in ("date", "commit", "command", "mode", "cpu", "cores", "load average",
@@ -252,7 +205,8 @@ def render_area(run: AreaRun) -> list[str]:
         return lines + [""]
     lines += [f"## {rep.title} (`{run.area}`)", ""]
     rss = f"{rep.peak_rss_mb:.0f} MiB" if rep.peak_rss_mb is not None else "n/a"
-    lines += [f"Wall time {run.seconds:.1f} s; peak RSS of the script {rss}.", ""]
+    wall = f"{run.seconds:.1f} s" if run.seconds > 0 else "not recorded"
+    lines += [f"Wall time {wall}; peak RSS of the script {rss}.", ""]
     if rep.settings:
         lines += [f"**Settings.** {rep.settings}", ""]
     for t in rep.tables:
@@ -274,6 +228,20 @@ def render_area(run: AreaRun) -> list[str]:
     return lines
 
 
+def recorded_gpu_runs() -> list[AreaRun]:
+    """Reports recorded on a GPU machine (``docs/bench/gpu/*.json``, raw area reports kept as
+    they came back: neither CI nor the machine that makes this file has a GPU), shown after
+    the areas run now, each under its file name."""
+    runs = []
+    for path in sorted(GPU_REPORTS.glob("*.json")):
+        run = AreaRun(path.stem, report=Report.read(path))
+        run.report.notes.append("recorded earlier on the GPU machine named above and kept in "
+                                "docs/bench/gpu/ (this header's date, commit, CPU and load "
+                                "are not its)")
+        runs.append(run)
+    return runs
+
+
 def parse_areas(text: str) -> list[str]:
     areas = [a.strip() for a in text.split(",") if a.strip()]
     if not areas:
@@ -284,7 +252,7 @@ def parse_areas(text: str) -> list[str]:
     return areas
 
 
-def reuse_earlier(runs: list[AreaRun], lay) -> list[AreaRun]:
+def reuse_earlier(runs: list[AreaRun], lay: Layout) -> list[AreaRun]:
     """``runs`` plus the areas not run now whose report an earlier run left in ``lay.raw``,
     in the order of AREAS; reused reports say so in their notes."""
     done = {r.area: r for r in runs}
@@ -302,15 +270,15 @@ def reuse_earlier(runs: list[AreaRun], lay) -> list[AreaRun]:
             continue
         run = AreaRun(area, seconds=float(earlier.get(area, {}).get("seconds", 0.0)))
         run.report = Report.read(path)
-        run.report.notes.append("reused from an earlier run of scripts/bench.py into the same "
+        run.report.notes.append(f"reused from an earlier run of {COMMAND} into the same "
                                 "directory (this header's date, commit and load are not its)")
         copy_plots(run, lay.raw, lay)
         out.append(run)
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n")[0])
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--quick", action="store_true", help="small sizes, a few minutes")
     mode.add_argument("--smoke", action="store_true", help="tiny sizes: checks the plumbing")
@@ -321,33 +289,32 @@ def main(argv: list[str] | None = None) -> int:
                    help="put the other areas' reports from an earlier run into the same output "
                         "directory into BENCHMARKS.md too (marked as reused), e.g. after "
                         "rerunning one area")
-    args = p.parse_args(argv)
-    mode_name = "smoke" if args.smoke else "quick" if args.quick else "full"
-    lay = layout(mode_name, args.out)
-    lay.raw.mkdir(parents=True, exist_ok=True)
-    started = datetime.datetime.now(datetime.timezone.utc)
-    load_before = load_average()
-    t0 = time.perf_counter()
+    return p.parse_args(argv)
+
+
+def run_areas(areas: list[str], mode: str, lay: Layout) -> list[AreaRun]:
+    """Each area in turn, its plots copied next to the markdown, progress on stdout."""
     runs = []
-    for area in args.areas:
-        print(f"[bench] {area}: running ({mode_name})", flush=True)
-        run = run_area(area, mode_name, lay.raw,
-                       AREA_TIMEOUTS.get(area, TIMEOUTS)[mode_name])
+    for area in areas:
+        print(f"[bench] {area}: running ({mode})", flush=True)
+        run = run_area(area, mode, lay.raw, AREA_TIMEOUTS.get(area, TIMEOUTS)[mode])
         copy_plots(run, lay.raw, lay)
         state = "ok" if run.report is not None else f"FAILED: {run.error}"
         print(f"[bench] {area}: {state} in {run.seconds:.1f} s", flush=True)
         if run.tail:
             print(run.tail, flush=True)
         runs.append(run)
-    total = time.perf_counter() - t0
-    if args.reuse:
-        runs = reuse_earlier(runs, lay)
-    command = " ".join(["python scripts/bench.py", *(sys.argv[1:] if argv is None else argv)])
-    info = {
+    return runs
+
+
+def header(started: datetime.datetime, command: str, mode: str, load_before: str,
+           total: float) -> dict[str, str]:
+    """The report header's fields (see :func:`render`)."""
+    return {
         "date": started.strftime("%Y-%m-%d %H:%M UTC"),
         "commit": git_commit(),
         "command": f"`{scrub(command)}`",
-        "mode": mode_name,
+        "mode": mode,
         "cpu": cpu_model(),
         "cores": core_count(),
         "load average": f"{load_before} (1/5/15 min, before the run; other work on the "
@@ -355,15 +322,28 @@ def main(argv: list[str] | None = None) -> int:
         "versions": versions(),
         "total wall time": f"{total:.0f} s",
     }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    mode = mode_of(args)
+    lay = layout(mode, args.out)
+    lay.raw.mkdir(parents=True, exist_ok=True)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    load_before = load_average()
+    t0 = time.perf_counter()
+    runs = run_areas(args.areas, mode, lay)
+    total = time.perf_counter() - t0
+    if args.reuse:
+        runs = reuse_earlier(runs, lay)
+    if lay.markdown == REPO / "BENCHMARKS.md":
+        runs += recorded_gpu_runs()
+    command = " ".join([COMMAND, *(sys.argv[1:] if argv is None else argv)])
     lay.markdown.parent.mkdir(parents=True, exist_ok=True)
-    lay.markdown.write_text(render(runs, info))
+    lay.markdown.write_text(render(runs, header(started, command, mode, load_before, total)))
     (lay.raw / "runs.json").write_text(json.dumps(
         [{"area": r.area, "seconds": r.seconds, "error": r.error} for r in runs], indent=1))
     failed = [r.area for r in runs if r.report is None]
     print(f"[bench] wrote {scrub(str(lay.markdown))} in {total:.0f} s"
           + (f"; failed areas: {', '.join(failed)}" if failed else ""), flush=True)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Benchmark of neural LM scoring (k2dec.lm) at one torch thread.
 
 For an RnnLM and a TransformerLM with the default config sizes (random weights), scores the
@@ -16,23 +15,21 @@ per-sequence totals.
 
 Usage (from the repository root):
 
-    python scripts/bench_lm.py
-    python scripts/bench_lm.py --num-seqs 500 --min-len 5 --max-len 40 --chunk 100
+    python -m scripts.bench.lm
+    python -m scripts.bench.lm --num-seqs 500 --min-len 5 --max-len 40 --chunk 100
+
+It is not an area of ``make bench`` (it prints its table and writes no report).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 import k2
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from k2dec.lm import RnnLM, RnnLmConfig, TransformerLM, TransformerLmConfig  # noqa: E402
+from k2dec.lm import RnnLM, RnnLmConfig, TransformerLM, TransformerLmConfig
 
 
 def _totals_by_steps(lm, seqs: list[list[int]], keep_state: bool) -> torch.Tensor:
@@ -62,7 +59,8 @@ def _time(fn, repeat: int) -> tuple[float, object]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m scripts.bench.lm",
+                                description=__doc__.split("\n")[0])
     p.add_argument("--num-seqs", type=int, default=200)
     p.add_argument("--min-len", type=int, default=5)
     p.add_argument("--max-len", type=int, default=30)

@@ -1,0 +1,7 @@
+"""``python -m scripts.bench``: ``make bench``'s runner (see ``runner.py``)."""
+
+import sys
+
+from .runner import main
+
+sys.exit(main())
