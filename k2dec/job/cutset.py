@@ -123,6 +123,10 @@ class DecodeConfig:
         keeps while it decodes the same cuts with several methods, so that each utterance
         goes through the network once (each method is still charged the encoder's time in
         its RTF); 0 turns it off; not used with ``batch_encoder``.
+      lattice_cache_mb: MiB of HLG/HCLG lattices :func:`k2dec.job.run_decode` keeps for a
+        job's later methods (:class:`k2dec.lattice.LatticeCache`): a batch is searched once
+        per graph and lattice setting, not once per method (each method is still charged the
+        search's time in its RTF); 0 turns it off.
       world_size, rank: sharding (``torchrun``); rank ``r`` decodes cuts ``r, r + W, ...``.
       frame_shift: seconds between feature frames (CTM times).
       subsampling_factor: feature frames per network output frame (CTM times); ``None``:
@@ -134,6 +138,7 @@ class DecodeConfig:
     retry_failed: bool = False
     batch_encoder: bool = False
     encoder_cache_mb: float = 1024.0
+    lattice_cache_mb: float = 512.0
     world_size: int = 1
     rank: int = 0
     frame_shift: float = FRAME_SHIFT
@@ -147,9 +152,10 @@ class DecodeConfig:
                 or not isinstance(self.subsampling_factor, int) or self.subsampling_factor < 1):
             raise ValueError(f"subsampling_factor must be an int >= 1 or None, got "
                              f"{self.subsampling_factor!r}")
-        if not (self.encoder_cache_mb >= 0 and math.isfinite(self.encoder_cache_mb)):
-            raise ValueError(f"encoder_cache_mb must be >= 0 and finite, got "
-                             f"{self.encoder_cache_mb}")
+        for name in ("encoder_cache_mb", "lattice_cache_mb"):
+            value = getattr(self, name)
+            if not (value >= 0 and math.isfinite(value)):
+                raise ValueError(f"{name} must be >= 0 and finite, got {value}")
         if not 0 <= self.rank < self.world_size:
             raise ValueError(f"need 0 <= rank < world_size, got rank={self.rank}, "
                              f"world_size={self.world_size}")
@@ -264,7 +270,7 @@ def _inputs(method: Method, assets: DecodeAssets, feats: torch.Tensor, lens: tor
         unk = table.get("<UNK>") if "<UNK>" in table else max(table.ids) + 1
         ref_words = [[table.get(w) if w in table else unk for w in r] for r in refs]
     return CtcInputs(out.ctc_log_probs, out.encoder_out_lens, ref_words=ref_words,
-                     memory=out.memory, memory_lens=out.memory_lens)
+                     memory=out.memory, memory_lens=out.memory_lens, lattices=encoder.lattices)
 
 
 def _texts(result: MethodResult, assets: DecodeAssets) -> list[list[str]]:

@@ -159,8 +159,10 @@ def run_decode(
       failed: by test-set name, ``{cut_id: reason}`` of utterances that never became cuts
         (unreadable audio files); recorded as failed cuts.
       encoder: the network pass (:class:`k2dec.job.encoder.JobEncoder`) to share with other
-        calls; default: one whose cache (``config.encoder_cache_mb``) serves this call's
-        methods, so that each utterance goes through the network once.
+        calls; default: one whose caches (``config.encoder_cache_mb``,
+        ``config.lattice_cache_mb``) serve this call's methods, so that each utterance goes
+        through the network once and each lattice setting is searched once; they are
+        emptied after each test set.
 
     Returns:
       one :class:`DecodeSummary` per test set and method, test sets outermost, in the given
@@ -174,12 +176,19 @@ def run_decode(
     for cuts in test_sets.values():  # repeated utterance ids, missing references
         check_cuts([r.method for r in runs], cuts)
     failed = failed or {}
-    if encoder is None:  # one network pass per utterance for all the methods (bounded)
-        encoder = JobEncoder(config.batch_encoder,
-                             config.encoder_cache_mb if len(runs) > 1 else 0)
-    return [decode_cuts(assets, cuts, r.method, out_dir, name, r.config, config,
-                        failed=failed.get(name), encoder=encoder, calibration=r.calibration)
-            for name, cuts in test_sets.items() for r in runs]
+    own = encoder is None
+    if own:  # one network pass and lattice search per utterance for all the methods (bounded)
+        shared = len(runs) > 1
+        encoder = JobEncoder(config.batch_encoder, config.encoder_cache_mb if shared else 0,
+                             config.lattice_cache_mb if shared else 0)
+    rows = []
+    for name, cuts in test_sets.items():
+        rows += [decode_cuts(assets, cuts, r.method, out_dir, name, r.config, config,
+                             failed=failed.get(name), encoder=encoder,
+                             calibration=r.calibration) for r in runs]
+        if own:  # the next test set has other utterances: free the budget for them
+            encoder.clear()
+    return rows
 
 
 def results_table(rows: Sequence[DecodeSummary], all_settings: bool = False) -> str:

@@ -7,6 +7,10 @@ goes through the network once; the cached outputs are the very tensors a new pas
 (an utterance is encoded alone, so its outputs do not depend on its batch), and each method is
 still charged the encoder's time (measured when the utterance was encoded) so that RTFs stay
 comparable between methods and with a job that decodes one method.
+
+The job's lattice searches are shared the same way: a :class:`JobEncoder` may hold a
+:class:`k2dec.lattice.LatticeCache` (:attr:`JobEncoder.lattices`) that the CTC inputs it makes
+carry to the lattice methods, and its saved search seconds are charged back likewise.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..lattice import LatticeCache
 from ..model import AcousticModel, EncoderOutput
 
 __all__ = ["JobEncoder"]
@@ -44,23 +49,36 @@ class JobEncoder:
         kept for padded batches).
       cache_mb: MiB of per-utterance outputs to keep for the job's later methods (0: none).
         Once full, further utterances are encoded each time they are decoded.
+      lattice_cache_mb: MiB of lattices to keep for the job's later methods
+        (:attr:`lattices`; 0: no cache, every method searches).
     """
 
-    def __init__(self, batch: bool = False, cache_mb: float = 0.0) -> None:
+    def __init__(self, batch: bool = False, cache_mb: float = 0.0,
+                 lattice_cache_mb: float = 0.0) -> None:
         if not cache_mb >= 0:
             raise ValueError(f"cache_mb must be >= 0, got {cache_mb}")
         self.batch = batch
         self.cache_bytes = int(cache_mb * 2**20) if not batch else 0
+        self.lattices = LatticeCache(lattice_cache_mb) if lattice_cache_mb > 0 else None
         self._cache: dict[tuple[int, bytes], _Entry] = {}
         self._used = 0
         self._saved = 0.0
         self.hits = 0
         self.misses = 0
 
+    def clear(self) -> None:
+        """Forget every kept output and lattice (their memory is freed)."""
+        self._cache.clear()
+        self._used = 0
+        if self.lattices is not None:
+            self.lattices.clear()
+
     def take_saved_seconds(self) -> float:
-        """Encoder seconds that cache hits saved since the last call (to charge the method
-        with them)."""
+        """Encoder and lattice-search seconds that cache hits saved since the last call (to
+        charge the method with them)."""
         saved, self._saved = self._saved, 0.0
+        if self.lattices is not None:
+            saved += self.lattices.take_saved_seconds()
         return saved
 
     def _one(self, model: AcousticModel, feats: torch.Tensor, lens: torch.Tensor

@@ -163,7 +163,8 @@ def tune_methods(
                              f"have none (e.g. {', '.join(missing[:5])})")
         check_cuts([r.method for r in runs], cuts)
     # every setting of every method decodes the same cuts: one network pass per utterance
-    encoder = JobEncoder(config.batch_encoder, config.encoder_cache_mb)
+    encoder = JobEncoder(config.batch_encoder, config.encoder_cache_mb,
+                         config.lattice_cache_mb)
     return [_tune(assets, dev_sets, run, points[run.method.name], Path(out_dir), config,
                   encoder)
             for run in runs]

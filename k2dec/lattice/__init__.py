@@ -15,6 +15,7 @@ Example (HLG 1best, then whole-lattice rescoring with a 4-gram)::
 """
 
 from k2dec.lattice.align import CtcAlignment, ctc_forced_alignment
+from k2dec.lattice.cache import LatticeCache
 from k2dec.lattice.confidence import TimedUnits, Topology, lattice_timed_units, path_units
 from k2dec.lattice.dense import DenseInput, check_vocab, make_dense_fsa_vec
 from k2dec.lattice.mbr import MbrConfig, MbrResult, Sausages, mbr_decode
@@ -64,6 +65,7 @@ __all__ = [
     "DecodeRunner",
     "DenseInput",
     "Hypothesis",
+    "LatticeCache",
     "LatticeConfig",
     "LatticeResult",
     "LatticeStatus",

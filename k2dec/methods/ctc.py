@@ -19,7 +19,6 @@ from ..lattice import (
     Topology,
     ctc_greedy_search,
     ctc_greedy_token_confidences,
-    get_lattice,
     one_best_decoding,
 )
 from ..lattice.rescore import RescoreConfig, RescoreStatus, rescore_with_whole_lattice
@@ -212,8 +211,7 @@ def _whole_lattice_settings(cfg: CtcConfig) -> list[Setting]:
 
 
 def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcConfig) -> LatticeResult:
-    return get_lattice(inputs.log_probs, inputs.lengths, graph, cfg.lattice,
-                       cfg.subsampling_factor)
+    return inputs.get_lattice(graph, cfg.lattice, cfg.subsampling_factor)
 
 
 def hlg_graph(res: Resources, method: str, cfg: CtcConfig, lm_scores: bool = False) -> k2.Fsa:

@@ -16,7 +16,7 @@ import k2
 import torch
 
 from ..hypothesis import HypothesisRecord
-from ..lattice import AuxLabels, MbrConfig, Topology, get_lattice, lattice_timed_units
+from ..lattice import AuxLabels, MbrConfig, Topology, lattice_timed_units
 from ..lattice.prune import prune_lattice
 from ..lattice.rescore import RescoreStatus, rescore_with_whole_lattice
 from ..paths import path_token_ids
@@ -82,8 +82,7 @@ def _mbr(inputs: CtcInputs, res: Resources, cfg: MbrMethodConfig):
     """HLG lattice (rescored with G when rescore=1), sausages: the MBR consensus and the best
     path, words with frames and confidences."""
     graph = hlg_graph(res, "mbr", cfg.ctc, lm_scores=True)
-    result = get_lattice(inputs.log_probs, inputs.lengths, graph, cfg.ctc.lattice,
-                         cfg.ctc.subsampling_factor)
+    result = inputs.get_lattice(graph, cfg.ctc.lattice, cfg.ctc.subsampling_factor)
     failed = lattice_failures(result.reports)
     if not cfg.rescore:
         best, consensus, notes, lat = _units(result.lattice, Topology.CTC, cfg.mbr, res)

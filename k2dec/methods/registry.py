@@ -198,6 +198,9 @@ class CtcInputs:
       log_probs: float32 ``[N, T, V]``; lengths: int ``[N]``.
       ref_words: reference word ids per utterance (oracle methods only).
       memory, memory_lens: encoder output for attention-decoder rescoring.
+      lattices: a :class:`k2dec.lattice.LatticeCache` the lattice methods search through
+        (a decode job shares one between its methods: each batch is searched once per graph
+        and setting); ``None``: every method searches.
     """
 
     log_probs: torch.Tensor
@@ -205,6 +208,18 @@ class CtcInputs:
     ref_words: list[list[int]] | None = None
     memory: torch.Tensor | None = None
     memory_lens: torch.Tensor | None = None
+    lattices: Any = None
+
+    def get_lattice(self, graph: k2.Fsa, config: Any, subsampling_factor: int = 1
+                    ) -> Any:
+        """:func:`k2dec.lattice.get_lattice` of these log-probs (through :attr:`lattices`
+        when there is a cache): a :class:`k2dec.lattice.LatticeResult`."""
+        from ..lattice import get_lattice
+
+        if self.lattices is None:
+            return get_lattice(self.log_probs, self.lengths, graph, config, subsampling_factor)
+        return self.lattices.get_lattice(self.log_probs, self.lengths, graph, config,
+                                         subsampling_factor)
 
 
 @dataclass

@@ -102,8 +102,9 @@ def test_run_decode_encodes_each_utterance_once(decode_setup, tmp_path, monkeypa
     cfg = DecodeConfig(max_duration=3.0, num_buckets=2, encoder_cache_mb=cache_mb)
     rows = run_decode(assets, {"a": s["cuts"], "b": s["cuts"]}, runs, tmp_path / "r", cfg)
     decodable = len(s["cuts"]) - 1  # utt5 is too short: recorded as failed, never encoded
-    # the two test sets hold the same features: the cache serves the second one too
-    assert len(calls) == (decodable if cache_mb else decodable * len(runs) * 2)
+    # once per test set (the cache is emptied between them, although here they hold the same
+    # features)
+    assert len(calls) == (decodable * 2 if cache_mb else decodable * len(runs) * 2)
     assert all(r.rtf > 0 for r in rows)
     if cache_mb:  # the same results as without the cache (the other parametrization)
         monkeypatch.undo()
@@ -112,6 +113,40 @@ def test_run_decode_encodes_each_utterance_once(decode_setup, tmp_path, monkeypa
                            DecodeConfig(max_duration=3.0, num_buckets=2, encoder_cache_mb=0))
         for r, p in zip(rows, plain):
             assert read_results(r.results_path) == read_results(p.results_path)
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan")])
+def test_bad_lattice_cache_sizes_are_refused(bad):
+    with pytest.raises(ValueError, match="lattice_cache_mb must be >= 0"):
+        DecodeConfig(lattice_cache_mb=bad)
+
+
+def test_run_decode_searches_each_lattice_once(decode_setup, tmp_path, monkeypatch):
+    """HLG methods of one job share each batch's lattice search per graph (nbest and
+    nbest-oracle the plain HLG; mbr the HLG with LM scores: 2 searches, not 3), results as
+    without the cache, every method still charged the search."""
+    import k2
+
+    s = decode_setup
+    calls = []
+    intersect = k2.intersect_dense_pruned
+    monkeypatch.setattr(k2, "intersect_dense_pruned",
+                        lambda *a, **k: calls.append(1) or intersect(*a, **k))
+    runs = plan_methods(["nbest", "nbest-oracle", "mbr", "ctc-greedy-search"])
+
+    def decode(out: str, lattice_cache_mb: float):
+        calls.clear()
+        cfg = DecodeConfig(max_duration=3.0, num_buckets=2, lattice_cache_mb=lattice_cache_mb)
+        rows = run_decode(load_assets(s["model_path"], s["lang_dir"]), {"a": s["cuts"]}, runs,
+                          tmp_path / out, cfg)
+        return rows, len(calls)
+
+    rows, cached = decode("r", 64.0)
+    plain_rows, plain = decode("p", 0.0)
+    assert cached > 0 and 3 * cached == 2 * plain
+    assert all(r.rtf > 0 for r in rows)
+    for r, p in zip(rows, plain_rows):
+        assert read_results(r.results_path) == read_results(p.results_path)
 
 
 def test_tuning_encodes_each_utterance_once(decode_setup, tmp_path, monkeypatch):
