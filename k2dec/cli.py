@@ -216,11 +216,11 @@ _asset_options = _options(
                       "'PHRASE :SCORE'); used by the methods that support biasing (column "
                       "'hotwords' of --list-methods: the transducer, CTC prefix and attention "
                       "searches, the fast_beam_search family, the HLG methods), with --set "
-                      "hotwords_score=... (default 2.0 per token; per word in the HLG "
+                      "hotwords_score=... (default 1.0 per token; 2.0 per word in the HLG "
                       "methods, whose phrases must be in words.txt). Token-level methods pay "
                       "half of it while a phrase is incomplete and complete phrases at word "
                       "ends (--set hotwords_partial_share=1.0 --set hotwords_whole_words=false, "
-                      "or --icefall-compat, for icefall's scheme)."),
+                      "or --icefall-compat, for icefall's scheme and its 2.0)."),
     click.option("--lodr-arpa", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                  help="A token n-gram ARPA (words = token ids) for the LODR methods."),
     _feature_options,

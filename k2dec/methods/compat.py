@@ -25,6 +25,8 @@ methods, :mod:`k2dec.methods.hotwords`)               phrase's bonus on    the w
 ``hotwords_whole_words`` (the same methods)           True (a phrase       False (on its last
                                                       completes at a word  token)
                                                       end)
+``hotwords_score`` (the same methods)                 1.0                  2.0
+                                                                           (``--context-score``)
 ====================================================  ===================  ==================
 
 :func:`icefall_compatible` switches every one of them that is still at k2dec's default
@@ -40,7 +42,12 @@ from typing import Any
 
 from ..nbest import NbestConfig
 from ..transducer import FastBeamSearchConfig, ModifiedBeamSearchConfig
-from .hotwords import HOTWORDS_PARTIAL_SHARE, HOTWORDS_WHOLE_WORDS
+from .hotwords import (
+    HOTWORDS_PARTIAL_SHARE,
+    HOTWORDS_SCORE,
+    HOTWORDS_WHOLE_WORDS,
+    ICEFALL_HOTWORDS_SCORE,
+)
 from .registry import Method, get_method
 
 __all__ = ["ICEFALL_NBEST_ILME_SCALE", "icefall_compatible"]
@@ -81,6 +88,8 @@ def _switch(config: Any, method: str) -> Any:
                 changes["hotwords_partial_share"] = 1.0
             if config.hotwords_whole_words == HOTWORDS_WHOLE_WORDS:
                 changes["hotwords_whole_words"] = False
+            if config.hotwords_score == HOTWORDS_SCORE:
+                changes["hotwords_score"] = ICEFALL_HOTWORDS_SCORE
         for f in fields(config):
             value = getattr(config, f.name)
             if is_dataclass(value):

@@ -39,7 +39,7 @@ from ..nbest import (
     scale_key,
 )
 from .checks import check_finite
-from .hotwords import HOTWORD_GRAPH_MAX_ARCS, HOTWORDS_SCORE, word_biased_graph
+from .hotwords import HOTWORD_GRAPH_MAX_ARCS, WORD_HOTWORDS_SCORE, word_biased_graph
 from .records import (
     EMPTY_LATTICE,
     from_lattice,
@@ -137,7 +137,7 @@ class CtcConfig:
     lm_batch_size: int = 256
     attention_chunk_cells: int = ATTENTION_CHUNK_CELLS
     whole_lattice: RescoreConfig = field(default_factory=RescoreConfig)
-    hotwords_score: float = HOTWORDS_SCORE
+    hotwords_score: float = WORD_HOTWORDS_SCORE
     hotwords_max_arcs: int = HOTWORD_GRAPH_MAX_ARCS
 
     def __post_init__(self) -> None:

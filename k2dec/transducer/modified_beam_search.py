@@ -256,21 +256,24 @@ class ModifiedBeamSearch:
                                           cfg.blank_penalty)
         dtype = cfg.torch_score_dtype
         tot = hyps.log_prob.to(dtype).unsqueeze(1) + log_probs.to(dtype)  # [n * beam, V]
-        extra, pending = self._scorer_scores(hyps)
-        if extra is not None:
-            extra = extra.to(dtype)
-        if extra is not None and self.score_before_topk:
-            tot = tot + extra
+        extra, pending = None, []
+        if len(self.scorers) and self.score_before_topk:
+            extra, pending = self._scorer_scores(hyps)
+            tot = tot + extra.to(dtype)
         # The `beam` best (slot, symbol) pairs of each utterance, best first; pairs from
         # empty slots (-inf) are chosen only when an utterance has fewer candidates.
         top_val, top_idx = tot.view(n, beam * vocab_size).topk(beam, dim=1)
         src_slot = torch.div(top_idx, vocab_size, rounding_mode="floor")
         tok = top_idx - src_slot * vocab_size
         valid = alive.gather(1, src_slot)
-        if extra is not None and not self.score_before_topk:
-            top_val = top_val + extra.view(n, beam * vocab_size).gather(1, top_idx)
         src = (src_slot + torch.arange(0, n * beam, beam, device=alive.device).unsqueeze(1)
                ).view(-1)
+        if len(self.scorers) and not self.score_before_topk:
+            # only the chosen (row, token) pairs: the entries of _scorer_scores' [R, V]
+            chosen, pending = self.scorers.score_tokens(hyps.states, src, tok.view(-1),
+                                                        torch.float64)
+            chosen = chosen.masked_fill(tok.view(-1) == net.blank_id, 0.0)
+            top_val = top_val + chosen.to(dtype).view(n, beam)
 
         is_tok = tok != net.blank_id
         new_len = hyps.length.index_select(0, src).view(n, beam) + is_tok

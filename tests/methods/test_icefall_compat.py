@@ -72,7 +72,7 @@ def test_icefall_compatible_configs():
     assert mbs.search.score_dtype == "float32"
     for cfg in (mbs, nbest, icefall_compatible(get_method("attention-beam-search"))):
         assert (cfg.hotwords_partial_share, cfg.hotwords_whole_words) == (1.0, False)
-        assert cfg.hotwords_score == 2.0  # icefall's --context-score, also k2dec's
+        assert cfg.hotwords_score == 2.0  # icefall's --context-score (k2dec's: 1.0)
     biased = replace(get_method("beam_search").default_config(), hotwords_partial_share=0.3)
     assert icefall_compatible("beam_search", biased).hotwords_partial_share == 0.3
     explicit = replace(get_method("fast_beam_search_nbest").default_config(),
