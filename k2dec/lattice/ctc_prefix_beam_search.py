@@ -199,10 +199,11 @@ class _Search:
         ext_pnb = torch.where(repeat, hyps.pb.unsqueeze(1), total) + val
         ext_lm = hyps.lm.unsqueeze(1).expand_as(val)
         pending: list = []
-        if len(self.scorers):
-            scores, pending = self.scorers.score_full(hyps.states)
-            extra = self.scorers.weighted(scores, self.scorers.full, torch.float64)
-            ext_lm = ext_lm + extra.gather(1, tok)
+        if len(self.scorers):  # only the (row, symbol) candidates, not all [R, V]
+            rows = torch.arange(tok.size(0), device=device).repeat_interleave(tok.size(1))
+            extra, pending = self.scorers.score_tokens(hyps.states, rows, tok.reshape(-1),
+                                                       torch.float64)
+            ext_lm = ext_lm + extra.view_as(tok)
         # candidates [R, K, 2] in icefall's order: row, symbol, same before extended
         cand_valid = torch.stack([is_blank | repeat, ~is_blank], dim=2)
         cand_pb = torch.stack([same_pb, torch.full_like(val, _NEG_INF)], dim=2)
