@@ -48,7 +48,7 @@ from k2dec.lattice.rescore import (
     split_scores,
     sweep_lattice_weights,
 )
-from k2dec.lattice.runner import DecodeRunner
+from k2dec.lattice.runner import DecodeRunner, RunnerStats
 from k2dec.lattice.search import (
     LatticeConfig,
     LatticeResult,
@@ -76,6 +76,7 @@ __all__ = [
     "RescoreConfig",
     "RescoreResult",
     "RescoreStatus",
+    "RunnerStats",
     "Sausages",
     "ScaleResult",
     "Stream",

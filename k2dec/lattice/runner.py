@@ -8,6 +8,12 @@ independently of the others, so the hypotheses are identical to a single-process
 
 Worker processes are started with the ``spawn`` method: scripts that use a runner need the usual
 ``if __name__ == "__main__":`` guard.
+
+:attr:`DecodeRunner.stats` says where the time went: wall seconds of :meth:`DecodeRunner.decode`
+and the seconds its workers spent decoding. Their ratio separates the runner's own cost (IPC,
+waiting for the slowest group) from the slowdown that parallel searches cause each other (on a
+2-core machine two k2 searches run about 1.25-1.45x slower each than one alone, whether or not
+they share the graph's memory: measured, see BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ import io
 import logging
 import multiprocessing
 import os
+import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 
 import k2
 import numpy as np
@@ -28,7 +36,7 @@ from k2dec.lattice.search import LatticeConfig, prepare_graph
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DecodeRunner", "available_cores", "balance_by_frames"]
+__all__ = ["DecodeRunner", "RunnerStats", "available_cores", "balance_by_frames"]
 
 _WORKER: dict = {}
 
@@ -71,8 +79,11 @@ def _init_worker(graph_bytes: bytes, config: LatticeConfig, aux_labels: AuxLabel
     _WORKER["blank_id"] = blank_id
 
 
-def _decode_in_worker(log_probs: np.ndarray, num_frames: np.ndarray) -> list[Hypothesis]:
-    return one_best_decoding(
+def _decode_in_worker(log_probs: np.ndarray, num_frames: np.ndarray
+                      ) -> tuple[list[Hypothesis], float]:
+    """One group's hypotheses and the worker's seconds spent on them."""
+    start = time.perf_counter()
+    hyps = one_best_decoding(
         torch.from_numpy(log_probs),
         torch.from_numpy(num_frames),
         _WORKER["graph"],
@@ -80,6 +91,31 @@ def _decode_in_worker(log_probs: np.ndarray, num_frames: np.ndarray) -> list[Hyp
         aux_labels=_WORKER["aux_labels"],
         blank_id=_WORKER["blank_id"],
     )
+    return hyps, time.perf_counter() - start
+
+
+@dataclass
+class RunnerStats:
+    """Time accounting of a :class:`DecodeRunner`, summed over its :meth:`~DecodeRunner.decode`
+    calls.
+
+    Attributes:
+      calls: ``decode`` calls.
+      wall_seconds: wall-clock seconds inside ``decode``.
+      busy_seconds: seconds the workers spent decoding (summed over workers; with one worker,
+        the decode itself, which is then ``wall_seconds`` less the input checks).
+    """
+
+    calls: int = 0
+    wall_seconds: float = 0.0
+    busy_seconds: float = 0.0
+
+    def utilization(self, num_workers: int) -> float:
+        """``busy_seconds / (num_workers * wall_seconds)``: 1.0 when every worker decoded all
+        the time; the rest is the runner's own cost and the wait for the slowest group."""
+        if self.wall_seconds <= 0:
+            return 0.0
+        return self.busy_seconds / (num_workers * self.wall_seconds)
 
 
 class DecodeRunner:
@@ -129,6 +165,7 @@ class DecodeRunner:
         self.aux_labels = aux_labels
         self.num_workers = num_workers
         self.blank_id = blank_id
+        self.stats = RunnerStats()
         self._pool: ProcessPoolExecutor | None = None
         if num_workers > 1:
             self._pool = ProcessPoolExecutor(
@@ -146,16 +183,28 @@ class DecodeRunner:
         allow_truncate: int = 0,
     ) -> list[Hypothesis]:
         """Decode a batch; same arguments and result as
-        :func:`~k2dec.lattice.one_best.one_best_decoding` (``log_probs`` on CPU)."""
+        :func:`~k2dec.lattice.one_best.one_best_decoding` (``log_probs`` on CPU). Adds to
+        :attr:`stats`."""
+        start = time.perf_counter()
+        hyps, busy = self._decode(log_probs, lengths, subsampling_factor, allow_truncate)
+        self.stats.calls += 1
+        self.stats.wall_seconds += time.perf_counter() - start
+        self.stats.busy_seconds += busy
+        return hyps
+
+    def _decode(self, log_probs: torch.Tensor, lengths: torch.Tensor, subsampling_factor: int,
+                allow_truncate: int) -> tuple[list[Hypothesis], float]:
         num_frames = validate_log_probs(log_probs, lengths, subsampling_factor, allow_truncate)
         if log_probs.device.type != "cpu":
             raise ValueError(f"log_probs must be on CPU for DecodeRunner, got {log_probs.device}")
         check_vocab(self.graph, log_probs.shape[2])
         if self._pool is None:
-            return one_best_decoding(
+            start = time.perf_counter()
+            hyps = one_best_decoding(
                 log_probs, num_frames, self.graph, self.config,
                 aux_labels=self.aux_labels, blank_id=self.blank_id,
             )
+            return hyps, time.perf_counter() - start
         groups = balance_by_frames(num_frames.tolist(), self.num_workers)
         lp = log_probs.detach()
         futures = []
@@ -170,10 +219,13 @@ class DecodeRunner:
                 )
             )
         out: list[Hypothesis | None] = [None] * log_probs.shape[0]
+        busy = 0.0
         for g, fut in zip(groups, futures):
-            for i, hyp in zip(g, fut.result()):
+            hyps, seconds = fut.result()
+            busy += seconds
+            for i, hyp in zip(g, hyps):
                 out[i] = hyp
-        return out  # type: ignore[return-value]
+        return out, busy  # type: ignore[return-value]
 
     def close(self) -> None:
         """Stop the worker processes."""

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from k2dec.graph import k2_to_kaldi_decoder_fst
 from k2dec.lattice import DecodeRunner, LatticeConfig, one_best_decoding
-from k2dec.lattice.runner import available_cores
+from k2dec.lattice.runner import RunnerStats, available_cores
 
 from . import plots
 from .common import (
@@ -291,6 +291,16 @@ class Scaling:
     cores: int
     load: float
     ceiling: float = 0.0
+    stats1: RunnerStats = field(default_factory=RunnerStats)
+    stats2: RunnerStats = field(default_factory=RunnerStats)
+
+    @property
+    def contention(self) -> float:
+        """How much slower the 2 workers decode their groups than 1 worker the whole batch
+        (their summed busy seconds per call over 1 worker's): what parallel searches cost
+        each other, not the runner."""
+        per_call = [st.busy_seconds / max(1, st.calls) for st in (self.stats1, self.stats2)]
+        return per_call[1] / per_call[0] if per_call[0] > 0 else float("nan")
 
     @property
     def loaded(self) -> bool:
@@ -314,6 +324,7 @@ def runner_scaling(p: Problem, beam: float, repeat: int) -> Scaling:
     with DecodeRunner(p.graph, config, num_workers=1) as r1, \
             DecodeRunner(p.graph, config, num_workers=2) as r2:
         r2.decode(lp[:2], lens[:2])  # worker start-up and warm-up
+        r2.stats = RunnerStats()
         fns = [lambda: r1.decode(lp, lens), lambda: r2.decode(lp, lens)]
         if p.fst is not None:
             fns.append(lambda: kaldi.decode(p.fst, lp, lens, beam, config.max_active_states,
@@ -322,7 +333,7 @@ def runner_scaling(p: Problem, beam: float, repeat: int) -> Scaling:
     same = [[h.words for h in run.result] == expected for run in timed[:2]]
     t_kd = timed[2].best if p.fst is not None else None
     return Scaling(timed[0].best, timed[1].best, t_kd, same, int(lens.sum()),
-                   available_cores(), 0.0)
+                   available_cores(), 0.0, stats1=r1.stats, stats2=r2.stats)
 
 
 # ------------------------------------------------------------------ plots
@@ -538,14 +549,23 @@ def measure_scaling(bench: Bench, p: Problem) -> Scaling:
 
 def report_scaling(bench: Bench, s: Scaling, where: str) -> None:
     rep, beam = bench.rep, bench.sizes.target_beam
-    rows = [[1, s.frames / s.t1, 1.0, s.same[0]], [2, s.frames / s.t2, s.t1 / s.t2, s.same[1]]]
+    rows = [[1, s.frames / s.t1, 1.0, s.same[0], s.stats1.utilization(1), 1.0],
+            [2, s.frames / s.t2, s.t1 / s.t2, s.same[1], s.stats2.utilization(2),
+             s.contention]]
     if s.t_kd is not None:
-        rows.append(["kaldi-decoder, 1 process", s.frames / s.t_kd, s.t1 / s.t_kd, "n/a"])
-    rows.append(["baseline: busy loop, 2 processes", None, s.ceiling, "n/a"])
+        rows.append(["kaldi-decoder, 1 process", s.frames / s.t_kd, s.t1 / s.t_kd, "n/a",
+                     None, None])
+    rows.append(["baseline: busy loop, 2 processes", None, s.ceiling, "n/a", None, None])
     rep.table(f"DecodeRunner scaling on the {where} (beam {beam:g}, {s.cores} "
               "cores available; runs interleaved)",
-              ["workers", "frames/s", "speed vs 1 worker", "identical to one_best_decoding"],
-              rows)
+              ["workers", "frames/s", "speed vs 1 worker", "identical to one_best_decoding",
+               "worker utilization", "decode seconds vs 1 worker"], rows)
+    rep.note("DecodeRunner scaling: 'worker utilization' is the workers' decoding seconds over "
+             "workers x wall seconds (the rest is the runner's own cost and the wait for the "
+             "slower group); 'decode seconds vs 1 worker' sums both workers' decoding seconds "
+             "per batch over one worker's: above 1.0 the two searches slow each other down "
+             "(shared caches and memory bandwidth), which no runner change removes. Speed = "
+             "2 x utilization / that ratio.")
     if s.cores < 2:
         rep.target(TARGET_SCALING, f"only {s.cores} core available", None)
     elif s.loaded:

@@ -36,12 +36,19 @@ def test_runner_equals_single_process():
     assert singles == expected
     with DecodeRunner(fsa, config, num_workers=1) as runner:
         assert runner.decode(log_probs, lengths) == expected
+        one = runner.stats
+    assert one.calls == 1 and 0 < one.busy_seconds <= one.wall_seconds
+    assert 0 < one.utilization(1) <= 1
     with DecodeRunner(fsa, config, num_workers=2) as runner:
         assert runner.decode(log_probs, lengths) == expected
         # a second batch reuses the same workers
         assert runner.decode(log_probs[:3], lengths[:3]) == expected[:3]
         with pytest.raises(ValueError, match=r"lengths\[0\]=0"):
             runner.decode(log_probs[:1], torch.tensor([0]))
+        two = runner.stats
+    # the failed call counts nothing; the workers' busy time is theirs, not the wall's
+    assert two.calls == 2 and two.busy_seconds > 0 and two.wall_seconds > 0
+    assert 0 < two.utilization(2) <= 1
     assert any(h.words for h in expected)
 
 
