@@ -51,12 +51,14 @@ AREA = "lattice"
 TARGET_TIME = ("HLG 1best at equal WER on the shipped test sets: k2dec's frames/s >= 1.5x "
                "kaldi-decoder's (FasterDecoder), single process")
 HLG_SCALE = 0.3  # the LM weight the ctc_lm area's tuning picks for k2dec and both peers
-CURVE_BEAMS = {"full": ((5.0, 100), (6.0, 100), (7.0, 150), (8.0, 200), (10.0, 300),
-                        (12.0, 500)),
+CURVE_BEAMS = {"full": ((5.0, 100), (6.0, 100), (7.0, 150), (8.0, 200), (10.0, 200),
+                        (10.0, 300), (12.0, 200), (12.0, 500)),
                "quick": ((6.0, 100), (8.0, 200))}
 VARIANTS = (("exact", {}), ("token_top_k 8", {"token_top_k": 8}),
             ("token_top_k 8, blank_skip 0.95", {"token_top_k": 8,
-                                                "blank_skip_threshold": 0.95}))
+                                                "blank_skip_threshold": 0.95}),
+            ("token_top_k 16, blank_skip 0.99", {"token_top_k": 16,
+                                                 "blank_skip_threshold": 0.99}))
 TARGET_RUNNER = "multi-process runner faster than kaldi-decoder on 2 cores"
 TARGET_SCALING = "DecodeRunner scaling >= 1.7x from 1 to 2 workers"
 
