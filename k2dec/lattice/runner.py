@@ -79,19 +79,22 @@ def _init_worker(graph_bytes: bytes, config: LatticeConfig, aux_labels: AuxLabel
     _WORKER["blank_id"] = blank_id
 
 
+def _timed_one_best(log_probs: torch.Tensor, num_frames: torch.Tensor, graph: k2.Fsa,
+                    config: LatticeConfig, aux_labels: AuxLabels, blank_id: int
+                    ) -> tuple[list[Hypothesis], float]:
+    """:func:`one_best_decoding` and the seconds it took."""
+    start = time.perf_counter()
+    hyps = one_best_decoding(log_probs, num_frames, graph, config, aux_labels=aux_labels,
+                             blank_id=blank_id)
+    return hyps, time.perf_counter() - start
+
+
 def _decode_in_worker(log_probs: np.ndarray, num_frames: np.ndarray
                       ) -> tuple[list[Hypothesis], float]:
     """One group's hypotheses and the worker's seconds spent on them."""
-    start = time.perf_counter()
-    hyps = one_best_decoding(
-        torch.from_numpy(log_probs),
-        torch.from_numpy(num_frames),
-        _WORKER["graph"],
-        _WORKER["config"],
-        aux_labels=_WORKER["aux_labels"],
-        blank_id=_WORKER["blank_id"],
-    )
-    return hyps, time.perf_counter() - start
+    return _timed_one_best(torch.from_numpy(log_probs), torch.from_numpy(num_frames),
+                           _WORKER["graph"], _WORKER["config"], _WORKER["aux_labels"],
+                           _WORKER["blank_id"])
 
 
 @dataclass
@@ -199,12 +202,8 @@ class DecodeRunner:
             raise ValueError(f"log_probs must be on CPU for DecodeRunner, got {log_probs.device}")
         check_vocab(self.graph, log_probs.shape[2])
         if self._pool is None:
-            start = time.perf_counter()
-            hyps = one_best_decoding(
-                log_probs, num_frames, self.graph, self.config,
-                aux_labels=self.aux_labels, blank_id=self.blank_id,
-            )
-            return hyps, time.perf_counter() - start
+            return _timed_one_best(log_probs, num_frames, self.graph, self.config,
+                                   self.aux_labels, self.blank_id)
         groups = balance_by_frames(num_frames.tolist(), self.num_workers)
         lp = log_probs.detach()
         futures = []

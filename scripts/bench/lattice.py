@@ -566,8 +566,9 @@ def report_scaling(bench: Bench, s: Scaling, where: str) -> None:
              "workers x wall seconds (the rest is the runner's own cost and the wait for the "
              "slower group); 'decode seconds vs 1 worker' sums both workers' decoding seconds "
              "per batch over one worker's: above 1.0 the two searches slow each other down "
-             "(shared caches and memory bandwidth), which no runner change removes. Speed = "
-             "2 x utilization / that ratio.")
+             "(shared caches and memory bandwidth), which no runner change removes. Speed is "
+             "about 2 x utilization / that ratio (the speeds are best-of runs, the two "
+             "columns sums over all runs).")
     if s.cores < 2:
         rep.target(TARGET_SCALING, f"only {s.cores} core available", None)
     elif s.loaded:
