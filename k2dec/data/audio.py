@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lhotse import CutSet, Fbank, FbankConfig, LilcomChunkyWriter, Recording, SupervisionSegment
+from lhotse import CutSet, Fbank, FbankConfig, NumpyFilesWriter, Recording, SupervisionSegment
 from lhotse.audio.utils import AudioLoadingError, DurationMismatchError
 from lhotse.cut import Cut, MixedCut, MixTrack, MultiCut
 from lhotse.utils import fastcopy
@@ -238,8 +238,11 @@ def cuts_from_audio_dir(
 
     Args:
       audio_dir: the folder (searched recursively, see :func:`find_audio_files`).
-      storage_path: where the features are written (a lilcom-chunky archive; ``.lca`` is
-        appended; its folder is created). Overwritten.
+      storage_path: a folder where the features are written losslessly, one ``.npy`` file
+        per recording (created; overwritten). Lossless on purpose: lilcom's compression
+        error is enough to change a search's choice between near-tied hypotheses, and
+        decoding your own files should give what the model gives on the recordings
+        (icefall's ``pretrained.py`` does not compress either).
       references: ``{utterance id: words}`` (:func:`load_references`); ``None`` or ``{}`` for
         none. A reference whose id matches no file is reported in the log.
       extractor: the feature extractor; its config's ``sampling_rate`` is the target rate.
@@ -265,7 +268,7 @@ def cuts_from_audio_dir(
     failed: list[AudioFailure] = []
     resampled: Counter[int] = Counter()
     multi: list[tuple[str, int]] = []
-    with LilcomChunkyWriter(storage_path) as writer:
+    with NumpyFilesWriter(storage_path) as writer:
         for path in tqdm(files, desc="audio -> fbank", unit="file", disable=not progress):
             utt = path.stem
             try:

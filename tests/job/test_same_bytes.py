@@ -58,7 +58,8 @@ FLOAT_NOISE = {"greedy_search", "modified_beam_search", "beam_search", "fast_bea
                "modified_beam_search_lm_shallow_fusion", "modified_beam_search_LODR",
                "modified_beam_search_lm_rescore_LODR", "attention-beam-search", "rnn-lm",
                "multi-pass", "ctc-prefix-beam-search-attention-decoder-rescoring",
-               "ctc-prefix-beam-search-shallow-fussion"}
+               "ctc-prefix-beam-search-shallow-fussion", "attention-decoder",
+               "attention-decoder-rescoring-no-ngram"}
 
 
 def _runs(assets) -> tuple[list[MethodRun], dict[str, tuple[str, ...]]]:
