@@ -53,7 +53,7 @@ import torch
 from lhotse import CutSet
 from tqdm import tqdm
 
-from ..data import make_decode_loader, utterance_cuts
+from ..data import make_decode_loader, too_long, utterance_cuts
 from ..hypothesis import HypothesisRecord
 from ..methods import (
     AedInputs,
@@ -355,14 +355,14 @@ def _todo(cuts: CutSet, writer: ResultWriter, min_frames: int, max_duration: flo
         if c.duration > max_duration:
             # a batch holds at most max_duration seconds: this bounds memory (the
             # encoder's attention grows with the square of the length)
-            writer.write_failure(c.id, f"too long: {c.duration:.1f} s of audio, more than "
-                                       f"max_duration={max_duration:g} s per batch; "
-                                       "raise max_duration (--max-duration) or split it")
+            writer.write_failure(c.id, too_long(c.duration, max_duration))
             continue
         todo.append(c)
     if todo and not any(c.has_features for c in todo):
-        raise ValueError(f"cuts must have precomputed features (cut {todo[0].id} has none); "
-                         "run k2dec.data.compute_fbank first")
+        raise ValueError(f"cuts must have features (cut {todo[0].id} has none): compute them "
+                         "with k2dec.data.compute_cut_features(cuts, storage_path, "
+                         "extractor=model.feature_config.extractor()), as k2dec decode --cuts "
+                         "does for a manifest without features")
     return CutSet.from_cuts(todo)
 
 
