@@ -364,9 +364,15 @@ def _list_methods(model_path, lang_dir, feature_changes) -> None:
 @click.option("--out-dir", type=click.Path(path_type=Path),
               help="Where results go: <out-dir>/<method>/ (required unless --list-methods).")
 @click.option("--retry-failed", is_flag=True, help="Decode again cuts recorded as failed.")
+@click.option("--silence-db", default=-60.0, show_default=True,
+              type=click.FloatRange(-200.0, 0.0),
+              help="An utterance with no feature frame louder than white noise at this level "
+                   "(dBFS) is silent and gets an empty hypothesis from every method; -200 "
+                   "turns the check off.")
 def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path, lang_dir,
                graph_dir, rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path,
-               max_duration, icefall_compat, threads, out_dir, retry_failed, **features):
+               max_duration, icefall_compat, threads, out_dir, retry_failed, silence_db,
+               **features):
     """Decode cuts (--cuts) or a folder of audio files (--audio-dir) with one or more methods.
 
     Results stream to a JSONL file per method (a rerun resumes); icefall result files, WER and
@@ -400,7 +406,8 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
                                         assets.model.feature_config.extractor(), max_duration,
                                         f".rank{rank}" if world_size > 1 else "")
     cfg = DecodeConfig(max_duration=max_duration, retry_failed=retry_failed,
-                       world_size=world_size, rank=rank)
+                       world_size=world_size, rank=rank,
+                       silence_db=None if silence_db <= -200.0 else silence_db)
     rows = _job_errors(run_decode, assets, {name: cuts}, runs, out_dir, cfg,
                        failed={name: unreadable})
     if rank == 0:

@@ -31,10 +31,18 @@ from .decoding import (
     FEATURE_READ_ERRORS,
     DecodeBatch,
     DecodeDataset,
+    loudest_frames,
     make_decode_loader,
     utterance_cuts,
 )
-from .features import NUM_MEL_BINS, FeatureConfig, compute_fbank, manifest_parts
+from .features import (
+    NUM_MEL_BINS,
+    FeatureConfig,
+    compute_fbank,
+    frame_energies,
+    manifest_parts,
+    silence_energy,
+)
 from .loader import SpecAugmentConfig, make_dataloader, make_sampler
 from .manifests import (
     MANIFEST_PREFIX,
@@ -66,9 +74,11 @@ __all__ = [
     "cuts_from_audio_dir",
     "ffmpeg_available",
     "find_audio_files",
+    "frame_energies",
     "has_digits",
     "load_cuts",
     "load_references",
+    "loudest_frames",
     "make_dataloader",
     "make_decode_loader",
     "make_sampler",
@@ -80,6 +90,7 @@ __all__ = [
     "read_kaldi_text",
     "scan_audio_dir",
     "shown_path",
+    "silence_energy",
     "split_sentences",
     "too_long",
     "utterance_cuts",

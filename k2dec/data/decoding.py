@@ -30,10 +30,11 @@ from lhotse import CutSet
 from lhotse.cut import Cut
 from lhotse.utils import LOG_EPSILON, fastcopy
 
+from .features import frame_energies
 from .loader import make_sampler
 
-__all__ = ["DecodeBatch", "DecodeDataset", "FEATURE_READ_ERRORS", "make_decode_loader",
-           "utterance_cuts"]
+__all__ = ["DecodeBatch", "DecodeDataset", "FEATURE_READ_ERRORS", "loudest_frames",
+           "make_decode_loader", "utterance_cuts"]
 
 logger = logging.getLogger(__name__)
 
@@ -182,6 +183,16 @@ class DecodeDataset(torch.utils.data.Dataset):
             features[i, : f.shape[0]] = torch.from_numpy(f)
         texts = [c.supervisions[0].text if c.supervisions else None for c, _ in rows]
         return DecodeBatch(features, num_frames, [c.id for c, _ in rows], texts, failed)
+
+
+def loudest_frames(features: torch.Tensor, num_frames: torch.Tensor) -> torch.Tensor:
+    """Per row of a batch of log-mel features (float ``[N, T, F]``, rows padded after their
+    ``num_frames`` ``[N]`` valid frames), the largest frame energy
+    (:func:`k2dec.data.frame_energies`), float32 ``[N]`` (``-inf`` for a row without frames)."""
+    energy = frame_energies(features)
+    valid = torch.arange(energy.shape[1], device=energy.device)[None, :] < num_frames[:, None]
+    return energy.masked_fill(~valid, -math.inf).amax(dim=1) if energy.shape[1] else \
+        torch.full((energy.shape[0],), -math.inf)
 
 
 class _AtMost:

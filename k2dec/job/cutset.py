@@ -45,7 +45,7 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,7 @@ import torch
 from lhotse import CutSet
 from tqdm import tqdm
 
-from ..data import make_decode_loader, too_long, utterance_cuts
+from ..data import loudest_frames, make_decode_loader, silence_energy, too_long, utterance_cuts
 from ..hypothesis import HypothesisRecord
 from ..methods import (
     AedInputs,
@@ -131,6 +131,12 @@ class DecodeConfig:
       frame_shift: seconds between feature frames (CTM times).
       subsampling_factor: feature frames per network output frame (CTM times); ``None``:
         the model's (:attr:`k2dec.model.AcousticModel.subsampling_factor`).
+      silence_db: an utterance none of whose feature frames is louder than white noise at
+        this level (dBFS RMS; :func:`k2dec.data.silence_energy`, with the model's feature
+        settings) is silent: every method gives it an empty hypothesis (an ``ok`` record
+        whose ``notes`` say so) instead of what a model may hallucinate from digital silence
+        or faint hiss. -60 dBFS catches digital silence and noise near the quantization
+        floor; speech counts as silent below about -53 dBFS RMS. ``None`` turns it off.
     """
 
     max_duration: float = 200.0
@@ -143,8 +149,13 @@ class DecodeConfig:
     rank: int = 0
     frame_shift: float = FRAME_SHIFT
     subsampling_factor: int | None = None
+    silence_db: float | None = -60.0
 
     def __post_init__(self) -> None:
+        if self.silence_db is not None and not (isinstance(self.silence_db, int | float)
+                                                and -200.0 <= self.silence_db <= 0.0):
+            raise ValueError(f"DecodeConfig.silence_db must be None or in [-200, 0] dBFS, got "
+                             f"{self.silence_db!r}")
         if not (self.frame_shift > 0 and math.isfinite(self.frame_shift)):
             raise ValueError(f"frame_shift must be positive and finite, got {self.frame_shift}")
         if self.subsampling_factor is not None and (
@@ -326,6 +337,40 @@ def _decode_or_split(method: Method, config: Any, assets: DecodeAssets, feats, l
     return out
 
 
+@dataclass(frozen=True)
+class _Silence:
+    """The frame energy below which an utterance is silent, and the note its records get."""
+
+    energy: float
+    note: str
+
+
+def _silence(assets: DecodeAssets, config: DecodeConfig) -> _Silence | None:
+    if config.silence_db is None:
+        return None
+    energy = silence_energy(assets.model.feature_config, float(config.silence_db))
+    return _Silence(energy, f"silent input: no frame is louder than white noise at "
+                            f"{config.silence_db:g} dBFS (DecodeConfig.silence_db, "
+                            "--silence-db); empty hypothesis")
+
+
+def _empty_like(rec: HypothesisRecord, note: str) -> HypothesisRecord:
+    """``rec`` with no tokens, words, frames or confidences (where it has them), no score and
+    ``note``."""
+    empty = {f.name: () for f in fields(rec) if isinstance(getattr(rec, f.name), tuple)}
+    return replace(rec, **empty, score=None, error="", notes=note)
+
+
+def _silenced(decoded: list[_Decoded], feats: torch.Tensor, lens: torch.Tensor,
+              silence: _Silence | None) -> list[_Decoded]:
+    """Silent utterances' results as empty hypotheses (every setting the method gave them)."""
+    if silence is None:
+        return decoded
+    quiet = (loudest_frames(feats, lens) < silence.energy).tolist()
+    return [({key: (_empty_like(rec, silence.note), []) for key, (rec, _) in hyps.items()}, "")
+            if q and hyps else (hyps, failed) for q, (hyps, failed) in zip(quiet, decoded)]
+
+
 def _write(writer: ResultWriter, cut_id: str, ref: list[str], decoded: _Decoded) -> None:
     hyps, failed = decoded
     if failed:
@@ -447,6 +492,7 @@ def _decode_locked(assets: DecodeAssets, cuts: CutSet, method: Method, out_dir: 
             if cut_id not in writer:
                 writer.write_failure(cut_id, reason)
         min_frames = assets.model.min_input_frames
+        silence = _silence(assets, config)
         todo = _todo(cuts, writer, min_frames, config.max_duration)
         logger.info("%s/%s: %d utterances, %d to decode", test_set, method.name, total,
                     len(todo))
@@ -463,6 +509,7 @@ def _decode_locked(assets: DecodeAssets, cuts: CutSet, method: Method, out_dir: 
                     start = time.perf_counter()
                     decoded = _decode_or_split(method, method_config, assets, batch.features,
                                                batch.num_frames, refs, encoder)
+                    decoded = _silenced(decoded, batch.features, batch.num_frames, silence)
                     # a cached encoder pass is charged as if it ran (RTFs stay comparable)
                     timer.add(time.perf_counter() - start + encoder.take_saved_seconds(),
                               float(batch.num_frames.sum()) / frames_per_second)
