@@ -208,8 +208,10 @@ def _truncation(info: sf._SoundFileInfo, path: Path) -> None:
                        "the %.2f s it holds", shown_path(path), info.frames / info.samplerate)
 
 
-def _ffprobe(path: Path) -> tuple[int, int, float | None]:
-    """``(sampling rate, channels, duration or None)`` of the first audio stream."""
+def _ffprobe(path: Path) -> tuple[int, int, float | None, float | None]:
+    """``(sampling rate, channels, stream duration, container duration)`` of the first audio
+    stream; a duration is ``None`` where ffprobe has none (a raw ADTS / MP3 stream's container
+    duration is only an estimate from its bit rate)."""
     cmd = ["ffprobe", "-v", "error", "-select_streams", "a:0", "-show_entries",
            "stream=sample_rate,channels,duration:format=duration", "-of", "json", str(path)]
     out = subprocess.run(cmd, capture_output=True, timeout=_PROBE_TIMEOUT_S)
@@ -220,10 +222,13 @@ def _ffprobe(path: Path) -> tuple[int, int, float | None]:
     streams = info.get("streams") or []
     if not streams:
         raise ValueError("no audio stream")
+
+    def seconds(value: object) -> float | None:
+        return float(value) if value not in (None, "N/A") else None
+
     stream = streams[0]
-    duration = stream.get("duration") or (info.get("format") or {}).get("duration")
-    return int(stream["sample_rate"]), int(stream["channels"]), (
-        float(duration) if duration not in (None, "N/A") else None)
+    return (int(stream["sample_rate"]), int(stream["channels"]), seconds(stream.get("duration")),
+            seconds((info.get("format") or {}).get("duration")))
 
 
 def _ffmpeg_command(path: Path, num_samples: int | None = None, seconds: float | None = None
@@ -253,14 +258,13 @@ def _count_samples(path: Path, seconds: float) -> int:
 
 
 def _ffmpeg_recording(path: Path, recording_id: str, limits: AudioLimits) -> Recording:
-    """A recording read through the ``ffmpeg`` command (mono), its length from ffprobe (or
-    counted by decoding at most the longest length ``limits`` allow)."""
-    rate, channels, duration = _ffprobe(path)
+    """A recording read through the ``ffmpeg`` command (mono), its length from the stream's
+    duration, else counted by decoding (at most the longest length ``limits`` allow)."""
+    rate, channels, duration, estimate = _ffprobe(path)
+    limits.check(rate, channels, duration or estimate or 0.0)
     if duration is not None:
-        limits.check(rate, channels, duration)
         num_samples = round(duration * rate)
     else:
-        limits.check(rate, channels, 0.0)
         cap = limits.max_audio_mb * 2**20 / 4 / rate / channels
         cap = min(cap, limits.max_duration) if limits.max_duration is not None else cap
         num_samples = _count_samples(path, cap + 1.0)

@@ -87,6 +87,7 @@ from ..results import (
     write_results,
 )
 from ..results.ctm import FRAME_SHIFT
+from ..sizes import check_float_range, check_int_range
 from .assets import DecodeAssets
 from .encoder import JobEncoder
 
@@ -152,10 +153,9 @@ class DecodeConfig:
     silence_db: float | None = -60.0
 
     def __post_init__(self) -> None:
-        if self.silence_db is not None and not (isinstance(self.silence_db, int | float)
-                                                and -200.0 <= self.silence_db <= 0.0):
-            raise ValueError(f"DecodeConfig.silence_db must be None or in [-200, 0] dBFS, got "
-                             f"{self.silence_db!r}")
+        check_float_range(self, "max_duration", 0.0, 100_000.0)
+        check_int_range(self, "num_buckets", 1, 1000)
+        check_float_range(self, "silence_db", -200.0, 0.0, low_open=False, optional=True)
         if not (self.frame_shift > 0 and math.isfinite(self.frame_shift)):
             raise ValueError(f"frame_shift must be positive and finite, got {self.frame_shift}")
         if self.subsampling_factor is not None and (

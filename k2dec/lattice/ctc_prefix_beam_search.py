@@ -36,6 +36,7 @@ from k2dec.batch_search import (
 from k2dec.lattice.dense import validate_log_probs
 from k2dec.ragged import exclusive_cumsum
 from k2dec.scorers.base import ScorerSet, WeightedScorer
+from k2dec.sizes import check_int_range
 
 logger = logging.getLogger(__name__)
 
@@ -57,8 +58,7 @@ class CtcPrefixBeamSearchConfig:
     blank_id: int = 0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.beam, int) or isinstance(self.beam, bool) or self.beam < 1:
-            raise ValueError(f"beam must be an int >= 1, got {self.beam!r}")
+        check_int_range(self, "beam", 1, 1000)
         if not isinstance(self.blank_id, int) or self.blank_id < 0:
             raise ValueError(f"blank_id must be an int >= 0, got {self.blank_id!r}")
 

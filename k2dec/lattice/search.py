@@ -25,6 +25,7 @@ from k2dec.lattice.dense import (
     validate_log_probs,
 )
 from k2dec.paths import FRAME_ATTR
+from k2dec.sizes import check_float_range, check_int_range
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,12 @@ __all__ = [
     "prepare_graph",
     "search_lattices",
 ]
+
+
+#: The widest beams and the most active states a lattice search (its retries included) may
+#: use: beyond ~50 a beam prunes nothing; active states bound the search's memory.
+_MAX_BEAM = 500.0
+_MAX_ACTIVE_STATES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -78,23 +85,23 @@ class LatticeConfig:
     blank_id: int = 0
 
     def __post_init__(self) -> None:
-        if not self.search_beam > 0:
-            raise ValueError(f"search_beam must be > 0, got {self.search_beam}")
-        if not self.output_beam > 0:
-            raise ValueError(f"output_beam must be > 0, got {self.output_beam}")
-        if self.min_active_states < 0:
-            raise ValueError(f"min_active_states must be >= 0, got {self.min_active_states}")
-        if self.max_active_states < max(1, self.min_active_states):
-            raise ValueError(
-                f"max_active_states must be >= max(1, min_active_states="
-                f"{self.min_active_states}), got {self.max_active_states}"
-            )
+        check_float_range(self, "search_beam", 0.0, _MAX_BEAM)
+        check_float_range(self, "output_beam", 0.0, _MAX_BEAM)
+        check_int_range(self, "max_active_states", 1, _MAX_ACTIVE_STATES)
+        check_int_range(self, "min_active_states", 0, self.max_active_states)
         for s in self.retry_scales:
-            if not s > 1:
-                raise ValueError(f"retry_scales must all be > 1, got {self.retry_scales}")
-        k = self.token_top_k
-        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-            raise ValueError(f"token_top_k must be None or an int >= 1, got {k!r}")
+            if isinstance(s, bool) or not isinstance(s, int | float) or not 1 < s <= 16:
+                raise ValueError(f"LatticeConfig.retry_scales must all be numbers in (1, 16], "
+                                 f"got {self.retry_scales!r}")
+        widest = max(self.retry_scales, default=1.0)  # a retry multiplies these by its scale
+        for name, bound in (("search_beam", _MAX_BEAM), ("output_beam", _MAX_BEAM),
+                            ("max_active_states", _MAX_ACTIVE_STATES)):
+            if getattr(self, name) * widest > bound:
+                raise ValueError(
+                    f"LatticeConfig.{name}={getattr(self, name)} x the widest retry scale "
+                    f"{widest:g} is above {bound:g}, the most a retry may search with; lower "
+                    f"{name} or retry_scales")
+        check_int_range(self, "token_top_k", 1, 100_000, optional=True)
         th = self.blank_skip_threshold
         if th is not None and not 0.0 < th <= 1.0:
             raise ValueError(f"blank_skip_threshold must be None or in (0, 1], got {th!r}")
