@@ -21,7 +21,7 @@ SIZES = [
     ("fast_beam_search", "search.beam", "FastBeamSearchConfig", 0, 100, False, True),
     ("fast_beam_search", "max_contexts", "FastBeamSearchConfig", 1, 256, True, False),
     ("fast_beam_search", "max_states", "FastBeamSearchConfig", 1, 4096, True, False),
-    ("ctc-prefix-beam-search", "search.beam", "CtcPrefixBeamSearchConfig", 1, 100, True, False),
+    ("ctc-prefix-beam-search", "search.beam", "CtcPrefixBeamSearchConfig", 1, 256, True, False),
     ("1best", "search_beam", "LatticeConfig", 0, 500, False, True),
     ("1best", "output_beam", "LatticeConfig", 0, 500, False, True),
     ("1best", "token_top_k", "LatticeConfig", 1, 100_000, True, False),
