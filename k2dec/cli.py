@@ -316,18 +316,19 @@ def _load_cuts(cuts_path, audio_dir, refs, test_set, feature_dir, runs, extracto
     ``feature_dir/<name><shard>`` by ``extractor``, each recording checked from its header
     first (at most ``max_duration`` seconds); the cuts' references are checked against what
     ``runs`` need."""
-    from .data import AudioLimits, compute_cut_features, cuts_from_audio_dir, load_cuts
+    from .data import AudioLimits, compute_cut_features, cuts_from_audio_dir, load_cuts, safe_name
     from .job import check_cuts
 
     limits = AudioLimits(max_duration=max_duration) if max_duration > 0 else AudioLimits()
     if cuts_path is not None:
-        name = test_set or cuts_path.name.split(".")[0].replace("librispeech_cuts_", "")
+        name = test_set or safe_name(cuts_path.name.split(".")[0]
+                                     .replace("librispeech_cuts_", ""))
         cuts, unusable = _checked(load_cuts, cuts_path), {}
         if not all(c.has_features for c in cuts):
             cuts, unusable = _checked(compute_cut_features, cuts, feature_dir / f"{name}{shard}",
                                       extractor=extractor, limits=limits)
     else:
-        name = test_set or audio_dir.name
+        name = test_set or safe_name(audio_dir.name)
         audio = _checked(cuts_from_audio_dir, audio_dir, feature_dir / f"{name}{shard}",
                          references=refs, extractor=extractor, limits=limits)
         cuts, unusable = audio.cuts, audio.failures

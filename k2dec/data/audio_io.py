@@ -63,6 +63,7 @@ __all__ = [
     "cut_features",
     "ffmpeg_available",
     "probe_recording",
+    "safe_name",
     "shown_path",
     "too_long",
     "utterance_id",
@@ -160,15 +161,21 @@ def shown_path(path: str | Path) -> str:
     return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
-def utterance_id(path: str | Path) -> str:
-    """The utterance id of an audio file: its stem (the name without its last extension),
-    with whitespace and control characters replaced by ``_`` and bytes that are not UTF-8
-    written as ``%XX`` (``"my talk.wav"`` -> ``my_talk``, ``b"caf\\xe9.wav"`` -> ``caf%E9``):
-    result files separate fields by whitespace and are UTF-8."""
-    raw = os.fsencode(Path(path).stem)
+def safe_name(name: str | bytes) -> str:
+    """``name`` as UTF-8 text without whitespace or control characters: those become ``_``,
+    bytes that are not UTF-8 ``%XX`` (``"caf\\udce9 x"`` from a Latin-1 file name ->
+    ``caf%E9_x``). For utterance ids and the test-set names in result file names."""
+    raw = os.fsencode(name)
     text = raw.decode("utf-8", "surrogateescape")
     return "".join(f"%{ord(c) - 0xDC00:02X}" if 0xDC80 <= ord(c) <= 0xDCFF
                    else "_" if c.isspace() or not c.isprintable() else c for c in text)
+
+
+def utterance_id(path: str | Path) -> str:
+    """The utterance id of an audio file: its stem (the name without its last extension)
+    made safe by :func:`safe_name` (``"my talk.wav"`` -> ``my_talk``, ``b"caf\\xe9.wav"`` ->
+    ``caf%E9``): result files separate fields by whitespace and are UTF-8."""
+    return safe_name(Path(path).stem)
 
 
 def ffmpeg_available() -> bool:

@@ -240,25 +240,26 @@ def _noise(seconds: float, db: float, seed: int = 0) -> np.ndarray:
 
 def test_names_with_spaces_and_non_utf8_bytes_decode_with_ctm(decode_setup, tmp_path):
     """Both crashed a job (UnicodeEncodeError after the first cut; the CTM writer after
-    everything was decoded): now their ids are safe and every file is in every result file."""
-    d = tmp_path / "in"
-    d.mkdir()
+    everything was decoded): now their ids are safe and every file is in every result file;
+    a folder named so gives a safe test-set name for the result files' names."""
+    d = os.path.join(os.fsencode(tmp_path), b"my recs \xe9")
+    os.mkdir(d)
     for i, name in enumerate([b"my talk.wav", b"caf\xe9.wav", b"plain.wav"]):
-        path = os.path.join(os.fsencode(d), name)
-        sf.write(path, _noise(1.0, -20, seed=i), RATE)
+        sf.write(os.path.join(d, name), _noise(1.0, -20, seed=i), RATE)
     text = tmp_path / "text"
     text.write_text("my_talk THE CAT\ncaf%E9 A DOG\nplain HOME\n")
-    r = _decode(decode_setup, tmp_path / "out", "--audio-dir", str(d), "--text", str(text),
-                method="modified_beam_search")
+    r = _decode(decode_setup, tmp_path / "out", "--audio-dir", os.fsdecode(d), "--text",
+                str(text), method="modified_beam_search")
     assert r.exit_code == 0, (r.output, r.exception)
     out = tmp_path / "out" / "modified_beam_search"
-    records = read_results(out / "results-in.jsonl")
+    records = read_results(out / "results-my_recs_%E9.jsonl")
     assert sorted(records) == ["caf%E9", "my_talk", "plain"]
     assert all(v["status"] == "ok" for v in records.values())
-    ctm = next(out.glob("ctm-in-*.ctm")).read_text().splitlines()
+    ctm = (out / "ctm-my_recs_%E9-modified_beam_search.ctm").read_text().splitlines()
     assert all(len(line.split()) == 6 for line in ctm)
-    recogs = next(out.glob("recogs-in-*.txt")).read_text()
+    recogs = (out / "recogs-my_recs_%E9-modified_beam_search.txt").read_text()
     assert "caf%E9:" in recogs and "my_talk:" in recogs
+    assert "| my_recs_%E9 | modified_beam_search |" in r.output
 
 
 @pytest.fixture(scope="module")
