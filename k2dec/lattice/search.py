@@ -44,8 +44,9 @@ __all__ = [
 
 
 #: The widest beams and the most active states a lattice search (its retries included) may
-#: use: beyond ~50 a beam prunes nothing; active states bound the search's memory.
-_MAX_BEAM = 500.0
+#: use. Active states bound the search's memory; a beam only needs to be finite (beyond ~50
+#: it prunes nothing, and exact searches in tests use 1e4), so its bound is loose.
+_MAX_BEAM = 1e5
 _MAX_ACTIVE_STATES = 1_000_000
 
 

@@ -98,7 +98,7 @@ class FastBeamSearchConfig:
     termination_frame: bool = True
 
     def __post_init__(self) -> None:
-        check_float_range(self, "beam", 0.0, 100.0)
+        check_float_range(self, "beam", 0.0, 1e5)  # memory: max_states, max_contexts
         check_int_range(self, "max_contexts", 1, 256)
         check_int_range(self, "max_states", 1, 4096)
         check_positive("temperature", self.temperature)

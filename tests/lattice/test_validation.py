@@ -108,7 +108,7 @@ def test_bad_graph_and_config(device):
     with pytest.raises(TypeError, match="config must be a LatticeConfig"):
         get_lattice(lp, torch.tensor([4, 4]), H, {"search_beam": 20})
     with pytest.raises(ValueError,
-                       match=r"LatticeConfig.search_beam must be a number in \(0, 500\], got 0"):
+                       match=r"LatticeConfig.search_beam must be a number in \(0, 100000\], got 0"):
         LatticeConfig(search_beam=0)
     with pytest.raises(ValueError, match="LatticeConfig.output_beam must be a number in"):
         LatticeConfig(output_beam=-1)

@@ -18,12 +18,12 @@ SIZES = [
     ("beam_search", "max_expansions_per_frame", "TransducerBeamSearchConfig", 1, 1000, True,
      False),
     ("greedy_search", "max_sym_per_frame", "GreedySearchConfig", 1, 100, True, False),
-    ("fast_beam_search", "search.beam", "FastBeamSearchConfig", 0, 100, False, True),
+    ("fast_beam_search", "search.beam", "FastBeamSearchConfig", 0, 1e5, False, True),
     ("fast_beam_search", "max_contexts", "FastBeamSearchConfig", 1, 256, True, False),
     ("fast_beam_search", "max_states", "FastBeamSearchConfig", 1, 4096, True, False),
     ("ctc-prefix-beam-search", "search.beam", "CtcPrefixBeamSearchConfig", 1, 256, True, False),
-    ("1best", "search_beam", "LatticeConfig", 0, 500, False, True),
-    ("1best", "output_beam", "LatticeConfig", 0, 500, False, True),
+    ("1best", "search_beam", "LatticeConfig", 0, 1e5, False, True),
+    ("1best", "output_beam", "LatticeConfig", 0, 1e5, False, True),
     ("1best", "token_top_k", "LatticeConfig", 1, 100_000, True, False),
     ("nbest", "num_paths", "NbestConfig", 1, 10_000, True, False),
     ("nbest", "nbest.max_lattice_arcs", "NbestConfig", 1, 1_000_000, True, False),
@@ -102,10 +102,10 @@ def test_the_ends_of_each_range_are_accepted(method, key, owner, low, high, is_i
 
 
 def test_lattice_retries_stay_within_the_bounds():
-    LatticeConfig(search_beam=62.5, retry_scales=(2.0, 8.0))  # 500 at the widest retry
-    with pytest.raises(ValueError, match=r"search_beam=63.0 x the widest retry scale 8 is "
-                                         r"above 500"):
-        LatticeConfig(search_beam=63.0)
+    LatticeConfig(search_beam=12500.0, retry_scales=(2.0, 8.0))  # 1e5 at the widest retry
+    with pytest.raises(ValueError, match=r"search_beam=12600.0 x the widest retry scale 8 is "
+                                         r"above 100000"):
+        LatticeConfig(search_beam=12600.0)
     with pytest.raises(ValueError, match=r"max_active_states=200000 x the widest retry scale "
                                          r"8 is above 1e\+06"):
         LatticeConfig(max_active_states=200_000)
