@@ -40,7 +40,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lhotse import CutSet, Fbank, FbankConfig, LilcomChunkyWriter, SupervisionSegment
+from lhotse import (
+    CutSet,
+    Fbank,
+    FbankConfig,
+    LilcomChunkyWriter,
+    Recording,
+    SupervisionSegment,
+)
 from lhotse.audio.utils import AudioLoadingError
 from lhotse.cut import Cut
 from lhotse.features.base import FeatureExtractor
@@ -334,6 +341,18 @@ def _features(cut: Cut, path: str, extractor: FeatureExtractor, writer: LilcomCh
         return None, f"{path}: {_reason(e)}"
 
 
+def _file_cut(utt: str, path: Path, extractor: FeatureExtractor, writer: LilcomChunkyWriter,
+              limits: AudioLimits) -> tuple[Cut | None, Recording | None, str]:
+    """``(cut with features, its recording, "")`` of one file, or ``(None, None, "<path>:
+    <why>")``."""
+    try:
+        rec = probe_recording(path, utt, limits)
+    except AUDIO_READ_ERRORS as e:
+        return None, None, f"{shown_path(path)}: {_reason(e)}"
+    cut, why = _features(rec.to_cut(), shown_path(path), extractor, writer, limits)
+    return cut, rec, why
+
+
 def _log_summary(rates: Counter[int], multi: list[tuple[str, int]], failed: Sequence[str],
                  total: int, target: int) -> None:
     """Say once what was resampled, downmixed and could not be used."""
@@ -377,14 +396,10 @@ def cuts_from_audio_dir(
     progress: bool = True,
     limits: AudioLimits = AudioLimits(),  # noqa: B008 (frozen)
 ) -> AudioDirCuts:
-    """Mono cuts with fbank features for every audio file under ``audio_dir``.
-
-    Each file's header is read and checked first (:func:`k2dec.data.probe_recording`:
-    plausible sampling rate, within ``limits``' duration and memory bounds, not truncated);
-    then it is read with lhotse (or the ``ffmpeg`` command), resampled (lazily, by lhotse) to
-    the extractor's sampling rate when it has another one, its channels averaged when it has
-    several, and its features computed and stored, one file at a time (memory: one file's
-    samples and features). A file that cannot be used, including a dangling symlink, becomes
+    """Mono cuts with fbank features for every audio file under ``audio_dir``, one file at a
+    time: its header checked (:func:`k2dec.data.probe_recording`), then read, resampled to
+    the extractor's rate, its channels averaged, its features stored (memory: one file's
+    samples and features). A file that cannot be used, a dangling symlink included, becomes
     an :class:`AudioFailure` with a one-line reason instead of a cut.
 
     Args:
@@ -409,8 +424,7 @@ def cuts_from_audio_dir(
     folder = scan_audio_dir(audio_dir, extensions)
     extractor = _default_extractor(extractor)
     references = dict(references or {})
-    storage_path = Path(storage_path)
-    storage_path.parent.mkdir(parents=True, exist_ok=True)
+    Path(storage_path).parent.mkdir(parents=True, exist_ok=True)
     cuts: list[Cut] = []
     failed = list(folder.unusable)
     rates: Counter[int] = Counter()
@@ -418,12 +432,7 @@ def cuts_from_audio_dir(
     with LilcomChunkyWriter(storage_path) as writer:
         for utt, path in tqdm(folder.files.items(), desc="audio -> fbank", unit="file",
                               disable=not progress):
-            try:
-                rec = probe_recording(path, utt, limits)
-            except AUDIO_READ_ERRORS as e:
-                failed.append(AudioFailure(utt, path, f"{shown_path(path)}: {_reason(e)}"))
-                continue
-            cut, why = _features(rec.to_cut(), shown_path(path), extractor, writer, limits)
+            cut, rec, why = _file_cut(utt, path, extractor, writer, limits)
             if cut is None:
                 failed.append(AudioFailure(utt, path, why))
                 continue
@@ -434,8 +443,7 @@ def cuts_from_audio_dir(
                                      duration=cut.duration, channel=0,
                                      text=references.get(utt, ""))
             cuts.append(fastcopy(cut, supervisions=[sup]))
-    total = len(folder.files) + len(folder.unusable)
-    _log_summary(rates, multi, [f.reason for f in failed], total,
+    _log_summary(rates, multi, [f.reason for f in failed], len(folder.ids),
                  int(extractor.config.sampling_rate))
     missing = _check_references(references, folder.ids)
     return AudioDirCuts(CutSet.from_cuts(cuts), tuple(failed), missing)
