@@ -396,6 +396,9 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
     runs = _plan(methods, assignments, config_path, icefall_compat)
     torch.set_num_threads(threads)
     world_size, rank = dist_info()
+    cfg = _checked(DecodeConfig, max_duration=max_duration, retry_failed=retry_failed,
+                   world_size=world_size, rank=rank,
+                   silence_db=None if silence_db <= -200.0 else silence_db)
     assets, refs = _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir,
                              graph_dir, rnn_lm, hotwords, lodr_arpa, changes)
     # one job per out dir, from before an audio folder's features are computed into it
@@ -406,9 +409,6 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
                                         out_dir / "features", runs,
                                         assets.model.feature_config.extractor(), max_duration,
                                         f".rank{rank}" if world_size > 1 else "")
-    cfg = DecodeConfig(max_duration=max_duration, retry_failed=retry_failed,
-                       world_size=world_size, rank=rank,
-                       silence_db=None if silence_db <= -200.0 else silence_db)
     rows = _job_errors(run_decode, assets, {name: cuts}, runs, out_dir, cfg,
                        failed={name: unreadable})
     if rank == 0:
@@ -458,7 +458,7 @@ def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, gr
     name, cuts, _ = _load_cuts(cuts_path, audio_dir, refs, test_set, work_dir / "features",
                                runs, assets.model.feature_config.extractor(), max_duration)
     results = _checked(tune_methods, assets, {name: cuts}, runs, work_dir, grid,
-                       DecodeConfig(max_duration=max_duration))
+                       _checked(DecodeConfig, max_duration=max_duration))
     base = read_settings(config_path) if config_path is not None else None
     path = write_settings(tuned_settings(results, [name], base), out_path)
     click.echo("| method | WER % before | WER % tuned | settings compared | chosen | "

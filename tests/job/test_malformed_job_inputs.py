@@ -337,3 +337,12 @@ def test_audio_failures_reach_the_results_with_one_line_reasons(decode_setup, tm
         err = records[utt]["error"]
         assert err.startswith(str(d)) and text in err and "\n" not in err, err
         assert len(err) < 400, err
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "inf"])
+def test_a_max_duration_out_of_range_is_refused_before_anything(decode_setup, tmp_path, value):
+    r = _decode(decode_setup, tmp_path / "out", "--cuts", str(decode_setup["cuts_path"]),
+                "--max-duration", value)
+    assert r.exit_code == 2 and "DecodeConfig.max_duration must be a number in (0, 100000]" \
+        in r.output, r.output
+    assert not (tmp_path / "out").exists()
