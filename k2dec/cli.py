@@ -273,7 +273,7 @@ def _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir, graph
     """Check the inputs, load the assets and check that they serve every method, and load
     the references of an audio folder: ``(assets, references or None)``. Every problem
     found is reported together, before any feature is computed."""
-    from .data import find_audio_files, load_references
+    from .data import load_references, scan_audio_dir
     from .job import check_references, check_resources, load_assets
 
     if model_path is None:
@@ -299,7 +299,7 @@ def _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir, graph
         problems.append(str(e))
     if audio_dir is not None:  # the references of the files to come, before their features
         refs = _checked(load_references, audio_dir, text_path)
-        utts = [f.stem for f in _checked(find_audio_files, audio_dir)]
+        utts = _checked(scan_audio_dir, audio_dir).ids
         try:
             check_references([r.method for r in runs], {u: refs.get(u, "") for u in utts})
         except ValueError as e:
@@ -309,23 +309,31 @@ def _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir, graph
     return assets, refs
 
 
-def _load_cuts(cuts_path, audio_dir, refs, test_set, feature_dir, runs, extractor, shard=""):
-    """``(test-set name, cuts, {utt id: why unreadable})`` from --cuts or --audio-dir (whose
-    features go to ``feature_dir/<name><shard>``, computed by ``extractor``); the cuts'
-    references are checked against what ``runs`` need."""
-    from .data import cuts_from_audio_dir, load_cuts
+def _load_cuts(cuts_path, audio_dir, refs, test_set, feature_dir, runs, extractor,
+               max_duration, shard=""):
+    """``(test-set name, cuts, {utt id: why unusable})`` from --cuts or --audio-dir; features
+    an audio folder or a manifest's cuts of recordings lack are computed into
+    ``feature_dir/<name><shard>`` by ``extractor``, each recording checked from its header
+    first (at most ``max_duration`` seconds); the cuts' references are checked against what
+    ``runs`` need."""
+    from .data import AudioLimits, compute_cut_features, cuts_from_audio_dir, load_cuts, safe_name
     from .job import check_cuts
 
+    limits = AudioLimits(max_duration=max_duration) if max_duration > 0 else AudioLimits()
     if cuts_path is not None:
-        name = test_set or cuts_path.name.split(".")[0].replace("librispeech_cuts_", "")
-        cuts, unreadable = _checked(load_cuts, cuts_path), {}
+        name = test_set or safe_name(cuts_path.name.split(".")[0]
+                                     .replace("librispeech_cuts_", ""))
+        cuts, unusable = _checked(load_cuts, cuts_path), {}
+        if not all(c.has_features for c in cuts):
+            cuts, unusable = _checked(compute_cut_features, cuts, feature_dir / f"{name}{shard}",
+                                      extractor=extractor, limits=limits)
     else:
-        name = test_set or audio_dir.name
+        name = test_set or safe_name(audio_dir.name)
         audio = _checked(cuts_from_audio_dir, audio_dir, feature_dir / f"{name}{shard}",
-                         references=refs, extractor=extractor)
-        cuts, unreadable = audio.cuts, audio.failures
+                         references=refs, extractor=extractor, limits=limits)
+        cuts, unusable = audio.cuts, audio.failures
     _checked(check_cuts, [r.method for r in runs], cuts)
-    return name, cuts, unreadable
+    return name, cuts, unusable
 
 
 def _list_methods(model_path, lang_dir, feature_changes) -> None:
@@ -357,9 +365,15 @@ def _list_methods(model_path, lang_dir, feature_changes) -> None:
 @click.option("--out-dir", type=click.Path(path_type=Path),
               help="Where results go: <out-dir>/<method>/ (required unless --list-methods).")
 @click.option("--retry-failed", is_flag=True, help="Decode again cuts recorded as failed.")
+@click.option("--silence-db", default=-60.0, show_default=True,
+              type=click.FloatRange(-200.0, 0.0),
+              help="An utterance with no feature frame louder than white noise at this level "
+                   "(dBFS) is silent and gets an empty hypothesis from every method; -200 "
+                   "turns the check off.")
 def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path, lang_dir,
                graph_dir, rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path,
-               max_duration, icefall_compat, threads, out_dir, retry_failed, **features):
+               max_duration, icefall_compat, threads, out_dir, retry_failed, silence_db,
+               **features):
     """Decode cuts (--cuts) or a folder of audio files (--audio-dir) with one or more methods.
 
     Results stream to a JSONL file per method (a rerun resumes); icefall result files, WER and
@@ -382,6 +396,9 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
     runs = _plan(methods, assignments, config_path, icefall_compat)
     torch.set_num_threads(threads)
     world_size, rank = dist_info()
+    cfg = _checked(DecodeConfig, max_duration=max_duration, retry_failed=retry_failed,
+                   world_size=world_size, rank=rank,
+                   silence_db=None if silence_db <= -200.0 else silence_db)
     assets, refs = _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir,
                              graph_dir, rnn_lm, hotwords, lodr_arpa, changes)
     # one job per out dir, from before an audio folder's features are computed into it
@@ -390,10 +407,8 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
         torch.distributed.init_process_group("gloo")
     name, cuts, unreadable = _load_cuts(cuts_path, audio_dir, refs, test_set,
                                         out_dir / "features", runs,
-                                        assets.model.feature_config.extractor(),
+                                        assets.model.feature_config.extractor(), max_duration,
                                         f".rank{rank}" if world_size > 1 else "")
-    cfg = DecodeConfig(max_duration=max_duration, retry_failed=retry_failed,
-                       world_size=world_size, rank=rank)
     rows = _job_errors(run_decode, assets, {name: cuts}, runs, out_dir, cfg,
                        failed={name: unreadable})
     if rank == 0:
@@ -441,9 +456,9 @@ def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, gr
                              graph_dir, rnn_lm, hotwords, lodr_arpa, _feature_changes(features))
     work_dir = work_dir or out_path.with_name(out_path.name + ".work")
     name, cuts, _ = _load_cuts(cuts_path, audio_dir, refs, test_set, work_dir / "features",
-                               runs, assets.model.feature_config.extractor())
+                               runs, assets.model.feature_config.extractor(), max_duration)
     results = _checked(tune_methods, assets, {name: cuts}, runs, work_dir, grid,
-                       DecodeConfig(max_duration=max_duration))
+                       _checked(DecodeConfig, max_duration=max_duration))
     base = read_settings(config_path) if config_path is not None else None
     path = write_settings(tuned_settings(results, [name], base), out_path)
     click.echo("| method | WER % before | WER % tuned | settings compared | chosen | "
@@ -465,13 +480,13 @@ def _checked(fn, *args, **kwargs):
 
 
 def _job_errors(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)``; another job on the out dir or a full disk becomes a plain
-    error message (exit status 1)."""
-    from .results import DiskFullError, LockedError
+    """``fn(*args, **kwargs)``; another job on the out dir, an out dir that cannot be
+    written or a full disk becomes a plain error message (exit status 1)."""
+    from .results import DiskFullError, LockedError, UnusableDirError
 
     try:
         return fn(*args, **kwargs)
-    except (LockedError, DiskFullError) as e:
+    except (LockedError, DiskFullError, UnusableDirError) as e:
         raise click.ClickException(str(e)) from None
 
 

@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from ..sizes import check_float_range, check_int_range
+
 __all__ = ["BeamSearchConfig"]
 
 
@@ -82,12 +84,10 @@ class BeamSearchConfig:
                 op = ">" if strict else ">="
                 raise ValueError(f"{name} must be a finite number {op} {low}, got {value!r}")
 
-        _int("beam_size", 1)
-        _int("nbest", 1)
-        if self.nbest > self.beam_size:
-            raise ValueError(f"nbest ({self.nbest}) must be <= beam_size ({self.beam_size})")
-        _float("max_len_ratio", 0.0, strict=True)
-        _int("min_len", 0)
+        check_int_range(self, "beam_size", 1, 64)  # memory: beam x frames x model dim
+        check_int_range(self, "nbest", 1, self.beam_size)
+        check_float_range(self, "max_len_ratio", 0.0, 10.0)
+        check_int_range(self, "min_len", 0, 10_000)
         _float("temperature", 0.0, strict=True)
         if not isinstance(self.length_norm, bool):
             raise TypeError(f"length_norm must be a bool, got {self.length_norm!r}")
@@ -100,24 +100,21 @@ class BeamSearchConfig:
         _float("ctc_weight", 0.0, strict=False)
         if self.ctc_weight > 1:
             raise ValueError(f"ctc_weight must be in [0, 1], got {self.ctc_weight}")
-        if self.ctc_pre_beam is not None:
-            _int("ctc_pre_beam", 1)
+        check_int_range(self, "ctc_pre_beam", 1, 1000, optional=True)
         if not isinstance(self.ctc_always_score_eos, bool):
             raise TypeError(
                 f"ctc_always_score_eos must be a bool, got {self.ctc_always_score_eos!r}"
             )
         _int("ctc_blank_id", 0)
-        if self.ctc_window is not None:
-            _int("ctc_window", 0)
+        check_int_range(self, "ctc_window", 0, 100_000, optional=True)
         _float("lm_weight", 0.0, strict=False)
         if self.lm_fusion not in ("full", "pruned"):
             raise ValueError(f"lm_fusion must be 'full' or 'pruned', got {self.lm_fusion!r}")
         if not isinstance(self.end_detect, bool):
             raise TypeError(f"end_detect must be a bool, got {self.end_detect!r}")
-        _int("end_detect_window", 1)
+        check_int_range(self, "end_detect_window", 1, 1000)
         _float("end_detect_margin", 0.0, strict=False)
-        if self.max_ended is not None:
-            _int("max_ended", 1)
+        check_int_range(self, "max_ended", 1, 10_000, optional=True)
 
     @property
     def pre_beam(self) -> int:

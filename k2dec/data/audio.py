@@ -1,49 +1,81 @@
 """A folder of someone's own recordings -> decodable cuts, and the references for them.
 
-:func:`cuts_from_audio_dir` turns every audio file under a folder (any depth) into one mono cut
-with fbank features at the feature extractor's sampling rate (16 kHz for the shipped models):
+:func:`cuts_from_audio_dir` turns every audio file under a folder (any depth, following
+symlinks to folders) into one mono cut with fbank features at the feature extractor's sampling
+rate (16 kHz for the shipped models):
 
 - formats: ``.wav``, ``.flac``, ``.mp3``, ``.ogg`` (Vorbis), ``.opus`` (Ogg Opus) and a few
   more (:data:`AUDIO_EXTENSIONS`), matched case-insensitively (``.WAV``, ``.Flac``), read by
-  lhotse's audio backends (libsndfile through soundfile first, then torchaudio and audioread);
-- any sampling rate: a file at another rate is resampled lazily by lhotse
-  (``Recording.resample``) while its features are computed;
+  lhotse's audio backends (libsndfile through soundfile first, then torchaudio and audioread)
+  and, for what none of them reads (``.m4a``, ``.aac``, ``.wma``, ``.webm``), the ``ffmpeg``
+  command when it is installed (:mod:`k2dec.data.audio_io`);
+- any plausible sampling rate (4 to 384 kHz, :class:`~k2dec.data.AudioLimits`): a file at
+  another rate than the model's is resampled lazily by lhotse (``Recording.resample``) while
+  its features are computed;
 - any number of channels: the channels are averaged into one (lhotse: one track per channel,
   each scaled by ``1 / num_channels``, mixed);
-- a file that cannot be used (corrupt, truncated, empty, shorter than a feature frame, no
-  backend reads it) does not stop the folder: it becomes an :class:`AudioFailure` with the
-  reason, and the decode job records it as a failed cut.
+- every file is checked from its header before its samples are read (rate, duration against
+  the job's ``max_duration``, memory, truncation: :func:`k2dec.data.probe_recording`);
+- a file that cannot be used (corrupt, truncated, empty, shorter than a feature frame, NaN
+  samples, no reader for it, a dangling symlink or a symlink loop) does not stop the folder:
+  it becomes an :class:`AudioFailure` with a one-line reason naming the file, and the decode
+  job records it as a failed cut.
 
-The cut id is the file's stem (``spk1/utt7.FLAC`` -> ``utt7``), which is also the utterance id
-references use: a Kaldi ``text`` file (:func:`read_kaldi_text`: ``<utt-id> WORD WORD ...`` per
-line) or LibriSpeech ``*.trans.txt`` files found in the folder (:func:`load_references`). The
-reference becomes the cut's supervision text.
+The cut id is the file's stem (``spk1/utt7.FLAC`` -> ``utt7``; whitespace as ``_``, bytes
+that are not UTF-8 as ``%XX``: :func:`k2dec.data.utterance_id`), which is also the utterance
+id references use: a Kaldi ``text`` file (:func:`read_kaldi_text`: ``<utt-id> WORD WORD ...``
+per line) or LibriSpeech ``*.trans.txt`` files found in the folder (:func:`load_references`).
+The reference becomes the cut's supervision text. The recording keeps the file's path.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
+import re
+import stat
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lhotse import CutSet, Fbank, FbankConfig, NumpyFilesWriter, Recording, SupervisionSegment
-from lhotse.audio.utils import AudioLoadingError, DurationMismatchError
-from lhotse.cut import Cut, MixedCut, MixTrack, MultiCut
+from lhotse import (
+    CutSet,
+    Fbank,
+    FbankConfig,
+    NumpyFilesWriter,
+    Recording,
+    SupervisionSegment,
+)
+from lhotse.audio.utils import AudioLoadingError
+from lhotse.cut import Cut
+from lhotse.features.base import FeatureExtractor
+from lhotse.features.io import FeaturesWriter
 from lhotse.utils import fastcopy
 from tqdm import tqdm
 
+from .audio_io import (
+    AUDIO_READ_ERRORS,
+    AudioLimits,
+    cut_features,
+    probe_recording,
+    shown_path,
+    utterance_id,
+)
 from .features import NUM_MEL_BINS
 
 __all__ = [
     "AUDIO_EXTENSIONS",
     "AudioDirCuts",
     "AudioFailure",
+    "AudioFolder",
+    "compute_cut_features",
     "cuts_from_audio_dir",
     "find_audio_files",
     "load_references",
     "read_kaldi_text",
+    "scan_audio_dir",
 ]
 
 logger = logging.getLogger(__name__)
@@ -57,12 +89,6 @@ pinned packages (soundfile 0.13 with libsndfile 1.2, torchaudio 0.13, no FFmpeg)
 are read; ``.m4a``, ``.aac``, ``.wma`` and ``.webm`` need FFmpeg's libraries and NIST ``.sph``
 needs lhotse's sph2pipe: without them such files become failures that say so, rather than
 being left out unseen."""
-
-# What reading or decoding a bad file raises through lhotse (its backends wrap most errors in
-# AudioLoadingError; soundfile's LibsndfileError is a RuntimeError).
-_READ_ERRORS = (AudioLoadingError, DurationMismatchError, OSError, RuntimeError, ValueError,
-                EOFError)
-
 
 @dataclass(frozen=True)
 class AudioFailure:
@@ -102,39 +128,126 @@ class AudioDirCuts:
         return {f.cut_id: f.reason for f in self.failed}
 
 
-def find_audio_files(audio_dir: str | Path,
-                     extensions: Sequence[str] = AUDIO_EXTENSIONS) -> list[Path]:
-    """Audio files anywhere under ``audio_dir`` whose name ends (in any case) with one of
-    ``extensions``, sorted by path.
+@dataclass(frozen=True)
+class AudioFolder:
+    """The audio files under a folder (:func:`scan_audio_dir`).
+
+    Attributes:
+      files: ``{utterance id: path}`` of the files to read, sorted by path (ids from
+        :func:`k2dec.data.utterance_id`).
+      unusable: entries named like audio files that cannot be opened at all (a dangling
+        symlink, a symlink loop, a FIFO), each with the reason: the decode job records them
+        as failed cuts.
+    """
+
+    files: dict[str, Path]
+    unusable: tuple[AudioFailure, ...]
+
+    @property
+    def ids(self) -> list[str]:
+        """Every utterance id, of the files and of the unusable entries."""
+        return [*self.files, *(f.cut_id for f in self.unusable)]
+
+
+def _unopenable(path: Path, err: OSError) -> str:
+    """Why an entry cannot be opened, in words."""
+    if os.path.islink(path):
+        target = shown_path(os.readlink(path))
+        if err.errno == errno.ELOOP:
+            return f"symlink loop: {target} leads back to itself; fix or remove the link"
+        if err.errno == errno.ENOENT:
+            return f"dangling symlink: it points to {target}, which does not exist"
+    return f"cannot open it: {err.strerror or err}"
+
+
+def _walk(root: Path) -> Iterator[tuple[Path, str]]:
+    """``(path, "")`` for every file below ``root`` (following links to folders, each folder
+    once) and ``(path, why)`` for every entry that is neither a file nor a folder."""
+    seen = {os.path.realpath(root)}
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError as e:
+            logger.warning("cannot list the folder %s (%s): its files are not decoded",
+                           shown_path(folder), e.strerror or e)
+            continue
+        for name in names:
+            path = folder / name
+            try:
+                mode = os.stat(path).st_mode
+            except OSError as e:
+                yield path, _unopenable(path, e)
+                continue
+            if stat.S_ISDIR(mode):
+                real = os.path.realpath(path)
+                if real in seen:
+                    logger.warning("%s links to a folder searched already (%s); not searched "
+                                   "again", shown_path(path), shown_path(real))
+                else:
+                    seen.add(real)
+                    stack.append(path)
+            elif stat.S_ISREG(mode):
+                yield path, ""
+            else:
+                yield path, "not a regular file (a FIFO, socket or device)"
+
+
+def scan_audio_dir(audio_dir: str | Path,
+                   extensions: Sequence[str] = AUDIO_EXTENSIONS) -> AudioFolder:
+    """Everything under ``audio_dir`` (any depth, following symlinks to folders) whose name
+    ends (in any case) with one of ``extensions``: the files to read, and the entries that
+    cannot be opened (dangling symlinks, symlink loops), which are reported, not skipped.
 
     Raises:
-      ValueError: ``audio_dir`` is not a directory, has no such files, or two files have the
-        same stem (the stem is the utterance id, so it must be unique), naming the files.
+      ValueError: ``audio_dir`` is not a directory, has no such entries, or two of them have
+        the same utterance id (:func:`k2dec.data.utterance_id`), naming them.
     """
     audio_dir = Path(audio_dir)
     if not audio_dir.is_dir():
-        raise ValueError(f"audio_dir: no such directory: {audio_dir}")
+        raise ValueError(f"audio_dir: no such directory: {shown_path(audio_dir)}")
     wanted = {e.lower() for e in extensions}
-    everything = sorted(p for p in audio_dir.rglob("*") if p.is_file())
-    files = [p for p in everything if p.suffix.lower() in wanted]
-    others = [p for p in everything if p.suffix.lower() not in wanted]
+    entries = sorted(_walk(audio_dir))
+    audio = [(p, why) for p, why in entries if p.suffix.lower() in wanted]
+    others = [(p, why) for p, why in entries if p.suffix.lower() not in wanted]
     if others:
         logger.info("%d files under %s are not audio by their name, e.g. %s", len(others),
-                    audio_dir, others[0].relative_to(audio_dir))
-    if not files:
+                    shown_path(audio_dir), shown_path(others[0][0].relative_to(audio_dir)))
+    if any(why for _, why in others):
+        path, why = next((p, w) for p, w in others if w)
+        logger.warning("%s: %s", shown_path(path), why)
+    if not audio:
         raise ValueError(f"no audio files ({', '.join(sorted(wanted))}, any case) under "
-                         f"{audio_dir}")
-    by_stem: dict[str, list[Path]] = {}
-    for p in files:
-        by_stem.setdefault(p.stem, []).append(p)
-    clashes = {s: ps for s, ps in by_stem.items() if len(ps) > 1}
+                         f"{shown_path(audio_dir)}")
+    by_id: dict[str, list[Path]] = {}
+    for p, _ in audio:
+        by_id.setdefault(utterance_id(p), []).append(p)
+    clashes = {u: ps for u, ps in by_id.items() if len(ps) > 1}
     if clashes:
-        stem, paths = next(iter(clashes.items()))
+        utt, paths = next(iter(clashes.items()))
         raise ValueError(
-            f"{len(clashes)} utterance ids belong to more than one file under {audio_dir}, e.g. "
-            f"{stem!r}: {', '.join(str(p.relative_to(audio_dir)) for p in paths)}; the file "
-            "stem is the utterance id, so rename or remove one of them")
-    return files
+            f"{len(clashes)} utterance ids belong to more than one file under "
+            f"{shown_path(audio_dir)}, e.g. {utt!r}: "
+            f"{', '.join(shown_path(p.relative_to(audio_dir)) for p in paths)}; the file stem "
+            "(spaces as _) is the utterance id, so rename or remove one of them")
+    files = {utterance_id(p): p for p, why in audio if not why}
+    unusable = tuple(AudioFailure(utterance_id(p), p, f"{shown_path(p)}: {why}")
+                     for p, why in audio if why)
+    for f in unusable:
+        logger.warning("%s", f.reason)
+    return AudioFolder(files, unusable)
+
+
+def find_audio_files(audio_dir: str | Path,
+                     extensions: Sequence[str] = AUDIO_EXTENSIONS) -> list[Path]:
+    """The audio files under ``audio_dir`` that can be opened (:func:`scan_audio_dir`),
+    sorted by path.
+
+    Raises:
+      ValueError: from :func:`scan_audio_dir`.
+    """
+    return list(scan_audio_dir(audio_dir, extensions).files.values())
 
 
 def read_kaldi_text(path: str | Path) -> dict[str, str]:
@@ -197,47 +310,101 @@ def load_references(audio_dir: str | Path, text: str | Path | None = None) -> di
     return refs
 
 
+_LHOTSE_CAUSE = re.compile(r"Exception #\d+ \(<class '[\w.]+\.(\w+)'>\): <class '[\w.]+'>: ?(.*)")
+
+
 def _reason(err: BaseException) -> str:
-    """One line from lhotse's multi-line loading errors (without its tracebacks hint and the
-    repr of the recording it appends)."""
+    """One line saying why a file cannot be used: our own checks' messages as they are,
+    lhotse's multi-backend dumps reduced to each backend's cause, an OS error's reason."""
+    if isinstance(err, ValueError) and not isinstance(err, AudioLoadingError):
+        return str(err)
+    if isinstance(err, OSError) and err.strerror:
+        return f"cannot read it: {err.strerror}"
     msg = str(err).split("\n[extra info]")[0]
     if "number of declared samples" in msg:  # lhotse's words for a truncated file
-        msg = ("truncated or corrupt: fewer samples could be read than the header declares ("
-               + msg.split(" This could be")[0] + ")")
-    lines = [x.strip() for x in msg.splitlines()
-             if x.strip() and not x.startswith("Set LHOTSE_AUDIO_LOADING_EXCEPTION_VERBOSE")]
-    return f"{type(err).__name__}: {' | '.join(lines) or repr(err)}"
+        return ("truncated or corrupt: fewer samples could be read than the header declares ("
+                + " ".join(msg.split(" This could be")[0].split()) + ")")
+    causes = [f"{backend}: {cause.strip()}" for backend, cause in _LHOTSE_CAUSE.findall(msg)
+              if cause.strip()]
+    text = "; ".join(causes) or " ".join(
+        x.strip() for x in msg.splitlines()
+        if x.strip() and not x.startswith("Set LHOTSE_AUDIO_LOADING_EXCEPTION_VERBOSE"))
+    text = f"{type(err).__name__}: {text or repr(err)}"
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
-def _mono_cut(recording: Recording) -> Cut:
-    """A one-channel cut of ``recording``: itself, or the average of its channels."""
-    cut = recording.to_cut()
-    if not isinstance(cut, MultiCut):
-        return cut
-    channels = cut.to_mono(mono_downmix=False)
-    scale = 1.0 / len(channels)
-    return MixedCut(id=cut.id, tracks=[
-        MixTrack(cut=c.perturb_volume(scale, affix_id=False)) for c in channels])
+def _features(cut: Cut, path: str, extractor: FeatureExtractor, writer: FeaturesWriter,
+              limits: AudioLimits) -> tuple[Cut | None, str]:
+    """``(cut with features, "")`` or ``(None, "<path>: <why>")``."""
+    try:
+        return cut_features(cut, extractor, writer, limits), ""
+    except AUDIO_READ_ERRORS as e:
+        return None, f"{path}: {_reason(e)}"
+
+
+def _file_cut(utt: str, path: Path, extractor: FeatureExtractor, writer: FeaturesWriter,
+              limits: AudioLimits) -> tuple[Cut | None, Recording | None, str]:
+    """``(cut with features, its recording, "")`` of one file, or ``(None, None, "<path>:
+    <why>")``."""
+    try:
+        rec = probe_recording(path, utt, limits)
+    except AUDIO_READ_ERRORS as e:
+        return None, None, f"{shown_path(path)}: {_reason(e)}"
+    cut, why = _features(rec.to_cut(), shown_path(path), extractor, writer, limits)
+    return cut, rec, why
+
+
+def _log_summary(rates: Counter[int], multi: list[tuple[str, int]], failed: Sequence[str],
+                 total: int, target: int) -> None:
+    """Say once what was resampled, downmixed and could not be used."""
+    resampled = {r: n for r, n in rates.items() if r != target}
+    if resampled:
+        logger.info("resampled %d files to %d Hz (%s)", sum(resampled.values()), target,
+                    ", ".join(f"{n} at {r} Hz" for r, n in sorted(resampled.items())))
+    if multi:
+        logger.warning("%d of %d files have more than one channel (e.g. %s: %d channels); "
+                       "their channels are averaged into one", len(multi), total, *multi[0])
+    if failed:
+        logger.warning("%d of %d audio files cannot be used, e.g. %s", len(failed), total,
+                       failed[0])
+
+
+def _check_references(references: Mapping[str, str], ids: Sequence[str]) -> tuple[str, ...]:
+    """Ids without a reference (logged with the references that match no file)."""
+    if not references:
+        return ()
+    missing = tuple(u for u in ids if u not in references)
+    unused = sorted(set(references) - set(ids))
+    if missing:
+        logger.warning("%d of %d audio files have no reference (e.g. %s); they are decoded "
+                       "but not scored", len(missing), len(ids), missing[0])
+    if unused:
+        logger.warning("%d references match no audio file (e.g. %s)", len(unused), unused[0])
+    return missing
+
+
+def _default_extractor(extractor: FeatureExtractor | None) -> FeatureExtractor:
+    """The given extractor, or 80-bin fbank at 16 kHz (what compute_fbank computes)."""
+    return extractor if extractor is not None else Fbank(FbankConfig(num_mel_bins=NUM_MEL_BINS))
 
 
 def cuts_from_audio_dir(
     audio_dir: str | Path,
     storage_path: str | Path,
     references: Mapping[str, str] | None = None,
-    extractor: Fbank | None = None,
+    extractor: FeatureExtractor | None = None,
     extensions: Sequence[str] = AUDIO_EXTENSIONS,
     progress: bool = True,
+    limits: AudioLimits = AudioLimits(),  # noqa: B008 (frozen)
 ) -> AudioDirCuts:
-    """Mono cuts with fbank features for every audio file under ``audio_dir``.
-
-    Each file is read with lhotse, resampled (lazily, by lhotse) to the extractor's sampling
-    rate when it has another one, its channels averaged when it has several, and its features
-    computed and stored, one file at a time (memory: one file's samples and features). A file
-    that cannot be read, or is shorter than one feature frame, becomes an
-    :class:`AudioFailure` instead of a cut.
+    """Mono cuts with fbank features for every audio file under ``audio_dir``, one file at a
+    time: its header checked (:func:`k2dec.data.probe_recording`), then read, resampled to
+    the extractor's rate, its channels averaged, its features stored (memory: one file's
+    samples and features). A file that cannot be used, a dangling symlink included, becomes
+    an :class:`AudioFailure` with a one-line reason instead of a cut.
 
     Args:
-      audio_dir: the folder (searched recursively, see :func:`find_audio_files`).
+      audio_dir: the folder (searched recursively, see :func:`scan_audio_dir`).
       storage_path: a folder where the features are written losslessly, one ``.npy`` file
         per recording (created; overwritten). Lossless on purpose: lilcom's compression
         error is enough to change a search's choice between near-tied hypotheses, and
@@ -249,63 +416,102 @@ def cuts_from_audio_dir(
         Default: 80-bin fbank at 16 kHz (what :func:`k2dec.data.compute_fbank` computes).
       extensions: file name endings to pick up (any case).
       progress: show a progress bar.
+      limits: what a file may be (:class:`k2dec.data.AudioLimits`; the decode job sets its
+        ``max_duration``).
 
     Returns:
-      :class:`AudioDirCuts` (cuts in path order).
+      :class:`AudioDirCuts` (cuts in path order; ids from :func:`k2dec.data.utterance_id`).
 
     Raises:
-      ValueError: from :func:`find_audio_files`.
+      ValueError: from :func:`scan_audio_dir`.
     """
-    files = find_audio_files(audio_dir, extensions)
-    extractor = extractor if extractor is not None else Fbank(FbankConfig(
-        num_mel_bins=NUM_MEL_BINS))
-    rate = int(extractor.config.sampling_rate)
-    frame = float(extractor.config.frame_length)
+    folder = scan_audio_dir(audio_dir, extensions)
+    extractor = _default_extractor(extractor)
     references = dict(references or {})
-    storage_path = Path(storage_path)
-    storage_path.parent.mkdir(parents=True, exist_ok=True)
+    Path(storage_path).parent.mkdir(parents=True, exist_ok=True)
     cuts: list[Cut] = []
-    failed: list[AudioFailure] = []
-    resampled: Counter[int] = Counter()
+    failed = list(folder.unusable)
+    rates: Counter[int] = Counter()
     multi: list[tuple[str, int]] = []
     with NumpyFilesWriter(storage_path) as writer:
-        for path in tqdm(files, desc="audio -> fbank", unit="file", disable=not progress):
-            utt = path.stem
-            try:
-                rec = Recording.from_file(path, recording_id=utt)
-                if rec.duration < frame:
-                    raise ValueError(f"too short: {rec.num_samples} samples ({rec.duration:g} "
-                                     f"s), less than one {frame:g} s feature frame")
-                if rec.sampling_rate != rate:
-                    resampled[rec.sampling_rate] += 1
-                    rec = rec.resample(rate)
-                if rec.num_channels > 1:
-                    multi.append((path.name, rec.num_channels))
-                cut = _mono_cut(rec).compute_and_store_features(extractor, writer)
-            except _READ_ERRORS as e:
-                failed.append(AudioFailure(utt, path, f"{path}: {_reason(e)}"))
+        for utt, path in tqdm(folder.files.items(), desc="audio -> fbank", unit="file",
+                              disable=not progress):
+            cut, rec, why = _file_cut(utt, path, extractor, writer, limits)
+            if cut is None:
+                failed.append(AudioFailure(utt, path, why))
                 continue
+            rates[rec.sampling_rate] += 1
+            if rec.num_channels > 1:
+                multi.append((shown_path(path.name), rec.num_channels))
             sup = SupervisionSegment(id=utt, recording_id=utt, start=0.0,
                                      duration=cut.duration, channel=0,
                                      text=references.get(utt, ""))
             cuts.append(fastcopy(cut, supervisions=[sup]))
-    if resampled:
-        logger.info("resampled %d files to %d Hz (%s)", sum(resampled.values()), rate,
-                    ", ".join(f"{n} at {r} Hz" for r, n in sorted(resampled.items())))
-    if multi:
-        logger.warning("%d of %d files have more than one channel (e.g. %s: %d channels); "
-                       "their channels are averaged into one", len(multi), len(files), *multi[0])
-    if failed:
-        logger.warning("%d of %d audio files cannot be used, e.g. %s", len(failed), len(files),
-                       failed[0].reason)
-    ids = [p.stem for p in files]
-    missing: tuple[str, ...] = ()
-    if references:
-        missing = tuple(u for u in ids if u not in references)
-        unused = sorted(set(references) - set(ids))
-        if missing:
-            logger.warning("%d of %d audio files have no reference (e.g. %s); they are decoded "
-                           "but not scored", len(missing), len(ids), missing[0])
-        if unused:
-            logger.warning("%d references match no audio file (e.g. %s)", len(unused), unused[0])
+    _log_summary(rates, multi, [f.reason for f in failed], len(folder.ids),
+                 int(extractor.config.sampling_rate))
+    missing = _check_references(references, folder.ids)
     return AudioDirCuts(CutSet.from_cuts(cuts), tuple(failed), missing)
+
+
+def _cut_label(cut: Cut) -> str:
+    """``cut <id> (<audio file>)`` for messages."""
+    rec = getattr(cut, "recording", None)
+    src = rec.sources[0] if rec is not None and rec.sources else None
+    return f"cut {cut.id}" + (f" ({shown_path(src.source)})" if src is not None
+                              and src.type == "file" else "")
+
+
+def compute_cut_features(
+    cuts: CutSet,
+    storage_path: str | Path,
+    extractor: FeatureExtractor | None = None,
+    limits: AudioLimits = AudioLimits(),  # noqa: B008 (frozen)
+    progress: bool = True,
+) -> tuple[CutSet, dict[str, str]]:
+    """Features for the utterances of a manifest whose cuts have none (cuts of recordings,
+    e.g. ``CutSet.from_manifests(recordings=..., supervisions=...)``), computed as for an
+    audio folder (the checks of :func:`k2dec.data.cut_features`) for each utterance
+    (:func:`k2dec.data.utterance_cuts`: one per supervision, so a long recording with short
+    supervisions is read one segment at a time); utterances with features are kept as they
+    are. What ``k2dec decode --cuts`` does for a manifest without features.
+
+    Args:
+      cuts: the cuts (each one without features needs its recording).
+      storage_path: a folder where the features are written losslessly, one ``.npy`` file
+        per utterance, as for :func:`cuts_from_audio_dir` (created; overwritten).
+      extractor: as for :func:`cuts_from_audio_dir` (the model's: ``FeatureConfig.extractor``).
+      limits: what a recording may be (:class:`k2dec.data.AudioLimits`).
+      progress: show a progress bar.
+
+    Returns:
+      ``(utterances with features, {utterance id: reason})``: an utterance whose audio cannot
+      be used is left out, with the reason.
+
+    Raises:
+      ValueError: from :func:`k2dec.data.utterance_cuts`.
+    """
+    from .decoding import utterance_cuts
+
+    extractor = _default_extractor(extractor)
+    storage_path = Path(storage_path)
+    storage_path.parent.mkdir(parents=True, exist_ok=True)
+    out: list[Cut] = []
+    failed: dict[str, str] = {}
+    with NumpyFilesWriter(storage_path) as writer:
+        for cut in tqdm(utterance_cuts(cuts), desc="audio -> fbank", unit="cut",
+                        disable=not progress):
+            if cut.has_features:
+                out.append(cut)
+            elif not cut.has_recording:
+                failed[cut.id] = (f"{_cut_label(cut)}: it has neither features nor a "
+                                  "recording to compute them from")
+            else:
+                done, why = _features(cut, _cut_label(cut), extractor, writer, limits)
+                if done is None:
+                    failed[cut.id] = why
+                else:
+                    out.append(done)
+    if failed:
+        logger.warning("%d cuts cannot be used, e.g. %s", len(failed),
+                       next(iter(failed.values())))
+    return CutSet.from_cuts(out), failed

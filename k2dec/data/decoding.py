@@ -19,6 +19,7 @@ feature file fails that cut (with the reason), not the batch or the job.
 from __future__ import annotations
 
 import logging
+import math
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -29,10 +30,11 @@ from lhotse import CutSet
 from lhotse.cut import Cut
 from lhotse.utils import LOG_EPSILON, fastcopy
 
+from .features import frame_energies
 from .loader import make_sampler
 
-__all__ = ["DecodeBatch", "DecodeDataset", "FEATURE_READ_ERRORS", "make_decode_loader",
-           "utterance_cuts"]
+__all__ = ["DecodeBatch", "DecodeDataset", "FEATURE_READ_ERRORS", "loudest_frames",
+           "make_decode_loader", "utterance_cuts"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +53,39 @@ def _covers(cut: Cut, start: float, duration: float) -> bool:
     return start <= tol and start + duration >= cut.duration - tol
 
 
+def _check_id(what: str, value: object) -> None:
+    """A cut or supervision id must be usable as a field of the result files."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"cuts: {what} id {value!r} must be a non-empty string")
+    bad = next((c for c in value if c.isspace() or not c.isprintable()
+                or 0xD800 <= ord(c) <= 0xDFFF), None)
+    if bad is not None:
+        raise ValueError(
+            f"cuts: {what} id {value!r} contains {bad!r}: result files (icefall's recogs and "
+            "errs files, CTM) separate fields by whitespace and are UTF-8 text; give it an id "
+            "without whitespace or control characters (e.g. CutSet.modify_ids)")
+
+
+def _check_cut(cut: Cut) -> None:
+    """Refuse a cut (naming it and the field) whose ids or times cannot be decoded."""
+    _check_id("cut", cut.id)
+    if not (0 < cut.duration < math.inf):
+        raise ValueError(f"cuts: cut {cut.id!r} has duration {cut.duration!r}; a cut needs a "
+                         "duration > 0: fix or remove it in the manifest")
+    for sup in cut.supervisions:
+        _check_id(f"cut {cut.id!r}: supervision", sup.id)
+        if not (0 < sup.duration < math.inf and math.isfinite(sup.start)):
+            raise ValueError(
+                f"cuts: cut {cut.id!r}: supervision {sup.id!r} has start {sup.start!r} and "
+                f"duration {sup.duration!r}; a supervision needs a finite start and a "
+                "duration > 0: fix or remove it in the manifest")
+        if sup.start >= cut.duration or sup.start + sup.duration <= 0:
+            raise ValueError(
+                f"cuts: cut {cut.id!r}: supervision {sup.id!r} ({sup.start:g} s to "
+                f"{sup.start + sup.duration:g} s) lies outside the cut (0 to "
+                f"{cut.duration:g} s): fix its start or remove it in the manifest")
+
+
 def utterance_cuts(cuts: CutSet) -> CutSet:
     """One cut per utterance to decode (see the module docstring), each with at most one
     supervision that spans it, in the order of ``cuts`` (a cut's supervisions in their order).
@@ -58,12 +93,16 @@ def utterance_cuts(cuts: CutSet) -> CutSet:
     Raises:
       TypeError: if ``cuts`` is not a CutSet.
       ValueError: if two utterances have the same id (a cut id given twice, a supervision id
-        used twice, or a supervision id equal to another cut's id), naming some of them.
+        used twice, or a supervision id equal to another cut's id), naming some of them; a cut
+        or supervision id with whitespace or control characters, a cut without a positive
+        duration, or a supervision without a positive duration or outside its cut, naming
+        the cut, the supervision and the field.
     """
     if not isinstance(cuts, CutSet):
         raise TypeError(f"cuts must be a lhotse CutSet, got {type(cuts).__name__}")
     out: list[Cut] = []
     for cut in cuts:
+        _check_cut(cut)
         sups = cut.supervisions
         if len(sups) > 1:
             out.extend(cut.trim_to_supervisions(keep_overlapping=False))
@@ -106,8 +145,8 @@ class DecodeBatch:
 def _read(cut: Cut) -> np.ndarray:
     """The cut's features ``[T, F]``; a ``ValueError`` if they are unusable."""
     if not cut.has_features:
-        raise ValueError("the cut has no features (compute them first, e.g. "
-                         "k2dec.data.compute_fbank)")
+        raise ValueError("the cut has no features (compute them first: "
+                         "k2dec.data.compute_cut_features)")
     feats = cut.load_features()
     if not isinstance(feats, np.ndarray) or feats.ndim != 2 or feats.shape[0] == 0:
         raise ValueError(f"its feature matrix has shape {getattr(feats, 'shape', None)}, "
@@ -144,6 +183,16 @@ class DecodeDataset(torch.utils.data.Dataset):
             features[i, : f.shape[0]] = torch.from_numpy(f)
         texts = [c.supervisions[0].text if c.supervisions else None for c, _ in rows]
         return DecodeBatch(features, num_frames, [c.id for c, _ in rows], texts, failed)
+
+
+def loudest_frames(features: torch.Tensor, num_frames: torch.Tensor) -> torch.Tensor:
+    """Per row of a batch of log-mel features (float ``[N, T, F]``, rows padded after their
+    ``num_frames`` ``[N]`` valid frames), the largest frame energy
+    (:func:`k2dec.data.frame_energies`), float32 ``[N]`` (``-inf`` for a row without frames)."""
+    energy = frame_energies(features)
+    valid = torch.arange(energy.shape[1], device=energy.device)[None, :] < num_frames[:, None]
+    return energy.masked_fill(~valid, -math.inf).amax(dim=1) if energy.shape[1] else \
+        torch.full((energy.shape[0],), -math.inf)
 
 
 class _AtMost:

@@ -107,39 +107,52 @@ def prepare_manifests(
     return out
 
 
+def _jsonl_cuts(path: Path) -> list:
+    """The cuts of a JSON-lines manifest, blank lines skipped, each line checked and
+    deserialized with an error naming the file and line."""
+    import json
+
+    from lhotse.cut.set import deserialize_cut
+
+    cuts = []
+    for lineno, line in text_lines(path, "cuts manifest"):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}:{lineno}: cuts manifest line is not JSON "
+                             f"({e.msg})") from None
+        if not isinstance(item, dict) or "id" not in item:
+            raise ValueError(f"{path}:{lineno}: expected a JSON object describing a cut "
+                             f"(with an 'id'), got {line.strip()[:80]!r}")
+        try:
+            cuts.append(deserialize_cut(dict(item, type=item.get("type", "MonoCut"))))
+        except Exception as e:  # lhotse raises anything from KeyError to AssertionError
+            raise ValueError(f"{path}:{lineno}: cut {item['id']!r} is not a lhotse cut "
+                             f"({type(e).__name__}: {str(e)[:200]})") from None
+    return cuts
+
+
 def load_cuts(path: str | Path) -> CutSet:
-    """Read a lhotse cuts manifest (``.jsonl`` or ``.jsonl.gz``: one JSON object per line;
-    other formats lhotse reads are passed to it) with errors that name the file.
+    """Read a lhotse cuts manifest (``.jsonl`` or ``.jsonl.gz``: one JSON object per line,
+    blank lines allowed; other formats lhotse reads are passed to it) with errors that name
+    the file (and line).
 
     Raises:
       ValueError: a missing or unreadable file, one that is not UTF-8 JSON lines (naming the
-        line), an empty manifest (lhotse returns ``None`` for it), or one lhotse cannot read
-        as cuts (e.g. a recordings manifest).
+        line), a line lhotse cannot read as a cut (naming the line and the cut), an empty
+        manifest, or another format lhotse cannot read as cuts (e.g. a recordings manifest).
     """
-    import json
-
     path = Path(path)
     if path.name.endswith((".jsonl", ".jsonl.gz")) or not path.is_file():
-        count = 0
-        for lineno, line in text_lines(path, "cuts manifest"):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{lineno}: cuts manifest line is not JSON "
-                                 f"({e.msg})") from None
-            if not isinstance(item, dict) or "id" not in item:
-                raise ValueError(f"{path}:{lineno}: expected a JSON object describing a cut "
-                                 f"(with an 'id'), got {line.strip()[:80]!r}")
-            count += 1
-        if count == 0:
-            raise ValueError(f"cuts manifest {path} is empty: there is nothing to decode")
-    try:
-        cuts = CutSet.from_file(path)
-    except Exception as e:  # lhotse raises anything from KeyError to AssertionError
-        raise ValueError(f"{path}: not a lhotse cuts manifest ({type(e).__name__}: "
-                         f"{str(e)[:200]})") from None
+        cuts = CutSet.from_cuts(_jsonl_cuts(path))
+    else:
+        try:
+            cuts = CutSet.from_file(path)
+        except Exception as e:  # lhotse raises anything from KeyError to AssertionError
+            raise ValueError(f"{path}: not a lhotse cuts manifest ({type(e).__name__}: "
+                             f"{str(e)[:200]})") from None
     if cuts is None or len(cuts) == 0:
         raise ValueError(f"cuts manifest {path} is empty: there is nothing to decode")
     return cuts

@@ -45,7 +45,7 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,7 @@ import torch
 from lhotse import CutSet
 from tqdm import tqdm
 
-from ..data import make_decode_loader, utterance_cuts
+from ..data import loudest_frames, make_decode_loader, silence_energy, too_long, utterance_cuts
 from ..hypothesis import HypothesisRecord
 from ..methods import (
     AedInputs,
@@ -87,6 +87,7 @@ from ..results import (
     write_results,
 )
 from ..results.ctm import FRAME_SHIFT
+from ..sizes import check_float_range, check_int_range
 from .assets import DecodeAssets
 from .encoder import JobEncoder
 
@@ -131,6 +132,12 @@ class DecodeConfig:
       frame_shift: seconds between feature frames (CTM times).
       subsampling_factor: feature frames per network output frame (CTM times); ``None``:
         the model's (:attr:`k2dec.model.AcousticModel.subsampling_factor`).
+      silence_db: an utterance none of whose feature frames is louder than white noise at
+        this level (dBFS RMS; :func:`k2dec.data.silence_energy`, with the model's feature
+        settings) is silent: every method gives it an empty hypothesis (an ``ok`` record
+        whose ``notes`` say so) instead of what a model may hallucinate from digital silence
+        or faint hiss. -60 dBFS catches digital silence and noise near the quantization
+        floor; speech counts as silent below about -53 dBFS RMS. ``None`` turns it off.
     """
 
     max_duration: float = 200.0
@@ -143,8 +150,12 @@ class DecodeConfig:
     rank: int = 0
     frame_shift: float = FRAME_SHIFT
     subsampling_factor: int | None = None
+    silence_db: float | None = -60.0
 
     def __post_init__(self) -> None:
+        check_float_range(self, "max_duration", 0.0, 100_000.0)
+        check_int_range(self, "num_buckets", 1, 1000)
+        check_float_range(self, "silence_db", -200.0, 0.0, low_open=False, optional=True)
         if not (self.frame_shift > 0 and math.isfinite(self.frame_shift)):
             raise ValueError(f"frame_shift must be positive and finite, got {self.frame_shift}")
         if self.subsampling_factor is not None and (
@@ -326,6 +337,40 @@ def _decode_or_split(method: Method, config: Any, assets: DecodeAssets, feats, l
     return out
 
 
+@dataclass(frozen=True)
+class _Silence:
+    """The frame energy below which an utterance is silent, and the note its records get."""
+
+    energy: float
+    note: str
+
+
+def _silence(assets: DecodeAssets, config: DecodeConfig) -> _Silence | None:
+    if config.silence_db is None:
+        return None
+    energy = silence_energy(assets.model.feature_config, float(config.silence_db))
+    return _Silence(energy, f"silent input: no frame is louder than white noise at "
+                            f"{config.silence_db:g} dBFS (DecodeConfig.silence_db, "
+                            "--silence-db); empty hypothesis")
+
+
+def _empty_like(rec: HypothesisRecord, note: str) -> HypothesisRecord:
+    """``rec`` with no tokens, words, frames or confidences (where it has them), no score and
+    ``note``."""
+    empty = {f.name: () for f in fields(rec) if isinstance(getattr(rec, f.name), tuple)}
+    return replace(rec, **empty, score=None, error="", notes=note)
+
+
+def _silenced(decoded: list[_Decoded], feats: torch.Tensor, lens: torch.Tensor,
+              silence: _Silence | None) -> list[_Decoded]:
+    """Silent utterances' results as empty hypotheses (every setting the method gave them)."""
+    if silence is None:
+        return decoded
+    quiet = (loudest_frames(feats, lens) < silence.energy).tolist()
+    return [({key: (_empty_like(rec, silence.note), []) for key, (rec, _) in hyps.items()}, "")
+            if q and hyps else (hyps, failed) for q, (hyps, failed) in zip(quiet, decoded)]
+
+
 def _write(writer: ResultWriter, cut_id: str, ref: list[str], decoded: _Decoded) -> None:
     hyps, failed = decoded
     if failed:
@@ -355,14 +400,14 @@ def _todo(cuts: CutSet, writer: ResultWriter, min_frames: int, max_duration: flo
         if c.duration > max_duration:
             # a batch holds at most max_duration seconds: this bounds memory (the
             # encoder's attention grows with the square of the length)
-            writer.write_failure(c.id, f"too long: {c.duration:.1f} s of audio, more than "
-                                       f"max_duration={max_duration:g} s per batch; "
-                                       "raise max_duration (--max-duration) or split it")
+            writer.write_failure(c.id, too_long(c.duration, max_duration))
             continue
         todo.append(c)
     if todo and not any(c.has_features for c in todo):
-        raise ValueError(f"cuts must have precomputed features (cut {todo[0].id} has none); "
-                         "run k2dec.data.compute_fbank first")
+        raise ValueError(f"cuts must have features (cut {todo[0].id} has none): compute them "
+                         "with k2dec.data.compute_cut_features(cuts, storage_path, "
+                         "extractor=model.feature_config.extractor()), as k2dec decode --cuts "
+                         "does for a manifest without features")
     return CutSet.from_cuts(todo)
 
 
@@ -447,6 +492,7 @@ def _decode_locked(assets: DecodeAssets, cuts: CutSet, method: Method, out_dir: 
             if cut_id not in writer:
                 writer.write_failure(cut_id, reason)
         min_frames = assets.model.min_input_frames
+        silence = _silence(assets, config)
         todo = _todo(cuts, writer, min_frames, config.max_duration)
         logger.info("%s/%s: %d utterances, %d to decode", test_set, method.name, total,
                     len(todo))
@@ -463,6 +509,7 @@ def _decode_locked(assets: DecodeAssets, cuts: CutSet, method: Method, out_dir: 
                     start = time.perf_counter()
                     decoded = _decode_or_split(method, method_config, assets, batch.features,
                                                batch.num_frames, refs, encoder)
+                    decoded = _silenced(decoded, batch.features, batch.num_frames, silence)
                     # a cached encoder pass is charged as if it ran (RTFs stay comparable)
                     timer.add(time.perf_counter() - start + encoder.take_saved_seconds(),
                               float(batch.num_frames.sum()) / frames_per_second)

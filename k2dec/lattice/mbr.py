@@ -60,6 +60,7 @@ from k2dec.lattice.posteriors import (
 from k2dec.lattice.prune import MAX_LATTICE_ARCS
 from k2dec.lattice.search import LatticeResult
 from k2dec.ragged import ragged_from_row_ids
+from k2dec.sizes import check_int_range
 
 logger = logging.getLogger(__name__)
 
@@ -111,12 +112,9 @@ class MbrConfig:
             raise TypeError(f"posterior must be a PosteriorConfig, got {self.posterior!r}")
         if not isinstance(self.decode_mbr, bool):
             raise TypeError(f"decode_mbr must be a bool, got {self.decode_mbr!r}")
-        for name in ("max_iterations", "max_cells", "max_lattice_arcs"):
-            value = getattr(self, name)
-            if value is None and name == "max_lattice_arcs":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        check_int_range(self, "max_iterations", 1, 10_000)
+        check_int_range(self, "max_cells", 1, 1 << 26)
+        check_int_range(self, "max_lattice_arcs", 1, 1_000_000, optional=True)
 
 
 @dataclass(frozen=True)

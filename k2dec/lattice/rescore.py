@@ -25,6 +25,7 @@ from k2dec.lattice.one_best import AuxLabels, Hypothesis, hypotheses_from_lattic
 from k2dec.lattice.prune import PruneReport, prune_lattice
 from k2dec.lattice.search import LatticeResult, LatticeStatus, arcs_per_fsa
 from k2dec.paths import FRAME_ATTR
+from k2dec.sizes import check_int_range
 
 logger = logging.getLogger(__name__)
 
@@ -76,10 +77,9 @@ class RescoreConfig:
         if not self.lm_scales or any(not s > 0 for s in self.lm_scales):
             raise ValueError(f"lm_scales must be a non-empty tuple of values > 0, got "
                              f"{self.lm_scales}")
-        for name in ("max_input_arcs", "max_rescored_arcs", "first_arcs"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        check_int_range(self, "max_input_arcs", 1, 10_000_000)
+        check_int_range(self, "max_rescored_arcs", 1, 10_000_000)
+        check_int_range(self, "first_arcs", 1, 10_000_000)
 
 
 class RescoreStatus(enum.Enum):

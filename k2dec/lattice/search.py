@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import math
 from dataclasses import dataclass
 
 import k2
@@ -25,6 +26,7 @@ from k2dec.lattice.dense import (
     validate_log_probs,
 )
 from k2dec.paths import FRAME_ATTR
+from k2dec.sizes import check_float_range, check_int_range
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +44,13 @@ __all__ = [
 ]
 
 
+#: The widest beams and the most active states a lattice search may use (a retry's scaled
+#: settings are clamped to them). Active states bound the search's memory; a beam only needs
+#: to be finite (beyond ~50 it prunes nothing; exact searches in tests use 1e4).
+_MAX_BEAM = 1e5
+_MAX_ACTIVE_STATES = 1_000_000
+
+
 @dataclass(frozen=True)
 class LatticeConfig:
     """Pruning settings of ``k2.intersect_dense_pruned`` (icefall's defaults).
@@ -53,9 +62,9 @@ class LatticeConfig:
       max_active_states: try to keep at most this many graph states active per frame.
       retry_scales: when an utterance's lattice has no complete path (see
         :func:`has_final_arc`), decode it again with both beams and ``max_active_states``
-        multiplied by each factor in turn, until it has one. ``()`` disables retries (such
-        utterances are still reported, as ``EMPTY``). Retries search the network outputs
-        without the two approximations below.
+        multiplied by each factor in turn (at most 1e5 and 1M), until it has one. ``()``
+        disables retries (such utterances are still reported, as ``EMPTY``). Retries search
+        the network outputs without the two approximations below.
       token_top_k: approximation, off by default: keep only the ``token_top_k`` best tokens
         of every frame (see :func:`~k2dec.lattice.dense.prune_frames`). Fewer states open
         through unlikely tokens, so the search is faster; paths through pruned tokens are
@@ -78,23 +87,15 @@ class LatticeConfig:
     blank_id: int = 0
 
     def __post_init__(self) -> None:
-        if not self.search_beam > 0:
-            raise ValueError(f"search_beam must be > 0, got {self.search_beam}")
-        if not self.output_beam > 0:
-            raise ValueError(f"output_beam must be > 0, got {self.output_beam}")
-        if self.min_active_states < 0:
-            raise ValueError(f"min_active_states must be >= 0, got {self.min_active_states}")
-        if self.max_active_states < max(1, self.min_active_states):
-            raise ValueError(
-                f"max_active_states must be >= max(1, min_active_states="
-                f"{self.min_active_states}), got {self.max_active_states}"
-            )
+        check_float_range(self, "search_beam", 0.0, _MAX_BEAM)
+        check_float_range(self, "output_beam", 0.0, _MAX_BEAM)
+        check_int_range(self, "max_active_states", 1, _MAX_ACTIVE_STATES)
+        check_int_range(self, "min_active_states", 0, self.max_active_states)
         for s in self.retry_scales:
-            if not s > 1:
-                raise ValueError(f"retry_scales must all be > 1, got {self.retry_scales}")
-        k = self.token_top_k
-        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
-            raise ValueError(f"token_top_k must be None or an int >= 1, got {k!r}")
+            if isinstance(s, bool) or not isinstance(s, int | float) or not 1 < s < math.inf:
+                raise ValueError(f"LatticeConfig.retry_scales must all be finite numbers > 1, "
+                                 f"got {self.retry_scales!r}")
+        check_int_range(self, "token_top_k", 1, 100_000, optional=True)
         th = self.blank_skip_threshold
         if th is not None and not 0.0 < th <= 1.0:
             raise ValueError(f"blank_skip_threshold must be None or in (0, 1], got {th!r}")
@@ -109,13 +110,13 @@ class LatticeConfig:
         return self.token_top_k is not None or self.blank_skip_threshold is not None
 
     def scaled(self, factor: float) -> LatticeConfig:
-        """A copy with beams and ``max_active_states`` multiplied by ``factor``, no retries and
-        no approximations (the settings of a retry)."""
-        return LatticeConfig(
-            search_beam=self.search_beam * factor,
-            output_beam=self.output_beam * factor,
+        """A copy with beams and ``max_active_states`` multiplied by ``factor`` (at most 1e5 and
+        1M, the ranges' ends), no retries and no approximations (the settings of a retry)."""
+        return LatticeConfig(  # within the bounds of a config (memory: active states)
+            search_beam=min(self.search_beam * factor, _MAX_BEAM),
+            output_beam=min(self.output_beam * factor, _MAX_BEAM),
             min_active_states=self.min_active_states,
-            max_active_states=int(self.max_active_states * factor),
+            max_active_states=min(int(self.max_active_states * factor), _MAX_ACTIVE_STATES),
             retry_scales=(),
             blank_id=self.blank_id,
         )

@@ -38,6 +38,7 @@ from ..nbest import (
     rescore_with_ngram,
     scale_key,
 )
+from ..sizes import check_int_range
 from .checks import check_finite
 from .hotwords import HOTWORD_GRAPH_MAX_ARCS, WORD_HOTWORDS_SCORE, word_biased_graph
 from .records import (
@@ -144,11 +145,11 @@ class CtcConfig:
         check_finite("hotwords_score", self.hotwords_score)
         if not (0.0 < self.hlg_scale < float("inf")):
             raise ValueError(f"hlg_scale must be positive and finite, got {self.hlg_scale}")
-        for name in ("subsampling_factor", "top_k", "lm_batch_size", "attention_chunk_cells",
-                     "hotwords_max_arcs"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        check_int_range(self, "subsampling_factor", 1, 16)
+        check_int_range(self, "top_k", 1, 10_000)
+        check_int_range(self, "lm_batch_size", 1, 4096)
+        check_int_range(self, "attention_chunk_cells", 1, 1 << 24)
+        check_int_range(self, "hotwords_max_arcs", 1, 1 << 26)
         for name in ("ngram_lm_scale", "attention_scale", "rnn_lm_scale"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) \

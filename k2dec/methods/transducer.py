@@ -26,6 +26,7 @@ from ..nbest import (
     neural_scores,
     word_sequence_scores,
 )
+from ..sizes import check_int_range
 from ..transducer import (
     FastBeamSearchConfig,
     GreedySearchConfig,
@@ -291,9 +292,7 @@ class FastBeamSearchNbestRnnRescoringConfig(FastBeamSearchNbestRescoringConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_scales("rnn_lm_scales", self.rnn_lm_scales)
-        if isinstance(self.lm_batch_size, bool) or not isinstance(self.lm_batch_size, int) \
-                or self.lm_batch_size < 1:
-            raise ValueError(f"lm_batch_size must be an int >= 1, got {self.lm_batch_size!r}")
+        check_int_range(self, "lm_batch_size", 1, 4096)
 
 
 def _rescoring_components(inputs: TransducerInputs, res: Resources,

@@ -17,6 +17,7 @@ import torch
 from ..nbest import NbestConfig
 from ..nbest.config import check_posterior_scale
 from ..scorers import NeuralLmScorer, TokenNgramScorer, WeightedScorer
+from ..sizes import check_int_range
 from ..transducer import (
     ModifiedBeamSearchConfig,
     TransducerBeamSearchConfig,
@@ -135,8 +136,7 @@ class LmRescoreConfig:
     def __post_init__(self) -> None:
         check_scales("lm_scales", self.lm_scales)
         check_posterior_scale(self.posterior_scale)
-        if not isinstance(self.lm_batch_size, int) or self.lm_batch_size < 1:
-            raise ValueError(f"lm_batch_size must be an int >= 1, got {self.lm_batch_size!r}")
+        check_int_range(self, "lm_batch_size", 1, 4096)
 
 
 @dataclass(frozen=True)
@@ -158,8 +158,7 @@ class LmRescoreLodrConfig:
         check_scales("lodr_scales", self.lodr_scales)
         if any(s == 0 for s in self.lm_scales):
             raise ValueError("lm_scales divide the acoustic score: 0 is not allowed")
-        if not isinstance(self.lm_batch_size, int) or self.lm_batch_size < 1:
-            raise ValueError(f"lm_batch_size must be an int >= 1, got {self.lm_batch_size!r}")
+        check_int_range(self, "lm_batch_size", 1, 4096)
 
 
 def _vocab(inputs: TransducerInputs) -> int:

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass
 
 from ..lattice.prune import MAX_LATTICE_ARCS
+from ..sizes import check_int_range
 
 __all__ = ["SAMPLERS", "TIE_BREAKS", "NbestConfig", "check_posterior_scale"]
 
@@ -77,18 +78,12 @@ class NbestConfig:
     posterior_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        if isinstance(self.num_paths, bool) or not isinstance(self.num_paths, int) \
-                or self.num_paths < 1:
-            raise ValueError(f"num_paths must be an int >= 1, got {self.num_paths!r}")
+        check_int_range(self, "num_paths", 1, 10_000)
         check_posterior_scale(self.posterior_scale)
         if not (isinstance(self.nbest_scale, int | float) and 0 < self.nbest_scale < math.inf):
             raise ValueError(f"nbest_scale must be > 0 and finite, got {self.nbest_scale!r}")
-        for name in ("max_lattice_arcs", "max_intersect_arcs"):
-            value = getattr(self, name)
-            if value is None and name == "max_lattice_arcs":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        check_int_range(self, "max_lattice_arcs", 1, 1_000_000, optional=True)
+        check_int_range(self, "max_intersect_arcs", 1, 4_000_000)
         if self.tie_break not in TIE_BREAKS:
             raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {self.tie_break!r}")
         if self.sampler not in SAMPLERS:

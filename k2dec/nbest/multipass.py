@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import k2
 import torch
 
+from ..sizes import check_int_range
 from .nbest import Nbest, NbestTopK, PathScorer
 
 __all__ = [
@@ -62,15 +63,12 @@ class MultiPassConfig:
     max_order: int = 10
 
     def __post_init__(self) -> None:
-        if self.first_k < 1 or self.batch_k < 1:
-            raise ValueError(f"first_k and batch_k must be >= 1, got {self.first_k}, "
-                             f"{self.batch_k}")
-        if self.max_evaluations is not None and self.max_evaluations < 1:
-            raise ValueError(f"max_evaluations must be >= 1 or None, got {self.max_evaluations}")
+        check_int_range(self, "first_k", 1, 10_000)
+        check_int_range(self, "batch_k", 1, 10_000)
+        check_int_range(self, "max_evaluations", 1, 10_000_000, optional=True)
         if not self.stop_sigmas > 0:
             raise ValueError(f"stop_sigmas must be > 0, got {self.stop_sigmas}")
-        if self.max_order < 1:
-            raise ValueError(f"max_order must be >= 1, got {self.max_order}")
+        check_int_range(self, "max_order", 1, 100)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,14 @@ from .confidence import (
 from .ctm import CtmWord, frames_to_seconds, read_ctm, record_ctm_words, timed_words, write_ctm
 from .files import save_results, write_error_stats, write_recogs, write_wer_summary
 from .jsonl import ResultWriter, merge_results, read_results, wer_results, write_results
-from .lock import DISK_FULL_ERRNOS, DiskFullError, LockedError, disk_full_error, lock_out_dir
+from .lock import (
+    DISK_FULL_ERRNOS,
+    DiskFullError,
+    LockedError,
+    UnusableDirError,
+    disk_full_error,
+    lock_out_dir,
+)
 from .text import bpe_ids_to_words, token_ids_to_words, word_ids_to_words
 from .timing import RtfTimer
 from .wer import EPS, Result, WerStats, align_words, combine_error_runs, compute_wer
@@ -28,6 +35,7 @@ __all__ = [
     "CtmWord",
     "DiskFullError",
     "LockedError",
+    "UnusableDirError",
     "ReliabilityBin",
     "Result",
     "ResultWriter",

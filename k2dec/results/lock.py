@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
-__all__ = ["DISK_FULL_ERRNOS", "DiskFullError", "LockedError", "disk_full_error", "exclusive_lock",
-           "flock_or_raise", "lock_out_dir"]
+__all__ = ["DISK_FULL_ERRNOS", "DiskFullError", "LockedError", "UnusableDirError",
+           "disk_full_error", "exclusive_lock", "flock_or_raise", "lock_out_dir"]
 
 #: ``errno`` values of a write that found no room: no space left on the device, a disk quota
 #: exceeded, or a file-size limit (``ulimit -f``) reached.
@@ -34,6 +34,29 @@ class LockedError(RuntimeError):
 class DiskFullError(OSError):
     """A write found no room (:data:`DISK_FULL_ERRNOS`); the message says where and what to
     do. ``errno`` is the original one."""
+
+
+class UnusableDirError(OSError):
+    """The folder of a lock (a job's out dir) cannot be created or written: a file is in the
+    way, or it is read-only; the message names it and says what to do. ``errno`` is the
+    original one."""
+
+
+def _unusable(err: OSError, what: str, folder: Path) -> OSError:
+    """The error for a lock whose ``folder`` cannot be created or written."""
+    if err.errno in DISK_FULL_ERRNOS:
+        return disk_full_error(err, folder)
+    blocker = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()),
+                   None)
+    if blocker is not None:
+        why = f"{blocker} is a file, not a folder"
+    elif err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        why = f"{folder} is not writable ({err.strerror})"
+    else:
+        why = f"{folder}: {err.strerror or err}"
+    out = UnusableDirError(f"cannot use {what}: {why}; choose a folder you can write to")
+    out.errno = err.errno
+    return out
 
 
 _held: dict[Path, list[int]] = {}  # lock file -> [fd, depth] held by this process
@@ -54,6 +77,8 @@ def exclusive_lock(path: str | Path, what: str) -> Iterator[Path]:
     Raises:
       LockedError: another process holds the lock; the message names ``what``, the lock file
         and the holder's pid.
+      UnusableDirError: the lock's folder cannot be created or written (a file in the way,
+        read-only); :class:`DiskFullError` when the disk is full.
     """
     path = Path(path).absolute()
     with _guard:
@@ -61,8 +86,11 @@ def exclusive_lock(path: str | Path, what: str) -> Iterator[Path]:
             _held[path][1] += 1
             fd = None
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as e:
+                raise _unusable(e, what, path.parent) from None
             try:
                 flock_or_raise(fd, path, what, holder=_read_pid(fd))
             except LockedError:
@@ -113,6 +141,7 @@ def lock_out_dir(out_dir: str | Path, rank: int = 0) -> AbstractContextManager[P
 
     Raises:
       LockedError: on entering, if another process holds it.
+      UnusableDirError: on entering, if ``out_dir`` cannot be created or written.
     """
     name = ".k2dec-decode.lock" if rank == 0 else f".k2dec-decode.rank{rank}.lock"
     return exclusive_lock(Path(out_dir) / name, f"out dir {out_dir}")

@@ -26,6 +26,7 @@ from torch import nn
 
 from k2dec.batch_search import extend_hash
 from k2dec.scorers.base import ScorerSet, WeightedScorer
+from k2dec.sizes import check_int_range
 from k2dec.transducer.beam_hyps import BeamHyps
 from k2dec.transducer.common import (
     TransducerHypothesis,
@@ -66,10 +67,8 @@ class TransducerBeamSearchConfig:
     max_expansions_per_frame: int = 32
 
     def __post_init__(self) -> None:
-        for name in ("beam", "max_expansions_per_frame"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        check_int_range(self, "beam", 1, 100)
+        check_int_range(self, "max_expansions_per_frame", 1, 1000)
         check_positive("temperature", self.temperature)
         check_finite("blank_penalty", self.blank_penalty)
         if not isinstance(self.length_norm, bool):

@@ -42,6 +42,7 @@ from torch import nn
 from k2dec.batch_search import num_active_per_frame
 from k2dec.paths import arc_frames
 from k2dec.ragged import ragged_select
+from k2dec.sizes import check_float_range, check_int_range
 from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
@@ -97,11 +98,9 @@ class FastBeamSearchConfig:
     termination_frame: bool = True
 
     def __post_init__(self) -> None:
-        check_positive("beam", self.beam)
-        for name in ("max_contexts", "max_states"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        check_float_range(self, "beam", 0.0, 1e5)  # memory: max_states, max_contexts
+        check_int_range(self, "max_contexts", 1, 256)
+        check_int_range(self, "max_states", 1, 4096)
         check_positive("temperature", self.temperature)
         check_finite("blank_penalty", self.blank_penalty)
         check_finite("ilme_scale", self.ilme_scale)

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from k2dec.ragged import exclusive_cumsum
+from k2dec.sizes import check_int_range
 from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
@@ -53,10 +54,7 @@ class GreedySearchConfig:
     blank_penalty: float = 0.0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.max_sym_per_frame, int) or self.max_sym_per_frame < 1:
-            raise ValueError(
-                f"max_sym_per_frame must be an int >= 1, got {self.max_sym_per_frame!r}"
-            )
+        check_int_range(self, "max_sym_per_frame", 1, 100)
         check_finite("blank_penalty", self.blank_penalty)
 
 

@@ -35,6 +35,7 @@ from torch import nn
 from k2dec.batch_search import extend_hash, num_active_per_frame
 from k2dec.ragged import exclusive_cumsum
 from k2dec.scorers.base import ScorerSet, WeightedScorer
+from k2dec.sizes import check_int_range
 from k2dec.transducer.beam_hyps import BeamHyps
 from k2dec.transducer.common import (
     TransducerHypothesis,
@@ -84,8 +85,7 @@ class ModifiedBeamSearchConfig:
     score_dtype: str = "float64"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.beam, int) or self.beam < 1:
-            raise ValueError(f"beam must be an int >= 1, got {self.beam!r}")
+        check_int_range(self, "beam", 1, 1000)
         check_positive("temperature", self.temperature)
         check_finite("blank_penalty", self.blank_penalty)
         if not isinstance(self.length_norm, bool):

@@ -107,7 +107,7 @@ def test_fast_beam_search_with_LG_outputs_every_word_sequence(device, tmp_path):
     vocab = lang.lang.max_token_id + 1
     model = random_model(vocab_size=vocab, context_size=2, seed=3, device=device)
     enc, enc_lens = random_batch([4], seed=3, device=device)
-    config = FastBeamSearchConfig(beam=1e6, max_contexts=100000, max_states=100000)
+    config = FastBeamSearchConfig(beam=1e5, max_contexts=256, max_states=4096)
     seen = _lattice_words(fast_beam_search(model, enc, enc_lens, LG.to(device),
                                            config).lattice, lang)
     assert ("R", "IY", "D") in seen

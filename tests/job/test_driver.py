@@ -43,7 +43,7 @@ def test_plan_applies_assignments_where_the_field_is():
     (["greedy_search"], ["beam"], "expected KEY=VALUE, got 'beam'"),
     (["1best", "nbest"], ["num_paths=2.7"], "num_paths=2.7: num_paths='2.7' does not fit the "
                                            "field's type \\(int\\) \\(in 1best, nbest\\)"),
-    (["nbest"], ["num_paths=0"], "num_paths must be an int >= 1, got 0"),
+    (["nbest"], ["num_paths=0"], r"NbestConfig.num_paths must be an int in \[1, 10000\], got 0"),
     (["nbest"], ["nbest_scale=0"], "nbest_scale must be > 0"),
     (["rnn-lm"], ["lm_scales="], "lm_scales='' does not fit"),
 ])
@@ -60,7 +60,8 @@ def _cli(s, out, *extra):
 
 @pytest.mark.parametrize("extra, message", [
     (["--method", "nbest", "--set", "num_paths=2.7"], "does not fit the field's type (int)"),
-    (["--method", "nbest", "--set", "num_paths=0"], "num_paths must be an int >= 1, got 0"),
+    (["--method", "nbest", "--set", "num_paths=0"],
+     "NbestConfig.num_paths must be an int in [1, 10000], got 0"),
     (["--method", "nbest", "--set", "nbest_scale=0"], "nbest_scale must be > 0"),
     (["--method", "rnn-lm", "--set", "lm_scales="], "lm_scales='' does not fit"),
     (["--method", "1best"],

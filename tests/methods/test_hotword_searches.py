@@ -29,7 +29,7 @@ from tests.reference.lattice_paths import enumerate_paths
 from tests.reference.scorers import RefContextGraph
 from tests.scorers.helpers import random_phrases
 
-HUGE = FastBeamSearchConfig(beam=1e6, max_contexts=100000, max_states=100000)
+HUGE = FastBeamSearchConfig(beam=1e5, max_contexts=256, max_states=4096)
 VOCAB = 5
 #: scheme -> (hotwords_partial_share, hotwords_whole_words); tokens 1 and 3 start words
 SCHEMES = {"icefall": (1.0, False), "k2dec": (0.5, True)}

@@ -44,12 +44,12 @@ def test_ambiguous_bare_name_is_an_error():
 
 @pytest.mark.parametrize("assignment, message", [
     ("num_paths=2.7", "num_paths='2.7' does not fit the field's type \\(int\\)"),
-    ("num_paths=0", "num_paths must be an int >= 1, got 0"),
+    ("num_paths=0", r"NbestConfig.num_paths must be an int in \[1, 10000\], got 0"),
     ("nbest_scale=0", "nbest_scale must be > 0 and finite, got 0.0"),
     ("nbest_scale=inf", "nbest_scale must be > 0 and finite"),
     ("lm_scales=", "lm_scales='' does not fit"),
     ("lm_scales=,", "lm_scales=',' does not fit"),
-    ("top_k=0", "top_k must be an int >= 1"),
+    ("top_k=0", r"CtcConfig.top_k must be an int in \[1, 10000\], got 0"),
     ("hlg_scale=-1", "hlg_scale must be positive"),
     ("lattice.search_beam=x", "search_beam='x' does not fit"),
 ])

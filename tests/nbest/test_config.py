@@ -18,9 +18,9 @@ def test_from_lattice_defaults_are_the_configs():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(num_paths=0), "num_paths must be an int >= 1, got 0"),
-    (dict(num_paths=2.7), "num_paths must be an int >= 1, got 2.7"),
-    (dict(num_paths=True), "num_paths must be an int >= 1, got True"),
+    (dict(num_paths=0), r"NbestConfig.num_paths must be an int in \[1, 10000\], got 0"),
+    (dict(num_paths=2.7), r"NbestConfig.num_paths must be an int in \[1, 10000\], got 2.7"),
+    (dict(num_paths=True), r"NbestConfig.num_paths must be an int in \[1, 10000\], got True"),
     (dict(nbest_scale=0.0), "nbest_scale must be > 0 and finite, got 0.0"),
     (dict(nbest_scale=-1), "nbest_scale must be > 0 and finite"),
     (dict(nbest_scale=math.inf), "nbest_scale must be > 0 and finite"),
@@ -34,7 +34,8 @@ def test_bad_settings_are_clear_errors(kwargs, message):
 def test_from_lattice_checks_through_the_config(tiny_hlg):
     _, HLG, _ = tiny_hlg
     lattice = k2.create_fsa_vec([HLG])
-    with pytest.raises(ValueError, match="num_paths must be an int >= 1"):
+    with pytest.raises(ValueError,
+                       match=r"NbestConfig.num_paths must be an int in \[1, 10000\], got 0"):
         Nbest.from_lattice(lattice, 0)
     with pytest.raises(ValueError, match="nbest_scale must be > 0"):
         Nbest.from_lattice(lattice, 5, 0.0)

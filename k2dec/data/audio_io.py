@@ -1,0 +1,403 @@
+"""One audio file (or one cut of a recording) -> fbank features, with every check that can be
+made before its samples are read, and one-line reasons when it cannot be used.
+
+Before any sample is read, from the file's header (:func:`probe_recording`,
+:meth:`AudioLimits.check`):
+
+- the sampling rate must be plausible (:attr:`AudioLimits.min_sampling_rate` to
+  :attr:`~AudioLimits.max_sampling_rate`): a header claiming 1 Hz would otherwise be resampled
+  to 16 kHz, 16000 times its size in memory;
+- the duration must fit the job's bound (:attr:`AudioLimits.max_duration`, the decode job's
+  ``--max-duration``) and its samples (all channels, float32) must fit
+  :attr:`AudioLimits.max_audio_mb`: a 1 GB WAV is refused from its 44-byte header, not after
+  reading it;
+- an uncompressed file whose header declares more audio than the file holds (a WAV, AIFF, AU
+  or W64 cut short, e.g. by an interrupted copy) is refused as truncated: libsndfile would
+  silently read the part that is there, and its hypothesis would be scored against the whole
+  reference. The fix is the user's (copy the file again, or rewrite its header, e.g.
+  ``sox in.wav out.wav``, to decode what is there). Ogg files without an end-of-stream mark
+  are decoded as far as they go, with a warning (Ogg declares no length to compare with).
+
+Files soundfile (libsndfile) cannot read go to lhotse's other backends, then, when the
+``ffmpeg`` and ``ffprobe`` commands are installed (Debian: ``apt-get install ffmpeg``), to
+them: ``.m4a`` / ``.aac`` / ``.wma`` / ``.webm`` decode through the ``ffmpeg`` command when
+torchaudio's FFmpeg bindings are missing (torchaudio 0.13 needs FFmpeg 4's libraries; Debian
+12 ships FFmpeg 5). Such a recording's source is that command (lhotse's ``command`` audio
+source), downmixed by ffmpeg to one channel and padded or trimmed to the length ffprobe reports.
+
+After reading (:func:`cut_features`): samples that are NaN or infinite fail the file with a
+clear reason rather than a ``cannot convert float NaN to integer`` deep in the feature code.
+
+Utterance ids are made from file names by :func:`utterance_id`: whitespace becomes ``_`` and
+bytes that are not UTF-8 become ``%XX``, so ids are safe in every result file (JSONL,
+icefall's files, CTM); messages show paths with :func:`shown_path`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+from lhotse import Recording
+from lhotse.audio import AudioSource
+from lhotse.audio.utils import AudioLoadingError, DurationMismatchError
+from lhotse.cut import Cut, MixedCut, MixTrack, MonoCut, MultiCut
+from lhotse.features.base import FeatureExtractor
+from lhotse.features.io import FeaturesWriter
+from lhotse.utils import fastcopy
+
+__all__ = [
+    "AUDIO_READ_ERRORS",
+    "AudioLimits",
+    "cut_features",
+    "ffmpeg_available",
+    "probe_recording",
+    "safe_name",
+    "shown_path",
+    "too_long",
+    "utterance_id",
+]
+
+logger = logging.getLogger(__name__)
+
+#: What reading or decoding a bad file raises through lhotse, soundfile and the ffmpeg
+#: commands (lhotse's backends wrap most errors in AudioLoadingError; soundfile's
+#: LibsndfileError is a RuntimeError; a hung ffmpeg is a subprocess.TimeoutExpired).
+AUDIO_READ_ERRORS = (AudioLoadingError, DurationMismatchError, OSError, RuntimeError,
+                     ValueError, EOFError, subprocess.SubprocessError)
+
+# WAV / AIFF / AU / W64 size fields at or above this are "unknown length" placeholders that
+# streaming writers leave (0xFFFFFFFF from ffmpeg on a pipe), not truncation.
+_PLACEHOLDER_SIZE = 0x7FFFF000
+# libsndfile's header log: "data : 96000 (should be 47978)" when the file is shorter
+_SIZE_LINE = re.compile(r"^\s*(RIFF|riff|FORM|data|SSND|Data Size)\s*:\s*(\d+)\s*"
+                        r"\(should be (\d+)\)", re.MULTILINE)
+_PROBE_TIMEOUT_S = 60.0
+
+
+def too_long(duration: float, max_duration: float) -> str:
+    """The reason a recording longer than ``max_duration`` seconds is not decoded (the decode
+    job's ``--max-duration``: a batch holds at most that much audio, which bounds memory)."""
+    return (f"too long: {duration:.1f} s of audio, more than max_duration={max_duration:g} s "
+            "per batch; raise max_duration (--max-duration) or split it")
+
+
+@dataclass(frozen=True)
+class AudioLimits:
+    """What a decode job accepts of a recording, checked from its header before any sample
+    is read (:meth:`check`).
+
+    Attributes:
+      min_sampling_rate, max_sampling_rate: plausible sampling rates in Hz (4 kHz to 384 kHz);
+        a header outside them is taken as corrupt.
+      max_channels: channels a recording may have (they are averaged into one).
+      max_duration: seconds a recording (a cut) may last; ``None``: no bound here (the decode
+        job passes its ``max_duration``).
+      max_audio_mb: MiB the samples of one recording may take once read (float32, all
+        channels, at the file's rate): the bound on a file's memory whatever ``max_duration``
+        is (1024 MiB: 4.7 hours of 16 kHz mono, 93 minutes of 48 kHz stereo).
+
+    Raises:
+      ValueError: a bound out of range, naming the field.
+    """
+
+    min_sampling_rate: int = 4000
+    max_sampling_rate: int = 384_000
+    max_channels: int = 64
+    max_duration: float | None = None
+    max_audio_mb: float = 1024.0
+
+    def __post_init__(self) -> None:
+        for name in ("min_sampling_rate", "max_sampling_rate", "max_channels"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"AudioLimits.{name} must be an int >= 1, got {value!r}")
+        if self.min_sampling_rate > self.max_sampling_rate:
+            raise ValueError(f"AudioLimits: min_sampling_rate={self.min_sampling_rate} is "
+                             f"above max_sampling_rate={self.max_sampling_rate}")
+        for name in ("max_duration", "max_audio_mb"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, int | float)
+                                          and 0 < value < math.inf):
+                raise ValueError(f"AudioLimits.{name} must be > 0 and finite, got {value!r}")
+
+    def check(self, rate: int, channels: int, duration: float) -> None:
+        """Raise ``ValueError`` (one line saying what to do) if ``duration`` seconds of a
+        recording with this sampling rate (Hz) and number of channels are outside these
+        limits."""
+        if not self.min_sampling_rate <= rate <= self.max_sampling_rate:
+            raise ValueError(
+                f"implausible sampling rate {rate} Hz in its header (accepted: "
+                f"{self.min_sampling_rate}-{self.max_sampling_rate} Hz, AudioLimits); the "
+                "header is likely corrupt: if the rate is right, resample the file (e.g. "
+                "sox IN -r 16000 OUT)")
+        if channels > self.max_channels:
+            raise ValueError(f"{channels} channels, more than AudioLimits.max_channels="
+                             f"{self.max_channels}; keep the channels to decode (e.g. sox IN "
+                             "OUT remix 1)")
+        if self.max_duration is not None and duration > self.max_duration:
+            raise ValueError(too_long(duration, self.max_duration))
+        mib = duration * rate * channels * 4 / 2**20
+        if mib > self.max_audio_mb:
+            raise ValueError(
+                f"{mib:.0f} MiB of samples once read ({duration:.0f} s x {rate} Hz x "
+                f"{channels} channels, float32), more than AudioLimits.max_audio_mb="
+                f"{self.max_audio_mb:g}; split, downmix or resample it first")
+
+
+def shown_path(path: str | Path) -> str:
+    """``path`` as printable text: bytes of the name that are not UTF-8 as ``\\xNN``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def safe_name(name: str | bytes) -> str:
+    """``name`` as UTF-8 text without whitespace or control characters: those become ``_``,
+    bytes that are not UTF-8 ``%XX`` (``"caf\\udce9 x"`` from a Latin-1 file name ->
+    ``caf%E9_x``). For utterance ids and the test-set names in result file names."""
+    raw = os.fsencode(name)
+    text = raw.decode("utf-8", "surrogateescape")
+    return "".join(f"%{ord(c) - 0xDC00:02X}" if 0xDC80 <= ord(c) <= 0xDCFF
+                   else "_" if c.isspace() or not c.isprintable() else c for c in text)
+
+
+def utterance_id(path: str | Path) -> str:
+    """The utterance id of an audio file: its stem (the name without its last extension)
+    made safe by :func:`safe_name` (``"my talk.wav"`` -> ``my_talk``, ``b"caf\\xe9.wav"`` ->
+    ``caf%E9``): result files separate fields by whitespace and are UTF-8."""
+    return safe_name(Path(path).stem)
+
+
+def ffmpeg_available() -> bool:
+    """Whether the ``ffmpeg`` and ``ffprobe`` commands are installed."""
+    return shutil.which("ffmpeg") is not None and shutil.which("ffprobe") is not None
+
+
+def _first_line(text: str) -> str:
+    return next((x.strip() for x in text.splitlines() if x.strip()), "").rstrip(".")
+
+
+def _soundfile_info(path: Path) -> tuple[sf._SoundFileInfo | None, str]:
+    """libsndfile's header (with its parser's log), or ``None`` and why it cannot read it."""
+    try:
+        return sf.info(os.fsencode(path), verbose=True), ""
+    except (RuntimeError, OSError) as e:  # LibsndfileError is a RuntimeError
+        msg = getattr(e, "error_string", "") or str(e)
+        return None, _first_line(msg.split(": ", 1)[-1] if "Error opening" in msg else msg)
+
+
+def _truncation(info: sf._SoundFileInfo, path: Path) -> None:
+    """Refuse an uncompressed file shorter than its header declares; warn about an Ogg file
+    without an end-of-stream mark."""
+    log = info.extra_info or ""
+    sizes = sorted(_SIZE_LINE.findall(log), key=lambda m: m[0] in ("RIFF", "riff", "FORM"))
+    for _, declared, present in sizes[:1]:  # the data chunk's when the log has it
+        declared, present = int(declared), int(present)
+        if declared < _PLACEHOLDER_SIZE and declared - present > 64:
+            have = info.frames / info.samplerate
+            raise ValueError(
+                f"truncated: its header declares {declared} bytes of audio but the file holds "
+                f"{present} (about {have:.2f} of {have * declared / max(present, 1):.2f} s; "
+                "e.g. an interrupted copy): copy it again, or rewrite its header to decode "
+                "what is there (e.g. sox IN OUT)")
+    if "lacks an end-of-stream bit" in log:
+        logger.warning("%s: the Ogg stream has no end-of-stream mark (truncated?); decoding "
+                       "the %.2f s it holds", shown_path(path), info.frames / info.samplerate)
+
+
+def _ffprobe(path: Path) -> tuple[int, int, float | None, float | None]:
+    """``(sampling rate, channels, stream duration, container duration)`` of the first audio
+    stream; a duration is ``None`` where ffprobe has none (a raw ADTS / MP3 stream's container
+    duration is only an estimate from its bit rate)."""
+    cmd = ["ffprobe", "-v", "error", "-select_streams", "a:0", "-show_entries",
+           "stream=sample_rate,channels,duration:format=duration", "-of", "json", str(path)]
+    out = subprocess.run(cmd, capture_output=True, timeout=_PROBE_TIMEOUT_S)
+    if out.returncode != 0:
+        raise ValueError(_first_line(out.stderr.decode("utf-8", "replace")
+                                     .replace(str(path) + ": ", "")) or "ffprobe failed")
+    info = json.loads(out.stdout or b"{}")
+    streams = info.get("streams") or []
+    if not streams:
+        raise ValueError("no audio stream")
+
+    def seconds(value: object) -> float | None:
+        return float(value) if value not in (None, "N/A") else None
+
+    stream = streams[0]
+    return (int(stream["sample_rate"]), int(stream["channels"]), seconds(stream.get("duration")),
+            seconds((info.get("format") or {}).get("duration")))
+
+
+def _ffmpeg_command(path: Path, num_samples: int | None = None, seconds: float | None = None
+                    ) -> str:
+    """The shell command decoding ``path`` to a mono float32 WAV on stdout (exactly
+    ``num_samples`` samples when given; at most ``seconds`` when given)."""
+    cmd = f"ffmpeg -nostdin -v error -i {shlex.quote(str(path))} -map 0:a:0 -ac 1"
+    if num_samples is not None:
+        cmd += f" -af apad=whole_len={num_samples},atrim=end_sample={num_samples}"
+    if seconds is not None:
+        cmd += f" -t {seconds:.3f}"
+    return cmd + " -c:a pcm_f32le -f wav -"
+
+
+def _count_samples(path: Path, seconds: float) -> int:
+    """Mono samples ffmpeg decodes from ``path`` within ``seconds`` (read in chunks; nothing
+    kept)."""
+    cmd = _ffmpeg_command(path, seconds=seconds).replace("-f wav", "-f f32le")
+    proc = subprocess.Popen(cmd, shell=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    total = 0
+    assert proc.stdout is not None
+    for chunk in iter(lambda: proc.stdout.read(1 << 20), b""):
+        total += len(chunk)
+    proc.wait()
+    return total // 4
+
+
+def _ffmpeg_recording(path: Path, recording_id: str, limits: AudioLimits) -> Recording:
+    """A recording read through the ``ffmpeg`` command (mono), its length from the stream's
+    duration, else counted by decoding (at most the longest length ``limits`` allow)."""
+    rate, channels, duration, estimate = _ffprobe(path)
+    limits.check(rate, channels, duration or estimate or 0.0)
+    if duration is not None:
+        num_samples = round(duration * rate)
+    else:
+        cap = limits.max_audio_mb * 2**20 / 4 / rate / channels
+        cap = min(cap, limits.max_duration) if limits.max_duration is not None else cap
+        num_samples = _count_samples(path, cap + 1.0)
+        limits.check(rate, channels, num_samples / rate)
+    if num_samples == 0:
+        raise ValueError("ffmpeg decodes no samples from it")
+    source = AudioSource(type="command", channels=[0],
+                         source=_ffmpeg_command(path, num_samples=num_samples))
+    return Recording(id=recording_id, sources=[source], sampling_rate=rate,
+                     num_samples=num_samples, duration=num_samples / rate)
+
+
+def _piped_recording(info: sf._SoundFileInfo, path: Path, recording_id: str) -> Recording:
+    """A recording of a file whose name is not UTF-8, which soundfile cannot open by name:
+    read through ``cat`` (lhotse's ``command`` source), its header from ``info``."""
+    source = AudioSource(type="command", channels=list(range(info.channels)),
+                         source=f"cat -- {shlex.quote(str(path))}")
+    return Recording(id=recording_id, sources=[source], sampling_rate=info.samplerate,
+                     num_samples=info.frames, duration=info.frames / info.samplerate)
+
+
+def probe_recording(path: str | Path, recording_id: str, limits: AudioLimits = AudioLimits()  # noqa: B008
+                    ) -> Recording:
+    """A lhotse ``Recording`` of an audio file from its header alone, checked against
+    ``limits`` (see the module docstring): soundfile, then lhotse's other backends, then the
+    ``ffmpeg`` command.
+
+    Raises:
+      ValueError: one line (without the path) saying why the file cannot be used and what
+        to do: empty, unreadable, not audio any reader knows, truncated, or outside
+        ``limits``.
+    """
+    path = Path(path)
+    with open(path, "rb") as f:  # a missing or unreadable file: OSError with its reason
+        if not f.read(1):
+            raise ValueError("empty file (0 bytes)")
+    info, sf_error = _soundfile_info(path)
+    if info is not None:
+        _truncation(info, path)
+    try:
+        if info is not None and shown_path(path) != str(path):  # a name that is not UTF-8
+            return _checked(_piped_recording(info, path, recording_id), limits)
+        rec = Recording.from_file(path, recording_id=recording_id)
+    except (AudioLoadingError, RuntimeError, OSError, ValueError, EOFError) as e:
+        if not ffmpeg_available():
+            raise ValueError(f"not audio that soundfile can read ({sf_error or e}); install "
+                             "ffmpeg (e.g. apt-get install ffmpeg) to read more formats"
+                             ) from None
+        try:
+            rec = _ffmpeg_recording(path, recording_id, limits)
+        except (ValueError, KeyError, OSError, subprocess.SubprocessError) as fe:
+            raise ValueError(f"not audio that soundfile or ffmpeg can read (soundfile: "
+                             f"{sf_error or 'cannot read it'}; ffmpeg: {fe})") from None
+    return _checked(rec, limits)
+
+
+def _checked(rec: Recording, limits: AudioLimits) -> Recording:
+    limits.check(rec.sampling_rate, rec.num_channels, rec.duration)
+    return rec
+
+
+def _relative_hint(path: str | Path) -> str:
+    """For a relative path: from where it was looked for."""
+    if os.path.isabs(path):
+        return ""
+    return f" (a relative path: looked for from the current directory {shown_path(os.getcwd())})"
+
+
+def _recordings(cut: Cut) -> Iterator[Recording]:
+    if isinstance(cut, MixedCut):
+        for track in cut.tracks:
+            yield from _recordings(track.cut)
+    elif getattr(cut, "recording", None) is not None:
+        yield cut.recording
+
+
+def _mono(cut: Cut) -> Cut:
+    """A one-channel cut of ``cut``: itself, or the average of its channels."""
+    if not isinstance(cut, MultiCut):
+        return cut
+    channels = cut.to_mono(mono_downmix=False)
+    scale = 1.0 / len(channels)
+    return MixedCut(id=cut.id, tracks=[
+        MixTrack(cut=c.perturb_volume(scale, affix_id=False)) for c in channels])
+
+
+def cut_features(cut: Cut, extractor: FeatureExtractor, writer: FeaturesWriter,
+                 limits: AudioLimits = AudioLimits()) -> Cut:  # noqa: B008
+    """``cut`` with features (float32 ``[num_frames, num_features]``) computed by
+    ``extractor`` from its audio and stored by ``writer``: the recording checked against
+    ``limits`` first, resampled (lazily, by lhotse) to the extractor's rate, its channels
+    averaged into one.
+
+    Returns:
+      a ``MonoCut`` with the cut's id, duration and supervisions (and its recording, for a
+      one-channel cut of one recording).
+
+    Raises:
+      ValueError: outside ``limits``, shorter than a feature frame, or NaN / infinite
+        samples (one line, without the path); what lhotse raises for audio it cannot read
+        (:data:`AUDIO_READ_ERRORS`).
+    """
+    for rec in _recordings(cut):
+        limits.check(rec.sampling_rate, rec.num_channels, cut.duration)
+        for src in rec.sources:
+            if src.type == "file" and not os.path.isfile(src.source):
+                raise ValueError(f"its audio file {shown_path(src.source)} does not exist"
+                                 + _relative_hint(src.source))
+    rate = int(extractor.config.sampling_rate)
+    frame = float(extractor.config.frame_length)
+    if cut.duration < frame:
+        samples = round(cut.duration * cut.sampling_rate)
+        raise ValueError(f"too short: {samples} samples ({cut.duration:g} s), less than one "
+                         f"{frame:g} s feature frame")
+    mono = _mono(cut.resample(rate) if cut.sampling_rate != rate else cut)
+    samples = np.atleast_2d(mono.load_audio())
+    bad = int(np.count_nonzero(~np.isfinite(samples)))
+    if bad:
+        raise ValueError(f"{bad} of {samples.size} samples are NaN or infinite (a float file "
+                         "written from broken data?); fix or remove the file")
+    start = mono.start if isinstance(mono, MonoCut) else 0.0
+    feats = extractor.extract_from_samples_and_store(samples, writer, rate, offset=start,
+                                                     channel=0)
+    if isinstance(mono, MonoCut) and isinstance(cut, MonoCut):
+        return fastcopy(mono, features=fastcopy(feats, recording_id=mono.recording_id))
+    rec_id = next((r.id for r in _recordings(cut)), None)
+    return MonoCut(id=cut.id, start=0.0, duration=feats.duration, channel=0,
+                   supervisions=list(cut.supervisions),
+                   features=fastcopy(feats, recording_id=rec_id))
