@@ -24,6 +24,7 @@ from .registry import (
     override_config,
     register,
 )
+from .streaming import StreamingSearch
 
 __all__ = [
     "ICEFALL_NBEST_ILME_SCALE",
@@ -36,6 +37,7 @@ __all__ = [
     "MethodResult",
     "Resources",
     "Setting",
+    "StreamingSearch",
     "TransducerInputs",
     "config_field_path",
     "get_method",

@@ -256,6 +256,10 @@ class Setting:
 
 SettingsFn = Callable[[Any], list[Setting]]
 
+#: ``(transducer, resources, config, device) -> StreamingSearch`` (see
+#: :mod:`k2dec.methods.streaming`).
+StreamingFn = Callable[[Any, "Resources", Any, torch.device], Any]
+
 
 @dataclass(frozen=True)
 class Method:
@@ -272,6 +276,9 @@ class Method:
         by scales: n-best / lattice rescoring), the :class:`Setting` list of a config: the
         configured scales first, then, with ``sweep=True``, every other point of the
         config's scale grids, in the order the method returns its results.
+      streaming: for methods that also decode chunk by chunk, ``(transducer, resources,
+        config, device) -> StreamingSearch`` (:mod:`k2dec.methods.streaming`): the method's
+        search fed encoder frames as they come; ``None`` for the others.
     """
 
     name: str
@@ -283,6 +290,7 @@ class Method:
     needs_references: bool = False
     settings_fn: SettingsFn | None = None
     hotwords: bool = False
+    streaming: StreamingFn | None = None
 
     def default_config(self) -> Any:
         return self.config_cls()
@@ -324,12 +332,13 @@ _REGISTRY: dict[str, Method] = {}
 def register(
     name: str, family: Family, config_cls: type, requires: tuple[str, ...] = (),
     needs_references: bool = False, settings: SettingsFn | None = None,
-    hotwords: bool = False,
+    hotwords: bool = False, streaming: StreamingFn | None = None,
 ) -> Callable[[RunFn], RunFn]:
     """Decorator adding a method to the registry (its docstring's first paragraph describes it;
     ``needs_references`` marks oracle methods; ``settings`` lists the scale settings of a
     sweeping method, see :attr:`Method.settings_fn`; ``hotwords`` marks methods that bias
-    towards hotwords, whose config then needs a ``hotwords_score``)."""
+    towards hotwords, whose config then needs a ``hotwords_score``; ``streaming`` builds its
+    chunk-by-chunk search, see :attr:`Method.streaming`)."""
     if not is_dataclass(config_cls) or not config_cls.__dataclass_params__.frozen:
         raise TypeError(f"{config_cls!r} must be a frozen dataclass")
     if settings is not None and "sweep" not in {f.name for f in fields(config_cls)}:
@@ -347,7 +356,7 @@ def register(
             raise ValueError(f"method {name!r} is registered twice")
         doc = " ".join((fn.__doc__ or "").strip().split("\n\n")[0].split())
         _REGISTRY[name] = Method(name, family, config_cls, fn, requires, doc, needs_references,
-                                 settings, hotwords)
+                                 settings, hotwords, streaming)
         return fn
 
     return deco
