@@ -1,5 +1,7 @@
 """Named decoding methods (icefall's names) composing search, n-best and rescoring.
 
+Use::
+
     from k2dec.methods import get_method, Resources, TransducerInputs
     method = get_method("fast_beam_search_nbest_LG")
     results = method(TransducerInputs(model, encoder_out, encoder_out_lens),
