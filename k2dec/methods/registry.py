@@ -9,6 +9,7 @@ on method-name strings elsewhere.
 from __future__ import annotations
 
 import enum
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import k2
 import torch
 
+from ..deprecation import renamed_parameters
 from ..hypothesis import HypothesisRecord
 
 __all__ = [
@@ -195,7 +197,9 @@ class CtcInputs:
     """A batch for CTC/HMM methods.
 
     Attributes:
-      log_probs: float32 ``[N, T, V]``; lengths: int ``[N]``.
+      log_probs: float32 ``[N, T, V]``.
+      log_probs_lens: int ``[N]`` valid frames of ``log_probs`` (after subsampling: the
+        model's ``encoder_out_lens``); formerly ``lengths``, still accepted (deprecated).
       ref_words: reference word ids per utterance (oracle methods only).
       memory, memory_lens: encoder output for attention-decoder rescoring.
       lattices: a :class:`k2dec.lattice.LatticeCache` the lattice methods search through
@@ -204,7 +208,7 @@ class CtcInputs:
     """
 
     log_probs: torch.Tensor
-    lengths: torch.Tensor
+    log_probs_lens: torch.Tensor
     ref_words: list[list[int]] | None = None
     memory: torch.Tensor | None = None
     memory_lens: torch.Tensor | None = None
@@ -217,9 +221,22 @@ class CtcInputs:
         from ..lattice import get_lattice
 
         if self.lattices is None:
-            return get_lattice(self.log_probs, self.lengths, graph, config, subsampling_factor)
-        return self.lattices.get_lattice(self.log_probs, self.lengths, graph, config,
+            return get_lattice(self.log_probs, self.log_probs_lens, graph, config,
+                               subsampling_factor)
+        return self.lattices.get_lattice(self.log_probs, self.log_probs_lens, graph, config,
                                          subsampling_factor)
+
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        """Deprecated name of :attr:`log_probs_lens`."""
+        warnings.warn("CtcInputs.lengths is deprecated: use CtcInputs.log_probs_lens",
+                      DeprecationWarning, stacklevel=2)
+        return self.log_probs_lens
+
+
+CtcInputs.__init__ = renamed_parameters(lengths="log_probs_lens")(  # type: ignore[method-assign]
+    CtcInputs.__init__)
 
 
 @dataclass
