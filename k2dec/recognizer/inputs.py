@@ -6,6 +6,7 @@
 - a waveform: a 1-D float numpy array or torch tensor of samples in ``[-1, 1]`` (or one
   channel as ``[1, S]`` / ``[S, 1]``), with the ``sample_rate`` of the call; resampled with
   lhotse's resampler when the model has another rate;
+- a lhotse ``Recording`` (decoded whole, as a cut of it);
 - a lhotse ``Cut`` (or a ``CutSet`` as the whole input): its features when it has them
   (they must be the model's: same dimension and frame shift), else its audio, as above. A cut
   with several supervisions is one utterance per supervision (:func:`k2dec.data.utterance_cuts`).
@@ -43,7 +44,7 @@ __all__ = ["AudioInput", "PreparedInput", "prepare_inputs", "waveform_samples"]
 logger = logging.getLogger(__name__)
 
 #: One input of :meth:`k2dec.Recognizer.decode`.
-AudioInput = str | os.PathLike | np.ndarray | torch.Tensor | Cut
+AudioInput = str | os.PathLike | np.ndarray | torch.Tensor | Recording | Cut
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class PreparedInput:
 def _items(inputs: Any) -> list[Any]:
     if isinstance(inputs, CutSet):
         return list(inputs)
-    if isinstance(inputs, str | os.PathLike | np.ndarray | torch.Tensor | Cut):
+    if isinstance(inputs, str | os.PathLike | np.ndarray | torch.Tensor | Recording | Cut):
         return [inputs]
     if isinstance(inputs, Sequence):
         return list(inputs)
@@ -193,7 +194,9 @@ def _cut_inputs(cut: Cut, config: FeatureConfig, max_duration: float) -> list[Pr
 def prepare_inputs(inputs: Any, sample_rate: Any, config: FeatureConfig,
                    max_duration: float) -> list[PreparedInput]:
     """The utterances of ``inputs`` (see the module docstring), in order: a file's result id
-    is its path as given, a waveform's its position in ``inputs``, a cut's its utterance ids.
+    is its path as given, a waveform's its position in ``inputs``, a recording's its id, a
+    cut's its utterance ids. ``sample_rate`` is that of the waveforms (files, recordings and
+    cuts carry their own).
 
     Raises:
       TypeError, ValueError: naming the input: an unknown input type, a missing or unreadable
@@ -217,9 +220,11 @@ def prepare_inputs(inputs: Any, sample_rate: Any, config: FeatureConfig,
             samples = waveform_samples(x, f"inputs[{i}]")
             done = _features_cut(cut_id, samples, rate, config, max_duration)
             out.append(PreparedInput(str(i), done.cut, done.error))
-        elif isinstance(x, Cut):
-            out += _cut_inputs(x, config, max_duration)
+        elif isinstance(x, Recording | Cut):
+            cut = x.to_cut() if isinstance(x, Recording) else x
+            out += _cut_inputs(cut, config, max_duration)
         else:
             raise TypeError(f"inputs[{i}]: expected an audio file path, a waveform (numpy "
-                            f"array or torch tensor) or a lhotse Cut, got {type(x).__name__}")
+                            f"array or torch tensor), a lhotse Recording or Cut, got "
+                            f"{type(x).__name__}")
     return out

@@ -179,6 +179,10 @@ class Recognizer:
                           max_duration=self.decode_config.max_duration,
                           batch_encoder=self.decode_config.batch_encoder)
 
+    def __repr__(self) -> str:
+        return (f"Recognizer(method={self.method!r}, model={self.model.describe()!r}, "
+                f"max_duration={self.decode_config.max_duration:g})")
+
     @property
     def method(self) -> str:
         """The method's name."""
@@ -200,16 +204,18 @@ class Recognizer:
         Args:
           inputs: one input or a list of them, or a lhotse ``CutSet``: audio file paths,
             float waveforms (1-D numpy arrays or torch tensors, samples in ``[-1, 1]``), lhotse
-            cuts (with features, or with audio).
-          sample_rate: the sample rate (Hz, an int) of the waveforms; any rate is resampled
-            to the model's.
+            recordings, lhotse cuts (with features, or with audio).
+          sample_rate: the sample rate (Hz, an int) of the waveforms (files, recordings and
+            cuts carry their own); any rate is resampled to the model's.
 
         Returns:
           one :class:`~k2dec.recognizer.RecognitionResult` per file and waveform, and per
           utterance of each cut, in the order of ``inputs``. Utterances are batched (at most
           ``max_duration`` seconds per batch) and each goes through the network alone, so a
           result does not depend on the other inputs. A recording that cannot be decoded
-          (too long, too short, an empty lattice) has ``error`` set and no words.
+          (too long, too short, an empty lattice) has ``error`` set and no words. The
+          features of all inputs of one call are held in memory (32 KB per second of audio
+          at 80 bins, 100 frames per second): decode very long lists in parts.
 
         Raises:
           TypeError, ValueError: a malformed input, named, before anything is decoded.

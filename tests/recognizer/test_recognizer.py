@@ -58,9 +58,11 @@ def test_files_give_text_tokens_times_and_confidences(rec, by_file):
         assert [w.word for w in r.timed_words] == list(r.words)
         assert all(0.0 <= c <= 1.0 for c in r.confidences)
     assert rec.model.vocab_size == 256 and rec.method == "greedy_search"
+    assert repr(rec).startswith("Recognizer(method='greedy_search', model='k2dec model: ")
 
 
-@pytest.mark.parametrize("kind", ["numpy", "numpy [1, S]", "torch", "cut", "cutset"])
+@pytest.mark.parametrize("kind", ["numpy", "numpy [1, S]", "torch", "recording", "cut",
+                                  "cutset"])
 def test_every_input_kind_gives_the_file_result(rec, by_file, kind):
     waves = [sf.read(f, dtype="float32")[0] for f in FILES]
     if kind == "numpy":
@@ -69,6 +71,10 @@ def test_every_input_kind_gives_the_file_result(rec, by_file, kind):
         out = rec.decode([w[None] for w in waves], sample_rate=np.int64(16000))
     elif kind == "torch":
         out = rec.decode([torch.from_numpy(w) for w in waves], sample_rate=16000)
+    elif kind == "recording":
+        recordings = [Recording.from_file(f) for f in FILES]
+        out = rec.decode(recordings)
+        assert [r.id for r in out] == [r.id for r in recordings]
     else:
         cuts = [Recording.from_file(f).to_cut() for f in FILES]
         out = rec.decode(CutSet.from_cuts(cuts) if kind == "cutset" else cuts)
