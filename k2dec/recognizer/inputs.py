@@ -20,6 +20,7 @@ than one feature frame becomes a failed result with the reason, as in a decode j
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Sequence
@@ -111,6 +112,12 @@ def waveform_samples(x: Any, where: str) -> np.ndarray:
     return x.astype(np.float32, copy=False)
 
 
+@functools.lru_cache(maxsize=4)
+def _extractor(config: FeatureConfig) -> Any:
+    """The lhotse extractor of a feature config (built once: its filterbank is a module)."""
+    return config.extractor()
+
+
 def _too_long(cut_id: str, duration: float, max_duration: float) -> PreparedInput | None:
     """The failure of a recording longer than a batch (its memory grows with the square of
     its length), as a decode job records it; ``None`` if it is not."""
@@ -135,7 +142,7 @@ def _features_cut(cut_id: str, samples: np.ndarray, rate: int, config: FeatureCo
     if samples.size < config.frame_length * target:
         return PreparedInput(cut_id, None, f"too short: {samples.size} samples at {target} "
                              f"Hz, less than one {config.frame_length:g} s feature frame")
-    feats = config.extractor().extract(samples, target)
+    feats = _extractor(config).extract(samples, target)
     features = Features(
         type="kaldi-fbank", num_frames=feats.shape[0], num_features=feats.shape[1],
         frame_shift=config.frame_shift, sampling_rate=target, start=0.0,
