@@ -7,7 +7,7 @@ STAMP := $(VENV)/.k2dec-installed
 PY := $(VENV)/bin/python
 export K2DEC_PYTHON
 
-.PHONY: demo test lint venv clean-venv
+.PHONY: demo test lint venv clean-venv docs
 
 venv: $(STAMP)
 
@@ -26,6 +26,12 @@ test: lint
 
 clean-venv:
 	rm -rf $(VENV)
+
+# The API reference from the docstrings (Sphinx: autodoc + napoleon), warnings as errors, into
+# exp/docs/html/ (tests/test_docs.py builds it the same way).
+docs: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -q -b html docs/api exp/docs/html
+	@echo "API reference: exp/docs/html/index.html"
 
 # `make bench` (BENCHMARKS.md + docs/bench/*.png; `make bench BENCH_ARGS=--quick` for a short
 # run under exp/bench-quick/). Peer decoders are installed once into the venv; a failed install

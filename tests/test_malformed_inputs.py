@@ -209,9 +209,9 @@ def cases(d: Path) -> list[tuple[str, str, str, Callable[[], object]]]:
     add("tensor", "2-D log_probs", "log_probs", lambda: get_lattice(lp[0], lens, HLG))
     add("tensor", "float64 log_probs", "log_probs",
         lambda: get_lattice(lp.double(), lens, HLG))
-    add("tensor", "lengths beyond T", "lengths",
+    add("tensor", "lengths beyond T", "log_probs_lens",
         lambda: get_lattice(lp, torch.tensor([7, 4]), HLG))
-    add("tensor", "float lengths", "lengths", lambda: get_lattice(lp, lens.float(), HLG))
+    add("tensor", "float lengths", "log_probs_lens", lambda: get_lattice(lp, lens.float(), HLG))
     add("tensor", "graph for more tokens than log_probs", "log_probs",
         lambda: get_lattice(lp[:, :, :3].contiguous(), lens, HLG))
     lattice = get_lattice(lp, lens, HLG, LatticeConfig()).lattice

@@ -101,6 +101,19 @@ class FeatureConfig:
     def frames_per_second(self) -> float:
         return 1.0 / self.frame_shift
 
+    def num_frames(self, num_samples: int) -> int:
+        """Feature frames of ``num_samples`` samples at :attr:`sampling_rate` (what lhotse's
+        and Kaldi's fbank give): ``(num_samples + shift // 2) // shift`` with ``snip_edges``
+        False, ``1 + (num_samples - window) // shift`` (at least 0) with it True, where
+        ``shift`` and ``window`` are :attr:`frame_shift` and :attr:`frame_length` in samples."""
+        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 0:
+            raise ValueError(f"num_samples must be an int >= 0, got {num_samples!r}")
+        shift = int(self.frame_shift * self.sampling_rate)
+        window = int(self.frame_length * self.sampling_rate)
+        if self.snip_edges:
+            return 0 if num_samples < window else 1 + (num_samples - window) // shift
+        return (num_samples + shift // 2) // shift
+
     def lhotse_config(self) -> FbankConfig:
         """The same settings as lhotse's :class:`lhotse.FbankConfig` (what k2dec extracts with)."""
         return FbankConfig(

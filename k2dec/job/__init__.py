@@ -5,6 +5,8 @@
 - :mod:`~k2dec.job.cutset`: one method over one test set -> resumable JSONL results and icefall
   result files (:func:`decode_cuts`: one utterance per supervision, every one recorded, the out
   dir locked; :func:`check_cuts` refuses repeated utterance ids up front);
+- :mod:`~k2dec.job.inmemory`: one method over cuts in memory, with the job's batches and
+  network pass but no files (:func:`decode_utterances`; behind :class:`k2dec.Recognizer`);
 - :mod:`~k2dec.job.assets`: the model, lang dir, graphs and LMs (:func:`load_assets`);
 - :mod:`~k2dec.job.settings`: settings files (``--set`` assignments per method) that
   ``k2dec decode --config`` reads;
@@ -33,6 +35,7 @@ from .driver import (
     run_decode,
     split_available,
 )
+from .inmemory import DecodedUtterance, decode_utterances
 from .settings import DecodeSettings, read_settings, write_settings
 from .tune import TuneResult, parse_grid, tune_methods, tuned_settings
 
@@ -42,12 +45,14 @@ __all__ = [
     "DecodeConfig",
     "DecodeSettings",
     "DecodeSummary",
+    "DecodedUtterance",
     "MethodRun",
     "TuneResult",
     "check_cuts",
     "check_references",
     "check_resources",
     "decode_cuts",
+    "decode_utterances",
     "dist_info",
     "load_assets",
     "method_table",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import k2
 import torch
 
+from k2dec.deprecation import renamed_parameters
 from k2dec.lattice.dense import make_dense_fsa_vec
 from k2dec.paths import ctc_token_spans
 from k2dec.ragged import ragged_select
@@ -39,9 +40,10 @@ class CtcAlignment:
     score: torch.Tensor
 
 
+@renamed_parameters(lengths="log_probs_lens")
 def ctc_forced_alignment(
     log_probs: torch.Tensor,
-    lengths: torch.Tensor,
+    log_probs_lens: torch.Tensor,
     tokens: k2.RaggedTensor | Sequence[Sequence[int]],
     subsampling_factor: int = 1,
     allow_truncate: int = 0,
@@ -50,12 +52,12 @@ def ctc_forced_alignment(
 
     Args:
       log_probs: float32 ``(N, T, V)`` CTC log-probs (blank = 0).
-      lengths: integer ``(N,)`` frames before subsampling (see
+      log_probs_lens: integer ``(N,)`` valid frames of ``log_probs`` (see
         :func:`~k2dec.lattice.dense.make_dense_fsa_vec`).
       tokens: ``N`` sequences of token ids in ``[1, V)`` (lists or int32 ragged
         ``[utt][token]``).
     """
-    dense = make_dense_fsa_vec(log_probs, lengths, subsampling_factor, allow_truncate)
+    dense = make_dense_fsa_vec(log_probs, log_probs_lens, subsampling_factor, allow_truncate)
     device = log_probs.device
     n = log_probs.shape[0]
     if isinstance(tokens, k2.RaggedTensor):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import k2
 import torch
 
+from ..deprecation import renamed_parameters
 from .search import LatticeConfig, LatticeResult, get_lattice
 
 __all__ = ["LatticeCache", "lattice_nbytes"]
@@ -89,10 +90,11 @@ class LatticeCache:
         saved, self._saved = self._saved, 0.0
         return saved
 
+    @renamed_parameters(lengths="log_probs_lens")
     def get_lattice(
         self,
         log_probs: torch.Tensor,
-        lengths: torch.Tensor,
+        log_probs_lens: torch.Tensor,
         graph: k2.Fsa,
         config: LatticeConfig = LatticeConfig(),  # noqa: B008 (frozen, immutable)
         subsampling_factor: int = 1,
@@ -100,12 +102,13 @@ class LatticeCache:
     ) -> LatticeResult:
         """What :func:`k2dec.lattice.get_lattice` returns for these arguments (see there for
         shapes and dtypes): a copy of a kept result when ``graph`` (the same object), the
-        settings and the contents of ``log_probs`` and ``lengths`` were searched before."""
+        settings and the contents of ``log_probs`` and ``log_probs_lens`` were searched
+        before."""
         if self.max_bytes == 0:
-            return get_lattice(log_probs, lengths, graph, config, subsampling_factor,
+            return get_lattice(log_probs, log_probs_lens, graph, config, subsampling_factor,
                                allow_truncate)
         key = (id(graph), config, subsampling_factor, allow_truncate, str(log_probs.device),
-               _digest(log_probs, lengths.to(torch.int64)))
+               _digest(log_probs, log_probs_lens.to(torch.int64)))
         entry = self._entries.get(key)
         if entry is not None:
             self.hits += 1
@@ -113,7 +116,7 @@ class LatticeCache:
             return LatticeResult(entry.result.lattice.clone(), entry.result.reports)
         self.misses += 1
         start = time.perf_counter()
-        result = get_lattice(log_probs, lengths, graph, config, subsampling_factor,
+        result = get_lattice(log_probs, log_probs_lens, graph, config, subsampling_factor,
                              allow_truncate)
         seconds = time.perf_counter() - start
         size = lattice_nbytes(result.lattice)

@@ -34,6 +34,7 @@ from k2dec.batch_search import (
     grow_columns,
     num_active_per_frame,
 )
+from k2dec.deprecation import renamed_parameters
 from k2dec.lattice.dense import validate_log_probs
 from k2dec.ragged import exclusive_cumsum
 from k2dec.scorers.base import ScorerSet, WeightedScorer
@@ -115,9 +116,10 @@ class _Prefixes:
         return _Prefixes(*fields, states=scorers.cat([a.states, b.states]))
 
 
+@renamed_parameters(lengths="log_probs_lens")
 def ctc_prefix_beam_search(
     log_probs: torch.Tensor,
-    lengths: torch.Tensor,
+    log_probs_lens: torch.Tensor,
     config: CtcPrefixBeamSearchConfig | None = None,
     scorers: Sequence[WeightedScorer] = (),
 ) -> list[list[PrefixHypothesis]]:
@@ -125,7 +127,8 @@ def ctc_prefix_beam_search(
 
     Args:
       log_probs: float ``[N, T, V]`` CTC log-softmax outputs.
-      lengths: int ``[N]`` valid frames per utterance.
+      log_probs_lens: int ``[N]`` valid frames of ``log_probs`` per utterance (after
+        subsampling; formerly ``lengths``).
       config: options; default ``CtcPrefixBeamSearchConfig()`` (beam 4).
       scorers: weighted :class:`~k2dec.scorers.Scorer` s (neural LM, LODR n-gram, hotwords);
         utterance ``i`` is ``utt=i`` of per-utterance ones.
@@ -137,7 +140,7 @@ def ctc_prefix_beam_search(
     if not isinstance(config, CtcPrefixBeamSearchConfig):
         raise TypeError(
             f"config must be a CtcPrefixBeamSearchConfig, got {type(config).__name__}")
-    num_frames = validate_log_probs(log_probs, lengths)
+    num_frames = validate_log_probs(log_probs, log_probs_lens)
     n, _, vocab = log_probs.shape
     if config.blank_id >= vocab:
         raise ValueError(f"blank_id={config.blank_id} is not below V={vocab}")

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import k2
 import torch
 
+from k2dec.deprecation import renamed_parameters
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -50,19 +52,24 @@ class DenseInput:
         return inv
 
 
+@renamed_parameters(lengths="log_probs_lens")
 def validate_log_probs(
     log_probs: torch.Tensor,
-    lengths: torch.Tensor,
+    log_probs_lens: torch.Tensor,
     subsampling_factor: int = 1,
     allow_truncate: int = 0,
 ) -> torch.Tensor:
-    """Validate network outputs and lengths; return the number of frames per utterance.
+    """Validate network outputs and their lengths; return the number of frames per utterance.
 
     Args:
       log_probs: float32 tensor ``(N, T, V)`` (log-softmax outputs or log-likelihoods).
-      lengths: integer tensor ``(N,)``: valid input frames per utterance, counted before
-        subsampling (``num_frames = lengths // subsampling_factor``).
-      subsampling_factor: ratio between the frame rate of ``lengths`` and of ``log_probs``.
+      log_probs_lens: integer tensor ``(N,)``: valid frames of ``log_probs`` per utterance:
+        network output frames, after the model's subsampling (its ``encoder_out_lens``).
+        With ``subsampling_factor > 1`` they count frames at that many times the rate of
+        ``log_probs`` (icefall's supervision segments count feature frames), and
+        ``num_frames = log_probs_lens // subsampling_factor``. Formerly ``lengths``.
+      subsampling_factor: ratio between the frame rate of ``log_probs_lens`` and that of
+        ``log_probs`` (1: they count frames of ``log_probs``).
       allow_truncate: how many frames ``num_frames`` may exceed ``T`` by; the excess is
         dropped (for models whose subsampling gives slightly fewer frames than ``// factor``).
 
@@ -84,14 +91,16 @@ def validate_log_probs(
     n, t, v = log_probs.shape
     if n == 0 or t == 0 or v == 0:
         raise ValueError(f"log_probs must be non-empty, got shape {tuple(log_probs.shape)}")
-    if not isinstance(lengths, torch.Tensor):
-        raise TypeError(f"lengths must be a torch.Tensor, got {type(lengths).__name__}")
-    if lengths.dtype.is_floating_point or lengths.dtype.is_complex or lengths.dtype == torch.bool:
-        raise TypeError(f"lengths must have an integer dtype, got {lengths.dtype}")
-    if lengths.shape != (n,):
+    if not isinstance(log_probs_lens, torch.Tensor):
+        raise TypeError(f"log_probs_lens must be a torch.Tensor, got "
+                        f"{type(log_probs_lens).__name__}")
+    dtype = log_probs_lens.dtype
+    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+        raise TypeError(f"log_probs_lens must have an integer dtype, got {dtype}")
+    if log_probs_lens.shape != (n,):
         raise ValueError(
-            f"lengths must have shape (N,) = ({n},) to match log_probs, "
-            f"got {tuple(lengths.shape)}"
+            f"log_probs_lens must have shape (N,) = ({n},) to match log_probs, "
+            f"got {tuple(log_probs_lens.shape)}"
         )
     if isinstance(subsampling_factor, bool) or not isinstance(subsampling_factor, int):
         raise TypeError(f"subsampling_factor must be an int, got {subsampling_factor!r}")
@@ -102,13 +111,13 @@ def validate_log_probs(
     if allow_truncate < 0:
         raise ValueError(f"allow_truncate must be >= 0, got {allow_truncate}")
 
-    lengths_cpu = lengths.detach().to("cpu", torch.int64)
+    lengths_cpu = log_probs_lens.detach().to("cpu", torch.int64)
     num_frames = torch.div(lengths_cpu, subsampling_factor, rounding_mode="floor")
     bad = (num_frames < 1).nonzero().flatten()
     if bad.numel() > 0:
         i = int(bad[0])
         raise ValueError(
-            f"lengths[{i}]={int(lengths_cpu[i])} gives {int(num_frames[i])} frames with "
+            f"log_probs_lens[{i}]={int(lengths_cpu[i])} gives {int(num_frames[i])} frames with "
             f"subsampling_factor={subsampling_factor}; every utterance needs at least 1 frame "
             f"(drop empty utterances before decoding)"
         )
@@ -116,7 +125,7 @@ def validate_log_probs(
     if too_long.numel() > 0:
         i = int(too_long[0])
         raise ValueError(
-            f"lengths[{i}]={int(lengths_cpu[i])} gives {int(num_frames[i])} frames but "
+            f"log_probs_lens[{i}]={int(lengths_cpu[i])} gives {int(num_frames[i])} frames but "
             f"log_probs has only T={t} frames (allow_truncate={allow_truncate})"
         )
     num_frames = num_frames.clamp(max=t)
@@ -129,7 +138,7 @@ def validate_log_probs(
     if bool(bad_values.any()):
         i, j = (int(x) for x in bad_values.nonzero()[0])
         raise ValueError(
-            f"log_probs contains NaN or +inf at utterance {i}, frame {j} (within lengths); "
+            f"log_probs contains NaN or +inf at utterance {i}, frame {j} (within log_probs_lens); "
             "-inf is allowed, NaN/+inf are not"
         )
     return num_frames
@@ -158,9 +167,10 @@ def check_vocab(graph: k2.Fsa, vocab_size: int) -> None:
         )
 
 
+@renamed_parameters(lengths="log_probs_lens")
 def make_dense_fsa_vec(
     log_probs: torch.Tensor,
-    lengths: torch.Tensor,
+    log_probs_lens: torch.Tensor,
     subsampling_factor: int = 1,
     allow_truncate: int = 0,
 ) -> DenseInput:
@@ -169,15 +179,16 @@ def make_dense_fsa_vec(
     Args:
       log_probs: float32 tensor ``(N, T, V)``; frames at or beyond an utterance's length are
         ignored. Any device.
-      lengths: integer tensor ``(N,)`` with valid frames per utterance before subsampling.
-      subsampling_factor: frames used are ``lengths // subsampling_factor``.
+      log_probs_lens: integer tensor ``(N,)``: valid frames of ``log_probs`` per utterance
+        (see :func:`validate_log_probs`).
+      subsampling_factor: frames used are ``log_probs_lens // subsampling_factor``.
       allow_truncate: how many frames the subsampled length may exceed ``T`` by (then cut to T).
 
     Returns:
       :class:`DenseInput` with the ``k2.DenseFsaVec`` (utterances sorted by decreasing number of
       frames, stable) and the permutation ``order`` back to the caller's indexes.
     """
-    num_frames = validate_log_probs(log_probs, lengths, subsampling_factor, allow_truncate)
+    num_frames = validate_log_probs(log_probs, log_probs_lens, subsampling_factor, allow_truncate)
     order = torch.sort(num_frames, descending=True, stable=True).indices
     return DenseInput(dense_fsa_vec=dense_rows(log_probs, order, num_frames), order=order,
                       num_frames=num_frames, vocab_size=log_probs.shape[2])

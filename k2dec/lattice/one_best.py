@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import k2
 import torch
 
+from k2dec.deprecation import renamed_parameters
 from k2dec.lattice.dense import validate_log_probs
 from k2dec.lattice.search import (
     LatticeConfig,
@@ -179,9 +180,10 @@ def _assemble(
     return out
 
 
+@renamed_parameters(lengths="log_probs_lens")
 def one_best_decoding(
     log_probs: torch.Tensor,
-    lengths: torch.Tensor,
+    log_probs_lens: torch.Tensor,
     graph: k2.Fsa,
     config: LatticeConfig = LatticeConfig(),  # noqa: B008 (frozen, immutable)
     aux_labels: AuxLabels = AuxLabels.WORDS,
@@ -200,7 +202,9 @@ def one_best_decoding(
     reasons) quote ``config`` unchanged.
 
     Args:
-      log_probs: float32 ``(N, T, V)``; lengths: integer ``(N,)`` (before subsampling).
+      log_probs: float32 ``(N, T, V)``.
+      log_probs_lens: integer ``(N,)`` valid frames of ``log_probs`` (after subsampling; see
+        :func:`~k2dec.lattice.dense.validate_log_probs`).
       graph: decoding graph (see :func:`~k2dec.lattice.search.get_lattice`).
       aux_labels: :attr:`AuxLabels.WORDS` for word-output graphs (HLG), :attr:`AuxLabels.TOKENS`
         for H.
@@ -210,7 +214,7 @@ def one_best_decoding(
       hypothesis with ``status=EMPTY`` and the reason.
     """
     _check_aux_labels(aux_labels)
-    search = search_lattices(log_probs, lengths, graph, config, subsampling_factor,
+    search = search_lattices(log_probs, log_probs_lens, graph, config, subsampling_factor,
                              allow_truncate, output_beam_cap=ONE_BEST_OUTPUT_BEAM)
     paths = search.gather([best_paths(p) for p in search.pieces])
     # shortest_path cached each piece's tropical forward scores: total scores are free
@@ -221,9 +225,10 @@ def one_best_decoding(
     return _hypotheses_from_paths(paths, scores, search.reports, aux_labels, blank_id)
 
 
+@renamed_parameters(lengths="log_probs_lens")
 def ctc_decoding(
     log_probs: torch.Tensor,
-    lengths: torch.Tensor,
+    log_probs_lens: torch.Tensor,
     H: k2.Fsa | None = None,
     config: LatticeConfig = LatticeConfig(),  # noqa: B008 (frozen, immutable)
     modified: bool = False,
@@ -237,18 +242,20 @@ def ctc_decoding(
         when ``None``. Its ``aux_labels`` must be token ids.
     """
     if H is None:
-        validate_log_probs(log_probs, lengths, subsampling_factor, allow_truncate)
+        validate_log_probs(log_probs, log_probs_lens, subsampling_factor, allow_truncate)
         H = k2.arc_sort(
             k2.ctc_topo(log_probs.shape[2] - 1, modified=modified, device=log_probs.device)
         )
     return one_best_decoding(
-        log_probs, lengths, H, config, AuxLabels.TOKENS, subsampling_factor, allow_truncate
+        log_probs, log_probs_lens, H, config, AuxLabels.TOKENS, subsampling_factor,
+        allow_truncate
     )
 
 
+@renamed_parameters(lengths="log_probs_lens")
 def ctc_greedy_search(
     log_probs: torch.Tensor,
-    lengths: torch.Tensor,
+    log_probs_lens: torch.Tensor,
     blank_id: int = 0,
     subsampling_factor: int = 1,
     allow_truncate: int = 0,
@@ -256,14 +263,16 @@ def ctc_greedy_search(
     """Batched CTC greedy search: per-frame argmax, merge repeats, remove blanks.
 
     Args:
-      log_probs: float32 ``(N, T, V)``; lengths: integer ``(N,)`` (before subsampling).
+      log_probs: float32 ``(N, T, V)``.
+      log_probs_lens: integer ``(N,)`` valid frames of ``log_probs`` (after subsampling; see
+        :func:`~k2dec.lattice.dense.validate_log_probs`).
       blank_id: the blank token id.
 
     Returns:
       ``N`` hypotheses; ``score`` is the sum over frames of the best log-prob (the score of the
       greedy path through the standard CTC topology).
     """
-    labels, frames, best, valid = _greedy_labels(log_probs, lengths, blank_id,
+    labels, frames, best, valid = _greedy_labels(log_probs, log_probs_lens, blank_id,
                                                  subsampling_factor, allow_truncate)
     n = log_probs.shape[0]
     scores = torch.where(valid, best.double(), torch.zeros_like(best.double())).sum(dim=1)
@@ -271,9 +280,10 @@ def ctc_greedy_search(
     return _assemble(n, tokens, token_frames, None, None, scores, None)
 
 
+@renamed_parameters(lengths="log_probs_lens")
 def ctc_greedy_token_confidences(
     log_probs: torch.Tensor,
-    lengths: torch.Tensor,
+    log_probs_lens: torch.Tensor,
     blank_id: int = 0,
     subsampling_factor: int = 1,
     allow_truncate: int = 0,
@@ -286,18 +296,19 @@ def ctc_greedy_token_confidences(
       float64 ``k2.RaggedTensor`` ``[utt][token]`` in ``[0, 1]``, aligned with the
       hypotheses' tokens, on ``log_probs``' device.
     """
-    labels, _, best, valid = _greedy_labels(log_probs, lengths, blank_id, subsampling_factor,
-                                            allow_truncate)
+    labels, _, best, valid = _greedy_labels(log_probs, log_probs_lens, blank_id,
+                                            subsampling_factor, allow_truncate)
     return ctc_run_max(labels, best[valid].double().exp().clamp(max=1.0), blank_id)
 
 
-def _greedy_labels(log_probs: torch.Tensor, lengths: torch.Tensor, blank_id: int,
+def _greedy_labels(log_probs: torch.Tensor, log_probs_lens: torch.Tensor, blank_id: int,
                    subsampling_factor: int, allow_truncate: int
                    ) -> tuple[k2.RaggedTensor, k2.RaggedTensor, torch.Tensor, torch.Tensor]:
     """Checked inputs -> the argmax label of every valid frame and its index (int32
     ``[utt][frame]`` each), the best log-prob of every frame ``(N, T)`` and which frames are
     valid (bool ``(N, T)``)."""
-    num_frames = validate_log_probs(log_probs, lengths, subsampling_factor, allow_truncate)
+    num_frames = validate_log_probs(log_probs, log_probs_lens, subsampling_factor,
+                                    allow_truncate)
     if not 0 <= blank_id < log_probs.shape[2]:
         raise ValueError(f"blank_id must be in [0, {log_probs.shape[2]}), got {blank_id}")
     n, t, _ = log_probs.shape

@@ -30,6 +30,7 @@ import k2
 import numpy as np
 import torch
 
+from k2dec.deprecation import renamed_parameters
 from k2dec.lattice.dense import check_vocab, validate_log_probs
 from k2dec.lattice.one_best import AuxLabels, Hypothesis, one_best_decoding
 from k2dec.lattice.search import LatticeConfig, prepare_graph
@@ -178,10 +179,11 @@ class DecodeRunner:
                 initargs=(_graph_to_bytes(self.graph), config, aux_labels, blank_id),
             )
 
+    @renamed_parameters(lengths="log_probs_lens")
     def decode(
         self,
         log_probs: torch.Tensor,
-        lengths: torch.Tensor,
+        log_probs_lens: torch.Tensor,
         subsampling_factor: int = 1,
         allow_truncate: int = 0,
     ) -> list[Hypothesis]:
@@ -189,15 +191,17 @@ class DecodeRunner:
         :func:`~k2dec.lattice.one_best.one_best_decoding` (``log_probs`` on CPU). Adds to
         :attr:`stats`."""
         start = time.perf_counter()
-        hyps, busy = self._decode(log_probs, lengths, subsampling_factor, allow_truncate)
+        hyps, busy = self._decode(log_probs, log_probs_lens, subsampling_factor, allow_truncate)
         self.stats.calls += 1
         self.stats.wall_seconds += time.perf_counter() - start
         self.stats.busy_seconds += busy
         return hyps
 
-    def _decode(self, log_probs: torch.Tensor, lengths: torch.Tensor, subsampling_factor: int,
-                allow_truncate: int) -> tuple[list[Hypothesis], float]:
-        num_frames = validate_log_probs(log_probs, lengths, subsampling_factor, allow_truncate)
+    def _decode(self, log_probs: torch.Tensor, log_probs_lens: torch.Tensor,
+                subsampling_factor: int, allow_truncate: int
+                ) -> tuple[list[Hypothesis], float]:
+        num_frames = validate_log_probs(log_probs, log_probs_lens, subsampling_factor,
+                                        allow_truncate)
         if log_probs.device.type != "cpu":
             raise ValueError(f"log_probs must be on CPU for DecodeRunner, got {log_probs.device}")
         check_vocab(self.graph, log_probs.shape[2])

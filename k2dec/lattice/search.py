@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import k2
 import torch
 
+from k2dec.deprecation import renamed_parameters
 from k2dec.lattice.dense import (
     PrunedFrames,
     check_vocab,
@@ -276,9 +277,10 @@ class PiecewiseLattices:
         return k2.index_fsa(joined, self.index.to(device=joined.device, dtype=torch.int32))
 
 
+@renamed_parameters(lengths="log_probs_lens")
 def get_lattice(
     log_probs: torch.Tensor,
-    lengths: torch.Tensor,
+    log_probs_lens: torch.Tensor,
     graph: k2.Fsa,
     config: LatticeConfig = LatticeConfig(),  # noqa: B008 (frozen, immutable)
     subsampling_factor: int = 1,
@@ -288,7 +290,9 @@ def get_lattice(
 
     Args:
       log_probs: float32 ``(N, T, V)`` network outputs (log-softmax or log-likelihoods).
-      lengths: integer ``(N,)`` valid frames per utterance before subsampling.
+      log_probs_lens: integer ``(N,)`` valid frames of ``log_probs`` per utterance: network
+        output frames, after subsampling (formerly ``lengths``; with ``subsampling_factor >
+        1``, see :func:`~k2dec.lattice.dense.validate_log_probs`).
       graph: decoding graph (H, HL, HLG, HCLG with pdf/token-id labels): a single Fsa or an
         FsaVec of 1 or N graphs, on ``log_probs.device``; labels must be in ``[-1, V)``.
         Not modified (an arc-sorted copy is made when needed).
@@ -302,7 +306,7 @@ def get_lattice(
       :class:`LatticeResult` with the lattice FsaVec in the caller's order and one report per
       utterance.
     """
-    search = search_lattices(log_probs, lengths, graph, config, subsampling_factor,
+    search = search_lattices(log_probs, log_probs_lens, graph, config, subsampling_factor,
                              allow_truncate)
     return LatticeResult(lattice=search.gather(list(search.pieces)), reports=search.reports)
 
@@ -315,9 +319,10 @@ shipped HLG search 20-35% faster than one call for 60 utterances. Every utteranc
 independently, so the result does not depend on the grouping. GPUs get the whole batch at once."""
 
 
+@renamed_parameters(lengths="log_probs_lens")
 def search_lattices(
     log_probs: torch.Tensor,
-    lengths: torch.Tensor,
+    log_probs_lens: torch.Tensor,
     graph: k2.Fsa,
     config: LatticeConfig,
     subsampling_factor: int = 1,
@@ -332,7 +337,7 @@ def search_lattices(
     """
     if not isinstance(config, LatticeConfig):
         raise TypeError(f"config must be a LatticeConfig, got {type(config).__name__}")
-    num_frames = validate_log_probs(log_probs, lengths, subsampling_factor, allow_truncate)
+    num_frames = validate_log_probs(log_probs, log_probs_lens, subsampling_factor, allow_truncate)
     check_vocab(graph, log_probs.shape[2])
     graph = prepare_graph(graph, log_probs.shape[0], log_probs.device)
     search = _GroupedSearch(log_probs, num_frames, graph, config, output_beam_cap)

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import k2
 import torch
 
+from k2dec.deprecation import renamed_parameters
 from k2dec.lattice.dense import check_vocab, dense_rows, validate_log_probs
 from k2dec.lattice.one_best import AuxLabels, Hypothesis, hypotheses_from_lattice
 from k2dec.lattice.search import (
@@ -130,24 +131,26 @@ class StreamingDecoder:
             )
         return self._intersecters[num_streams]
 
+    @renamed_parameters(lengths="log_probs_lens")
     def decode_chunk(
         self,
         streams: list[Stream],
         log_probs: torch.Tensor,
-        lengths: torch.Tensor,
+        log_probs_lens: torch.Tensor,
         last: list[bool] | None = None,
     ) -> list[Hypothesis]:
         """Advance ``streams`` by one chunk each and return their 1best hypotheses: partial
         ones, and final ones for rows with ``last[i]`` (arguments as in
         :meth:`decode_chunk_lattice`)."""
-        result = self.decode_chunk_lattice(streams, log_probs, lengths, last)
+        result = self.decode_chunk_lattice(streams, log_probs, log_probs_lens, last)
         return hypotheses_from_lattice(result, aux_labels=self.aux_labels, blank_id=self.blank_id)
 
+    @renamed_parameters(lengths="log_probs_lens")
     def decode_chunk_lattice(
         self,
         streams: list[Stream],
         log_probs: torch.Tensor,
-        lengths: torch.Tensor,
+        log_probs_lens: torch.Tensor,
         last: list[bool] | None = None,
     ) -> LatticeResult:
         """Advance ``streams`` by one chunk each and return their lattices so far.
@@ -156,7 +159,7 @@ class StreamingDecoder:
           streams: the streams this chunk belongs to (distinct, not finished),
             ``len(streams) == B``.
           log_probs: float32 ``(B, T_chunk, V)``; row ``i`` continues ``streams[i]``.
-          lengths: integer ``(B,)``: valid frames of each row (``>= 1``).
+          log_probs_lens: integer ``(B,)``: valid frames of each row (``>= 1``).
           last: ``B`` flags; ``True`` marks a stream's last chunk (default: none is last).
 
         Returns:
@@ -165,8 +168,8 @@ class StreamingDecoder:
           Arcs carry the ``chunk_end`` attribute; for the rows marked ``last`` the chunk-end
           arcs have score ``-inf``, so only complete paths of the original graph remain.
         """
-        last = self._check_chunk(streams, log_probs, lengths, last)
-        num_frames = validate_log_probs(log_probs, lengths)
+        last = self._check_chunk(streams, log_probs, log_probs_lens, last)
+        num_frames = validate_log_probs(log_probs, log_probs_lens)
         if log_probs.shape[0] != len(streams):
             raise ValueError(
                 f"log_probs has {log_probs.shape[0]} rows but {len(streams)} streams were given"
@@ -189,7 +192,7 @@ class StreamingDecoder:
         return LatticeResult(lattice=lattice, reports=reports)
 
     def _check_chunk(
-        self, streams: list[Stream], log_probs: torch.Tensor, lengths: torch.Tensor,
+        self, streams: list[Stream], log_probs: torch.Tensor, log_probs_lens: torch.Tensor,
         last: list[bool] | None,
     ) -> list[bool]:
         """Validate the streams of a chunk; return ``last`` (all False when None)."""

@@ -1,5 +1,7 @@
 """Named decoding methods (icefall's names) composing search, n-best and rescoring.
 
+Use::
+
     from k2dec.methods import get_method, Resources, TransducerInputs
     method = get_method("fast_beam_search_nbest_LG")
     results = method(TransducerInputs(model, encoder_out, encoder_out_lens),
@@ -24,6 +26,7 @@ from .registry import (
     override_config,
     register,
 )
+from .streaming import StreamingSearch
 
 __all__ = [
     "ICEFALL_NBEST_ILME_SCALE",
@@ -36,6 +39,7 @@ __all__ = [
     "MethodResult",
     "Resources",
     "Setting",
+    "StreamingSearch",
     "TransducerInputs",
     "config_field_path",
     "get_method",

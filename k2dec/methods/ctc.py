@@ -227,9 +227,9 @@ def hlg_graph(res: Resources, method: str, cfg: CtcConfig, lm_scores: bool = Fal
 def _greedy(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """Per-frame argmax, repeats merged, blanks removed: token ids (each token's confidence:
     its largest frame posterior over its run)."""
-    hyps = ctc_greedy_search(inputs.log_probs, inputs.lengths,
+    hyps = ctc_greedy_search(inputs.log_probs, inputs.log_probs_lens,
                              subsampling_factor=cfg.subsampling_factor)
-    conf = ctc_greedy_token_confidences(inputs.log_probs, inputs.lengths,
+    conf = ctc_greedy_token_confidences(inputs.log_probs, inputs.log_probs_lens,
                                         subsampling_factor=cfg.subsampling_factor)
     records = from_lattice(hyps, words=False, failed=[""] * len(hyps),
                            token_confidences=conf.tolist())
@@ -239,8 +239,9 @@ def _greedy(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
 @register("ctc-decoding", Family.CTC, CtcConfig, requires=("H",))
 def _ctc_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """1best through the CTC topology H: token ids."""
-    hyps = one_best_decoding(inputs.log_probs, inputs.lengths, res.graph("H", "ctc-decoding"),
-                             cfg.lattice, AuxLabels.TOKENS, cfg.subsampling_factor)
+    hyps = one_best_decoding(inputs.log_probs, inputs.log_probs_lens,
+                             res.graph("H", "ctc-decoding"), cfg.lattice, AuxLabels.TOKENS,
+                             cfg.subsampling_factor)
     return [MethodResult("ctc-decoding", from_lattice(hyps, words=False), cfg)]
 
 
@@ -248,7 +249,7 @@ def _ctc_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
 def _one_best(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """1best through HLG (or HCLG): word ids (hotword biasing in the graph when
     Resources.hotword_words are given, as in every HLG method)."""
-    hyps = one_best_decoding(inputs.log_probs, inputs.lengths, hlg_graph(res, "1best", cfg),
+    hyps = one_best_decoding(inputs.log_probs, inputs.log_probs_lens, hlg_graph(res, "1best", cfg),
                              cfg.lattice, AuxLabels.WORDS, cfg.subsampling_factor)
     return [MethodResult("1best", from_lattice(hyps, words=True), cfg)]
 

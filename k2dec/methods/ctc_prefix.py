@@ -127,7 +127,7 @@ def _records(lists: HypothesisLists, hyps, key: str, cfg) -> list[MethodResult]:
 
 
 def _search(inputs: CtcInputs, cfg: CtcPrefixBeamSearchConfig, scorers) -> list:
-    return ctc_prefix_beam_search(inputs.log_probs, inputs.lengths, cfg, scorers)
+    return ctc_prefix_beam_search(inputs.log_probs, inputs.log_probs_lens, cfg, scorers)
 
 
 @register("ctc-prefix-beam-search", Family.CTC, CtcPrefixConfig, hotwords=True)
@@ -191,7 +191,7 @@ def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
     am + s * attention, per s."""
     method = "attention-decoder-rescoring-no-ngram"
     _memory(inputs, res, method)
-    result = get_lattice(inputs.log_probs, inputs.lengths, res.graph("H", method),
+    result = get_lattice(inputs.log_probs, inputs.log_probs_lens, res.graph("H", method),
                          cfg.ctc.lattice, cfg.ctc.subsampling_factor)
     # H's aux_labels are the tokens
     nbest = Nbest.from_config(result.lattice, cfg.nbest, DedupKey.WORDS)

@@ -9,6 +9,7 @@ on method-name strings elsewhere.
 from __future__ import annotations
 
 import enum
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import k2
 import torch
 
+from ..deprecation import renamed_parameters
 from ..hypothesis import HypothesisRecord
 
 __all__ = [
@@ -195,7 +197,9 @@ class CtcInputs:
     """A batch for CTC/HMM methods.
 
     Attributes:
-      log_probs: float32 ``[N, T, V]``; lengths: int ``[N]``.
+      log_probs: float32 ``[N, T, V]``.
+      log_probs_lens: int ``[N]`` valid frames of ``log_probs`` (after subsampling: the
+        model's ``encoder_out_lens``); formerly ``lengths``, still accepted (deprecated).
       ref_words: reference word ids per utterance (oracle methods only).
       memory, memory_lens: encoder output for attention-decoder rescoring.
       lattices: a :class:`k2dec.lattice.LatticeCache` the lattice methods search through
@@ -204,7 +208,7 @@ class CtcInputs:
     """
 
     log_probs: torch.Tensor
-    lengths: torch.Tensor
+    log_probs_lens: torch.Tensor
     ref_words: list[list[int]] | None = None
     memory: torch.Tensor | None = None
     memory_lens: torch.Tensor | None = None
@@ -217,9 +221,22 @@ class CtcInputs:
         from ..lattice import get_lattice
 
         if self.lattices is None:
-            return get_lattice(self.log_probs, self.lengths, graph, config, subsampling_factor)
-        return self.lattices.get_lattice(self.log_probs, self.lengths, graph, config,
+            return get_lattice(self.log_probs, self.log_probs_lens, graph, config,
+                               subsampling_factor)
+        return self.lattices.get_lattice(self.log_probs, self.log_probs_lens, graph, config,
                                          subsampling_factor)
+
+
+    @property
+    def lengths(self) -> torch.Tensor:
+        """Deprecated name of :attr:`log_probs_lens`."""
+        warnings.warn("CtcInputs.lengths is deprecated: use CtcInputs.log_probs_lens",
+                      DeprecationWarning, stacklevel=2)
+        return self.log_probs_lens
+
+
+CtcInputs.__init__ = renamed_parameters(lengths="log_probs_lens")(  # type: ignore[method-assign]
+    CtcInputs.__init__)
 
 
 @dataclass
@@ -256,6 +273,10 @@ class Setting:
 
 SettingsFn = Callable[[Any], list[Setting]]
 
+#: ``(transducer, resources, config, device) -> StreamingSearch`` (see
+#: :mod:`k2dec.methods.streaming`).
+StreamingFn = Callable[[Any, "Resources", Any, torch.device], Any]
+
 
 @dataclass(frozen=True)
 class Method:
@@ -272,6 +293,9 @@ class Method:
         by scales: n-best / lattice rescoring), the :class:`Setting` list of a config: the
         configured scales first, then, with ``sweep=True``, every other point of the
         config's scale grids, in the order the method returns its results.
+      streaming: for methods that also decode chunk by chunk, ``(transducer, resources,
+        config, device) -> StreamingSearch`` (:mod:`k2dec.methods.streaming`): the method's
+        search fed encoder frames as they come; ``None`` for the others.
     """
 
     name: str
@@ -283,6 +307,7 @@ class Method:
     needs_references: bool = False
     settings_fn: SettingsFn | None = None
     hotwords: bool = False
+    streaming: StreamingFn | None = None
 
     def default_config(self) -> Any:
         return self.config_cls()
@@ -324,12 +349,13 @@ _REGISTRY: dict[str, Method] = {}
 def register(
     name: str, family: Family, config_cls: type, requires: tuple[str, ...] = (),
     needs_references: bool = False, settings: SettingsFn | None = None,
-    hotwords: bool = False,
+    hotwords: bool = False, streaming: StreamingFn | None = None,
 ) -> Callable[[RunFn], RunFn]:
     """Decorator adding a method to the registry (its docstring's first paragraph describes it;
     ``needs_references`` marks oracle methods; ``settings`` lists the scale settings of a
     sweeping method, see :attr:`Method.settings_fn`; ``hotwords`` marks methods that bias
-    towards hotwords, whose config then needs a ``hotwords_score``)."""
+    towards hotwords, whose config then needs a ``hotwords_score``; ``streaming`` builds its
+    chunk-by-chunk search, see :attr:`Method.streaming`)."""
     if not is_dataclass(config_cls) or not config_cls.__dataclass_params__.frozen:
         raise TypeError(f"{config_cls!r} must be a frozen dataclass")
     if settings is not None and "sweep" not in {f.name for f in fields(config_cls)}:
@@ -347,7 +373,7 @@ def register(
             raise ValueError(f"method {name!r} is registered twice")
         doc = " ".join((fn.__doc__ or "").strip().split("\n\n")[0].split())
         _REGISTRY[name] = Method(name, family, config_cls, fn, requires, doc, needs_references,
-                                 settings, hotwords)
+                                 settings, hotwords, streaming)
         return fn
 
     return deco

@@ -28,7 +28,9 @@ from ..nbest import (
 )
 from ..sizes import check_int_range
 from ..transducer import (
+    FastBeamSearch,
     FastBeamSearchConfig,
+    GreedySearch,
     GreedySearchConfig,
     fast_beam_search,
     greedy_search,
@@ -45,6 +47,7 @@ from .hotwords import (
 )
 from .records import from_nbest, from_transducer, oracle_records
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
+from .streaming import StreamingSearch
 
 __all__ = [
     "HOTWORDS_SCORE",
@@ -142,7 +145,12 @@ def with_confidences(inputs: TransducerInputs, hyps, temperature: float,
     return from_transducer(hyps, token_confidences=conf.tolist())
 
 
-@register("greedy_search", Family.TRANSDUCER, GreedySearchConfig)
+def _greedy_streaming(model, res: Resources, cfg: GreedySearchConfig,
+                      device: torch.device) -> StreamingSearch:
+    return StreamingSearch(GreedySearch(model, cfg))
+
+
+@register("greedy_search", Family.TRANSDUCER, GreedySearchConfig, streaming=_greedy_streaming)
 def _greedy(inputs: TransducerInputs, res: Resources, cfg: GreedySearchConfig):
     """Greedy search (batched; max_sym_per_frame symbols per frame)."""
     hyps = greedy_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg)
@@ -165,7 +173,15 @@ class FastBeamSearchMethodConfig:
         check_hotwords(self)
 
 
-@register("fast_beam_search", Family.TRANSDUCER, FastBeamSearchMethodConfig, hotwords=True)
+def _fbs_streaming(model, res: Resources, cfg: FastBeamSearchMethodConfig,
+                   device: torch.device) -> StreamingSearch:
+    graph = token_biased_graph(res, None, cfg, int(model.decoder.vocab_size),
+                               int(model.decoder.blank_id), device)
+    return StreamingSearch(FastBeamSearch(model, graph, cfg.search))
+
+
+@register("fast_beam_search", Family.TRANSDUCER, FastBeamSearchMethodConfig, hotwords=True,
+          streaming=_fbs_streaming)
 def _fbs(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMethodConfig):
     """fast_beam_search with the trivial graph (the hotword graph when Resources.hotwords are
     given): one-best tokens."""

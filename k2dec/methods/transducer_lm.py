@@ -35,6 +35,7 @@ from .hotwords import (
 )
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
 from .registry import Family, MethodResult, Resources, TransducerInputs, register
+from .streaming import StreamingSearch
 from .transducer import with_confidences
 
 __all__ = [
@@ -180,8 +181,14 @@ def _mbs(inputs: TransducerInputs, cfg: ModifiedBeamSearchConfig, scorers) -> li
                                 scorers=scorers)
 
 
+def _modified_streaming(model, res: Resources, cfg: ModifiedBeamSearchMethodConfig,
+                        device: torch.device) -> StreamingSearch:
+    scorers = hotword_scorers(res, int(model.decoder.vocab_size), cfg, device)
+    return StreamingSearch(ModifiedBeamSearch(model, cfg.search, scorers=scorers))
+
+
 @register("modified_beam_search", Family.TRANSDUCER, ModifiedBeamSearchMethodConfig,
-          hotwords=True)
+          hotwords=True, streaming=_modified_streaming)
 def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchMethodConfig):
     """Modified beam search (at most one symbol per frame, beam 4); hotword biasing when
     Resources.hotwords are given."""

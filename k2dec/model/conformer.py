@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..deprecation import renamed_parameters
 from ..positional import sinusoidal_positions
 
 __all__ = ["ConformerConfig", "Conv2dSubsampling", "ConformerEncoder", "subsampled_lengths"]
@@ -41,9 +42,10 @@ class ConformerConfig:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
 
-def subsampled_lengths(lengths: torch.Tensor) -> torch.Tensor:
+@renamed_parameters(lengths="feature_lens")
+def subsampled_lengths(feature_lens: torch.Tensor) -> torch.Tensor:
     """Frames after :class:`Conv2dSubsampling`: ``((T - 1) // 2 - 1) // 2``."""
-    return torch.div(torch.div(lengths - 1, 2, rounding_mode="floor") - 1, 2,
+    return torch.div(torch.div(feature_lens - 1, 2, rounding_mode="floor") - 1, 2,
                      rounding_mode="floor")
 
 
@@ -116,8 +118,8 @@ class _ConformerLayer(nn.Module):
 
 
 class ConformerEncoder(nn.Module):
-    """``forward(features [N, T, F], lengths [N]) -> (encoder_out [N, T', d_model], lengths')``
-    with ``T' = ((T - 1) // 2 - 1) // 2``."""
+    """``forward(features [N, T, F], feature_lens [N]) -> (encoder_out [N, T', d_model],
+    encoder_out_lens [N])`` with ``T' = ((T - 1) // 2 - 1) // 2``."""
 
     #: Utterances need this many feature frames to give at least one encoder frame.
     min_input_frames = 7
@@ -135,7 +137,8 @@ class ConformerEncoder(nn.Module):
     def output_dim(self) -> int:
         return self.cfg.d_model
 
-    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor,
+    @renamed_parameters(lengths="feature_lens")
+    def forward(self, x: torch.Tensor, feature_lens: torch.Tensor) -> tuple[torch.Tensor,
                                                                        torch.Tensor]:
         if x.dim() != 3 or x.size(2) != self.cfg.num_features:
             raise ValueError(f"features must be [N, T, {self.cfg.num_features}], got "
@@ -143,7 +146,7 @@ class ConformerEncoder(nn.Module):
         if x.size(1) < 7:
             raise ValueError(f"need at least 7 input frames for 4x subsampling, got {x.size(1)}")
         x = self.subsampling(x)
-        out_lens = subsampled_lengths(lengths.to(x.device)).clamp(min=0, max=x.size(1))
+        out_lens = subsampled_lengths(feature_lens.to(x.device)).clamp(min=0, max=x.size(1))
         x = self.dropout(x * math.sqrt(self.cfg.d_model)
                          + sinusoidal_positions(0, x.size(1), self.cfg.d_model, x.device,
                                                 x.dtype))

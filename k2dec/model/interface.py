@@ -35,6 +35,7 @@ __all__ = [
     "check_features",
     "normalized_log_probs",
     "supported_methods",
+    "token_vocab_size",
 ]
 
 
@@ -111,19 +112,44 @@ class AcousticModel:
 
     Subclasses implement :meth:`_encode` and set or override the attributes below.
 
+    From samples to output frames: audio at ``feature_config.sampling_rate`` Hz gives
+    ``feature_config.num_frames(num_samples)`` feature frames (``feature_lens``, one every
+    ``feature_config.frame_shift`` seconds); :meth:`encode` turns them into about
+    ``feature_lens // subsampling_factor`` network output frames (``encoder_out_lens``, exact
+    counts in :class:`EncoderOutput`), one every :attr:`output_frame_shift` seconds. Every
+    frame index in a :class:`k2dec.hypothesis.HypothesisRecord` counts output frames.
+
     Attributes:
       kind: a short name of the implementation for messages (``"k2dec"``,
         ``"icefall-torchscript"``, ``"onnx"``); decode code must not branch on it.
       feature_config: the features the model was trained on (:class:`FeatureConfig`).
-      subsampling_factor: input frames per output frame (icefall: 4).
+      vocab_size: the number of network outputs ``V`` (token ids ``0 .. V - 1``, blank 0):
+        the last dimension of ``ctc_log_probs`` and of the joiner's logits. Not
+        ``len(tokens)``: a lang dir's ``tokens.txt`` also lists the disambiguation symbols
+        ``#0``, ``#1``, ... of its graphs. ``None`` only for an export that does not say
+        and came without a ``tokens.txt``.
+      subsampling_factor: feature frames per network output frame (icefall: 4).
       min_input_frames: the fewest feature frames that give at least one output frame.
       tokens: the token table found with the model (``tokens.txt`` beside it), else ``None``.
+      streaming_encoder: for a model that encodes audio as it arrives (icefall's causal
+        zipformer TorchScript exports), what drives its encoder chunk by chunk
+        (:class:`k2dec.model.streaming.TorchScriptStreamingEncoder`); ``None`` for models
+        that need the whole utterance.
     """
 
     kind: str = "unknown"
+    streaming_encoder: Any = None
+    vocab_size: int | None = None
     subsampling_factor: int = 4
     min_input_frames: int = 1
     tokens: k2.SymbolTable | None = None
+
+    @property
+    def output_frame_shift(self) -> float:
+        """Seconds between two network output frames: ``subsampling_factor *
+        feature_config.frame_shift`` (0.04 for icefall's models); a hypothesis' frame ``f``
+        starts at ``f * output_frame_shift`` seconds."""
+        return self.subsampling_factor * self.feature_config.frame_shift
 
     @property
     def feature_config(self) -> FeatureConfig:
@@ -195,8 +221,10 @@ class AcousticModel:
     def describe(self) -> str:
         """One line for logs and ``--list-methods``."""
         caps = ", ".join(sorted(f.value for f in self.capabilities)) or "nothing"
-        return (f"{self.kind} model: {caps}; {self.feature_config.num_mel_bins}-bin fbank at "
-                f"{self.feature_config.sampling_rate} Hz, subsampling {self.subsampling_factor}")
+        vocab = f"{self.vocab_size} outputs" if self.vocab_size else "outputs unknown"
+        return (f"{self.kind} model: {caps}; {vocab}; {self.feature_config.num_mel_bins}-bin "
+                f"fbank at {self.feature_config.sampling_rate} Hz, subsampling "
+                f"{self.subsampling_factor}")
 
 
 def supported_methods(model: AcousticModel) -> list[Method]:
@@ -205,3 +233,14 @@ def supported_methods(model: AcousticModel) -> list[Method]:
     from ..methods import list_methods
 
     return [m for m in list_methods() if model.supports(m)]
+
+
+def token_vocab_size(tokens: k2.SymbolTable | None) -> int | None:
+    """The number of network outputs a token table describes: its largest id that is not a
+    disambiguation symbol (``#0``, ``#1``, ...) plus one; ``None`` without a table."""
+    if tokens is None:
+        return None
+    from ..lang.symbols import disambig_ids
+
+    dis = set(disambig_ids(tokens))
+    return max((i for i in tokens.ids if i not in dis), default=-1) + 1

@@ -131,6 +131,11 @@ class JointModel(nn.Module, AcousticModel):
             num_mel_bins=self.cfg.encoder.num_features)
 
     @property
+    def vocab_size(self) -> int:  # type: ignore[override]
+        """Network outputs (``cfg.vocab_size``)."""
+        return self.cfg.vocab_size
+
+    @property
     def min_input_frames(self) -> int:  # type: ignore[override]
         return self.encoder.min_input_frames
 

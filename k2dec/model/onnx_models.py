@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from ..data.features import FeatureConfig
-from .interface import AcousticModel, EncoderOutput, normalized_log_probs
+from .interface import AcousticModel, EncoderOutput, normalized_log_probs, token_vocab_size
 
 __all__ = ["OnnxCtcModel", "OnnxSession", "OnnxTransducerModel", "load_onnx_model"]
 
@@ -274,8 +274,7 @@ class OnnxCtcModel(_OnnxEncoderMixin, AcousticModel):
         self.paths = (Path(path),)
         self.model_type = self.session.metadata.get("model_type", "")
         vocab = self.session.outputs[0][2][-1]
-        self.vocab_size = int(vocab) if isinstance(vocab, int) else (
-            len(tokens) if tokens is not None else 0)
+        self.vocab_size = int(vocab) if isinstance(vocab, int) else token_vocab_size(tokens)
         self.tokens = tokens
         default_sub = 1 if self.model_type == "tdnn" else 4
         self.subsampling_factor = self.session.meta_int("subsampling_factor",

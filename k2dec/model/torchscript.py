@@ -29,7 +29,7 @@ import k2
 import torch
 
 from ..data.features import FeatureConfig
-from .interface import AcousticModel, EncoderOutput, normalized_log_probs
+from .interface import AcousticModel, EncoderOutput, normalized_log_probs, token_vocab_size
 
 __all__ = ["IcefallAttentionDecoder", "IcefallTorchScriptModel"]
 
@@ -158,8 +158,8 @@ class IcefallTorchScriptModel(AcousticModel):
         if self.conformer_ctc:
             self.subsampling_factor = 4
             self.min_input_frames = 7  # ((T - 1) // 2 - 1) // 2 >= 1
-            vocab = int(_member(module, "decoder_num_class") or 0) or (
-                len(tokens) if tokens is not None else 0)
+            vocab = int(_member(module, "decoder_num_class") or 0) or _output_dim(
+                module, "encoder_output_layer", tokens)
             sos = _sos_eos(tokens, vocab)
             self._attention = IcefallAttentionDecoder(module, vocab, sos, sos)
             self.vocab_size = vocab
@@ -173,7 +173,7 @@ class IcefallTorchScriptModel(AcousticModel):
             raise ValueError("the TorchScript module has an encoder but neither a decoder + "
                              "joiner (transducer) nor a ctc_output (CTC) head")
         self.vocab_size = (int(self._decoder.vocab_size) if is_transducer else
-                           (len(tokens) if tokens is not None else 0))
+                           _output_dim(module, "ctc_output", tokens))
         self.subsampling_factor = 4
         self.min_input_frames = 9  # zipformer's Conv2dSubsampling: ((T - 7) // 2 + 1) // 2
         if self.streaming:
@@ -236,6 +236,17 @@ class IcefallTorchScriptModel(AcousticModel):
         memory_lens = (~mask).sum(dim=1).to(torch.int64)
         return EncoderOutput(memory, lens, ctc_log_probs=normalized_log_probs(nnet_output),
                              memory=memory, memory_lens=memory_lens)
+
+
+def _output_dim(module: Any, head: str, tokens: k2.SymbolTable | None) -> int:
+    """The output size of ``module.<head>`` (icefall: ``Sequential(Dropout, Linear(C, V),
+    ...)``: its last parameter is the Linear's bias ``[V]``), else the token table's size
+    without disambiguation symbols, else 0 (unknown)."""
+    layer = _member(module, head)
+    params = list(layer.parameters()) if isinstance(layer, torch.nn.Module) else []
+    if params and params[-1].dim() in (1, 2):
+        return int(params[-1].shape[0])
+    return token_vocab_size(tokens) or 0
 
 
 def _sos_eos(tokens: k2.SymbolTable | None, vocab_size: int) -> int:

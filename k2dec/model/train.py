@@ -235,7 +235,8 @@ def average_checkpoints(paths: list[str | Path]) -> dict[str, torch.Tensor]:
 
 def export_model(model: JointModel, path: str | Path, half: bool = True,
                  extra: dict | None = None) -> Path:
-    """A release file: ``{"model_config", "model" (float16 if ``half``), **extra}``."""
+    """A release file: a dict of ``model_config``, ``model`` (the state dict, float16 if
+    ``half``) and the entries of ``extra``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: (v.half() if half and v.is_floating_point() else v)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
+from k2dec.deprecation import renamed_parameters
 from k2dec.scorers.base import Scorer, check_rows
 
 __all__ = ["CtcPrefixScorer", "CtcPrefixState", "CtcScorer", "CtcScorerState"]
@@ -53,13 +54,15 @@ class CtcPrefixScorer:
 
     Args:
       log_probs: float ``[N, T, V]`` CTC log-softmax output.
-      lens: int ``[N]`` valid frames per utterance, each in ``[1, T]``.
+      log_probs_lens: int ``[N]`` valid frames of ``log_probs`` per utterance (after
+        subsampling), each in ``[1, T]`` (formerly ``lens``).
       blank_id: the CTC blank; it is never a candidate.
       eos_id: the decoder's end-of-sentence id; its score is the full-sequence probability.
     """
 
+    @renamed_parameters(lens="log_probs_lens")
     def __init__(
-        self, log_probs: torch.Tensor, lens: torch.Tensor, blank_id: int, eos_id: int
+        self, log_probs: torch.Tensor, log_probs_lens: torch.Tensor, blank_id: int, eos_id: int
     ) -> None:
         if log_probs.dim() != 3:
             raise ValueError(
@@ -68,10 +71,11 @@ class CtcPrefixScorer:
         if not log_probs.is_floating_point():
             raise TypeError(f"log_probs must be a float tensor, got {log_probs.dtype}")
         n, t, v = log_probs.shape
-        if lens.shape != (n,):
-            raise ValueError(f"lens must have shape ({n},), got {tuple(lens.shape)}")
-        if n > 0 and (int(lens.min()) < 1 or int(lens.max()) > t):
-            raise ValueError(f"lens must be in [1, {t}], got {lens.tolist()}")
+        if log_probs_lens.shape != (n,):
+            raise ValueError(f"log_probs_lens must have shape ({n},), got "
+                             f"{tuple(log_probs_lens.shape)}")
+        if n > 0 and (int(log_probs_lens.min()) < 1 or int(log_probs_lens.max()) > t):
+            raise ValueError(f"log_probs_lens must be in [1, {t}], got {log_probs_lens.tolist()}")
         if not 0 <= blank_id < v:
             raise ValueError(f"blank_id must be in [0, {v}), got {blank_id}")
         if not 0 <= eos_id < v:
@@ -84,11 +88,12 @@ class CtcPrefixScorer:
         self.eos_id = eos_id
         self.vocab_size = v
         device = log_probs.device
-        pad = torch.arange(t, device=device).unsqueeze(0) >= lens.to(device).unsqueeze(1)  # [N, T]
+        frames = torch.arange(t, device=device).unsqueeze(0)
+        pad = frames >= log_probs_lens.to(device).unsqueeze(1)  # [N, T]
         x = log_probs.masked_fill(pad.unsqueeze(2), float("-inf"))
         x[..., blank_id] = x[..., blank_id].masked_fill(pad, 0.0)
         self.x = x.transpose(0, 1).contiguous()  # [T, N, V]
-        self.lens = lens.to(device=device, dtype=torch.int64)
+        self.lens = log_probs_lens.to(device=device, dtype=torch.int64)
 
     def initial_state(self, row_utt: torch.Tensor) -> CtcPrefixState:
         """State of the empty prefix for rows whose utterances are ``row_utt`` (int64 ``[M]``)."""

@@ -43,7 +43,7 @@ def test_runner_equals_single_process():
         assert runner.decode(log_probs, lengths) == expected
         # a second batch reuses the same workers
         assert runner.decode(log_probs[:3], lengths[:3]) == expected[:3]
-        with pytest.raises(ValueError, match=r"lengths\[0\]=0"):
+        with pytest.raises(ValueError, match=r"log_probs_lens\[0\]=0"):
             runner.decode(log_probs[:1], torch.tensor([0]))
         two = runner.stats
     # the failed call counts nothing; the workers' busy time is theirs, not the wall's

@@ -158,7 +158,7 @@ def test_streaming_bad_arguments(device):
         decoder.decode_chunk([Stream(), Stream(), Stream()], lp, torch.tensor([2]))
     with pytest.raises(ValueError, match="log_probs has 1 rows but 2 streams"):
         decoder.decode_chunk([a, Stream()], lp, torch.tensor([2]))
-    with pytest.raises(ValueError, match=r"lengths\[0\]=0"):
+    with pytest.raises(ValueError, match=r"log_probs_lens\[0\]=0"):
         decoder.decode_chunk([a], lp, torch.tensor([0]))
     with pytest.raises(ValueError, match="token id 3 but log_probs has only V=2"):
         decoder.decode_chunk([a], torch.zeros(1, 2, 2, device=device), torch.tensor([2]))

@@ -38,9 +38,11 @@ def test_subsampling_and_truncate(device):
     lp = _lp(2, 5, 3, device)
     dense = make_dense_fsa_vec(lp, torch.tensor([20, 22]), subsampling_factor=4, allow_truncate=1)
     assert dense.num_frames.tolist() == [5, 5]
-    with pytest.raises(ValueError, match=r"lengths\[1\]=22 gives 5 frames|lengths\[1\]=26"):
+    with pytest.raises(ValueError,
+                       match=r"log_probs_lens\[1\]=22 gives 5 frames|log_probs_lens\[1\]=26"):
         make_dense_fsa_vec(lp, torch.tensor([20, 26]), subsampling_factor=4)
-    with pytest.raises(ValueError, match=r"lengths\[1\]=24 gives 6 frames but log_probs has only"):
+    with pytest.raises(ValueError,
+                       match=r"log_probs_lens\[1\]=24 gives 6 frames but log_probs has only"):
         make_dense_fsa_vec(lp, torch.tensor([20, 24]), subsampling_factor=4)
 
 
@@ -51,12 +53,13 @@ def test_subsampling_and_truncate(device):
         ([[[0.0]]], torch.tensor([1]), TypeError, "torch.Tensor"),
         (torch.zeros(3, 2), torch.tensor([3]), ValueError, r"shape \(N, T, V\)"),
         (torch.zeros(0, 3, 2), torch.tensor([], dtype=torch.int64), ValueError, "non-empty"),
-        (torch.zeros(2, 3, 2), torch.tensor([3]), ValueError, r"lengths must have shape"),
+        (torch.zeros(2, 3, 2), torch.tensor([3]), ValueError, r"log_probs_lens must have shape"),
         (torch.zeros(1, 3, 2), torch.tensor([3.0]), TypeError, "integer dtype"),
-        (torch.zeros(1, 3, 2), [3], TypeError, "lengths must be a torch.Tensor"),
-        (torch.zeros(1, 3, 2), torch.tensor([4]), ValueError, r"lengths\[0\]=4.*T=3"),
-        (torch.zeros(2, 3, 2), torch.tensor([3, 0]), ValueError, r"lengths\[1\]=0.*at least 1"),
-        (torch.zeros(1, 3, 2), torch.tensor([-1]), ValueError, r"lengths\[0\]=-1"),
+        (torch.zeros(1, 3, 2), [3], TypeError, "log_probs_lens must be a torch.Tensor"),
+        (torch.zeros(1, 3, 2), torch.tensor([4]), ValueError, r"log_probs_lens\[0\]=4.*T=3"),
+        (torch.zeros(2, 3, 2), torch.tensor([3, 0]), ValueError,
+         r"log_probs_lens\[1\]=0.*at least 1"),
+        (torch.zeros(1, 3, 2), torch.tensor([-1]), ValueError, r"log_probs_lens\[0\]=-1"),
     ],
 )
 def test_bad_inputs(log_probs, lengths, exc, match):
