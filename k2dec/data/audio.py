@@ -34,6 +34,7 @@ import errno
 import logging
 import os
 import re
+import shutil
 import stat
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -66,6 +67,7 @@ from .audio_io import (
 from .features import NUM_MEL_BINS
 
 __all__ = [
+    "read_failure_reason",
     "AUDIO_EXTENSIONS",
     "AudioDirCuts",
     "AudioFailure",
@@ -313,7 +315,7 @@ def load_references(audio_dir: str | Path, text: str | Path | None = None) -> di
 _LHOTSE_CAUSE = re.compile(r"Exception #\d+ \(<class '[\w.]+\.(\w+)'>\): <class '[\w.]+'>: ?(.*)")
 
 
-def _reason(err: BaseException) -> str:
+def read_failure_reason(err: BaseException) -> str:
     """One line saying why a file cannot be used: our own checks' messages as they are,
     lhotse's multi-backend dumps reduced to each backend's cause, an OS error's reason."""
     if isinstance(err, ValueError) and not isinstance(err, AudioLoadingError):
@@ -339,7 +341,7 @@ def _features(cut: Cut, path: str, extractor: FeatureExtractor, writer: Features
     try:
         return cut_features(cut, extractor, writer, limits), ""
     except AUDIO_READ_ERRORS as e:
-        return None, f"{path}: {_reason(e)}"
+        return None, f"{path}: {read_failure_reason(e)}"
 
 
 def _file_cut(utt: str, path: Path, extractor: FeatureExtractor, writer: FeaturesWriter,
@@ -349,7 +351,7 @@ def _file_cut(utt: str, path: Path, extractor: FeatureExtractor, writer: Feature
     try:
         rec = probe_recording(path, utt, limits)
     except AUDIO_READ_ERRORS as e:
-        return None, None, f"{shown_path(path)}: {_reason(e)}"
+        return None, None, f"{shown_path(path)}: {read_failure_reason(e)}"
     cut, why = _features(rec.to_cut(), shown_path(path), extractor, writer, limits)
     return cut, rec, why
 
@@ -386,6 +388,23 @@ def _check_references(references: Mapping[str, str], ids: Sequence[str]) -> tupl
 def _default_extractor(extractor: FeatureExtractor | None) -> FeatureExtractor:
     """The given extractor, or 80-bin fbank at 16 kHz (what compute_fbank computes)."""
     return extractor if extractor is not None else Fbank(FbankConfig(num_mel_bins=NUM_MEL_BINS))
+
+
+def _fresh_feature_folder(storage_path: str | Path) -> None:
+    """Make ``storage_path`` an empty folder for lhotse's ``NumpyFilesWriter`` (which names
+    its files at random): the files of an earlier run are removed, so reruns do not pile
+    them up. A folder holding anything but ``.npy`` files is not touched (``ValueError``)."""
+    folder = Path(storage_path)
+    if folder.is_dir():
+        other = next((p for p in folder.rglob("*") if p.is_file() and p.suffix != ".npy"), None)
+        if other is not None:
+            raise ValueError(f"{folder}: a feature folder holds {other.name}, which k2dec did "
+                             "not write; choose another feature folder or remove it")
+        shutil.rmtree(folder)
+    elif folder.exists():
+        raise ValueError(f"{folder}: exists and is not a folder; remove it or choose another "
+                         "feature folder")
+    folder.mkdir(parents=True)
 
 
 def cuts_from_audio_dir(
@@ -428,7 +447,7 @@ def cuts_from_audio_dir(
     folder = scan_audio_dir(audio_dir, extensions)
     extractor = _default_extractor(extractor)
     references = dict(references or {})
-    Path(storage_path).parent.mkdir(parents=True, exist_ok=True)
+    _fresh_feature_folder(storage_path)
     cuts: list[Cut] = []
     failed = list(folder.unusable)
     rates: Counter[int] = Counter()
@@ -493,8 +512,7 @@ def compute_cut_features(
     from .decoding import utterance_cuts
 
     extractor = _default_extractor(extractor)
-    storage_path = Path(storage_path)
-    storage_path.parent.mkdir(parents=True, exist_ok=True)
+    _fresh_feature_folder(storage_path)
     out: list[Cut] = []
     failed: dict[str, str] = {}
     with NumpyFilesWriter(storage_path) as writer:

@@ -58,6 +58,7 @@ from lhotse.features.io import FeaturesWriter
 from lhotse.utils import fastcopy
 
 __all__ = [
+    "mono_samples",
     "AUDIO_READ_ERRORS",
     "AudioLimits",
     "cut_features",
@@ -346,6 +347,12 @@ def _recordings(cut: Cut) -> Iterator[Recording]:
             yield from _recordings(track.cut)
     elif getattr(cut, "recording", None) is not None:
         yield cut.recording
+
+
+def mono_samples(rec: Recording) -> np.ndarray:
+    """The samples of a recording as one channel (the average of its channels): float32
+    ``(num_samples,)``."""
+    return np.atleast_2d(_mono(rec.to_cut()).load_audio())[0]
 
 
 def _mono(cut: Cut) -> Cut:

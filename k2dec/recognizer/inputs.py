@@ -11,8 +11,8 @@
   (they must be the model's: same dimension and frame shift), else its audio, as above. A cut
   with several supervisions is one utterance per supervision (:func:`k2dec.data.utterance_cuts`).
 
-Features are computed with the model's :class:`k2dec.data.FeatureConfig` and kept in memory
-uncompressed (``k2dec decode`` stores them lilcom-compressed; see the README).
+Features are computed with the model's :class:`k2dec.data.FeatureConfig` and kept in memory,
+uncompressed (as ``k2dec decode --audio-dir`` stores them).
 Malformed inputs raise ``TypeError`` / ``ValueError`` naming the input before anything is
 decoded; a recording longer than ``max_duration`` (checked before it is loaded) or shorter
 than one feature frame becomes a failed result with the reason, as in a decode job.
@@ -38,7 +38,8 @@ from lhotse.features.io import MemoryRawWriter
 from lhotse.utils import fastcopy
 
 from ..data import FeatureConfig, utterance_cuts
-from ..data.audio import _mono_cut, _reason
+from ..data.audio import read_failure_reason
+from ..data.audio_io import AudioLimits, mono_samples, probe_recording, too_long
 
 __all__ = ["AudioInput", "PreparedInput", "prepare_inputs", "waveform_samples"]
 
@@ -123,9 +124,7 @@ def _too_long(cut_id: str, duration: float, max_duration: float) -> PreparedInpu
     its length), as a decode job records it; ``None`` if it is not."""
     if duration <= max_duration:
         return None
-    return PreparedInput(cut_id, None, f"too long: {duration:.1f} s of audio, more than "
-                         f"max_duration={max_duration:g} s per batch; raise max_duration or "
-                         "split it")
+    return PreparedInput(cut_id, None, too_long(duration, max_duration))
 
 
 def _features_cut(cut_id: str, samples: np.ndarray, rate: int, config: FeatureConfig,
@@ -133,9 +132,9 @@ def _features_cut(cut_id: str, samples: np.ndarray, rate: int, config: FeatureCo
     """A cut with in-memory features of mono ``samples`` at ``rate`` (resampled to the
     config's rate), or a failure: longer than ``max_duration`` (before resampling) or
     shorter than one feature frame."""
-    too_long = _too_long(cut_id, samples.size / rate, max_duration)
-    if too_long is not None:
-        return too_long
+    failed = _too_long(cut_id, samples.size / rate, max_duration)
+    if failed is not None:
+        return failed
     target = config.sampling_rate
     if rate != target:
         samples = Resample(rate, target)(samples[None])[0].astype(np.float32, copy=False)
@@ -159,16 +158,16 @@ def _file_cut(cut_id: str, path: Path, config: FeatureConfig,
         raise ValueError(f"{path}: no such audio file" if not path.exists() else
                          f"{path}: not a file (decode a folder with k2dec decode --audio-dir "
                          "or pass its files)")
-    try:
-        rec = Recording.from_file(path, recording_id=cut_id)
-        too_long = _too_long(cut_id, rec.duration, max_duration)  # before loading it
-        if too_long is not None:
-            return too_long
+    try:  # the header's checks of a decode job (rate, truncation, memory) before reading
+        rec = probe_recording(path, cut_id, AudioLimits())
+        failed = _too_long(cut_id, rec.duration, max_duration)
+        if failed is not None:
+            return failed
         if rec.sampling_rate != config.sampling_rate:
             rec = rec.resample(config.sampling_rate)
-        samples = _mono_cut(rec).load_audio()
+        samples = mono_samples(rec)
     except Exception as e:  # lhotse's backends raise many types; name the file
-        raise ValueError(f"{path}: cannot read the audio: {_reason(e)}") from None
+        raise ValueError(f"{path}: cannot read the audio: {read_failure_reason(e)}") from None
     return _features_cut(cut_id, waveform_samples(samples, str(path)), config.sampling_rate,
                          config, max_duration)
 
@@ -182,7 +181,8 @@ def _cut_inputs(cut: Cut, config: FeatureConfig, max_duration: float) -> list[Pr
         try:
             samples = cut.resample(config.sampling_rate).load_audio()
         except Exception as e:  # lhotse's backends raise many types; name the cut
-            raise ValueError(f"cut {cut.id!r}: cannot read the audio: {_reason(e)}") from None
+            raise ValueError(f"cut {cut.id!r}: cannot read the audio: "
+                             f"{read_failure_reason(e)}") from None
         samples = samples.mean(axis=0) if samples.ndim == 2 else samples
         done = _features_cut(cut.id, waveform_samples(samples, f"cut {cut.id!r}"),
                              config.sampling_rate, config, max_duration)

@@ -217,3 +217,26 @@ def test_references_become_supervision_text(tmp_path, caplog):
     assert "2 of 3 audio files have no reference" in text
     assert "1 references match no audio file (e.g. z)" in text
     assert "1 of 3 audio files cannot be used" in text
+
+
+@needs_source
+def test_features_are_lossless_and_a_rerun_replaces_them(tmp_path):
+    """The stored features are the extractor's float32 values (no lilcom rounding), and a
+    second run into the same folder leaves one file per cut; a folder with other files is
+    refused, not emptied."""
+    from k2dec.data import FeatureConfig
+
+    folder = tmp_path / "audio"
+    folder.mkdir()
+    shutil.copy(SOURCE, folder / "a.flac")
+    feats = tmp_path / "feats"
+    for _ in range(2):
+        result = cuts_from_audio_dir(folder, feats, progress=False)
+        assert len(list(feats.rglob("*.npy"))) == len(result.cuts) == 1
+    samples, rate = sf.read(SOURCE, dtype="float32")
+    expected = FeatureConfig().extractor().extract(samples, rate)
+    np.testing.assert_array_equal(result.cuts[0].load_features(), expected)
+    (feats / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="notes.txt, which k2dec did not write"):
+        cuts_from_audio_dir(folder, feats, progress=False)
+    assert (feats / "notes.txt").is_file()

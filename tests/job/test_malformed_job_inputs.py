@@ -150,7 +150,7 @@ def test_cuts_without_features_are_decoded(decode_setup, tmp_path):
     records = read_results(tmp_path / "out" / "greedy_search" / "results-cuts.jsonl")
     assert {k for k, v in records.items() if v["status"] == "ok"} == {f"utt{i}" for i in range(5)}
     assert "too short" in records["utt5"]["error"]
-    assert list((tmp_path / "out" / "features").glob("cuts*.lca"))
+    assert list((tmp_path / "out" / "features").glob("cuts*/*/*.npy"))
     # the same hypotheses as from the precomputed features
     r = _decode(s, tmp_path / "pre", "--cuts", str(s["cuts_path"]), "--max-duration", "3")
     assert r.exit_code == 0, r.output
