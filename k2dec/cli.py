@@ -25,49 +25,30 @@ def main(verbose: bool) -> None:
 @click.option("--lang-dir", required=True, type=click.Path(path_type=Path),
               help="Output lang dir (icefall layout).")
 @click.option("--lexicon", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A lexicon.txt (word tok1 tok2 ...) to use as is.")
+              help="A lexicon.txt (word tok1 tok2 ...) to use as is (not Kaldi's lexiconp.txt: "
+                   "no probabilities); with --bpe-model its tokens must be the model's pieces.")
 @click.option("--words", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A word list (or text) to spell with CMUdict (phones) or --bpe-model.")
+              help="A word list, a text or a words.txt, whose words are spelled with CMUdict "
+                   "(phones) or --bpe-model.")
 @click.option("--bpe-model", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="sentencepiece model: build a BPE lang dir (tokens = its pieces).")
 @click.option("--sil-token", default=None,
               help="Optional silence token between words (e.g. SIL); none by default.")
-@click.option("--sil-prob", default=0.5, show_default=True, type=float,
+@click.option("--sil-prob", default=0.5, show_default=True,
+              type=click.FloatRange(0, 1, min_open=True, max_open=True),
               help="Probability of the optional silence.")
 @click.option("--allow-oov", is_flag=True,
               help="With --words and CMUdict: skip words CMUdict lacks instead of failing.")
 def prepare_lang(lang_dir, lexicon, words, bpe_model, sil_token, sil_prob, allow_oov):
     """Write tokens.txt, words.txt, lexicon(_disambig).txt, L.pt and L_disambig.pt."""
     from .graph import write_lexicon_graphs
-    from .lang import (
-        bpe_lexicon,
-        bpe_token_table,
-        cmudict_lexicon,
-        load_bpe_model,
-        read_lexicon,
-        write_lang_dir,
-    )
+    from .lang import prepare_lexicon, write_lang_dir
 
     if sum(x is not None for x in (lexicon, words)) != 1:
         raise click.UsageError("give exactly one of --lexicon and --words")
-    tokens = None
-    if lexicon is not None:
-        lex = read_lexicon(lexicon)
-    else:
-        vocab = sorted({w for line in words.read_text().splitlines() for w in line.split()})
-        if bpe_model is not None:
-            sp = load_bpe_model(bpe_model)
-            lex, tokens = bpe_lexicon(sp, vocab), bpe_token_table(sp)
-        else:
-            lex, oov = cmudict_lexicon(vocab)
-            if oov and not allow_oov:
-                raise click.ClickException(
-                    f"{len(oov)} words are not in CMUdict (first: {', '.join(oov[:10])}); "
-                    "pass --allow-oov to skip them"
-                )
-    blank = "<blk>" if bpe_model is not None else "<eps>"
-    lang = write_lang_dir(lang_dir, lex, tokens=tokens, blank=blank)
-    write_lexicon_graphs(lang.path, sil_token=sil_token, sil_prob=sil_prob)
+    src = _checked(prepare_lexicon, lexicon, words, bpe_model, allow_oov)
+    lang = _checked(write_lang_dir, lang_dir, src.lexicon, tokens=src.tokens, blank=src.blank)
+    _checked(write_lexicon_graphs, lang.path, sil_token=sil_token, sil_prob=sil_prob)
     click.echo(f"wrote {lang.path} ({len(lang.token_table)} tokens, "
                f"{len(lang.word_table)} words)")
 
@@ -114,17 +95,21 @@ def compile_graph_cmd(lang_dir, graph_type, arpa, max_order, modified_ctc, graph
 @click.option("--max-arcs", default=2000, show_default=True, type=int,
               help="Refuse graphs bigger than this.")
 def draw_graph_cmd(graph, out, lang_dir, max_arcs):
-    """Draw a small saved graph (GRAPH is a .pt file) with graphviz."""
-    from .graph import draw_graph, load_graph
+    """Draw a small saved graph (GRAPH is a .pt file) with graphviz (its `dot` program must
+    be installed: apt-get install graphviz)."""
+    from .graph import GraphvizNotFound, draw_graph, load_graph
     from .lang import LangDir
 
     tokens = words = None
     if lang_dir is not None:
         lang = LangDir(lang_dir)
-        tokens, words = lang.token_table, lang.word_table
-    fsa = load_graph(graph, tokens, words)
-    path = draw_graph(fsa, out, title=graph.stem, token_table=tokens, word_table=words,
-                      max_arcs=max_arcs)
+        tokens, words = _checked(lambda: (lang.token_table, lang.word_table))
+    fsa = _checked(load_graph, graph, tokens, words)
+    try:
+        path = _checked(draw_graph, fsa, out, title=graph.stem, token_table=tokens,
+                        word_table=words, max_arcs=max_arcs)
+    except GraphvizNotFound as e:
+        raise click.ClickException(str(e)) from None
     click.echo(f"wrote {path}")
 
 

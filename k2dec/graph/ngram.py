@@ -115,7 +115,10 @@ def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None) -> Ar
         words = fields[1 : section + 1]
         for w in words:
             if word_table is not None and w not in _SENTENCE_MARKS and w not in word_table:
-                raise ValueError(f"{where}: word {w!r} is not in words.txt (OOV)")
+                raise ValueError(
+                    f"{where}: word {w!r} is not in words.txt (OOV); an ARPA LM for a lang "
+                    "dir may only use its words: train it on text whose other words are "
+                    "mapped to <UNK>, or add them to the lexicon (k2dec prepare-lang)")
         vocab.update(words)
         if section == 1:
             unigrams.add(words[0])

@@ -44,46 +44,36 @@ class ArpaModel:
 
 
 def read_arpa(path: str | Path) -> ArpaModel:
-    """Read an ARPA file (log10 values become natural logs).
+    """Read an ARPA file, plain or gzipped (log10 values become natural logs).
 
     Raises:
-      ValueError: a malformed line (naming file and line) or no n-grams.
+      ValueError: naming the file and line for anything :func:`k2dec.graph.check_arpa`
+        refuses (not UTF-8 text, a malformed line, counts that disagree, no ``<s>`` or
+        ``</s>``, a missing ``\\end\\``, ...).
     """
+    from k2dec.files import text_lines
+    from k2dec.graph.ngram import check_arpa
+
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"ARPA file {str(path)!r} does not exist")
+    order = check_arpa(path).order
     prob: dict[tuple[str, ...], float] = {}
     backoff: dict[tuple[str, ...], float] = {}
     section = 0
-    order = 0
-    opener = _open_text(path)
-    with opener as f:
-        for lineno, raw in enumerate(f, start=1):
-            line = raw.strip()
-            if not line or line in ("\\data\\", "\\end\\") or line.startswith("ngram "):
-                continue
-            if line.startswith("\\") and line.endswith("-grams:"):
-                section = int(line[1 : -len("-grams:")])
-                order = max(order, section)
-                continue
-            fields = line.split()
-            if section == 0 or len(fields) not in (section + 1, section + 2):
-                raise ValueError(f"{path}:{lineno}: not an ARPA {section}-gram line: {line!r}")
-            key = tuple(fields[1 : 1 + section])
-            prob[key] = float(fields[0]) * LN10
-            if len(fields) == section + 2:
-                backoff[key] = float(fields[-1]) * LN10
-    if not prob:
-        raise ValueError(f"{path} has no n-grams")
+    for _, raw in text_lines(path, "ARPA file"):
+        line = raw.strip()
+        if not line or line in ("\\data\\", "\\end\\") or line.startswith("ngram "):
+            continue
+        if line.startswith("\\") and line.endswith("-grams:"):
+            section = int(line[1 : -len("-grams:")])
+            continue
+        if section == 0:
+            continue  # text before \data\
+        fields = line.split()
+        key = tuple(fields[1 : 1 + section])
+        prob[key] = float(fields[0]) * LN10
+        if len(fields) == section + 2:
+            backoff[key] = float(fields[-1]) * LN10
     return ArpaModel(order, prob, backoff)
-
-
-def _open_text(path: Path):
-    if path.suffix == ".gz":
-        import gzip
-
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
 
 
 def train_token_arpa(text: str | Path, bpe_model: str | Path, arpa: str | Path,
@@ -159,12 +149,23 @@ class TokenNgramScorer(TableScorer):
           device: where the tables live (the search's device).
           max_table_size: refuse models with more than this many ``S * V`` entries.
 
+        Raises:
+          ValueError: naming the file: anything :func:`read_arpa` refuses, a word that is not
+            a token id below ``vocab_size`` (an n-gram for another vocabulary), tables larger
+            than ``max_table_size``.
+
         Tokens the model never saw (blank, ``sos/eos``, rare pieces) are scored like
         ``<unk>`` if the model has it, else with its smallest unigram log-prob, so that a
         negative weight (LODR) never turns an unseen token into ``+inf``.
         """
         model = arpa if isinstance(arpa, ArpaModel) else read_arpa(arpa)
-        return cls(*_expand(model, vocab_size, token_table, max_table_size, torch.device(device)))
+        try:
+            tables = _expand(model, vocab_size, token_table, max_table_size,
+                             torch.device(device))
+        except ValueError as e:
+            raise ValueError(f"{arpa}: {e}" if not isinstance(arpa, ArpaModel) else str(e)
+                             ) from None
+        return cls(*tables)
 
     def init_state(self, utt: torch.Tensor) -> torch.Tensor:
         return torch.full((utt.numel(),), self.start, dtype=torch.int64,
@@ -183,8 +184,11 @@ def _expand(model: ArpaModel, vocab_size: int, token_table: dict[str, int] | Non
             continue
         tid = token_table.get(w) if token_table is not None else _as_id(w)
         if tid is None or not 0 <= tid < vocab_size:
-            raise ValueError(f"ARPA word {w!r} is not a token id in [0, {vocab_size})"
-                             + ("" if token_table is None else " of token_table"))
+            raise ValueError(
+                f"ARPA word {w!r} is not a token id in [0, {vocab_size})"
+                + ("" if token_table is None else " of token_table") + ": the token n-gram "
+                f"was made for another vocabulary than the model's {vocab_size} tokens (make "
+                "one with the model's bpe.model: k2dec train-token-lm)")
         column[w] = tid
     histories = sorted({k for k in model.prob if len(k) < n and k[-1] != EOS} | {()},
                        key=len)
