@@ -207,7 +207,8 @@ _asset_options = _options(
                       "ends (--set hotwords_partial_share=1.0 --set hotwords_whole_words=false, "
                       "or --icefall-compat, for icefall's scheme and its 2.0)."),
     click.option("--lodr-arpa", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                 help="A token n-gram ARPA (words = token ids) for the LODR methods."),
+                 help="A token n-gram ARPA (words = token ids or BPE pieces, plain or "
+                      "gzipped) for the LODR methods: k2dec train-token-lm makes one."),
     _feature_options,
 )
 
@@ -485,6 +486,40 @@ def export_lm_cmd(checkpoints, output):
     path = export_lm(checkpoints, output)
     click.echo(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) from {len(checkpoints)} "
                "checkpoint(s)")
+
+
+@main.command("train-token-lm")
+@click.option("--text", required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="LM training text, one sentence a line (plain or gzipped), in the case the "
+                   "BPE model was trained on.")
+@click.option("--lang-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="A BPE lang dir: its bpe.model spells the text.")
+@click.option("--bpe-model", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Or the sentencepiece model itself.")
+@click.option("--order", default=2, show_default=True, type=click.IntRange(1, 5),
+              help="n-gram order (icefall's LODR uses a bigram).")
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The ARPA file to write (words = token ids; .gz: gzipped), e.g. "
+                   "data/lang_bpe_500/2gram.arpa; an existing file is replaced.")
+def train_token_lm_cmd(text, lang_dir, bpe_model, order, output):
+    """Train the token n-gram that the LODR methods subtract (decode --lodr-arpa): every line
+    of TEXT as BPE token ids, a Kneser-Ney n-gram over them (kaldingram)."""
+    from .scorers import read_arpa, train_token_arpa
+
+    if (lang_dir is None) == (bpe_model is None):
+        raise click.UsageError("give exactly one of --lang-dir and --bpe-model")
+    if bpe_model is None:
+        bpe_model = lang_dir / "bpe.model"
+        if not bpe_model.is_file():
+            raise click.UsageError(f"{lang_dir} has no bpe.model (a token n-gram is over BPE "
+                                   "pieces; give --bpe-model)")
+    path = _checked(train_token_arpa, text, bpe_model, output, order=order, overwrite=True)
+    model = read_arpa(path)
+    counts = [sum(1 for k in model.prob if len(k) == n) for n in range(1, model.order + 1)]
+    click.echo(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB; "
+               + ", ".join(f"{n + 1}-grams {c}" for n, c in enumerate(counts))
+               + f"); decode with --lodr-arpa {path}")
 
 
 @main.command("lm-perplexity", context_settings=_PASSTHROUGH, add_help_option=False)

@@ -176,7 +176,9 @@ def _load_scorer_inputs(res: Resources, sp: Any, hotwords: str | Path | None,
         res.hotwords = tuple((tuple(t), s) for t, s in encode_hotwords(read_hotwords(hotwords),
                                                                          sp))
     if lodr_arpa is not None:
-        res.lodr = TokenNgramScorer.from_arpa(lodr_arpa, sp.get_piece_size(), device=device)
+        pieces = {sp.id_to_piece(i): i for i in range(sp.get_piece_size())}
+        res.lodr = TokenNgramScorer.from_arpa(lodr_arpa, sp.get_piece_size(), pieces,
+                                              device=device)
 
 
 def model_vocab_size(model: torch.nn.Module) -> int | None:
@@ -206,6 +208,7 @@ def need_hint(need: str) -> str:
         return ("a BPE lang dir (--lang-dir with tokens.txt pieces, lexicon.txt and <UNK> in "
                 "words.txt) to read words off token sequences")
     if need == "lodr":
-        return ("LODR's token n-gram (--lodr-arpa FILE, e.g. a token bigram from "
-                "k2dec.scorers.train_token_arpa on the LM text)")
+        return ("LODR's token n-gram (--lodr-arpa FILE: a token bigram made by k2dec "
+                "train-token-lm --lang-dir LANG --text LM_TEXT -o 2gram.arpa, or icefall's "
+                "lang_bpe_*/2gram.arpa)")
     return need

@@ -205,12 +205,12 @@ def test_lexicon_disambig_reads_its_disambiguation_symbols(tmp_path):
 
 def test_a_byte_order_mark_is_not_part_of_the_first_word(tmp_path, caplog):
     path = tmp_path / "lex.txt"
-    path.write_bytes("\ufeffHELLO h e\nWORLD w\n".encode("utf-8"))
+    path.write_bytes("\ufeffHELLO h e\nWORLD w\n".encode())
     with caplog.at_level("WARNING"):
         assert read_lexicon(path) == [("HELLO", ["h", "e"]), ("WORLD", ["w"])]
     assert "byte-order mark" in caplog.text and "lex.txt" in caplog.text
     table = tmp_path / "tokens.txt"
-    table.write_bytes("\ufeff<blk> 0\na 1\n".encode("utf-8"))
+    table.write_bytes("\ufeff<blk> 0\na 1\n".encode())
     assert read_symbol_table(table).get(0) == "<blk>"
 
 
