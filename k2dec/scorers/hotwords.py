@@ -108,6 +108,8 @@ def read_hotwords(path: str | Path) -> list[Hotword]:
         if not line or line.startswith("#"):
             continue
         score = None
+        if line.startswith(":"):
+            line = " " + line  # a score with no phrase before it
         head, sep, tail = line.rpartition(" :")
         if sep:
             try:

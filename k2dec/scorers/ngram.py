@@ -51,28 +51,17 @@ def read_arpa(path: str | Path) -> ArpaModel:
         refuses (not UTF-8 text, a malformed line, counts that disagree, no ``<s>`` or
         ``</s>``, a missing ``\\end\\``, ...).
     """
-    from k2dec.files import text_lines
     from k2dec.graph.ngram import check_arpa
 
-    path = Path(path)
-    order = check_arpa(path).order
     prob: dict[tuple[str, ...], float] = {}
     backoff: dict[tuple[str, ...], float] = {}
-    section = 0
-    for _, raw in text_lines(path, "ARPA file"):
-        line = raw.strip()
-        if not line or line in ("\\data\\", "\\end\\") or line.startswith("ngram "):
-            continue
-        if line.startswith("\\") and line.endswith("-grams:"):
-            section = int(line[1 : -len("-grams:")])
-            continue
-        if section == 0:
-            continue  # text before \data\
-        fields = line.split()
-        key = tuple(fields[1 : 1 + section])
-        prob[key] = float(fields[0]) * LN10
-        if len(fields) == section + 2:
-            backoff[key] = float(fields[-1]) * LN10
+
+    def visit(words: tuple[str, ...], logprob: float, bow: float | None) -> None:
+        prob[words] = logprob * LN10
+        if bow is not None:
+            backoff[words] = bow * LN10
+
+    order = check_arpa(path, visit=visit).order
     return ArpaModel(order, prob, backoff)
 
 
