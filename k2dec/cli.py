@@ -227,6 +227,10 @@ _method_options = _options(
                  type=click.Path(exists=True, dir_okay=False, path_type=Path),
                  help="A settings file (JSON; written by k2dec tune): KEY=VALUE "
                       "assignments for every method and per method."),
+    click.option("--no-model-settings", is_flag=True,
+                 help="Do not apply the model's own settings file (decode.json beside the "
+                      "model, e.g. the shipped model's tuned scales), which is applied when no "
+                      "--config is given."),
     click.option("--max-duration", default=200.0, show_default=True,
                  help="Seconds of audio per batch; a longer recording is a failed cut."),
     click.option("--icefall-compat", is_flag=True,
@@ -237,6 +241,20 @@ _method_options = _options(
     click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1),
                  help="torch threads."),
 )
+
+
+def _settings_path(config_path, model_path, no_model_settings):
+    """``--config``, else the model's own settings file (said in one line) unless
+    ``--no-model-settings``."""
+    from .job import model_settings_file
+
+    if config_path is not None or no_model_settings or model_path is None:
+        return config_path
+    found = model_settings_file(model_path)
+    if found is not None:
+        click.echo(f"applying the model's settings file {found} (--no-model-settings: "
+                   "without it)", err=True)
+    return found
 
 
 def _plan(methods, assignments, config_path, icefall_compat=False):
@@ -345,7 +363,8 @@ def _list_methods(model_path, lang_dir, feature_changes) -> None:
 @click.option("--retry-failed", is_flag=True, help="Decode again cuts recorded as failed.")
 def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path, lang_dir,
                graph_dir, rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path,
-               max_duration, icefall_compat, threads, out_dir, retry_failed, **features):
+               no_model_settings, max_duration, icefall_compat, threads, out_dir, retry_failed,
+               **features):
     """Decode cuts (--cuts) or a folder of audio files (--audio-dir) with one or more methods.
 
     Results stream to a JSONL file per method (a rerun resumes); icefall result files, WER and
@@ -365,6 +384,7 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
         return
     if out_dir is None:
         raise click.UsageError("--out-dir is required")
+    config_path = _settings_path(config_path, model_path, no_model_settings)
     runs = _plan(methods, assignments, config_path, icefall_compat)
     torch.set_num_threads(threads)
     world_size, rank = dist_info()
@@ -400,8 +420,8 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the dev-set decodes go (resumable; default: <out>.work/).")
 def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, graph_dir,
-             rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path, max_duration,
-             icefall_compat, threads, grid, out_path, work_dir, **features):
+             rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path, no_model_settings,
+             max_duration, icefall_compat, threads, grid, out_path, work_dir, **features):
     """Pick each method's settings on a dev set and write them for k2dec decode --config.
 
     Each method decodes the dev set (--cuts, or --audio-dir with references) with its scale
@@ -421,6 +441,7 @@ def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, gr
 
     from .job import DecodeConfig, read_settings, tune_methods, tuned_settings, write_settings
 
+    config_path = _settings_path(config_path, model_path, no_model_settings)
     runs = _plan(methods, assignments, config_path, icefall_compat)
     torch.set_num_threads(threads)
     assets, refs = _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir,
