@@ -43,6 +43,11 @@ class BeamSearchConfig:
       end_detect: enable end detection; end_detect_window: ``M``; end_detect_margin: ``D``.
       max_ended: stop an utterance once it has this many ended hypotheses (None: no cap); all
         hypotheses that end in the step reaching the cap are kept.
+      max_repeats: a hypothesis may not end with a span of ``1..repeat_span`` tokens repeated
+        more than this many times in a row: the token that would complete the next copy is
+        masked (the loops of a decoder on audio it does not know, "HAPPPPP", "STES STES
+        STES ..."). None: no limit.
+      repeat_span: the longest repeated span :attr:`max_repeats` looks for (in tokens).
     """
 
     beam_size: int = 10
@@ -66,6 +71,8 @@ class BeamSearchConfig:
     end_detect_window: int = 3
     end_detect_margin: float = 10.0
     max_ended: int | None = None
+    max_repeats: int | None = None
+    repeat_span: int = 4
 
     def __post_init__(self) -> None:
         def _int(name: str, low: int) -> None:
@@ -118,6 +125,9 @@ class BeamSearchConfig:
         _float("end_detect_margin", 0.0, strict=False)
         if self.max_ended is not None:
             _int("max_ended", 1)
+        if self.max_repeats is not None:
+            _int("max_repeats", 1)
+        _int("repeat_span", 1)
 
     @property
     def pre_beam(self) -> int:
