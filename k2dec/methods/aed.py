@@ -36,7 +36,7 @@ CTC_WEIGHT = 0.3
 def _joint_search() -> BeamSearchConfig:
     """The method's search: joint CTC/attention scoring and ESPnet's end detection (its
     default when the maximum length is the number of encoder frames), which stops a search
-    whose longer hypotheses only get worse (the same results on the shipped test sets at 0.4x
+    whose longer hypotheses only get worse (the same results on the shipped test sets at half
     the CPU time)."""
     return BeamSearchConfig(ctc_weight=CTC_WEIGHT, end_detect=True)
 
