@@ -24,6 +24,7 @@ from k2dec.lang import (
     read_word_list,
     write_lang_dir,
 )
+from k2dec.lm.data import encode_text_file
 from k2dec.scorers import TokenNgramScorer, read_arpa, read_hotwords, train_token_arpa
 from k2dec.testing.lang import TINY_ARPA
 
@@ -202,9 +203,18 @@ HOTWORD_CASES: list[Case] = [
      "{name}:1: hotwords file has NUL bytes"),
 ]
 
+LM_TEXT_CASES: list[Case] = [
+    ("binary", "lm.txt", BINARY[128:], lambda p: encode_text_file(p, None), ValueError,
+     "{name}:1: text file is not UTF-8"),
+    ("NUL bytes", "lm.txt", b"THE CAT\n\x00\n", lambda p: encode_text_file(p, None),
+     ValueError, "{name}:2: text file has NUL bytes"),
+    ("blank lines", "lm.txt", "\n  \n", lambda p: encode_text_file(p, None), ValueError,
+     "text file '{name}' has no non-empty lines"),
+]
+
 CASES = [("lexicon", *c) for c in LEXICON_CASES] + [("symbols", *c) for c in SYMBOL_CASES] + [
     ("word list", *c) for c in WORD_LIST_CASES] + [("ARPA", *c) for c in ARPA_CASES] + [
-    ("hotwords", *c) for c in HOTWORD_CASES]
+    ("hotwords", *c) for c in HOTWORD_CASES] + [("LM text", *c) for c in LM_TEXT_CASES]
 
 
 @pytest.mark.parametrize("kind, case, name, data, reader, exc, message", CASES,
