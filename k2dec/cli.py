@@ -25,49 +25,30 @@ def main(verbose: bool) -> None:
 @click.option("--lang-dir", required=True, type=click.Path(path_type=Path),
               help="Output lang dir (icefall layout).")
 @click.option("--lexicon", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A lexicon.txt (word tok1 tok2 ...) to use as is.")
+              help="A lexicon.txt (word tok1 tok2 ...) to use as is (not Kaldi's lexiconp.txt: "
+                   "no probabilities); with --bpe-model its tokens must be the model's pieces.")
 @click.option("--words", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A word list (or text) to spell with CMUdict (phones) or --bpe-model.")
+              help="A word list, a text or a words.txt, whose words are spelled with CMUdict "
+                   "(phones) or --bpe-model.")
 @click.option("--bpe-model", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="sentencepiece model: build a BPE lang dir (tokens = its pieces).")
 @click.option("--sil-token", default=None,
               help="Optional silence token between words (e.g. SIL); none by default.")
-@click.option("--sil-prob", default=0.5, show_default=True, type=float,
+@click.option("--sil-prob", default=0.5, show_default=True,
+              type=click.FloatRange(0, 1, min_open=True, max_open=True),
               help="Probability of the optional silence.")
 @click.option("--allow-oov", is_flag=True,
               help="With --words and CMUdict: skip words CMUdict lacks instead of failing.")
 def prepare_lang(lang_dir, lexicon, words, bpe_model, sil_token, sil_prob, allow_oov):
     """Write tokens.txt, words.txt, lexicon(_disambig).txt, L.pt and L_disambig.pt."""
     from .graph import write_lexicon_graphs
-    from .lang import (
-        bpe_lexicon,
-        bpe_token_table,
-        cmudict_lexicon,
-        load_bpe_model,
-        read_lexicon,
-        write_lang_dir,
-    )
+    from .lang import prepare_lexicon, write_lang_dir
 
     if sum(x is not None for x in (lexicon, words)) != 1:
         raise click.UsageError("give exactly one of --lexicon and --words")
-    tokens = None
-    if lexicon is not None:
-        lex = read_lexicon(lexicon)
-    else:
-        vocab = sorted({w for line in words.read_text().splitlines() for w in line.split()})
-        if bpe_model is not None:
-            sp = load_bpe_model(bpe_model)
-            lex, tokens = bpe_lexicon(sp, vocab), bpe_token_table(sp)
-        else:
-            lex, oov = cmudict_lexicon(vocab)
-            if oov and not allow_oov:
-                raise click.ClickException(
-                    f"{len(oov)} words are not in CMUdict (first: {', '.join(oov[:10])}); "
-                    "pass --allow-oov to skip them"
-                )
-    blank = "<blk>" if bpe_model is not None else "<eps>"
-    lang = write_lang_dir(lang_dir, lex, tokens=tokens, blank=blank)
-    write_lexicon_graphs(lang.path, sil_token=sil_token, sil_prob=sil_prob)
+    src = _checked(prepare_lexicon, lexicon, words, bpe_model, allow_oov)
+    lang = _checked(write_lang_dir, lang_dir, src.lexicon, tokens=src.tokens, blank=src.blank)
+    _checked(write_lexicon_graphs, lang.path, sil_token=sil_token, sil_prob=sil_prob)
     click.echo(f"wrote {lang.path} ({len(lang.token_table)} tokens, "
                f"{len(lang.word_table)} words)")
 
@@ -114,17 +95,21 @@ def compile_graph_cmd(lang_dir, graph_type, arpa, max_order, modified_ctc, graph
 @click.option("--max-arcs", default=2000, show_default=True, type=int,
               help="Refuse graphs bigger than this.")
 def draw_graph_cmd(graph, out, lang_dir, max_arcs):
-    """Draw a small saved graph (GRAPH is a .pt file) with graphviz."""
-    from .graph import draw_graph, load_graph
+    """Draw a small saved graph (GRAPH is a .pt file) with graphviz (its `dot` program must
+    be installed: apt-get install graphviz)."""
+    from .graph import GraphvizNotFound, draw_graph, load_graph
     from .lang import LangDir
 
     tokens = words = None
     if lang_dir is not None:
         lang = LangDir(lang_dir)
-        tokens, words = lang.token_table, lang.word_table
-    fsa = load_graph(graph, tokens, words)
-    path = draw_graph(fsa, out, title=graph.stem, token_table=tokens, word_table=words,
-                      max_arcs=max_arcs)
+        tokens, words = _checked(lambda: (lang.token_table, lang.word_table))
+    fsa = _checked(load_graph, graph, tokens, words)
+    try:
+        path = _checked(draw_graph, fsa, out, title=graph.stem, token_table=tokens,
+                        word_table=words, max_arcs=max_arcs)
+    except GraphvizNotFound as e:
+        raise click.ClickException(str(e)) from None
     click.echo(f"wrote {path}")
 
 
@@ -222,7 +207,8 @@ _asset_options = _options(
                       "ends (--set hotwords_partial_share=1.0 --set hotwords_whole_words=false, "
                       "or --icefall-compat, for icefall's scheme and its 2.0)."),
     click.option("--lodr-arpa", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                 help="A token n-gram ARPA (words = token ids) for the LODR methods."),
+                 help="A token n-gram ARPA (words = token ids or BPE pieces, plain or "
+                      "gzipped) for the LODR methods: k2dec train-token-lm makes one."),
     _feature_options,
 )
 
@@ -241,6 +227,10 @@ _method_options = _options(
                  type=click.Path(exists=True, dir_okay=False, path_type=Path),
                  help="A settings file (JSON; written by k2dec tune): KEY=VALUE "
                       "assignments for every method and per method."),
+    click.option("--no-model-settings", is_flag=True,
+                 help="Do not apply the model's own settings file (decode.json beside the "
+                      "model, e.g. the shipped model's tuned scales), which is applied when no "
+                      "--config is given."),
     click.option("--max-duration", default=200.0, show_default=True,
                  help="Seconds of audio per batch; a longer recording is a failed cut."),
     click.option("--icefall-compat", is_flag=True,
@@ -251,6 +241,20 @@ _method_options = _options(
     click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1),
                  help="torch threads."),
 )
+
+
+def _settings_path(config_path, model_path, no_model_settings):
+    """``--config``, else the model's own settings file (said in one line) unless
+    ``--no-model-settings``."""
+    from .job import model_settings_file
+
+    if config_path is not None or no_model_settings or model_path is None:
+        return config_path
+    found = model_settings_file(model_path)
+    if found is not None:
+        click.echo(f"applying the model's settings file {found} (--no-model-settings: "
+                   "without it)", err=True)
+    return found
 
 
 def _plan(methods, assignments, config_path, icefall_compat=False):
@@ -372,7 +376,8 @@ def _list_methods(model_path, lang_dir, feature_changes) -> None:
                    "turns the check off.")
 def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path, lang_dir,
                graph_dir, rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path,
-               max_duration, icefall_compat, threads, out_dir, retry_failed, silence_db,
+               no_model_settings, max_duration, icefall_compat, threads, out_dir, retry_failed,
+               silence_db,
                **features):
     """Decode cuts (--cuts) or a folder of audio files (--audio-dir) with one or more methods.
 
@@ -393,6 +398,7 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
         return
     if out_dir is None:
         raise click.UsageError("--out-dir is required")
+    config_path = _settings_path(config_path, model_path, no_model_settings)
     runs = _plan(methods, assignments, config_path, icefall_compat)
     torch.set_num_threads(threads)
     world_size, rank = dist_info()
@@ -429,8 +435,8 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the dev-set decodes go (resumable; default: <out>.work/).")
 def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, graph_dir,
-             rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path, max_duration,
-             icefall_compat, threads, grid, out_path, work_dir, **features):
+             rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path, no_model_settings,
+             max_duration, icefall_compat, threads, grid, out_path, work_dir, **features):
     """Pick each method's settings on a dev set and write them for k2dec decode --config.
 
     Each method decodes the dev set (--cuts, or --audio-dir with references) with its scale
@@ -450,6 +456,7 @@ def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, gr
 
     from .job import DecodeConfig, read_settings, tune_methods, tuned_settings, write_settings
 
+    config_path = _settings_path(config_path, model_path, no_model_settings)
     runs = _plan(methods, assignments, config_path, icefall_compat)
     torch.set_num_threads(threads)
     assets, refs = _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir,
@@ -515,6 +522,40 @@ def export_lm_cmd(checkpoints, output):
     path = export_lm(checkpoints, output)
     click.echo(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) from {len(checkpoints)} "
                "checkpoint(s)")
+
+
+@main.command("train-token-lm")
+@click.option("--text", required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="LM training text, one sentence a line (plain or gzipped), in the case the "
+                   "BPE model was trained on.")
+@click.option("--lang-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="A BPE lang dir: its bpe.model spells the text.")
+@click.option("--bpe-model", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Or the sentencepiece model itself.")
+@click.option("--order", default=2, show_default=True, type=click.IntRange(1, 5),
+              help="n-gram order (icefall's LODR uses a bigram).")
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The ARPA file to write (words = token ids; .gz: gzipped), e.g. "
+                   "data/lang_bpe_500/2gram.arpa; an existing file is replaced.")
+def train_token_lm_cmd(text, lang_dir, bpe_model, order, output):
+    """Train the token n-gram that the LODR methods subtract (decode --lodr-arpa): every line
+    of TEXT as BPE token ids, a Kneser-Ney n-gram over them (kaldingram)."""
+    from .scorers import read_arpa, train_token_arpa
+
+    if (lang_dir is None) == (bpe_model is None):
+        raise click.UsageError("give exactly one of --lang-dir and --bpe-model")
+    if bpe_model is None:
+        bpe_model = lang_dir / "bpe.model"
+        if not bpe_model.is_file():
+            raise click.UsageError(f"{lang_dir} has no bpe.model (a token n-gram is over BPE "
+                                   "pieces; give --bpe-model)")
+    path = _checked(train_token_arpa, text, bpe_model, output, order=order, overwrite=True)
+    model = read_arpa(path)
+    counts = [sum(1 for k in model.prob if len(k) == n) for n in range(1, model.order + 1)]
+    click.echo(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB; "
+               + ", ".join(f"{n + 1}-grams {c}" for n, c in enumerate(counts))
+               + f"); decode with --lodr-arpa {path}")
 
 
 @main.command("lm-perplexity", context_settings=_PASSTHROUGH, add_help_option=False)

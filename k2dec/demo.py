@@ -151,6 +151,10 @@ ASSETS = Path(__file__).resolve().parents[1] / "assets" / "librispeech-synth"
 #: :func:`tune_shipped`).
 SHIPPED_SETTINGS = ASSETS / "decode.json"
 
+#: The shipped token bigram of the LODR methods (``k2dec train-token-lm`` on the LM text),
+#: in ``ASSETS / "lm"``.
+SHIPPED_TOKEN_LM = "token_2gram.arpa.gz"
+
 #: Methods the demo runs (those needing a neural LM are skipped when none ships).
 DEMO_METHODS = (
     "ctc-greedy-search", "ctc-decoding", "1best", "nbest", "nbest-rescoring",
@@ -192,9 +196,10 @@ def _shipped_assets(assets: Path, work_dir: Path):
     from .job import load_assets
 
     lang, graphs, cut_paths = prepare_demo(assets, work_dir)
-    rnn_lm = assets / "lm" / "rnn_lm.pt"
+    rnn_lm, lodr = assets / "lm" / "rnn_lm.pt", assets / "lm" / SHIPPED_TOKEN_LM
     dec = load_assets(assets / "model.pt", lang, graph_dir=graphs,
-                      lm_paths={"rnn_lm": rnn_lm} if rnn_lm.is_file() else None)
+                      lm_paths={"rnn_lm": rnn_lm} if rnn_lm.is_file() else None,
+                      lodr_arpa=lodr if lodr.is_file() else None)
     cuts = {t: sorted(CutSet.from_file(p), key=lambda c: c.id)
             for t, p in sorted(cut_paths.items()) if not t.startswith("train")}
     return dec, cuts, rnn_lm

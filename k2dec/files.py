@@ -11,13 +11,18 @@ file name; these helpers raise ``ValueError`` naming the file (and line). Gzip-c
 from __future__ import annotations
 
 import gzip
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["checked_config", "is_gzip", "load_checked_state", "load_torch_file", "text_lines"]
+__all__ = ["checked_config", "is_gzip", "load_checked_state", "load_torch_file", "read_text",
+           "text_lines"]
+
+logger = logging.getLogger(__name__)
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_UTF8_BOM = "\ufeff"
 
 
 def is_gzip(path: str | Path) -> bool:
@@ -28,7 +33,9 @@ def is_gzip(path: str | Path) -> bool:
 
 def text_lines(path: str | Path, what: str) -> Iterator[tuple[int, str]]:
     """``(line_number, line)`` pairs (from 1, newline kept) of a UTF-8 text file, gunzipped
-    on the fly when it is gzip-compressed.
+    on the fly when it is gzip-compressed. A UTF-8 byte-order mark at the start (what some
+    Windows editors write) is dropped with a logged warning, so it does not become part of
+    the first symbol or word.
 
     Args:
       path: the file.
@@ -55,9 +62,18 @@ def text_lines(path: str | Path, what: str) -> Iterator[tuple[int, str]]:
                                      f"at byte {e.start} of the line)") from None
                 if "\x00" in line:
                     raise ValueError(f"{path}:{lineno}: {what} has NUL bytes (a binary file?)")
+                if lineno == 1 and line.startswith(_UTF8_BOM):
+                    logger.warning("%s: ignoring the UTF-8 byte-order mark at its start", path)
+                    line = line[len(_UTF8_BOM):]
                 yield lineno, line
     except (OSError, EOFError) as e:  # gzip.BadGzipFile is an OSError
         raise ValueError(f"{path}: cannot read {what}: {e}") from None
+
+
+def read_text(path: str | Path, what: str) -> str:
+    """The whole text of a UTF-8 (optionally gzipped) file, with the errors and the
+    byte-order-mark handling of :func:`text_lines`."""
+    return "".join(line for _, line in text_lines(path, what))
 
 
 def load_torch_file(path: str | Path, what: str, keys: tuple[str, ...] = ()) -> Any:

@@ -16,7 +16,9 @@ a candidate token ``c`` after prefix ``g`` is computed in this order:
    ``p(eos) >= gamma * max_{c != eos} p(c)`` under the temperature-scaled decoder distribution).
    When ``u`` reaches the utterance's maximum length only ``eos`` is allowed (``min_len`` and
    the threshold do not apply then). ``sos`` (when it differs from ``eos``) is always masked, and
-   the CTC blank is masked when CTC is used.
+   the CTC blank is masked when CTC is used. With ``max_repeats = R``, a token that would
+   make the prefix end with a span of ``p <= repeat_span`` tokens repeated ``R + 1`` times in
+   a row is masked (``eos`` never is).
 3. ``s = (1 - ctc_weight) * a``, plus ``lm_weight * lm`` if ``lm_fusion == "full"``, plus
    ``w_i * score_i`` of every full scorer of ``scorers`` (their ``eos`` column is their final
    score, e.g. an n-gram's ``log p(</s> | prefix)``).
@@ -480,7 +482,7 @@ class _BeamSearch:
             log_probs = (log_probs / config.temperature).log_softmax(dim=-1)
 
         forced = self.max_len.index_select(0, beam.row_utt) == u  # [M]
-        mask = token_mask(log_probs, forced, u, self.sos, self.eos, config)
+        mask = token_mask(log_probs, forced, u, self.sos, self.eos, config, beam.ys[:, 1:])
         s = log_probs * (1.0 - config.ctc_weight) if self.ctc is not None else log_probs
         lm_lp, lm_state = self._lm_step(beam, u)
         if lm_lp is not None and config.lm_fusion == "full":

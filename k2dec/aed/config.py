@@ -45,6 +45,11 @@ class BeamSearchConfig:
       end_detect: enable end detection; end_detect_window: ``M``; end_detect_margin: ``D``.
       max_ended: stop an utterance once it has this many ended hypotheses (None: no cap); all
         hypotheses that end in the step reaching the cap are kept.
+      max_repeats: a hypothesis may not end with a span of ``1..repeat_span`` tokens repeated
+        more than this many times in a row: the token that would complete the next copy is
+        masked (the loops of a decoder on audio it does not know, "HAPPPPP", "STES STES
+        STES ..."). None: no limit.
+      repeat_span: the longest repeated span :attr:`max_repeats` looks for (in tokens).
     """
 
     beam_size: int = 10
@@ -68,6 +73,8 @@ class BeamSearchConfig:
     end_detect_window: int = 3
     end_detect_margin: float = 10.0
     max_ended: int | None = None
+    max_repeats: int | None = None
+    repeat_span: int = 4
 
     def __post_init__(self) -> None:
         def _int(name: str, low: int) -> None:
@@ -115,6 +122,8 @@ class BeamSearchConfig:
         check_int_range(self, "end_detect_window", 1, 1000)
         _float("end_detect_margin", 0.0, strict=False)
         check_int_range(self, "max_ended", 1, 10_000, optional=True)
+        check_int_range(self, "max_repeats", 1, 10_000, optional=True)
+        check_int_range(self, "repeat_span", 1, 64)
 
     @property
     def pre_beam(self) -> int:

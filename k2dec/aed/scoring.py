@@ -1,9 +1,9 @@
 """Scoring rules of the attention beam search that do not depend on the models.
 
 Token rules (``min_len``, the eos threshold, forced eos at the maximum length, forbidden
-``sos``/blank), the final ranking score of an ended hypothesis (length normalization, GNMT length
-penalty, coverage penalty) and end detection. The formulas are spelled out in
-:mod:`k2dec.aed.beam_search`.
+``sos``/blank, repeated spans), the final ranking score of an ended hypothesis (length
+normalization, GNMT length penalty, coverage penalty) and end detection. The formulas are
+spelled out in :mod:`k2dec.aed.beam_search`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 
 from k2dec.aed.config import BeamSearchConfig
 
-__all__ = ["COVERAGE_FLOOR", "end_detected", "final_scores", "token_mask"]
+__all__ = ["COVERAGE_FLOOR", "end_detected", "final_scores", "repeat_mask", "token_mask"]
 
 _NEG_INF = float("-inf")
 COVERAGE_FLOOR = 1e-10
@@ -50,12 +50,38 @@ def final_scores(
     return score
 
 
+def repeat_mask(tokens: torch.Tensor, vocab: int, config: BeamSearchConfig) -> torch.Tensor | None:
+    """Bool ``[M, V]``, True for the token that would make a prefix end with a span of ``p``
+    tokens (``1 <= p <= repeat_span``) repeated ``max_repeats + 1`` times in a row; None when
+    :attr:`~BeamSearchConfig.max_repeats` is None or no prefix is long enough.
+
+    Args:
+      tokens: int64 ``[M, u]``, the prefixes (without ``sos``).
+    """
+    limit = config.max_repeats
+    num_rows, u = tokens.shape
+    if limit is None or u < limit:
+        return None
+    mask = torch.zeros(num_rows, vocab, dtype=torch.bool, device=tokens.device)
+    for p in range(1, config.repeat_span + 1):
+        need = (limit + 1) * p - 1  # prefix tokens that, with the new one, make limit+1 copies
+        if u < need:
+            break
+        tail = tokens[:, u - need:]
+        periodic = (tail[:, p:] == tail[:, : need - p]).all(dim=1)
+        rows = periodic.nonzero().squeeze(1)
+        mask[rows, tail[rows, need - p]] = True
+    return mask
+
+
 def token_mask(
     log_probs: torch.Tensor, forced: torch.Tensor, u: int, sos: int, eos: int,
-    config: BeamSearchConfig,
+    config: BeamSearchConfig, prefixes: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Bool ``[M, V]``, True for tokens not allowed after a ``u``-token prefix (the token
-    rules of the module docstring); ``forced`` (bool ``[M]``) marks rows at maximum length."""
+    rules of the module docstring); ``forced`` (bool ``[M]``) marks rows at maximum length;
+    ``prefixes`` (int64 ``[M, u]``, the tokens after ``sos``) are needed for
+    :attr:`~BeamSearchConfig.max_repeats`."""
     num_rows, vocab = log_probs.shape
     eos_ok = torch.full((num_rows,), u >= config.min_len, dtype=torch.bool,
                         device=log_probs.device)
@@ -71,6 +97,9 @@ def token_mask(
         mask[:, sos] = True
     if config.ctc_weight > 0:
         mask[:, config.ctc_blank_id] = True
+    repeats = repeat_mask(prefixes, vocab, config) if prefixes is not None else None
+    if repeats is not None:
+        mask |= repeats
     return mask
 
 

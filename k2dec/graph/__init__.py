@@ -15,7 +15,7 @@ from .compile import (
     refresh_labels_version,
     remove_epsilon_keep_words,
 )
-from .draw import draw_graph
+from .draw import GraphvizNotFound, draw_graph
 from .hclg import (
     HmmTopology,
     build_hmm_topo,
@@ -55,6 +55,7 @@ __all__ = [
     "compile_LG",
     "compile_graph",
     "compose_openfst",
+    "GraphvizNotFound",
     "draw_graph",
     "graph_metadata",
     "graph_words",

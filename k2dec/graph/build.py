@@ -145,13 +145,11 @@ def compile_graph(
     elif graph_type is GraphType.HL:
         graph = compile_HL(H, load("L"))
         extra["modified"] = modified_ctc
-    elif graph_type is GraphType.G:
-        with plain_arpa(arpa) as plain:
-            graph = build_rescoring_G(plain, ld.word_table, max_order)
+    elif graph_type is GraphType.G:  # build_G reads a gzipped ARPA itself (errors name it)
+        graph = build_rescoring_G(arpa, ld.word_table, max_order)
         extra.update(arpa=str(arpa), max_order=max_order)
     else:
-        with plain_arpa(arpa) as plain:
-            G = build_G(plain, ld.word_table, max_order)
+        G = build_G(arpa, ld.word_table, max_order)
         extra.update(arpa=str(arpa), max_order=max_order)
         if graph_type is GraphType.LG:
             graph = compile_LG(

@@ -7,7 +7,16 @@ from pathlib import Path
 
 import k2
 
-__all__ = ["draw_graph"]
+__all__ = ["GraphvizNotFound", "draw_graph"]
+
+
+class GraphvizNotFound(RuntimeError):
+    """graphviz's ``dot`` program, which renders the drawings, is not installed."""
+
+    def __init__(self) -> None:
+        super().__init__("drawing needs graphviz's 'dot' program, which is not installed "
+                         "(Debian/Ubuntu: apt-get install graphviz; macOS: brew install "
+                         "graphviz; conda: conda install graphviz)")
 
 
 def draw_graph(
@@ -22,6 +31,10 @@ def draw_graph(
 
     Labels are shown as symbols when tables are given. Graphs with more than
     ``max_arcs`` arcs are refused: nobody can read them.
+
+    Raises:
+      ValueError: another suffix than .svg/.png/.pdf, an FsaVec, more than ``max_arcs`` arcs.
+      GraphvizNotFound: graphviz's ``dot`` is not on ``PATH``.
     """
     path = Path(path)
     fmt = path.suffix.lstrip(".").lower()
@@ -32,9 +45,7 @@ def draw_graph(
     if fsa.num_arcs > max_arcs:
         raise ValueError(f"graph has {fsa.num_arcs} arcs (> max_arcs={max_arcs}); too big to draw")
     if shutil.which("dot") is None:
-        raise RuntimeError(
-            "graphviz's 'dot' program is not installed (Debian/Ubuntu: apt-get install graphviz)"
-        )
+        raise GraphvizNotFound()
     fsa = fsa.to("cpu")
     if token_table is not None:
         fsa.labels_sym = token_table
@@ -43,5 +54,10 @@ def draw_graph(
     digraph = k2.to_dot(fsa, title=title)
     path.parent.mkdir(parents=True, exist_ok=True)
     digraph.format = fmt
-    out = digraph.render(filename=path.stem, directory=str(path.parent), cleanup=True)
+    import graphviz
+
+    try:
+        out = digraph.render(filename=path.stem, directory=str(path.parent), cleanup=True)
+    except graphviz.ExecutableNotFound:
+        raise GraphvizNotFound() from None
     return Path(out)

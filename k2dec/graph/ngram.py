@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,13 +31,17 @@ class ArpaInfo:
     vocabulary: frozenset[str]
 
 
-def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None) -> ArpaInfo:
+def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None,
+               visit: Callable[[tuple[str, ...], float, float | None], None] | None = None
+               ) -> ArpaInfo:
     """Validate an ARPA file before handing it to kaldilm (whose errors abort).
 
     Checks the ``\\data\\`` header, every ``\\N-grams:`` section (a finite log10 prob,
     N words, and an optional finite backoff weight below the highest order), that the
     counts match, that the unigrams include ``<s>`` and ``</s>``, the closing
-    ``\\end\\``, and, with ``word_table``, that every word is in it. kaldilm aborts the
+    ``\\end\\``, and, with ``word_table``, that every word is in it. ``visit(words, log10
+    prob, log10 backoff or None)`` is called on every n-gram line once it is checked (a
+    reader's one pass over the file). kaldilm aborts the
     whole process (SIGABRT) on a ``-inf`` log-prob or backoff and on a missing ``<s>``,
     and builds a G that accepts nothing without ``</s>``. The file may be gzip-compressed.
 
@@ -115,8 +120,14 @@ def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None) -> Ar
         words = fields[1 : section + 1]
         for w in words:
             if word_table is not None and w not in _SENTENCE_MARKS and w not in word_table:
-                raise ValueError(f"{where}: word {w!r} is not in words.txt (OOV)")
+                raise ValueError(
+                    f"{where}: word {w!r} is not in words.txt (OOV); an ARPA LM for a lang "
+                    "dir may only use its words: train it on text whose other words are "
+                    "mapped to <UNK>, or add them to the lexicon (k2dec prepare-lang)")
         vocab.update(words)
+        if visit is not None:
+            visit(tuple(words), float(fields[0]),
+                  float(fields[-1]) if len(fields) == section + 2 else None)
         if section == 1:
             unigrams.add(words[0])
         seen[section] += 1

@@ -16,7 +16,7 @@
 Cuts from a folder of audio files: :func:`k2dec.data.cuts_from_audio_dir`.
 """
 
-from .assets import GRAPH_FILES, DecodeAssets, load_assets, need_hint
+from .assets import GRAPH_FILES, DecodeAssets, check_lm_vocab, load_assets, need_hint
 from .cutset import (
     DecodeConfig,
     DecodeSummary,
@@ -36,12 +36,19 @@ from .driver import (
     split_available,
 )
 from .inmemory import DecodedUtterance, decode_utterances
-from .settings import DecodeSettings, read_settings, write_settings
+from .settings import (
+    MODEL_SETTINGS_FILE,
+    DecodeSettings,
+    model_settings_file,
+    read_settings,
+    write_settings,
+)
 from .tune import TuneResult, parse_grid, tune_methods, tuned_settings
 
 __all__ = [
     "GRAPH_FILES",
     "DecodeAssets",
+    "check_lm_vocab",
     "DecodeConfig",
     "DecodeSettings",
     "DecodeSummary",
@@ -59,6 +66,8 @@ __all__ = [
     "need_hint",
     "parse_grid",
     "plan_methods",
+    "MODEL_SETTINGS_FILE",
+    "model_settings_file",
     "read_settings",
     "results_table",
     "run_decode",

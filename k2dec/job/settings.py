@@ -32,7 +32,12 @@ from typing import Any
 
 from ..results import Calibration
 
-__all__ = ["DecodeSettings", "read_settings", "write_settings"]
+__all__ = ["MODEL_SETTINGS_FILE", "DecodeSettings", "model_settings_file", "read_settings",
+           "write_settings"]
+
+#: A model's own settings file: ``k2dec decode`` and ``k2dec tune`` apply it when it lies
+#: beside the model file (or in the model's folder) and no ``--config`` is given.
+MODEL_SETTINGS_FILE = "decode.json"
 
 
 @dataclass(frozen=True)
@@ -159,3 +164,13 @@ def write_settings(settings: DecodeSettings, path: str | Path) -> Path:
     tmp.write_text(json.dumps(settings.to_json(), indent=2) + "\n")
     tmp.replace(path)
     return path
+
+
+def model_settings_file(model_path: str | Path) -> Path | None:
+    """The settings file that comes with a model: :data:`MODEL_SETTINGS_FILE` in the model's
+    folder (for a model folder such as a sherpa-onnx export, inside it); None when there is
+    none."""
+    path = Path(model_path)
+    folder = path if path.is_dir() else path.parent
+    found = folder / MODEL_SETTINGS_FILE
+    return found if found.is_file() else None

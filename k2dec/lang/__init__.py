@@ -18,6 +18,7 @@ from .lexicon import (
     write_lexicon,
 )
 from .phone import SILENCE_ENTRIES, cmudict_lexicon
+from .prepare import LexiconSource, prepare_lexicon, read_word_list
 from .spelling import TokenWords
 from .symbols import (
     check_vocab_size,
@@ -31,6 +32,7 @@ from .symbols import (
 __all__ = [
     "LangDir",
     "Lexicon",
+    "LexiconSource",
     "SILENCE_ENTRIES",
     "SPECIAL_WORDS",
     "TokenWords",
@@ -46,8 +48,10 @@ __all__ = [
     "lexicon_words",
     "load_bpe_model",
     "make_symbol_table",
+    "prepare_lexicon",
     "read_lexicon",
     "read_symbol_table",
+    "read_word_list",
     "symbol_table_digest",
     "train_bpe_model",
     "write_lang_dir",

@@ -57,14 +57,23 @@ def train_bpe_model(
 
 
 def load_bpe_model(path: str | Path):
-    """Load a sentencepiece model and check icefall's special ids."""
+    """Load a sentencepiece model and check icefall's special ids.
+
+    Raises:
+      ValueError: naming the file when it is missing, not a sentencepiece model, or its
+        ids 0, 1, 2 are not ``<blk>``, ``<sos/eos>``, ``<unk>``.
+    """
     import sentencepiece as spm
 
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"BPE model {path} does not exist")
     sp = spm.SentencePieceProcessor()
-    sp.load(str(path))
+    try:
+        sp.load(str(path))
+    except (RuntimeError, OSError) as e:
+        raise ValueError(f"BPE model {path} cannot be read (not a sentencepiece model?): "
+                         f"{str(e).strip()[:200]}") from None
     expected = {0: "<blk>", 1: "<sos/eos>", 2: "<unk>"}
     for idx, piece in expected.items():
         if sp.get_piece_size() <= idx or sp.id_to_piece(idx) != piece:

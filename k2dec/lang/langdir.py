@@ -62,7 +62,8 @@ class LangDir:
 
     @cached_property
     def lexicon_disambig(self) -> Lexicon:
-        return read_lexicon(self.path / "lexicon_disambig.txt", self.token_table)
+        return read_lexicon(self.path / "lexicon_disambig.txt", self.token_table,
+                            disambig=True)
 
     @property
     def first_token_disambig_id(self) -> int:
@@ -111,9 +112,18 @@ def write_lang_dir(
     Returns:
       the :class:`LangDir`. The disambiguation symbols ``#0..#N`` are appended to
       both tables; ``#0`` in words.txt is G's backoff symbol.
+
+    Raises:
+      ValueError: ``lang_dir`` is a file or cannot be created; a lexicon token not in
+        ``tokens``.
     """
     lang_dir = Path(lang_dir)
-    lang_dir.mkdir(parents=True, exist_ok=True)
+    if lang_dir.exists() and not lang_dir.is_dir():
+        raise ValueError(f"lang dir {lang_dir} is a file, not a directory")
+    try:
+        lang_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"cannot create lang dir {lang_dir}: {e.strerror or e}") from None
     if isinstance(tokens, k2.SymbolTable):
         token_pairs = [(tokens.get(i), i) for i in sorted(tokens.ids)]
     else:

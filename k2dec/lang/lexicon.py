@@ -15,6 +15,7 @@ import k2
 from ..files import text_lines
 
 __all__ = [
+    "RESERVED_TOKENS",
     "RESERVED_WORDS",
     "Lexicon",
     "read_lexicon",
@@ -33,29 +34,46 @@ Lexicon = list[tuple[str, list[str]]]
 RESERVED_WORDS = ("<eps>", "#0", "<s>", "</s>")
 
 
-def _is_probability(field: str) -> bool:
+#: Tokens a pronunciation may not use: the epsilon, the CTC blank and the attention
+#: decoder's sentence mark (icefall's special tokens; ``#N`` are refused too).
+RESERVED_TOKENS = ("<eps>", "<blk>", "<sos/eos>")
+
+
+def _as_number(field: str) -> float | None:
+    if not any(c.isdigit() for c in field):
+        return None
     try:
-        p = float(field)
+        return float(field)
     except ValueError:
-        return False
-    return 0.0 < p <= 1.0
+        return None
 
 
-def read_lexicon(path: str | Path, token_table: k2.SymbolTable | None = None) -> Lexicon:
-    """Read ``word tok1 tok2 ...`` lines (UTF-8, optionally gzip-compressed).
+def _looks_like_probability(field: str) -> bool:
+    """A decimal number that no token inventory uses (``1.0``, ``-0.5``, ``1e-3``): a
+    pronunciation probability of a Kaldi ``lexiconp.txt`` line."""
+    return _as_number(field) is not None and not field.isdigit()
+
+
+def read_lexicon(path: str | Path, token_table: k2.SymbolTable | None = None,
+                 disambig: bool = False) -> Lexicon:
+    """Read ``word tok1 tok2 ...`` lines (UTF-8, optionally gzip-compressed; a byte-order
+    mark is ignored).
 
     Args:
       path: the lexicon file.
       token_table: when given, every token must be in it and none may have id 0 (the
         epsilon / blank).
+      disambig: the file is a ``lexicon_disambig.txt``: pronunciations may end in
+        disambiguation symbols ``#N``.
 
     Raises:
       ValueError: naming file and line for a line with a word but no tokens (an empty
         pronunciation), a reserved word (``<eps>``, ``#0``, ``<s>``, ``</s>``, ``#N``), a
-        token ``<eps>`` or one with id 0 (an epsilon pronunciation), a token missing from
-        ``token_table``; and for a Kaldi ``lexiconp.txt`` (``word prob tok1 ...``: every
-        line's second field a probability that is not a token), whose probabilities would
-        otherwise become tokens.
+        reserved token (``<eps>``, ``<blk>``, ``<sos/eos>``, ``#N``) or one with id 0 (an
+        epsilon pronunciation), a token missing from ``token_table``; and for a Kaldi
+        ``lexiconp.txt`` (``word prob tok1 ...``), whose probabilities would otherwise
+        become tokens: every line's second field a number, or one line's a decimal number
+        that ``token_table`` lacks (a probability outside ``(0, 1]`` is named with its line).
     """
     path = Path(path)
     lexicon: Lexicon = []
@@ -70,33 +88,63 @@ def read_lexicon(path: str | Path, token_table: k2.SymbolTable | None = None) ->
             raise ValueError(f"{where}: word {word!r} has an empty pronunciation")
         if word in RESERVED_WORDS or _is_disambig(word):
             raise ValueError(f"{where}: {word!r} is reserved and cannot be a lexicon word")
-        for t in fields[1:]:
-            if t == "<eps>" or (token_table is not None and t in token_table
-                                and token_table.get(t) == 0):
-                raise ValueError(
-                    f"{where}: word {word!r} has the epsilon/blank token {t!r} (id 0) in its "
-                    "pronunciation; a word must consume at least one real token, each token "
-                    "a real one"
-                )
-            if token_table is not None and t not in token_table:
-                raise ValueError(
-                    f"{where}: token {t!r} of word {word!r} is not in tokens.txt"
-                )
+        _check_pronunciation(where, word, fields[1:], token_table, disambig)
         lexicon.append((word, fields[1:]))
         where_of.append(where)
     if not lexicon:
         raise ValueError(f"lexicon {path} is empty")
+    _refuse_probabilities(path, lexicon, where_of, token_table)
+    return lexicon
+
+
+def _check_pronunciation(where: str, word: str, tokens: list[str],
+                         token_table: k2.SymbolTable | None, disambig: bool) -> None:
+    """The token checks of :func:`read_lexicon` for one line."""
+    for i, t in enumerate(tokens):
+        in_table = token_table is not None and t in token_table
+        if disambig and i > 0 and _is_disambig(t):
+            if token_table is not None and not in_table:
+                raise ValueError(f"{where}: disambiguation symbol {t!r} of word {word!r} is "
+                                 "not in tokens.txt")
+            continue
+        blank = t in ("<eps>", "<blk>") or (in_table and token_table.get(t) == 0)
+        if blank or t in RESERVED_TOKENS or _is_disambig(t):
+            what = "the epsilon/blank token" if blank else "the reserved token"
+            id0 = " (id 0)" if in_table and token_table.get(t) == 0 else ""
+            raise ValueError(
+                f"{where}: word {word!r} has {what} {t!r}{id0} in its pronunciation; a word "
+                "must consume at least one real token, each token a real one (<eps>, <blk>, "
+                "<sos/eos> and #N are reserved)"
+            )
+        if token_table is not None and not in_table:
+            raise ValueError(f"{where}: token {t!r} of word {word!r} is not in tokens.txt")
+
+
+def _refuse_probabilities(path: Path, lexicon: Lexicon, where_of: list[str],
+                          token_table: k2.SymbolTable | None) -> None:
+    """Refuse a Kaldi ``lexiconp.txt`` (see :func:`read_lexicon`)."""
     second = [toks[0] for _, toks in lexicon]
-    if all(_is_probability(t) for t in second) and (
-        token_table is None or not any(t in token_table for t in second)
-    ):
+    unknown = [token_table is None or t not in token_table for t in second]
+    numbers = [_as_number(t) for t in second]
+    if all(x is not None for x in numbers) and all(unknown):
+        for i, p in enumerate(numbers):
+            if not 0.0 < p <= 1.0:
+                raise ValueError(
+                    f"{where_of[i]}: word {lexicon[i][0]!r} has the pronunciation probability "
+                    f"{second[i]}, outside (0, 1]; and k2dec reads lexicon.txt (word, tokens), "
+                    "not Kaldi's lexiconp.txt (word, probability, tokens)")
         raise ValueError(
             f"{path} looks like a Kaldi lexiconp.txt (word, pronunciation probability, "
             f"tokens: {where_of[0]} is {lexicon[0][0]} {' '.join(lexicon[0][1])!r}); "
             "k2dec reads lexicon.txt (word, tokens). Drop the probabilities first, e.g. "
             "awk '{$2=\"\"; print}' lexiconp.txt > lexicon.txt"
         )
-    return lexicon
+    for i, t in enumerate(second):
+        if unknown[i] and _looks_like_probability(t):
+            raise ValueError(
+                f"{where_of[i]}: word {lexicon[i][0]!r} starts its pronunciation with {t!r}, "
+                "a number, not a token: a pronunciation probability (Kaldi lexiconp.txt)? "
+                "k2dec reads lexicon.txt (word, tokens); drop the probabilities")
 
 
 def _is_disambig(symbol: str) -> bool:

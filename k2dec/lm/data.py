@@ -16,17 +16,22 @@ def encode_text_file(text: str | Path, sp) -> k2.RaggedTensor:
     model.
 
     Args:
-      text: path of a UTF-8 text file.
+      text: path of a UTF-8 text file (optionally gzipped).
       sp: a loaded ``sentencepiece.SentencePieceProcessor`` (see
         :func:`k2dec.lang.load_bpe_model`).
 
     Returns:
       int32 ``k2.RaggedTensor`` ``[sentence][token]`` on the CPU, without ``sos``/``eos``.
+
+    Raises:
+      ValueError: naming the file (and line): missing, not UTF-8 text, no sentence.
     """
+    from ..files import text_lines
+
     text = Path(text)
     if not text.is_file():
         raise ValueError(f"text file {str(text)!r} does not exist")
-    lines = [line.strip() for line in text.read_text(encoding="utf-8").splitlines()]
+    lines = [line.strip() for _, line in text_lines(text, "text file")]
     lines = [line for line in lines if line]
     if not lines:
         raise ValueError(f"text file {str(text)!r} has no non-empty lines")

@@ -22,10 +22,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import k2
 import torch
 
 from ..data.features import FeatureConfig
+from ..lang.symbols import read_symbol_table
 from .interface import AcousticModel
 
 __all__ = ["find_tokens", "load_model"]
@@ -62,7 +62,8 @@ def load_model(
         the sample rate / feature dimension an ONNX export declares).
 
     Raises:
-      ValueError: no such path, or nothing k2dec recognises (the message says what it saw).
+      ValueError: no such path, nothing k2dec recognises (the message says what it saw), or
+        a malformed tokens file (naming its line: a duplicate id or symbol, not UTF-8, ...).
     """
     path = Path(path)
     if not path.exists():
@@ -72,7 +73,7 @@ def load_model(
     if tokens_path is not None:
         if not tokens_path.is_file():
             raise ValueError(f"tokens file {tokens_path} does not exist")
-        table = k2.SymbolTable.from_file(str(tokens_path))
+        table = read_symbol_table(tokens_path)
     device = torch.device(device)
     model: AcousticModel
     if path.is_dir() or path.suffix == ".onnx":

@@ -8,6 +8,7 @@ lang dir, graphs and LMs loaded by :func:`k2dec.job.load_assets`, the utterances
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
@@ -24,12 +25,15 @@ from ..job import (
     check_resources,
     decode_utterances,
     load_assets,
+    model_settings_file,
     plan_methods,
     read_settings,
 )
 from ..methods import Method, config_field_path, get_method, icefall_compatible
 from .inputs import prepare_inputs
 from .result import RecognitionResult, ResultMaker
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["Recognizer"]
 
@@ -127,6 +131,8 @@ class Recognizer:
             raise ValueError(f"max_duration must be a positive number of seconds, got "
                              f"{max_duration!r}")
         self.assets = assets
+        self.settings_file = settings_file
+        self.icefall_compat = icefall_compat
         self.run = _plan(method, dict(settings or {}), settings_file, icefall_compat)
         self.decode_config = DecodeConfig(max_duration=float(max_duration),
                                           batch_encoder=batch_encoder)
@@ -145,9 +151,10 @@ class Recognizer:
                    graph_dir: str | Path | None = None, *, method: str,
                    bpe_model: str | Path | None = None, rnn_lm: str | Path | None = None,
                    hotwords: str | Path | None = None, lodr_arpa: str | Path | None = None,
-                   settings_file: str | Path | None = None, icefall_compat: bool = False,
-                   device: torch.device | str = "cpu", max_duration: float = 200.0,
-                   features: Mapping[str, Any] | None = None, **settings: Any) -> Recognizer:
+                   settings_file: str | Path | None = None, model_settings: bool = True,
+                   icefall_compat: bool = False, device: torch.device | str = "cpu",
+                   max_duration: float = 200.0, features: Mapping[str, Any] | None = None,
+                   **settings: Any) -> Recognizer:
         """Load everything from files, as ``k2dec decode`` does with the same options.
 
         Args:
@@ -160,6 +167,9 @@ class Recognizer:
           bpe_model, rnn_lm, hotwords, lodr_arpa: a BPE model other than the lang dir's,
             ``--rnn-lm``, ``--hotwords``, ``--lodr-arpa``.
           settings_file, icefall_compat, max_duration: see :class:`Recognizer`.
+          model_settings: without ``settings_file``, apply the model's own settings file
+            (``decode.json`` beside the model, :func:`k2dec.job.model_settings_file`) as
+            ``k2dec decode`` does (logged); ``False``: ``--no-model-settings``.
           device: where the network and searches run.
           features: :class:`k2dec.data.FeatureConfig` fields for a model trained on other
             features (``--feature-*``), e.g. ``{"num_mel_bins": 40}``.
@@ -169,13 +179,20 @@ class Recognizer:
                              lm_paths={"rnn_lm": rnn_lm} if rnn_lm is not None else None,
                              device=device, hotwords=hotwords, lodr_arpa=lodr_arpa,
                              feature_overrides=dict(features or {}), graph_dir=graph_dir)
+        if settings_file is None and model_settings:
+            settings_file = model_settings_file(model)
+            if settings_file is not None:
+                logger.info("applying the model's settings file %s (model_settings=False: "
+                            "without it)", settings_file)
         return cls(assets, method, settings, settings_file=settings_file,
                    icefall_compat=icefall_compat, max_duration=max_duration)
 
     def with_method(self, method: str | Method, **settings: Any) -> Recognizer:
         """Another recognizer over the same loaded assets (model, graphs, LMs), with another
-        method or settings; ``max_duration`` and ``batch_encoder`` are kept."""
-        return Recognizer(self.assets, method, settings,
+        method or settings; the settings file, ``icefall_compat``, ``max_duration`` and
+        ``batch_encoder`` are kept."""
+        return Recognizer(self.assets, method, settings, settings_file=self.settings_file,
+                          icefall_compat=self.icefall_compat,
                           max_duration=self.decode_config.max_duration,
                           batch_encoder=self.decode_config.batch_encoder)
 

@@ -96,17 +96,20 @@ def read_hotwords(path: str | Path) -> list[Hotword]:
     starting with ``#`` are skipped.
 
     Raises:
-      ValueError: a missing file or a malformed score (naming the line).
+      ValueError: naming the file (and line): a missing file, one that is not UTF-8 text,
+        a malformed score, a score without a phrase, or no phrase at all.
     """
+    from k2dec.files import text_lines
+
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"hotwords file {str(path)!r} does not exist")
     out = []
-    for lineno, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, raw in text_lines(path, "hotwords file"):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         score = None
+        if line.startswith(":"):
+            line = " " + line  # a score with no phrase before it
         head, sep, tail = line.rpartition(" :")
         if sep:
             try:
@@ -117,8 +120,13 @@ def read_hotwords(path: str | Path) -> list[Hotword]:
             if not math.isfinite(score):
                 raise ValueError(f"{path}:{lineno}: score must be finite, got {tail!r}")
             line = head.strip()
-        if line:
-            out.append(Hotword(line, score))
+        if not line:
+            raise ValueError(f"{path}:{lineno}: a score with no phrase (a line is 'PHRASE' "
+                             "or 'PHRASE :SCORE')")
+        out.append(Hotword(line, score))
+    if not out:
+        raise ValueError(f"hotwords file {path} has no phrases (one per line; blank lines and "
+                         "lines starting with # are skipped)")
     return out
 
 

@@ -44,77 +44,93 @@ class ArpaModel:
 
 
 def read_arpa(path: str | Path) -> ArpaModel:
-    """Read an ARPA file (log10 values become natural logs).
+    """Read an ARPA file, plain or gzipped (log10 values become natural logs).
 
     Raises:
-      ValueError: a malformed line (naming file and line) or no n-grams.
+      ValueError: naming the file and line for anything :func:`k2dec.graph.check_arpa`
+        refuses (not UTF-8 text, a malformed line, counts that disagree, no ``<s>`` or
+        ``</s>``, a missing ``\\end\\``, ...).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"ARPA file {str(path)!r} does not exist")
+    from k2dec.graph.ngram import check_arpa
+
     prob: dict[tuple[str, ...], float] = {}
     backoff: dict[tuple[str, ...], float] = {}
-    section = 0
-    order = 0
-    opener = _open_text(path)
-    with opener as f:
-        for lineno, raw in enumerate(f, start=1):
-            line = raw.strip()
-            if not line or line in ("\\data\\", "\\end\\") or line.startswith("ngram "):
-                continue
-            if line.startswith("\\") and line.endswith("-grams:"):
-                section = int(line[1 : -len("-grams:")])
-                order = max(order, section)
-                continue
-            fields = line.split()
-            if section == 0 or len(fields) not in (section + 1, section + 2):
-                raise ValueError(f"{path}:{lineno}: not an ARPA {section}-gram line: {line!r}")
-            key = tuple(fields[1 : 1 + section])
-            prob[key] = float(fields[0]) * LN10
-            if len(fields) == section + 2:
-                backoff[key] = float(fields[-1]) * LN10
-    if not prob:
-        raise ValueError(f"{path} has no n-grams")
+
+    def visit(words: tuple[str, ...], logprob: float, bow: float | None) -> None:
+        prob[words] = logprob * LN10
+        if bow is not None:
+            backoff[words] = bow * LN10
+
+    order = check_arpa(path, visit=visit).order
     return ArpaModel(order, prob, backoff)
 
 
-def _open_text(path: Path):
-    if path.suffix == ".gz":
-        import gzip
-
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
-
-
 def train_token_arpa(text: str | Path, bpe_model: str | Path, arpa: str | Path,
-                     order: int = 2) -> Path:
+                     order: int = 2, overwrite: bool = False) -> Path:
     """Train a token-level n-gram (LODR's low-order LM) on an LM text with kaldingram.
 
     Every line of ``text`` is encoded with the sentencepiece model and written as token ids,
     so the ARPA file's words are decimal token ids (what :meth:`TokenNgramScorer.from_arpa`
-    reads by default). Idempotent: an existing ``arpa`` is kept.
+    reads by default). An ``arpa`` ending in ``.gz`` is written gzip-compressed. An existing
+    ``arpa`` is kept unless ``overwrite``. ``k2dec train-token-lm`` runs this.
 
     Args:
-      text: UTF-8, one sentence per line (blank lines skipped), in the case the BPE model was
-        trained on.
+      text: UTF-8 (optionally gzipped), one sentence per line (blank lines skipped), in the
+        case the BPE model was trained on (a warning says when more than a tenth of the
+        tokens are ``<unk>``).
       bpe_model: the sentencepiece model of the acoustic model's tokens.
       arpa: the ARPA file to write.
       order: the n-gram order (icefall's LODR: 2).
+      overwrite: train again when ``arpa`` exists.
+
+    Raises:
+      ValueError: naming the file: a text that is not UTF-8 or has no sentence, a BPE model
+        that cannot be read, an order outside 1..5.
     """
+    import gzip
+    import shutil
+
     from k2dec.graph.ngram import train_arpa
     from k2dec.lang import load_bpe_model
 
     arpa = Path(arpa)
-    if arpa.is_file():
+    if arpa.is_file() and not overwrite:
         return arpa
+    if not 1 <= order <= 5:
+        raise ValueError(f"n-gram order must be in 1..5 (kaldingram's range), got {order}")
     sp = load_bpe_model(bpe_model)
     with tempfile.TemporaryDirectory() as tmp:
-        ids = Path(tmp) / "token_text.txt"
-        with open(text, encoding="utf-8") as src, open(ids, "w", encoding="utf-8") as dst:
-            for line in src:
-                if line.strip():
-                    dst.write(" ".join(str(i) for i in sp.encode(line.strip())) + "\n")
-        return train_arpa(ids, arpa, order=order)
+        ids = _encode_text(text, sp, Path(tmp) / "token_text.txt")
+        plain = Path(tmp) / "lm.arpa"
+        train_arpa(ids, plain, order=order)
+        arpa.parent.mkdir(parents=True, exist_ok=True)
+        partial = arpa.with_name(arpa.name + ".partial")
+        with open(plain, "rb") as src, (gzip.open(partial, "wb") if arpa.suffix == ".gz"
+                                        else open(partial, "wb")) as dst:
+            shutil.copyfileobj(src, dst)
+        partial.replace(arpa)
+    return arpa
+
+
+def _encode_text(text: str | Path, sp, out: Path) -> Path:
+    """Write the non-blank lines of ``text`` as token ids of ``sp`` to ``out``."""
+    from k2dec.files import text_lines
+
+    sentences = tokens = unknown = 0
+    with open(out, "w", encoding="utf-8") as dst:
+        for _, line in text_lines(text, "LM text"):
+            if line.strip():
+                ids = sp.encode(line.strip())
+                sentences, tokens = sentences + 1, tokens + len(ids)
+                unknown += sum(1 for i in ids if i == sp.unk_id())
+                dst.write(" ".join(map(str, ids)) + "\n")
+    if sentences == 0:
+        raise ValueError(f"LM text {text} has no sentences")
+    if unknown > 0.1 * tokens:
+        logger.warning("%s: %d of its %d tokens are <unk>: is the text in the case and "
+                       "alphabet the BPE model was trained on?", text, unknown, tokens)
+    logger.info("%s: %d sentences, %d tokens", text, sentences, tokens)
+    return out
 
 
 class TokenNgramScorer(TableScorer):
@@ -154,17 +170,30 @@ class TokenNgramScorer(TableScorer):
         Args:
           arpa: the ARPA file (or a model from :func:`read_arpa`).
           vocab_size: ``V`` of the search.
-          token_table: maps ARPA words to token ids; None: the words are decimal token ids
-            (:func:`train_token_arpa`). ``<s>``, ``</s>``, ``<unk>`` are the ARPA's own.
+          token_table: maps ARPA words to token ids when they are not all decimal token ids
+            (an ARPA over BPE pieces, as icefall's ``lang_bpe_500/2gram.arpa``); None: the
+            words must be decimal token ids (:func:`train_token_arpa`). ``<s>``, ``</s>``,
+            ``<unk>`` are the ARPA's own.
           device: where the tables live (the search's device).
           max_table_size: refuse models with more than this many ``S * V`` entries.
+
+        Raises:
+          ValueError: naming the file: anything :func:`read_arpa` refuses, a word that is not
+            a token id below ``vocab_size`` (an n-gram for another vocabulary), tables larger
+            than ``max_table_size``.
 
         Tokens the model never saw (blank, ``sos/eos``, rare pieces) are scored like
         ``<unk>`` if the model has it, else with its smallest unigram log-prob, so that a
         negative weight (LODR) never turns an unseen token into ``+inf``.
         """
         model = arpa if isinstance(arpa, ArpaModel) else read_arpa(arpa)
-        return cls(*_expand(model, vocab_size, token_table, max_table_size, torch.device(device)))
+        try:
+            tables = _expand(model, vocab_size, token_table, max_table_size,
+                             torch.device(device))
+        except ValueError as e:
+            raise ValueError(f"{arpa}: {e}" if not isinstance(arpa, ArpaModel) else str(e)
+                             ) from None
+        return cls(*tables)
 
     def init_state(self, utt: torch.Tensor) -> torch.Tensor:
         return torch.full((utt.numel(),), self.start, dtype=torch.int64,
@@ -178,13 +207,17 @@ def _expand(model: ArpaModel, vocab_size: int, token_table: dict[str, int] | Non
     n = model.order
     # column of every ARPA word: token ids in [0, V), </s> in column V
     column: dict[str, int] = {EOS: vocab_size}
-    for (w,) in (k for k in model.prob if len(k) == 1):
-        if w in (BOS, EOS, UNK):
-            continue
+    words = [w for (w,) in (k for k in model.prob if len(k) == 1) if w not in (BOS, EOS, UNK)]
+    if all(_as_id(w) is not None for w in words):
+        token_table = None  # decimal token ids
+    for w in words:
         tid = token_table.get(w) if token_table is not None else _as_id(w)
         if tid is None or not 0 <= tid < vocab_size:
-            raise ValueError(f"ARPA word {w!r} is not a token id in [0, {vocab_size})"
-                             + ("" if token_table is None else " of token_table"))
+            raise ValueError(
+                f"ARPA word {w!r} is not a token id in [0, {vocab_size})"
+                + ("" if token_table is None else " of token_table") + ": the token n-gram "
+                f"was made for another vocabulary than the model's {vocab_size} tokens (make "
+                "one with the model's bpe.model: k2dec train-token-lm)")
         column[w] = tid
     histories = sorted({k for k in model.prob if len(k) < n and k[-1] != EOS} | {()},
                        key=len)

@@ -57,6 +57,7 @@ SWITCHES = {
     "lm_pruned": dict(lm_weight=0.5, lm_fusion="pruned"),
     "end_detect": dict(end_detect=True, end_detect_window=2, end_detect_margin=1.0),
     "max_ended": dict(max_ended=2),
+    "max_repeats": dict(max_repeats=1, repeat_span=2),
 }
 
 
@@ -99,7 +100,8 @@ def test_every_switch_changes_something(name):
     changed = False
     for seed in range(4):
         dec, memory, lens, ctc, lm = _problem(seed, torch.device("cpu"), eos_bias=0.7)
-        base = BeamSearchConfig(beam_size=3, nbest=3)
+        # the random decoders end early: repeats show in hypotheses made to be long
+        base = BeamSearchConfig(beam_size=3, nbest=3, min_len=5 if name == "max_repeats" else 0)
         on = dataclasses.replace(base, **SWITCHES[name])
         sigs = []
         for cfg in (base, on):
@@ -289,6 +291,48 @@ def test_length_penalties_hand_worked():
     assert hyps[0].score == pytest.approx(math.log(0.15) + 2)
 
 
+def test_repeat_guard_hand_worked():
+    # token 0 is always the best (.6), then 1 (.3), then eos (.1): greedy repeats 0 up to the
+    # maximum length (10 tokens) and is forced to end there
+    table = {None: [0.6, 0.3, 0.1], 0: [0.6, 0.3, 0.1], 1: [0.6, 0.3, 0.1]}
+
+    def search(**kwargs):
+        dec = TableDecoder(table, 3, eos_id=2)
+        memory = torch.zeros(1, 10, 1, dtype=torch.float64)
+        cfg = BeamSearchConfig(beam_size=1, nbest=1, **kwargs)
+        return beam_search(dec, memory, torch.tensor([10]), cfg)[0][0]
+
+    assert search().tokens == [0] * 10
+    # at most 2 copies of any 1-token span: the third 0 is masked, 1 takes its place
+    assert search(max_repeats=2, repeat_span=1).tokens == [0, 0, 1, 0, 0, 1, 0, 0, 1, 0]
+    # no span of 1 or 2 tokens twice in a row: 0 1 0, then 0 ("0 0") and 1 ("0 1 0 1") are
+    # masked and only eos is left
+    hyp = search(max_repeats=1, repeat_span=2)
+    assert hyp.tokens == [0, 1, 0]
+    assert hyp.score == pytest.approx(math.log(0.6 * 0.3 * 0.6 * 0.1))
+
+
+def test_repeat_mask_matches_the_reference_rule():
+    from k2dec.aed.scoring import repeat_mask
+    from tests.reference.aed_reference import completes_repeat
+
+    rng = random.Random(0)
+    checked = banned = 0
+    for _ in range(300):
+        cfg = BeamSearchConfig(max_repeats=rng.randint(1, 3), repeat_span=rng.randint(1, 4))
+        u, v = rng.randint(0, 12), rng.randint(2, 4)
+        prefixes = torch.tensor([[rng.randrange(v) for _ in range(u)] for _ in range(5)],
+                                dtype=torch.int64).reshape(5, u)
+        mask = repeat_mask(prefixes, v, cfg)
+        for row in range(5):
+            for c in range(v):
+                want = completes_repeat(prefixes[row].tolist() + [c], cfg)
+                got = mask is not None and bool(mask[row, c])
+                assert got == want, (prefixes[row].tolist(), c, cfg)
+                checked, banned = checked + 1, banned + want
+    assert banned > 50 and checked - banned > 50
+
+
 def test_empty_batch():
     dec = random_decoder(5, 3, seed=0)
     assert beam_search(dec, torch.zeros(0, 4, 3, dtype=torch.float64),
@@ -434,6 +478,8 @@ def _config_strategy():
             "end_detect": st.booleans(),
             "end_detect_margin": st.sampled_from([0.5, 3.0]),
             "max_ended": st.sampled_from([None, 1, 3]),
+            "max_repeats": st.sampled_from([None, 1, 2]),
+            "repeat_span": st.sampled_from([1, 3]),
         }
     )
 

@@ -16,9 +16,9 @@ from tests.job.test_same_answer import _config, full_setup  # noqa: F401 (fixtur
     ("fast_beam_search_mbr_LG", ["fast_beam_search_mbr_LG", "fast_beam_search_LG"]),
     ("fast_beam_search_mbr", ["fast_beam_search_mbr", "fast_beam_search"]),
     ("greedy_search", ["greedy_search"]),
-    # the random model's attention hypotheses are longer than its CTC output can align: no
-    # token frames, no CTM (frames of aligned ones: tests/methods/test_aed_methods.py)
-    ("attention-beam-search", []),
+    # joint CTC/attention scoring (the default ctc_weight): every hypothesis has a CTC
+    # alignment, so token frames and a CTM
+    ("attention-beam-search", ["attention-beam-search"]),
     ("1best", []),  # no confidences: no CTM
 ])
 def test_ctm_files_match_the_records(decode_setup, tmp_path, method, keys):
@@ -31,7 +31,7 @@ def test_ctm_files_match_the_records(decode_setup, tmp_path, method, keys):
     out = tmp_path / method
     written = sorted(p.name for p in out.glob("ctm-*.ctm"))
     if method == "attention-beam-search":
-        assert all("token_frames" not in r["hyps"][method] for r in records.values()
+        assert all("token_frames" in r["hyps"][method] for r in records.values()
                    if r["status"] == "ok")
     assert written == sorted(f"ctm-tiny-{k}.ctm" for k in keys)
     checked = 0
@@ -84,10 +84,10 @@ def test_ctm_settings_are_validated():
 #: path through H is ``ctc-greedy-search``'s, which has them.
 NO_CONFIDENCES = {"1best", "whole-lattice-rescoring", "ctc-decoding", "fast_beam_search",
                   "fast_beam_search_LG"}
-#: methods whose frames need an alignment the tiny random model cannot give: attention beam
-#: search aligns its tokens to the CTC output, and the random model's hypotheses are longer
-#: than its CTC output can align (aligned ones: tests/methods/test_aed_methods.py)
-NO_FRAMES_HERE = {"attention-beam-search"}
+#: methods whose frames need an alignment the tiny random model cannot give (none: attention
+#: beam search aligns its tokens to the CTC output, and with its default joint CTC scoring
+#: every hypothesis has an alignment; without CTC: tests/methods/test_aed_methods.py)
+NO_FRAMES_HERE: set[str] = set()
 
 
 @pytest.mark.parametrize("method", [m.name for m in list_methods()])

@@ -159,9 +159,59 @@ def test_kaldi_lexiconp_is_recognized_and_refused(tmp_path):
     tokens = make_symbol_table([("<eps>", 0), ("1.0", 1), ("0.5", 2)] + [
         (t, i) for i, t in enumerate(["HH", "AH", "L", "OW", "EH", "W", "ER", "D"], start=3)])
     assert read_lexicon(path, tokens)[0] == ("HELLO", ["1.0", "HH", "AH", "L", "OW"])
-    # one line whose second field is no probability: an ordinary lexicon
-    path.write_text("HELLO 1.0 HH\nONE w ah n\n")
-    assert read_lexicon(path)[1] == ("ONE", ["w", "ah", "n"])
+    # one line with a decimal number first, others without: a probability all the same
+    path.write_text("ONE w ah n\nHELLO 1.0 HH\n")
+    with pytest.raises(ValueError, match=r"lexiconp.txt:2: word 'HELLO' starts its "
+                                         r"pronunciation with '1.0', a number"):
+        read_lexicon(path)
+    # integers are tokens of some inventories (digits): a lexicon with one is kept
+    path.write_text("ONE w ah n\nTWO 2\n")
+    assert read_lexicon(path)[1] == ("TWO", ["2"])
+
+
+@pytest.mark.parametrize("text, line, value", [
+    ("HELLO 1.7 HH AH\nWORLD 0.5 W ER\n", 1, "1.7"),
+    ("HELLO 1.0 HH AH\nWORLD -0.5 W ER\n", 2, "-0.5"),
+    ("HELLO 0.3 HH AH\nWORLD 0 W ER\n", 2, "0"),
+    ("HELLO 1.0 HH\nWORLD 1e3 W\n", 2, "1e3"),
+    ("HELLO h\nWORLD 1e-3 W\n", 2, "1e-3"),
+])
+def test_lexiconp_probability_outside_0_1_names_the_line(tmp_path, text, line, value):
+    path = tmp_path / "lexiconp.txt"
+    path.write_text(text)
+    with pytest.raises(ValueError) as e:
+        read_lexicon(path)
+    assert f"lexiconp.txt:{line}: word " in str(e.value) and value in str(e.value)
+
+
+@pytest.mark.parametrize("token", ["<blk>", "<sos/eos>", "#1", "<eps>"])
+def test_reserved_tokens_in_a_pronunciation_are_refused(tmp_path, token):
+    path = tmp_path / "lex.txt"
+    path.write_text(f"B b\nHELLO h {token} e\n")
+    with pytest.raises(ValueError, match=rf"lex.txt:2: word 'HELLO' has the .* {token!r}"):
+        read_lexicon(path)
+
+
+def test_lexicon_disambig_reads_its_disambiguation_symbols(tmp_path):
+    lang = write_lang_dir(tmp_path / "lang", [("A", ["a"]), ("AB", ["a", "b"]),
+                                              ("B", ["b"]), ("BB", ["b"])])
+    assert lang.lexicon_disambig == [("A", ["a", "#1"]), ("AB", ["a", "b"]),
+                                     ("B", ["b", "#1"]), ("BB", ["b", "#2"])]
+    # the same file is no lexicon.txt: #N are reserved there
+    with pytest.raises(ValueError, match=r"lexicon_disambig.txt:1: word 'A' has the reserved "
+                                         r"token '#1'"):
+        read_lexicon(lang.path / "lexicon_disambig.txt", lang.token_table)
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_word(tmp_path, caplog):
+    path = tmp_path / "lex.txt"
+    path.write_bytes("\ufeffHELLO h e\nWORLD w\n".encode())
+    with caplog.at_level("WARNING"):
+        assert read_lexicon(path) == [("HELLO", ["h", "e"]), ("WORLD", ["w"])]
+    assert "byte-order mark" in caplog.text and "lex.txt" in caplog.text
+    table = tmp_path / "tokens.txt"
+    table.write_bytes("\ufeff<blk> 0\na 1\n".encode())
+    assert read_symbol_table(table).get(0) == "<blk>"
 
 
 def test_gzipped_and_non_utf8_lexicons(tmp_path):

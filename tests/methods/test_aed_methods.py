@@ -50,9 +50,12 @@ def test_missing_pieces():
     m = get_method("attention-beam-search")
     with pytest.raises(ValueError, match="needs Resources.attention_decoder"):
         m(inp, Resources())
-    with pytest.raises(ValueError, match="needs AedInputs.ctc_log_probs"):
+    with pytest.raises(ValueError, match=r"ctc_weight=0.5 .* needs the model's CTC output "
+                                         r"\(AedInputs.ctc_log_probs\); .* --set ctc_weight=0"):
         m(AedInputs(inp.memory, inp.memory_lens), Resources(attention_decoder=dec),
           Cfg(BeamSearchConfig(ctc_weight=0.5)))
+    with pytest.raises(ValueError, match=r"ctc_weight=0.3 \(joint CTC/attention"):
+        m(AedInputs(inp.memory, inp.memory_lens), Resources(attention_decoder=dec))
     with pytest.raises(ValueError, match="needs a neural LM"):
         m(inp, Resources(attention_decoder=dec), Cfg(BeamSearchConfig(lm_weight=0.5)))
 

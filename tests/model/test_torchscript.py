@@ -197,7 +197,7 @@ def test_conformer_ctc_methods_run(conformer_jit):
     x, x_lens = _features([50, 33])
     out = model.encode(x, x_lens)
     res = get_method("attention-beam-search")(
-        AedInputs(out.memory, out.memory_lens, ctc_log_probs=None),
+        AedInputs(out.memory, out.memory_lens, ctc_log_probs=out.ctc_log_probs),
         Resources(attention_decoder=model.attention_decoder))
     assert len(res[0].tokens) == 2
 

@@ -18,6 +18,7 @@ from lhotse.utils import fastcopy
 from k2dec import RecognitionResult, Recognizer
 from k2dec.data import FeatureConfig
 from k2dec.demo import ASSETS
+from k2dec.methods import get_method
 
 pytestmark = pytest.mark.skipif(not (ASSETS / "model.pt").is_file(),
                                 reason="no shipped model in this checkout")
@@ -324,3 +325,16 @@ def test_the_newcomer_script_is_short_runs_and_is_in_the_readme(shipped_demo, tm
         lines = (tmp_path / "out" / method / "results-cuts.jsonl").read_text().splitlines()
         cli = {d["cut_id"]: d["hyp"] for d in map(json.loads, lines)}
         assert cli == {name: got[(method, f"{name}.wav")] for name in ("a", "b")}
+
+
+def test_the_models_settings_file_is_applied_as_by_k2dec_decode(rec):
+    """decode.json beside the shipped model sets attention-beam-search's ctc_weight (0.5);
+    model_settings=False and with_method keep to what was chosen."""
+    shipped = rec.with_method("attention-beam-search")
+    assert shipped.settings_file == ASSETS / "decode.json"
+    assert shipped.config.search.ctc_weight == 0.5
+    bare = Recognizer.from_files(ASSETS / "model.pt", ASSETS / "lang", model_settings=False,
+                                 method="attention-beam-search")
+    default = get_method("attention-beam-search").default_config()
+    assert bare.settings_file is None
+    assert bare.config.search.ctc_weight == default.search.ctc_weight != 0.5

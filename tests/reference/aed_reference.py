@@ -108,6 +108,22 @@ def _final(raw: float, length: int, coverage: list[float], config) -> float:
     return score
 
 
+def completes_repeat(tokens: list[int], config) -> bool:
+    """Whether ``tokens`` end with a span of 1..repeat_span tokens repeated more than
+    max_repeats times in a row (written out copy by copy)."""
+    if config.max_repeats is None:
+        return False
+    copies = config.max_repeats + 1
+    for p in range(1, config.repeat_span + 1):
+        if len(tokens) < copies * p:
+            break
+        span = tokens[len(tokens) - p:]
+        if all(tokens[len(tokens) - (k + 1) * p: len(tokens) - k * p] == span
+               for k in range(copies)):
+            return True
+    return False
+
+
 def _top(scores: list[float], k: int) -> list[int]:
     """Indices of the k largest finite scores (descending)."""
     order = sorted(range(len(scores)), key=lambda i: -scores[i])
@@ -168,6 +184,8 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
                         if c == sos and sos != eos:
                             allowed = False
                         if use_ctc and c == config.ctc_blank_id:
+                            allowed = False
+                        if c != eos and completes_repeat(h.tokens + [c], config):
                             allowed = False
                         v = a[c] * (1.0 - config.ctc_weight) if use_ctc else a[c]
                         if use_lm and config.lm_fusion == "full":
