@@ -76,8 +76,9 @@ def plan_methods(methods: Sequence[str | Method], assignments: Sequence[str] = (
         ``lm_scales=0.5,1.0``).
       require_used: an assignment that no method's config has is an error (else ignored).
       settings: a settings file's content, applied before ``assignments``: its ``set``
-        where the field exists (unused ones are no error), then its entries for each given
-        method (each must fit the method; entries for methods not given are ignored).
+        where the field exists (checked like ``assignments``: one that no given method has
+        is an error with ``require_used``), then its entries for each given method (each
+        must fit the method; entries for methods not given are ignored).
 
     Raises:
       ValueError: naming every problem found: unknown or repeated methods, malformed
@@ -97,14 +98,15 @@ def plan_methods(methods: Sequence[str | Method], assignments: Sequence[str] = (
         resolved.append(method)
     problems += [f"expected KEY=VALUE, got {a!r}" for a in assignments if "=" not in a]
     assignments = [a for a in assignments if "=" in a]
-    runs, used, rejected = [], set(), {}
+    runs, used, used_in_file, rejected = [], set(), set(), {}
     settings = settings or DecodeSettings()
     for method in resolved:
         default = method.default_config()
         mine = [a for a in assignments if _applies(default, a)]
+        from_file = [a for a in settings.assignments if _applies(default, a)]
         used.update(mine)
-        mine = ([a for a in settings.assignments if _applies(default, a)]
-                + list(settings.methods.get(method.name, ())) + mine)
+        used_in_file.update(from_file)
+        mine = from_file + list(settings.methods.get(method.name, ())) + mine
         try:
             runs.append(MethodRun(method, override_config(default, mine), tuple(mine),
                                   dict(settings.calibration.get(method.name, {}))))
@@ -114,6 +116,10 @@ def plan_methods(methods: Sequence[str | Method], assignments: Sequence[str] = (
     unused = [a for a in assignments if a not in used]
     if unused and require_used:
         problems.append(f"no given method has a field for {', '.join(unused)}")
+    unused = [a for a in settings.assignments if a not in used_in_file]
+    if unused and require_used:
+        problems.append(f"no given method has a field for {', '.join(unused)} (in the "
+                        f"\"set\" of {settings.source or 'the settings'})")
     if problems:
         raise ValueError("; ".join(problems))
     return runs

@@ -113,3 +113,27 @@ def test_results_lines_carry_the_hypothesis_records(decode_setup, tmp_path):
             assert (back.words is not None) == (name == "1best")
             if name == "1best":
                 assert back.word_frames is not None
+
+
+def test_a_settings_file_set_is_checked_like_set(decode_setup, tmp_path):
+    """``"set": ["nosuch_field=3"]`` in a --config file is refused as ``--set nosuch_field=3``
+    is: exit status 2 before anything is decoded, the file named."""
+    from k2dec.job import DecodeSettings, write_settings
+
+    path = write_settings(DecodeSettings(("nosuch_field=3",)), tmp_path / "s.json")
+    by_set = _cli(decode_setup, tmp_path / "a", "--method", "greedy_search", "--set",
+                  "nosuch_field=3")
+    by_file = _cli(decode_setup, tmp_path / "b", "--method", "greedy_search", "--config",
+                   str(path))
+    assert by_set.exit_code == by_file.exit_code == 2, (by_set.output, by_file.output)
+    assert "no given method has a field for nosuch_field=3" in by_file.output
+    assert str(path) in by_file.output.replace("\n", "")
+    assert not list(tmp_path.rglob("*.jsonl"))
+    # a field of another given method is no error; the demo's plan ignores unused ones
+    runs = plan_methods(["greedy_search", "modified_beam_search"],
+                        settings=DecodeSettings(("beam=8",)))
+    assert runs[1].config.search.beam == 8
+    with pytest.raises(ValueError, match="no given method has a field for beam=8"):
+        plan_methods(["greedy_search"], settings=DecodeSettings(("beam=8",)))
+    assert plan_methods(["greedy_search"], settings=DecodeSettings(("beam=8",)),
+                        require_used=False)[0].assignments == ()

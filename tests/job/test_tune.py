@@ -109,8 +109,10 @@ def test_settings_files_apply_in_order_and_bad_ones_are_refused(tmp_path):
     path = write_settings(settings, tmp_path / "s.json")
     back = read_settings(path)
     assert back == settings
-    runs = {r.method.name: r for r in plan_methods(["nbest", "greedy_search", "nbest-oracle"],
-                                                   ["top_k=3"], settings=back)}
+    runs = {r.method.name: r for r in plan_methods(
+        ["nbest", "greedy_search", "nbest-oracle", "modified_beam_search"], ["top_k=3"],
+        settings=back)}
+    assert runs["modified_beam_search"].config.search.beam == 3
     assert runs["nbest"].config.nbest.num_paths == 11  # per method after the global set
     assert runs["nbest-oracle"].config.nbest.num_paths == 9
     assert runs["nbest"].config.top_k == 3 and runs["nbest"].config.hlg_scale == 0.6
