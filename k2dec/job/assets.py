@@ -101,7 +101,8 @@ def load_assets(
         word_start = bpe_word_start_mask(lang.token_table)
         if bool(word_start.any()):
             res.word_start = word_start.to(device)
-            if (lang.path / "lexicon.txt").is_file() and "<UNK>" in lang.word_table:
+            if (lang.path / "lexicon.txt").is_file() and (lang.path / "words.txt").is_file() \
+                    and "<UNK>" in lang.word_table:
                 res.token_words = TokenWords.from_lang_dir(lang)
         dirs = [Path(graph_dir)] if graph_dir is not None else []
         for name, file in GRAPH_FILES.items():
@@ -116,7 +117,7 @@ def load_assets(
             res.lms[name] = load_lm(path).to(device).eval()
     if hotwords is not None or lodr_arpa is not None:
         _load_scorer_inputs(res, sp, hotwords, lodr_arpa, device)
-    if hotwords is not None and lang is not None:
+    if hotwords is not None and lang is not None and (lang.path / "words.txt").is_file():
         from ..scorers import encode_hotword_words, read_hotwords
 
         res.hotword_words = tuple((tuple(w), s) for w, s in encode_hotword_words(

@@ -264,7 +264,7 @@ def _inputs(method: Method, assets: DecodeAssets, feats: torch.Tensor, lens: tor
     if method.family is Family.AED:
         return AedInputs(out.memory, out.memory_lens, ctc_log_probs=out.ctc_log_probs)
     ref_words = None
-    if assets.lang is not None:
+    if method.needs_references and assets.lang is not None:  # oracles: words.txt ids
         table = assets.lang.word_table
         # without <UNK>, an id no hypothesis has (0 is epsilon, refused by the oracle)
         unk = table.get("<UNK>") if "<UNK>" in table else max(table.ids) + 1

@@ -92,3 +92,31 @@ def test_no_third_party_warnings_and_a_progress_total(decode_setup, tmp_path):
     assert r.exit_code == 0, r.output
     assert [str(w.message) for w in caught] == []
     assert "twice greedy_search: 100%" in r.output and "10/10" in r.output
+
+
+#: token-output methods: none reads words.txt
+TOKEN_METHODS = ("ctc-greedy-search", "ctc-prefix-beam-search", "ctc-decoding",
+                 "ctc-prefix-beam-search-attention-decoder-rescoring", "greedy_search",
+                 "modified_beam_search", "fast_beam_search", "attention-beam-search")
+
+
+def test_token_methods_need_no_words_txt(decode_setup, tmp_path):
+    """A lang dir with tokens.txt and bpe.model only (as icefall and sherpa-onnx exports ship
+    them): every token method decodes every cut, with the hypotheses of the full lang dir
+    (hotwords too: the token-level ones)."""
+    s = decode_setup
+    lang = tmp_path / "lang"
+    lang.mkdir()
+    for name in ("tokens.txt", "bpe.model"):
+        shutil.copy(s["lang_dir"] / name, lang / name)
+    (tmp_path / "hot.txt").write_text("THE CAT\n")
+    args = [a for m in TOKEN_METHODS for a in ("--method", m)] + [
+        "--hotwords", str(tmp_path / "hot.txt")]
+    r = _decode(s, tmp_path / "bare", "--lang-dir", str(lang), *args)
+    assert "words.txt" not in r.output, r.output
+    full = _decode(s, tmp_path / "full", "--lang-dir", str(s["lang_dir"]), *args)
+    assert r.exit_code == full.exit_code, (r.output, full.output)
+    for m in TOKEN_METHODS:
+        got = read_results(tmp_path / "bare" / m / "results-cuts.jsonl")
+        assert sorted(k for k, v in got.items() if v["status"] != "ok") == ["utt5"], got
+        assert got == read_results(tmp_path / "full" / m / "results-cuts.jsonl")
