@@ -201,7 +201,8 @@ def _shipped_assets(assets: Path, work_dir: Path):
 
 
 def plot_wer_vs_rtf(rows: Sequence[DecodeSummary], path: Path) -> Path:
-    """Scatter each row's best WER against its RTF, one marker per (test set, method)."""
+    """Scatter each row's WER (its configured setting's) against its RTF, one marker per
+    (test set, method)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -209,8 +210,8 @@ def plot_wer_vs_rtf(rows: Sequence[DecodeSummary], path: Path) -> Path:
 
     fig, ax = plt.subplots(figsize=(9, 6))
     for test_set, marker in (("test-clean", "o"), ("test-other", "s")):
-        pts = [(r.rtf, r.best[1], r.method) for r in rows
-               if r.test_set == test_set and not math.isnan(r.best[1])]
+        pts = [(r.rtf, r.headline[1], r.method) for r in rows
+               if r.test_set == test_set and not math.isnan(r.headline[1])]
         if not pts:
             continue
         ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, label=test_set)

@@ -168,12 +168,15 @@ class DecodeSummary:
     Attributes:
       method: the method's name.
       test_set: the test set's name.
-      wers: ``{key: WER %}`` (one key per setting of the method; empty without references).
+      wers: ``{key: WER %}`` (one key per setting of the method, in the method's order: the
+        configured setting first; empty without references).
       rtf: decode seconds / audio seconds of the cuts decoded in this run (NaN if none).
       num_cuts: utterances in the test set (this rank's shard), see
         :func:`k2dec.data.utterance_cuts`.
-      failed: ids of utterances that could not be decoded (with reasons in the JSONL file).
+      failed: ids of utterances that could not be decoded (with reasons in the JSONL file);
+        they are not in the WERs.
       results_path: the JSONL file.
+      first_failure: the reason the first of ``failed`` (by id) could not be decoded.
     """
 
     method: str
@@ -183,13 +186,16 @@ class DecodeSummary:
     num_cuts: int
     failed: list[str]
     results_path: Path
+    first_failure: str = ""
 
     @property
-    def best(self) -> tuple[str, float]:
-        """``(setting, WER %)`` of the best setting; ``("-", nan)`` without WERs."""
+    def headline(self) -> tuple[str, float]:
+        """``(setting, WER %)`` of the configured setting (the method's first; never the one
+        with the lowest WER, which would pick a setting on the test set); ``("-", nan)``
+        without WERs."""
         if not self.wers:
             return "-", math.nan
-        return min(self.wers.items(), key=lambda kv: kv[1])
+        return next(iter(self.wers.items()))
 
 
 def dist_info() -> tuple[int, int]:
@@ -541,13 +547,15 @@ def _score(path: Path, out_dir: Path, method: str, test_set: str, rtf: float, su
             continue
         for key, hyp in rec["hyps"].items():
             by_key.setdefault(key, []).append((cut_id, rec["ref"], _words(hyp)))
-    wers = save_results(out_dir, test_set, by_key, suffix=suffix) if by_key else {}
+    wers = save_results(out_dir, test_set, by_key, suffix=suffix, failed=failed,
+                        num_cuts=len(records)) if by_key else {}
     if ctm is not None:
         _write_ctms(records, out_dir, test_set, suffix, ctm)
+    first = records[failed[0]]["error"] if failed else ""
     if failed:
         logger.warning("%s: %d cuts could not be decoded (see %s): %s", test_set, len(failed),
                        path, ", ".join(failed[:10]))
-    return DecodeSummary(method, test_set, wers, rtf, len(records), failed, path)
+    return DecodeSummary(method, test_set, wers, rtf, len(records), failed, path, first)
 
 
 def ctm_words(records: Mapping[str, Mapping[str, Any]], ctm: CtmSettings

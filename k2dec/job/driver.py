@@ -198,15 +198,17 @@ def run_decode(
 
 
 def results_table(rows: Sequence[DecodeSummary], all_settings: bool = False) -> str:
-    """A Markdown table: per test set and method its best setting's WER (with
-    ``all_settings``: every setting, best first), the RTF and the number of failed cuts."""
-    lines = ["| test set | method | setting | WER % | RTF | failed cuts |",
+    """A Markdown table: per test set and method the WER of its configured setting (with
+    ``all_settings``: of every setting it reported, in the method's order; a sweep's),
+    the RTF and the cuts that could not be decoded (not in the WER; ``N of M``). Rows keep
+    the given order: nothing is sorted or picked by WER."""
+    lines = ["| test set | method | setting | WER % | RTF | failed cuts (not in WER) |",
              "| --- | --- | --- | ---: | ---: | ---: |"]
     for s in rows:
-        settings = sorted(s.wers.items(), key=lambda kv: kv[1]) if all_settings else [s.best]
-        for key, wer in settings or [s.best]:
+        settings = list(s.wers.items()) if all_settings else [s.headline]
+        for key, wer in settings or [s.headline]:
             lines.append(f"| {s.test_set} | {s.method} | {key} | {wer:.2f} | {s.rtf:.4f} | "
-                         f"{len(s.failed)} |")
+                         f"{len(s.failed)} of {s.num_cuts} |")
     return "\n".join(lines)
 
 
