@@ -242,7 +242,8 @@ _method_options = _options(
                  help="A settings file (JSON; written by k2dec tune): KEY=VALUE "
                       "assignments for every method and per method."),
     click.option("--max-duration", default=200.0, show_default=True,
-                 help="Seconds of audio per batch; a longer recording is a failed cut."),
+                 type=click.FloatRange(min=0.0, min_open=True, max=1e9),
+                 help="Seconds of audio per batch (> 0); a longer recording is a failed cut."),
     click.option("--icefall-compat", is_flag=True,
                  help="icefall's choices where k2dec's defaults differ: no termination frame "
                       "in fast_beam_search, ILME 0.1 in fast_beam_search_nbest/_oracle, the "
@@ -274,7 +275,7 @@ def _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir, graph
     the references of an audio folder: ``(assets, references or None)``. Every problem
     found is reported together, before any feature is computed."""
     from .data import find_audio_files, load_references
-    from .job import check_references, check_resources, load_assets
+    from .job import check_assets, check_references, load_assets
 
     if model_path is None:
         raise click.UsageError("--model is required")
@@ -293,8 +294,7 @@ def _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir, graph
         problems.append(f"{', '.join(unsupported)}: not for this model "
                         f"({assets.model.describe()}); see --list-methods --model")
     try:
-        check_resources([r for r in runs if r.method.name not in unsupported],
-                        assets.resources)
+        check_assets([r for r in runs if r.method.name not in unsupported], assets)
     except ValueError as e:
         problems.append(str(e))
     if audio_dir is not None:  # the references of the files to come, before their features
@@ -363,10 +363,14 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
     """Decode cuts (--cuts) or a folder of audio files (--audio-dir) with one or more methods.
 
     Results stream to a JSONL file per method (a rerun resumes); icefall result files, WER and
-    RTF follow. Every method, --set / --config value, needed graph or LM and reference is
-    checked before the first cut is decoded. Methods that weigh scores by scales report the
-    configured scales (defaults: --list-methods; tuned ones: k2dec tune, then --config).
-    Under torchrun every rank decodes a shard and rank 0 merges.
+    RTF follow. Every method, --set / --config value, needed graph or LM, token or word table
+    and reference is checked before the first cut is decoded. Methods that weigh scores by
+    scales report the configured scales (defaults: --list-methods; tuned ones: k2dec tune,
+    then --config). Under torchrun every rank decodes a shard and rank 0 merges.
+
+    Exit status: 0 when every cut of every method was decoded; 3 when some could not be
+    (the others are written; one line per method says how many and why); 2 for a usage
+    error found before decoding; 1 for another job on the out dir or a full disk.
     """
     import torch
 
@@ -398,6 +402,23 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
                        failed={name: unreadable})
     if rank == 0:
         click.echo("\n" + results_table(rows, all_settings=True))
+        _exit_if_failed(rows)
+
+
+#: The exit status of a decode (or demo) in which some cuts could not be decoded: everything
+#: that could be decoded is written, and one line per method says how many failed and why.
+FAILED_CUTS_STATUS = 3
+
+
+def _exit_if_failed(rows) -> None:
+    """One line per test set and method with failed cuts (how many, the first one's reason),
+    then exit with :data:`FAILED_CUTS_STATUS`; nothing when every cut was decoded."""
+    failed = [r for r in rows if r.failed]
+    for r in failed:
+        click.echo(f"{r.test_set} {r.method}: {len(r.failed)} of {r.num_cuts} cuts failed "
+                   f"(first: {r.failed[0]}: {r.first_failure}); see {r.results_path}", err=True)
+    if failed:
+        click.get_current_context().exit(FAILED_CUTS_STATUS)
 
 
 @main.command("tune")
@@ -537,7 +558,8 @@ def demo_cmd(work_dir, methods, assignments, tune_out, num_utts, seed):
     the shipped model's tuned scales (assets/librispeech-synth/decode.json, made by k2dec
     tune), and writes icefall result files, RESULTS.md and a WER-vs-RTF plot under
     WORK_DIR. A rerun resumes. Without the shipped assets (a wheel install) it decodes
-    synthetic posteriors through example graphs instead, and says so.
+    synthetic posteriors through example graphs instead, and says so. Exit status 3 when
+    some cuts could not be decoded (as k2dec decode).
     """
     from .demo import run_demo, tune_shipped
 
@@ -545,8 +567,9 @@ def demo_cmd(work_dir, methods, assignments, tune_out, num_utts, seed):
         path = tune_shipped(work_dir, tune_out, methods=methods or None)
         click.echo(f"wrote {path}")
         return
-    _checked(run_demo, work_dir, num_utts=num_utts, seed=seed, methods=methods or None,
-             overrides=assignments)
+    rows = _checked(run_demo, work_dir, num_utts=num_utts, seed=seed, methods=methods or None,
+                    overrides=assignments)
+    _exit_if_failed(rows)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -26,6 +26,7 @@ from .cutset import (
 )
 from .driver import (
     MethodRun,
+    check_assets,
     check_resources,
     method_table,
     plan_methods,
@@ -44,6 +45,7 @@ __all__ = [
     "DecodeSummary",
     "MethodRun",
     "TuneResult",
+    "check_assets",
     "check_cuts",
     "check_references",
     "check_resources",

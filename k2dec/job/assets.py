@@ -13,7 +13,8 @@ from ..graph import GraphType
 from ..lang import LangDir
 from ..methods import Resources
 
-__all__ = ["GRAPH_FILES", "DecodeAssets", "load_assets", "model_vocab_size", "need_hint"]
+__all__ = ["GRAPH_FILES", "DecodeAssets", "load_assets", "model_vocab_size", "need_hint",
+           "text_need"]
 
 #: The file each graph of :class:`~k2dec.methods.Resources` is loaded from, in the graph dir
 #: or the lang dir (H is built from tokens.txt).
@@ -169,3 +170,18 @@ def need_hint(need: str) -> str:
         return ("LODR's token n-gram (--lodr-arpa FILE, e.g. a token bigram from "
                 "k2dec.scorers.train_token_arpa on the LM text)")
     return need
+
+
+def text_need(assets: DecodeAssets, method: Any) -> str | None:
+    """What turning ``method``'s hypotheses (a :class:`~k2dec.methods.Method`) into words
+    needs that ``assets`` lack, in the words of the command line; ``None`` if nothing."""
+    lang = assets.lang
+    if method.outputs_words:
+        if lang is None or not (lang.path / "words.txt").is_file():
+            return "words.txt (in --lang-dir) to turn its word ids into words"
+        return None
+    if assets.sp is not None or assets.tokens is not None or (
+            lang is not None and (lang.path / "tokens.txt").is_file()):
+        return None
+    return ("a bpe.model or tokens.txt (--lang-dir, or beside the model) to turn its token ids "
+            "into words")

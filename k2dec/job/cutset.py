@@ -145,6 +145,13 @@ class DecodeConfig:
     subsampling_factor: int | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.max_duration, bool) or not (
+                isinstance(self.max_duration, int | float) and 0 < self.max_duration < math.inf):
+            raise ValueError(f"max_duration must be a positive number of seconds, got "
+                             f"{self.max_duration!r}")
+        if isinstance(self.num_buckets, bool) or not isinstance(self.num_buckets, int) \
+                or self.num_buckets < 1:
+            raise ValueError(f"num_buckets must be an int >= 1, got {self.num_buckets!r}")
         if not (self.frame_shift > 0 and math.isfinite(self.frame_shift)):
             raise ValueError(f"frame_shift must be positive and finite, got {self.frame_shift}")
         if self.subsampling_factor is not None and (

@@ -27,13 +27,14 @@ from lhotse import CutSet
 
 from ..methods import Method, Resources, config_field_path, get_method, override_config
 from ..results import Calibration
-from .assets import GRAPH_FILES, DecodeAssets, need_hint
+from .assets import GRAPH_FILES, DecodeAssets, need_hint, text_need
 from .cutset import DecodeConfig, DecodeSummary, check_cuts, decode_cuts
 from .encoder import JobEncoder
 from .settings import DecodeSettings
 
 __all__ = [
     "MethodRun",
+    "check_assets",
     "check_resources",
     "method_table",
     "plan_methods",
@@ -147,6 +148,28 @@ def check_resources(runs: Sequence[MethodRun], resources: Resources) -> None:
                                    for name, needs in lacking.items()))
 
 
+def check_assets(runs: Sequence[MethodRun], assets: DecodeAssets) -> None:
+    """Everything about the assets that a job checks before its first cut: each method's
+    requirements (:func:`check_resources`) and what turns its hypotheses into words
+    (:func:`k2dec.job.assets.text_need`: words.txt for word ids; a bpe.model or tokens.txt
+    for token ids).
+
+    Raises:
+      ValueError: naming every method concerned and what to give.
+    """
+    problems = []
+    try:
+        check_resources(runs, assets.resources)
+    except ValueError as e:
+        problems.append(str(e))
+    for r in runs:
+        need = text_need(assets, r.method)
+        if need is not None:
+            problems.append(f"method {r.method.name!r} needs {need}")
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
 def run_decode(
     assets: DecodeAssets,
     test_sets: Mapping[str, CutSet],
@@ -175,10 +198,10 @@ def run_decode(
       orders.
 
     Raises:
-      ValueError: from :func:`check_resources` or :func:`check_cuts`, before any cut is
+      ValueError: from :func:`check_assets` or :func:`check_cuts`, before any cut is
         decoded.
     """
-    check_resources(runs, assets.resources)
+    check_assets(runs, assets)
     for cuts in test_sets.values():  # repeated utterance ids, missing references
         check_cuts([r.method for r in runs], cuts)
     failed = failed or {}

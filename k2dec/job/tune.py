@@ -35,7 +35,7 @@ from lhotse import CutSet
 from ..methods import config_field_path, override_config
 from ..results import Calibration, fit_calibration, normalized_cross_entropy, read_results
 from .cutset import DecodeConfig, check_cuts, ctm_settings, ctm_words
-from .driver import MethodRun, check_resources, run_decode
+from .driver import MethodRun, check_assets, run_decode
 from .encoder import JobEncoder
 from .settings import DecodeSettings
 
@@ -155,7 +155,7 @@ def tune_methods(
                         "grid field with another value (give --grid FIELD=V1,V2,...)")
     if problems:
         raise ValueError("; ".join(problems))
-    check_resources(runs, assets.resources)
+    check_assets(runs, assets)
     for name, cuts in dev_sets.items():
         missing = [c.id for c in cuts if not any((s.text or "").strip() for s in c.supervisions)]
         if missing:

@@ -47,7 +47,7 @@ def test_graphs_come_from_the_graph_dir(decode_setup, bare_lang, tmp_path):
     r = _decode(s, tmp_path / "out", "--lang-dir", str(lang), "--graph-dir", str(gdir),
                 "--method", "1best", "--method", "fast_beam_search_LG", "--method",
                 "nbest-rescoring", "--set", "num_paths=5")
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 3, r.output  # the fixture's too short cut
     assert sorted(p.name for p in lang.iterdir()) == before
     # the same hypotheses as with the graphs in the lang dir (compiled there by the fixture)
     cfg = DecodeConfig(max_duration=3.0)
@@ -66,7 +66,7 @@ def test_hyp_is_the_configured_setting_also_in_a_sweep(decode_setup, bare_lang, 
     r = _decode(s, tmp_path, "--lang-dir", str(lang), "--graph-dir", str(gdir), "--method",
                 "nbest-rescoring", "--set", "num_paths=5", "--set", "ngram_lm_scale=0.7",
                 "--set", "sweep=true", "--set", "lm_scales=0.1,3.0")
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 3, r.output  # the fixture's too short cut
     lines = read_results(tmp_path / "nbest-rescoring" / "results-cuts.jsonl")
     ok = [rec for rec in lines.values() if rec["status"] == "ok"]
     assert ok
@@ -89,7 +89,7 @@ def test_no_third_party_warnings_and_a_progress_total(decode_setup, tmp_path):
         r = _decode(dict(s, cuts_path=tmp_path / "twice.jsonl.gz"), tmp_path / "out",
                     "--lang-dir", str(s["lang_dir"]), "--method", "greedy_search",
                     "--method", "1best")
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 3, r.output  # the fixture's too short cuts
     assert [str(w.message) for w in caught] == []
     assert "twice greedy_search: 100%" in r.output and "10/10" in r.output
 

@@ -155,3 +155,63 @@ def test_the_table_shows_the_configured_setting_never_the_lowest_wer(tmp_path):
     swept = results_table(rows, all_settings=True).splitlines()[2:]
     assert [line.split(" | ")[2] for line in swept] == ["lm_scale_0.5", "lm_scale_0.1",
                                                        "lm_scale_3.0", "a"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--max-duration", "0"], "0.0 is not in the range"),
+    (["--max-duration", "-5"], "-5.0 is not in the range"),
+    ([], "method 'greedy_search' needs a bpe.model or tokens.txt"),
+])
+def test_what_would_fail_every_cut_is_refused_up_front(decode_setup, tmp_path, extra,
+                                                       message):
+    """No batch size, or no token table for a method that gives token ids (the model file has
+    none beside it, and no --lang-dir): exit 2 before any cut, not a job of failed cuts."""
+    r = _cli(decode_setup, tmp_path / "out", "--method", "greedy_search", *extra)
+    assert r.exit_code == 2 and message in r.output, r.output
+    assert not list(tmp_path.rglob("*.jsonl")), "nothing may be decoded"
+    for bad in (0, -5, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="max_duration must be a positive number"):
+            DecodeConfig(max_duration=bad)
+
+
+def test_exit_status_says_whether_every_cut_was_decoded(decode_setup, tmp_path):
+    """0 when every cut of every method decoded; 3 when some failed, after writing the
+    others, with one line per method: how many failed and the first reason."""
+    s = decode_setup
+    good = s["cuts"].filter(lambda c: c.id != "utt5")
+    good.to_file(tmp_path / "good.jsonl.gz")
+    lang = ["--lang-dir", str(s["lang_dir"]), "--method", "greedy_search", "--method", "1best"]
+    r = _cli(dict(s, cuts_path=tmp_path / "good.jsonl.gz"), tmp_path / "good", *lang)
+    assert r.exit_code == 0 and "failed (first" not in r.output, r.output
+    r = _cli(s, tmp_path / "bad", *lang)
+    assert r.exit_code == 3, r.output
+    for m in ("greedy_search", "1best"):
+        assert (f"cuts {m}: 1 of 6 cuts failed (first: utt5: too short: 3 feature frames, the "
+                f"model needs at least 7)") in r.output
+        records = read_results(tmp_path / "bad" / m / "results-cuts.jsonl")
+        assert sorted(k for k, v in records.items() if v["status"] == "ok") == [
+            f"utt{i}" for i in range(5)]
+        assert (tmp_path / "bad" / m / "wer-summary-cuts.txt").read_text().splitlines()[
+            1].endswith("\t1 of 6")
+
+
+def test_outputs_words_says_which_methods_give_word_ids(decode_setup, tmp_path):
+    """``Method.outputs_words`` (what the up-front check of words.txt / tokens relies on)
+    matches the hypotheses of every method the fixture's assets run."""
+    from k2dec.job import split_available
+    from k2dec.methods import list_methods
+
+    s = decode_setup
+    assets = load_assets(s["model_path"], s["lang_dir"])
+    ok, _ = split_available([m for m in list_methods() if assets.model.supports(m)],
+                            assets.resources)
+    assert len(ok) > 15
+    cuts = s["cuts"].subset(first=2)
+    rows = run_decode(assets, {"t": cuts}, plan_methods(ok, ["nbest.num_paths=3"],
+                                                        require_used=False),
+                      tmp_path, DecodeConfig(max_duration=3.0))
+    for method, row in zip(ok, rows):
+        records = [r for r in read_results(row.results_path).values() if r["status"] == "ok"]
+        assert records, method.name
+        words = {h.get("words") is not None for r in records for h in r["hyps"].values()}
+        assert words == {method.outputs_words}, method.name

@@ -311,4 +311,4 @@ def test_cli_says_why_it_refuses(decode_setup, tmp_path):
         holder.send_signal(signal.SIGKILL)
         holder.wait()
     r = decode(s["cuts_path"])
-    assert r.exit_code == 0, (r.output, r.exception)
+    assert r.exit_code == 3, (r.output, r.exception)  # utt5 is too short
