@@ -30,6 +30,7 @@ from ..results import Calibration
 from .assets import GRAPH_FILES, DecodeAssets, need_hint, text_need
 from .cutset import DecodeConfig, DecodeSummary, check_cuts, decode_cuts
 from .encoder import JobEncoder
+from .resume import JobInputs
 from .settings import DecodeSettings
 
 __all__ = [
@@ -178,6 +179,7 @@ def run_decode(
     config: DecodeConfig = DecodeConfig(),  # noqa: B008 (frozen)
     failed: Mapping[str, Mapping[str, str]] | None = None,
     encoder: JobEncoder | None = None,
+    inputs: JobInputs | None = None,
 ) -> list[DecodeSummary]:
     """Decode every test set with every planned method (:func:`decode_cuts`: resumable JSONL
     and icefall files under ``out_dir/<method>/``), after checking the resources and every
@@ -192,6 +194,8 @@ def run_decode(
         ``config.lattice_cache_mb``) serve this call's methods, so that each utterance goes
         through the network once and each lattice setting is searched once; they are
         emptied after each test set.
+      inputs: the digests of the assets that key resuming
+        (:class:`k2dec.job.resume.JobInputs`); default: computed once for this call.
 
     Returns:
       one :class:`DecodeSummary` per test set and method, test sets outermost, in the given
@@ -210,11 +214,12 @@ def run_decode(
         shared = len(runs) > 1
         encoder = JobEncoder(config.batch_encoder, config.encoder_cache_mb if shared else 0,
                              config.lattice_cache_mb if shared else 0)
+    inputs = inputs or JobInputs(assets)  # each asset hashed once per job
     rows = []
     for name, cuts in test_sets.items():
         rows += [decode_cuts(assets, cuts, r.method, out_dir, name, r.config, config,
                              failed=failed.get(name), encoder=encoder,
-                             calibration=r.calibration) for r in runs]
+                             calibration=r.calibration, inputs=inputs) for r in runs]
         if own:  # the next test set has other utterances: free the budget for them
             encoder.clear()
     return rows
