@@ -455,15 +455,8 @@ def decode_cuts(
       k2dec.results.DiskFullError: the disk filled up (free space and rerun: it resumes).
     """
     method = _method(method)
-    utterances = check_cuts([method], cuts)
-    if not assets.model.supports(method):
-        raise ValueError(f"method {method.name!r} ({method.family.value}) needs what this "
-                         f"model lacks: {assets.model.describe()}")
     failed = dict(failed or {}) if config.rank == 0 else {}
-    clash = sorted(set(failed) & set(utterances.ids))
-    if clash:
-        raise ValueError(f"failed: ids {clash[:5]} are also ids of cuts to decode; each "
-                         "utterance needs its own id")
+    utterances = _utterances(assets, method, cuts, failed)
     method_config = method.default_config() if method_config is None else method_config
     refs: dict[str, list[str] | None] = {c.id: _ref(c) for c in utterances}
     refs.update({cut_id: None for cut_id in failed})
@@ -481,6 +474,21 @@ def decode_cuts(
         if e.errno in DISK_FULL_ERRNOS and not isinstance(e, DiskFullError):
             raise disk_full_error(e, e.filename or out_dir) from e
         raise
+
+
+def _utterances(assets: DecodeAssets, method: Method, cuts: CutSet,
+                failed: Mapping[str, str]) -> CutSet:
+    """The utterances of ``cuts`` (:func:`check_cuts`), once the model runs ``method`` and no
+    id of ``failed`` is one of theirs (``ValueError`` otherwise)."""
+    utterances = check_cuts([method], cuts)
+    if not assets.model.supports(method):
+        raise ValueError(f"method {method.name!r} ({method.family.value}) needs what this "
+                         f"model lacks: {assets.model.describe()}")
+    clash = sorted(set(failed) & set(utterances.ids))
+    if clash:
+        raise ValueError(f"failed: ids {clash[:5]} are also ids of cuts to decode; each "
+                         "utterance needs its own id")
+    return utterances
 
 
 def _ref(cut: Any) -> list[str] | None:
