@@ -33,6 +33,7 @@ from .driver import (
     results_table,
     run_decode,
     split_available,
+    warn_out_of_vocabulary,
 )
 from .settings import DecodeSettings, read_settings, write_settings
 from .tune import TuneResult, parse_grid, tune_methods, tuned_settings
@@ -63,5 +64,6 @@ __all__ = [
     "split_available",
     "tune_methods",
     "tuned_settings",
+    "warn_out_of_vocabulary",
     "write_settings",
 ]

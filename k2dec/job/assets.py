@@ -14,7 +14,7 @@ from ..lang import LangDir
 from ..methods import Resources
 
 __all__ = ["GRAPH_FILES", "DecodeAssets", "load_assets", "model_vocab_size", "need_hint",
-           "text_need"]
+           "out_of_vocabulary", "reference_case", "text_need"]
 
 #: The file each graph of :class:`~k2dec.methods.Resources` is loaded from, in the graph dir
 #: or the lang dir (H is built from tokens.txt).
@@ -185,3 +185,41 @@ def text_need(assets: DecodeAssets, method: Any) -> str | None:
         return None
     return ("a bpe.model or tokens.txt (--lang-dir, or beside the model) to turn its token ids "
             "into words")
+
+
+def _token_table(assets: DecodeAssets) -> Any:
+    lang = assets.lang
+    if assets.tokens is not None:
+        return assets.tokens
+    if lang is not None and (lang.path / "tokens.txt").is_file():
+        return lang.token_table
+    return None
+
+
+def reference_case(assets: DecodeAssets) -> str | None:
+    """The letter case of the vocabulary references are compared with
+    (:func:`k2dec.lang.vocabulary_case`): words.txt's, else the BPE model's pieces', else
+    the token table's; ``None`` for a vocabulary of mixed or no case."""
+    from ..lang import bpe_case, vocabulary_case
+
+    lang = assets.lang
+    if lang is not None and (lang.path / "words.txt").is_file():
+        return vocabulary_case(lang.word_table.symbols)
+    if assets.sp is not None:
+        return bpe_case(assets.sp)
+    tokens = _token_table(assets)
+    return vocabulary_case(tokens.symbols) if tokens is not None else None
+
+
+def out_of_vocabulary(assets: DecodeAssets, words: list[str]) -> tuple[list[str], str] | None:
+    """The ``words`` outside the vocabulary and its name: words.txt's words, else the words
+    the BPE model spells with its unknown piece; ``None`` without either."""
+    lang = assets.lang
+    if lang is not None and (lang.path / "words.txt").is_file():
+        table = lang.word_table
+        return [w for w in words if w not in table], str(lang.path / "words.txt")
+    if assets.sp is not None:
+        unk = assets.sp.unk_id()
+        pieces = assets.sp.encode(words)
+        return [w for w, p in zip(words, pieces) if unk in p], "the BPE model's pieces"
+    return None

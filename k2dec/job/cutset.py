@@ -55,6 +55,7 @@ from tqdm import tqdm
 
 from ..data import make_decode_loader, utterance_cuts
 from ..hypothesis import HypothesisRecord
+from ..lang import match_case
 from ..methods import (
     AedInputs,
     CtcInputs,
@@ -86,7 +87,7 @@ from ..results import (
     write_results,
 )
 from ..results.ctm import FRAME_SHIFT
-from .assets import DecodeAssets
+from .assets import DecodeAssets, reference_case
 from .encoder import JobEncoder
 from .resume import (
     JobInputs,
@@ -464,7 +465,7 @@ def decode_cuts(
         utterances = shard_cuts(utterances, config.world_size, config.rank)
     job = _Job(method, method_config, config, test_set, suffix,
                (inputs or JobInputs(assets)).key(method, method_config, config.batch_encoder),
-               refs)
+               refs, reference_case(assets))
     try:
         with lock_out_dir(out_dir, config.rank):
             return _decode_locked(assets, utterances, job, Path(out_dir) / method.name, failed,
@@ -504,6 +505,8 @@ class _Job:
       key: the inputs' digests (:meth:`~k2dec.job.resume.JobInputs.key`).
       refs: every utterance of the test set (all ranks' and the failed ones): its reference
         words or ``None``.
+      case: the vocabulary's letter case (:func:`k2dec.job.assets.reference_case`): the
+        references an oracle method reads are matched to it.
     """
 
     method: Method
@@ -513,6 +516,7 @@ class _Job:
     suffix: str
     key: dict[str, str]
     refs: dict[str, list[str] | None]
+    case: str | None = None
 
     @property
     def name(self) -> str:
@@ -585,9 +589,10 @@ def _decode_todo(assets: DecodeAssets, todo: CutSet, job: _Job, writer: ResultWr
             if not batch.cut_ids:
                 continue
             refs = [(t or "").split() for t in batch.texts]
+            matched = [match_case(t or "", job.case).split() for t in batch.texts]
             start = time.perf_counter()
             decoded = _decode_or_split(job.method, job.method_config, assets, batch.features,
-                                       batch.num_frames, refs, encoder)
+                                       batch.num_frames, matched, encoder)
             # a cached encoder pass is charged as if it ran (RTFs stay comparable)
             record.decode_seconds += time.perf_counter() - start + encoder.take_saved_seconds()
             record.audio_seconds += float(batch.num_frames.sum()) / frames_per_second
@@ -660,6 +665,12 @@ def _subsampling(assets: DecodeAssets, config: DecodeConfig) -> int:
     return int(assets.model.subsampling_factor)
 
 
+def _scored(words: Sequence[str]) -> list[str]:
+    """Words as they are scored: upper case, as icefall scores (a reference in another case
+    than the vocabulary is not all wrong)."""
+    return [w.upper() for w in words]
+
+
 def _score(path: Path, out_dir: Path, method: str, test_set: str, rtf: float, suffix: str,
            ctm: CtmSettings | None = None) -> DecodeSummary:
     records = read_results(path)
@@ -670,15 +681,16 @@ def _score(path: Path, out_dir: Path, method: str, test_set: str, rtf: float, su
         if rec["status"] != "ok" or rec.get("ref") is None:
             continue
         for key, hyp in rec["hyps"].items():
-            by_key.setdefault(key, []).append((cut_id, rec["ref"], _words(hyp)))
+            by_key.setdefault(key, []).append((cut_id, _scored(rec["ref"]),
+                                               _scored(_words(hyp))))
     wers = save_results(out_dir, test_set, by_key, suffix=suffix, failed=failed,
                         num_cuts=len(records)) if by_key else {}
     if ctm is not None:
         _write_ctms(records, out_dir, test_set, suffix, ctm)
     first = records[failed[0]]["error"] if failed else ""
-    if failed:
-        logger.warning("%s: %d cuts could not be decoded (see %s): %s", test_set, len(failed),
-                       path, ", ".join(failed[:10]))
+    if failed:  # the summary has them; k2dec decode prints one line per method
+        logger.info("%s: %d cuts could not be decoded (see %s): %s", test_set, len(failed),
+                    path, ", ".join(failed[:10]))
     return DecodeSummary(method, test_set, wers, rtf, len(records), failed, path, first)
 
 
@@ -706,7 +718,8 @@ def ctm_words(records: Mapping[str, Mapping[str, Any]], ctm: CtmSettings
             if rec.get("ref") is not None:
                 confs, correct = scored.setdefault(key, ([], []))
                 confs += [w.confidence for w in words]
-                correct += word_correctness(rec["ref"], [w.word for w in words])
+                correct += word_correctness(_scored(rec["ref"]),
+                                            _scored([w.word for w in words]))
     return per_key, scored
 
 

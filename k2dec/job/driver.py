@@ -18,6 +18,7 @@ Assignments may also come from a settings file (:mod:`k2dec.job.settings`, writt
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,15 +26,24 @@ from typing import Any
 
 from lhotse import CutSet
 
+from ..lang import match_case
 from ..methods import Method, Resources, config_field_path, get_method, override_config
 from ..results import Calibration
-from .assets import GRAPH_FILES, DecodeAssets, need_hint, text_need
+from .assets import (
+    GRAPH_FILES,
+    DecodeAssets,
+    need_hint,
+    out_of_vocabulary,
+    reference_case,
+    text_need,
+)
 from .cutset import DecodeConfig, DecodeSummary, check_cuts, decode_cuts
 from .encoder import JobEncoder
 from .resume import JobInputs
 from .settings import DecodeSettings
 
 __all__ = [
+    "OOV_WARNING_SHARE",
     "MethodRun",
     "check_assets",
     "check_resources",
@@ -42,7 +52,10 @@ __all__ = [
     "results_table",
     "run_decode",
     "split_available",
+    "warn_out_of_vocabulary",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -206,8 +219,8 @@ def run_decode(
         decoded.
     """
     check_assets(runs, assets)
-    for cuts in test_sets.values():  # repeated utterance ids, missing references
-        check_cuts([r.method for r in runs], cuts)
+    for name, cuts in test_sets.items():  # repeated utterance ids, missing references
+        warn_out_of_vocabulary(assets, check_cuts([r.method for r in runs], cuts), name)
     failed = failed or {}
     own = encoder is None
     if own:  # one network pass and lattice search per utterance for all the methods (bounded)
@@ -223,6 +236,32 @@ def run_decode(
         if own:  # the next test set has other utterances: free the budget for them
             encoder.clear()
     return rows
+
+
+#: Above this share of reference words outside the vocabulary, a job warns.
+OOV_WARNING_SHARE = 0.5
+
+
+def warn_out_of_vocabulary(assets: DecodeAssets, utterances: CutSet, name: str) -> float:
+    """Warn (logged) when most reference words of ``utterances`` are outside the vocabulary
+    (:func:`k2dec.job.assets.out_of_vocabulary`, after matching the references' case to it:
+    scoring ignores case): the WER would count them all as errors, e.g. references in
+    another language or spelling than the model's. Returns the share (0 without references
+    or a vocabulary to check)."""
+    case = reference_case(assets)
+    words = [match_case(w, case) for c in utterances for s in c.supervisions[:1]
+             for w in (s.text or "").split()]
+    found = out_of_vocabulary(assets, words) if words else None
+    if found is None:
+        return 0.0
+    oov, vocabulary = found
+    share = len(oov) / len(words)
+    if share > OOV_WARNING_SHARE:
+        logger.warning("%s: %d of %d reference words (%.0f%%) are not in %s (e.g. %s): the "
+                       "WER counts each as an error; are the references in the model's "
+                       "language and spelling?", name, len(oov), len(words), 100 * share,
+                       vocabulary, ", ".join(dict.fromkeys(oov[:20]).keys()))
+    return share
 
 
 def results_table(rows: Sequence[DecodeSummary], all_settings: bool = False) -> str:

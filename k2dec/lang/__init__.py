@@ -7,6 +7,7 @@ from .bpe import (
     load_bpe_model,
     train_bpe_model,
 )
+from .case import bpe_case, match_case, vocabulary_case
 from .langdir import SPECIAL_WORDS, LangDir, write_lang_dir
 from .lexicon import (
     Lexicon,
@@ -35,6 +36,7 @@ __all__ = [
     "SPECIAL_WORDS",
     "TokenWords",
     "add_disambig_symbols",
+    "bpe_case",
     "bpe_lexicon",
     "bpe_token_table",
     "bpe_word_start_mask",
@@ -46,10 +48,12 @@ __all__ = [
     "lexicon_words",
     "load_bpe_model",
     "make_symbol_table",
+    "match_case",
     "read_lexicon",
     "read_symbol_table",
     "symbol_table_digest",
     "train_bpe_model",
+    "vocabulary_case",
     "write_lang_dir",
     "write_lexicon",
     "write_symbol_table",
