@@ -433,7 +433,8 @@ def _exit_if_failed(rows) -> None:
               type=click.Path(dir_okay=False, path_type=Path),
               help="The settings file to write (JSON), for k2dec decode --config.")
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where the dev-set decodes go (resumable; default: <out>.work/).")
+              help="Keep the dev-set decodes (and an audio folder's features) here: a rerun "
+                   "resumes them. Default: a temporary folder, removed when tune ends.")
 def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, graph_dir,
              rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path, max_duration,
              icefall_compat, threads, grid, out_path, work_dir, **features):
@@ -452,19 +453,38 @@ def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, gr
             --out tuned.json
         k2dec decode --config tuned.json --method nbest-rescoring ...
     """
-    import torch
+    import tempfile
 
-    from .job import DecodeConfig, read_settings, tune_methods, tuned_settings, write_settings
+    import torch
 
     runs = _plan(methods, assignments, config_path, icefall_compat)
     torch.set_num_threads(threads)
     assets, refs = _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir,
                              graph_dir, rnn_lm, hotwords, lodr_arpa, _feature_changes(features))
-    work_dir = work_dir or out_path.with_name(out_path.name + ".work")
+    if work_dir is not None:
+        results, name = _tune(assets, refs, runs, cuts_path, audio_dir, test_set, grid,
+                              max_duration, work_dir)
+    else:  # nothing of the dev-set decodes stays behind
+        with tempfile.TemporaryDirectory(prefix="k2dec-tune-") as tmp:
+            results, name = _tune(assets, refs, runs, cuts_path, audio_dir, test_set, grid,
+                                  max_duration, Path(tmp))
+    _write_tuned(results, name, config_path, out_path)
+
+
+def _tune(assets, refs, runs, cuts_path, audio_dir, test_set, grid, max_duration, work_dir):
+    """``(tune results, dev-set name)``: the dev set decoded under ``work_dir``."""
+    from .job import DecodeConfig, tune_methods
+
     name, cuts, _ = _load_cuts(cuts_path, audio_dir, refs, test_set, work_dir / "features",
                                runs, assets.model.feature_config.extractor())
-    results = _checked(tune_methods, assets, {name: cuts}, runs, work_dir, grid,
-                       DecodeConfig(max_duration=max_duration))
+    return _checked(tune_methods, assets, {name: cuts}, runs, work_dir, grid,
+                    DecodeConfig(max_duration=max_duration)), name
+
+
+def _write_tuned(results, name, config_path, out_path) -> None:
+    """Write the settings file of ``results`` and print what tuning found."""
+    from .job import read_settings, tuned_settings, write_settings
+
     base = read_settings(config_path) if config_path is not None else None
     path = write_settings(tuned_settings(results, [name], base), out_path)
     click.echo("| method | WER % before | WER % tuned | settings compared | chosen | "
