@@ -356,7 +356,9 @@ def _list_methods(model_path, lang_dir, feature_changes) -> None:
 @_method_options
 @click.option("--out-dir", type=click.Path(path_type=Path),
               help="Where results go: <out-dir>/<method>/ (required unless --list-methods).")
-@click.option("--retry-failed", is_flag=True, help="Decode again cuts recorded as failed.")
+@click.option("--retry-failed", is_flag=True,
+              help="Decode again every cut recorded as failed (without it, only those whose "
+                   "cut or --max-duration changed since they failed).")
 def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path, lang_dir,
                graph_dir, rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path,
                max_duration, icefall_compat, threads, out_dir, retry_failed, **features):
