@@ -22,6 +22,7 @@ never judged by file sizes or times.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import hashlib
 import json
 import logging
@@ -84,10 +85,12 @@ def _feed_container(h: Any, obj: Any, seen: set[int], depth: int) -> None:
         parts = sorted(obj, key=repr)
     elif dataclasses.is_dataclass(obj):
         parts = [(f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj)]
+    elif isinstance(obj, enum.Enum):
+        parts = [repr(obj.value)]
     elif hasattr(obj, "__dict__"):
         parts = [(k, v) for k, v in sorted(vars(obj).items()) if not k.startswith("_")]
-    else:
-        parts = [repr(obj)]
+    else:  # no content to read (a runtime session, a device): its type only, never its
+        parts = []  # repr, which may hold a memory address
     for item in parts:
         _feed(h, item, seen, depth)
 

@@ -182,3 +182,24 @@ def test_the_key_names_each_input_and_follows_its_content(decode_setup, tmp_path
     graph.scores = graph.scores + 1.0
     assert content_digest(graph) != before
     assert content_digest(json.loads('{"a": [1, 2]}')) == content_digest({"a": [1, 2]})
+
+
+def test_exported_models_have_stable_digests_that_follow_their_files(tmp_path):
+    """An ONNX folder and a TorchScript file loaded twice: one digest (no memory address of a
+    runtime session in it); another joiner file: another digest."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from k2dec.model import load_model
+    from tests.model import icefall_like as il
+
+    eager = il.build_transducer()
+    paths = il.export_onnx(eager, tmp_path / "exp")
+    il.write_tokens(tmp_path / "exp" / "tokens.txt", 12)
+    jit = il.save_jit(eager, tmp_path / "jit_script.pt")
+    folder = paths["encoder"].parent
+    for path in (folder, jit):
+        assert content_digest(load_model(path)) == content_digest(load_model(path)), path
+    before = content_digest(load_model(folder))
+    other = il.export_onnx(il.build_transducer(seed=1), tmp_path / "other")
+    shutil.copy(other["joiner"], paths["joiner"])
+    assert content_digest(load_model(folder)) != before
