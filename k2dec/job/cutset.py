@@ -12,7 +12,10 @@ Nothing dropped, nothing doubled:
   so that one bad cut cannot sink its neighbours; an utterance whose lattice is empty is a
   failure with the lattice report's reason);
 - a rerun skips the utterances already recorded, so a killed job resumes where it stopped; a
-  corrupt line in the file is skipped with a warning and its cut decoded again;
+  corrupt line in the file is skipped with a warning and its cut decoded again; what is
+  resumed is keyed on the inputs (:mod:`k2dec.job.resume`: results of another config, model,
+  graph, table, feature setting or version are moved aside and decoded again, a changed cut
+  is decoded again, changed references are only scored again);
 - one job per out dir: :func:`k2dec.results.lock_out_dir` refuses a second job with a clear
   message (an OS lock: a killed job leaves none behind);
 - a full disk stops the job with an error that names the file and says to rerun; the rerun
