@@ -126,7 +126,7 @@ class DecodeConfig:
     Attributes:
       max_duration: seconds of audio per batch; a longer cut is recorded as failed, since
         memory grows with the square of a cut's length (``k2dec decode`` with the shipped
-        model peaks at about 0.5 GB for one 60 s cut, 2.2 GB for 300 s).
+        model and ``greedy_search`` peaked at 0.57 GB for one 60 s cut, 2.3 GB for 300 s).
       num_buckets: duration buckets of the sampler.
       retry_failed: decode again cuts a previous run recorded as failed.
       batch_encoder: run the model's encoder on whole padded batches (faster on a GPU) instead
