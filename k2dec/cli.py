@@ -232,7 +232,8 @@ _method_options = _options(
                       "model, e.g. the shipped model's tuned scales), which is applied when no "
                       "--config is given."),
     click.option("--max-duration", default=200.0, show_default=True,
-                 help="Seconds of audio per batch; a longer recording is a failed cut."),
+                 type=click.FloatRange(min=0.0, min_open=True, max=1e9),
+                 help="Seconds of audio per batch (> 0); a longer recording is a failed cut."),
     click.option("--icefall-compat", is_flag=True,
                  help="icefall's choices where k2dec's defaults differ: no termination frame "
                       "in fast_beam_search, ILME 0.1 in fast_beam_search_nbest/_oracle, the "
@@ -278,7 +279,7 @@ def _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir, graph
     the references of an audio folder: ``(assets, references or None)``. Every problem
     found is reported together, before any feature is computed."""
     from .data import load_references, scan_audio_dir
-    from .job import check_references, check_resources, load_assets
+    from .job import check_assets, check_references, load_assets
 
     if model_path is None:
         raise click.UsageError("--model is required")
@@ -297,8 +298,7 @@ def _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir, graph
         problems.append(f"{', '.join(unsupported)}: not for this model "
                         f"({assets.model.describe()}); see --list-methods --model")
     try:
-        check_resources([r for r in runs if r.method.name not in unsupported],
-                        assets.resources)
+        check_assets([r for r in runs if r.method.name not in unsupported], assets)
     except ValueError as e:
         problems.append(str(e))
     if audio_dir is not None:  # the references of the files to come, before their features
@@ -368,7 +368,9 @@ def _list_methods(model_path, lang_dir, feature_changes) -> None:
 @_method_options
 @click.option("--out-dir", type=click.Path(path_type=Path),
               help="Where results go: <out-dir>/<method>/ (required unless --list-methods).")
-@click.option("--retry-failed", is_flag=True, help="Decode again cuts recorded as failed.")
+@click.option("--retry-failed", is_flag=True,
+              help="Decode again every cut recorded as failed (without it, only those whose "
+                   "cut or --max-duration changed since they failed).")
 @click.option("--silence-db", default=-60.0, show_default=True,
               type=click.FloatRange(-200.0, 0.0),
               help="An utterance with no feature frame louder than white noise at this level "
@@ -382,10 +384,14 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
     """Decode cuts (--cuts) or a folder of audio files (--audio-dir) with one or more methods.
 
     Results stream to a JSONL file per method (a rerun resumes); icefall result files, WER and
-    RTF follow. Every method, --set / --config value, needed graph or LM and reference is
-    checked before the first cut is decoded. Methods that weigh scores by scales report the
-    configured scales (defaults: --list-methods; tuned ones: k2dec tune, then --config).
-    Under torchrun every rank decodes a shard and rank 0 merges.
+    RTF follow. Every method, --set / --config value, needed graph or LM, token or word table
+    and reference is checked before the first cut is decoded. Methods that weigh scores by
+    scales report the configured scales (defaults: --list-methods; tuned ones: k2dec tune,
+    then --config). Under torchrun every rank decodes a shard and rank 0 merges.
+
+    Exit status: 0 when every cut of every method was decoded; 3 when some could not be
+    (the others are written; one line per method says how many and why); 2 for a usage
+    error found before decoding; 1 for another job on the out dir or a full disk.
     """
     import torch
 
@@ -419,6 +425,23 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
                        failed={name: unreadable})
     if rank == 0:
         click.echo("\n" + results_table(rows, all_settings=True))
+        _exit_if_failed(rows)
+
+
+#: The exit status of a decode (or demo) in which some cuts could not be decoded: everything
+#: that could be decoded is written, and one line per method says how many failed and why.
+FAILED_CUTS_STATUS = 3
+
+
+def _exit_if_failed(rows) -> None:
+    """One line per test set and method with failed cuts (how many, the first one's reason),
+    then exit with :data:`FAILED_CUTS_STATUS`; nothing when every cut was decoded."""
+    failed = [r for r in rows if r.failed]
+    for r in failed:
+        click.echo(f"{r.test_set} {r.method}: {len(r.failed)} of {r.num_cuts} cuts failed "
+                   f"(first: {r.failed[0]}: {r.first_failure}); see {r.results_path}", err=True)
+    if failed:
+        click.get_current_context().exit(FAILED_CUTS_STATUS)
 
 
 @main.command("tune")
@@ -433,7 +456,8 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
               type=click.Path(dir_okay=False, path_type=Path),
               help="The settings file to write (JSON), for k2dec decode --config.")
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where the dev-set decodes go (resumable; default: <out>.work/).")
+              help="Keep the dev-set decodes (and an audio folder's features) here: a rerun "
+                   "resumes them. Default: a temporary folder, removed when tune ends.")
 def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, graph_dir,
              rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path, no_model_settings,
              max_duration, icefall_compat, threads, grid, out_path, work_dir, **features):
@@ -452,20 +476,39 @@ def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, gr
             --out tuned.json
         k2dec decode --config tuned.json --method nbest-rescoring ...
     """
-    import torch
+    import tempfile
 
-    from .job import DecodeConfig, read_settings, tune_methods, tuned_settings, write_settings
+    import torch
 
     config_path = _settings_path(config_path, model_path, no_model_settings)
     runs = _plan(methods, assignments, config_path, icefall_compat)
     torch.set_num_threads(threads)
     assets, refs = _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir,
                              graph_dir, rnn_lm, hotwords, lodr_arpa, _feature_changes(features))
-    work_dir = work_dir or out_path.with_name(out_path.name + ".work")
+    if work_dir is not None:
+        results, name = _tune(assets, refs, runs, cuts_path, audio_dir, test_set, grid,
+                              max_duration, work_dir)
+    else:  # nothing of the dev-set decodes stays behind
+        with tempfile.TemporaryDirectory(prefix="k2dec-tune-") as tmp:
+            results, name = _tune(assets, refs, runs, cuts_path, audio_dir, test_set, grid,
+                                  max_duration, Path(tmp))
+    _write_tuned(results, name, config_path, out_path)
+
+
+def _tune(assets, refs, runs, cuts_path, audio_dir, test_set, grid, max_duration, work_dir):
+    """``(tune results, dev-set name)``: the dev set decoded under ``work_dir``."""
+    from .job import DecodeConfig, tune_methods
+
     name, cuts, _ = _load_cuts(cuts_path, audio_dir, refs, test_set, work_dir / "features",
                                runs, assets.model.feature_config.extractor(), max_duration)
-    results = _checked(tune_methods, assets, {name: cuts}, runs, work_dir, grid,
-                       _checked(DecodeConfig, max_duration=max_duration))
+    return _checked(tune_methods, assets, {name: cuts}, runs, work_dir, grid,
+                    _checked(DecodeConfig, max_duration=max_duration)), name
+
+
+def _write_tuned(results, name, config_path, out_path) -> None:
+    """Write the settings file of ``results`` and print what tuning found."""
+    from .job import read_settings, tuned_settings, write_settings
+
     base = read_settings(config_path) if config_path is not None else None
     path = write_settings(tuned_settings(results, [name], base), out_path)
     click.echo("| method | WER % before | WER % tuned | settings compared | chosen | "
@@ -593,7 +636,8 @@ def demo_cmd(work_dir, methods, assignments, tune_out, num_utts, seed):
     the shipped model's tuned scales (assets/librispeech-synth/decode.json, made by k2dec
     tune), and writes icefall result files, RESULTS.md and a WER-vs-RTF plot under
     WORK_DIR. A rerun resumes. Without the shipped assets (a wheel install) it decodes
-    synthetic posteriors through example graphs instead, and says so.
+    synthetic posteriors through example graphs instead, and says so. Exit status 3 when
+    some cuts could not be decoded (as k2dec decode).
     """
     from .demo import run_demo, tune_shipped
 
@@ -601,8 +645,9 @@ def demo_cmd(work_dir, methods, assignments, tune_out, num_utts, seed):
         path = tune_shipped(work_dir, tune_out, methods=methods or None)
         click.echo(f"wrote {path}")
         return
-    _checked(run_demo, work_dir, num_utts=num_utts, seed=seed, methods=methods or None,
-             overrides=assignments)
+    rows = _checked(run_demo, work_dir, num_utts=num_utts, seed=seed, methods=methods or None,
+                    overrides=assignments)
+    _exit_if_failed(rows)
 
 
 if __name__ == "__main__":  # pragma: no cover

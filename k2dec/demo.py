@@ -206,27 +206,32 @@ def _shipped_assets(assets: Path, work_dir: Path):
 
 
 def plot_wer_vs_rtf(rows: Sequence[DecodeSummary], path: Path) -> Path:
-    """Scatter each row's best WER against its RTF, one marker per (test set, method)."""
+    """Scatter each row's WER (its configured setting's) against its RTF, one marker per
+    (test set, method)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9, 6))
+    plotted = 0
     for test_set, marker in (("test-clean", "o"), ("test-other", "s")):
-        pts = [(r.rtf, r.best[1], r.method) for r in rows
-               if r.test_set == test_set and not math.isnan(r.best[1])]
+        # a row without a WER or a timed RTF (every cut failed) has no place on the plot
+        pts = [(r.rtf, r.headline[1], r.method) for r in rows if r.test_set == test_set
+               and math.isfinite(r.headline[1]) and math.isfinite(r.rtf) and r.rtf > 0]
         if not pts:
             continue
+        plotted += len(pts)
         ax.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, label=test_set)
         for x, y, name in pts:
             ax.annotate(name, (x, y), fontsize=7, xytext=(3, 3), textcoords="offset points")
-    ax.set_xscale("log")
+    if plotted:
+        ax.set_xscale("log")
+        ax.legend()
     ax.set_xlabel("real-time factor (decode seconds / audio seconds, log scale)")
     ax.set_ylabel("WER %")
     ax.set_title("k2dec: WER vs speed of each decoding method (shipped model)")
     ax.grid(True, alpha=0.3)
-    ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

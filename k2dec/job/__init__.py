@@ -28,12 +28,14 @@ from .cutset import (
 )
 from .driver import (
     MethodRun,
+    check_assets,
     check_resources,
     method_table,
     plan_methods,
     results_table,
     run_decode,
     split_available,
+    warn_out_of_vocabulary,
 )
 from .inmemory import DecodedUtterance, decode_utterances
 from .settings import (
@@ -55,6 +57,7 @@ __all__ = [
     "DecodedUtterance",
     "MethodRun",
     "TuneResult",
+    "check_assets",
     "check_cuts",
     "check_references",
     "check_resources",
@@ -75,5 +78,6 @@ __all__ = [
     "split_available",
     "tune_methods",
     "tuned_settings",
+    "warn_out_of_vocabulary",
     "write_settings",
 ]

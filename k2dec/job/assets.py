@@ -14,7 +14,7 @@ from ..lang import LangDir
 from ..methods import Resources
 
 __all__ = ["GRAPH_FILES", "DecodeAssets", "check_lm_vocab", "load_assets", "model_vocab_size",
-           "need_hint"]
+           "need_hint", "out_of_vocabulary", "reference_case", "text_need"]
 
 #: The file each graph of :class:`~k2dec.methods.Resources` is loaded from, in the graph dir
 #: or the lang dir (H is built from tokens.txt).
@@ -110,7 +110,8 @@ def load_assets(
         word_start = bpe_word_start_mask(lang.token_table)
         if bool(word_start.any()):
             res.word_start = word_start.to(device)
-            if (lang.path / "lexicon.txt").is_file() and "<UNK>" in lang.word_table:
+            if (lang.path / "lexicon.txt").is_file() and (lang.path / "words.txt").is_file() \
+                    and "<UNK>" in lang.word_table:
                 res.token_words = TokenWords.from_lang_dir(lang)
         dirs = [Path(graph_dir)] if graph_dir is not None else []
         for name, file in GRAPH_FILES.items():
@@ -127,7 +128,7 @@ def load_assets(
             check_lm_vocab(res.lms[name], path, *token_vocab)
     if hotwords is not None or lodr_arpa is not None:
         _load_scorer_inputs(res, sp, hotwords, lodr_arpa, device)
-    if hotwords is not None and lang is not None:
+    if hotwords is not None and lang is not None and (lang.path / "words.txt").is_file():
         from ..scorers import encode_hotword_words, read_hotwords
 
         res.hotword_words = tuple((tuple(w), s) for w, s in encode_hotword_words(
@@ -212,3 +213,56 @@ def need_hint(need: str) -> str:
                 "train-token-lm --lang-dir LANG --text LM_TEXT -o 2gram.arpa, or icefall's "
                 "lang_bpe_*/2gram.arpa)")
     return need
+
+
+def text_need(assets: DecodeAssets, method: Any) -> str | None:
+    """What turning ``method``'s hypotheses (a :class:`~k2dec.methods.Method`) into words
+    needs that ``assets`` lack, in the words of the command line; ``None`` if nothing."""
+    lang = assets.lang
+    if method.outputs_words:
+        if lang is None or not (lang.path / "words.txt").is_file():
+            return "words.txt (in --lang-dir) to turn its word ids into words"
+        return None
+    if assets.sp is not None or assets.tokens is not None or (
+            lang is not None and (lang.path / "tokens.txt").is_file()):
+        return None
+    return ("a bpe.model or tokens.txt (--lang-dir, or beside the model) to turn its token ids "
+            "into words")
+
+
+def _token_table(assets: DecodeAssets) -> Any:
+    lang = assets.lang
+    if assets.tokens is not None:
+        return assets.tokens
+    if lang is not None and (lang.path / "tokens.txt").is_file():
+        return lang.token_table
+    return None
+
+
+def reference_case(assets: DecodeAssets) -> str | None:
+    """The letter case of the vocabulary references are compared with
+    (:func:`k2dec.lang.vocabulary_case`): words.txt's, else the BPE model's pieces', else
+    the token table's; ``None`` for a vocabulary of mixed or no case."""
+    from ..lang import bpe_case, vocabulary_case
+
+    lang = assets.lang
+    if lang is not None and (lang.path / "words.txt").is_file():
+        return vocabulary_case(lang.word_table.symbols)
+    if assets.sp is not None:
+        return bpe_case(assets.sp)
+    tokens = _token_table(assets)
+    return vocabulary_case(tokens.symbols) if tokens is not None else None
+
+
+def out_of_vocabulary(assets: DecodeAssets, words: list[str]) -> tuple[list[str], str] | None:
+    """The ``words`` outside the vocabulary and its name: words.txt's words, else the words
+    the BPE model spells with its unknown piece; ``None`` without either."""
+    lang = assets.lang
+    if lang is not None and (lang.path / "words.txt").is_file():
+        table = lang.word_table
+        return [w for w in words if w not in table], str(lang.path / "words.txt")
+    if assets.sp is not None:
+        unk = assets.sp.unk_id()
+        pieces = assets.sp.encode(words)
+        return [w for w, p in zip(words, pieces) if unk in p], "the BPE model's pieces"
+    return None

@@ -12,7 +12,10 @@ Nothing dropped, nothing doubled:
   so that one bad cut cannot sink its neighbours; an utterance whose lattice is empty is a
   failure with the lattice report's reason);
 - a rerun skips the utterances already recorded, so a killed job resumes where it stopped; a
-  corrupt line in the file is skipped with a warning and its cut decoded again;
+  corrupt line in the file is skipped with a warning and its cut decoded again; what is
+  resumed is keyed on the inputs (:mod:`k2dec.job.resume`: results of another config, model,
+  graph, table, feature setting or version are moved aside and decoded again, a changed cut
+  is decoded again, changed references are only scored again);
 - one job per out dir: :func:`k2dec.results.lock_out_dir` refuses a second job with a clear
   message (an OS lock: a killed job leaves none behind);
 - a full disk stops the job with an error that names the file and says to rerun; the rerun
@@ -55,6 +58,7 @@ from tqdm import tqdm
 
 from ..data import loudest_frames, make_decode_loader, silence_energy, too_long, utterance_cuts
 from ..hypothesis import HypothesisRecord
+from ..lang import match_case
 from ..methods import (
     AedInputs,
     CtcInputs,
@@ -70,7 +74,6 @@ from ..results import (
     CtmWord,
     DiskFullError,
     ResultWriter,
-    RtfTimer,
     bpe_ids_to_words,
     confidence_metrics,
     disk_full_error,
@@ -88,8 +91,18 @@ from ..results import (
 )
 from ..results.ctm import FRAME_SHIFT
 from ..sizes import check_float_range, check_int_range
-from .assets import DecodeAssets
+from .assets import DecodeAssets, reference_case
 from .encoder import JobEncoder
+from .resume import (
+    JobInputs,
+    JobRecord,
+    cut_digest,
+    is_done,
+    no_cut_digest,
+    open_job_record,
+    update_references,
+    write_job_record,
+)
 
 __all__ = [
     "CtmSettings",
@@ -114,7 +127,7 @@ class DecodeConfig:
     Attributes:
       max_duration: seconds of audio per batch; a longer cut is recorded as failed, since
         memory grows with the square of a cut's length (``k2dec decode`` with the shipped
-        model peaks at about 0.5 GB for one 60 s cut, 2.2 GB for 300 s).
+        model and ``greedy_search`` peaked at 0.57 GB for one 60 s cut, 2.3 GB for 300 s).
       num_buckets: duration buckets of the sampler.
       retry_failed: decode again cuts a previous run recorded as failed.
       batch_encoder: run the model's encoder on whole padded batches (faster on a GPU) instead
@@ -179,12 +192,17 @@ class DecodeSummary:
     Attributes:
       method: the method's name.
       test_set: the test set's name.
-      wers: ``{key: WER %}`` (one key per setting of the method; empty without references).
-      rtf: decode seconds / audio seconds of the cuts decoded in this run (NaN if none).
+      wers: ``{key: WER %}`` (one key per setting of the method, in the method's order: the
+        configured setting first; empty without references).
+      rtf: decode seconds / audio seconds of the cuts in the results file, as timed when
+        they were decoded (a resumed job reports the recorded time; NaN if none was timed;
+        under torchrun: this rank's shard).
       num_cuts: utterances in the test set (this rank's shard), see
         :func:`k2dec.data.utterance_cuts`.
-      failed: ids of utterances that could not be decoded (with reasons in the JSONL file).
+      failed: ids of utterances that could not be decoded (with reasons in the JSONL file);
+        they are not in the WERs.
       results_path: the JSONL file.
+      first_failure: the reason the first of ``failed`` (by id) could not be decoded.
     """
 
     method: str
@@ -194,13 +212,16 @@ class DecodeSummary:
     num_cuts: int
     failed: list[str]
     results_path: Path
+    first_failure: str = ""
 
     @property
-    def best(self) -> tuple[str, float]:
-        """``(setting, WER %)`` of the best setting; ``("-", nan)`` without WERs."""
+    def headline(self) -> tuple[str, float]:
+        """``(setting, WER %)`` of the configured setting (the method's first; never the one
+        with the lowest WER, which would pick a setting on the test set); ``("-", nan)``
+        without WERs."""
         if not self.wers:
             return "-", math.nan
-        return min(self.wers.items(), key=lambda kv: kv[1])
+        return next(iter(self.wers.items()))
 
 
 def dist_info() -> tuple[int, int]:
@@ -275,7 +296,7 @@ def _inputs(method: Method, assets: DecodeAssets, feats: torch.Tensor, lens: tor
     if method.family is Family.AED:
         return AedInputs(out.memory, out.memory_lens, ctc_log_probs=out.ctc_log_probs)
     ref_words = None
-    if assets.lang is not None:
+    if method.needs_references and assets.lang is not None:  # oracles: words.txt ids
         table = assets.lang.word_table
         # without <UNK>, an id no hypothesis has (0 is epsilon, refused by the oracle)
         unk = table.get("<UNK>") if "<UNK>" in table else max(table.ids) + 1
@@ -371,36 +392,47 @@ def _silenced(decoded: list[_Decoded], feats: torch.Tensor, lens: torch.Tensor,
             if q and hyps else (hyps, failed) for q, (hyps, failed) in zip(quiet, decoded)]
 
 
-def _write(writer: ResultWriter, cut_id: str, ref: list[str], decoded: _Decoded) -> None:
+def _write(writer: ResultWriter, cut_id: str, ref: list[str], decoded: _Decoded,
+           digest: str) -> None:
     hyps, failed = decoded
     if failed:
-        writer.write_failure(cut_id, failed)
+        writer.write_failure(cut_id, failed, input=digest)
         return
     first = next(iter(hyps.values()))[1]
     writer.write(cut_id, hyp=first, ref=ref or None,
                  hyps={key: {"text": words, **rec.to_json()} for key, (rec, words) in
-                       hyps.items()})
+                       hyps.items()}, input=digest)
 
 
-def _todo(cuts: CutSet, writer: ResultWriter, min_frames: int, max_duration: float) -> CutSet:
-    """The cuts not yet in the results file; cuts too short for the model or longer than a
-    batch are recorded as failed.
+def _todo(cuts: CutSet, failed: Mapping[str, str], writer: ResultWriter, min_frames: int,
+          max_duration: float, retry_failures: bool) -> tuple[CutSet, dict[str, str]]:
+    """The cuts to decode: those not in the results file, or whose line is of another input
+    (:func:`~k2dec.job.resume.cut_digest`), or failed while ``retry_failures``; cuts too
+    short for the model or longer than a batch, and the utterances of ``failed``, are
+    recorded as failed. Returns them and every cut's input digest.
 
     Raises:
       ValueError: if no cut to decode has features (cuts of recordings: compute fbank first).
     """
-    todo = []
+    for cut_id, reason in failed.items():
+        digest = no_cut_digest(reason)
+        if not is_done(writer.get(cut_id), digest, retry_failures):
+            writer.forget(cut_id)
+            writer.write_failure(cut_id, reason, input=digest)
+    todo, digests = [], {}
     for c in cuts:
-        if c.id in writer:
+        digests[c.id] = digest = cut_digest(c)
+        if is_done(writer.get(c.id), digest, retry_failures):
             continue
+        writer.forget(c.id)
         if c.num_frames is not None and c.num_frames < min_frames:
             writer.write_failure(c.id, f"too short: {c.num_frames} feature frames, the "
-                                       f"model needs at least {min_frames}")
+                                       f"model needs at least {min_frames}", input=digest)
             continue
         if c.duration > max_duration:
             # a batch holds at most max_duration seconds: this bounds memory (the
             # encoder's attention grows with the square of the length)
-            writer.write_failure(c.id, too_long(c.duration, max_duration))
+            writer.write_failure(c.id, too_long(c.duration, max_duration), input=digest)
             continue
         todo.append(c)
     if todo and not any(c.has_features for c in todo):
@@ -408,7 +440,7 @@ def _todo(cuts: CutSet, writer: ResultWriter, min_frames: int, max_duration: flo
                          "with k2dec.data.compute_cut_features(cuts, storage_path, "
                          "extractor=model.feature_config.extractor()), as k2dec decode --cuts "
                          "does for a manifest without features")
-    return CutSet.from_cuts(todo)
+    return CutSet.from_cuts(todo), digests
 
 
 def decode_cuts(
@@ -423,14 +455,22 @@ def decode_cuts(
     failed: Mapping[str, str] | None = None,
     encoder: JobEncoder | None = None,
     calibration: Mapping[str, Calibration] | None = None,
+    inputs: JobInputs | None = None,
 ) -> DecodeSummary:
     """Decode ``cuts`` with one method, resuming ``out_dir/{method}/results-{test_set}.jsonl``
     (per-rank shard files under torchrun), then write icefall result files for every setting.
 
     The utterances are those of :func:`k2dec.data.utterance_cuts` (one per supervision).
     ``out_dir`` is locked for the duration (:func:`k2dec.results.lock_out_dir`). When every
-    utterance is done the results file is rewritten in canonical form (one line per utterance,
-    sorted by id).
+    utterance is done the results file is rewritten in canonical form (one line per utterance
+    of ``cuts`` and ``failed``, sorted by id; lines of other utterances are left out, and the
+    references are the cuts' current ones).
+
+    Resuming is keyed on the inputs (:mod:`k2dec.job.resume`): results decoded with another
+    config, model, graph, LM, token or word table, feature setting or k2dec version are moved
+    to ``replaced/`` and the test set is decoded again; a cut whose manifest entry changed is
+    decoded again; a failed cut is tried again when its cut or ``max_duration`` changed (or
+    with ``config.retry_failed``); changed references are only scored again.
 
     Args:
       failed: ``{cut_id: reason}`` of utterances that never became cuts (e.g. unreadable
@@ -441,6 +481,9 @@ def decode_cuts(
       calibration: ``{setting key: Calibration}``: the CTM file and the confidence summary
         of such a setting hold its calibrated confidences (the summary also its raw NCE);
         the results file keeps the method's own.
+      inputs: the digests of the assets (:class:`~k2dec.job.resume.JobInputs`), to share
+        between the methods of a job (:func:`k2dec.job.run_decode` does); default: computed
+        here.
 
     Returns:
       :class:`DecodeSummary` (on ranks > 0 the WERs are empty: rank 0 merges and scores).
@@ -453,22 +496,20 @@ def decode_cuts(
       k2dec.results.DiskFullError: the disk filled up (free space and rerun: it resumes).
     """
     method = _method(method)
-    utterances = check_cuts([method], cuts)
-    if not assets.model.supports(method):
-        raise ValueError(f"method {method.name!r} ({method.family.value}) needs what this "
-                         f"model lacks: {assets.model.describe()}")
     failed = dict(failed or {}) if config.rank == 0 else {}
-    clash = sorted(set(failed) & set(utterances.ids))
-    if clash:
-        raise ValueError(f"failed: ids {clash[:5]} are also ids of cuts to decode; each "
-                         "utterance needs its own id")
+    utterances = _utterances(assets, method, cuts, failed)
     method_config = method.default_config() if method_config is None else method_config
+    refs: dict[str, list[str] | None] = {c.id: _ref(c) for c in utterances}
+    refs.update({cut_id: None for cut_id in failed})
     if config.world_size > 1:
         utterances = shard_cuts(utterances, config.world_size, config.rank)
+    job = _Job(method, method_config, config, test_set, suffix,
+               (inputs or JobInputs(assets)).key(method, method_config, config.batch_encoder,
+                                                 config.silence_db),
+               refs, reference_case(assets))
     try:
         with lock_out_dir(out_dir, config.rank):
-            return _decode_locked(assets, utterances, method, Path(out_dir) / method.name,
-                                  test_set, method_config, config, suffix, failed,
+            return _decode_locked(assets, utterances, job, Path(out_dir) / method.name, failed,
                                   encoder or JobEncoder(config.batch_encoder),
                                   ctm_settings(assets, config, calibration))
     except OSError as e:  # results, icefall files: a full disk says what to do
@@ -477,56 +518,146 @@ def decode_cuts(
         raise
 
 
-def _decode_locked(assets: DecodeAssets, cuts: CutSet, method: Method, out_dir: Path,
-                   test_set: str, method_config: Any, config: DecodeConfig, suffix: str,
+def _utterances(assets: DecodeAssets, method: Method, cuts: CutSet,
+                failed: Mapping[str, str]) -> CutSet:
+    """The utterances of ``cuts`` (:func:`check_cuts`), once the model runs ``method`` and no
+    id of ``failed`` is one of theirs (``ValueError`` otherwise)."""
+    utterances = check_cuts([method], cuts)
+    if not assets.model.supports(method):
+        raise ValueError(f"method {method.name!r} ({method.family.value}) needs what this "
+                         f"model lacks: {assets.model.describe()}")
+    clash = sorted(set(failed) & set(utterances.ids))
+    if clash:
+        raise ValueError(f"failed: ids {clash[:5]} are also ids of cuts to decode; each "
+                         "utterance needs its own id")
+    return utterances
+
+
+def _ref(cut: Any) -> list[str] | None:
+    """An utterance's reference words (``None`` without one)."""
+    return (cut.supervisions[0].text or "").split() or None if cut.supervisions else None
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One method over one test set: what :func:`_decode_locked` needs besides the cuts.
+
+    Attributes:
+      key: the inputs' digests (:meth:`~k2dec.job.resume.JobInputs.key`).
+      refs: every utterance of the test set (all ranks' and the failed ones): its reference
+        words or ``None``.
+      case: the vocabulary's letter case (:func:`k2dec.job.assets.reference_case`): the
+        references an oracle method reads are matched to it.
+    """
+
+    method: Method
+    method_config: Any
+    config: DecodeConfig
+    test_set: str
+    suffix: str
+    key: dict[str, str]
+    refs: dict[str, list[str] | None]
+    case: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.test_set} {self.method.name}"
+
+
+def _decode_locked(assets: DecodeAssets, cuts: CutSet, job: _Job, out_dir: Path,
                    failed: Mapping[str, str], encoder: JobEncoder, ctm: CtmSettings
                    ) -> DecodeSummary:
     """:func:`decode_cuts` once the utterances are checked and the out dir is locked."""
-    shard = f".rank{config.rank}" if config.world_size > 1 else ""
-    path = out_dir / f"results-{test_set}{shard}.jsonl"
-    total = len(cuts) + len(failed)
-    timer = RtfTimer()
-    frames_per_second = assets.model.feature_config.frames_per_second
+    config = job.config
+    merged = out_dir / f"results-{job.test_set}.jsonl"
+    path = merged.with_name(f"results-{job.test_set}.rank{config.rank}.jsonl") \
+        if config.world_size > 1 else merged
+    if path != merged and config.rank == 0:
+        open_job_record(merged, job.key, job.name)
+    record = open_job_record(path, job.key, job.name)
     with ResultWriter(path, retry_failed=config.retry_failed) as writer:
-        for cut_id, reason in failed.items():
-            if cut_id not in writer:
-                writer.write_failure(cut_id, reason)
-        min_frames = assets.model.min_input_frames
-        silence = _silence(assets, config)
-        todo = _todo(cuts, writer, min_frames, config.max_duration)
-        logger.info("%s/%s: %d utterances, %d to decode", test_set, method.name, total,
+        retry = config.retry_failed or record.max_duration != config.max_duration
+        todo, digests = _todo(cuts, failed, writer, assets.model.min_input_frames,
+                              config.max_duration, retry)
+        logger.info("%s: %d utterances, %d to decode", job.name, len(cuts) + len(failed),
                     len(todo))
         if len(todo):
-            loader = make_decode_loader(todo, config.max_duration, config.num_buckets)
-            with tqdm(total=len(todo), desc=f"{test_set} {method.name}", unit="cut") as bar:
-                for batch in loader:
-                    for cut_id, reason in batch.failed.items():
-                        writer.write_failure(cut_id, reason)
-                    bar.update(len(batch.failed))
-                    if not batch.cut_ids:
-                        continue
-                    refs = [(t or "").split() for t in batch.texts]
-                    start = time.perf_counter()
-                    decoded = _decode_or_split(method, method_config, assets, batch.features,
-                                               batch.num_frames, refs, encoder)
-                    decoded = _silenced(decoded, batch.features, batch.num_frames, silence)
-                    # a cached encoder pass is charged as if it ran (RTFs stay comparable)
-                    timer.add(time.perf_counter() - start + encoder.take_saved_seconds(),
-                              float(batch.num_frames.sum()) / frames_per_second)
-                    for cut_id, ref, d in zip(batch.cut_ids, refs, decoded):
-                        _write(writer, cut_id, ref, d)
-                    bar.update(len(batch.cut_ids))
-    rtf = timer.rtf if timer.audio_seconds > 0 else float("nan")
+            _decode_todo(assets, todo, job, writer, digests, encoder, record)
+    record.max_duration = config.max_duration
+    write_job_record(path, record)
     if config.world_size > 1:
         _barrier()  # every shard file is complete past this point
         if config.rank != 0:
-            return DecodeSummary(method.name, test_set, {}, rtf, total, [], path)
-        path = out_dir / f"results-{test_set}.jsonl"
-        merge_results([out_dir / f"results-{test_set}.rank{r}.jsonl"
-                       for r in range(config.world_size)], path)
-    else:  # canonical: one line per utterance, sorted by id
-        write_results(writer.records, path)
-    return _score(path, out_dir, method.name, test_set, rtf, suffix, ctm)
+            return DecodeSummary(job.method.name, job.test_set, {}, record.rtf,
+                                 len(cuts) + len(failed), [], path)
+        records = merge_results([out_dir / f"results-{job.test_set}.rank{r}.jsonl"
+                                 for r in range(config.world_size)], merged)
+    else:
+        records = writer.records
+    _canonical(records, job, merged)
+    summary = _score(merged, out_dir, job.method.name, job.test_set, record.rtf, job.suffix,
+                     ctm)
+    record.files = _result_files(out_dir, job.test_set, job.suffix, read_results(merged))
+    write_job_record(merged, record)
+    return summary
+
+
+def _result_files(out_dir: Path, test_set: str, suffix: str,
+                  records: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The names of the icefall, CTM and summary files of the settings in ``records`` that
+    exist in ``out_dir``."""
+    tail = f"-{suffix}" if suffix else ""
+    keys = dict.fromkeys(k for r in records.values() if r["status"] == "ok"
+                         and isinstance(r.get("hyps"), Mapping) for k in r["hyps"])
+    names = [f"{kind}-{test_set}-{key}{tail}.{ext}" for key in keys
+             for kind, ext in (("recogs", "txt"), ("errs", "txt"), ("ctm", "ctm"))]
+    names += [f"wer-summary-{test_set}{tail}.txt", f"confidence-summary-{test_set}{tail}.txt"]
+    return [n for n in names if (out_dir / n).is_file()]
+
+
+def _decode_todo(assets: DecodeAssets, todo: CutSet, job: _Job, writer: ResultWriter,
+                 digests: Mapping[str, str], encoder: JobEncoder, record: JobRecord) -> None:
+    """Decode ``todo`` in batches into ``writer``, adding the time to the job record (written
+    when the job ends: the time of a killed job's cuts is not in it, nor their audio)."""
+    config = job.config
+    frames_per_second = assets.model.feature_config.frames_per_second
+    silence = _silence(assets, config)
+    loader = make_decode_loader(todo, config.max_duration, config.num_buckets)
+    with tqdm(total=len(todo), desc=job.name, unit="cut") as bar:
+        for batch in loader:
+            for cut_id, reason in batch.failed.items():
+                writer.write_failure(cut_id, reason, input=digests[cut_id])
+            bar.update(len(batch.failed))
+            if not batch.cut_ids:
+                continue
+            refs = [(t or "").split() for t in batch.texts]
+            matched = [match_case(t or "", job.case).split() for t in batch.texts]
+            start = time.perf_counter()
+            decoded = _decode_or_split(job.method, job.method_config, assets, batch.features,
+                                       batch.num_frames, matched, encoder)
+            decoded = _silenced(decoded, batch.features, batch.num_frames, silence)
+            # a cached encoder pass is charged as if it ran (RTFs stay comparable)
+            record.decode_seconds += time.perf_counter() - start + encoder.take_saved_seconds()
+            record.audio_seconds += float(batch.num_frames.sum()) / frames_per_second
+            for cut_id, ref, d in zip(batch.cut_ids, refs, decoded):
+                _write(writer, cut_id, ref, d, digests[cut_id])
+            bar.update(len(batch.cut_ids))
+
+
+def _canonical(records: dict[str, dict[str, Any]], job: _Job, path: Path) -> None:
+    """Write ``records`` to ``path`` in canonical form (one line per utterance, sorted by
+    id): the test set's utterances only, with their current references (logged when some
+    changed: only the scores change)."""
+    others = sorted(set(records) - set(job.refs))
+    if others:
+        logger.warning("%s: %d results of utterances not in the test set are left out of %s "
+                       "(e.g. %s)", job.name, len(others), path, ", ".join(others[:5]))
+    kept = {k: dict(v) for k, v in records.items() if k in job.refs}
+    changed = update_references(kept, job.refs)
+    if changed:
+        logger.warning("%s: %d references changed since they were decoded: scoring them "
+                       "again", job.name, changed)
+    write_results(kept, path)
 
 
 def _barrier() -> None:
@@ -577,6 +708,12 @@ def _subsampling(assets: DecodeAssets, config: DecodeConfig) -> int:
     return int(assets.model.subsampling_factor)
 
 
+def _scored(words: Sequence[str]) -> list[str]:
+    """Words as they are scored: upper case, as icefall scores (a reference in another case
+    than the vocabulary is not all wrong)."""
+    return [w.upper() for w in words]
+
+
 def _score(path: Path, out_dir: Path, method: str, test_set: str, rtf: float, suffix: str,
            ctm: CtmSettings | None = None) -> DecodeSummary:
     records = read_results(path)
@@ -587,14 +724,17 @@ def _score(path: Path, out_dir: Path, method: str, test_set: str, rtf: float, su
         if rec["status"] != "ok" or rec.get("ref") is None:
             continue
         for key, hyp in rec["hyps"].items():
-            by_key.setdefault(key, []).append((cut_id, rec["ref"], _words(hyp)))
-    wers = save_results(out_dir, test_set, by_key, suffix=suffix) if by_key else {}
+            by_key.setdefault(key, []).append((cut_id, _scored(rec["ref"]),
+                                               _scored(_words(hyp))))
+    wers = save_results(out_dir, test_set, by_key, suffix=suffix, failed=failed,
+                        num_cuts=len(records)) if by_key else {}
     if ctm is not None:
         _write_ctms(records, out_dir, test_set, suffix, ctm)
-    if failed:
-        logger.warning("%s: %d cuts could not be decoded (see %s): %s", test_set, len(failed),
-                       path, ", ".join(failed[:10]))
-    return DecodeSummary(method, test_set, wers, rtf, len(records), failed, path)
+    first = records[failed[0]]["error"] if failed else ""
+    if failed:  # the summary has them; k2dec decode prints one line per method
+        logger.info("%s: %d cuts could not be decoded (see %s): %s", test_set, len(failed),
+                    path, ", ".join(failed[:10]))
+    return DecodeSummary(method, test_set, wers, rtf, len(records), failed, path, first)
 
 
 def ctm_words(records: Mapping[str, Mapping[str, Any]], ctm: CtmSettings
@@ -621,7 +761,8 @@ def ctm_words(records: Mapping[str, Mapping[str, Any]], ctm: CtmSettings
             if rec.get("ref") is not None:
                 confs, correct = scored.setdefault(key, ([], []))
                 confs += [w.confidence for w in words]
-                correct += word_correctness(rec["ref"], [w.word for w in words])
+                correct += word_correctness(_scored(rec["ref"]),
+                                            _scored([w.word for w in words]))
     return per_key, scored
 
 

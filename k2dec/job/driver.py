@@ -18,6 +18,7 @@ Assignments may also come from a settings file (:mod:`k2dec.job.settings`, writt
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,22 +26,36 @@ from typing import Any
 
 from lhotse import CutSet
 
+from ..lang import match_case
 from ..methods import Method, Resources, config_field_path, get_method, override_config
 from ..results import Calibration
-from .assets import GRAPH_FILES, DecodeAssets, need_hint
+from .assets import (
+    GRAPH_FILES,
+    DecodeAssets,
+    need_hint,
+    out_of_vocabulary,
+    reference_case,
+    text_need,
+)
 from .cutset import DecodeConfig, DecodeSummary, check_cuts, decode_cuts
 from .encoder import JobEncoder
+from .resume import JobInputs
 from .settings import DecodeSettings
 
 __all__ = [
+    "OOV_WARNING_SHARE",
     "MethodRun",
+    "check_assets",
     "check_resources",
     "method_table",
     "plan_methods",
     "results_table",
     "run_decode",
     "split_available",
+    "warn_out_of_vocabulary",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -76,8 +91,9 @@ def plan_methods(methods: Sequence[str | Method], assignments: Sequence[str] = (
         ``lm_scales=0.5,1.0``).
       require_used: an assignment that no method's config has is an error (else ignored).
       settings: a settings file's content, applied before ``assignments``: its ``set``
-        where the field exists (unused ones are no error), then its entries for each given
-        method (each must fit the method; entries for methods not given are ignored).
+        where the field exists (checked like ``assignments``: one that no given method has
+        is an error with ``require_used``), then its entries for each given method (each
+        must fit the method; entries for methods not given are ignored).
 
     Raises:
       ValueError: naming every problem found: unknown or repeated methods, malformed
@@ -97,14 +113,15 @@ def plan_methods(methods: Sequence[str | Method], assignments: Sequence[str] = (
         resolved.append(method)
     problems += [f"expected KEY=VALUE, got {a!r}" for a in assignments if "=" not in a]
     assignments = [a for a in assignments if "=" in a]
-    runs, used, rejected = [], set(), {}
+    runs, used, used_in_file, rejected = [], set(), set(), {}
     settings = settings or DecodeSettings()
     for method in resolved:
         default = method.default_config()
         mine = [a for a in assignments if _applies(default, a)]
+        from_file = [a for a in settings.assignments if _applies(default, a)]
         used.update(mine)
-        mine = ([a for a in settings.assignments if _applies(default, a)]
-                + list(settings.methods.get(method.name, ())) + mine)
+        used_in_file.update(from_file)
+        mine = from_file + list(settings.methods.get(method.name, ())) + mine
         try:
             runs.append(MethodRun(method, override_config(default, mine), tuple(mine),
                                   dict(settings.calibration.get(method.name, {}))))
@@ -114,6 +131,10 @@ def plan_methods(methods: Sequence[str | Method], assignments: Sequence[str] = (
     unused = [a for a in assignments if a not in used]
     if unused and require_used:
         problems.append(f"no given method has a field for {', '.join(unused)}")
+    unused = [a for a in settings.assignments if a not in used_in_file]
+    if unused and require_used:
+        problems.append(f"no given method has a field for {', '.join(unused)} (in the "
+                        f"\"set\" of {settings.source or 'the settings'})")
     if problems:
         raise ValueError("; ".join(problems))
     return runs
@@ -141,6 +162,28 @@ def check_resources(runs: Sequence[MethodRun], resources: Resources) -> None:
                                    for name, needs in lacking.items()))
 
 
+def check_assets(runs: Sequence[MethodRun], assets: DecodeAssets) -> None:
+    """Everything about the assets that a job checks before its first cut: each method's
+    requirements (:func:`check_resources`) and what turns its hypotheses into words
+    (:func:`k2dec.job.assets.text_need`: words.txt for word ids; a bpe.model or tokens.txt
+    for token ids).
+
+    Raises:
+      ValueError: naming every method concerned and what to give.
+    """
+    problems = []
+    try:
+        check_resources(runs, assets.resources)
+    except ValueError as e:
+        problems.append(str(e))
+    for r in runs:
+        need = text_need(assets, r.method)
+        if need is not None:
+            problems.append(f"method {r.method.name!r} needs {need}")
+    if problems:
+        raise ValueError("; ".join(problems))
+
+
 def run_decode(
     assets: DecodeAssets,
     test_sets: Mapping[str, CutSet],
@@ -149,6 +192,7 @@ def run_decode(
     config: DecodeConfig = DecodeConfig(),  # noqa: B008 (frozen)
     failed: Mapping[str, Mapping[str, str]] | None = None,
     encoder: JobEncoder | None = None,
+    inputs: JobInputs | None = None,
 ) -> list[DecodeSummary]:
     """Decode every test set with every planned method (:func:`decode_cuts`: resumable JSONL
     and icefall files under ``out_dir/<method>/``), after checking the resources and every
@@ -163,44 +207,75 @@ def run_decode(
         ``config.lattice_cache_mb``) serve this call's methods, so that each utterance goes
         through the network once and each lattice setting is searched once; they are
         emptied after each test set.
+      inputs: the digests of the assets that key resuming
+        (:class:`k2dec.job.resume.JobInputs`); default: computed once for this call.
 
     Returns:
       one :class:`DecodeSummary` per test set and method, test sets outermost, in the given
       orders.
 
     Raises:
-      ValueError: from :func:`check_resources` or :func:`check_cuts`, before any cut is
+      ValueError: from :func:`check_assets` or :func:`check_cuts`, before any cut is
         decoded.
     """
-    check_resources(runs, assets.resources)
-    for cuts in test_sets.values():  # repeated utterance ids, missing references
-        check_cuts([r.method for r in runs], cuts)
+    check_assets(runs, assets)
+    for name, cuts in test_sets.items():  # repeated utterance ids, missing references
+        warn_out_of_vocabulary(assets, check_cuts([r.method for r in runs], cuts), name)
     failed = failed or {}
     own = encoder is None
     if own:  # one network pass and lattice search per utterance for all the methods (bounded)
         shared = len(runs) > 1
         encoder = JobEncoder(config.batch_encoder, config.encoder_cache_mb if shared else 0,
                              config.lattice_cache_mb if shared else 0)
+    inputs = inputs or JobInputs(assets)  # each asset hashed once per job
     rows = []
     for name, cuts in test_sets.items():
         rows += [decode_cuts(assets, cuts, r.method, out_dir, name, r.config, config,
                              failed=failed.get(name), encoder=encoder,
-                             calibration=r.calibration) for r in runs]
+                             calibration=r.calibration, inputs=inputs) for r in runs]
         if own:  # the next test set has other utterances: free the budget for them
             encoder.clear()
     return rows
 
 
+#: Above this share of reference words outside the vocabulary, a job warns.
+OOV_WARNING_SHARE = 0.5
+
+
+def warn_out_of_vocabulary(assets: DecodeAssets, utterances: CutSet, name: str) -> float:
+    """Warn (logged) when most reference words of ``utterances`` are outside the vocabulary
+    (:func:`k2dec.job.assets.out_of_vocabulary`, after matching the references' case to it:
+    scoring ignores case): the WER would count them all as errors, e.g. references in
+    another language or spelling than the model's. Returns the share (0 without references
+    or a vocabulary to check)."""
+    case = reference_case(assets)
+    words = [match_case(w, case) for c in utterances for s in c.supervisions[:1]
+             for w in (s.text or "").split()]
+    found = out_of_vocabulary(assets, words) if words else None
+    if found is None:
+        return 0.0
+    oov, vocabulary = found
+    share = len(oov) / len(words)
+    if share > OOV_WARNING_SHARE:
+        logger.warning("%s: %d of %d reference words (%.0f%%) are not in %s (e.g. %s): the "
+                       "WER counts each as an error; are the references in the model's "
+                       "language and spelling?", name, len(oov), len(words), 100 * share,
+                       vocabulary, ", ".join(dict.fromkeys(oov[:20]).keys()))
+    return share
+
+
 def results_table(rows: Sequence[DecodeSummary], all_settings: bool = False) -> str:
-    """A Markdown table: per test set and method its best setting's WER (with
-    ``all_settings``: every setting, best first), the RTF and the number of failed cuts."""
-    lines = ["| test set | method | setting | WER % | RTF | failed cuts |",
+    """A Markdown table: per test set and method the WER of its configured setting (with
+    ``all_settings``: of every setting it reported, in the method's order; a sweep's),
+    the RTF and the cuts that could not be decoded (not in the WER; ``N of M``). Rows keep
+    the given order: nothing is sorted or picked by WER."""
+    lines = ["| test set | method | setting | WER % | RTF | failed cuts (not in WER) |",
              "| --- | --- | --- | ---: | ---: | ---: |"]
     for s in rows:
-        settings = sorted(s.wers.items(), key=lambda kv: kv[1]) if all_settings else [s.best]
-        for key, wer in settings or [s.best]:
+        settings = list(s.wers.items()) if all_settings else [s.headline]
+        for key, wer in settings or [s.headline]:
             lines.append(f"| {s.test_set} | {s.method} | {key} | {wer:.2f} | {s.rtf:.4f} | "
-                         f"{len(s.failed)} |")
+                         f"{len(s.failed)} of {s.num_cuts} |")
     return "\n".join(lines)
 
 

@@ -52,12 +52,14 @@ class DecodeSettings:
         calibrates the confidences of that method's setting in CTM files and confidence
         summaries (``k2dec tune`` fits them on the dev set).
       tuned: ``{method name: what k2dec tune measured}`` (informative).
+      source: where the settings were read from (for messages; not written).
     """
 
     assignments: tuple[str, ...] = ()
     methods: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     tuned: Mapping[str, Any] = field(default_factory=dict)
     calibration: Mapping[str, Mapping[str, Calibration]] = field(default_factory=dict)
+    source: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         _check_assignments("set", self.assignments)
@@ -124,7 +126,7 @@ def read_settings(path: str | Path) -> DecodeSettings:
             get_method(name)
         return DecodeSettings(tuple(_as_list(data.get("set", []))),
                               {k: tuple(_as_list(v)) for k, v in methods.items()},
-                              data.get("tuned", {}), calibration)
+                              data.get("tuned", {}), calibration, f"settings file {path}")
     except (TypeError, ValueError) as e:
         raise ValueError(f"settings file {path}: {e}") from None
 

@@ -35,8 +35,9 @@ from lhotse import CutSet
 from ..methods import config_field_path, override_config
 from ..results import Calibration, fit_calibration, normalized_cross_entropy, read_results
 from .cutset import DecodeConfig, check_cuts, ctm_settings, ctm_words
-from .driver import MethodRun, check_resources, run_decode
+from .driver import MethodRun, check_assets, run_decode
 from .encoder import JobEncoder
+from .resume import JobInputs
 from .settings import DecodeSettings
 
 __all__ = ["TuneResult", "parse_grid", "tune_methods", "tuned_settings"]
@@ -155,7 +156,7 @@ def tune_methods(
                         "grid field with another value (give --grid FIELD=V1,V2,...)")
     if problems:
         raise ValueError("; ".join(problems))
-    check_resources(runs, assets.resources)
+    check_assets(runs, assets)
     for name, cuts in dev_sets.items():
         missing = [c.id for c in cuts if not any((s.text or "").strip() for s in c.supervisions)]
         if missing:
@@ -165,13 +166,14 @@ def tune_methods(
     # every setting of every method decodes the same cuts: one network pass per utterance
     encoder = JobEncoder(config.batch_encoder, config.encoder_cache_mb,
                          config.lattice_cache_mb)
+    inputs = JobInputs(assets)
     return [_tune(assets, dev_sets, run, points[run.method.name], Path(out_dir), config,
-                  encoder)
+                  encoder, inputs)
             for run in runs]
 
 
 def _tune(assets, dev_sets, run: MethodRun, points, out_dir: Path, config: DecodeConfig,
-          encoder: JobEncoder) -> TuneResult:
+          encoder: JobEncoder, inputs: JobInputs) -> TuneResult:
     method = run.method
     candidates: list[tuple[tuple[str, ...], float]] = []
     runs_of: list[tuple[Path, Any, str]] = []  # per candidate: its run's dir, config, key
@@ -184,7 +186,7 @@ def _tune(assets, dev_sets, run: MethodRun, points, out_dir: Path, config: Decod
         where.mkdir(parents=True, exist_ok=True)
         (where / "setting.json").write_text(json.dumps({"assignments": list(point)}) + "\n")
         rows = run_decode(assets, dev_sets, [MethodRun(method, cfg)], where, config,
-                          encoder=encoder)
+                          encoder=encoder, inputs=inputs)
         for setting in method.settings(cfg):
             wers = [r.wers.get(setting.key, math.nan) for r in rows]
             candidates.append((point + setting.assignments, sum(wers) / len(wers)))

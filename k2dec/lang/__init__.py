@@ -7,6 +7,7 @@ from .bpe import (
     load_bpe_model,
     train_bpe_model,
 )
+from .case import bpe_case, match_case, vocabulary_case
 from .langdir import SPECIAL_WORDS, LangDir, write_lang_dir
 from .lexicon import (
     Lexicon,
@@ -37,6 +38,7 @@ __all__ = [
     "SPECIAL_WORDS",
     "TokenWords",
     "add_disambig_symbols",
+    "bpe_case",
     "bpe_lexicon",
     "bpe_token_table",
     "bpe_word_start_mask",
@@ -48,12 +50,14 @@ __all__ = [
     "lexicon_words",
     "load_bpe_model",
     "make_symbol_table",
+    "match_case",
     "prepare_lexicon",
     "read_lexicon",
     "read_symbol_table",
     "read_word_list",
     "symbol_table_digest",
     "train_bpe_model",
+    "vocabulary_case",
     "write_lang_dir",
     "write_lexicon",
     "write_symbol_table",

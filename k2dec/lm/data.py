@@ -13,7 +13,8 @@ __all__ = ["encode_text_file", "length_sorted_batches"]
 
 def encode_text_file(text: str | Path, sp) -> k2.RaggedTensor:
     """Encode a text file (one sentence per line; blank lines skipped) with a sentencepiece
-    model.
+    model, in the case of its pieces when they have one (:func:`k2dec.lang.bpe_case`:
+    lower-case text and an upper-case model give the pieces of the upper-case text).
 
     Args:
       text: path of a UTF-8 text file (optionally gzipped).
@@ -35,7 +36,11 @@ def encode_text_file(text: str | Path, sp) -> k2.RaggedTensor:
     lines = [line for line in lines if line]
     if not lines:
         raise ValueError(f"text file {str(text)!r} has no non-empty lines")
-    return k2.RaggedTensor(sp.encode(lines), dtype=torch.int32)
+    from k2dec.lang import bpe_case, match_case
+
+    case = bpe_case(sp)
+    return k2.RaggedTensor(sp.encode([match_case(line, case) for line in lines]),
+                           dtype=torch.int32)
 
 
 def length_sorted_batches(

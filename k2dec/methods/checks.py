@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["check_finite", "check_scales"]
+__all__ = ["check_finite", "check_scales", "check_sweep"]
 
 
 def check_finite(name: str, value: float) -> None:
@@ -18,3 +18,9 @@ def check_scales(name: str, values: tuple[float, ...]) -> None:
         raise ValueError(f"{name} needs at least one scale, got {values!r}")
     for v in values:
         check_finite(name, v)
+
+
+def check_sweep(value: bool) -> None:
+    """Raise ``TypeError`` unless ``value`` (a config's ``sweep``) is a bool."""
+    if not isinstance(value, bool):
+        raise TypeError(f"sweep must be a bool, got {value!r}")

@@ -4,7 +4,6 @@ and neural-LM rescoring, oracle and multi-pass rescoring, all on lattices from
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field, replace
 
@@ -36,7 +35,6 @@ from ..nbest import (
     rescore_with_attention_decoder,
     rescore_with_lm,
     rescore_with_ngram,
-    scale_key,
 )
 from ..sizes import check_int_range
 from .checks import check_finite
@@ -49,6 +47,7 @@ from .records import (
     oracle_records,
 )
 from .registry import CtcInputs, Family, MethodResult, Resources, Setting, register
+from .scales import grid_settings, scale_points
 
 __all__ = ["RNN_LM_SCALE", "CtcConfig"]
 
@@ -166,49 +165,31 @@ class CtcConfig:
                 raise ValueError(f"{name} needs at least one scale, got {getattr(self, name)!r}")
 
 
-def _scales(configured: float, grid: tuple[float, ...], sweep: bool) -> list[float]:
-    """``configured``, then (with ``sweep``) the grid's other values, in order."""
-    out = [float(configured)]
-    if sweep:
-        out += [float(x) for x in grid if float(x) != out[0]]
-    return out
-
-
-def _grid_settings(scales: dict[str, list[float]], fields: dict[str, str]) -> list[Setting]:
-    """One :class:`Setting` per point of the product of ``scales`` (keyed like
-    :func:`k2dec.nbest.scale_key`); ``fields`` maps each scale name to its config field."""
-    out = []
-    names = list(scales)
-    for i, point in enumerate(itertools.product(*scales.values())):
-        values = dict(zip(names, point))
-        assign = () if i == 0 else tuple(f"{fields[n]}={v}" for n, v in values.items())
-        out.append(Setting(scale_key(values), assign))
-    return out
-
-
 def _ngram_settings(cfg: CtcConfig) -> list[Setting]:
-    return _grid_settings({"ngram_lm_scale": _scales(cfg.ngram_lm_scale, cfg.lm_scales,
-                                                     cfg.sweep)},
-                          {"ngram_lm_scale": "ngram_lm_scale"})
+    return grid_settings(
+        {"ngram_lm_scale": scale_points(cfg.ngram_lm_scale, cfg.lm_scales, cfg.sweep)},
+        {"ngram_lm_scale": "ngram_lm_scale"})
 
 
 def _attention_settings(cfg: CtcConfig) -> list[Setting]:
-    return _grid_settings(
-        {"ngram_lm_scale": _scales(cfg.ngram_lm_scale, cfg.lm_scales, cfg.sweep),
-         "attention_scale": _scales(cfg.attention_scale, cfg.attention_scales, cfg.sweep)},
+    return grid_settings(
+        {"ngram_lm_scale": scale_points(cfg.ngram_lm_scale, cfg.lm_scales, cfg.sweep),
+         "attention_scale": scale_points(cfg.attention_scale, cfg.attention_scales,
+                                         cfg.sweep)},
         {"ngram_lm_scale": "ngram_lm_scale", "attention_scale": "attention_scale"})
 
 
 def _rnn_lm_settings(cfg: CtcConfig) -> list[Setting]:
-    return _grid_settings({"rnn_lm_scale": _scales(cfg.rnn_lm_scale, cfg.lm_scales,
-                                                   cfg.sweep)},
-                          {"rnn_lm_scale": "rnn_lm_scale"})
+    return grid_settings(
+        {"rnn_lm_scale": scale_points(cfg.rnn_lm_scale, cfg.lm_scales, cfg.sweep)},
+        {"rnn_lm_scale": "rnn_lm_scale"})
 
 
 def _whole_lattice_settings(cfg: CtcConfig) -> list[Setting]:
-    return _grid_settings({"lm_scale": _scales(cfg.whole_lattice_lm_scale,
-                                               cfg.whole_lattice.lm_scales, cfg.sweep)},
-                          {"lm_scale": "whole_lattice_lm_scale"})
+    return grid_settings(
+        {"lm_scale": scale_points(cfg.whole_lattice_lm_scale, cfg.whole_lattice.lm_scales,
+                                  cfg.sweep)},
+        {"lm_scale": "whole_lattice_lm_scale"})
 
 
 def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcConfig) -> LatticeResult:
@@ -262,7 +243,7 @@ def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     result = _lattice(inputs, graph, cfg)
     G = res.graph("G", "whole-lattice-rescoring")
     settings = _whole_lattice_settings(cfg)
-    scales = _scales(cfg.whole_lattice_lm_scale, cfg.whole_lattice.lm_scales, cfg.sweep)
+    scales = scale_points(cfg.whole_lattice_lm_scale, cfg.whole_lattice.lm_scales, cfg.sweep)
     out = rescore_with_whole_lattice(result, G, replace(cfg.whole_lattice,
                                                         lm_scales=tuple(scales)))
     failed = [lat or (u.reason if u.status is RescoreStatus.FAILED else "")
@@ -319,7 +300,7 @@ def _nbest_rescoring(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     """n-best from HLG rescored with a bigger n-gram G: am + ngram_lm_scale * G."""
     result, nbest = _nbest(inputs, res, cfg, "nbest-rescoring", lm_scores=True)
     nbest = _intersected(nbest, cfg)
-    scales = _scales(cfg.ngram_lm_scale, cfg.lm_scales, cfg.sweep)
+    scales = scale_points(cfg.ngram_lm_scale, cfg.lm_scales, cfg.sweep)
     sweep = rescore_with_ngram(nbest, res.graph("G", "nbest-rescoring"), scales)
     return _sweep_results(sweep, _ngram_settings(cfg), lattice_failures(result.reports), cfg,
                           nbest, res)
@@ -354,8 +335,9 @@ def _attention(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     with torch.no_grad():
         sweep = rescore_with_attention_decoder(
             nbest, res.attention_decoder, inputs.memory, inputs.memory_lens,
-            _scales(cfg.ngram_lm_scale, cfg.lm_scales, cfg.sweep),
-            _scales(cfg.attention_scale, cfg.attention_scales, cfg.sweep), res.graphs.get("G"),
+            scale_points(cfg.ngram_lm_scale, cfg.lm_scales, cfg.sweep),
+            scale_points(cfg.attention_scale, cfg.attention_scales, cfg.sweep),
+            res.graphs.get("G"),
             max_chunk_cells=cfg.attention_chunk_cells)
     return _sweep_results(sweep, _attention_settings(cfg), lattice_failures(result.reports),
                           cfg, nbest, res)
@@ -370,7 +352,7 @@ def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     result, nbest = _nbest(inputs, res, cfg, "rnn-lm", lm_scores=True)
     nbest = _intersected(nbest, cfg)
     sweep = rescore_with_lm(nbest, lm_path_scorer(lm, cfg.lm_batch_size),
-                            _scales(cfg.rnn_lm_scale, cfg.lm_scales, cfg.sweep),
+                            scale_points(cfg.rnn_lm_scale, cfg.lm_scales, cfg.sweep),
                             scale_name="rnn_lm_scale")
     return _sweep_results(sweep, _rnn_lm_settings(cfg), lattice_failures(result.reports), cfg,
                           nbest, res)

@@ -16,7 +16,7 @@ from ..lattice.ctc_prefix_beam_search import CtcPrefixBeamSearchConfig, ctc_pref
 from ..nbest import DedupKey, Nbest, NbestConfig, combine_scores, intersected
 from ..nbest.config import check_posterior_scale
 from ..scorers import NeuralLmScorer, WeightedScorer
-from .checks import check_finite, check_scales
+from .checks import check_finite, check_scales, check_sweep
 from .ctc import CtcConfig
 from .hotwords import (
     HOTWORDS_PARTIAL_SHARE,
@@ -27,10 +27,12 @@ from .hotwords import (
 )
 from .lists import HypothesisLists, attention_scores, sweep
 from .records import from_nbest, lattice_failures
-from .registry import CtcInputs, Family, MethodResult, Resources, register
+from .registry import CtcInputs, Family, MethodResult, Resources, Setting, register
+from .scales import grid_settings, scale_points
 from .transducer_lm import LM_SCALE
 
 __all__ = [
+    "ATTENTION_SCALE",
     "ATTENTION_SCALES",
     "CtcPrefixAttentionConfig",
     "CtcPrefixConfig",
@@ -38,6 +40,10 @@ __all__ = [
     "NoNgramAttentionConfig",
 ]
 
+#: The attention decoder's weight in the CTC attention-rescoring methods: icefall's
+#: ``--attention-decoder-scale`` (``conformer_ctc/pretrained.py``; its decode scripts only
+#: sweep :data:`ATTENTION_SCALES`).
+ATTENTION_SCALE = 1.2
 #: icefall's attention-scale sweep of the CTC attention-rescoring methods.
 ATTENTION_SCALES = (0.01, 0.05, 0.08, 0.1, 0.3, 0.5, 0.6, 0.7, 0.9, 1.0, 1.1, 1.2, 1.3, 1.5,
                     1.7, 1.9, 2.0, 2.1, 2.2, 2.3, 2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)
@@ -89,14 +95,19 @@ def _prefix8() -> CtcPrefixBeamSearchConfig:
 @dataclass(frozen=True)
 class CtcPrefixAttentionConfig:
     """``ctc-prefix-beam-search-attention-decoder-rescoring``: the ``beam`` prefixes of each
-    utterance rescored as ``ctc + s * attention`` for each ``s`` of ``attention_scales``
-    (token confidences: list posteriors of those scores times ``posterior_scale``)."""
+    utterance rescored as ``ctc + attention_scale * attention`` (token confidences: list
+    posteriors of those scores times ``posterior_scale``); with ``sweep``, also for every
+    other ``s`` of ``attention_scales`` (icefall's grid)."""
 
     search: CtcPrefixBeamSearchConfig = field(default_factory=_prefix8)
+    attention_scale: float = ATTENTION_SCALE
+    sweep: bool = False
     attention_scales: tuple[float, ...] = ATTENTION_SCALES
     posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
+        check_finite("attention_scale", self.attention_scale)
+        check_sweep(self.sweep)
         check_scales("attention_scales", self.attention_scales)
         check_posterior_scale(self.posterior_scale)
 
@@ -109,14 +120,32 @@ def _no_ngram_nbest() -> NbestConfig:
 @dataclass(frozen=True)
 class NoNgramAttentionConfig:
     """``attention-decoder-rescoring-no-ngram``: ``nbest.num_paths`` token sequences sampled
-    from the lattice through H, rescored as ``am + s * attention`` per ``s``."""
+    from the lattice through H, rescored as ``am + attention_scale * attention``; with
+    ``sweep``, also for every other ``s`` of ``attention_scales`` (icefall's grid). Of
+    ``ctc`` only the lattice settings and ``subsampling_factor`` apply."""
 
     ctc: CtcConfig = field(default_factory=CtcConfig)
     nbest: NbestConfig = field(default_factory=_no_ngram_nbest)
+    attention_scale: float = ATTENTION_SCALE
+    sweep: bool = False
     attention_scales: tuple[float, ...] = ATTENTION_SCALES
 
     def __post_init__(self) -> None:
+        check_finite("attention_scale", self.attention_scale)
+        check_sweep(self.sweep)
         check_scales("attention_scales", self.attention_scales)
+
+
+def _prefix_attention_settings(cfg: CtcPrefixAttentionConfig) -> list[Setting]:
+    return grid_settings(
+        {"att": scale_points(cfg.attention_scale, cfg.attention_scales, cfg.sweep)},
+        {"att": "attention_scale"}, key=lambda p: f"attention_scale_{p['att']}")
+
+
+def _no_ngram_settings(cfg: NoNgramAttentionConfig) -> list[Setting]:
+    return grid_settings(
+        {"attention_scale": scale_points(cfg.attention_scale, cfg.attention_scales, cfg.sweep)},
+        {"attention_scale": "attention_scale"})
 
 
 def _records(lists: HypothesisLists, hyps, key: str, cfg) -> list[MethodResult]:
@@ -168,27 +197,29 @@ def _memory(inputs: CtcInputs, res: Resources, method: str) -> None:
 
 
 @register("ctc-prefix-beam-search-attention-decoder-rescoring", Family.CTC,
-          CtcPrefixAttentionConfig, requires=("attention_decoder",))
+          CtcPrefixAttentionConfig, requires=("attention_decoder",),
+          settings=_prefix_attention_settings)
 def _prefix_attention(inputs: CtcInputs, res: Resources, cfg: CtcPrefixAttentionConfig):
     """The prefixes of CTC prefix beam search (beam 8) rescored with the attention decoder:
-    ctc + s * attention, per s."""
+    ctc + attention_scale * attention."""
     _memory(inputs, res, "ctc-prefix-beam-search-attention-decoder-rescoring")
     hyps = _search(inputs, cfg.search, ())
     lists = HypothesisLists.from_lists(hyps, inputs.log_probs.device)
     ctc = torch.tensor([h.ctc_score for hs in hyps for h in hs], dtype=torch.float64,
                        device=lists.utt.device)
     att = attention_scores(res.attention_decoder, inputs.memory, inputs.memory_lens, lists)
-    out = sweep(lists, ctc, {"att": att}, {"att": cfg.attention_scales},
+    grid = {"att": scale_points(cfg.attention_scale, cfg.attention_scales, cfg.sweep)}
+    out = sweep(lists, ctc, {"att": att}, grid,
                 lambda b, c, s: b + s["att"] * c["att"], lambda s: f"attention_scale_{s['att']}",
                 cfg.posterior_scale)
     return [MethodResult(k, v, cfg) for k, v in out.items()]
 
 
 @register("attention-decoder-rescoring-no-ngram", Family.CTC, NoNgramAttentionConfig,
-          requires=("H", "attention_decoder"))
+          requires=("H", "attention_decoder"), settings=_no_ngram_settings)
 def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
     """n-best token sequences from the lattice through H rescored with the attention decoder:
-    am + s * attention, per s."""
+    am + attention_scale * attention."""
     method = "attention-decoder-rescoring-no-ngram"
     _memory(inputs, res, method)
     result = get_lattice(inputs.log_probs, inputs.log_probs_lens, res.graph("H", method),
@@ -204,7 +235,9 @@ def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
     att = attention_scores(res.attention_decoder, inputs.memory, inputs.memory_lens, lists)
     comps = {"am": nbest.tot_scores(), "attention": k2.RaggedTensor(nbest.shape, att.to(
         nbest.device))}
-    out = combine_scores(comps, {"attention_scale": list(cfg.attention_scales)}, nbest=nbest)
+    grid = {"attention_scale": scale_points(cfg.attention_scale, cfg.attention_scales,
+                                            cfg.sweep)}
+    out = combine_scores(comps, grid, nbest=nbest)
     # frames from each chosen path's alignment in the H lattice
     records = from_nbest(nbest, [(r.best, r.scores, r.path_scores) for r in out.values()],
                          False, Topology.CTC, failed, posterior_scale=cfg.nbest.posterior_scale)

@@ -21,7 +21,7 @@ from ..lattice.prune import prune_lattice
 from ..lattice.rescore import RescoreStatus, rescore_with_whole_lattice
 from ..paths import path_token_ids
 from ..transducer import FastBeamSearchConfig, fast_beam_search
-from .ctc import CtcConfig, _scales, hlg_graph
+from .ctc import CtcConfig, hlg_graph
 from .hotwords import (
     HOTWORDS_PARTIAL_SHARE,
     HOTWORDS_SCORE,
@@ -30,6 +30,7 @@ from .hotwords import (
 )
 from .records import EMPTY_LATTICE, from_timed_units, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, TransducerInputs, register
+from .scales import scale_points
 from .transducer import NGRAM_LM_SCALE, _check_scale, _with_hotwords
 
 __all__ = ["FastBeamSearchMbrConfig", "FastBeamSearchMbrLGConfig", "MbrMethodConfig"]
@@ -89,7 +90,7 @@ def _mbr(inputs: CtcInputs, res: Resources, cfg: MbrMethodConfig):
         tokens = _path_tokens(lat, Topology.CTC)
         return [MethodResult("mbr", from_timed_units(consensus, True, failed, notes=notes), cfg),
                 MethodResult("1best", from_timed_units(best, True, failed, tokens, notes), cfg)]
-    scales = _scales(cfg.ctc.whole_lattice_lm_scale, cfg.ctc.whole_lattice.lm_scales,
+    scales = scale_points(cfg.ctc.whole_lattice_lm_scale, cfg.ctc.whole_lattice.lm_scales,
                      cfg.ctc.sweep)
     out = rescore_with_whole_lattice(result, res.graph("G", "mbr"),
                                      replace(cfg.ctc.whole_lattice, lm_scales=tuple(scales)))

@@ -313,6 +313,12 @@ class Method:
         return self.config_cls()
 
     @property
+    def outputs_words(self) -> bool:
+        """True if the method's hypotheses are word ids (words.txt): the methods that search
+        or rescore through HLG or LG; the others give token ids."""
+        return "HLG" in self.requires or "LG" in self.requires
+
+    @property
     def sweeps(self) -> bool:
         """True if the method can report a grid of scale settings (``sweep=True``)."""
         return self.settings_fn is not None

@@ -36,7 +36,7 @@ from ..transducer import (
     greedy_search,
 )
 from ..transducer.confidence import token_confidences
-from .checks import check_scales
+from .checks import check_finite, check_scales, check_sweep
 from .hotwords import (
     HOTWORDS_PARTIAL_SHARE,
     HOTWORDS_SCORE,
@@ -46,7 +46,8 @@ from .hotwords import (
     token_biased_graph,
 )
 from .records import from_nbest, from_transducer, oracle_records
-from .registry import Family, MethodResult, Resources, TransducerInputs, register
+from .registry import Family, MethodResult, Resources, Setting, TransducerInputs, register
+from .scales import grid_settings, scale_points
 from .streaming import StreamingSearch
 
 __all__ = [
@@ -65,6 +66,10 @@ __all__ = [
 NGRAM_LM_SCALE = 0.01
 
 
+#: The n-gram (and neural LM) scale of ``fast_beam_search_with_nbest_rescoring`` and
+#: ``_rnn_rescoring``: the middle of icefall's grid (:data:`NBEST_RESCORING_SCALES`, which is
+#: all its decode script has), as ``rnn-lm``'s ``rnn_lm_scale``.
+NBEST_RESCORING_SCALE = 0.05
 #: icefall's ``ngram_lm_scale_list`` of ``fast_beam_search_with_nbest_rescoring`` and
 #: ``_rnn_rescoring`` (pruned_transducer_stateless3/decode.py); the RNN variant sweeps the
 #: same list for the RNN LM scale.
@@ -285,13 +290,18 @@ def _fbs_oracle(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbe
 class FastBeamSearchNbestRescoringConfig:
     """``fast_beam_search_with_nbest_rescoring``: the search with the trivial graph, an
     n-best by token sequence, each path's words (:class:`k2dec.lang.TokenWords`) scored with
-    the rescoring G: ``am + s * ngram`` for every ``s`` of ``ngram_lm_scales``."""
+    the rescoring G: ``am + ngram_lm_scale * ngram``; with ``sweep``, also for every other
+    ``s`` of ``ngram_lm_scales`` (icefall's grid)."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     nbest: NbestConfig = field(default_factory=_transducer_nbest)
+    ngram_lm_scale: float = NBEST_RESCORING_SCALE
+    sweep: bool = False
     ngram_lm_scales: tuple[float, ...] = NBEST_RESCORING_SCALES
 
     def __post_init__(self) -> None:
+        check_finite("ngram_lm_scale", self.ngram_lm_scale)
+        check_sweep(self.sweep)
         check_scales("ngram_lm_scales", self.ngram_lm_scales)
 
 
@@ -299,14 +309,17 @@ class FastBeamSearchNbestRescoringConfig:
 class FastBeamSearchNbestRnnRescoringConfig(FastBeamSearchNbestRescoringConfig):
     """``fast_beam_search_with_nbest_rnn_rescoring``: as
     :class:`FastBeamSearchNbestRescoringConfig`, plus each path's tokens scored with the
-    neural LM: ``am + s1 * ngram + s2 * rnn_lm`` for every pair of scales (``lm_batch_size``
+    neural LM: ``am + ngram_lm_scale * ngram + rnn_lm_scale * rnn_lm``; with ``sweep``, also
+    every other pair of ``ngram_lm_scales`` x ``rnn_lm_scales`` (``lm_batch_size``
     sequences per LM call)."""
 
+    rnn_lm_scale: float = NBEST_RESCORING_SCALE
     rnn_lm_scales: tuple[float, ...] = NBEST_RESCORING_SCALES
     lm_batch_size: int = 256
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        check_finite("rnn_lm_scale", self.rnn_lm_scale)
         check_scales("rnn_lm_scales", self.rnn_lm_scales)
         check_int_range(self, "lm_batch_size", 1, 4096)
 
@@ -335,26 +348,41 @@ def _rescored(nbest: Nbest, components: dict[str, k2.RaggedTensor],
     return [MethodResult(key, r, cfg) for key, r in zip(out, records, strict=True)]
 
 
+def _rescoring_points(cfg: FastBeamSearchNbestRescoringConfig) -> dict[str, list[float]]:
+    """The scale points the rescoring method reports (the configured one first)."""
+    points = {"ngram_lm_scale": scale_points(cfg.ngram_lm_scale, cfg.ngram_lm_scales,
+                                             cfg.sweep)}
+    if isinstance(cfg, FastBeamSearchNbestRnnRescoringConfig):
+        points["rnn_lm_scale"] = scale_points(cfg.rnn_lm_scale, cfg.rnn_lm_scales, cfg.sweep)
+    return points
+
+
+def _rescoring_settings(cfg: FastBeamSearchNbestRescoringConfig) -> list[Setting]:
+    points = _rescoring_points(cfg)
+    return grid_settings(points, {name: name for name in points})
+
+
 @register("fast_beam_search_with_nbest_rescoring", Family.TRANSDUCER,
-          FastBeamSearchNbestRescoringConfig, requires=("G", "token_words"))
+          FastBeamSearchNbestRescoringConfig, requires=("G", "token_words"),
+          settings=_rescoring_settings)
 def _fbs_nbest_rescoring(inputs: TransducerInputs, res: Resources,
                          cfg: FastBeamSearchNbestRescoringConfig):
-    """fast_beam_search n-best (trivial graph) rescored with G on its words: am + s * ngram,
-    per s."""
+    """fast_beam_search n-best (trivial graph) rescored with G on its words: am +
+    ngram_lm_scale * ngram."""
     nbest, comps = _rescoring_components(inputs, res, cfg,
                                          "fast_beam_search_with_nbest_rescoring")
-    return _rescored(nbest, comps, {"ngram_lm_scale": cfg.ngram_lm_scales}, cfg)
+    return _rescored(nbest, comps, _rescoring_points(cfg), cfg)
 
 
 @register("fast_beam_search_with_nbest_rnn_rescoring", Family.TRANSDUCER,
-          FastBeamSearchNbestRnnRescoringConfig, requires=("G", "token_words", "lm"))
+          FastBeamSearchNbestRnnRescoringConfig, requires=("G", "token_words", "lm"),
+          settings=_rescoring_settings)
 def _fbs_nbest_rnn_rescoring(inputs: TransducerInputs, res: Resources,
                              cfg: FastBeamSearchNbestRnnRescoringConfig):
     """fast_beam_search n-best (trivial graph) rescored with G and a neural LM:
-    am + s1 * ngram + s2 * rnn_lm, per (s1, s2)."""
+    am + ngram_lm_scale * ngram + rnn_lm_scale * rnn_lm."""
     method = "fast_beam_search_with_nbest_rnn_rescoring"
     _, lm = res.neural_lm(method)
     nbest, comps = _rescoring_components(inputs, res, cfg, method)
     comps["rnn_lm"] = neural_scores(nbest, lm_path_scorer(lm, cfg.lm_batch_size))
-    grid = {"ngram_lm_scale": cfg.ngram_lm_scales, "rnn_lm_scale": cfg.rnn_lm_scales}
-    return _rescored(nbest, comps, grid, cfg)
+    return _rescored(nbest, comps, _rescoring_points(cfg), cfg)

@@ -25,7 +25,7 @@ from ..transducer import (
     modified_beam_search,
 )
 from ..transducer.modified_beam_search import ModifiedBeamSearch
-from .checks import check_finite, check_scales
+from .checks import check_finite, check_scales, check_sweep
 from .hotwords import (
     HOTWORDS_PARTIAL_SHARE,
     HOTWORDS_SCORE,
@@ -34,7 +34,8 @@ from .hotwords import (
     hotword_scorers,
 )
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
-from .registry import Family, MethodResult, Resources, TransducerInputs, register
+from .registry import Family, MethodResult, Resources, Setting, TransducerInputs, register
+from .scales import grid_settings, scale_points
 from .streaming import StreamingSearch
 from .transducer import with_confidences
 
@@ -54,6 +55,12 @@ LM_SCALE = 0.3
 #: --ngram-lm-scale -0.24`` with a 2-gram over tokens).
 LODR_LM_SCALE = 0.42
 LODR_SCALE = -0.24
+#: The LM scale of ``modified_beam_search_lm_rescore`` and ``..._LODR``: the one icefall's
+#: LM-rescoring documentation decodes with (``--lm-scale 0.43``; its decode script sweeps).
+RESCORE_LM_SCALE = 0.43
+#: The LODR scale of ``modified_beam_search_lm_rescore_LODR``: the middle of icefall's grid
+#: (:data:`RESCORE_LODR_SCALES`, which is all its decode script has).
+RESCORE_LODR_SCALE = 0.5
 #: icefall's sweeps of ``modified_beam_search_lm_rescore`` and ``..._LODR``.
 RESCORE_LM_SCALES = tuple(round(0.01 * i, 2) for i in range(10, 50))
 RESCORE_LODR_LM_SCALES = tuple(round(0.02 * i, 2) for i in range(2, 30))
@@ -125,16 +132,20 @@ class LodrConfig:
 @dataclass(frozen=True)
 class LmRescoreConfig:
     """``modified_beam_search_lm_rescore``: every final hypothesis rescored as
-    ``am + s * lm`` (LM log-prob with ``eos``) for each ``s`` of ``lm_scales``; token
-    confidences are list posteriors of those scores times ``posterior_scale``
-    (:mod:`k2dec.nbest.confidence`)."""
+    ``am + lm_scale * lm`` (LM log-prob with ``eos``); with ``sweep``, also for every other
+    ``s`` of ``lm_scales`` (icefall's grid). Token confidences are list posteriors of those
+    scores times ``posterior_scale`` (:mod:`k2dec.nbest.confidence`)."""
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
+    lm_scale: float = RESCORE_LM_SCALE
+    sweep: bool = False
     lm_scales: tuple[float, ...] = RESCORE_LM_SCALES
     lm_batch_size: int = 256
     posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
+        check_finite("lm_scale", self.lm_scale)
+        check_sweep(self.sweep)
         check_scales("lm_scales", self.lm_scales)
         check_posterior_scale(self.posterior_scale)
         check_int_range(self, "lm_batch_size", 1, 4096)
@@ -143,23 +154,55 @@ class LmRescoreConfig:
 @dataclass(frozen=True)
 class LmRescoreLodrConfig:
     """``modified_beam_search_lm_rescore_LODR``: every final hypothesis rescored as
-    ``am / s + lm - l * lodr`` (icefall's formula; LM and n-gram log-probs with ``eos``) for
-    each ``s`` of ``lm_scales`` and ``l`` of ``lodr_scales`` (token confidences: list
-    posteriors of those scores times ``posterior_scale``)."""
+    ``am / s + lm - l * lodr`` (icefall's formula; LM and n-gram log-probs with ``eos``) with
+    ``s = lm_scale`` and ``l = lodr_scale``; with ``sweep``, also for every other point of
+    ``lm_scales`` x ``lodr_scales`` (icefall's grids). Token confidences: list posteriors
+    of those scores times ``posterior_scale``."""
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
+    lm_scale: float = RESCORE_LM_SCALE
+    lodr_scale: float = RESCORE_LODR_SCALE
+    sweep: bool = False
     lm_scales: tuple[float, ...] = RESCORE_LODR_LM_SCALES
     lodr_scales: tuple[float, ...] = RESCORE_LODR_SCALES
     lm_batch_size: int = 256
     posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
+        for name in ("lm_scale", "lodr_scale"):
+            check_finite(name, getattr(self, name))
+        check_sweep(self.sweep)
         check_scales("lm_scales", self.lm_scales)
         check_posterior_scale(self.posterior_scale)
         check_scales("lodr_scales", self.lodr_scales)
-        if any(s == 0 for s in self.lm_scales):
-            raise ValueError("lm_scales divide the acoustic score: 0 is not allowed")
+        if self.lm_scale == 0 or any(s == 0 for s in self.lm_scales):
+            raise ValueError("lm_scale and lm_scales divide the acoustic score: 0 is not "
+                             "allowed")
         check_int_range(self, "lm_batch_size", 1, 4096)
+
+
+def _rescore_points(cfg: LmRescoreConfig | LmRescoreLodrConfig) -> dict[str, list[float]]:
+    """The scale points a rescoring method reports (the configured one first)."""
+    points = {"lm": scale_points(cfg.lm_scale, cfg.lm_scales, cfg.sweep)}
+    if isinstance(cfg, LmRescoreLodrConfig):
+        points["lodr"] = scale_points(cfg.lodr_scale, cfg.lodr_scales, cfg.sweep)
+    return points
+
+
+def _two_places(value: float) -> str:
+    """icefall's ``0.43`` / ``0.50``; a value with more places keeps them (a distinct key)."""
+    return f"{value:.2f}" if round(value, 2) == value else f"{value:g}"
+
+
+def _rescore_key(point: dict[str, float]) -> str:
+    """icefall's result keys: ``nnlm_scale_0.43`` (``_lodr_scale_0.50`` with LODR)."""
+    key = f"nnlm_scale_{_two_places(point['lm'])}"
+    return key + (f"_lodr_scale_{_two_places(point['lodr'])}" if "lodr" in point else "")
+
+
+def _rescore_settings(cfg: LmRescoreConfig | LmRescoreLodrConfig) -> list[Setting]:
+    return grid_settings(_rescore_points(cfg), {"lm": "lm_scale", "lodr": "lodr_scale"},
+                         key=_rescore_key)
 
 
 def _vocab(inputs: TransducerInputs) -> int:
@@ -253,28 +296,27 @@ def _final_lists(inputs: TransducerInputs,
 
 
 @register("modified_beam_search_lm_rescore", Family.TRANSDUCER, LmRescoreConfig,
-          requires=("lm",))
+          requires=("lm",), settings=_rescore_settings)
 def _lm_rescore(inputs: TransducerInputs, res: Resources, cfg: LmRescoreConfig):
-    """Every final hypothesis of modified beam search rescored: am + s * neural LM, per s."""
+    """Every final hypothesis of modified beam search rescored: am + lm_scale * neural LM."""
     _, lm = res.neural_lm("modified_beam_search_lm_rescore")
     lists, am = _final_lists(inputs, cfg.search)
     out = sweep(lists, am, {"lm": lm_scores(lm, lists, cfg.lm_batch_size)},
-                {"lm": cfg.lm_scales}, lambda b, c, s: b + s["lm"] * c["lm"],
-                lambda s: f"nnlm_scale_{s['lm']:.2f}", cfg.posterior_scale)
+                _rescore_points(cfg), lambda b, c, s: b + s["lm"] * c["lm"], _rescore_key,
+                cfg.posterior_scale)
     return [MethodResult(k, v, cfg) for k, v in out.items()]
 
 
 @register("modified_beam_search_lm_rescore_LODR", Family.TRANSDUCER, LmRescoreLodrConfig,
-          requires=("lm", "lodr"))
+          requires=("lm", "lodr"), settings=_rescore_settings)
 def _lm_rescore_lodr(inputs: TransducerInputs, res: Resources, cfg: LmRescoreLodrConfig):
-    """Every final hypothesis of modified beam search rescored: am / s + LM - l * bigram, per
-    (s, l)."""
+    """Every final hypothesis of modified beam search rescored: am / lm_scale + LM -
+    lodr_scale * bigram."""
     _, lm = res.neural_lm("modified_beam_search_lm_rescore_LODR")
     lodr = _lodr(res, "modified_beam_search_lm_rescore_LODR", _vocab(inputs))
     lists, am = _final_lists(inputs, cfg.search)
     comps = {"lm": lm_scores(lm, lists, cfg.lm_batch_size), "lodr": scorer_scores(lodr, lists)}
-    out = sweep(lists, am, comps, {"lm": cfg.lm_scales, "lodr": cfg.lodr_scales},
-                lambda b, c, s: b / s["lm"] + c["lm"] - s["lodr"] * c["lodr"],
-                lambda s: f"nnlm_scale_{s['lm']:.2f}_lodr_scale_{s['lodr']:.2f}",
+    out = sweep(lists, am, comps, _rescore_points(cfg),
+                lambda b, c, s: b / s["lm"] + c["lm"] - s["lodr"] * c["lodr"], _rescore_key,
                 cfg.posterior_scale)
     return [MethodResult(k, v, cfg) for k, v in out.items()]

@@ -5,7 +5,13 @@ keep working::
 
     recogs-<test_set>-<key>[-<suffix>].txt  per cut "<id>:\\tref=[...]" and "<id>:\\thyp=[...]"
     errs-<test_set>-<key>[-<suffix>].txt    %WER, per-utterance alignment, per-word error counts
-    wer-summary-<test_set>[-<suffix>].txt   "settings\\tWER", then "<key>\\t<WER>" lines, best first
+    wer-summary-<test_set>[-<suffix>].txt   "settings\\tWER\\tfailed cuts", then one
+                                            "<key>\\t<WER>\\t<N> of <M>" line per setting
+
+Two departures from icefall, so that a summary never misleads: the settings keep the order
+they are given in (a method's configured setting first; icefall sorts them by WER, which
+picks a setting on the test set), and cuts that could not be decoded are counted beside the
+WER (they are not in it) in the summary and in each ``errs`` file.
 """
 
 from __future__ import annotations
@@ -40,13 +46,16 @@ def write_recogs(path: str | Path, results: Sequence[Result]) -> None:
             f.write(f"{cut_id}:\thyp={hyp!r}\n")
 
 
-def write_error_stats(f: TextIO, test_set: str, results: Sequence[Result]) -> float:
+def write_error_stats(f: TextIO, test_set: str, results: Sequence[Result],
+                      failed: Sequence[str] = ()) -> float:
     """Write the ``errs`` report of ``results`` to the open text file ``f``.
 
     Sections, in icefall's order and wording: the ``%WER = x.xx`` line and error totals,
     ``PER-UTT DETAILS`` (each cut's alignment, runs of errors shown as ``(ref words->hyp words)``),
     ``SUBSTITUTIONS``, ``DELETIONS``, ``INSERTIONS`` (most frequent first) and ``PER-WORD STATS``
-    (``word corr tot_errs count_in_ref count_in_hyp``, most errors first).
+    (``word corr tot_errs count_in_ref count_in_hyp``, most errors first). With ``failed``
+    (ids of cuts that could not be decoded, not in the WER) a line after the totals says how
+    many and which.
 
     Returns:
       The WER in percent, rounded to two decimals (the number in the ``%WER`` line).
@@ -62,6 +71,10 @@ def write_error_stats(f: TextIO, test_set: str, results: Sequence[Result]) -> fl
     w(f"%WER = {stats.wer:.2f}\n")
     w(f"Errors: {stats.num_ins} insertions, {stats.num_del} deletions, {stats.num_sub} "
       f"substitutions, over {stats.num_ref_words} reference words ({stats.num_corr} correct)\n")
+    if failed:
+        shown = ", ".join(failed[:20]) + (", ..." if len(failed) > 20 else "")
+        w(f"Failed cuts, not in the WER: {len(failed)} of {len(failed) + len(results)} "
+          f"({shown})\n")
     w("Search below for sections starting with PER-UTT DETAILS:, SUBSTITUTIONS:, DELETIONS:, "
       "INSERTIONS:, PER-WORD STATS:\n")
     w("\n")
@@ -91,13 +104,17 @@ def write_error_stats(f: TextIO, test_set: str, results: Sequence[Result]) -> fl
     return wer
 
 
-def write_wer_summary(path: str | Path, wers: Mapping[str, float]) -> None:
-    """Write a ``wer-summary`` file: ``settings\\tWER`` then ``key\\twer`` lines, lowest WER first
-    (ties in key order)."""
+def write_wer_summary(path: str | Path, wers: Mapping[str, float], num_failed: int = 0,
+                      num_cuts: int | None = None) -> None:
+    """Write a ``wer-summary`` file: ``settings\\tWER\\tfailed cuts``, then per setting, in the
+    given order (never sorted by WER), ``key\\twer\\t<num_failed> of <num_cuts>``: the cuts
+    that could not be decoded and are not in the WER (``num_cuts``: all cuts, failed ones
+    included; ``None``: not known, only the count is written)."""
+    failed = f"{num_failed} of {num_cuts}" if num_cuts is not None else f"{num_failed}"
     with open(path, "w", encoding="utf-8") as f:
-        f.write("settings\tWER\n")
-        for key, wer in sorted(wers.items(), key=lambda kv: (kv[1], kv[0])):
-            f.write(f"{key}\t{wer}\n")
+        f.write("settings\tWER\tfailed cuts\n")
+        for key, wer in wers.items():
+            f.write(f"{key}\t{wer}\t{failed}\n")
 
 
 def _check_name(name: str, value: str) -> None:
@@ -110,6 +127,8 @@ def save_results(
     test_set: str,
     results: Mapping[str, Sequence[Result]],
     suffix: str = "",
+    failed: Sequence[str] = (),
+    num_cuts: int | None = None,
 ) -> dict[str, float]:
     """Write the recogs and errs files of each decoding setting and the test set's WER summary.
 
@@ -117,8 +136,12 @@ def save_results(
       res_dir: output directory (created).
       test_set: the test set name, e.g. ``test-clean``.
       results: ``{key: [(cut_id, ref_words, hyp_words), ...]}``, one key per setting (e.g.
-        ``"greedy_search"``, ``"lm_scale_0.6"``).
+        ``"greedy_search"``, ``"lm_scale_0.6"``), in the order the summary lists them.
       suffix: appended to every file name as ``-<suffix>`` (e.g. ``epoch-30-avg-10``).
+      failed: ids of the test set's cuts that could not be decoded: not in the WER, counted
+        beside it in the summary and the errs files.
+      num_cuts: the test set's cuts, for the summary's ``<failed> of <num_cuts>`` (default:
+        the failed ones and those of the setting with the most results).
 
     Returns:
       ``{key: WER in percent}``, as in the summary file.
@@ -140,6 +163,9 @@ def save_results(
         ordered = _sorted(res)
         write_recogs(res_dir / f"recogs-{test_set}-{key}{tail}.txt", ordered)
         with open(res_dir / f"errs-{test_set}-{key}{tail}.txt", "w", encoding="utf-8") as f:
-            wers[key] = write_error_stats(f, f"{test_set}-{key}", ordered)
-    write_wer_summary(res_dir / f"wer-summary-{test_set}{tail}.txt", wers)
+            wers[key] = write_error_stats(f, f"{test_set}-{key}", ordered, sorted(failed))
+    if num_cuts is None:
+        num_cuts = len(failed) + max(len(r) for r in results.values())
+    write_wer_summary(res_dir / f"wer-summary-{test_set}{tail}.txt", wers, len(failed),
+                      num_cuts)
     return wers

@@ -135,6 +135,15 @@ class ResultWriter:
             return False
         return not (self.retry_failed and rec["status"] == "error")
 
+    def get(self, cut_id: str) -> dict[str, Any] | None:
+        """The record of ``cut_id`` (the last one in the file), ``None`` if there is none."""
+        return self._records.get(cut_id)
+
+    def forget(self, cut_id: str) -> None:
+        """Treat ``cut_id`` as not done, so that it can be written again (e.g. its inputs
+        changed); its new record is appended and wins in :func:`read_results`."""
+        self._records.pop(cut_id, None)
+
     @property
     def records(self) -> dict[str, dict[str, Any]]:
         """``{cut_id: record}`` of everything in the file (a copy)."""
@@ -187,11 +196,15 @@ class ResultWriter:
                   "ref": None if ref is None else list(ref), **extra}
         self._append(record)
 
-    def write_failure(self, cut_id: str, error: BaseException | str) -> None:
-        """Record that decoding ``cut_id`` failed with ``error`` (an exception or a message)."""
+    def write_failure(self, cut_id: str, error: BaseException | str, **extra: Any) -> None:
+        """Record that decoding ``cut_id`` failed with ``error`` (an exception or a message);
+        ``extra`` fields as in :meth:`write`."""
         if isinstance(error, BaseException):
             error = f"{type(error).__name__}: {error}"
-        self._append({"cut_id": cut_id, "status": "error", "error": str(error)})
+        bad = [k for k in extra if k in _RESERVED]
+        if bad:
+            raise ValueError(f"extra fields {bad} clash with reserved keys {_RESERVED}")
+        self._append({"cut_id": cut_id, "status": "error", "error": str(error), **extra})
 
     def close(self) -> None:
         """Sync the file to disk and release it (and its lock)."""

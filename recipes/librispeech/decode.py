@@ -28,7 +28,7 @@ from lhotse import CutSet
 
 from k2dec.job import (
     DecodeConfig,
-    check_resources,
+    check_assets,
     load_assets,
     plan_methods,
     results_table,
@@ -63,12 +63,13 @@ def main(data_dir, lang_dir, model_path, out_dir, test_sets, methods, assignment
     chosen = list(methods) or split_available(list_methods(), assets.resources)[0]
     try:
         runs = plan_methods(chosen, assignments)
-        check_resources(runs, assets.resources)
+        check_assets(runs, assets)
+        config = DecodeConfig(max_duration=max_duration)
     except ValueError as e:
         raise click.UsageError(str(e)) from None
     cuts = {t: CutSet.from_file(data_dir / "fbank" / f"librispeech_cuts_{t}.jsonl.gz")
             for t in test_sets}
-    rows = run_decode(assets, cuts, runs, out_dir, DecodeConfig(max_duration=max_duration))
+    rows = run_decode(assets, cuts, runs, out_dir, config)
     table = results_table(rows)
     click.echo(table)
     out_dir.mkdir(parents=True, exist_ok=True)

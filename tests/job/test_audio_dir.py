@@ -116,7 +116,9 @@ def decoded(variants, tmp_path_factory):
 def test_every_file_gets_a_result_or_a_failure(variants, decoded):
     audio, _ = variants
     r, out = decoded
-    assert r.exit_code == 0, (r.output, r.exception)
+    # the broken file is a failed cut: exit status 3, one line saying so
+    assert r.exit_code == 3, (r.output, r.exception)
+    assert "audio greedy_search: 1 of " in r.output and "(first: broken: " in r.output
     records = read_results(out / "greedy_search" / "results-audio.jsonl")
     assert set(records) == {p.stem for p in audio.iterdir()}
     assert records["broken"]["status"] == "error"
@@ -220,6 +222,6 @@ def test_a_long_recording_decodes_in_bounded_memory(tmp_path):
     assert rec["status"] == "ok" and len(rec["hyp"]) > 50
     r = _decode("--audio-dir", str(d), "--method", "greedy_search", "--max-duration", "30",
                 "--out-dir", str(tmp_path / "short"))
-    assert r.exit_code == 0, (r.output, r.exception)
+    assert r.exit_code == 3, (r.output, r.exception)
     rec = read_results(tmp_path / "short" / "greedy_search" / "results-in.jsonl")["long"]
     assert rec["status"] == "error" and "too long: 60.0 s" in rec["error"]

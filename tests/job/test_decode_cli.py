@@ -47,7 +47,7 @@ def test_graphs_come_from_the_graph_dir(decode_setup, bare_lang, tmp_path):
     r = _decode(s, tmp_path / "out", "--lang-dir", str(lang), "--graph-dir", str(gdir),
                 "--method", "1best", "--method", "fast_beam_search_LG", "--method",
                 "nbest-rescoring", "--set", "num_paths=5")
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 3, r.output  # the fixture's too short cut
     assert sorted(p.name for p in lang.iterdir()) == before
     # the same hypotheses as with the graphs in the lang dir (compiled there by the fixture)
     cfg = DecodeConfig(max_duration=3.0)
@@ -66,7 +66,7 @@ def test_hyp_is_the_configured_setting_also_in_a_sweep(decode_setup, bare_lang, 
     r = _decode(s, tmp_path, "--lang-dir", str(lang), "--graph-dir", str(gdir), "--method",
                 "nbest-rescoring", "--set", "num_paths=5", "--set", "ngram_lm_scale=0.7",
                 "--set", "sweep=true", "--set", "lm_scales=0.1,3.0")
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 3, r.output  # the fixture's too short cut
     lines = read_results(tmp_path / "nbest-rescoring" / "results-cuts.jsonl")
     ok = [rec for rec in lines.values() if rec["status"] == "ok"]
     assert ok
@@ -89,6 +89,34 @@ def test_no_third_party_warnings_and_a_progress_total(decode_setup, tmp_path):
         r = _decode(dict(s, cuts_path=tmp_path / "twice.jsonl.gz"), tmp_path / "out",
                     "--lang-dir", str(s["lang_dir"]), "--method", "greedy_search",
                     "--method", "1best")
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 3, r.output  # the fixture's too short cuts
     assert [str(w.message) for w in caught] == []
     assert "twice greedy_search: 100%" in r.output and "10/10" in r.output
+
+
+#: token-output methods: none reads words.txt
+TOKEN_METHODS = ("ctc-greedy-search", "ctc-prefix-beam-search", "ctc-decoding",
+                 "ctc-prefix-beam-search-attention-decoder-rescoring", "greedy_search",
+                 "modified_beam_search", "fast_beam_search", "attention-beam-search")
+
+
+def test_token_methods_need_no_words_txt(decode_setup, tmp_path):
+    """A lang dir with tokens.txt and bpe.model only (as icefall and sherpa-onnx exports ship
+    them): every token method decodes every cut, with the hypotheses of the full lang dir
+    (hotwords too: the token-level ones)."""
+    s = decode_setup
+    lang = tmp_path / "lang"
+    lang.mkdir()
+    for name in ("tokens.txt", "bpe.model"):
+        shutil.copy(s["lang_dir"] / name, lang / name)
+    (tmp_path / "hot.txt").write_text("THE CAT\n")
+    args = [a for m in TOKEN_METHODS for a in ("--method", m)] + [
+        "--hotwords", str(tmp_path / "hot.txt")]
+    r = _decode(s, tmp_path / "bare", "--lang-dir", str(lang), *args)
+    assert "words.txt" not in r.output, r.output
+    full = _decode(s, tmp_path / "full", "--lang-dir", str(s["lang_dir"]), *args)
+    assert r.exit_code == full.exit_code, (r.output, full.output)
+    for m in TOKEN_METHODS:
+        got = read_results(tmp_path / "bare" / m / "results-cuts.jsonl")
+        assert sorted(k for k, v in got.items() if v["status"] != "ok") == ["utt5"], got
+        assert got == read_results(tmp_path / "full" / m / "results-cuts.jsonl")

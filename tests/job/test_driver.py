@@ -85,12 +85,12 @@ def test_run_decode_equals_decode_cuts_and_makes_the_table(decode_setup, tmp_pat
         ("a", "1best"), ("a", "greedy_search"), ("b", "1best"), ("b", "greedy_search")]
     one = decode_cuts(assets, s["cuts"], "1best", tmp_path / "one", "a", runs[0].config, cfg)
     assert read_results(one.results_path) == read_results(rows[0].results_path)
-    assert rows[0].wers == one.wers and rows[0].best == min(one.wers.items(),
-                                                            key=lambda kv: kv[1])
+    assert rows[0].wers == one.wers and rows[0].headline == ("1best", one.wers["1best"])
     table = results_table(rows).splitlines()
-    assert table[0] == "| test set | method | setting | WER % | RTF | failed cuts |"
+    assert table[0] == ("| test set | method | setting | WER % | RTF | failed cuts (not in "
+                        "WER) |")
     assert table[2].startswith(f"| a | 1best | 1best | {one.wers['1best']:.2f} | ")
-    assert table[2].endswith(" | 1 |") and len(table) == 2 + 4
+    assert table[2].endswith(" | 1 of 6 |") and len(table) == 2 + 4
     with pytest.raises(ValueError, match="method 'fast_beam_search_LG' needs the LG graph"):
         run_decode(load_assets(s["model_path"]), {"a": s["cuts"]},
                    plan_methods(["fast_beam_search_LG"]), tmp_path / "x", cfg)
@@ -114,3 +114,105 @@ def test_results_lines_carry_the_hypothesis_records(decode_setup, tmp_path):
             assert (back.words is not None) == (name == "1best")
             if name == "1best":
                 assert back.word_frames is not None
+
+
+def test_a_settings_file_set_is_checked_like_set(decode_setup, tmp_path):
+    """``"set": ["nosuch_field=3"]`` in a --config file is refused as ``--set nosuch_field=3``
+    is: exit status 2 before anything is decoded, the file named."""
+    from k2dec.job import DecodeSettings, write_settings
+
+    path = write_settings(DecodeSettings(("nosuch_field=3",)), tmp_path / "s.json")
+    by_set = _cli(decode_setup, tmp_path / "a", "--method", "greedy_search", "--set",
+                  "nosuch_field=3")
+    by_file = _cli(decode_setup, tmp_path / "b", "--method", "greedy_search", "--config",
+                   str(path))
+    assert by_set.exit_code == by_file.exit_code == 2, (by_set.output, by_file.output)
+    assert "no given method has a field for nosuch_field=3" in by_file.output
+    assert str(path) in by_file.output.replace("\n", "")
+    assert not list(tmp_path.rglob("*.jsonl"))
+    # a field of another given method is no error; the demo's plan ignores unused ones
+    runs = plan_methods(["greedy_search", "modified_beam_search"],
+                        settings=DecodeSettings(("beam=8",)))
+    assert runs[1].config.search.beam == 8
+    with pytest.raises(ValueError, match="no given method has a field for beam=8"):
+        plan_methods(["greedy_search"], settings=DecodeSettings(("beam=8",)))
+    assert plan_methods(["greedy_search"], settings=DecodeSettings(("beam=8",)),
+                        require_used=False)[0].assignments == ()
+
+
+def test_the_table_shows_the_configured_setting_never_the_lowest_wer(tmp_path):
+    """Rows and settings keep their order; the headline of a method is its configured
+    setting (its first), not the one with the lowest test WER; failed cuts beside it."""
+    from k2dec.job import DecodeSummary
+
+    rows = [DecodeSummary("m", "t", {"lm_scale_0.5": 40.0, "lm_scale_0.1": 10.0,
+                                     "lm_scale_3.0": 90.0}, 0.5, 30, ["x", "y"],
+                          tmp_path / "r.jsonl", "ValueError: too long"),
+            DecodeSummary("a", "t", {"a": 20.0}, 0.25, 30, [], tmp_path / "q.jsonl")]
+    assert rows[0].headline == ("lm_scale_0.5", 40.0)
+    table = results_table(rows).splitlines()[2:]
+    assert table == ["| t | m | lm_scale_0.5 | 40.00 | 0.5000 | 2 of 30 |",
+                     "| t | a | a | 20.00 | 0.2500 | 0 of 30 |"]
+    swept = results_table(rows, all_settings=True).splitlines()[2:]
+    assert [line.split(" | ")[2] for line in swept] == ["lm_scale_0.5", "lm_scale_0.1",
+                                                       "lm_scale_3.0", "a"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--max-duration", "0"], "0.0 is not in the range"),
+    (["--max-duration", "-5"], "-5.0 is not in the range"),
+    ([], "method 'greedy_search' needs a bpe.model or tokens.txt"),
+])
+def test_what_would_fail_every_cut_is_refused_up_front(decode_setup, tmp_path, extra,
+                                                       message):
+    """No batch size, or no token table for a method that gives token ids (the model file has
+    none beside it, and no --lang-dir): exit 2 before any cut, not a job of failed cuts."""
+    r = _cli(decode_setup, tmp_path / "out", "--method", "greedy_search", *extra)
+    assert r.exit_code == 2 and message in r.output, r.output
+    assert not list(tmp_path.rglob("*.jsonl")), "nothing may be decoded"
+    for bad in (0, -5, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="max_duration must be a positive number"):
+            DecodeConfig(max_duration=bad)
+
+
+def test_exit_status_says_whether_every_cut_was_decoded(decode_setup, tmp_path):
+    """0 when every cut of every method decoded; 3 when some failed, after writing the
+    others, with one line per method: how many failed and the first reason."""
+    s = decode_setup
+    good = s["cuts"].filter(lambda c: c.id != "utt5")
+    good.to_file(tmp_path / "good.jsonl.gz")
+    lang = ["--lang-dir", str(s["lang_dir"]), "--method", "greedy_search", "--method", "1best"]
+    r = _cli(dict(s, cuts_path=tmp_path / "good.jsonl.gz"), tmp_path / "good", *lang)
+    assert r.exit_code == 0 and "failed (first" not in r.output, r.output
+    r = _cli(s, tmp_path / "bad", *lang)
+    assert r.exit_code == 3, r.output
+    for m in ("greedy_search", "1best"):
+        assert (f"cuts {m}: 1 of 6 cuts failed (first: utt5: too short: 3 feature frames, the "
+                f"model needs at least 7)") in r.output
+        records = read_results(tmp_path / "bad" / m / "results-cuts.jsonl")
+        assert sorted(k for k, v in records.items() if v["status"] == "ok") == [
+            f"utt{i}" for i in range(5)]
+        assert (tmp_path / "bad" / m / "wer-summary-cuts.txt").read_text().splitlines()[
+            1].endswith("\t1 of 6")
+
+
+def test_outputs_words_says_which_methods_give_word_ids(decode_setup, tmp_path):
+    """``Method.outputs_words`` (what the up-front check of words.txt / tokens relies on)
+    matches the hypotheses of every method the fixture's assets run."""
+    from k2dec.job import split_available
+    from k2dec.methods import list_methods
+
+    s = decode_setup
+    assets = load_assets(s["model_path"], s["lang_dir"])
+    ok, _ = split_available([m for m in list_methods() if assets.model.supports(m)],
+                            assets.resources)
+    assert len(ok) > 15
+    cuts = s["cuts"].subset(first=2)
+    rows = run_decode(assets, {"t": cuts}, plan_methods(ok, ["nbest.num_paths=3"],
+                                                        require_used=False),
+                      tmp_path, DecodeConfig(max_duration=3.0))
+    for method, row in zip(ok, rows):
+        records = [r for r in read_results(row.results_path).values() if r["status"] == "ok"]
+        assert records, method.name
+        words = {h.get("words") is not None for r in records for h in r["hyps"].values()}
+        assert words == {method.outputs_words}, method.name

@@ -192,6 +192,9 @@ def test_corrupt_lines_are_redecoded_and_the_file_ends_as_a_clean_run(decode_set
     # a killed concurrent writer: half of utt1's line, then utt2's line glued to it
     path.write_text("\n".join([lines[0], lines[1][:40] + lines[2], lines[3], "{garbage",
                                lines[4]]) + "\n")
+    # the job's record of its inputs (a job writes it before its first cut)
+    job = clean.results_path.with_name("job-t.json")
+    path.with_name(job.name).write_bytes(job.read_bytes())
     with caplog.at_level("WARNING", logger="k2dec.results.jsonl"):
         again = decode_cuts(assets, s["cuts"], "1best", tmp_path / "b", "t", config=CFG)
     assert sum("skipping a corrupt line" in r.getMessage() for r in caplog.records) == 2
@@ -235,7 +238,7 @@ def test_a_full_disk_stops_the_job_clearly_and_the_rerun_finishes_identical(
     cuts.to_file(cuts_path)
     decode_cuts(load_assets(s["model_path"], s["lang_dir"]), cuts, "1best",
                 tmp_path / "want", "t", config=_FULL_CFG)
-    want_files = {p.name: p.read_bytes() for p in sorted((tmp_path / "want" / "1best").iterdir())}
+    want_files = _result_files(tmp_path / "want" / "1best")
     size = len(want_files["results-t.jsonl"])
     args = [sys.executable, "-c", _DECODE, str(s["model_path"]), str(s["lang_dir"]),
             str(cuts_path)]
@@ -248,12 +251,12 @@ def test_a_full_disk_stops_the_job_clearly_and_the_rerun_finishes_identical(
         mnt = tmp_path / "mnt"
         if not _tmpfs_usable(mnt):
             pytest.skip("cannot mount a tmpfs in a user namespace here (unshare -Urm)")
-        # a 64 KiB tmpfs with two 4 KiB pages left after the filler: the out dir's lock file
-        # takes one, the results file gets the other
+        # a 64 KiB tmpfs with three 4 KiB pages left after the filler: the out dir's lock
+        # file takes one, the job's record of its inputs one, the results file gets the last
         q = " ".join(f"'{a}'" for a in args)
         first = subprocess.run(["unshare", "-Urm", "sh", "-c", f"""
             mount -t tmpfs -o size=64k tmpfs {mnt} || exit 9
-            head -c {65536 - 2 * 4096} /dev/zero > {mnt}/filler
+            head -c {65536 - 3 * 4096} /dev/zero > {mnt}/filler
             {q} {mnt}/out 0
             echo "rc=$?"
             cp -r {mnt}/out {out}.partial
@@ -273,8 +276,17 @@ def test_a_full_disk_stops_the_job_clearly_and_the_rerun_finishes_identical(
     if full == "rlimit":  # space freed: resume without the limit, here
         decode_cuts(load_assets(s["model_path"], s["lang_dir"]), cuts, "1best", out, "t",
                     config=_FULL_CFG)
-    got_files = {p.name: p.read_bytes() for p in sorted((out / "1best").iterdir())}
-    assert got_files == want_files
+    assert _result_files(out / "1best") == want_files
+
+
+def _result_files(d: Path) -> dict[str, bytes]:
+    """A method's files by name; of the job record (its time differs from run to run) the
+    inputs and the files it lists."""
+    out = {p.name: p.read_bytes() for p in sorted(d.iterdir()) if not p.name.startswith("job-")}
+    for p in d.glob("job-*.json"):
+        record = json.loads(p.read_text())
+        out[p.name] = json.dumps([record["inputs"], record["files"]]).encode()
+    return out
 
 
 def test_disk_full_error_keeps_errno():
@@ -311,4 +323,4 @@ def test_cli_says_why_it_refuses(decode_setup, tmp_path):
         holder.send_signal(signal.SIGKILL)
         holder.wait()
     r = decode(s["cuts_path"])
-    assert r.exit_code == 0, (r.output, r.exception)
+    assert r.exit_code == 3, (r.output, r.exception)  # utt5 is too short

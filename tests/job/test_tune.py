@@ -85,6 +85,7 @@ def test_tune_writes_a_file_that_decode_reads(decode_setup, graphs, tmp_path):
                                   "--method", "nbest-rescoring", "--set", "num_paths=5",
                                   "--set", "lm_scales=0.1,1.0,4.0", "--out", str(out)])
     assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tuned.json"]  # nothing else
     data = json.loads(out.read_text())
     assert set(data["methods"]) == {"whole-lattice-rescoring", "nbest-rescoring"}
     assert "num_paths=5" in data["methods"]["nbest-rescoring"]
@@ -93,7 +94,7 @@ def test_tune_writes_a_file_that_decode_reads(decode_setup, graphs, tmp_path):
     r = CliRunner().invoke(main, ["decode", *common, "--config", str(out), "--method",
                                   "whole-lattice-rescoring", "--method", "nbest-rescoring",
                                   "--out-dir", str(tmp_path / "dec")])
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 3, r.output  # the fixture's too short cut
     rows = [line.split(" | ") for line in r.output.splitlines() if line.startswith("| cuts |")]
     assert len(rows) == 2
     for row in rows:
@@ -109,8 +110,10 @@ def test_settings_files_apply_in_order_and_bad_ones_are_refused(tmp_path):
     path = write_settings(settings, tmp_path / "s.json")
     back = read_settings(path)
     assert back == settings
-    runs = {r.method.name: r for r in plan_methods(["nbest", "greedy_search", "nbest-oracle"],
-                                                   ["top_k=3"], settings=back)}
+    runs = {r.method.name: r for r in plan_methods(
+        ["nbest", "greedy_search", "nbest-oracle", "modified_beam_search"], ["top_k=3"],
+        settings=back)}
+    assert runs["modified_beam_search"].config.search.beam == 3
     assert runs["nbest"].config.nbest.num_paths == 11  # per method after the global set
     assert runs["nbest-oracle"].config.nbest.num_paths == 9
     assert runs["nbest"].config.top_k == 3 and runs["nbest"].config.hlg_scale == 0.6
@@ -259,3 +262,31 @@ def test_calibrations_in_settings_files_are_checked(tmp_path):
         (tmp_path / name).write_text(text)
         with pytest.raises(ValueError, match=message):
             read_settings(tmp_path / name)
+
+
+def test_tune_keeps_its_decodes_only_in_a_work_dir_on_request(decode_setup, tmp_path,
+                                                             caplog):
+    """--work-dir keeps the dev-set decodes there (a rerun resumes them: the same file, no
+    cut decoded again); without it nothing is left beside the output."""
+    import logging
+
+    s = decode_setup
+    args = ["tune", "--cuts", str(s["cuts_path"]), "--model", str(s["model_path"]),
+            "--lang-dir", str(s["lang_dir"]), "--max-duration", "3", "--method", "1best",
+            "--grid", "hlg_scale=0.4,0.8"]
+    work = tmp_path / "work"
+    first = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "a.json"), "--work-dir",
+                                      str(work)])
+    assert first.exit_code == 0, first.output
+    assert len(sorted(work.rglob("results-cuts.jsonl"))) == 3  # 0.6 (configured), 0.4, 0.8
+    with caplog.at_level(logging.INFO, logger="k2dec.job"):
+        again = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "b.json"),
+                                          "--work-dir", str(work)])
+    assert again.exit_code == 0, again.output
+    assert (tmp_path / "a.json").read_text() == (tmp_path / "b.json").read_text()
+    assert caplog.text.count("cuts 1best: 6 utterances, 0 to decode") == 3, caplog.text
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    r = CliRunner().invoke(main, [*args, "--out", str(plain / "c.json")])
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in plain.iterdir()) == ["c.json"]

@@ -145,6 +145,12 @@ def test_main_entry_point(corpus, tmp_path):
                            "--no-progress"])
     assert ppl.perplexity == pytest.approx(
         compute_text_perplexity(lm, corpus / "valid.txt", corpus / "bpe.model").perplexity)
+    # lower-case text with an upper-case BPE model: the perplexity of the upper-case text
+    (tmp_path / "lower.txt").write_text((corpus / "valid.txt").read_text().lower())
+    lower = perplexity_main(["--checkpoint", str(result.checkpoint), "--text",
+                             str(tmp_path / "lower.txt"), "--bpe-model",
+                             str(corpus / "bpe.model"), "--no-progress"])
+    assert (lower.perplexity, lower.num_tokens) == (ppl.perplexity, ppl.num_tokens)
     assert lm.config == TransformerLmConfig(vocab_size=30, d_model=8, nhead=2, num_layers=1,
                                             dim_feedforward=8, tie_weights=True)
     with pytest.raises(SystemExit, match="--hidden-dim does not apply to a TransformerLmConfig"):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 import k2
 import pytest
@@ -134,15 +135,24 @@ def test_rescoring_picks_the_reference_best_of_the_sampled_sequences(setup, devi
     enc, enc_lens = random_batch(lens, seed=seed, device=device)
     inputs = TransducerInputs(model, enc, enc_lens)
     scales = (-0.5, 0.0, 0.3, 1.0, 3.0)
+    # the configured scales first, the sweep's other points after them
     if rnn:
         cfg = FastBeamSearchNbestRnnRescoringConfig(
-            nbest=NbestConfig(num_paths=20), ngram_lm_scales=scales, rnn_lm_scales=(0.0, 0.5, 2.0))
+            nbest=NbestConfig(num_paths=20), ngram_lm_scale=scales[0], ngram_lm_scales=scales,
+            rnn_lm_scale=0.0, rnn_lm_scales=(0.0, 0.5, 2.0), sweep=True)
         name = "fast_beam_search_with_nbest_rnn_rescoring"
     else:
         cfg = FastBeamSearchNbestRescoringConfig(nbest=NbestConfig(num_paths=20),
-                                                 ngram_lm_scales=scales)
+                                                 ngram_lm_scale=scales[0],
+                                                 ngram_lm_scales=scales, sweep=True)
         name = "fast_beam_search_with_nbest_rescoring"
-    out = {r.key: r for r in get_method(name)(inputs, res, cfg)}
+    method = get_method(name)
+    out = {r.key: r for r in method(inputs, res, cfg)}
+    assert list(out) == [s.key for s in method.settings(cfg)]
+    # without the sweep: the configured setting alone, the same hypotheses
+    alone = method(inputs, res, replace(cfg, sweep=False))
+    assert [r.key for r in alone] == [next(iter(out))]
+    assert alone[0].hyps == next(iter(out.values())).hyps
     want = _reference(setup, inputs, cfg, rnn)
     res.lms["rnn_lm"].to("cpu")
     assert list(out) == list(want[0])

@@ -5,6 +5,7 @@ n-best; each against its definition recomputed here from per-hypothesis referenc
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 import torch
@@ -67,11 +68,10 @@ def test_runs_passes_config_and_needs_its_resources(resources, name):
     method = get_method(name)
     inputs = _transducer_inputs() if name in TRANSDUCER else _ctc_inputs()
     cfg = method.default_config()
-    if isinstance(cfg, LmRescoreLodrConfig):
-        cfg = LmRescoreLodrConfig(lm_scales=(0.3, 0.5), lodr_scales=(0.1,))
     out = method(inputs, res, cfg)
     assert out and all(r.config is cfg and len(r.hyps) == 3 for r in out)
-    assert len({r.key for r in out}) == len(out)
+    # at its defaults a method reports its configured setting only (grids: sweep=True)
+    assert [r.key for r in out] == [s.key for s in method.settings(cfg)] == [out[0].key]
     assert res.missing(method.requires) == ()
     assert Resources().missing(method.requires) == tuple(method.requires)
 
@@ -111,16 +111,21 @@ def test_lm_rescore_picks_the_best_combined_score(resources, lodr):
         return acc + ref.final(state)
 
     if lodr:
-        cfg = LmRescoreLodrConfig(lm_scales=(0.2, 0.6), lodr_scales=(0.3, 0.9))
-        out = get_method("modified_beam_search_lm_rescore_LODR")(inputs, res, cfg)
+        cfg = LmRescoreLodrConfig(lm_scale=0.2, lodr_scale=0.3, lm_scales=(0.2, 0.6),
+                                  lodr_scales=(0.3, 0.9), sweep=True)
+        method = get_method("modified_beam_search_lm_rescore_LODR")
         points = [(f"nnlm_scale_{s:.2f}_lodr_scale_{lo:.2f}", s, lo) for s in cfg.lm_scales
                   for lo in cfg.lodr_scales]
     else:
-        cfg = LmRescoreConfig(lm_scales=(0.1, 0.9))
-        out = get_method("modified_beam_search_lm_rescore")(inputs, res, cfg)
+        cfg = LmRescoreConfig(lm_scale=0.1, lm_scales=(0.1, 0.9), sweep=True)
+        method = get_method("modified_beam_search_lm_rescore")
         points = [(f"nnlm_scale_{s:.2f}", s, None) for s in cfg.lm_scales]
+    out = method(inputs, res, cfg)
     by_key = {r.key: r for r in out}
-    assert set(by_key) == {p[0] for p in points}
+    assert list(by_key) == [p[0] for p in points] == [s.key for s in method.settings(cfg)]
+    # the configured setting alone without the sweep
+    alone = method(inputs, res, replace(cfg, sweep=False))
+    assert [r.key for r in alone] == [points[0][0]] and alone[0].hyps == out[0].hyps
     for key, s, lo in points:
         for u, hyps in enumerate(nbests):
             def combined(h, s=s, lo=lo):
@@ -141,8 +146,10 @@ def test_lm_rescore_picks_the_best_combined_score(resources, lodr):
 def test_ctc_attention_rescoring_picks_the_best_combined_score(resources):
     res, _ = resources
     inputs = _ctc_inputs(4)
-    cfg = CtcPrefixAttentionConfig(attention_scales=(0.1, 2.0))
+    cfg = CtcPrefixAttentionConfig(attention_scale=0.1, attention_scales=(0.1, 2.0),
+                                   sweep=True)
     out = get_method("ctc-prefix-beam-search-attention-decoder-rescoring")(inputs, res, cfg)
+    assert [r.key for r in out] == ["attention_scale_0.1", "attention_scale_2.0"]
     from k2dec.lattice.ctc_prefix_beam_search import ctc_prefix_beam_search
 
     hyps = ctc_prefix_beam_search(inputs.log_probs, inputs.lengths, cfg.search)
@@ -167,7 +174,12 @@ def test_ctc_attention_rescoring_picks_the_best_combined_score(resources):
 
 def test_no_ngram_rescoring_keys(resources):
     res, _ = resources
-    cfg = NoNgramAttentionConfig(attention_scales=(0.5, 1.0))
+    cfg = NoNgramAttentionConfig(attention_scale=0.7, attention_scales=(0.5, 0.7, 1.0),
+                                 sweep=True)
     out = get_method("attention-decoder-rescoring-no-ngram")(_ctc_inputs(5), res, cfg)
-    assert [r.key for r in out] == ["attention_scale_0.5", "attention_scale_1.0"]
+    assert [r.key for r in out] == ["attention_scale_0.7", "attention_scale_0.5",
+                                    "attention_scale_1.0"]
+    out = get_method("attention-decoder-rescoring-no-ngram")(
+        _ctc_inputs(5), res, NoNgramAttentionConfig())
+    assert [r.key for r in out] == ["attention_scale_1.2"]
     assert all(h.tokens is not None and not h.error for r in out for h in r.hyps)

@@ -153,6 +153,7 @@ def test_feature_overrides(setup, tmp_path):
         "decode", "--model", str(setup["jit"]), "--audio-dir", str(setup["audio"]),
         "--method", "greedy_search", "--out-dir", str(tmp_path / "o"),
         "--feature-num-mel-bins", "40"])
-    assert got.exit_code == 0, got.output
+    assert got.exit_code == 3 and "wavs greedy_search: 4 of 4 cuts failed" in got.output, \
+        got.output
     records = read_results(tmp_path / "o" / "greedy_search" / "results-wavs.jsonl")
     assert records and all(r["status"] == "error" for r in records.values())

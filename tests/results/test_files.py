@@ -59,8 +59,20 @@ def test_write_recogs_sorted_by_cut_id(tmp_path):
 
 def test_write_wer_summary(tmp_path):
     path = tmp_path / "s.txt"
+    # the given order (a method's configured setting first), never sorted by WER
     write_wer_summary(path, {"greedy": 5.0, "beam_8": 4.25, "beam_4": 4.25})
-    assert path.read_text() == "settings\tWER\nbeam_4\t4.25\nbeam_8\t4.25\ngreedy\t5.0\n"
+    assert path.read_text() == ("settings\tWER\tfailed cuts\ngreedy\t5.0\t0\n"
+                                "beam_8\t4.25\t0\nbeam_4\t4.25\t0\n")
+    write_wer_summary(path, {"b": 7.5, "a": 1.0}, num_failed=2, num_cuts=30)
+    assert path.read_text() == "settings\tWER\tfailed cuts\nb\t7.5\t2 of 30\na\t1.0\t2 of 30\n"
+
+
+def test_failed_cuts_are_counted_beside_the_wer(tmp_path):
+    wers = save_results(tmp_path, "t", {"k": RESULTS}, failed=["zz", "aa"])
+    summary = (tmp_path / "wer-summary-t.txt").read_text().splitlines()
+    assert summary == ["settings\tWER\tfailed cuts", f"k\t{wers['k']}\t2 of {len(RESULTS) + 2}"]
+    errs = (tmp_path / "errs-t-k.txt").read_text().splitlines()
+    assert errs[2] == f"Failed cuts, not in the WER: 2 of {len(RESULTS) + 2} (aa, zz)"
 
 
 def test_save_results(tmp_path):
@@ -79,7 +91,7 @@ def test_save_results(tmp_path):
     errs = (tmp_path / "errs-test-clean-greedy_search-epoch-1.txt").read_text()
     assert errs.splitlines() == ERRS.splitlines()
     assert (tmp_path / "wer-summary-test-clean-epoch-1.txt").read_text().splitlines() == [
-        "settings\tWER", "oracle\t0.0", "greedy_search\t57.14"]
+        "settings\tWER\tfailed cuts", "greedy_search\t57.14\t0 of 3", "oracle\t0.0\t0 of 3"]
     recogs = (tmp_path / "recogs-test-clean-greedy_search-epoch-1.txt").read_text().splitlines()
     assert recogs[:2] == ["a:\tref=['A', 'B', 'C', 'D']", "a:\thyp=['A', 'X', 'C', 'D', 'E']"]
     assert len(recogs) == 6

@@ -79,7 +79,7 @@ def decoded(shipped):
 
 @pytest.fixture(scope="module")
 def wers(decoded):
-    return {name: s.best[1] for name, s in decoded[0].items()}
+    return {name: s.headline[1] for name, s in decoded[0].items()}
 
 
 @pytest.mark.parametrize("name", sorted(THRESHOLDS))

@@ -1,0 +1,35 @@
+"""The settings of methods that weigh scores by scales: ONE configured setting by default,
+the points of a scale grid with ``sweep=True`` (the configured setting still first)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+
+from ..nbest import scale_key
+from .registry import Setting
+
+__all__ = ["grid_settings", "scale_points"]
+
+
+def scale_points(configured: float, grid: tuple[float, ...], sweep: bool) -> list[float]:
+    """``[configured]``, then (with ``sweep``) the grid's other values, in order."""
+    out = [float(configured)]
+    if sweep:
+        out += [float(x) for x in grid if float(x) != out[0]]
+    return out
+
+
+def grid_settings(points: Mapping[str, list[float]], fields: Mapping[str, str],
+                  key: Callable[[dict[str, float]], str] = scale_key) -> list[Setting]:
+    """One :class:`Setting` per point of the product of ``points`` (``{scale name: values}``,
+    each list from :func:`scale_points`), in product order, named ``key(point)``; ``fields`` maps
+    each scale name to the config field that sets it (the first point, the configured one,
+    needs no assignment)."""
+    out = []
+    names = list(points)
+    for i, values in enumerate(itertools.product(*points.values())):
+        point = dict(zip(names, values))
+        assign = () if i == 0 else tuple(f"{fields[n]}={v}" for n, v in point.items())
+        out.append(Setting(key(point), assign))
+    return out
