@@ -67,18 +67,22 @@ EOF
 # lhotse 1.32.1 fails on torch 2.11 (its samplers pass torch's Sampler a data_source argument,
 # which newer torch refuses); 1.32.2 and later call Sampler.__init__() without it.
 printf 'torch==%s\nlhotse>=1.32.2\n' "$torch_version" > "$cache/constraints.txt"
+# lhotse 1.33.0 imports urllib3 (lhotse/ais) without declaring it.
+echo "urllib3" >> "$cache/requirements.txt"
 if [ "$(cat "$venv/.k2dec-deps" 2>/dev/null)" != "$(cat "$cache/requirements.txt")" ]; then
   say "installing k2dec's dependencies"
   nice "$vpy" -m pip install --quiet -c "$cache/constraints.txt" -r "$cache/requirements.txt"
   cp "$cache/requirements.txt" "$venv/.k2dec-deps"
 fi
 
-"$vpy" -c 'import k2, numpy, torch, lhotse, sys
+"$vpy" -c 'import k2.version, numpy, torch, lhotse, sys
 print("test-modern: Python", sys.version.split()[0], "| torch", torch.__version__, "| numpy",
-      numpy.__version__, "| k2", k2.__dev_version__, "| lhotse", lhotse.__version__)'
+      numpy.__version__, "| k2", k2.version.__version__, "| lhotse", lhotse.__version__)'
 
-# 4. The tests, from the checkout (not installed: subprocesses find k2dec through PYTHONPATH).
+# 4. The tests, of this checkout (installed in editable mode, as `make` does, so that the
+#    tests' subprocesses import it too).
+nice "$vpy" -m pip install --quiet --no-deps --no-build-isolation -e "$root" \
+  > "$cache/editable.log" 2>&1 || { cat "$cache/editable.log"; die "installing $root failed"; }
 cd "$root"
 # shellcheck disable=SC2086
-PATH=$venv/bin:$PATH PYTHONPATH=$root${PYTHONPATH:+:$PYTHONPATH} \
-  "$vpy" -m pytest ${PYTEST_ARGS:--q -p no:cacheprovider tests}
+PATH=$venv/bin:$PATH "$vpy" -m pytest ${PYTEST_ARGS:--q -p no:cacheprovider tests}

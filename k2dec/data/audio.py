@@ -34,7 +34,7 @@ from lhotse.cut import Cut, MixedCut, MixTrack, MultiCut
 from lhotse.utils import fastcopy
 from tqdm import tqdm
 
-from .features import NUM_MEL_BINS
+from .features import NUM_MEL_BINS, make_fbank
 
 __all__ = [
     "AUDIO_EXTENSIONS",
@@ -254,7 +254,7 @@ def cuts_from_audio_dir(
       ValueError: from :func:`find_audio_files`.
     """
     files = find_audio_files(audio_dir, extensions)
-    extractor = extractor if extractor is not None else Fbank(FbankConfig(
+    extractor = extractor if extractor is not None else make_fbank(FbankConfig(
         num_mel_bins=NUM_MEL_BINS))
     rate = int(extractor.config.sampling_rate)
     frame = float(extractor.config.frame_length)
