@@ -64,9 +64,12 @@ def _decode(model, audio, out, methods=METHODS, extra=()):
 
 def _icefall_reference(setup, compat: bool = False):
     """What icefall's recipe gives on the same recordings: fbank with icefall's options on
-    each file, the eager modules, the searches (with ``compat``: configured as icefall's,
-    :func:`k2dec.methods.icefall_compatible`), tokens.txt to words."""
+    each file, stored lilcom-compressed as icefall's recipes (and the CLI) store it, the eager
+    modules, the searches (with ``compat``: configured as icefall's,
+    :func:`k2dec.methods.icefall_compatible`), tokens.txt to words. (fast_beam_search can
+    change its result under the compression's rounding: measured with torch 2.11.)"""
     import k2
+    import lilcom
     from lhotse import Recording
 
     from k2dec.methods import get_method, icefall_compatible
@@ -77,8 +80,9 @@ def _icefall_reference(setup, compat: bool = False):
     feats, ids = [], []
     for path in sorted(setup["audio"].glob("*.wav")):
         rec = Recording.from_file(path).resample(cfg.sampling_rate)
-        feats.append(torch.from_numpy(extractor.extract(rec.load_audio()[0],
-                                                        cfg.sampling_rate)))
+        f = extractor.extract(rec.load_audio()[0], cfg.sampling_rate)
+        # lhotse's LilcomChunkyWriter default: tick_power=-5
+        feats.append(torch.from_numpy(lilcom.decompress(lilcom.compress(f.copy(), tick_power=-5))))
         ids.append(path.stem)
     lens = torch.tensor([f.size(0) for f in feats])
     x = torch.nn.utils.rnn.pad_sequence(feats, batch_first=True, padding_value=-23.0259)
