@@ -55,3 +55,10 @@ $(BENCH_STAMP): $(STAMP) $(wildcard requirements/bench-ctc.txt requirements/benc
 .PHONY: bench
 bench: $(STAMP) $(BENCH_STAMP)
 	$(PY) -m scripts.bench $(BENCH_ARGS)
+
+# `make test-modern`: every test on a second stack, on CPU: Python 3.12, torch 2.x from PyPI,
+# numpy 2, and k2 1.24 built from source for them (scripts/test_modern.sh; cached under
+# ~/.cache/k2dec/, so only the first run builds k2). Not part of CI: the build takes long.
+.PHONY: test-modern
+test-modern:
+	bash scripts/test_modern.sh

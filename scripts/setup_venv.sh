@@ -26,7 +26,7 @@ echo "k2dec: installing pinned dependencies (first run downloads torch 1.13.1 + 
 k2_pin=$(grep -E '^k2==' "$constraints")
 "$vpy" -m pip install --quiet -c "$constraints" torch
 "$vpy" "$here/scripts/install_wheel_for_python.py" "$k2_pin" --import-name k2
-"$vpy" -m pip install --quiet -c "$constraints" -e "$here[dev,peers]"
+"$vpy" -m pip install --quiet -c "$constraints" -e "$here[dev,peers,audio]"
 "$vpy" -c "import k2, torch; print('k2dec: venv ready: torch', torch.__version__, '| k2', k2.__dev_version__)" || {
   echo "k2dec: error: 'import k2' fails in $venv after installing everything (see above)." >&2
   exit 1

@@ -43,7 +43,6 @@ from pathlib import Path
 
 from lhotse import (
     CutSet,
-    Fbank,
     FbankConfig,
     NumpyFilesWriter,
     Recording,
@@ -64,7 +63,7 @@ from .audio_io import (
     shown_path,
     utterance_id,
 )
-from .features import NUM_MEL_BINS
+from .features import NUM_MEL_BINS, make_fbank
 
 __all__ = [
     "read_failure_reason",
@@ -387,7 +386,8 @@ def _check_references(references: Mapping[str, str], ids: Sequence[str]) -> tupl
 
 def _default_extractor(extractor: FeatureExtractor | None) -> FeatureExtractor:
     """The given extractor, or 80-bin fbank at 16 kHz (what compute_fbank computes)."""
-    return extractor if extractor is not None else Fbank(FbankConfig(num_mel_bins=NUM_MEL_BINS))
+    return extractor if extractor is not None else make_fbank(
+        FbankConfig(num_mel_bins=NUM_MEL_BINS))
 
 
 def _fresh_feature_folder(storage_path: str | Path) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -48,6 +49,16 @@ NUM_MEL_BINS = 80
 """Filterbank size of the features k2dec computes (icefall's LibriSpeech recipes use 80)."""
 
 _WINDOWS = ("povey", "hamming", "hanning", "rectangular", "blackman")
+
+
+def make_fbank(config: FbankConfig) -> Fbank:
+    """lhotse's ``Fbank`` with ``config``. Under numpy 2 building its mel banks warns
+    (``np.log`` of a torch tensor: torch's ``__array_wrap__`` lacks numpy 2's arguments), a
+    DeprecationWarning inside lhotse that users cannot act on: it is not shown."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="__array_wrap__ must accept context",
+                                category=DeprecationWarning)
+        return Fbank(config)
 
 
 @dataclass(frozen=True)
@@ -126,7 +137,7 @@ class FeatureConfig:
 
     def extractor(self) -> Fbank:
         """A lhotse ``Fbank`` extractor with these settings."""
-        return Fbank(self.lhotse_config())
+        return make_fbank(self.lhotse_config())
 
     def kaldi_options(self) -> dict[str, Any]:
         """The same settings under kaldifeat's / kaldi-native-fbank's ``FbankOptions`` names

@@ -6,7 +6,9 @@ Most HLG methods (``nbest``, ``nbest-rescoring``, ``nbest-oracle``, ``attention-
 runs several of them (``k2dec decode --method A --method B``, ``k2dec demo``, ``k2dec tune``)
 searched every batch once per method. :class:`LatticeCache` keeps each search's result,
 keyed by the graph, the search settings and the bytes of the log-probs, so a later method gets
-the very lattice a new search would give (the search is deterministic). Each get returns a
+the very lattice a new search would give (the search is deterministic; on CUDA up to the
+numbering of states: k2 numbers a frame's states in the order its threads reach them, so two
+searches may number the same lattice's states differently). Each get returns a
 copy, so a method may change its lattice freely. The search's seconds are remembered and
 handed back by :meth:`LatticeCache.take_saved_seconds`, so that a job can charge every method
 the search it would have run (RTFs stay comparable with a job that decodes one method).

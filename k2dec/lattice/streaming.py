@@ -58,6 +58,17 @@ logger = logging.getLogger(__name__)
 __all__ = ["Stream", "StreamingDecoder"]
 
 
+def new_stream_state() -> object:
+    """The decoding state ``k2.OnlineDenseIntersecter.decode`` takes for a stream that has not
+    started: an empty ``k2.DecodeStateInfo`` where it can be constructed (k2 >= 1.24, whose
+    ``decode`` refuses ``None``), else ``None`` (k2 1.23, whose ``DecodeStateInfo`` has no
+    constructor)."""
+    try:
+        return k2.DecodeStateInfo()
+    except TypeError:
+        return None
+
+
 @dataclass
 class Stream:
     """The decoding state of one stream. Create one per utterance; pass it to every
@@ -70,7 +81,7 @@ class Stream:
 
     num_frames: int = 0
     finished: bool = False
-    _state: object = field(default=None, repr=False)
+    _state: object = field(default_factory=new_stream_state, repr=False)
 
 
 class StreamingDecoder:

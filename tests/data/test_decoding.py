@@ -8,7 +8,6 @@ import soundfile as sf
 import torch
 from lhotse import (
     CutSet,
-    Fbank,
     FbankConfig,
     LilcomChunkyWriter,
     Recording,
@@ -18,6 +17,7 @@ from lhotse import (
 from lhotse.utils import fastcopy
 
 from k2dec.data import DecodeDataset, make_decode_loader, utterance_cuts
+from k2dec.data.features import make_fbank
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def cuts(tmp_path_factory):
         fastcopy(c, id=c.recording_id, supervisions=[SupervisionSegment(
             f"{c.recording_id}-s", c.recording_id, 0.0, c.duration, text=f"T{c.recording_id}")])
         for c in sorted(cs, key=lambda c: c.recording_id))
-    return cs.compute_and_store_features(Fbank(FbankConfig(num_mel_bins=80)), str(d / "f"),
+    return cs.compute_and_store_features(make_fbank(FbankConfig(num_mel_bins=80)), str(d / "f"),
                                          storage_type=LilcomChunkyWriter)
 
 

@@ -141,11 +141,13 @@ def test_stale_labels_version_after_remove_epsilon_is_refreshed():
     fsa.labels[fsa.labels == 2] = 1  # an in-place edit, as icefall's recipes do
     fsa.labels_version = fsa.labels._version  # ... acknowledged
     out = k2.remove_epsilon(fsa)
-    # k2 1.23.4 copies the input's labels_version onto a fresh labels tensor:
-    assert out.labels_version != out.labels._version
-    with pytest.raises(RuntimeError, match="inappropriately"):
-        _ = k2.arc_sort(out).properties
+    # k2 1.23.4 copies the input's labels_version onto a fresh labels tensor (k2 1.24.4 with
+    # torch 2.11 leaves them equal):
+    if out.labels_version != out.labels._version:
+        with pytest.raises(RuntimeError, match="inappropriately"):
+            _ = k2.arc_sort(out).properties
     out = refresh_labels_version(k2.remove_epsilon(fsa))
+    assert out.labels_version == out.labels._version
     assert k2.arc_sort(out).properties is not None
 
 

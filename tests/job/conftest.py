@@ -8,7 +8,6 @@ import soundfile as sf
 import torch
 from lhotse import (
     CutSet,
-    Fbank,
     FbankConfig,
     LilcomChunkyWriter,
     Recording,
@@ -17,6 +16,7 @@ from lhotse import (
 )
 from lhotse.utils import fastcopy
 
+from k2dec.data.features import make_fbank
 from k2dec.graph import compile_graph, train_arpa, write_lexicon_graphs
 from k2dec.lang import bpe_lexicon, bpe_token_table, load_bpe_model, train_bpe_model, write_lang_dir
 from k2dec.model import ConformerConfig, JointConfig, JointModel, export_model
@@ -52,7 +52,7 @@ def decode_setup(tmp_path_factory):
             SupervisionSegment(f"utt{i}", c.recording_id, 0.0, c.duration,
                                text=TEXT[i % len(TEXT)])])
         for i, c in enumerate(sorted(cuts, key=lambda c: int(c.recording_id[3:]))))
-    cuts = cuts.compute_and_store_features(Fbank(FbankConfig(num_mel_bins=80)),
+    cuts = cuts.compute_and_store_features(make_fbank(FbankConfig(num_mel_bins=80)),
                                            str(d / "feats"), storage_type=LilcomChunkyWriter)
     cuts_path = d / "cuts.jsonl.gz"
     cuts.to_file(cuts_path)

@@ -79,7 +79,7 @@ def test_each_supervision_of_a_cut_is_one_utterance(decode_setup, tmp_path, meth
     alone = read_results(decode_cuts(assets, by_hand, method, tmp_path / "b", "t",
                                      config=CFG).results_path)
     for key in ("utt2-a", "utt2-b"):
-        assert records[key]["hyps"] == alone[key]["hyps"]
+        _assert_same_hyps(records[key]["hyps"], alone[key]["hyps"])
     # killed after the first segment: the resume decodes the second, and nothing twice
     resumed = tmp_path / "c" / method / "results-t.jsonl"
     resumed.parent.mkdir(parents=True)
@@ -93,6 +93,21 @@ def test_each_supervision_of_a_cut_is_one_utterance(decode_setup, tmp_path, meth
     else:
         assert ({k: r.get("hyp") for k, r in read_results(again.results_path).items()}
                 == {k: r.get("hyp") for k, r in records.items()})
+
+
+def _assert_same_hyps(got: dict, want: dict) -> None:
+    """The same hypotheses per method; scores up to float32 noise (a transducer's scores vary
+    with the batch in the last digits: by 5e-9 relative with torch 2.11)."""
+    assert got.keys() == want.keys()
+    for method, hyp in got.items():
+        other = dict(want[method])
+        assert hyp.keys() == other.keys(), method
+        score = other.pop("score", None)
+        assert {k: v for k, v in hyp.items() if k != "score"} == other, method
+        if score is None:
+            assert hyp.get("score") is None, method
+        else:
+            assert hyp.get("score") == pytest.approx(score, rel=1e-6), method
 
 
 def test_repeated_ids_are_refused_before_anything_is_decoded(decode_setup, tmp_path):

@@ -1,6 +1,7 @@
 """LatticeCache: a kept lattice is the very lattice a new search gives (arcs, scores, every
-attribute, reports), keyed by graph object, settings and log-prob contents; it is handed out
-as a copy, bounded by its budget, and its saved search seconds are handed back once."""
+attribute, reports; on CUDA up to the numbering of states), keyed by graph object, settings and
+log-prob contents; it is handed out as a copy, bounded by its budget, and its saved search
+seconds are handed back once."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import torch
 from k2dec.lattice import LatticeCache, LatticeConfig, get_lattice
 from k2dec.lattice.cache import lattice_nbytes
 from k2dec.testing.graphs import peaked_log_probs
-from tests.lattice.graphs import to_k2
+from tests.lattice.graphs import lattice_arc_frames, to_k2
 from tests.reference.viterbi import random_graph
 
 
@@ -24,13 +25,83 @@ def _case(seed: int, device, ragged: bool = False, n: int | None = None):
     lengths = rng.integers(1, 9, size=n)
     log_probs = peaked_log_probs(rng, n, int(lengths.max()), vocab,
                                  scale=float(rng.uniform(1, 4)))
-    return to_k2(graph, device, ragged=ragged), log_probs.to(device), torch.from_numpy(lengths)
+    fsa = to_k2(graph, device, ragged=ragged)
+    fsa.graph_dest = fsa.arcs.values()[:, 1].clone()  # names the lattice states for _same
+    return fsa, log_probs.to(device), torch.from_numpy(lengths)
 
 
 def _same(a, b) -> bool:
-    """Two LatticeResults hold the same lattices (bit for bit) and reports."""
-    la, lb = a.lattice, b.lattice
-    if a.reports != b.reports or not torch.equal(la.arcs.values(), lb.arcs.values()):
+    """Two LatticeResults hold the same lattices and reports: bit for bit on CPU; on CUDA up
+    to the numbering of states (k2's CUDA search numbers the states of a frame in the order
+    in which its threads insert them into a hash map, so two searches of the same input can
+    number them differently)."""
+    if a.reports != b.reports:
+        return False
+    if a.lattice.device.type == "cpu":
+        return _bitwise_same(a.lattice, b.lattice)
+    return _named_arcs(a.lattice) == _named_arcs(b.lattice)
+
+
+def _named_arcs(lattice: k2.Fsa) -> list[list[tuple]]:
+    """Per FSA, its sorted arcs with every attribute, each state named by (frame, state of the
+    graph) instead of its number: equal exactly for lattices that differ only in how their
+    states are numbered. Needs the ``graph_dest`` attribute (see ``_case``)."""
+    out = []
+    for i in range(lattice.shape[0]):
+        fsa = lattice[i]
+        named = sorted(fsa.named_tensor_attr(include_scores=True), key=lambda nv: nv[0])
+        attrs = [v.tolist() for _, v in named]
+        arcs = fsa.arcs.values()[:, :3].tolist()
+        name = {0: (0, 0)}
+        for (_, dst, _), frame, graph_dst in zip(arcs, lattice_arc_frames(fsa),
+                                                fsa.graph_dest.tolist()):
+            name[dst] = (frame + 1, graph_dst)
+        out.append([n for n, _ in named] + sorted(
+            (name[src], name[dst], label, *(values[j] for values in attrs))
+            for j, (src, dst, label) in enumerate(arcs)
+        ))
+    return out
+
+
+def _renumbered(lattice: k2.Fsa) -> k2.Fsa:
+    """The same lattices with the states of every frame numbered in reverse order."""
+    fsas = []
+    for i in range(lattice.shape[0]):
+        fsa = lattice[i]
+        arcs = fsa.arcs.values()
+        frame_of = {0: 0}
+        for (_, dst), frame in zip(arcs[:, :2].tolist(), lattice_arc_frames(fsa)):
+            frame_of[dst] = frame + 1
+        by_frame: dict[int, list[int]] = {}
+        for state in sorted(frame_of):
+            by_frame.setdefault(frame_of[state], []).append(state)
+        new = torch.empty(len(frame_of), dtype=torch.int32)
+        for states in by_frame.values():
+            new[torch.tensor(states)] = torch.tensor(states[::-1], dtype=torch.int32)
+        new = new.to(arcs.device)
+        moved = torch.cat([new[arcs[:, :2].long()], arcs[:, 2:]], dim=1)
+        order = torch.sort(moved[:, 0], stable=True).indices
+        fsas.append(k2.utils.fsa_from_unary_function_tensor(
+            fsa, k2.Fsa(moved[order]).arcs, order.to(torch.int32)))
+    return k2.create_fsa_vec(fsas)
+
+
+def test_the_comparison_allows_only_other_state_numbers(device):
+    """What _same accepts on CUDA: a lattice whose states are numbered differently, and no
+    lattice with another score."""
+    graph, log_probs, lengths = _case(9, device, n=3)
+    lattice = get_lattice(log_probs, lengths, graph, LatticeConfig(output_beam=6.0)).lattice
+    other = _renumbered(lattice)
+    assert not _bitwise_same(lattice, other)  # some frame has several states
+    assert _named_arcs(other) == _named_arcs(lattice)
+    scores = other.scores.clone()
+    scores[0] += 0.5
+    other.scores = scores
+    assert _named_arcs(other) != _named_arcs(lattice)
+
+
+def _bitwise_same(la: k2.Fsa, lb: k2.Fsa) -> bool:
+    if not torch.equal(la.arcs.values(), lb.arcs.values()):
         return False
     if not torch.equal(la.arcs.shape().row_splits(1), lb.arcs.shape().row_splits(1)):
         return False

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from k2dec.aed import BeamSearchConfig, beam_search
+from k2dec.hypothesis import HypothesisRecord
 from k2dec.lattice import AuxLabels, Topology, lattice_timed_units
 from k2dec.methods import AedInputs, Resources, TransducerInputs, get_method
 from k2dec.methods.aed import AttentionBeamSearchMethodConfig
@@ -150,7 +151,39 @@ def test_an_empty_hotword_list_changes_nothing(device, name, lens):
     empty = get_method(name)(inputs, Resources(hotwords=(((), None),),
                                                word_start=WORD_START.to(device)))
     for other in (none, empty):
-        assert [r.hyps for r in other] == [r.hyps for r in plain]
+        _assert_same_up_to_float_noise([r.hyps for r in other], [r.hyps for r in plain])
+
+
+FLOAT_FIELDS = ("score", "token_confidences", "word_confidences")
+
+
+def _assert_same_up_to_float_noise(got, want) -> None:
+    """Equal hypotheses: ids, frames and errors exactly; scores and confidences up to float
+    noise (a different graph sums the same posteriors in another order: on CUDA confidences
+    differed in the 16th digit)."""
+    assert len(got) == len(want)
+    for g_hyps, w_hyps in zip(got, want):
+        assert len(g_hyps) == len(w_hyps)
+        for g, w in zip(g_hyps, w_hyps):
+            blank = dict.fromkeys(FLOAT_FIELDS)
+            assert replace(g, **blank) == replace(w, **blank)
+            for name in FLOAT_FIELDS:
+                a, b = getattr(g, name), getattr(w, name)
+                assert (a is None) == (b is None), name
+                if a is not None:
+                    assert a == pytest.approx(b, rel=1e-6, abs=1e-9), name
+
+
+def test_float_noise_comparison_rejects_real_differences():
+    rec = HypothesisRecord(tokens=(1, 2), token_frames=(0, 3), score=-1.5,
+                           token_confidences=(0.9533688077111239, 0.5))
+    noisy = replace(rec, token_confidences=(0.9533688077111238, 0.5), score=-1.5 + 1e-15)
+    _assert_same_up_to_float_noise([[noisy]], [[rec]])
+    for other in (replace(rec, tokens=(1, 3)), replace(rec, token_frames=(0, 2)),
+                  replace(rec, token_confidences=(0.95, 0.5)), replace(rec, score=-1.4),
+                  replace(rec, token_confidences=None)):
+        with pytest.raises(AssertionError):
+            _assert_same_up_to_float_noise([[other]], [[rec]])
 
 
 def test_per_utterance_lists_through_streams(device):

@@ -18,7 +18,8 @@ def score_sequence_by_prefixes(lm, seq: list[int]) -> list[float]:
     targets = list(seq) + [lm.eos_id]
     for j, target in enumerate(targets):
         prefix = torch.tensor([[lm.sos_id] + list(seq[:j])], dtype=torch.int64, device=device)
-        log_probs, _ = lm.step(prefix, None)
+        with torch.no_grad():
+            log_probs, _ = lm.step(prefix, None)
         out.append(float(log_probs[0, target]))
     return out
 

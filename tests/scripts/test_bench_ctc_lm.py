@@ -21,7 +21,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _peer_available(peer: str) -> bool:
     if peer == bench.TORCHAUDIO:
-        return importlib.util.find_spec("torchaudio") is not None
+        if importlib.util.find_spec("torchaudio") is None:
+            return False
+        try:  # torchaudio >= 2.1 needs the flashlight-text package for it
+            from torchaudio.models.decoder import ctc_decoder  # noqa: F401
+        except (ImportError, RuntimeError):
+            return False
+        return True
     return all(importlib.util.find_spec(m) is not None for m in ("pyctcdecode", "kenlm"))
 
 

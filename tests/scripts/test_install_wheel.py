@@ -11,7 +11,9 @@ from tests.scripts.loader import load_script
 
 iw = load_script("install_wheel_for_python")
 
-K2_FILES = [f"k2-1.23.4-py3.{m}-none-any.whl" for m in (7, 8, 9, 10, 11)]
+# k2 1.23.4's files on PyPI (py3.7 ... py3.11), plus one for this Python if it is newer
+K2_FILES = [f"k2-1.23.4-py3.{m}-none-any.whl"
+            for m in sorted({7, 8, 9, 10, 11, sys.version_info[1]})]
 HERE = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 
