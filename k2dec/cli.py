@@ -232,7 +232,7 @@ _method_options = _options(
                       "model, e.g. the shipped model's tuned scales), which is applied when no "
                       "--config is given."),
     click.option("--max-duration", default=200.0, show_default=True,
-                 type=click.FloatRange(min=0.0, min_open=True, max=1e9),
+                 type=click.FloatRange(min=0.0, min_open=True, max=100_000.0),
                  help="Seconds of audio per batch (> 0); a longer recording is a failed cut."),
     click.option("--icefall-compat", is_flag=True,
                  help="icefall's choices where k2dec's defaults differ: no termination frame "

@@ -35,6 +35,7 @@ icefall's files, CTM); messages show paths with :func:`shown_path`.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -53,7 +54,7 @@ from lhotse import Recording
 from lhotse.audio import AudioSource
 from lhotse.audio.utils import AudioLoadingError, DurationMismatchError
 from lhotse.cut import Cut, MixedCut, MixTrack, MonoCut, MultiCut
-from lhotse.features.base import FeatureExtractor
+from lhotse.features.base import FeatureExtractor, Features
 from lhotse.features.io import FeaturesWriter
 from lhotse.utils import fastcopy
 
@@ -365,6 +366,22 @@ def _mono(cut: Cut) -> Cut:
         MixTrack(cut=c.perturb_volume(scale, affix_id=False)) for c in channels])
 
 
+def _stored_features(extractor: FeatureExtractor, samples: np.ndarray, rate: int,
+                     start: float, writer: FeaturesWriter, cut_id: str) -> Features:
+    """The features of ``samples`` (``[1, num_samples]`` at ``rate``) stored by ``writer``
+    under a key derived from ``cut_id`` (lhotse's ``extract_from_samples_and_store`` draws a
+    random one): the same audio gives the same manifest entry on every run, which is what a
+    decode job's resume compares (:func:`k2dec.job.resume.cut_digest`)."""
+    feats = extractor.extract(samples=samples, sampling_rate=rate)
+    key = hashlib.blake2b(cut_id.encode(), digest_size=16).hexdigest()
+    return Features(start=start, duration=round(samples.shape[1] / rate, ndigits=8),
+                    type=extractor.name, num_frames=feats.shape[0],
+                    num_features=feats.shape[1], frame_shift=extractor.frame_shift,
+                    sampling_rate=rate, channels=0, storage_type=writer.name,
+                    storage_path=str(writer.storage_path),
+                    storage_key=writer.write(key, feats))
+
+
 def cut_features(cut: Cut, extractor: FeatureExtractor, writer: FeaturesWriter,
                  limits: AudioLimits = AudioLimits()) -> Cut:  # noqa: B008
     """``cut`` with features (float32 ``[num_frames, num_features]``) computed by
@@ -400,8 +417,7 @@ def cut_features(cut: Cut, extractor: FeatureExtractor, writer: FeaturesWriter,
         raise ValueError(f"{bad} of {samples.size} samples are NaN or infinite (a float file "
                          "written from broken data?); fix or remove the file")
     start = mono.start if isinstance(mono, MonoCut) else 0.0
-    feats = extractor.extract_from_samples_and_store(samples, writer, rate, offset=start,
-                                                     channel=0)
+    feats = _stored_features(extractor, samples, rate, start, writer, cut.id)
     if isinstance(mono, MonoCut) and isinstance(cut, MonoCut):
         return fastcopy(mono, features=fastcopy(feats, recording_id=mono.recording_id))
     rec_id = next((r.id for r in _recordings(cut)), None)

@@ -3,7 +3,7 @@
 :func:`decode_utterances` is what :func:`k2dec.job.decode_cuts` does per batch (the same
 batches of at most ``max_duration`` seconds, the same network pass through a
 :class:`~k2dec.job.encoder.JobEncoder`, the same per-batch decoding that retries a failing
-batch cut by cut, the same checks of too short and too long cuts), returning each
+batch cut by cut, the same checks of too short, too long and silent cuts), returning each
 utterance's hypotheses instead of writing result files. The one-object API
 (:class:`k2dec.Recognizer`) decodes through it, so it gives the words ``k2dec decode`` gives
 for the same features.
@@ -18,8 +18,9 @@ from lhotse import CutSet
 
 from ..data import make_decode_loader
 from ..hypothesis import HypothesisRecord
-from .assets import DecodeAssets
-from .cutset import DecodeConfig, _decode_or_split, _todo, check_cuts
+from ..lang import match_case
+from .assets import DecodeAssets, reference_case
+from .cutset import DecodeConfig, _decode_or_split, _silence, _silenced, _todo, check_cuts
 from .driver import MethodRun
 from .encoder import JobEncoder
 
@@ -44,7 +45,8 @@ class DecodedUtterance:
 
 
 class _Failures:
-    """The two things :func:`k2dec.job.cutset._todo` asks of a results writer, in memory."""
+    """What :func:`k2dec.job.cutset._todo` asks of a results writer, in memory: nothing is
+    done yet, failures are kept."""
 
     def __init__(self) -> None:
         self.reasons: dict[str, str] = {}
@@ -52,24 +54,33 @@ class _Failures:
     def __contains__(self, cut_id: str) -> bool:
         return cut_id in self.reasons
 
-    def write_failure(self, cut_id: str, reason: str) -> None:
+    def get(self, cut_id: str) -> None:
+        return None
+
+    def forget(self, cut_id: str) -> None:
+        self.reasons.pop(cut_id, None)
+
+    def write_failure(self, cut_id: str, reason: str, input: str = "") -> None:  # noqa: A002
         self.reasons[cut_id] = reason
 
 
 def _batches(assets: DecodeAssets, cuts: CutSet, run: MethodRun, config: DecodeConfig,
              encoder: JobEncoder, failures: _Failures) -> Iterator[DecodedUtterance]:
     """The decoded utterances of ``cuts`` (checked), batch by batch."""
-    todo = _todo(cuts, failures, assets.model.min_input_frames, config.max_duration)
+    todo, _ = _todo(cuts, {}, failures, assets.model.min_input_frames, config.max_duration,
+                    retry_failures=True)
     if not len(todo):
         return
+    silence, case = _silence(assets, config), reference_case(assets)
     for batch in make_decode_loader(todo, config.max_duration, config.num_buckets):
         for cut_id, reason in batch.failed.items():
             failures.write_failure(cut_id, reason)
         if not batch.cut_ids:
             continue
-        refs = [(t or "").split() for t in batch.texts]
+        refs = [match_case(t or "", case).split() for t in batch.texts]
         decoded = _decode_or_split(run.method, run.config, assets, batch.features,
                                    batch.num_frames, refs, encoder)
+        decoded = _silenced(decoded, batch.features, batch.num_frames, silence)
         for cut_id, (hyps, error) in zip(batch.cut_ids, decoded):
             yield DecodedUtterance(cut_id, {} if error else hyps, error)
 

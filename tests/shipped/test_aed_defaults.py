@@ -30,7 +30,7 @@ def test_defaults_do_not_degenerate(shipped_demo, tmp_path):
         row, = run_decode(assets, {"test-clean": cuts}, [run], tmp_path / name,
                           DecodeConfig(max_duration=100.0))
         assert row.failed == []
-        wer[name] = row.best[1]
+        wer[name] = row.headline[1]
         records = read_results(row.results_path).values()
         longest[name] = max(len(r["hyp"]) / max(1, len(r["ref"])) for r in records)
     assert wer["default"] <= DEFAULT_WER, wer
