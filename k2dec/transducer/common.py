@@ -216,6 +216,15 @@ class TransducerNet:
         self.decoder_rows = 0
         self.joiner_rows = 0
         self.timing = False
+        self._joiner_dim: int | None = None
+
+    def joiner_dim(self, encoder_out: torch.Tensor) -> int:
+        """The last dimension of the joiner's inputs (of projected encoder frames; found once,
+        by projecting one frame of ``encoder_out [..., C]``)."""
+        if self._joiner_dim is None:
+            frame = encoder_out.reshape(-1, encoder_out.size(-1))[:1]
+            self._joiner_dim = int(self.project_encoder(frame).size(-1))
+        return self._joiner_dim
 
     def initial_context(self, n: int, device: torch.device) -> torch.Tensor:
         """icefall's initial context ``[-1] * (c - 1) + [blank]`` for ``n`` hypotheses,
