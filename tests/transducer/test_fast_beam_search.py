@@ -12,6 +12,7 @@ from k2dec.transducer import (
     StatelessDecoder,
     fast_beam_search,
 )
+from k2dec.transducer.fast_beam_search import DECODER_CACHE_SIZE
 from tests.reference.transducer_reference import (
     GraphWalker,
     NetOracle,
@@ -220,7 +221,7 @@ def test_blank_must_be_zero():
 def test_decoder_cache_gives_identical_results(device):
     model = random_model(vocab_size=6, context_size=2, seed=2, device=device)
     enc, lens = random_batch([12, 7, 10], seed=2, device=device)
-    plain = FastBeamSearch(model)
+    plain = FastBeamSearch(model, decoder_cache_size=0)
     cached = FastBeamSearch(model, decoder_cache_size=1000)
     out = []
     for search in (plain, cached):
@@ -230,6 +231,8 @@ def test_decoder_cache_gives_identical_results(device):
     assert_same_hyps(out[0][0], out[1][0])
     assert out[0][1] == pytest.approx(out[1][1], abs=1e-5)
     assert cached.net.cache is not None and cached.net.cache.hits > 0
+    assert plain.net.cache is None
+    assert FastBeamSearch(model).net.cache.max_size == DECODER_CACHE_SIZE  # on by default
 
 
 def test_terminated_stream_cannot_be_fed(device):
