@@ -269,7 +269,7 @@ class TransducerNet:
         # which one wins a duplicate index does not matter).
         first = torch.empty(uniq_keys.numel(), dtype=torch.int64, device=keys.device)
         first[inverse] = torch.nonzero(miss).squeeze(1)
-        new_values = self._decoder_raw(contexts[first])
+        new_values = self._decoder_raw(contexts[_padded(first)])[: first.numel()]
         out = new_values.new_empty((contexts.size(0), new_values.size(1)))
         if cached is not None and bool(found.any()):
             out[found] = cached[pos[found]]
@@ -346,6 +346,23 @@ class _Timer:
     def __exit__(self, *exc) -> None:
         if self.net.timing:
             self.net.net_seconds += time.perf_counter() - self.start
+
+
+#: row multiple the decoder's cache misses are padded to (see :func:`_padded`)
+_GEMM_ROWS = 8
+
+
+def _padded(rows: torch.Tensor) -> torch.Tensor:
+    """``rows`` (int64 ``[M]``, ``M >= 1``) padded with copies of its first entry to a multiple
+    of :data:`_GEMM_ROWS`. A float32 GEMM on CPU computes the last ``M mod 8`` rows of its
+    input with another kernel than the others, and their last bits differ: computed in a
+    batch of a multiple of 8 rows, a context's decoder output has the bits it has in any
+    such batch, so a cached output equals a fresh one in the large batches icefall computes
+    (whose lattice scores k2dec's fast_beam_search then reproduces bit for bit)."""
+    extra = -rows.numel() % _GEMM_ROWS
+    if extra == 0:
+        return rows
+    return torch.cat([rows, rows[:1].expand(extra)])
 
 
 def log_probs_from_logits(

@@ -4,6 +4,7 @@ import dataclasses
 
 import k2
 import pytest
+import torch
 
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import (
@@ -319,3 +320,25 @@ def test_hotword_graph_matches_exhaustive_reference(device, seed):
         assert result.hyps[i].timestamps == times
         assert result.hyps[i].score == pytest.approx(score, abs=1e-4)
     assert [h.score for h in result.hyps] != [h.score for h in plain.hyps]
+
+
+def test_cached_decoder_outputs_have_the_bits_of_a_large_batch():
+    """Cache misses are evaluated in batches of a multiple of 8 rows, so that a cached output
+    has the bits the same context gets in a large batch (CPU float32 GEMMs round the last
+    rows of other batch sizes differently): k2dec's lattices then equal icefall's bit for
+    bit (it evaluates every context on every frame)."""
+    from k2dec.transducer import TransducerNet
+
+    model = random_model(vocab_size=50, context_size=2, dim=64, seed=3)
+    g = torch.Generator().manual_seed(3)
+    contexts = torch.randint(0, 50, (96, 2), generator=g)
+    with torch.inference_mode():
+        fresh = TransducerNet(model, 0).decoder_out(contexts)
+        cached = TransducerNet(model, 1000)
+        start = 0
+        while start < contexts.size(0):
+            end = min(contexts.size(0), start + int(torch.randint(1, 8, (1,), generator=g)))
+            assert torch.equal(cached.decoder_out(contexts[start:end]), fresh[start:end])
+            start = end
+        assert torch.equal(cached.decoder_out(contexts), fresh)  # all from the cache now
+        assert cached.cache.hits >= contexts.size(0)
