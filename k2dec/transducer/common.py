@@ -281,15 +281,20 @@ class TransducerNet:
         """Joiner logits for matching rows: ``[M, J]`` x ``[M, J]`` -> float ``[M, V]``.
 
         The joiner is called on 4-D inputs ``[M, 1, 1, J]`` (some icefall joiners insist)."""
-        self.joiner_rows += encoder_out.size(0)
+        return self.logits4(encoder_out.unsqueeze(1).unsqueeze(1),
+                            decoder_out.unsqueeze(1).unsqueeze(1))
+
+    def logits4(self, encoder_out: torch.Tensor, decoder_out: torch.Tensor) -> torch.Tensor:
+        """:meth:`logits` of rows already in the joiner's 4-D layout: ``[M, 1, 1, J]`` x
+        ``[M, 1, 1, J]`` -> float ``[M, V]`` (for loops that keep their inputs that way)."""
+        m = encoder_out.size(0)
+        self.joiner_rows += m
         with self._timer():
-            e = encoder_out.unsqueeze(1).unsqueeze(1)
-            d = decoder_out.unsqueeze(1).unsqueeze(1)
             if self.project:
-                out = self.joiner(e, d, project_input=False)
+                out = self.joiner(encoder_out, decoder_out, project_input=False)
             else:
-                out = self.joiner(e, d)
-            out = out.reshape(encoder_out.size(0), -1)
+                out = self.joiner(encoder_out, decoder_out)
+            out = out.reshape(m, -1)
         if out.size(1) != self.vocab_size:
             raise ValueError(
                 f"joiner output has {out.size(1)} symbols but model.decoder.vocab_size is "

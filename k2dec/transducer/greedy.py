@@ -179,15 +179,18 @@ class GreedySearch:
             encoder_out.reshape(n_utt * t_max, -1).index_select(0, utt * t_max + frame))
         ctx = contexts.index_select(0, order)
         dec = net.decoder_out(ctx)
+        # the joiner's 4-D layout, as views: `dec` is updated in place
+        enc4, dec4 = enc.unsqueeze(1).unsqueeze(1), dec.unsqueeze(1).unsqueeze(1)
         tokens = torch.empty(frame.numel(), dtype=torch.int64, device=device)
         values = torch.empty(frame.numel(), dtype=torch.float32, device=device)
         start = 0
         for n in num_active:
             end = start + n
-            best, tok = _best_symbol(net.logits(enc[start:end], dec[:n]), blank_id, penalty)
-            tokens[start:end] = tok
-            values[start:end] = best
-            emitted = torch.nonzero(tok != blank_id).squeeze(1)
+            tok = tokens[start:end]
+            log_probs = log_probs_from_logits(net.logits4(enc4[start:end], dec4[:n]), blank_id,
+                                              1.0, penalty)
+            torch.max(log_probs, dim=1, out=(values[start:end], tok))
+            emitted = torch.nonzero(tok if blank_id == 0 else tok != blank_id).squeeze(1)
             if emitted.numel() > 0:
                 new_ctx = torch.cat([ctx.index_select(0, emitted)[:, 1:],
                                      tok.index_select(0, emitted).unsqueeze(1)], dim=1)
