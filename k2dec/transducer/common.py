@@ -240,6 +240,26 @@ class TransducerNet:
                 return self.joiner.encoder_proj(encoder_out)
         return encoder_out
 
+    def project_time_major(self, encoder_out: torch.Tensor, order: torch.Tensor,
+                           lens_sorted: torch.Tensor
+                           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The valid frames of utterances ``order`` (int64 ``[N]``, by decreasing length
+        ``lens_sorted``) packed frame after frame and projected: frame ``t`` holds the
+        utterances still active on it (a prefix of ``order``) in one slice, so padding is
+        never projected. Returns the frames ``[F, J]`` and each one's frame index and
+        position in ``order`` (int64 ``[F]`` each). Projected in a batch of a multiple of 8
+        rows, so that every frame gets the bits of a large batch (see :func:`_padded`)."""
+        t_max = encoder_out.size(1)
+        frame, row = torch.nonzero(
+            torch.arange(t_max, device=order.device).unsqueeze(1) < lens_sorted.unsqueeze(0),
+            as_tuple=True)
+        index = order.index_select(0, row) * t_max + frame
+        flat = encoder_out.reshape(-1, encoder_out.size(-1))
+        if index.numel() == 0:
+            return self.project_encoder(flat[:0]), frame, row
+        enc = self.project_encoder(flat.index_select(0, _padded(index)))
+        return enc[: index.numel()], frame, row
+
     def _decoder_raw(self, contexts: torch.Tensor) -> torch.Tensor:
         self.decoder_rows += contexts.size(0)
         with self._timer():

@@ -336,8 +336,9 @@ class FastBeamSearch:
 
         lens_sorted, order = torch.sort(lens, descending=True, stable=True)
         ordered = [streams[i] for i in order.tolist()]
-        enc = net.project_encoder(encoder_out.index_select(0, order))
         num_active = num_active_per_frame(lens_sorted.tolist())
+        enc, _, _ = net.project_time_major(encoder_out, order, lens_sorted)
+        offset = 0  # of frame t's rows in `enc`
 
         current_n = num_active[0]
         decoding = k2.RnntDecodingStreams(
@@ -345,7 +346,7 @@ class FastBeamSearch:
         )
         for i, s in enumerate(ordered[:current_n]):
             s._owner = (decoding, i)
-        for t, n in enumerate(num_active):
+        for n in num_active:
             if n != current_n:
                 decoding.terminate_and_flush_to_streams()
                 decoding = k2.RnntDecodingStreams(
@@ -355,7 +356,8 @@ class FastBeamSearch:
             shape, contexts = decoding.get_contexts()
             utt = shape.row_ids(1).to(torch.int64)
             dec = net.decoder_out(contexts.to(torch.int64))
-            enc_t = enc[:, t].index_select(0, utt)
+            enc_t = enc[offset : offset + n].index_select(0, utt)
+            offset += n
             logits = net.logits(enc_t, dec)
             log_probs = log_probs_from_logits(logits, 0, cfg.temperature, cfg.blank_penalty)
             if cfg.ilme_scale != 0.0:

@@ -167,16 +167,12 @@ class GreedySearch:
         Returns :meth:`_window_loop`'s outputs; ``contexts`` (int64 ``[N, c]``) is updated in
         place."""
         net, blank_id, penalty = self.net, self.net.blank_id, self.config.blank_penalty
-        n_utt, t_max = encoder_out.size(0), encoder_out.size(1)
         device = encoder_out.device
         lens_sorted, order = torch.sort(lens, descending=True, stable=True)
         num_active = num_active_per_frame(lens_sorted.tolist())
         # frame t holds rows 0 .. num_active[t] - 1 of `order` (time-major packing)
-        frame, row = torch.nonzero(torch.arange(len(num_active), device=device).unsqueeze(1)
-                                   < lens_sorted.unsqueeze(0), as_tuple=True)
+        enc, frame, row = net.project_time_major(encoder_out, order, lens_sorted)
         utt = order.index_select(0, row)
-        enc = net.project_encoder(
-            encoder_out.reshape(n_utt * t_max, -1).index_select(0, utt * t_max + frame))
         ctx = contexts.index_select(0, order)
         dec = net.decoder_out(ctx)
         # the joiner's 4-D layout, as views: `dec` is updated in place
