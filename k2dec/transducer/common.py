@@ -222,8 +222,12 @@ class TransducerNet:
         """The last dimension of the joiner's inputs (of projected encoder frames; found once,
         by projecting one frame of ``encoder_out [..., C]``)."""
         if self._joiner_dim is None:
-            frame = encoder_out.reshape(-1, encoder_out.size(-1))[:1]
-            self._joiner_dim = int(self.project_encoder(frame).size(-1))
+            weight = getattr(getattr(self.joiner, "encoder_proj", None), "weight", None)
+            if self.project and isinstance(weight, torch.Tensor) and weight.dim() == 2:
+                self._joiner_dim = int(weight.size(0))  # a linear layer's [out, in]
+            else:
+                frame = encoder_out.reshape(-1, encoder_out.size(-1))[:1]
+                self._joiner_dim = int(self.project_encoder(frame).size(-1))
         return self._joiner_dim
 
     def initial_context(self, n: int, device: torch.device) -> torch.Tensor:
@@ -394,7 +398,8 @@ def log_probs_from_logits(
     logits: torch.Tensor, blank_id: int, temperature: float, blank_penalty: float
 ) -> torch.Tensor:
     """``log_softmax((logits - blank_penalty * onehot(blank)) / temperature)`` in float32."""
-    logits = logits.float()
+    if logits.dtype != torch.float32:
+        logits = logits.float()
     if blank_penalty != 0.0:
         logits = logits.clone()
         logits[:, blank_id] -= blank_penalty

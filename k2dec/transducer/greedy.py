@@ -241,18 +241,19 @@ class GreedySearch:
         nsym = torch.zeros_like(cur)
         n = rows.numel()
         width, window = _window(n, k, device)
+        dec_rows = dec.unsqueeze(1)  # [n, 1, J], a view: `dec` is updated in place
         while True:
             limit = end - cur  # frames of the window inside the row
-            logits = net.window_logits(
+            logits = net.grid_logits(
                 enc.index_select(0, (cur.unsqueeze(1) + window).view(-1)).view(n, width, -1),
-                dec)
-            best, tok = _best_symbol(logits, blank_id, blank_penalty)
+                dec_rows)
+            best, tok = _best_symbol(logits, blank_id, blank_penalty)  # [n * width] each
             tok = tok.view(n, width)
             has, first = (tok != blank_id).max(dim=1)  # first emission of each row (0 if none)
             has &= first < limit
             before = torch.where(has, first, width)
             slot = None if max_sym == 1 else torch.where(first == 0, nsym, 0)
-            windows.append(_Window(rows, cur, best.view(n, width), limit, before, tok, slot))
+            windows.append(_Window(rows, cur, best, limit, before, tok, slot))
 
             if max_sym == 1:
                 cur = torch.minimum(cur + before + has, end)
@@ -276,6 +277,7 @@ class GreedySearch:
                 keep = torch.nonzero(cur < end).squeeze(1)
                 rows, cur, end, nsym = rows[keep], cur[keep], end[keep], nsym[keep]
                 ctx, dec = ctx[keep], dec[keep]
+                dec_rows = dec.unsqueeze(1)
                 n = rows.numel()
                 width, window = _window(n, k, device)
         contexts.index_copy_(0, rows, ctx)
@@ -362,7 +364,7 @@ class _Window(NamedTuple):
 
     rows: torch.Tensor  # int64 [n], row ids
     start: torch.Tensor  # int64 [n], packed index of the window's first frame
-    best: torch.Tensor  # float [n, w], log-prob of the best symbol on each frame
+    best: torch.Tensor  # float [n * w], log-prob of the best symbol on each frame
     limit: torch.Tensor  # int64 [n], frames of the window inside the row (<= 0: none)
     before: torch.Tensor  # int64 [n], offset of the first emission (w if none)
     tok: torch.Tensor  # int64 [n, w], best symbol on each frame
@@ -394,9 +396,9 @@ def _collect(windows: list[_Window], first_frame: torch.Tensor, num_frames: int,
     rows, values = [], []
     i = 0
     while i < len(windows):  # windows of equal width together
-        width = windows[i].best.size(1)
+        width = windows[i].tok.size(1)
         j = i
-        while j < len(windows) and windows[j].best.size(1) == width:
+        while j < len(windows) and windows[j].tok.size(1) == width:
             j += 1
         group = _Window(*(None if xs[0] is None else torch.cat(xs)
                           for xs in zip(*windows[i:j])))
@@ -404,7 +406,7 @@ def _collect(windows: list[_Window], first_frame: torch.Tensor, num_frames: int,
         before = group.before
         offsets = torch.arange(width, device=device)
         taken = (offsets <= before.unsqueeze(1)) & (offsets < group.limit.unsqueeze(1))
-        values.append(group.best[taken])
+        values.append(group.best.view(-1, width)[taken])
         rows.append(group.rows.unsqueeze(1).expand_as(taken)[taken])
         has = torch.nonzero(before < width).squeeze(1)
         at = before.index_select(0, has)
