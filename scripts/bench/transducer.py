@@ -11,15 +11,19 @@ also compared with k2dec's own per-utterance loop (the same method called on one
 time) on the same inputs: the ratio is per-utterance time / batched time, and the hypotheses
 must be identical.
 
-Peer: icefall's own ``beam_search.py`` (``greedy_search_batch``, ``modified_beam_search``,
-``fast_beam_search_one_best``; ``peers/icefall_search.py``), read from a local icefall checkout
-given by ``--icefall-dir`` (default: the ``ICEFALL_DIR`` environment variable), run on the same
-model and encoder outputs as k2dec's offline functions: the shipped model, and a seeded random
-model of icefall's default sizes (vocabulary 500, dimensions 512). Each pair is timed
-alternately in one run (best of ``--repeat``); the speed ratio icefall time / k2dec time is
-checked against the issue's targets (greedy >= 1.3, modified and fast beam search >= 1.5) and
-the hypotheses compared. Without a
-checkout the targets are reported as not evaluated.
+Peer: icefall's own ``beam_search.py`` (``greedy_search_batch``, per-utterance
+``greedy_search`` with ``max_sym_per_frame`` 1 and 2, ``modified_beam_search``,
+``fast_beam_search_one_best``, ``_nbest``, ``_nbest_LG`` and ``_nbest_oracle``;
+``peers/icefall_search.py``), read from a local icefall checkout given by ``--icefall-dir``
+(default: the ``ICEFALL_DIR`` environment variable), run on the same model and encoder outputs
+as k2dec's searches with their icefall-compatible configs: the shipped model (its LG, BPE
+references for the oracle), and a seeded random model of icefall's sizes (encoder output
+dimension 384, decoder and joiner 512, vocabulary 500, output distributions as peaked as a
+trained model's; a random LG and references, :func:`icefall_sized_problem`). Each pair runs
+:data:`ICEFALL_RUNS` times, alternating, after a warm-up; the speed ratio of the median
+icefall time over the median k2dec time (wall and CPU time) is checked against the issue's
+targets (:data:`ICEFALL_TARGETS`: greedy_search_batch >= 1.3, every other search >= 1.5) and
+the outputs compared. Without a checkout the targets are reported as not evaluated.
 
 ``--smoke`` runs a tiny random model instead of the shipped one (no LG methods, no WER).
 Times are the best of ``--repeat`` runs at one torch thread.
