@@ -8,12 +8,17 @@ field                                                 k2dec                icefa
 ====================================================  ===================  ==================
 ``FastBeamSearchConfig.termination_frame``            True (every frame    False (the last
                                                       scored)              frame's emissions
-                                                                           dropped)
+                                                                           dropped; with
+                                                                           ``allow_partial``
+                                                                           a partial path's
+                                                                           last token kept)
 ``FastBeamSearchConfig.ilme_scale`` in                0.0                  0.1 (the default of
 ``fast_beam_search_nbest`` and ``_nbest_oracle``                           its fast_beam_search,
                                                                            which these two
                                                                            wrappers do not pass)
-``NbestConfig.tie_break``                             "first"              "last" (k2's argmax)
+``NbestConfig.tie_break`` (n-best scores and the      "first"              "last" (k2's argmax;
+oracles' edit distances)                                                   the oracles' float32
+                                                                           Levenshtein scores)
 ``NbestConfig.sampler``                               "hashed" (samples    "k2"
                                                       independent of the   (``k2.random_paths``)
                                                       batch)

@@ -46,8 +46,10 @@ AREAS = ("lattice", "ctc_lm", "transducer", "aed", "nbest", "confidence", "score
          "memory")
 #: per-area subprocess time limit in seconds, by mode
 TIMEOUTS = {"full": 1200, "quick": 300, "smoke": 120}
-#: areas that need longer (memory: every method at 30 s and 60 s, one process per case)
-AREA_TIMEOUTS = {"memory": {"full": 5400, "quick": 1800, "smoke": 300}}
+#: areas that need longer (memory: every method at 30 s and 60 s, one process per case;
+#: transducer: five runs of eight searches of k2dec and icefall on two models)
+AREA_TIMEOUTS = {"memory": {"full": 5400, "quick": 1800, "smoke": 300},
+                 "transducer": {"full": 3600, "quick": 3000, "smoke": 120}}
 TAIL_LINES = 25
 #: modules of scripts/bench that are not areas
 NOT_AREAS = ("__init__", "__main__", "common", "lm", "machine", "plots", "runner", "shipped",
