@@ -44,6 +44,7 @@ def token_confidences(
     timestamps: k2.RaggedTensor | Sequence[Sequence[int]],
     temperature: float = 1.0,
     blank_penalty: float = 0.0,
+    logits: bool = False,
 ) -> k2.RaggedTensor:
     """Probability of every token of transducer hypotheses on its frame.
 
@@ -53,6 +54,8 @@ def token_confidences(
       tokens: ``N`` non-blank token-id sequences (lists or an int32 ragged ``[utt][token]``).
       timestamps: the encoder frame of each token (same shape), as the searches return them.
       temperature, blank_penalty: as the search used them (they change the distribution).
+      logits: give each token's raw joiner logit instead (what icefall's
+        ``greedy_search_batch`` reports as its scores).
 
     Returns:
       float32 ``k2.RaggedTensor`` ``[utt][token]`` on ``encoder_out.device``.
@@ -100,7 +103,10 @@ def token_confidences(
             hi = min(lo + ROWS_PER_CALL, ids.numel())
             e = net.project_encoder(enc[row[lo:hi], t[lo:hi]])
             d = net.decoder_out(contexts[lo:hi])
-            lp = log_probs_from_logits(net.logits(e, d), net.blank_id, temperature,
-                                       blank_penalty)
+            raw = net.logits(e, d)
+            if logits:
+                probs[lo:hi] = raw.float().gather(1, ids[lo:hi].unsqueeze(1)).squeeze(1)
+                continue
+            lp = log_probs_from_logits(raw, net.blank_id, temperature, blank_penalty)
             probs[lo:hi] = lp.gather(1, ids[lo:hi].unsqueeze(1)).squeeze(1).exp()
     return ragged_from_row_ids(row, probs, n)
