@@ -164,11 +164,18 @@ def nbest_oracle(
     if len(ref_texts) != nbest.num_utts:
         raise ValueError(f"ref_texts has {len(ref_texts)} texts for {nbest.num_utts} "
                          "utterances")
-    oov_id = word_table[oov]
-    refs = [[word_table[w] if w in word_table else oov_id for w in text.split()]
-            for text in ref_texts]
+    refs = [[_word_id(w, word_table, oov) for w in text.split()] for text in ref_texts]
     dist = edit_distances(nbest.key_seqs, refs, nbest.path_to_utt())
     return index_paths(nbest.fsa, pick(nbest, -dist.to(torch.float64)))
+
+
+def _word_id(word: str, word_table: k2.SymbolTable, oov: str) -> int:
+    if word in word_table:
+        return word_table[word]
+    if oov in word_table:
+        return word_table[oov]
+    raise ValueError(f"the reference word {word!r} is not in word_table, nor is the oov word "
+                     f"{oov!r}")
 
 
 def _check_G(G: k2.Fsa, lattice: k2.Fsa) -> None:

@@ -190,8 +190,8 @@ class IcefallLm:
     """
 
     def __init__(self, lm: Any, sos_id: int = 1, eos_id: int = 1, blank_id: int = 0) -> None:
-        model = lm.lm if callable(getattr(lm, "score_token", None)) and isinstance(
-            getattr(lm, "lm", None), nn.Module) else lm
+        model = lm.lm if hasattr(lm, "lm_type") and isinstance(getattr(lm, "lm", None),
+                                                               nn.Module) else lm
         if not callable(model):
             raise TypeError(f"lm must be callable as lm(x=, y=, lengths=), got "
                             f"{type(lm).__name__}")
@@ -230,7 +230,7 @@ class IcefallLm:
         y = y.masked_fill(~keep, self.blank_id)
         with torch.no_grad():
             nll = self.model(x=x, y=y, lengths=lens + 1)
-        return -nll.reshape(x.shape).to(torch.float32), keep
+        return -nll.reshape(x.shape), keep
 
 
 def fusion_scorer(LM: Any, name: str = "LM") -> tuple[Scorer, float]:

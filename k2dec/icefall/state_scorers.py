@@ -98,7 +98,7 @@ class FstNgramScorer(_RowObjectScorer):
         if not callable(getattr(ngram_lm, "get_next_state_and_cost", None)):
             raise TypeError("ngram_lm must have get_next_state_and_cost(state, label) (an "
                             f"icefall NgramLm), got {type(ngram_lm).__name__}")
-        self.lm = ngram_lm
+        self.ngram_lm = ngram_lm
         self.cache: dict[tuple, tuple[float, tuple]] = {}
         self.cache_size = cache_size
 
@@ -116,7 +116,7 @@ class FstNgramScorer(_RowObjectScorer):
                 self.cache.clear()
             nxt: dict[int, float] = {}
             for s, c in obj:
-                states, costs = self.lm.get_next_state_and_cost(s, token)
+                states, costs = self.ngram_lm.get_next_state_and_cost(s, token)
                 for ns, nc in zip(states, costs):
                     nxt[ns] = min(nxt.get(ns, math.inf), c + nc)
             new = tuple(sorted(nxt.items()))
