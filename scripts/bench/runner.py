@@ -49,9 +49,10 @@ TIMEOUTS = {"full": 1200, "quick": 300, "smoke": 120}
 #: areas that need longer (memory: every method at 30 s and 60 s, one process per case)
 AREA_TIMEOUTS = {"memory": {"full": 5400, "quick": 1800, "smoke": 300}}
 TAIL_LINES = 25
-#: modules of scripts/bench that are not areas
-NOT_AREAS = ("__init__", "__main__", "common", "lm", "machine", "plots", "runner", "shipped",
-             "synthetic")
+#: modules of scripts/bench that are not areas (icefall_dropin: run by hand with an icefall
+#: checkout; its table is a section of BENCHMARKS.md of its own)
+NOT_AREAS = ("__init__", "__main__", "common", "icefall_dropin", "lm", "machine", "plots",
+             "runner", "shipped", "synthetic")
 #: how the report is made (the header quotes it)
 COMMAND = "python -m scripts.bench"
 STATUS = {True: "met", False: "**not met**", None: "n/a"}

@@ -1,7 +1,9 @@
 """icefall's own transducer searches (``beam_search.py``: ``greedy_search_batch``,
 ``modified_beam_search``, ``fast_beam_search_one_best``), read from a local icefall checkout
 (``--icefall-dir`` / ``ICEFALL_DIR``), run on the same model and encoder outputs as k2dec's
-offline functions at icefall's default settings.
+offline functions at icefall's default settings; :func:`load_decode` gives
+``icefall/decode.py`` and the LM / n-gram / hotword classes of the same checkout (for
+``scripts/bench/icefall_dropin.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["BEAM_SEARCH", "PEER", "default_differs", "load", "search_pairs"]
+__all__ = ["BEAM_SEARCH", "PEER", "default_differs", "load", "load_decode", "search_pairs"]
 
 PEER = "icefall"
 #: icefall's beam_search.py inside a checkout (the stateless7 and later recipes link to it)
@@ -41,6 +43,21 @@ def load(icefall_dir: Path):
             sys.modules[name] = stand_in
     sys.path[:0] = [str(icefall_dir), str(recipe)]
     return importlib.import_module("beam_search")
+
+
+def load_decode(icefall_dir: Path) -> types.SimpleNamespace:
+    """icefall's ``beam_search`` (``.beam_search``) and ``icefall.decode`` (``.decode``)
+    modules and the classes its functions take (``RnnLmModel``, ``LmScorer``, ``NgramLm``,
+    ``ContextGraph``) from a checkout at ``icefall_dir``."""
+    beam_search = load(icefall_dir)
+    decode = importlib.import_module("icefall.decode")
+    rnn = importlib.import_module("icefall.rnn_lm.model")
+    wrapper = importlib.import_module("icefall.lm_wrapper")
+    ngram = importlib.import_module("icefall.ngram_lm")
+    context = importlib.import_module("icefall.context_graph")
+    return types.SimpleNamespace(beam_search=beam_search, decode=decode,
+                                 RnnLmModel=rnn.RnnLmModel, LmScorer=wrapper.LmScorer,
+                                 NgramLm=ngram.NgramLm, ContextGraph=context.ContextGraph)
 
 
 def search_pairs(ice, model: torch.nn.Module, enc: torch.Tensor, lens: torch.Tensor) -> dict:
