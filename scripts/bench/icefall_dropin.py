@@ -9,12 +9,16 @@ RNN LM, its attention decoder and LODR's token bigram. Both sides get the same o
 icefall's kinds: icefall's ``RnnLmModel`` (the shipped LM's weights) in icefall's
 ``LmScorer``, icefall's ``NgramLm`` (kaldilm's FST of the bigram), icefall's
 ``ContextGraph``, and the attention decoder behind icefall's two conventions (``nll``,
-``decoder_nll``); ``k2dec.icefall`` runs them through its adapters. Rows marked "k2dec
-objects" give ``k2dec.icefall`` k2dec's own LM / hotword objects instead.
+``decoder_nll``); ``k2dec.icefall`` runs them through its adapters. The rows naming a "k2dec
+LM" or "k2dec ContextGraph" give ``k2dec.icefall`` k2dec's own object instead.
 
 Needs an icefall checkout (``--icefall-dir`` or ``ICEFALL_DIR``)::
 
-    ICEFALL_DIR=/path/to/icefall python -m scripts.bench.icefall_dropin --cuts 10
+    ICEFALL_DIR=/path/to/icefall python -m scripts.bench.icefall_dropin --cuts 10 \\
+        --icefall-commit 36e0420c --report docs/bench/recorded
+
+The report (``docs/bench/recorded/icefall_dropin.json``) is shown in BENCHMARKS.md by
+``make bench`` (``scripts/bench/runner.py``: recorded reports).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import Any
 import k2
 import torch
 
-from .common import SHIPPED, WORK, markdown_table
+from .common import SHIPPED, WORK
 from .peers import icefall_search
 
 #: scales of the sweeping functions (small grids keep the run short; icefall's defaults where
@@ -45,7 +49,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--icefall-dir", type=Path, default=os.environ.get("ICEFALL_DIR"))
     p.add_argument("--cuts", type=int, default=10, help="cuts per shipped test set")
     p.add_argument("--num-paths", type=int, default=100)
-    p.add_argument("--out", type=Path, default=None, help="write the table here too")
+    p.add_argument("--icefall-commit", default="unknown", help="the checkout's commit")
+    p.add_argument("--report", type=Path, default=None,
+                   help="write icefall_dropin.json here (docs/bench/recorded/ for "
+                        "BENCHMARKS.md)")
     p.add_argument("--only", default="", help="run the cases whose name contains this")
     return p.parse_args()
 
@@ -407,11 +414,55 @@ def lattice_cases(K: Any, D: Any, inp: types.SimpleNamespace) -> list:
     return [(name, (lambda c=call: c(K)), (lambda c=call: c(D))) for name, call in calls.items()]
 
 
+#: where k2dec.icefall differs from icefall by design (see its module docstring)
+NOTES = [
+    "rescore_with_attention_decoder_no_ngram: k2dec ranks each distinct token sequence by its "
+    "best alignment in the lattice (the n-best of k2dec's attention-decoder-rescoring-no-ngram "
+    "method); icefall ranks every sampled alignment, duplicates included, by its own score, so "
+    "a sequence can win with an alignment other than its best.",
+    "oracles: among paths at the same edit distance k2dec takes the last (icefall's argmax); "
+    "icefall's float32 Levenshtein alignment scores carry rounding noise (-5.9999995 for 6) "
+    "that can decide instead, so the hypotheses may differ at equal distance.",
+    f"beam_search runs on the first {BEAM_SEARCH_FRAMES} frames of each utterance: icefall's "
+    "expansion loop has no bound (k2dec's stops at 32 expansions per frame) and took minutes "
+    "per utterance on longer ones.",
+    "Timings are one run of each on a shared machine (not a speed comparison).",
+]
+
+
+def report(args: argparse.Namespace, inp: types.SimpleNamespace, rows: list) -> Any:
+    """The area-style report (rendered into BENCHMARKS.md from docs/bench/recorded/)."""
+    from .common import Report
+    from .machine import git_commit, load_average
+
+    rep = Report(area="icefall_dropin",
+                 title="icefall drop-in: k2dec.icefall vs icefall's own functions")
+    rep.settings = (
+        f"k2dec {git_commit()} against icefall {args.icefall_commit} (its beam_search.py and "
+        f"icefall/decode.py). Inputs: the shipped model's outputs on the first {args.cuts} "
+        f"cuts of each shipped test set ({len(inp.lens)} utterances, sorted by length), its "
+        "graphs (trivial, LG scaled by 0.01, HLG, H, the 4-gram G), its RNN LM in icefall's "
+        "RnnLmModel and LmScorer (lm_scale 0.3), LODR's token bigram as icefall's NgramLm "
+        "(kaldilm FST) and as a kenlm-like score(), hotwords (20 reference words) in icefall's "
+        f"ContextGraph, the attention decoder behind decoder_nll / nll; {args.num_paths} "
+        "n-best paths, fast_beam_search beam 20 / 8 contexts / 64 states; one torch thread; "
+        f"load average {load_average()}.")
+    headers = ["function", "utterances identical", "all identical", "keys", "k2dec s",
+               "icefall s"]
+    rep.table("Hypotheses of k2dec.icefall and icefall on the same inputs (per utterance; a "
+              "dict result counts an utterance identical when every key is)", headers, rows)
+    same = sum(r[2] == "yes" for r in rows)
+    rep.target("k2dec.icefall gives icefall's hypotheses (every case, every utterance)",
+               f"{same} of {len(rows)} cases", same == len(rows))
+    for note in NOTES:
+        rep.note(note)
+    return rep
+
+
 def main() -> None:
     from k2dec import icefall as K
 
     from .common import clean_error
-    from .machine import git_commit, load_average
 
     args = parse_args()
     if args.icefall_dir is None:
@@ -431,13 +482,7 @@ def main() -> None:
             rows.append(run_case(name, ours, theirs))
         except Exception as e:  # report the case, go on with the others
             rows.append([name, "error", "**no**", clean_error(e), "", ""])
-    table = markdown_table(["function", "utterances identical", "all identical", "keys",
-                            "k2dec s", "icefall s"], rows)
-    head = (f"k2dec {git_commit()}, {len(inp.lens)} utterances ({args.cuts} per shipped test "
-            f"set), {args.num_paths} paths, load average {load_average()}")
-    print(head + "\n\n" + table)
-    if args.out:
-        args.out.write_text(head + "\n\n" + table + "\n")
+    report(args, inp, rows).write(args.report)
 
 
 if __name__ == "__main__":
