@@ -195,3 +195,16 @@ def test_a_model_with_another_unk_is_refused():
     model.unk_id = 2
     with pytest.raises(ValueError, match="unk_id=2"):
         ice.greedy_search_batch(model, enc, enc_lens)
+
+
+def test_an_empty_utterance_gets_an_empty_hypothesis():
+    """icefall asserts every length is > 0; k2dec decodes the others and gives it nothing."""
+    model, enc, enc_lens = model_and_batch([4, 0, 2], 1)
+    graph = k2.trivial_graph(VOCAB - 1)
+    alone = ice.greedy_search_batch(model, enc[:1], enc_lens[:1])
+    for got in (ice.greedy_search_batch(model, enc, enc_lens),
+                ice.modified_beam_search(model, enc, enc_lens),
+                ice.fast_beam_search_one_best(model, graph, enc, enc_lens, **FBS),
+                ice.fast_beam_search_nbest(model, graph, enc, enc_lens, num_paths=5, **FBS)):
+        assert len(got) == 3 and got[1] == []
+    assert ice.greedy_search_batch(model, enc, enc_lens)[0] == alone[0]
