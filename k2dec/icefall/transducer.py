@@ -123,7 +123,9 @@ def beam_search(
 ) -> list[int] | DecodingResults:
     """The classic transducer beam search (Graves 2012) of one utterance (``encoder_out``
     ``(1, T, C)``), any number of symbols per frame; the best hypothesis by log-prob per
-    ``context_size + tokens``."""
+    ``context_size + tokens``. A frame is expanded at most 32 times
+    (:class:`~k2dec.transducer.TransducerBeamSearchConfig`; icefall's loop has no bound and can
+    run for minutes, and only then may the hypotheses differ)."""
     check_model(model, "beam_search")
     lens = check_single(encoder_out, "beam_search")
     cfg = TransducerBeamSearchConfig(beam=int(beam), temperature=float(temperature),

@@ -42,9 +42,9 @@ from .peers import icefall_search
 #: a function has one)
 NGRAM_SCALES = [0.01, 0.1, 0.5]
 LM_SCALES = [0.1, 0.3, 0.5]
-#: get_lattice's output beam: k2dec's CTC default 4 (icefall's 8 makes the weak shipped
-#: model's lattices so dense that icefall's n-best intersection of 20 utterances x 100 paths
-#: took more than 19 GB)
+#: get_lattice's output beam: k2dec's CTC default 4 (at icefall's 8 the weak shipped model's
+#: lattices are so dense that icefall's nbest_decoding of 20 utterances x 100 paths was killed
+#: at 19 GB; k2dec.icefall's peaked at 0.9 GB)
 OUTPUT_BEAM = 4.0
 
 
@@ -458,11 +458,19 @@ NOTES = [
     "a sequence can win with an alignment other than its best.",
     "oracles: among paths at the same edit distance k2dec takes the last (icefall's argmax); "
     "icefall's float32 Levenshtein alignment scores carry rounding noise (-5.9999995 for 6) "
-    "that can decide instead, so the hypotheses may differ at equal distance.",
+    "that can decide instead, so the hypotheses may differ at equal distance (the recorded "
+    "run's differing nbest_oracle utterance: distance 2 to its reference in both).",
     f"beam_search runs on the first {BEAM_SEARCH_FRAMES} frames of each utterance, and an "
     f"utterance icefall's takes more than {BEAM_SEARCH_SECONDS} s on is not counted: its "
-    "expansion loop has no bound (k2dec's stops at 32 expansions per frame) and ran for "
-    "minutes on some of the shipped model's utterances.",
+    "expansion loop has no bound (k2dec's stops at 32 expansions per frame, "
+    "TransducerBeamSearchConfig.max_expansions_per_frame) and ran for minutes on some of the "
+    "shipped model's utterances. Where the hypotheses differ, icefall expanded a frame more "
+    "than 32 times: checked by hand (1 utterance of the recorded run), k2dec's beam_search "
+    "without the bound gave icefall's hypothesis.",
+    "fast_beam_search_with_nbest_rnn_rescoring: k2dec.icefall scores with the LM's sos/eos "
+    "(1); icefall looks up the pieces 'sos_id' / 'eos_id', which BPE models lack, so it "
+    "scores with <unk>'s id (2). Checked by hand on the recorded run: with id 2, all 20 "
+    "utterances get icefall's hypotheses under every key.",
     "Timings are one run of each on a shared machine (not a speed comparison).",
 ]
 
