@@ -53,8 +53,9 @@ def greedy_search(
 ) -> list[int] | DecodingResults:
     """Greedy search of one utterance (``encoder_out`` ``(1, T, C)``), at most
     ``max_sym_per_frame`` symbols per frame; the token ids, or with ``return_timestamps`` a
-    :class:`DecodingResults` of one hypothesis. (icefall's version starts later contexts
-    with blanks instead of ``-1``; the same for ``context_size`` 2, icefall's models.)"""
+    :class:`DecodingResults` of one hypothesis. (icefall's version pads later contexts with
+    blanks instead of ``-1``, the same for ``context_size`` 2, icefall's models, and stops
+    after 1000 symbols.)"""
     check_model(model, "greedy_search")
     lens = check_single(encoder_out, "greedy_search")
     cfg = GreedySearchConfig(max_sym_per_frame=int(max_sym_per_frame),
