@@ -9,7 +9,7 @@ Use::
 """
 
 from ..hypothesis import HypothesisRecord
-from .compat import ICEFALL_NBEST_ILME_SCALE, icefall_compatible
+from .compat import ICEFALL_NBEST_ILME_SCALE, icefall_compatible, icefall_compatible_part
 from .registry import (
     NON_GRAPH_NEEDS,
     AedInputs,
@@ -44,6 +44,7 @@ __all__ = [
     "config_field_path",
     "get_method",
     "icefall_compatible",
+    "icefall_compatible_part",
     "list_methods",
     "override_config",
     "register",

@@ -23,7 +23,7 @@ import torch
 
 from ..lattice.prune import PruneReport, prune_lattice
 from .config import TIE_BREAKS, NbestConfig
-from .sampling import sample_paths
+from .sampling import k2_random_paths, sample_paths
 from .trie import PATH_ATTR, build_tries, trie_best_arcs
 
 __all__ = ["DedupKey", "Nbest", "NbestTopK", "IntersectStatus", "PathScorer", "chunks",
@@ -205,8 +205,7 @@ class Nbest:
         sampling = keyed.clone()
         sampling.scores = keyed.scores * nbest_scale
         if sampler == "k2":
-            path = k2.random_paths(sampling, use_double_scores=use_double_scores,
-                                   num_paths=num_paths)
+            path = k2_random_paths(sampling, num_paths, use_double_scores)
         else:
             path = sample_paths(sampling, num_paths, seed=seed,
                                 use_double_scores=use_double_scores)

@@ -79,8 +79,9 @@ def test_icefall_compatible_configs():
     nbest = icefall_compatible(get_method("fast_beam_search_nbest"))
     assert nbest.search.ilme_scale == 0.1  # icefall's fast_beam_search default, not passed on
     assert nbest.search.termination_frame is False and nbest.nbest.tie_break == "last"
-    oracle = icefall_compatible(get_method("fast_beam_search_nbest_oracle"))
-    assert oracle.search.ilme_scale == 0.1
+    for name in ("fast_beam_search_nbest_oracle", "fast_beam_search_with_nbest_rescoring",
+                 "fast_beam_search_with_nbest_rnn_rescoring"):
+        assert icefall_compatible(get_method(name)).search.ilme_scale == 0.1, name
     lg = icefall_compatible(get_method("fast_beam_search_nbest_LG"))
     assert lg.search.ilme_scale == 0.0  # icefall passes its --ilme-scale (0.0) here
     one = icefall_compatible(get_method("fast_beam_search")).search

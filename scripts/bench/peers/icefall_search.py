@@ -3,7 +3,9 @@
 ``_nbest_LG`` and ``_nbest_oracle``), read from a local icefall checkout (``--icefall-dir`` /
 ``ICEFALL_DIR``), run on the same model and encoder outputs as k2dec's at icefall's default
 settings; k2dec's side runs with :func:`k2dec.methods.icefall_compatible` configs (the
-settings under which the outputs should be identical).
+settings under which the outputs should be identical); :func:`load_decode` gives
+``icefall/decode.py`` and the LM / n-gram / hotword classes of the same checkout (for
+``scripts/bench/icefall_dropin.py``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["BEAM_SEARCH", "PEER", "SearchInputs", "default_differs", "load", "search_pairs"]
+__all__ = ["BEAM_SEARCH", "PEER", "SearchInputs", "default_differs", "load", "load_decode",
+           "search_pairs"]
 
 PEER = "icefall"
 #: icefall's beam_search.py inside a checkout (the stateless7 and later recipes link to it)
@@ -50,6 +53,21 @@ def load(icefall_dir: Path):
             sys.modules[name] = stand_in
     sys.path[:0] = [str(icefall_dir), str(recipe)]
     return importlib.import_module("beam_search")
+
+
+def load_decode(icefall_dir: Path) -> types.SimpleNamespace:
+    """icefall's ``beam_search`` (``.beam_search``) and ``icefall.decode`` (``.decode``)
+    modules and the classes its functions take (``RnnLmModel``, ``LmScorer``, ``NgramLm``,
+    ``ContextGraph``) from a checkout at ``icefall_dir``."""
+    beam_search = load(icefall_dir)
+    decode = importlib.import_module("icefall.decode")
+    rnn = importlib.import_module("icefall.rnn_lm.model")
+    wrapper = importlib.import_module("icefall.lm_wrapper")
+    ngram = importlib.import_module("icefall.ngram_lm")
+    context = importlib.import_module("icefall.context_graph")
+    return types.SimpleNamespace(beam_search=beam_search, decode=decode,
+                                 RnnLmModel=rnn.RnnLmModel, LmScorer=wrapper.LmScorer,
+                                 NgramLm=ngram.NgramLm, ContextGraph=context.ContextGraph)
 
 
 @dataclass
