@@ -40,12 +40,12 @@ def _method(name, inp, cfg, res=None):
 def test_greedy_and_prefix_beam_search_are_the_methods(lens, seed):
     inp = _inputs(lens, seed)
     [greedy] = _method("ctc-greedy-search", inp, None)
-    assert ice.ctc_greedy_search(inp.log_probs, inp.lengths) == greedy.tokens
+    assert ice.ctc_greedy_search(inp.log_probs, inp.log_probs_lens) == greedy.tokens
     [prefix] = _method("ctc-prefix-beam-search", inp,
                        CtcPrefixConfig(search=CtcPrefixBeamSearchConfig(beam=3)))
-    got = ice.ctc_prefix_beam_search(inp.log_probs, inp.lengths, beam=3)
+    got = ice.ctc_prefix_beam_search(inp.log_probs, inp.log_probs_lens, beam=3)
     assert got == prefix.tokens
-    lists = ice.ctc_prefix_beam_search(inp.log_probs, inp.lengths, beam=3, return_nbest=True)
+    lists = ice.ctc_prefix_beam_search(inp.log_probs, inp.log_probs_lens, beam=3, return_nbest=True)
     assert [h.get_most_probable().ys for h in lists] == got
     for hyps in lists:
         assert 1 <= len(hyps) <= 3
@@ -60,7 +60,7 @@ def test_shallow_fussion_is_the_method(lms, lens):
     inp = _inputs(lens, 2)
     phrases = (((1, 2), None), ((3, 1), 1.5))
     got = ice.ctc_prefix_beam_search_shallow_fussion(
-        inp.log_probs, inp.lengths, LODR_lm=lodr, LODR_lm_scale=-0.2,
+        inp.log_probs, inp.log_probs_lens, LODR_lm=lodr, LODR_lm_scale=-0.2,
         NNLM=ice.LmScorer(lm, 0.4), context_graph=ContextGraph(phrases, 2.0))
     cfg = CtcPrefixFusionConfig(lm_scale=0.4, lodr_scale=-0.2)
     [want] = _method("ctc-prefix-beam-search-shallow-fussion", inp, cfg,
@@ -68,10 +68,10 @@ def test_shallow_fussion_is_the_method(lms, lens):
     assert got == want.tokens
     shaped = icefall_shaped.LmScorer(lm, 0.4)
     assert ice.ctc_prefix_beam_search_shallow_fussion(
-        inp.log_probs, inp.lengths, LODR_lm=lodr, LODR_lm_scale=-0.2, NNLM=shaped,
+        inp.log_probs, inp.log_probs_lens, LODR_lm=lodr, LODR_lm_scale=-0.2, NNLM=shaped,
         context_graph=ContextGraph(phrases, 2.0)) == got
-    assert ice.ctc_prefix_beam_search_shallow_fussion(inp.log_probs, inp.lengths) == \
-        ice.ctc_prefix_beam_search(inp.log_probs, inp.lengths)
+    assert ice.ctc_prefix_beam_search_shallow_fussion(inp.log_probs, inp.log_probs_lens) == \
+        ice.ctc_prefix_beam_search(inp.log_probs, inp.log_probs_lens)
 
 
 @pytest.mark.parametrize("lens", LENGTHS)
@@ -80,11 +80,11 @@ def test_attention_decoder_rescoring_is_the_method(lms, lens):
     inp = _inputs(lens, 3)
     shaped = icefall_shaped.ZipformerAttentionDecoder(decoder)
     got = ice.ctc_prefix_beam_search_attention_decoder_rescoring(
-        inp.log_probs, shaped, inp.memory, inp.lengths, attention_scale=0.7)
+        inp.log_probs, shaped, inp.memory, inp.log_probs_lens, attention_scale=0.7)
     out = _method("ctc-prefix-beam-search-attention-decoder-rescoring", inp,
-                  CtcPrefixAttentionConfig(attention_scales=(0.7,)),
+                  CtcPrefixAttentionConfig(attention_scale=0.7),
                   Resources(attention_decoder=decoder))
     assert got == {r.key: r.tokens for r in out}
     grid = ice.ctc_prefix_beam_search_attention_decoder_rescoring(
-        inp.log_probs, decoder, inp.memory, inp.lengths)
+        inp.log_probs, decoder, inp.memory, inp.log_probs_lens)
     assert len(grid) == 28 and "attention_scale_9.0" in grid  # icefall's grid

@@ -38,7 +38,7 @@ def _segments(lengths: torch.Tensor) -> torch.Tensor:
 
 
 def _lattice(inp: CtcInputs, graph: k2.Fsa) -> k2.Fsa:
-    return ice.get_lattice(inp.log_probs, graph, _segments(inp.lengths), **BEAMS)
+    return ice.get_lattice(inp.log_probs, graph, _segments(inp.log_probs_lens), **BEAMS)
 
 
 def _cfg(**kw) -> CtcConfig:
@@ -144,7 +144,7 @@ def test_attention_decoder_rescorings_are_the_method(setup, n):
     inp = _inputs(setup, 5, n)
     lattice = _lattice(inp, res.graphs["HLG"])
     decoder = res.attention_decoder
-    mask = torch.arange(7).unsqueeze(0) >= inp.lengths.unsqueeze(1)
+    mask = torch.arange(7).unsqueeze(0) >= inp.log_probs_lens.unsqueeze(1)
     memory = inp.memory.permute(1, 0, 2)  # icefall's (T, N, C)
     [want] = _method("attention-decoder", inp, _no_g(res),
                      _cfg(ngram_lm_scale=0.7, attention_scale=1.2))
@@ -155,10 +155,10 @@ def test_attention_decoder_rescorings_are_the_method(setup, n):
         assert list(got) == [key] and ice.get_texts(got[key]) == want.words
     got = ice.rescore_with_attention_decoder_with_ngram(
         lattice, NUM_PATHS, icefall_shaped.ZipformerAttentionDecoder(decoder), inp.memory,
-        inp.lengths, 0.5, 0.7, 1.2)
+        inp.log_probs_lens, 0.5, 0.7, 1.2)
     assert ice.get_texts(got[key]) == want.words
     grid = ice.rescore_with_attention_decoder_with_ngram(lattice, NUM_PATHS, decoder,
-                                                         inp.memory, inp.lengths)
+                                                         inp.memory, inp.log_probs_lens)
     assert len(grid) == len(ice.DEFAULT_LM_SCALE) ** 2  # icefall's grid when no scale given
 
 
@@ -169,10 +169,10 @@ def test_attention_decoder_no_ngram_is_the_method(setup, n):
     lattice = _lattice(inp, res.graphs["H"])
     got = ice.rescore_with_attention_decoder_no_ngram(
         lattice, NUM_PATHS, icefall_shaped.ZipformerAttentionDecoder(res.attention_decoder),
-        inp.memory, inp.lengths, attention_scale=0.8)
+        inp.memory, inp.log_probs_lens, attention_scale=0.8)
     cfg = NoNgramAttentionConfig(ctc=_cfg(), nbest=NbestConfig(num_paths=NUM_PATHS,
                                                                nbest_scale=1.0),
-                                 attention_scales=(0.8,))
+                                 attention_scale=0.8)
     [want] = _method("attention-decoder-rescoring-no-ngram", inp, res, cfg)
     assert list(got) == ["attention_scale_0.8"]
     assert ice.get_texts(got["attention_scale_0.8"]) == want.tokens
@@ -183,7 +183,7 @@ def test_rescore_with_rnn_lm_adds_the_lm_to_the_attention_rescoring(setup):
     inp = _inputs(setup, 7, 3)
     lattice = _lattice(inp, res.graphs["HLG"])
     decoder, lm = res.attention_decoder, res.lms["rnn_lm"]
-    mask = torch.arange(7).unsqueeze(0) >= inp.lengths.unsqueeze(1)
+    mask = torch.arange(7).unsqueeze(0) >= inp.log_probs_lens.unsqueeze(1)
     args = (lattice, NUM_PATHS, icefall_shaped.RnnLmModel(lm), decoder,
             inp.memory.permute(1, 0, 2), mask, decoder.sos_id, decoder.eos_id, 0)
     got = ice.rescore_with_rnn_lm(*args, 0.5, 0.7, 1.2, 0.9)
@@ -194,7 +194,7 @@ def test_rescore_with_rnn_lm_adds_the_lm_to_the_attention_rescoring(setup):
     nbest = Nbest.from_lattice(lattice, NUM_PATHS, 0.5, DedupKey.WORDS, sampler=cfg.sampler)
     nbest = nbest.intersect()
     tokens = nbest.token_seqs()
-    att = decoder.score_sequences(inp.memory, inp.lengths, tokens,
+    att = decoder.score_sequences(inp.memory, inp.log_probs_lens, tokens,
                                   nbest.path_to_utt().long()).sum().double()
     rnn = lm.score_sequences(tokens).totals.double()
     total = (nbest.am_scores().values + 0.7 * nbest.lm_scores().values + 1.2 * att

@@ -88,7 +88,8 @@ def test_lm_rescore_is_the_method(lms, lens):
     got = ice.modified_beam_search_lm_rescore(model, enc, enc_lens, ice.LmScorer(lm),
                                               [0.1, 0.5, 2.0])
     out = _method("modified_beam_search_lm_rescore", model, enc, enc_lens,
-                  LmRescoreConfig(lm_scales=(0.1, 0.5, 2.0)), Resources(lms={"rnn_lm": lm}))
+                  LmRescoreConfig(lm_scale=0.1, sweep=True, lm_scales=(0.1, 0.5, 2.0)),
+                  Resources(lms={"rnn_lm": lm}))
     assert list(got) == ["nnlm_scale_0.10", "nnlm_scale_0.50", "nnlm_scale_2.00"]
     assert got == {r.key: r.tokens for r in out}
     shaped = icefall_shaped.LmScorer(lm, 0.3)  # its .lm(x=, y=, lengths=) nll
@@ -136,7 +137,8 @@ def test_lm_rescore_lodr_is_the_method_with_k2dec_or_kenlm_ngrams(lms):
                                                    lodr, _Pieces(), [0.5, 1.0])
     scales = tuple(round(0.05 * i, 2) for i in range(1, 20))
     out = _method("modified_beam_search_lm_rescore_LODR", model, enc, enc_lens,
-                  LmRescoreLodrConfig(lm_scales=(0.5, 1.0), lodr_scales=scales),
+                  LmRescoreLodrConfig(lm_scale=0.5, lodr_scale=scales[0], sweep=True,
+                                      lm_scales=(0.5, 1.0), lodr_scales=scales),
                   Resources(lms={"rnn_lm": lm}, lodr=lodr))
     assert len(got) == 38 and "nnlm_scale_0.50_lodr_scale_0.95" in got
     assert got == {r.key: r.tokens for r in out}
@@ -179,6 +181,7 @@ def test_fast_beam_search_with_nbest_rescoring_is_the_method(words, lens, seed):
                                                      word_table=word_table, **FBS)
     out = _method("fast_beam_search_with_nbest_rescoring", model, enc, enc_lens,
                   _rescoring_cfg(FastBeamSearchNbestRescoringConfig,
+                                 ngram_lm_scale=0.0, sweep=True,
                                  ngram_lm_scales=(0.0, 0.5, 3.0)),
                   Resources(graphs={"G": G}, token_words=token_words))
     assert got == {r.key: r.tokens for r in out}
@@ -194,7 +197,8 @@ def test_fast_beam_search_with_nbest_rnn_rescoring_is_the_method(words, lms):
     got = ice.fast_beam_search_with_nbest_rnn_rescoring(model, graph, enc, enc_lens,
                                                          rnn_lm_model=lm, **kw)
     out = _method("fast_beam_search_with_nbest_rnn_rescoring", model, enc, enc_lens,
-                  _rescoring_cfg(FastBeamSearchNbestRnnRescoringConfig, ngram_lm_scales=(0.5,),
+                  _rescoring_cfg(FastBeamSearchNbestRnnRescoringConfig, ngram_lm_scale=0.5,
+                                 rnn_lm_scale=0.3, sweep=True, ngram_lm_scales=(0.5,),
                                  rnn_lm_scales=(0.3, 1.0)),
                   Resources(graphs={"G": G}, token_words=token_words, lms={"rnn_lm": lm}))
     assert list(got) == ["ngram_lm_scale_0.5_rnn_lm_scale_0.3",
