@@ -16,7 +16,14 @@
 Cuts from a folder of audio files: :func:`k2dec.data.cuts_from_audio_dir`.
 """
 
-from .assets import GRAPH_FILES, DecodeAssets, check_lm_vocab, load_assets, need_hint
+from .assets import (
+    GRAPH_FILES,
+    DecodeAssets,
+    check_lm_tokens,
+    check_lm_vocab,
+    load_assets,
+    need_hint,
+)
 from .cutset import (
     DecodeConfig,
     DecodeSummary,
@@ -50,6 +57,7 @@ from .tune import TuneResult, parse_grid, tune_methods, tuned_settings
 __all__ = [
     "GRAPH_FILES",
     "DecodeAssets",
+    "check_lm_tokens",
     "check_lm_vocab",
     "DecodeConfig",
     "DecodeSettings",
