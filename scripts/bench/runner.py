@@ -262,6 +262,31 @@ def recorded_peer_runs() -> list[AreaRun]:
                                        "and load are not its)")
 
 
+def refresh_recorded(markdown: Path) -> str:
+    """``markdown`` (an existing BENCHMARKS.md) with the sections and target rows of the
+    recorded reports (:func:`recorded_peer_runs`, :func:`recorded_gpu_runs`) rendered again
+    from their files; the other areas and the header stay as they are (their raw reports may
+    be gone). A recorded report without a section yet is added at the end."""
+    text = markdown.read_text()
+    for run in recorded_peer_runs() + recorded_gpu_runs():
+        anchor = f'<a id="{run.area.replace("_", "-")}"></a>'
+        section = scrub("\n".join(render_area(run)).rstrip() + "\n")
+        start = text.find(anchor)
+        if start < 0:
+            text = text.rstrip() + "\n\n" + section
+        else:
+            end = text.find("\n<a id=", start + len(anchor))
+            text = text[:start] + section + ("\n" + text[end + 1:] if end >= 0 else "")
+        rows = [f"| {run.area} | {_cell(t['target'])} | {_cell(t['value'])} | "
+                f"{STATUS[t['met']]} |" for t in run.report.targets]
+        lines = text.split("\n")
+        old = [i for i, line in enumerate(lines) if line.startswith(f"| {run.area} | ")]
+        if old:
+            lines[old[0]:old[-1] + 1] = rows
+        text = "\n".join(lines)
+    return text
+
+
 def parse_areas(text: str) -> list[str]:
     areas = [a.strip() for a in text.split(",") if a.strip()]
     if not areas:
@@ -309,6 +334,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="put the other areas' reports from an earlier run into the same output "
                         "directory into BENCHMARKS.md too (marked as reused), e.g. after "
                         "rerunning one area")
+    p.add_argument("--refresh-recorded", action="store_true",
+                   help="run nothing: render the recorded reports (docs/bench/recorded/, "
+                        "docs/bench/gpu/) into the existing BENCHMARKS.md again, after "
+                        "recording one anew")
     return p.parse_args(argv)
 
 
@@ -346,6 +375,11 @@ def header(started: datetime.datetime, command: str, mode: str, load_before: str
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.refresh_recorded:
+        path = REPO / "BENCHMARKS.md"
+        path.write_text(refresh_recorded(path))
+        print(f"[bench] rendered the recorded reports into {scrub(str(path))}", flush=True)
+        return 0
     mode = mode_of(args)
     lay = layout(mode, args.out)
     lay.raw.mkdir(parents=True, exist_ok=True)

@@ -182,3 +182,36 @@ def test_reports_recorded_with_a_peer_are_shown_as_recorded(tmp_path, monkeypatc
         "date", "commit", "command", "mode", "cpu", "cores", "load average", "versions",
         "total wall time")})
     assert "| icefall_dropin | identical | 1 of 2 | **not met** |" in text
+
+
+def test_refresh_recorded_renders_only_the_recorded_reports_again(tmp_path, monkeypatch):
+    info = {k: "x" for k in ("date", "commit", "command", "mode", "cpu", "cores",
+                             "load average", "versions", "total wall time")}
+    other = bench.AreaRun("demo", report=bench.Report("demo", "Demo area", settings="kept"))
+    other.report.target("fast", "2x", True)
+    rec, gpu = tmp_path / "recorded", tmp_path / "gpu"
+    rec.mkdir()
+    gpu.mkdir()
+    monkeypatch.setattr(bench, "RECORDED_REPORTS", rec)
+    monkeypatch.setattr(bench, "GPU_REPORTS", gpu)
+
+    def record(value, met, title="icefall drop-in"):
+        (rec / "icefall_dropin.json").write_text(json.dumps({
+            "area": "icefall_dropin", "title": title, "settings": f"run {value}",
+            "targets": [{"target": "identical", "value": value, "met": met}]}))
+
+    record("1 of 2", False)
+    md = tmp_path / "BENCHMARKS.md"
+    md.write_text(bench.render([other, *bench.recorded_peer_runs()], info))
+    first = md.read_text()
+    assert bench.refresh_recorded(md) == first  # nothing recorded anew: the same file
+    record("2 of 2", True)
+    text = bench.refresh_recorded(md)
+    assert text == bench.render([other, *bench.recorded_peer_runs()], info)
+    assert "| icefall_dropin | identical | 2 of 2 | met |" in text and "1 of 2" not in text
+    assert "**Settings.** run 2 of 2" in text and "**Settings.** kept" in text
+    assert "| demo | fast | 2x | met |" in text
+    (gpu / "streams-x.json").write_text(json.dumps({
+        "area": "streams-x", "title": "GPU", "settings": "cuda"}))
+    md.write_text(text)
+    assert '<a id="streams-x"></a>' in bench.refresh_recorded(md)  # a new one: appended
