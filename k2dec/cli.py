@@ -343,8 +343,8 @@ def _load_cuts(cuts_path, audio_dir, refs, test_set, feature_dir, runs, extracto
 def _list_methods(model_path, lang_dir, feature_changes) -> None:
     """Print the method table: every registered method, or those ``model_path`` supports."""
     from .job import method_table
-    from .methods import list_methods
-    from .model import load_model, supported_methods
+    from .methods import list_methods, supported_methods
+    from .model import load_model
 
     if model_path is None:
         methods = list_methods()

@@ -6,9 +6,16 @@ Use::
     method = get_method("fast_beam_search_nbest_LG")
     results = method(TransducerInputs(model, encoder_out, encoder_out_lens),
                      Resources(graphs={"LG": LG}), method.default_config())
+
+Registration is explicit: each method module registers its methods with
+:func:`register` when this package imports it (once, below); the registry itself imports
+no method module. A new method module is added to the import list here.
 """
 
 from ..hypothesis import HypothesisRecord
+
+# the method modules, each registering its methods (the registry never imports them)
+from . import aed, ctc, ctc_prefix, mbr, transducer, transducer_lm  # noqa: F401
 from .compat import ICEFALL_NBEST_ILME_SCALE, icefall_compatible
 from .registry import (
     NON_GRAPH_NEEDS,
@@ -25,6 +32,7 @@ from .registry import (
     list_methods,
     override_config,
     register,
+    supported_methods,
 )
 from .streaming import StreamingSearch
 
@@ -47,4 +55,5 @@ __all__ = [
     "list_methods",
     "override_config",
     "register",
+    "supported_methods",
 ]

@@ -28,8 +28,7 @@ from .hotwords import (
 from .lists import HypothesisLists, attention_scores, sweep
 from .records import from_nbest, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, Setting, register
-from .scales import grid_settings, scale_points
-from .transducer_lm import LM_SCALE
+from .scales import LM_SCALE, grid_settings, scale_points
 
 __all__ = [
     "ATTENTION_SCALE",

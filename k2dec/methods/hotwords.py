@@ -36,12 +36,12 @@ from ..scorers import (
 )
 from ..scorers.hotwords import rebuilt_fsa
 from .checks import check_finite
-from .registry import Resources
+from .registry import Resources, TransducerInputs
 
 __all__ = ["HOTWORDS_PARTIAL_SHARE", "HOTWORDS_SCORE", "HOTWORDS_WHOLE_WORDS",
            "HOTWORD_GRAPH_MAX_ARCS", "ICEFALL_HOTWORDS_SCORE", "WORD_HOTWORDS_SCORE",
            "HotwordFields", "check_hotwords", "hotword_scorers",
-           "token_biased_graph", "word_biased_graph"]
+           "token_biased_graph", "transducer_graph", "word_biased_graph"]
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +139,15 @@ def token_biased_graph(res: Resources, graph: k2.Fsa | None, cfg: HotwordFields,
                 base, hot, treat_epsilons_specially=True))))
         res.cache[key] = hot.to(device)
     return res.cache[key]
+
+
+def transducer_graph(inputs: TransducerInputs, res: Resources, cfg: HotwordFields,
+                     graph: k2.Fsa | None) -> k2.Fsa | None:
+    """The decoding graph of a fast_beam_search method: ``graph`` (``None``: the trivial
+    graph) biased by ``Resources.hotwords`` with the hotword settings of ``cfg``
+    (:func:`token_biased_graph`) for ``inputs``' model and device."""
+    return token_biased_graph(res, graph, cfg, int(inputs.model.decoder.vocab_size),
+                              int(inputs.model.decoder.blank_id), inputs.encoder_out.device)
 
 
 def word_biased_graph(res: Resources, graph: k2.Fsa, score: float,

@@ -21,17 +21,18 @@ from ..lattice.prune import prune_lattice
 from ..lattice.rescore import RescoreStatus, rescore_with_whole_lattice
 from ..paths import path_token_ids
 from ..transducer import FastBeamSearchConfig, fast_beam_search
+from .checks import check_finite
 from .ctc import CtcConfig, hlg_graph
 from .hotwords import (
     HOTWORDS_PARTIAL_SHARE,
     HOTWORDS_SCORE,
     HOTWORDS_WHOLE_WORDS,
     check_hotwords,
+    transducer_graph,
 )
 from .records import EMPTY_LATTICE, from_timed_units, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, TransducerInputs, register
-from .scales import scale_points
-from .transducer import NGRAM_LM_SCALE, _check_scale, _with_hotwords
+from .scales import NGRAM_LM_SCALE, scale_points
 
 __all__ = ["FastBeamSearchMbrConfig", "FastBeamSearchMbrLGConfig", "MbrMethodConfig"]
 
@@ -144,7 +145,7 @@ class FastBeamSearchMbrLGConfig:
     hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
 
     def __post_init__(self) -> None:
-        _check_scale(self.ngram_lm_scale)
+        check_finite("ngram_lm_scale", self.ngram_lm_scale)
         check_hotwords(self)
 
 
@@ -159,7 +160,7 @@ def _fbs_mbr(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMbrCon
     """fast_beam_search (trivial graph; the hotword graph when Resources.hotwords are given),
     sausages over tokens: the MBR consensus and the best path, tokens with frames and
     confidences."""
-    graph = _with_hotwords(inputs, res, cfg, None)
+    graph = transducer_graph(inputs, res, cfg, None)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     failed = _transducer_failures(out.lattice)
@@ -177,7 +178,7 @@ def _fbs_mbr_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMbr
     """fast_beam_search through LG, sausages over words: the MBR consensus and the best path,
     words with frames and confidences (hotword biasing when Resources.hotwords are given)."""
     graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_mbr_LG")
-    graph = _with_hotwords(inputs, res, cfg, graph)
+    graph = transducer_graph(inputs, res, cfg, graph)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     failed = _transducer_failures(out.lattice)

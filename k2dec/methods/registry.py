@@ -8,7 +8,6 @@ on method-name strings elsewhere.
 
 from __future__ import annotations
 
-import enum
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass, replace
@@ -18,6 +17,7 @@ import k2
 import torch
 
 from ..deprecation import renamed_parameters
+from ..family import Family
 from ..hypothesis import HypothesisRecord
 
 __all__ = [
@@ -33,17 +33,10 @@ __all__ = [
     "register",
     "get_method",
     "list_methods",
+    "supported_methods",
     "override_config",
     "config_field_path",
 ]
-
-
-class Family(str, enum.Enum):
-    """Which network output a method decodes."""
-
-    CTC = "ctc"
-    TRANSDUCER = "transducer"
-    AED = "aed"
 
 
 @dataclass(frozen=True)
@@ -387,7 +380,6 @@ def register(
 
 def get_method(name: str) -> Method:
     """The method called ``name``; ``ValueError`` listing the known names otherwise."""
-    _load_all()
     if name not in _REGISTRY:
         raise ValueError(f"unknown decoding method {name!r}; known: {', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[name]
@@ -395,14 +387,15 @@ def get_method(name: str) -> Method:
 
 def list_methods(family: Family | str | None = None) -> list[Method]:
     """All registered methods (of one family), sorted by name."""
-    _load_all()
     fam = Family(family) if family is not None else None
     return sorted((m for m in _REGISTRY.values() if fam is None or m.family is fam),
                   key=lambda m: m.name)
 
 
-def _load_all() -> None:
-    from . import aed, ctc, ctc_prefix, mbr, transducer, transducer_lm  # noqa: F401  (registers)
+def supported_methods(model: Any) -> list[Method]:
+    """The registered methods ``model`` (a :class:`k2dec.model.AcousticModel`) can run,
+    sorted by name (graphs and LMs they also need are in each method's ``requires``)."""
+    return [m for m in list_methods() if model.supports(m)]
 
 
 def config_field_path(config: Any, key: str) -> list[str] | None:

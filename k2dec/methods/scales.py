@@ -9,7 +9,14 @@ from collections.abc import Callable, Mapping
 from ..nbest import scale_key
 from .registry import Setting
 
-__all__ = ["grid_settings", "scale_points"]
+__all__ = ["LM_SCALE", "NGRAM_LM_SCALE", "grid_settings", "scale_points"]
+
+#: icefall's ``--lm-scale`` for shallow fusion: the neural LM's weight in
+#: ``modified_beam_search_lm_shallow_fusion`` and ``ctc-prefix-beam-search-shallow-fussion``.
+LM_SCALE = 0.3
+#: icefall's ``--ngram-lm-scale`` of the transducer LG methods (``fast_beam_search_LG``,
+#: ``_nbest_LG``, ``_mbr_LG``: LG scores are multiplied by it).
+NGRAM_LM_SCALE = 0.01
 
 
 def scale_points(configured: float, grid: tuple[float, ...], sweep: bool) -> list[float]:

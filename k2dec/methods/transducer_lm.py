@@ -35,7 +35,7 @@ from .hotwords import (
 )
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
 from .registry import Family, MethodResult, Resources, Setting, TransducerInputs, register
-from .scales import grid_settings, scale_points
+from .scales import LM_SCALE, grid_settings, scale_points
 from .streaming import StreamingSearch
 from .transducer import with_confidences
 
@@ -49,8 +49,6 @@ __all__ = [
     "hotword_scorers",
 ]
 
-#: icefall's ``--lm-scale`` for shallow fusion.
-LM_SCALE = 0.3
 #: icefall's recommended LODR setting (its LODR documentation: ``--lm-scale 0.42
 #: --ngram-lm-scale -0.24`` with a 2-gram over tokens).
 LODR_LM_SCALE = 0.42
