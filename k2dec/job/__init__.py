@@ -16,7 +16,14 @@
 Cuts from a folder of audio files: :func:`k2dec.data.cuts_from_audio_dir`.
 """
 
-from .assets import GRAPH_FILES, DecodeAssets, check_lm_vocab, load_assets, need_hint
+from .assets import (
+    GRAPH_FILES,
+    DecodeAssets,
+    check_lm_vocab,
+    hypothesis_texts,
+    load_assets,
+    need_hint,
+)
 from .cutset import (
     DecodeConfig,
     DecodeSummary,
@@ -64,6 +71,7 @@ __all__ = [
     "decode_cuts",
     "decode_utterances",
     "dist_info",
+    "hypothesis_texts",
     "load_assets",
     "method_table",
     "need_hint",

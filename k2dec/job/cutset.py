@@ -64,7 +64,6 @@ from ..methods import (
     CtcInputs,
     Family,
     Method,
-    MethodResult,
     TransducerInputs,
     get_method,
 )
@@ -74,7 +73,6 @@ from ..results import (
     CtmWord,
     DiskFullError,
     ResultWriter,
-    bpe_ids_to_words,
     confidence_metrics,
     disk_full_error,
     lock_out_dir,
@@ -83,15 +81,13 @@ from ..results import (
     read_results,
     record_ctm_words,
     save_results,
-    token_ids_to_words,
     word_correctness,
-    word_ids_to_words,
     write_ctm,
     write_results,
 )
 from ..results.ctm import FRAME_SHIFT
 from ..sizes import check_float_range, check_int_range
-from .assets import DecodeAssets, reference_case
+from .assets import DecodeAssets, hypothesis_texts, reference_case
 from .encoder import JobEncoder
 from .resume import (
     JobInputs,
@@ -303,22 +299,6 @@ def _inputs(method: Method, assets: DecodeAssets, feats: torch.Tensor, lens: tor
         ref_words = [[table.get(w) if w in table else unk for w in r] for r in refs]
     return CtcInputs(out.ctc_log_probs, out.encoder_out_lens, ref_words=ref_words,
                      memory=out.memory, memory_lens=out.memory_lens, lattices=encoder.lattices)
-
-
-def hypothesis_texts(result: MethodResult, assets: DecodeAssets) -> list[list[str]]:
-    """Each utterance's words: word ids through words.txt, else token ids through BPE."""
-    if result.words is not None:
-        if assets.lang is None:
-            raise ValueError("word hypotheses need the lang dir (words.txt)")
-        return word_ids_to_words(result.words, assets.lang.word_table)
-    if assets.sp is not None:
-        return bpe_ids_to_words(result.tokens, assets.sp)
-    tokens = assets.tokens if assets.tokens is not None else (
-        assets.lang.token_table if assets.lang is not None else None)
-    if tokens is None:
-        raise ValueError("token hypotheses need a bpe.model or tokens.txt (--lang-dir, or "
-                         "beside the model) to become words")
-    return token_ids_to_words(result.tokens, tokens)
 
 
 #: Per utterance: ``{setting: (record, words)}`` and the failure reason (``""`` if fine).
@@ -684,22 +664,20 @@ class CtmSettings:
 def ctm_settings(assets: DecodeAssets, config: DecodeConfig,
                  calibration: Mapping[str, Calibration] | None = None) -> CtmSettings:
     """The :class:`CtmSettings` of a job with these assets and config."""
-    return CtmSettings(_word_start(assets), _subsampling(assets, config), config.frame_shift,
+    return CtmSettings(_ctm_word_start(assets), _subsampling(assets, config), config.frame_shift,
                        dict(calibration or {}))
 
 
-def _word_start(assets: DecodeAssets) -> list[bool] | None:
-    """Which token ids begin a word (for CTM words of token-level hypotheses)."""
+def _ctm_word_start(assets: DecodeAssets) -> list[bool] | None:
+    """Which token ids begin a word (for CTM words of token-level hypotheses):
+    ``Resources.word_start``, else :func:`k2dec.lang.bpe_word_start_mask` of the BPE
+    model's pieces or of the tokens.txt beside an icefall / sherpa-onnx model."""
     if assets.resources.word_start is not None:
         return assets.resources.word_start.tolist()
-    if assets.sp is not None:
-        return [assets.sp.id_to_piece(i).startswith("\u2581")
-                for i in range(assets.sp.get_piece_size())]
-    if assets.tokens is not None:  # tokens.txt beside an icefall / sherpa-onnx model
-        from ..lang import bpe_word_start_mask
+    from ..lang import bpe_token_table, bpe_word_start_mask
 
-        return bpe_word_start_mask(assets.tokens).tolist()
-    return None
+    table = bpe_token_table(assets.sp) if assets.sp is not None else assets.tokens
+    return None if table is None else bpe_word_start_mask(table).tolist()
 
 
 def _subsampling(assets: DecodeAssets, config: DecodeConfig) -> int:

@@ -97,7 +97,7 @@ def check_hotwords(cfg: HotwordFields) -> None:
                         f"{cfg.hotwords_whole_words!r}")
 
 
-def _word_start(res: Resources, cfg: HotwordFields) -> torch.Tensor | None:
+def _hotword_word_start(res: Resources, cfg: HotwordFields) -> torch.Tensor | None:
     """The word-start mask the hotword automaton uses (None: phrases complete on their last
     token)."""
     if not cfg.hotwords_whole_words:
@@ -113,7 +113,7 @@ def _word_start(res: Resources, cfg: HotwordFields) -> torch.Tensor | None:
 
 
 def _setting(cfg: HotwordFields, res: Resources) -> tuple:
-    ws = _word_start(res, cfg)
+    ws = _hotword_word_start(res, cfg)
     return (float(cfg.hotwords_score), float(cfg.hotwords_partial_share),
             None if ws is None else id(ws))
 
@@ -131,7 +131,8 @@ def token_biased_graph(res: Resources, graph: k2.Fsa | None, cfg: HotwordFields,
            None if graph is None else id(graph))
     if key not in res.cache:
         hot = hotword_graph(ContextGraph(res.hotwords, cfg.hotwords_score), vocab_size,
-                            blank_id, "cpu", _word_start(res, cfg), cfg.hotwords_partial_share)
+                            blank_id, "cpu", _hotword_word_start(res, cfg),
+                            cfg.hotwords_partial_share)
         if graph is not None:
             del hot.aux_labels  # the graph's own outputs (words) stay
             base = k2.arc_sort(graph.to("cpu"))
@@ -173,6 +174,6 @@ def hotword_scorers(res: Resources, vocab_size: int, cfg: HotwordFields, device:
     if key not in res.cache:
         graph = ContextGraph(res.hotwords, context_score=cfg.hotwords_score)
         res.cache[key] = HotwordScorer(graph, vocab_size, strict=strict, device=device,
-                                       word_start=_word_start(res, cfg),
+                                       word_start=_hotword_word_start(res, cfg),
                                        partial=cfg.hotwords_partial_share)
     return [WeightedScorer(res.cache[key], 1.0)]

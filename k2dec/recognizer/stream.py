@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from ..data import FeatureConfig
-from ..job.cutset import hypothesis_texts
+from ..job.assets import hypothesis_texts
 from ..methods import MethodResult
 from ..model.streaming import LOG_EPS, TAIL_PAD_FRAMES
 from .inputs import check_sample_rate, waveform_samples

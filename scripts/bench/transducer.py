@@ -120,15 +120,13 @@ class Problem:
 
 
 def shipped_problem(cuts: int) -> Problem:
-    from k2dec.results import bpe_ids_to_words, word_ids_to_words
+    from k2dec.job import hypothesis_texts
 
     b = shipped_batch(max_cuts=cuts)
     assets = b.assets
 
     def to_words(r: MethodResult) -> list[list[str]]:
-        if r.words is not None:
-            return word_ids_to_words(r.words, assets.lang.word_table)
-        return bpe_ids_to_words(r.tokens, assets.sp)
+        return hypothesis_texts(r, assets)
 
     n = len(b.refs)
     desc = (f"the shipped model's encoder outputs on the first {cuts} cuts of each shipped test "
