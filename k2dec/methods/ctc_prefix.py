@@ -19,10 +19,7 @@ from ..scorers import NeuralLmScorer, WeightedScorer
 from .checks import check_finite, check_scales, check_sweep
 from .ctc import CtcConfig
 from .hotwords import (
-    HOTWORDS_PARTIAL_SHARE,
-    HOTWORDS_SCORE,
-    HOTWORDS_WHOLE_WORDS,
-    check_hotwords,
+    HotwordConfig,
     hotword_scorers,
 )
 from .lists import HypothesisLists, attention_scores, sweep
@@ -55,13 +52,10 @@ class CtcPrefixConfig:
     scores times ``posterior_scale`` (:mod:`k2dec.nbest.confidence`)."""
 
     search: CtcPrefixBeamSearchConfig = field(default_factory=CtcPrefixBeamSearchConfig)
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
     posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
-        check_hotwords(self)
         check_posterior_scale(self.posterior_scale)
 
 
@@ -74,15 +68,12 @@ class CtcPrefixFusionConfig:
     search: CtcPrefixBeamSearchConfig = field(default_factory=CtcPrefixBeamSearchConfig)
     lm_scale: float = LM_SCALE
     lodr_scale: float = 0.0
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
     posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
         for name in ("lm_scale", "lodr_scale"):
             check_finite(name, getattr(self, name))
-        check_hotwords(self)
         check_posterior_scale(self.posterior_scale)
 
 
@@ -162,7 +153,7 @@ def _search(inputs: CtcInputs, cfg: CtcPrefixBeamSearchConfig, scorers) -> list:
 def _prefix(inputs: CtcInputs, res: Resources, cfg: CtcPrefixConfig):
     """CTC prefix beam search (beam 4) on the CTC output, no graph: token ids; hotword
     biasing when Resources.hotwords are given."""
-    scorers = hotword_scorers(res, inputs.log_probs.size(2), cfg,
+    scorers = hotword_scorers(res, inputs.log_probs.size(2), cfg.hotwords,
                               inputs.log_probs.device, strict=True)
     hyps = _search(inputs, cfg.search, scorers)
     lists = HypothesisLists.from_lists(hyps, inputs.log_probs.device)
@@ -182,7 +173,7 @@ def _prefix_fusion(inputs: CtcInputs, res: Resources, cfg: CtcPrefixFusionConfig
         if res.lodr is None:
             raise ValueError(f"{method} with lodr_scale != 0 needs Resources.lodr")
         scorers.append(WeightedScorer(res.lodr, cfg.lodr_scale))
-    scorers += hotword_scorers(res, vocab, cfg, device, strict=True)
+    scorers += hotword_scorers(res, vocab, cfg.hotwords, device, strict=True)
     hyps = _search(inputs, cfg.search, scorers)
     lists = HypothesisLists.from_lists(hyps, device)
     return _records(lists, hyps, method, cfg)

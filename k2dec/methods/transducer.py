@@ -38,10 +38,7 @@ from ..transducer import (
 from ..transducer.confidence import token_confidences
 from .checks import check_finite, check_scales, check_sweep
 from .hotwords import (
-    HOTWORDS_PARTIAL_SHARE,
-    HOTWORDS_SCORE,
-    HOTWORDS_WHOLE_WORDS,
-    check_hotwords,
+    HotwordConfig,
     token_biased_graph,
     transducer_graph,
 )
@@ -51,7 +48,6 @@ from .scales import NGRAM_LM_SCALE, grid_settings, scale_points
 from .streaming import StreamingSearch
 
 __all__ = [
-    "HOTWORDS_SCORE",
     "NGRAM_LM_SCALE",
     "FastBeamSearchMethodConfig",
     "FastBeamSearchLGConfig",
@@ -86,13 +82,10 @@ class FastBeamSearchLGConfig:
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     ngram_lm_scale: float = NGRAM_LM_SCALE
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
     def __post_init__(self) -> None:
         check_finite("ngram_lm_scale", self.ngram_lm_scale)
-        check_hotwords(self)
 
 
 @dataclass(frozen=True)
@@ -104,12 +97,7 @@ class FastBeamSearchNbestConfig:
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     nbest: NbestConfig = field(default_factory=_transducer_nbest)
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
-
-    def __post_init__(self) -> None:
-        check_hotwords(self)
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
 
 @dataclass(frozen=True)
@@ -121,13 +109,10 @@ class FastBeamSearchNbestLGConfig:
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     nbest: NbestConfig = field(default_factory=_transducer_nbest)
     ngram_lm_scale: float = NGRAM_LM_SCALE
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
     def __post_init__(self) -> None:
         check_finite("ngram_lm_scale", self.ngram_lm_scale)
-        check_hotwords(self)
 
 
 def with_confidences(inputs: TransducerInputs, hyps, temperature: float,
@@ -161,17 +146,12 @@ class FastBeamSearchMethodConfig:
     token) as the decoding graph."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
-
-    def __post_init__(self) -> None:
-        check_hotwords(self)
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
 
 def _fbs_streaming(model, res: Resources, cfg: FastBeamSearchMethodConfig,
                    device: torch.device) -> StreamingSearch:
-    graph = token_biased_graph(res, None, cfg, int(model.decoder.vocab_size),
+    graph = token_biased_graph(res, None, cfg.hotwords, int(model.decoder.vocab_size),
                                int(model.decoder.blank_id), device)
     return StreamingSearch(FastBeamSearch(model, graph, cfg.search))
 
@@ -181,7 +161,7 @@ def _fbs_streaming(model, res: Resources, cfg: FastBeamSearchMethodConfig,
 def _fbs(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMethodConfig):
     """fast_beam_search with the trivial graph (the hotword graph when Resources.hotwords are
     given): one-best tokens."""
-    graph = transducer_graph(inputs, res, cfg, None)
+    graph = transducer_graph(inputs, res, cfg.hotwords, None)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     return [MethodResult("fast_beam_search", from_transducer(out.hyps), cfg)]
@@ -193,7 +173,7 @@ def _fbs_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchLGConfi
     """fast_beam_search with LG (scores times ngram_lm_scale; hotword biasing when
     Resources.hotwords are given): one-best words."""
     graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_LG")
-    graph = transducer_graph(inputs, res, cfg, graph)
+    graph = transducer_graph(inputs, res, cfg.hotwords, graph)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     hyps = from_transducer(out.hyps, words=_path_words(out.lattice))
@@ -226,7 +206,7 @@ def _sample(inputs: TransducerInputs, cfg: FastBeamSearchNbestConfig | FastBeamS
 def _fbs_nbest(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbestConfig):
     """fast_beam_search, then num_paths sampled paths deduplicated by tokens; the best
     alignment score wins (hotword biasing when Resources.hotwords are given)."""
-    graph = transducer_graph(inputs, res, cfg, None)
+    graph = transducer_graph(inputs, res, cfg.hotwords, None)
     _, nbest = _sample(inputs, cfg, graph, DedupKey.TOKENS)
     nbest = intersected(nbest, cfg.nbest)
     totals = nbest.tot_scores().values
@@ -242,7 +222,7 @@ def _fbs_nbest_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchN
     """fast_beam_search with LG, n-best by word sequence; the word sequence with the best
     log-sum over its alignments wins (hotword biasing when Resources.hotwords are given)."""
     graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_nbest_LG")
-    graph = transducer_graph(inputs, res, cfg, graph)
+    graph = transducer_graph(inputs, res, cfg.hotwords, graph)
     _, nbest = _sample(inputs, cfg, graph, DedupKey.WORDS)
     totals = nbest.total_scores_in(log_semiring=True, max_arcs=cfg.nbest.max_intersect_arcs)
     best, scores = best_paths_by_score(nbest, totals.values, cfg.nbest.tie_break)
@@ -259,7 +239,7 @@ def _fbs_oracle(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbe
     if inputs.ref_tokens is None:
         raise ValueError("fast_beam_search_nbest_oracle needs reference token ids "
                          "(TransducerInputs.ref_tokens)")
-    graph = transducer_graph(inputs, res, cfg, None)
+    graph = transducer_graph(inputs, res, cfg.hotwords, None)
     _, nbest = _sample(inputs, cfg, graph, DedupKey.TOKENS)
     nbest = intersected(nbest, cfg.nbest)
     [hyps] = oracle_records(nbest, inputs.ref_tokens, False, Topology.TRANSDUCER,

@@ -27,10 +27,7 @@ from ..transducer import (
 from ..transducer.modified_beam_search import ModifiedBeamSearch
 from .checks import check_finite, check_scales, check_sweep
 from .hotwords import (
-    HOTWORDS_PARTIAL_SHARE,
-    HOTWORDS_SCORE,
-    HOTWORDS_WHOLE_WORDS,
-    check_hotwords,
+    HotwordConfig,
     hotword_scorers,
 )
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
@@ -71,12 +68,7 @@ class ModifiedBeamSearchMethodConfig:
     (``hotwords_score``: icefall's ``--context-score``)."""
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
-
-    def __post_init__(self) -> None:
-        check_hotwords(self)
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
 
 @dataclass(frozen=True)
@@ -85,12 +77,7 @@ class BeamSearchMethodConfig:
     are given."""
 
     search: TransducerBeamSearchConfig = field(default_factory=TransducerBeamSearchConfig)
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
-
-    def __post_init__(self) -> None:
-        check_hotwords(self)
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
 
 @dataclass(frozen=True)
@@ -100,13 +87,10 @@ class LmShallowFusionConfig:
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
     lm_scale: float = LM_SCALE
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
     def __post_init__(self) -> None:
         check_finite("lm_scale", self.lm_scale)
-        check_hotwords(self)
 
 
 @dataclass(frozen=True)
@@ -117,14 +101,11 @@ class LodrConfig:
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
     lm_scale: float = LODR_LM_SCALE
     lodr_scale: float = LODR_SCALE
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
     def __post_init__(self) -> None:
         for name in ("lm_scale", "lodr_scale"):
             check_finite(name, getattr(self, name))
-        check_hotwords(self)
 
 
 @dataclass(frozen=True)
@@ -224,7 +205,7 @@ def _mbs(inputs: TransducerInputs, cfg: ModifiedBeamSearchConfig, scorers) -> li
 
 def _modified_streaming(model, res: Resources, cfg: ModifiedBeamSearchMethodConfig,
                         device: torch.device) -> StreamingSearch:
-    scorers = hotword_scorers(res, int(model.decoder.vocab_size), cfg, device)
+    scorers = hotword_scorers(res, int(model.decoder.vocab_size), cfg.hotwords, device)
     return StreamingSearch(ModifiedBeamSearch(model, cfg.search, scorers=scorers))
 
 
@@ -233,7 +214,7 @@ def _modified_streaming(model, res: Resources, cfg: ModifiedBeamSearchMethodConf
 def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchMethodConfig):
     """Modified beam search (at most one symbol per frame, beam 4); hotword biasing when
     Resources.hotwords are given."""
-    scorers = hotword_scorers(res, _vocab(inputs), cfg, inputs.encoder_out.device)
+    scorers = hotword_scorers(res, _vocab(inputs), cfg.hotwords, inputs.encoder_out.device)
     hyps = _mbs(inputs, cfg.search, scorers)
     records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)
     return [MethodResult("modified_beam_search", records, cfg)]
@@ -243,7 +224,7 @@ def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchM
 def _beam_search(inputs: TransducerInputs, res: Resources, cfg: BeamSearchMethodConfig):
     """The classic transducer beam search (any number of symbols per frame); hotword biasing
     when Resources.hotwords are given."""
-    scorers = hotword_scorers(res, _vocab(inputs), cfg, inputs.encoder_out.device)
+    scorers = hotword_scorers(res, _vocab(inputs), cfg.hotwords, inputs.encoder_out.device)
     lists = beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg.search,
                         scorers=scorers)
     records = with_confidences(inputs, [hs[0] for hs in lists], cfg.search.temperature,
@@ -257,7 +238,7 @@ def _shallow_fusion(inputs: TransducerInputs, res: Resources, cfg: LmShallowFusi
     """Modified beam search plus lm_scale times a neural LM on every token (and hotwords)."""
     _, lm = res.neural_lm("modified_beam_search_lm_shallow_fusion")
     scorers = [WeightedScorer(NeuralLmScorer(lm, score_eos=False), cfg.lm_scale)]
-    scorers += hotword_scorers(res, _vocab(inputs), cfg,
+    scorers += hotword_scorers(res, _vocab(inputs), cfg.hotwords,
                                inputs.encoder_out.device)
     hyps = _mbs(inputs, cfg.search, scorers)
     records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)
@@ -273,7 +254,7 @@ def _lodr_fusion(inputs: TransducerInputs, res: Resources, cfg: LodrConfig):
     scorers = [WeightedScorer(NeuralLmScorer(lm, score_eos=False), cfg.lm_scale),
                WeightedScorer(_lodr(res, "modified_beam_search_LODR", _vocab(inputs)),
                               cfg.lodr_scale)]
-    scorers += hotword_scorers(res, _vocab(inputs), cfg,
+    scorers += hotword_scorers(res, _vocab(inputs), cfg.hotwords,
                                inputs.encoder_out.device)
     hyps = _mbs(inputs, cfg.search, scorers)
     records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)

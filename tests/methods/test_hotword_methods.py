@@ -13,6 +13,7 @@ from k2dec.lattice import LatticeConfig, get_lattice, hypotheses_from_lattice
 from k2dec.lattice.dense import make_dense_fsa_vec
 from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method, list_methods
 from k2dec.methods.ctc import CtcConfig
+from k2dec.methods.hotwords import HotwordConfig
 from k2dec.methods.mbr import FastBeamSearchMbrLGConfig, MbrMethodConfig
 from k2dec.methods.registry import config_field_path
 from k2dec.methods.transducer import FastBeamSearchNbestLGConfig
@@ -166,16 +167,16 @@ def test_LG_nbest_and_mbr_search_the_biased_LG(tiny_LG, name, cfg_cls):
     enc, enc_lens = random_batch([4, 1, 3], seed=1)
     inputs = TransducerInputs(model, enc, enc_lens)
     res = Resources(graphs={"LG": LG}, hotwords=hotwords)
-    got = get_method(name)(inputs, res, cfg_cls(hotwords_score=3.0))
+    got = get_method(name)(inputs, res, cfg_cls(hotwords=HotwordConfig(hotwords_score=3.0)))
     biased = [g for k, g in res.cache.items() if k[0] == "hotword_graph"]
     assert len(biased) == 1  # the same graph fast_beam_search_LG builds (same cache key)
     get_method("fast_beam_search_LG")(inputs, res, get_method(
-        "fast_beam_search_LG").config_cls(hotwords_score=3.0))
+        "fast_beam_search_LG").config_cls(hotwords=HotwordConfig(hotwords_score=3.0)))
     assert len([k for k in res.cache if k[0] == "hotword_graph"]) == 1
     want = get_method(name)(inputs, Resources(graphs={"LG": biased[0]}),
                             cfg_cls(ngram_lm_scale=1.0))
     assert [r.words for r in got] == [r.words for r in want]
     plain = get_method(name)(inputs, Resources(graphs={"LG": LG}),
-                             cfg_cls(hotwords_score=3.0))
-    big = get_method(name)(inputs, res, cfg_cls(hotwords_score=12.0))
+                             cfg_cls(hotwords=HotwordConfig(hotwords_score=3.0)))
+    big = get_method(name)(inputs, res, cfg_cls(hotwords=HotwordConfig(hotwords_score=12.0)))
     assert [r.words for r in big] != [r.words for r in plain]
