@@ -17,7 +17,7 @@ from ..nbest import DedupKey, Nbest, NbestConfig, combine_scores, intersected
 from ..nbest.config import check_posterior_scale
 from ..scorers import NeuralLmScorer, WeightedScorer
 from .checks import check_finite, check_scales, check_sweep
-from .ctc import CtcConfig
+from .ctc import CtcLatticeConfig
 from .hotwords import (
     HotwordConfig,
     hotword_scorers,
@@ -111,10 +111,10 @@ def _no_ngram_nbest() -> NbestConfig:
 class NoNgramAttentionConfig:
     """``attention-decoder-rescoring-no-ngram``: ``nbest.num_paths`` token sequences sampled
     from the lattice through H, rescored as ``am + attention_scale * attention``; with
-    ``sweep``, also for every other ``s`` of ``attention_scales`` (icefall's grid). Of
-    ``ctc`` only the lattice settings and ``subsampling_factor`` apply."""
+    ``sweep``, also for every other ``s`` of ``attention_scales`` (icefall's grid); ``ctc``:
+    the lattice search through H."""
 
-    ctc: CtcConfig = field(default_factory=CtcConfig)
+    ctc: CtcLatticeConfig = field(default_factory=CtcLatticeConfig)
     nbest: NbestConfig = field(default_factory=_no_ngram_nbest)
     attention_scale: float = ATTENTION_SCALE
     sweep: bool = False

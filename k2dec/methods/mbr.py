@@ -22,7 +22,7 @@ from ..lattice.rescore import RescoreStatus, rescore_with_whole_lattice
 from ..paths import path_token_ids
 from ..transducer import FastBeamSearchConfig, fast_beam_search
 from .checks import check_finite
-from .ctc import CtcConfig, hlg_graph
+from .ctc import WholeLatticeRescoringConfig, hlg_graph
 from .hotwords import (
     HotwordConfig,
     transducer_graph,
@@ -45,7 +45,7 @@ class MbrMethodConfig:
     posteriors scale them as ``mbr.posterior`` says (its acoustic scale multiplies
     ``am / s``)."""
 
-    ctc: CtcConfig = field(default_factory=CtcConfig)
+    ctc: WholeLatticeRescoringConfig = field(default_factory=WholeLatticeRescoringConfig)
     mbr: MbrConfig = field(default_factory=MbrConfig)
     rescore: bool = False
 

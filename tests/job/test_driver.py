@@ -23,14 +23,14 @@ from k2dec.results import read_results
 
 
 def test_plan_applies_assignments_where_the_field_is():
-    runs = plan_methods(["1best", "modified_beam_search", "fast_beam_search_nbest_LG"],
+    runs = plan_methods(["nbest", "modified_beam_search", "fast_beam_search_nbest_LG"],
                         ["beam=8", "num_paths=7", "lattice.search_beam=12"])
     cfg = {r.method.name: r.config for r in runs}
-    assert cfg["1best"].nbest.num_paths == 7 and cfg["1best"].lattice.search_beam == 12.0
+    assert cfg["nbest"].nbest.num_paths == 7 and cfg["nbest"].lattice.search_beam == 12.0
     assert cfg["modified_beam_search"].search.beam == 8
     assert cfg["fast_beam_search_nbest_LG"].search.beam == 8.0
     assert cfg["fast_beam_search_nbest_LG"].nbest.num_paths == 7
-    assert [r.method for r in runs] == [get_method("1best"), get_method("modified_beam_search"),
+    assert [r.method for r in runs] == [get_method("nbest"), get_method("modified_beam_search"),
                                         get_method("fast_beam_search_nbest_LG")]
     assert plan_methods(["greedy_search"], ["beam=3"], require_used=False)[0].config == \
         get_method("greedy_search").default_config()
@@ -41,8 +41,10 @@ def test_plan_applies_assignments_where_the_field_is():
     (["1best", "1best"], [], "method '1best' is given twice"),
     (["greedy_search"], ["nope=1"], "no given method has a field for nope=1"),
     (["greedy_search"], ["beam"], "expected KEY=VALUE, got 'beam'"),
-    (["1best", "nbest"], ["num_paths=2.7"], "num_paths=2.7: num_paths='2.7' does not fit the "
-                                           "field's type \\(int\\) \\(in 1best, nbest\\)"),
+    (["nbest-oracle", "nbest"], ["num_paths=2.7"], "num_paths=2.7: num_paths='2.7' does not fit "
+     "the field's type \\(int\\) \\(in nbest-oracle, nbest\\)"),
+    (["ctc-greedy-search"], ["attention_scale=2.0"],
+     "no given method has a field for attention_scale=2.0"),
     (["nbest"], ["num_paths=0"], r"NbestConfig.num_paths must be an int in \[1, 10000\], got 0"),
     (["nbest"], ["nbest_scale=0"], "nbest_scale must be > 0"),
     (["rnn-lm"], ["lm_scales="], "lm_scales='' does not fit"),

@@ -155,13 +155,13 @@ def test_scaled_LG_is_built_once_and_leaves_the_graph_alone(tiny_LG):
 
 def test_override_config():
     from k2dec.methods import override_config
-    from k2dec.methods.ctc import CtcConfig
+    from k2dec.methods.ctc import NbestRescoringConfig
 
     cfg = override_config(FastBeamSearchConfig(), ["beam=4", "max_states=32",
                                                    "allow_partial=true"])
     assert (cfg.beam, cfg.max_states, cfg.allow_partial) == (4.0, 32, True)
     assert isinstance(cfg.beam, float) and isinstance(cfg.max_states, int)
-    c2 = override_config(CtcConfig(), ["lattice.search_beam=15", "lm_scales=0.5,1.0"])
+    c2 = override_config(NbestRescoringConfig(), ["lattice.search_beam=15", "lm_scales=0.5,1.0"])
     assert c2.lattice.search_beam == 15.0 and c2.lm_scales == (0.5, 1.0)
     for bad, msg in [(["nope=1"], "has no field 'nope'"), (["beam"], "expected KEY=VALUE"),
                      (["beam=x"], "does not fit"), (["allow_partial=maybe"], "does not fit")]:
