@@ -28,10 +28,12 @@ from .registry import (
     Setting,
     TransducerInputs,
     config_field_path,
+    config_keys,
     get_method,
     list_methods,
     override_config,
     register,
+    setting_meaning,
     supported_methods,
 )
 from .streaming import StreamingSearch
@@ -50,10 +52,12 @@ __all__ = [
     "StreamingSearch",
     "TransducerInputs",
     "config_field_path",
+    "config_keys",
     "get_method",
     "icefall_compatible",
     "list_methods",
     "override_config",
     "register",
+    "setting_meaning",
     "supported_methods",
 ]

@@ -22,7 +22,7 @@ underneath take one graph per utterance: build each utterance's graph with
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import k2
 import torch
@@ -92,7 +92,8 @@ class HotwordConfig:
         sets.
     """
 
-    hotwords_score: float = HOTWORDS_SCORE
+    hotwords_score: float = field(default=HOTWORDS_SCORE,
+                                  metadata={"means": "bonus per token of a hotword"})
     hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
     hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
 

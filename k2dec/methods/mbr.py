@@ -29,7 +29,7 @@ from .hotwords import (
 )
 from .records import EMPTY_LATTICE, from_timed_units, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, TransducerInputs, register
-from .scales import NGRAM_LM_SCALE, scale_points
+from .scales import LG_SCALE_MEANS, NGRAM_LM_SCALE, scale_points
 
 __all__ = ["FastBeamSearchMbrConfig", "FastBeamSearchMbrLGConfig", "MbrMethodConfig"]
 
@@ -131,7 +131,7 @@ class FastBeamSearchMbrLGConfig:
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     mbr: MbrConfig = field(default_factory=MbrConfig)
-    ngram_lm_scale: float = NGRAM_LM_SCALE
+    ngram_lm_scale: float = field(default=NGRAM_LM_SCALE, metadata=LG_SCALE_MEANS)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
     def __post_init__(self) -> None:

@@ -36,6 +36,8 @@ __all__ = [
     "supported_methods",
     "override_config",
     "config_field_path",
+    "config_keys",
+    "setting_meaning",
 ]
 
 
@@ -424,6 +426,45 @@ def config_field_path(config: Any, key: str) -> list[str] | None:
     return found[0] if found else None
 
 
+def config_keys(config: Any) -> dict[str, Any]:
+    """``{key: value}`` of every setting of a (nested, frozen dataclass) config: each leaf
+    field under the shortest name :func:`config_field_path` takes to it (the bare field name
+    where no other field has it, else the dotted path from the top: ``search.beam``)."""
+    out = {}
+    for path in _leaf_paths(config):
+        for start in range(len(path) - 1, -1, -1):
+            key = ".".join(path[start:])
+            try:
+                if config_field_path(config, key) == path:
+                    break
+            except ValueError:  # a bare name of several nested fields
+                continue
+        out[key] = _get(config, path)
+    return out
+
+
+def setting_meaning(config: Any, path: list[str]) -> tuple[str, str]:
+    """``(type, meaning)`` of the field at ``path`` of a config: its annotated type, and what
+    its declaration says it means (``metadata={"means": ...}``; default: its name). Two
+    methods' fields of one key with other types or meanings are different settings (a
+    ``--set`` key must say which, :func:`k2dec.job.plan_methods`)."""
+    owner = _get(config, path[:-1])
+    f = next(f for f in fields(owner) if f.name == path[-1])
+    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    return kind, f.metadata.get("means", f.name)
+
+
+def _leaf_paths(config: Any, prefix: tuple[str, ...] = ()) -> list[list[str]]:
+    out = []
+    for f in fields(config):
+        value = getattr(config, f.name)
+        if is_dataclass(value):
+            out += _leaf_paths(value, prefix + (f.name,))
+        else:
+            out.append([*prefix, f.name])
+    return out
+
+
 def _get(config: Any, path: list[str]) -> Any:
     for name in path:
         config = getattr(config, name)
@@ -466,9 +507,8 @@ def override_config(config: Any, assignments: Sequence[str]) -> Any:
         key, value = item.split("=", 1)
         path = config_field_path(config, key)
         if path is None:
-            names = {f.name for f in fields(config)}
             raise ValueError(f"{type(config).__name__} has no field {key!r} "
-                             f"(fields: {', '.join(sorted(names))})")
+                             f"(keys: {', '.join(sorted(config_keys(config)))})")
         try:
             config = _set_field(config, path, value)
         except ValueError as e:

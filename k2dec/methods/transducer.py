@@ -44,7 +44,7 @@ from .hotwords import (
 )
 from .records import from_nbest, from_transducer, oracle_records
 from .registry import Family, MethodResult, Resources, Setting, TransducerInputs, register
-from .scales import NGRAM_LM_SCALE, grid_settings, scale_points
+from .scales import LG_SCALE_MEANS, NGRAM_LM_SCALE, grid_settings, scale_points
 from .streaming import StreamingSearch
 
 __all__ = [
@@ -81,7 +81,7 @@ class FastBeamSearchLGConfig:
     automaton (``hotwords_score`` per token, not scaled)."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
-    ngram_lm_scale: float = NGRAM_LM_SCALE
+    ngram_lm_scale: float = field(default=NGRAM_LM_SCALE, metadata=LG_SCALE_MEANS)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
     def __post_init__(self) -> None:
@@ -108,7 +108,7 @@ class FastBeamSearchNbestLGConfig:
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     nbest: NbestConfig = field(default_factory=_transducer_nbest)
-    ngram_lm_scale: float = NGRAM_LM_SCALE
+    ngram_lm_scale: float = field(default=NGRAM_LM_SCALE, metadata=LG_SCALE_MEANS)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
     def __post_init__(self) -> None:

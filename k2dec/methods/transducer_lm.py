@@ -60,6 +60,11 @@ RESCORE_LODR_SCALE = 0.5
 RESCORE_LM_SCALES = tuple(round(0.01 * i, 2) for i in range(10, 50))
 RESCORE_LODR_LM_SCALES = tuple(round(0.02 * i, 2) for i in range(2, 30))
 RESCORE_LODR_SCALES = tuple(round(0.05 * i, 2) for i in range(1, 20))
+#: What ``lodr_scale`` means in ``modified_beam_search_lm_rescore_LODR`` (field metadata, see
+#: :func:`k2dec.methods.setting_meaning`): subtracted (> 0), not the LODR weight of the
+#: searches (< 0 subtracts). Its ``lm_scale`` divides the acoustic score, which ranks as the
+#: LM weight of the others does (``am / s + lm`` orders paths as ``am + s * lm``).
+_SUBTRACTED = "l in am / lm_scale + lm - l * lodr"
 
 
 @dataclass(frozen=True)
@@ -140,10 +145,11 @@ class LmRescoreLodrConfig:
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
     lm_scale: float = RESCORE_LM_SCALE
-    lodr_scale: float = RESCORE_LODR_SCALE
+    lodr_scale: float = field(default=RESCORE_LODR_SCALE, metadata={"means": _SUBTRACTED})
     sweep: bool = False
     lm_scales: tuple[float, ...] = RESCORE_LODR_LM_SCALES
-    lodr_scales: tuple[float, ...] = RESCORE_LODR_SCALES
+    lodr_scales: tuple[float, ...] = field(default=RESCORE_LODR_SCALES,
+                                           metadata={"means": f"grid of {_SUBTRACTED}"})
     lm_batch_size: int = 256
     posterior_scale: float = NbestConfig.posterior_scale
 
