@@ -17,6 +17,7 @@ from ..hypothesis import HypothesisRecord
 # the method modules, each registering its methods (the registry never imports them)
 from . import aed, ctc, ctc_prefix, mbr, transducer, transducer_lm  # noqa: F401
 from .compat import ICEFALL_NBEST_ILME_SCALE, icefall_compatible
+from .fusion import Fusion, build_scorers, register_scorer, scorer_names
 from .registry import (
     NON_GRAPH_NEEDS,
     AedInputs,
@@ -44,6 +45,7 @@ __all__ = [
     "AedInputs",
     "CtcInputs",
     "Family",
+    "Fusion",
     "HypothesisRecord",
     "Method",
     "MethodResult",
@@ -51,6 +53,7 @@ __all__ = [
     "Setting",
     "StreamingSearch",
     "TransducerInputs",
+    "build_scorers",
     "config_field_path",
     "config_keys",
     "get_method",
@@ -58,6 +61,8 @@ __all__ = [
     "list_methods",
     "override_config",
     "register",
+    "register_scorer",
+    "scorer_names",
     "setting_meaning",
     "supported_methods",
 ]

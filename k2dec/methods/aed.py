@@ -12,10 +12,8 @@ import torch
 
 from ..aed import BeamSearchConfig, beam_search
 from ..lattice import ctc_forced_alignment
-from .hotwords import (
-    HotwordConfig,
-    hotword_scorers,
-)
+from .fusion import build_scorers
+from .hotwords import HotwordConfig
 from .records import from_aed
 from .registry import AedInputs, Family, MethodResult, Resources, register
 
@@ -74,8 +72,8 @@ def _attention_beam_search(inputs: AedInputs, res: Resources,
         lm = res.lms.get("transformer_lm", res.lms.get("rnn_lm"))
         if lm is None:
             raise ValueError("lm_weight > 0 needs a neural LM in Resources.lms")
-    scorers = hotword_scorers(res, res.attention_decoder.vocab_size, cfg.hotwords,
-                              inputs.memory.device)
+    scorers = build_scorers(res, "attention-beam-search", (), res.attention_decoder.vocab_size,
+                            inputs.memory.device, cfg.hotwords)
     with torch.no_grad():
         nbests = beam_search(res.attention_decoder, inputs.memory, inputs.memory_lens, search,
                              ctc_log_probs=ctc, lm=lm, scorers=scorers)

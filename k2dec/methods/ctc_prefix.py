@@ -15,13 +15,10 @@ from ..lattice import Topology, get_lattice
 from ..lattice.ctc_prefix_beam_search import CtcPrefixBeamSearchConfig, ctc_prefix_beam_search
 from ..nbest import DedupKey, Nbest, NbestConfig, combine_scores, intersected
 from ..nbest.config import check_posterior_scale
-from ..scorers import NeuralLmScorer, WeightedScorer
 from .checks import check_finite, check_scales, check_sweep
 from .ctc import CtcLatticeConfig
-from .hotwords import (
-    HotwordConfig,
-    hotword_scorers,
-)
+from .fusion import Fusion, build_scorers
+from .hotwords import HotwordConfig
 from .lists import HypothesisLists, attention_scores, sweep
 from .records import from_nbest, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, Setting, register
@@ -75,6 +72,11 @@ class CtcPrefixFusionConfig:
         for name in ("lm_scale", "lodr_scale"):
             check_finite(name, getattr(self, name))
         check_posterior_scale(self.posterior_scale)
+
+    @property
+    def fusion(self) -> Fusion:
+        """What the search adds (:func:`k2dec.methods.fusion.build_scorers`)."""
+        return (("lm", self.lm_scale), ("lodr", self.lodr_scale))
 
 
 def _prefix8() -> CtcPrefixBeamSearchConfig:
@@ -153,8 +155,8 @@ def _search(inputs: CtcInputs, cfg: CtcPrefixBeamSearchConfig, scorers) -> list:
 def _prefix(inputs: CtcInputs, res: Resources, cfg: CtcPrefixConfig):
     """CTC prefix beam search (beam 4) on the CTC output, no graph: token ids; hotword
     biasing when Resources.hotwords are given."""
-    scorers = hotword_scorers(res, inputs.log_probs.size(2), cfg.hotwords,
-                              inputs.log_probs.device, strict=True)
+    scorers = build_scorers(res, "ctc-prefix-beam-search", (), inputs.log_probs.size(2),
+                            inputs.log_probs.device, cfg.hotwords, strict_hotwords=True)
     hyps = _search(inputs, cfg.search, scorers)
     lists = HypothesisLists.from_lists(hyps, inputs.log_probs.device)
     return _records(lists, hyps, "ctc-prefix-beam-search", cfg)
@@ -166,14 +168,9 @@ def _prefix_fusion(inputs: CtcInputs, res: Resources, cfg: CtcPrefixFusionConfig
     """CTC prefix beam search + lm_scale * neural LM (+ lodr_scale * token n-gram, hotwords)
     on every new token."""
     method = "ctc-prefix-beam-search-shallow-fussion"
-    _, lm = res.neural_lm(method)
     device, vocab = inputs.log_probs.device, inputs.log_probs.size(2)
-    scorers = [WeightedScorer(NeuralLmScorer(lm, score_eos=False), cfg.lm_scale)]
-    if cfg.lodr_scale != 0.0:
-        if res.lodr is None:
-            raise ValueError(f"{method} with lodr_scale != 0 needs Resources.lodr")
-        scorers.append(WeightedScorer(res.lodr, cfg.lodr_scale))
-    scorers += hotword_scorers(res, vocab, cfg.hotwords, device, strict=True)
+    scorers = build_scorers(res, method, cfg.fusion, vocab, device, cfg.hotwords,
+                            strict_hotwords=True)
     hyps = _search(inputs, cfg.search, scorers)
     lists = HypothesisLists.from_lists(hyps, device)
     return _records(lists, hyps, method, cfg)

@@ -16,7 +16,6 @@ import torch
 
 from ..nbest import NbestConfig
 from ..nbest.config import check_posterior_scale
-from ..scorers import NeuralLmScorer, TokenNgramScorer, WeightedScorer
 from ..sizes import check_int_range
 from ..transducer import (
     ModifiedBeamSearchConfig,
@@ -26,10 +25,8 @@ from ..transducer import (
 )
 from ..transducer.modified_beam_search import ModifiedBeamSearch
 from .checks import check_finite, check_scales, check_sweep
-from .hotwords import (
-    HotwordConfig,
-    hotword_scorers,
-)
+from .fusion import Fusion, build_scorers, lodr_scorer
+from .hotwords import HotwordConfig
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
 from .registry import Family, MethodResult, Resources, Setting, TransducerInputs, register
 from .scales import LM_SCALE, grid_settings, scale_points
@@ -43,7 +40,6 @@ __all__ = [
     "LmShallowFusionConfig",
     "LodrConfig",
     "ModifiedBeamSearchMethodConfig",
-    "hotword_scorers",
 ]
 
 #: icefall's recommended LODR setting (its LODR documentation: ``--lm-scale 0.42
@@ -97,6 +93,11 @@ class LmShallowFusionConfig:
     def __post_init__(self) -> None:
         check_finite("lm_scale", self.lm_scale)
 
+    @property
+    def fusion(self) -> Fusion:
+        """What the search adds (:func:`k2dec.methods.fusion.build_scorers`)."""
+        return (("lm", self.lm_scale),)
+
 
 @dataclass(frozen=True)
 class LodrConfig:
@@ -111,6 +112,11 @@ class LodrConfig:
     def __post_init__(self) -> None:
         for name in ("lm_scale", "lodr_scale"):
             check_finite(name, getattr(self, name))
+
+    @property
+    def fusion(self) -> Fusion:
+        """What the search adds (:func:`k2dec.methods.fusion.build_scorers`)."""
+        return (("lm", self.lm_scale), ("lodr", self.lodr_scale))
 
 
 @dataclass(frozen=True)
@@ -194,14 +200,10 @@ def _vocab(inputs: TransducerInputs) -> int:
     return int(inputs.model.decoder.vocab_size)
 
 
-def _lodr(res: Resources, method: str, vocab_size: int) -> TokenNgramScorer:
-    if not isinstance(res.lodr, TokenNgramScorer):
-        raise ValueError(f"{method} needs LODR's token n-gram in Resources.lodr (a "
-                         f"TokenNgramScorer), got {type(res.lodr).__name__}")
-    if res.lodr.vocab_size != vocab_size:
-        raise ValueError(f"Resources.lodr scores {res.lodr.vocab_size} tokens, the model has "
-                         f"{vocab_size}")
-    return res.lodr
+def _scorers(inputs: TransducerInputs, res: Resources, method: str, fusion: Fusion,
+             hotwords: HotwordConfig) -> list:
+    return build_scorers(res, method, fusion, _vocab(inputs), inputs.encoder_out.device,
+                         hotwords)
 
 
 def _mbs(inputs: TransducerInputs, cfg: ModifiedBeamSearchConfig, scorers) -> list:
@@ -211,7 +213,8 @@ def _mbs(inputs: TransducerInputs, cfg: ModifiedBeamSearchConfig, scorers) -> li
 
 def _modified_streaming(model, res: Resources, cfg: ModifiedBeamSearchMethodConfig,
                         device: torch.device) -> StreamingSearch:
-    scorers = hotword_scorers(res, int(model.decoder.vocab_size), cfg.hotwords, device)
+    scorers = build_scorers(res, "modified_beam_search", (), int(model.decoder.vocab_size),
+                            device, cfg.hotwords)
     return StreamingSearch(ModifiedBeamSearch(model, cfg.search, scorers=scorers))
 
 
@@ -220,7 +223,7 @@ def _modified_streaming(model, res: Resources, cfg: ModifiedBeamSearchMethodConf
 def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchMethodConfig):
     """Modified beam search (at most one symbol per frame, beam 4); hotword biasing when
     Resources.hotwords are given."""
-    scorers = hotword_scorers(res, _vocab(inputs), cfg.hotwords, inputs.encoder_out.device)
+    scorers = _scorers(inputs, res, "modified_beam_search", (), cfg.hotwords)
     hyps = _mbs(inputs, cfg.search, scorers)
     records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)
     return [MethodResult("modified_beam_search", records, cfg)]
@@ -230,7 +233,7 @@ def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchM
 def _beam_search(inputs: TransducerInputs, res: Resources, cfg: BeamSearchMethodConfig):
     """The classic transducer beam search (any number of symbols per frame); hotword biasing
     when Resources.hotwords are given."""
-    scorers = hotword_scorers(res, _vocab(inputs), cfg.hotwords, inputs.encoder_out.device)
+    scorers = _scorers(inputs, res, "beam_search", (), cfg.hotwords)
     lists = beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg.search,
                         scorers=scorers)
     records = with_confidences(inputs, [hs[0] for hs in lists], cfg.search.temperature,
@@ -242,10 +245,8 @@ def _beam_search(inputs: TransducerInputs, res: Resources, cfg: BeamSearchMethod
           requires=("lm",), hotwords=True)
 def _shallow_fusion(inputs: TransducerInputs, res: Resources, cfg: LmShallowFusionConfig):
     """Modified beam search plus lm_scale times a neural LM on every token (and hotwords)."""
-    _, lm = res.neural_lm("modified_beam_search_lm_shallow_fusion")
-    scorers = [WeightedScorer(NeuralLmScorer(lm, score_eos=False), cfg.lm_scale)]
-    scorers += hotword_scorers(res, _vocab(inputs), cfg.hotwords,
-                               inputs.encoder_out.device)
+    scorers = _scorers(inputs, res, "modified_beam_search_lm_shallow_fusion", cfg.fusion,
+                       cfg.hotwords)
     hyps = _mbs(inputs, cfg.search, scorers)
     records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)
     return [MethodResult("modified_beam_search_lm_shallow_fusion", records, cfg)]
@@ -256,12 +257,7 @@ def _shallow_fusion(inputs: TransducerInputs, res: Resources, cfg: LmShallowFusi
 def _lodr_fusion(inputs: TransducerInputs, res: Resources, cfg: LodrConfig):
     """Modified beam search with LODR: + lm_scale * neural LM + lodr_scale * token bigram
     (lodr_scale < 0), and hotwords."""
-    _, lm = res.neural_lm("modified_beam_search_LODR")
-    scorers = [WeightedScorer(NeuralLmScorer(lm, score_eos=False), cfg.lm_scale),
-               WeightedScorer(_lodr(res, "modified_beam_search_LODR", _vocab(inputs)),
-                              cfg.lodr_scale)]
-    scorers += hotword_scorers(res, _vocab(inputs), cfg.hotwords,
-                               inputs.encoder_out.device)
+    scorers = _scorers(inputs, res, "modified_beam_search_LODR", cfg.fusion, cfg.hotwords)
     hyps = _mbs(inputs, cfg.search, scorers)
     records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)
     return [MethodResult("modified_beam_search_LODR", records, cfg)]
@@ -298,7 +294,8 @@ def _lm_rescore_lodr(inputs: TransducerInputs, res: Resources, cfg: LmRescoreLod
     """Every final hypothesis of modified beam search rescored: am / lm_scale + LM -
     lodr_scale * bigram."""
     _, lm = res.neural_lm("modified_beam_search_lm_rescore_LODR")
-    lodr = _lodr(res, "modified_beam_search_lm_rescore_LODR", _vocab(inputs))
+    lodr = lodr_scorer(res, "modified_beam_search_lm_rescore_LODR", _vocab(inputs),
+                       inputs.encoder_out.device)
     lists, am = _final_lists(inputs, cfg.search)
     comps = {"lm": lm_scores(lm, lists, cfg.lm_batch_size), "lodr": scorer_scores(lodr, lists)}
     out = sweep(lists, am, comps, _rescore_points(cfg),
