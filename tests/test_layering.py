@@ -73,7 +73,8 @@ def test_every_method_module_is_imported_by_the_package():
 
 
 @pytest.mark.parametrize("folder", ["methods", "scorers", "nbest", "lattice", "job", "model",
-                                    "lang", "recognizer", "graph", "results", "aed", "lm"])
+                                    "lang", "recognizer", "graph", "results", "aed", "lm",
+                                    "icefall"])
 def test_no_private_name_is_imported_from_a_sibling_module(folder):
     """What modules share is public (imported by its public name), in one place."""
     bad = [f"{p.relative_to(ROOT)}:{node.lineno} imports {names} from {module}"
@@ -89,3 +90,18 @@ def test_nothing_outside_tests_imports_tests():
            for folder in ("k2dec", "scripts", "recipes") for p in _sources(ROOT / folder)
            for module, _, node in _imports(p) if module.split(".")[0] == "tests"]
     assert not bad, bad
+
+
+def test_the_icefall_drop_in_sits_above_the_methods():
+    """``k2dec.icefall`` is built on the searches and methods: nothing else in ``k2dec``
+    imports it, and it imports none of the layers that run jobs (job, CLI, Recognizer)."""
+    above = ("k2dec.job", "k2dec.cli", "k2dec.recognizer", "k2dec.demo", "k2dec.testing")
+    bad = [f"{p.relative_to(ROOT)}:{node.lineno} imports {module}"
+           for p in _sources(PACKAGE) for module, _, node in _imports(p)
+           if module.startswith("k2dec.icefall") and "icefall" not in p.relative_to(PACKAGE).parts]
+    bad += [f"{p.relative_to(ROOT)}:{node.lineno} imports {module}"
+            for p in _sources(PACKAGE / "icefall") for module, _, node in _imports(p)
+            if module.startswith(above)]
+    assert not bad, bad
+    assert any(module.startswith("k2dec.methods")
+               for p in _sources(PACKAGE / "icefall") for module, _, _ in _imports(p))

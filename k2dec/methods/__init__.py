@@ -16,7 +16,7 @@ from ..hypothesis import HypothesisRecord
 
 # the method modules, each registering its methods (the registry never imports them)
 from . import aed, ctc, ctc_prefix, mbr, transducer, transducer_lm  # noqa: F401
-from .compat import ICEFALL_NBEST_ILME_SCALE, icefall_compatible
+from .compat import ICEFALL_NBEST_ILME_SCALE, icefall_compatible, icefall_compatible_part
 from .fusion import Fusion, build_scorers, register_scorer, scorer_names
 from .registry import (
     NON_GRAPH_NEEDS,
@@ -58,6 +58,7 @@ __all__ = [
     "config_keys",
     "get_method",
     "icefall_compatible",
+    "icefall_compatible_part",
     "list_methods",
     "override_config",
     "register",

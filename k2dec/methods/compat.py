@@ -8,12 +8,17 @@ field                                                 k2dec                icefa
 ====================================================  ===================  ==================
 ``FastBeamSearchConfig.termination_frame``            True (every frame    False (the last
                                                       scored)              frame's emissions
-                                                                           dropped)
+                                                                           dropped; with
+                                                                           ``allow_partial``
+                                                                           a partial path's
+                                                                           last token kept)
 ``FastBeamSearchConfig.ilme_scale`` in                0.0                  0.1 (the default of
-``fast_beam_search_nbest`` and ``_nbest_oracle``                           its fast_beam_search,
-                                                                           which these two
-                                                                           wrappers do not pass)
-``NbestConfig.tie_break``                             "first"              "last" (k2's argmax)
+``fast_beam_search_nbest``, ``_nbest_oracle``,                             its fast_beam_search,
+``_with_nbest_rescoring`` and                                              which these four
+``_with_nbest_rnn_rescoring``                                              wrappers do not pass)
+``NbestConfig.tie_break`` (n-best scores and the      "first"              "last" (k2's argmax;
+oracles' edit distances)                                                   the oracles' float32
+                                                                           Levenshtein scores)
 ``NbestConfig.sampler``                               "hashed" (samples    "k2"
                                                       independent of the   (``k2.random_paths``)
                                                       batch)
@@ -50,13 +55,16 @@ from .hotwords import (
 )
 from .registry import Method, get_method
 
-__all__ = ["ICEFALL_NBEST_ILME_SCALE", "icefall_compatible"]
+__all__ = ["ICEFALL_NBEST_ILME_SCALE", "icefall_compatible", "icefall_compatible_part"]
 
 #: icefall's ``fast_beam_search`` default ``ilme_scale``, in effect in its
-#: ``fast_beam_search_nbest`` and ``fast_beam_search_nbest_oracle`` (they do not pass one)
+#: ``fast_beam_search_nbest``, ``_nbest_oracle``, ``_with_nbest_rescoring`` and
+#: ``_with_nbest_rnn_rescoring`` (they do not pass one)
 ICEFALL_NBEST_ILME_SCALE = 0.1
 
-_HIDDEN_ILME = ("fast_beam_search_nbest", "fast_beam_search_nbest_oracle")
+_HIDDEN_ILME = ("fast_beam_search_nbest", "fast_beam_search_nbest_oracle",
+                "fast_beam_search_with_nbest_rescoring",
+                "fast_beam_search_with_nbest_rnn_rescoring")
 
 
 def _switch(config: Any, method: str) -> Any:
@@ -110,3 +118,13 @@ def icefall_compatible(method: str | Method, config: Any = None) -> Any:
         raise TypeError(f"method {method.name!r} takes a {method.config_cls.__name__}, got "
                         f"{type(config).__name__}")
     return _switch(config, method.name)
+
+
+def icefall_compatible_part(config: Any) -> Any:
+    """One config part (a :class:`~k2dec.transducer.FastBeamSearchConfig`,
+    :class:`~k2dec.nbest.NbestConfig`, :class:`~k2dec.transducer.ModifiedBeamSearchConfig`,
+    ...) with the switches of the table above that belong to it set to icefall's behaviour
+    where still at k2dec's default; no method's hidden defaults (``ilme_scale``) are applied
+    (what :mod:`k2dec.icefall` uses: its callers give every value as icefall's functions
+    take them)."""
+    return _switch(config, "")

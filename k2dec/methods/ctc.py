@@ -447,7 +447,7 @@ def _nbest_oracle(inputs: CtcInputs, res: Resources, cfg: HlgNbestConfig):
     nbest = _intersected(nbest, cfg)
     [hyps] = oracle_records(nbest, inputs.ref_words, True, Topology.CTC,
                             lattice_failures(result.reports),
-                            res.word_start, cfg.nbest.posterior_scale)
+                            res.word_start, cfg.nbest.posterior_scale, cfg.nbest.tie_break)
     return [MethodResult("nbest-oracle", hyps, cfg)]
 
 

@@ -250,13 +250,15 @@ def oracle_records(
     failed: Sequence[str] | None = None,
     word_start: torch.Tensor | None = None,
     posterior_scale: float = NbestConfig.posterior_scale,
+    tie_break: str = NbestConfig.tie_break,
 ) -> list[tuple[HypothesisRecord, ...]]:
     """Records of the oracle paths of an intersected n-best (:meth:`Nbest.oracle`: the key
-    sequence closest to each reference) as :func:`from_nbest` makes them: frames from the
-    path's alignment, confidences from the list posteriors of the paths' lattice scores (the
-    same list distribution as the ``nbest`` methods'; how likely the lattice finds each
-    oracle word). An oracle has no score of its own: the records' ``score`` is ``None``."""
-    best, _ = nbest.oracle(refs)
+    sequence closest to each reference, ties broken by ``tie_break``) as :func:`from_nbest`
+    makes them: frames from the path's alignment, confidences from the list posteriors of the
+    paths' lattice scores (the same list distribution as the ``nbest`` methods'; how likely
+    the lattice finds each oracle word). An oracle has no score of its own: the records'
+    ``score`` is ``None``."""
+    best, _ = nbest.oracle(refs, tie_break)
     none = torch.full(best.shape, math.nan, dtype=torch.float64, device=best.device)
     return from_nbest(nbest, [(best, none, nbest.tot_scores().values)], words, topology,
                       failed, word_start, posterior_scale)

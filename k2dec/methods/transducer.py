@@ -244,7 +244,8 @@ def _fbs_oracle(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbe
     nbest = intersected(nbest, cfg.nbest)
     [hyps] = oracle_records(nbest, inputs.ref_tokens, False, Topology.TRANSDUCER,
                             word_start=res.word_start,
-                            posterior_scale=cfg.nbest.posterior_scale)
+                            posterior_scale=cfg.nbest.posterior_scale,
+                            tie_break=cfg.nbest.tie_break)
     return [MethodResult("fast_beam_search_nbest_oracle", hyps, cfg)]
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "LmShallowFusionConfig",
     "LodrConfig",
     "ModifiedBeamSearchMethodConfig",
+    "final_lists",
 ]
 
 #: icefall's recommended LODR setting (its LODR documentation: ``--lm-scale 0.42
@@ -263,8 +264,8 @@ def _lodr_fusion(inputs: TransducerInputs, res: Resources, cfg: LodrConfig):
     return [MethodResult("modified_beam_search_LODR", records, cfg)]
 
 
-def _final_lists(inputs: TransducerInputs,
-                 cfg: ModifiedBeamSearchConfig) -> tuple[HypothesisLists, torch.Tensor]:
+def final_lists(inputs: TransducerInputs,
+                cfg: ModifiedBeamSearchConfig) -> tuple[HypothesisLists, torch.Tensor]:
     """Every final hypothesis of modified beam search and its score (float64 ``[H]``)."""
     search = ModifiedBeamSearch(inputs.model, cfg)
     device = inputs.encoder_out.device
@@ -281,7 +282,7 @@ def _final_lists(inputs: TransducerInputs,
 def _lm_rescore(inputs: TransducerInputs, res: Resources, cfg: LmRescoreConfig):
     """Every final hypothesis of modified beam search rescored: am + lm_scale * neural LM."""
     _, lm = res.neural_lm("modified_beam_search_lm_rescore")
-    lists, am = _final_lists(inputs, cfg.search)
+    lists, am = final_lists(inputs, cfg.search)
     out = sweep(lists, am, {"lm": lm_scores(lm, lists, cfg.lm_batch_size)},
                 _rescore_points(cfg), lambda b, c, s: b + s["lm"] * c["lm"], _rescore_key,
                 cfg.posterior_scale)
@@ -296,7 +297,7 @@ def _lm_rescore_lodr(inputs: TransducerInputs, res: Resources, cfg: LmRescoreLod
     _, lm = res.neural_lm("modified_beam_search_lm_rescore_LODR")
     lodr = lodr_scorer(res, "modified_beam_search_lm_rescore_LODR", _vocab(inputs),
                        inputs.encoder_out.device)
-    lists, am = _final_lists(inputs, cfg.search)
+    lists, am = final_lists(inputs, cfg.search)
     comps = {"lm": lm_scores(lm, lists, cfg.lm_batch_size), "lodr": scorer_scores(lodr, lists)}
     out = sweep(lists, am, comps, _rescore_points(cfg),
                 lambda b, c, s: b / s["lm"] + c["lm"] - s["lodr"] * c["lodr"], _rescore_key,

@@ -47,7 +47,8 @@ class NbestConfig:
         (``None``: never; only arcs on no complete path are dropped).
       max_intersect_arcs: lattice arcs one intersection chunk may touch (memory bound).
       tie_break: which of several equally scored paths the ``nbest`` and
-        ``fast_beam_search_nbest(_LG)`` methods pick (:func:`k2dec.nbest.best_paths_by_score`):
+        ``fast_beam_search_nbest(_LG)`` methods pick (:func:`k2dec.nbest.best_paths_by_score`),
+        and of several paths at the same edit distance the oracles (:meth:`Nbest.oracle`):
         ``"first"`` (k2dec's default: the lowest path index, i.e. the first sampled, so the
         choice does not depend on how many duplicates follow) or ``"last"`` (icefall's
         ``k2.RaggedTensor.argmax``, which returns the last maximum).

@@ -22,8 +22,8 @@ import k2
 import torch
 
 from ..lattice.prune import PruneReport, prune_lattice
-from .config import NbestConfig
-from .sampling import sample_paths
+from .config import TIE_BREAKS, NbestConfig
+from .sampling import k2_random_paths, sample_paths
 from .trie import PATH_ATTR, build_tries, trie_best_arcs
 
 __all__ = ["DedupKey", "Nbest", "NbestTopK", "IntersectStatus", "PathScorer", "chunks",
@@ -205,8 +205,7 @@ class Nbest:
         sampling = keyed.clone()
         sampling.scores = keyed.scores * nbest_scale
         if sampler == "k2":
-            path = k2.random_paths(sampling, use_double_scores=use_double_scores,
-                                   num_paths=num_paths)
+            path = k2_random_paths(sampling, num_paths, use_double_scores)
         else:
             path = sample_paths(sampling, num_paths, seed=seed,
                                 use_double_scores=use_double_scores)
@@ -502,7 +501,8 @@ class Nbest:
         """``k2.levenshtein_graph`` of every path's key sequence: FsaVec ``[path][state][arc]``."""
         return k2.levenshtein_graph(self.key_seqs, device=self.device)
 
-    def oracle(self, refs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    def oracle(self, refs: list[list[int]], tie_break: str = NbestConfig.tie_break
+               ) -> tuple[torch.Tensor, torch.Tensor]:
         """For each utterance, the path whose key sequence is closest to ``refs[utt]``.
 
         Edit distances of all paths are computed together by :func:`edit_distances` (a
@@ -513,16 +513,25 @@ class Nbest:
 
         Args:
           refs: reference key sequences (word ids for word keys), one per utterance.
+          tie_break: among paths at the same distance, ``"first"`` takes the lowest path
+            index; ``"last"`` chooses as icefall's oracles do (see ``NbestConfig.tie_break``):
+            they take ``k2.RaggedTensor.argmax`` (the last of equal maxima) of the float32
+            scores of ``k2.levenshtein_alignment``, whose rounding (about 1e-6) decides
+            between paths at the same distance, so the paths at the best distance (only
+            those) are scored that way here too (:func:`_icefall_oracle_choice`).
 
         Returns:
           ``(best_path, edit_distance)``: int64 ``[num_utts]`` index into the paths of the
           n-best (-1 for an utterance without paths) and int64 ``[num_utts]`` its edit
           distance (Levenshtein: substitutions, insertions and deletions cost 1; -1 without
-          paths). Ties go to the lowest path index.
+          paths).
 
         Raises:
-          ValueError: not one reference per utterance, or an id that is not an int.
+          ValueError: not one reference per utterance, an id that is not an int, or an
+            unknown ``tie_break``.
         """
+        if tie_break not in TIE_BREAKS:
+            raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
         if not isinstance(refs, list | tuple) or len(refs) != self.num_utts:
             raise ValueError(f"need {self.num_utts} references (one list of ids per "
                              f"utterance), got {type(refs).__name__} of "
@@ -544,6 +553,8 @@ class Nbest:
             has = argmax >= 0
             best[has] = argmax[has].to(torch.int64)
             best_dist[has] = dist.values[argmax[has].to(torch.int64)].to(torch.int64)
+            if tie_break == "last":
+                best = _icefall_oracle_choice(self, refs, dist_values, best_dist)
         return best, best_dist
 
     def key_lists(self) -> list[list[list[int]]]:
@@ -705,3 +716,31 @@ def intersected(nbest: Nbest, config: NbestConfig) -> Nbest:
     if nbest.num_paths == 0:
         return nbest
     return nbest.intersect(max_arcs=config.max_intersect_arcs)
+
+
+def _icefall_oracle_choice(nbest: Nbest, refs: list[list[int]], dist: torch.Tensor,
+                           best_dist: torch.Tensor) -> torch.Tensor:
+    """Per utterance, the path icefall's oracle takes among those at the best edit distance
+    ``best_dist`` (int64 ``[num_utts]``; ``dist``: every path's distance): their float32
+    ``k2.levenshtein_alignment`` scores against the reference, as icefall computes them
+    (ins/del score -0.501, shortest alignment, offsets removed), and the last of the
+    highest. The scores equal minus the distance up to float32 rounding, which decides;
+    a path's score does not depend on the other paths scored with it. Returns int64
+    ``[num_utts]`` path indexes (-1 for an utterance without paths)."""
+    path_utt = nbest.path_to_utt().to(torch.int64)
+    tied = torch.nonzero(dist.to(path_utt.device) == best_dist[path_utt]).squeeze(1)
+    keys, _ = nbest.key_seqs.index(tied.to(torch.int32), axis=0, need_value_indexes=False)
+    hyps = k2.levenshtein_graph(keys.to(torch.device("cpu")))
+    ref_graphs = k2.levenshtein_graph([list(r) for r in refs])
+    alignment = k2.levenshtein_alignment(ref_graphs, hyps,
+                                         hyp_to_ref_map=path_utt[tied].to(torch.int32).cpu(),
+                                         sorted_match_ref=True)
+    scores = alignment.get_tot_scores(use_double_scores=False, log_semiring=False)
+    counts = torch.bincount(path_utt[tied].cpu(), minlength=nbest.num_utts)
+    splits = torch.cat([counts.new_zeros(1), counts.cumsum(0)]).to(torch.int32)
+    shape = k2.ragged.create_ragged_shape2(row_splits=splits, cached_tot_size=tied.numel())
+    pick = k2.RaggedTensor(shape, scores).argmax().to(torch.int64)
+    best = torch.full((nbest.num_utts,), -1, dtype=torch.int64, device=dist.device)
+    has = pick >= 0
+    best[has] = tied.cpu()[pick[has]].to(best.device)
+    return best

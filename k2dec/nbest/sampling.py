@@ -21,7 +21,7 @@ from __future__ import annotations
 import k2
 import torch
 
-__all__ = ["sample_paths", "uniform_hash"]
+__all__ = ["k2_random_paths", "sample_paths", "uniform_hash"]
 
 _MASK32 = 0xFFFFFFFF
 #: draws computed at once (a table [steps, num_paths]) instead of step by step
@@ -165,3 +165,45 @@ def sample_paths(
     arcs_shape = k2.ragged.create_ragged_shape2(arcs_split_out.to(torch.int32), None,
                                                 int(arcs.numel()))
     return k2.RaggedTensor(paths_shape.compose(arcs_shape), arcs[order].to(torch.int32))
+
+
+def k2_random_paths(fsas: k2.Fsa, num_paths: int, use_double_scores: bool = True
+                    ) -> k2.RaggedTensor:
+    """``k2.random_paths`` (icefall's sampler: the same paths for the same lattice), with
+    :func:`sample_paths`' contract for FSAs without a successful path (no arcs, e.g. the
+    one-state lattice of an utterance without frames, or total score ``-inf``): they get no
+    paths (``k2.random_paths`` aborts on them). The others are sampled
+    together as ``k2.random_paths`` samples them in a batch of their own.
+
+    Returns:
+      int32 ``k2.RaggedTensor`` ``[fsa][path][arc]`` of arc indexes (idx012) into ``fsas``.
+    """
+    device = fsas.device
+    n = fsas.shape[0]
+    start = fsas.arcs.shape().remove_axis(1).row_splits(1).to(torch.int64)
+    has = start[1:] > start[:-1]  # FSAs with arcs
+    if fsas.num_arcs > 0:
+        tot = fsas._get_tot_scores(use_double_scores=use_double_scores, log_semiring=True)
+        has &= tot > float("-inf")
+    if bool(has.all()):
+        return k2.random_paths(fsas, use_double_scores=use_double_scores, num_paths=num_paths)
+    keep = torch.nonzero(has).flatten()
+    counts = torch.zeros(n, dtype=torch.int64, device=device)
+    arcs_shape = k2.ragged.create_ragged_shape2(
+        torch.zeros(1, dtype=torch.int32, device=device), None, 0)
+    values = torch.zeros(0, dtype=torch.int32, device=device)
+    if keep.numel():
+        sub = k2.index_fsa(fsas, keep.to(torch.int32))
+        path = k2.random_paths(sub, use_double_scores=use_double_scores, num_paths=num_paths)
+        per_sub = path.shape.row_splits(1).to(torch.int64)
+        counts[keep] = per_sub[1:] - per_sub[:-1]
+        # arc idx012 into `sub` -> into `fsas`: the same arc of the FSA it was taken from
+        sub_of_arc = path.shape.row_ids(1).to(torch.int64)[path.shape.row_ids(2).to(torch.int64)]
+        sub_start = sub.arcs.shape().remove_axis(1).row_splits(1).to(torch.int64)
+        values = (path.values.to(torch.int64) - sub_start[sub_of_arc]
+                  + start[keep][sub_of_arc]).to(torch.int32)
+        arcs_shape = path.shape.get_layer(1)
+    splits = torch.zeros(n + 1, dtype=torch.int64, device=device)
+    torch.cumsum(counts, 0, out=splits[1:])
+    paths_shape = k2.ragged.create_ragged_shape2(splits.to(torch.int32), None, int(splits[-1]))
+    return k2.RaggedTensor(paths_shape.compose(arcs_shape), values)

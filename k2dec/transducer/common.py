@@ -216,6 +216,19 @@ class TransducerNet:
         self.decoder_rows = 0
         self.joiner_rows = 0
         self.timing = False
+        self._joiner_dim: int | None = None
+
+    def joiner_dim(self, encoder_out: torch.Tensor) -> int:
+        """The last dimension of the joiner's inputs (of projected encoder frames; found once,
+        by projecting one frame of ``encoder_out [..., C]``)."""
+        if self._joiner_dim is None:
+            weight = getattr(getattr(self.joiner, "encoder_proj", None), "weight", None)
+            if self.project and isinstance(weight, torch.Tensor) and weight.dim() == 2:
+                self._joiner_dim = int(weight.size(0))  # a linear layer's [out, in]
+            else:
+                frame = encoder_out.reshape(-1, encoder_out.size(-1))[:1]
+                self._joiner_dim = int(self.project_encoder(frame).size(-1))
+        return self._joiner_dim
 
     def initial_context(self, n: int, device: torch.device) -> torch.Tensor:
         """icefall's initial context ``[-1] * (c - 1) + [blank]`` for ``n`` hypotheses,
@@ -230,6 +243,26 @@ class TransducerNet:
             with self._timer():
                 return self.joiner.encoder_proj(encoder_out)
         return encoder_out
+
+    def project_time_major(self, encoder_out: torch.Tensor, order: torch.Tensor,
+                           lens_sorted: torch.Tensor
+                           ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The valid frames of utterances ``order`` (int64 ``[N]``, by decreasing length
+        ``lens_sorted``) packed frame after frame and projected: frame ``t`` holds the
+        utterances still active on it (a prefix of ``order``) in one slice, so padding is
+        never projected. Returns the frames ``[F, J]`` and each one's frame index and
+        position in ``order`` (int64 ``[F]`` each). Projected in a batch of a multiple of 8
+        rows, so that every frame gets the bits of a large batch (see :func:`_padded`)."""
+        t_max = encoder_out.size(1)
+        frame, row = torch.nonzero(
+            torch.arange(t_max, device=order.device).unsqueeze(1) < lens_sorted.unsqueeze(0),
+            as_tuple=True)
+        index = order.index_select(0, row) * t_max + frame
+        flat = encoder_out.reshape(-1, encoder_out.size(-1))
+        if index.numel() == 0:
+            return self.project_encoder(flat[:0]), frame, row
+        enc = self.project_encoder(flat.index_select(0, _padded(index)))
+        return enc[: index.numel()], frame, row
 
     def _decoder_raw(self, contexts: torch.Tensor) -> torch.Tensor:
         self.decoder_rows += contexts.size(0)
@@ -260,7 +293,7 @@ class TransducerNet:
         # which one wins a duplicate index does not matter).
         first = torch.empty(uniq_keys.numel(), dtype=torch.int64, device=keys.device)
         first[inverse] = torch.nonzero(miss).squeeze(1)
-        new_values = self._decoder_raw(contexts[first])
+        new_values = self._decoder_raw(contexts[_padded(first)])[: first.numel()]
         out = new_values.new_empty((contexts.size(0), new_values.size(1)))
         if cached is not None and bool(found.any()):
             out[found] = cached[pos[found]]
@@ -272,15 +305,20 @@ class TransducerNet:
         """Joiner logits for matching rows: ``[M, J]`` x ``[M, J]`` -> float ``[M, V]``.
 
         The joiner is called on 4-D inputs ``[M, 1, 1, J]`` (some icefall joiners insist)."""
-        self.joiner_rows += encoder_out.size(0)
+        return self.logits4(encoder_out.unsqueeze(1).unsqueeze(1),
+                            decoder_out.unsqueeze(1).unsqueeze(1))
+
+    def logits4(self, encoder_out: torch.Tensor, decoder_out: torch.Tensor) -> torch.Tensor:
+        """:meth:`logits` of rows already in the joiner's 4-D layout: ``[M, 1, 1, J]`` x
+        ``[M, 1, 1, J]`` -> float ``[M, V]`` (for loops that keep their inputs that way)."""
+        m = encoder_out.size(0)
+        self.joiner_rows += m
         with self._timer():
-            e = encoder_out.unsqueeze(1).unsqueeze(1)
-            d = decoder_out.unsqueeze(1).unsqueeze(1)
             if self.project:
-                out = self.joiner(e, d, project_input=False)
+                out = self.joiner(encoder_out, decoder_out, project_input=False)
             else:
-                out = self.joiner(e, d)
-            out = out.reshape(encoder_out.size(0), -1)
+                out = self.joiner(encoder_out, decoder_out)
+            out = out.reshape(m, -1)
         if out.size(1) != self.vocab_size:
             raise ValueError(
                 f"joiner output has {out.size(1)} symbols but model.decoder.vocab_size is "
@@ -339,11 +377,29 @@ class _Timer:
             self.net.net_seconds += time.perf_counter() - self.start
 
 
+#: row multiple the decoder's cache misses are padded to (see :func:`_padded`)
+_GEMM_ROWS = 8
+
+
+def _padded(rows: torch.Tensor) -> torch.Tensor:
+    """``rows`` (int64 ``[M]``, ``M >= 1``) padded with copies of its first entry to a multiple
+    of :data:`_GEMM_ROWS`. A float32 GEMM on CPU computes the last ``M mod 8`` rows of its
+    input with another kernel than the others, and their last bits differ: computed in a
+    batch of a multiple of 8 rows, a context's decoder output has the bits it has in any
+    such batch, so a cached output equals a fresh one in the large batches icefall computes
+    (whose lattice scores k2dec's fast_beam_search then reproduces bit for bit)."""
+    extra = -rows.numel() % _GEMM_ROWS
+    if extra == 0:
+        return rows
+    return torch.cat([rows, rows[:1].expand(extra)])
+
+
 def log_probs_from_logits(
     logits: torch.Tensor, blank_id: int, temperature: float, blank_penalty: float
 ) -> torch.Tensor:
     """``log_softmax((logits - blank_penalty * onehot(blank)) / temperature)`` in float32."""
-    logits = logits.float()
+    if logits.dtype != torch.float32:
+        logits = logits.float()
     if blank_penalty != 0.0:
         logits = logits.clone()
         logits[:, blank_id] -= blank_penalty

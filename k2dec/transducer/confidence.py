@@ -36,6 +36,39 @@ def _ragged(x: k2.RaggedTensor | Sequence[Sequence[int]], name: str,
     return k2.RaggedTensor(rows, dtype=torch.int32, device=device)
 
 
+def _check_values(net: TransducerNet, ids: torch.Tensor, frames: torch.Tensor,
+                  limit: torch.Tensor) -> None:
+    """Non-blank token ids of the model, each on a frame below its utterance's ``limit``."""
+    if not ids.numel():
+        return
+    if int(ids.min()) < 0 or int(ids.max()) >= net.vocab_size or bool(
+            (ids == net.blank_id).any()):
+        raise ValueError(f"tokens must be non-blank ids in [0, {net.vocab_size}), blank "
+                         f"{net.blank_id}")
+    if int(frames.min()) < 0 or bool((frames >= limit).any()):
+        raise ValueError("timestamps must be frames within each utterance's encoder_out_lens")
+
+
+def _contexts(net: TransducerNet, tok: k2.RaggedTensor, n: int) -> torch.Tensor:
+    """int64 ``[tokens, c]``: the decoder context of every token of ``tok`` (``[utt][token]``,
+    ``n`` utterances): the ``c`` tokens before it, after icefall's initial context, gathered
+    from each utterance's tokens with the initial context in front."""
+    device = tok.device
+    row = tok.shape.row_ids(1).to(torch.int64)
+    ids = tok.values.to(torch.int64)
+    c = net.context_size
+    splits = tok.shape.row_splits(1).to(torch.int64)
+    pos = torch.arange(ids.numel(), device=device) - splits[row]
+    ext_splits = torch.zeros(n + 1, dtype=torch.int64, device=device)
+    ext_splits[1:] = torch.cumsum(c + splits[1:] - splits[:-1], 0)
+    flat = torch.empty(int(ext_splits[-1]), dtype=torch.int64, device=device)
+    cols = torch.arange(c, device=device)
+    flat[ext_splits[:-1].unsqueeze(1) + cols] = net.initial_context(n, device)
+    flat[ext_splits[row] + c + pos] = ids
+    window = ext_splits[row].unsqueeze(1) + pos.unsqueeze(1) + cols
+    return flat[window]
+
+
 def token_confidences(
     model: nn.Module,
     encoder_out: torch.Tensor,
@@ -44,6 +77,7 @@ def token_confidences(
     timestamps: k2.RaggedTensor | Sequence[Sequence[int]],
     temperature: float = 1.0,
     blank_penalty: float = 0.0,
+    logits: bool = False,
 ) -> k2.RaggedTensor:
     """Probability of every token of transducer hypotheses on its frame.
 
@@ -53,6 +87,8 @@ def token_confidences(
       tokens: ``N`` non-blank token-id sequences (lists or an int32 ragged ``[utt][token]``).
       timestamps: the encoder frame of each token (same shape), as the searches return them.
       temperature, blank_penalty: as the search used them (they change the distribution).
+      logits: give each token's raw joiner logit instead (what icefall's
+        ``greedy_search_batch`` reports as its scores).
 
     Returns:
       float32 ``k2.RaggedTensor`` ``[utt][token]`` on ``encoder_out.device``.
@@ -72,27 +108,8 @@ def token_confidences(
     row = tok.shape.row_ids(1).to(torch.int64)
     ids = tok.values.to(torch.int64)
     t = times.values.to(torch.int64)
-    if ids.numel():
-        if int(ids.min()) < 0 or int(ids.max()) >= net.vocab_size or bool(
-                (ids == net.blank_id).any()):
-            raise ValueError(f"tokens must be non-blank ids in [0, {net.vocab_size}), blank "
-                             f"{net.blank_id}")
-        if int(t.min()) < 0 or bool((t >= lens[row]).any()):
-            raise ValueError("timestamps must be frames within each utterance's "
-                             "encoder_out_lens")
-    # the decoder context of token p of an utterance: the c tokens before it, after icefall's
-    # initial context; gathered from each utterance's tokens with the initial context in front
-    c = net.context_size
-    splits = tok.shape.row_splits(1).to(torch.int64)
-    pos = torch.arange(ids.numel(), device=device) - splits[row]
-    ext_splits = torch.zeros(n + 1, dtype=torch.int64, device=device)
-    ext_splits[1:] = torch.cumsum(c + splits[1:] - splits[:-1], 0)
-    flat = torch.empty(int(ext_splits[-1]), dtype=torch.int64, device=device)
-    cols = torch.arange(c, device=device)
-    flat[ext_splits[:-1].unsqueeze(1) + cols] = net.initial_context(n, device)
-    flat[ext_splits[row] + c + pos] = ids
-    window = ext_splits[row].unsqueeze(1) + pos.unsqueeze(1) + cols
-    contexts = flat[window]
+    _check_values(net, ids, t, lens[row])
+    contexts = _contexts(net, tok, n)
     enc = encoder_out
     probs = torch.empty(ids.numel(), dtype=torch.float32, device=device)
     with torch.no_grad():
@@ -100,7 +117,10 @@ def token_confidences(
             hi = min(lo + ROWS_PER_CALL, ids.numel())
             e = net.project_encoder(enc[row[lo:hi], t[lo:hi]])
             d = net.decoder_out(contexts[lo:hi])
-            lp = log_probs_from_logits(net.logits(e, d), net.blank_id, temperature,
-                                       blank_penalty)
+            raw = net.logits(e, d)
+            if logits:
+                probs[lo:hi] = raw.float().gather(1, ids[lo:hi].unsqueeze(1)).squeeze(1)
+                continue
+            lp = log_probs_from_logits(raw, net.blank_id, temperature, blank_penalty)
             probs[lo:hi] = lp.gather(1, ids[lo:hi].unsqueeze(1)).squeeze(1).exp()
     return ragged_from_row_ids(row, probs, n)

@@ -23,6 +23,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from k2dec.batch_search import num_active_per_frame
 from k2dec.ragged import exclusive_cumsum
 from k2dec.sizes import check_int_range
 from k2dec.transducer.common import (
@@ -123,16 +124,13 @@ class GreedySearch:
     ) -> None:
         """:meth:`decode_chunk` on validated inputs (``lens``: int64 on the device).
 
-        Each utterance moves through its frames at its own pace. While a row emits blanks its
-        decoder output does not change, so one joiner call scores the next ``lookahead``
-        frames of every active row with its current decoder output; the row takes the blank
-        decisions up to its first non-blank symbol in that window and the symbol, and only the
-        rows that emitted get a new context and decoder output. The decisions are those of the
-        frame-by-frame loop (the same joiner inputs) with far fewer network calls and tensor
-        ops per frame; the joiner work on frames after a row's first emission in its window is
-        wasted. Symbols are recorded in an int64 buffer ``[T, max_sym, N]`` (blank where
-        nothing was emitted) and the decisions' log-probs per window; both become token lists
-        and float64 scores (summed in decision order) once at the end.
+        Two loops take the same decisions (those of the frame-by-frame reference, on the same
+        joiner inputs) and differ only in cost: :meth:`_frame_loop` (one symbol per frame,
+        when the joiner work per frame outweighs the per-iteration overhead of a loop step,
+        see :func:`_frame_synchronous`) and :meth:`_window_loop` (otherwise, and for
+        ``max_sym_per_frame > 1``). Both record each decision's symbol and log-prob; the
+        symbols become token lists and the log-probs float64 scores (added one at a time in
+        decision order, so the sum does not depend on the loop) once at the end.
 
         Runs under ``torch.inference_mode`` (no autograd bookkeeping on the loop's many small
         tensors: 5-7% faster than ``torch.no_grad`` on the shipped model); the streams'
@@ -140,6 +138,81 @@ class GreedySearch:
         n_utt, t_max = encoder_out.size(0), encoder_out.size(1)
         if n_utt == 0 or t_max == 0 or int(lens.max()) == 0:
             return
+        device = encoder_out.device
+        contexts = torch.stack([s.context.to(device) for s in streams])  # [N, c]
+        if self.config.max_sym_per_frame == 1 and _frame_synchronous(
+                int(torch.count_nonzero(lens)), self.net, encoder_out):
+            chosen, rows, values = self._frame_loop(encoder_out, lens, contexts)
+        else:
+            chosen, rows, values = self._window_loop(encoder_out, lens, contexts)
+        initial = torch.tensor([s.score for s in streams], dtype=torch.float64, device=device)
+        score = _scores(initial, rows, values)
+        _append_tokens(streams, chosen, lens, self.net.blank_id)
+        score_list = score.tolist()
+        for i, (s, n_frames) in enumerate(zip(streams, lens.tolist())):
+            s.context = contexts[i]
+            s.score = score_list[i]
+            s.num_frames += n_frames
+
+    def _frame_loop(self, encoder_out: torch.Tensor, lens: torch.Tensor, contexts: torch.Tensor
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """One symbol per frame, frame after frame, as icefall's ``greedy_search_batch``: the
+        utterances sorted by length, so that those still active on frame ``t`` are a prefix
+        and their frames one slice of the time-major packed encoder output; one joiner call
+        per frame, and the decoder only on the rows that emitted. No joiner work is wasted,
+        at one loop step per frame.
+
+        Returns :meth:`_window_loop`'s outputs; ``contexts`` (int64 ``[N, c]``) is updated in
+        place."""
+        net, blank_id, penalty = self.net, self.net.blank_id, self.config.blank_penalty
+        device = encoder_out.device
+        lens_sorted, order = torch.sort(lens, descending=True, stable=True)
+        num_active = num_active_per_frame(lens_sorted.tolist())
+        # frame t holds rows 0 .. num_active[t] - 1 of `order` (time-major packing)
+        enc, frame, row = net.project_time_major(encoder_out, order, lens_sorted)
+        utt = order.index_select(0, row)
+        ctx = contexts.index_select(0, order)
+        dec = net.decoder_out(ctx)
+        # the joiner's 4-D layout, as views: `dec` is updated in place
+        enc4, dec4 = enc.unsqueeze(1).unsqueeze(1), dec.unsqueeze(1).unsqueeze(1)
+        tokens = torch.empty(frame.numel(), dtype=torch.int64, device=device)
+        values = torch.empty(frame.numel(), dtype=torch.float32, device=device)
+        start = 0
+        for n in num_active:
+            end = start + n
+            tok = tokens[start:end]
+            log_probs = log_probs_from_logits(net.logits4(enc4[start:end], dec4[:n]), blank_id,
+                                              1.0, penalty)
+            torch.max(log_probs, dim=1, out=(values[start:end], tok))
+            emitted = torch.nonzero(tok if blank_id == 0 else tok != blank_id).squeeze(1)
+            if emitted.numel() > 0:
+                new_ctx = torch.cat([ctx.index_select(0, emitted)[:, 1:],
+                                     tok.index_select(0, emitted).unsqueeze(1)], dim=1)
+                ctx.index_copy_(0, emitted, new_ctx)
+                dec.index_copy_(0, emitted, net.decoder_out(new_ctx))
+            start = end
+        contexts.index_copy_(0, order, ctx)
+        chosen = torch.empty_like(tokens)
+        chosen[exclusive_cumsum(lens).index_select(0, utt) + frame] = tokens  # utterance-major
+        return chosen.unsqueeze(1), utt, values
+
+    def _window_loop(self, encoder_out: torch.Tensor, lens: torch.Tensor,
+                     contexts: torch.Tensor
+                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Each utterance moves through its frames at its own pace. While a row emits blanks
+        its decoder output does not change, so one joiner call scores the next ``lookahead``
+        frames of every active row with its current decoder output; the row takes the blank
+        decisions up to its first non-blank symbol in that window and the symbol, and only the
+        rows that emitted get a new context and decoder output: far fewer network calls and
+        tensor ops per frame than a frame-by-frame loop, but the joiner work on frames after a
+        row's first emission in its window is wasted.
+
+        Returns:
+          The symbols chosen on the valid frames packed utterance after utterance (int64
+          ``[F, max_sym]``, blank where none), and every decision's utterance (int64 ``[D]``)
+          and log-prob (float ``[D]``), in decision order within each utterance; ``contexts``
+          (int64 ``[N, c]``) is updated in place."""
+        n_utt, t_max = encoder_out.size(0), encoder_out.size(1)
         device = encoder_out.device
         net, blank_id = self.net, self.net.blank_id
         max_sym, blank_penalty = self.config.max_sym_per_frame, self.config.blank_penalty
@@ -153,32 +226,32 @@ class GreedySearch:
         index = torch.cat([packed[:, 0] * t_max + packed[:, 1],
                            packed.new_zeros(max(k, _MAX_WINDOW))])  # padding: any frame
         enc = net.project_encoder(encoder_out.reshape(n_utt * t_max, -1).index_select(0, index))
-        ctx_all = torch.stack([s.context.to(device) for s in streams])  # [N, c]
         windows: list[_Window] = []
 
         # State of the rows still decoding, compacted now and then: row id, its context and
         # decoder output, next packed frame, end of its frames, symbols already emitted on the
         # next frame (< max_sym).
         rows = torch.nonzero(lens > 0).squeeze(1)
-        ctx = ctx_all.index_select(0, rows)
+        ctx = contexts.index_select(0, rows)
         dec = net.decoder_out(ctx)  # [n, J]
         cur = first_frame.index_select(0, rows)
         end = first_frame[1:].index_select(0, rows)
         nsym = torch.zeros_like(cur)
         n = rows.numel()
         width, window = _window(n, k, device)
+        dec_rows = dec.unsqueeze(1)  # [n, 1, J], a view: `dec` is updated in place
         while True:
             limit = end - cur  # frames of the window inside the row
-            logits = net.window_logits(
+            logits = net.grid_logits(
                 enc.index_select(0, (cur.unsqueeze(1) + window).view(-1)).view(n, width, -1),
-                dec)
-            best, tok = _best_symbol(logits, blank_id, blank_penalty)
+                dec_rows)
+            best, tok = _best_symbol(logits, blank_id, blank_penalty)  # [n * width] each
             tok = tok.view(n, width)
             has, first = (tok != blank_id).max(dim=1)  # first emission of each row (0 if none)
             has &= first < limit
             before = torch.where(has, first, width)
             slot = None if max_sym == 1 else torch.where(first == 0, nsym, 0)
-            windows.append(_Window(rows, cur, best.view(n, width), limit, before, tok, slot))
+            windows.append(_Window(rows, cur, best, limit, before, tok, slot))
 
             if max_sym == 1:
                 cur = torch.minimum(cur + before + has, end)
@@ -198,22 +271,15 @@ class GreedySearch:
             if num_left == 0:
                 break
             if 4 * num_left <= 3 * n:
-                ctx_all.index_copy_(0, rows, ctx)
+                contexts.index_copy_(0, rows, ctx)
                 keep = torch.nonzero(cur < end).squeeze(1)
                 rows, cur, end, nsym = rows[keep], cur[keep], end[keep], nsym[keep]
                 ctx, dec = ctx[keep], dec[keep]
+                dec_rows = dec.unsqueeze(1)
                 n = rows.numel()
                 width, window = _window(n, k, device)
-        ctx_all.index_copy_(0, rows, ctx)
-
-        initial = torch.tensor([s.score for s in streams], dtype=torch.float64, device=device)
-        chosen, score = _collect(windows, initial, packed.size(0), max_sym, blank_id)
-        _append_tokens(streams, chosen, lens, blank_id)
-        score_list = score.tolist()
-        for i, (s, n_frames) in enumerate(zip(streams, lens.tolist())):
-            s.context = ctx_all[i]
-            s.score = score_list[i]
-            s.num_frames += n_frames
+        contexts.index_copy_(0, rows, ctx)
+        return _collect(windows, first_frame, packed.size(0), max_sym, blank_id)
 
     def results(self, streams: Sequence[GreedySearchStream]) -> list[TransducerHypothesis]:
         """Current (partial or final) hypothesis of each stream."""
@@ -240,7 +306,8 @@ def greedy_search(
     """
     search = GreedySearch(model, config)
     lens = check_encoder_out(encoder_out, encoder_out_lens)
-    streams = [search.new_stream(encoder_out.device) for _ in range(encoder_out.size(0))]
+    contexts = search.net.initial_context(encoder_out.size(0), encoder_out.device)
+    streams = [GreedySearchStream(c) for c in contexts.unbind(0)]
     search._decode(streams, encoder_out, lens)
     return [s.result() for s in streams]
 
@@ -277,12 +344,25 @@ _MAX_WINDOW = 8
 _WINDOW_ROWS = 64
 
 
+#: joiner work per frame (active utterances x joiner dimension x vocabulary size) from which
+#: the frame-synchronous loop is used (with one symbol per frame): below it the look-ahead
+#: windows' fewer loop steps win, above it their wasted joiner work costs more (CPU time,
+#: 40 utterances: the shipped model, 40 x 256 x 256, windows 7% faster; icefall's sizes,
+#: 40 x 512 x 500, the frame loop 14% faster)
+_FRAME_LOOP_WORK = 4_000_000
+
+
+def _frame_synchronous(num_utts: int, net: TransducerNet, encoder_out: torch.Tensor) -> bool:
+    """Whether the frame-synchronous loop is the cheaper one for ``num_utts`` utterances."""
+    return num_utts * net.joiner_dim(encoder_out) * net.vocab_size >= _FRAME_LOOP_WORK
+
+
 class _Window(NamedTuple):
     """What one look-ahead window of the greedy loop decided (``n`` rows, ``w`` frames)."""
 
     rows: torch.Tensor  # int64 [n], row ids
     start: torch.Tensor  # int64 [n], packed index of the window's first frame
-    best: torch.Tensor  # float [n, w], log-prob of the best symbol on each frame
+    best: torch.Tensor  # float [n * w], log-prob of the best symbol on each frame
     limit: torch.Tensor  # int64 [n], frames of the window inside the row (<= 0: none)
     before: torch.Tensor  # int64 [n], offset of the first emission (w if none)
     tok: torch.Tensor  # int64 [n, w], best symbol on each frame
@@ -303,20 +383,20 @@ def _best_symbol(logits: torch.Tensor, blank_id: int, blank_penalty: float
     return log_probs_from_logits(logits, blank_id, 1.0, blank_penalty).max(dim=1)
 
 
-def _collect(windows: list[_Window], initial: torch.Tensor, num_frames: int, max_sym: int,
-             blank_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The symbols chosen on the packed frames (int64 ``[num_frames, max_sym]``, blank where
-    none) and each row's score: ``initial`` (float64 ``[N]``) plus the log-probs of its
-    decisions (the valid frames of each window up to its first emission) added one at a time
-    in decision order, so the sum does not depend on how the decisions were batched."""
-    device = initial.device
+def _collect(windows: list[_Window], first_frame: torch.Tensor, num_frames: int,
+             max_sym: int, blank_id: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The symbols chosen on the ``num_frames`` packed frames (int64 ``[num_frames,
+    max_sym]``, blank where none; utterance ``i``'s frames start at ``first_frame[i]``), and
+    the utterance and log-prob of every decision (the valid frames of each window up to its
+    first emission), in decision order within each utterance."""
+    device = first_frame.device
     chosen = torch.full((num_frames, max_sym), blank_id, dtype=torch.int64, device=device)
     rows, values = [], []
     i = 0
     while i < len(windows):  # windows of equal width together
-        width = windows[i].best.size(1)
+        width = windows[i].tok.size(1)
         j = i
-        while j < len(windows) and windows[j].best.size(1) == width:
+        while j < len(windows) and windows[j].tok.size(1) == width:
             j += 1
         group = _Window(*(None if xs[0] is None else torch.cat(xs)
                           for xs in zip(*windows[i:j])))
@@ -324,7 +404,7 @@ def _collect(windows: list[_Window], initial: torch.Tensor, num_frames: int, max
         before = group.before
         offsets = torch.arange(width, device=device)
         taken = (offsets <= before.unsqueeze(1)) & (offsets < group.limit.unsqueeze(1))
-        values.append(group.best[taken])
+        values.append(group.best.view(-1, width)[taken])
         rows.append(group.rows.unsqueeze(1).expand_as(taken)[taken])
         has = torch.nonzero(before < width).squeeze(1)
         at = before.index_select(0, has)
@@ -332,12 +412,21 @@ def _collect(windows: list[_Window], initial: torch.Tensor, num_frames: int, max
         frame = group.start.index_select(0, has) + at
         slot = 0 if group.slot is None else group.slot.index_select(0, has)
         chosen[frame, slot] = tok
-    row, order = torch.sort(torch.cat(rows), stable=True)
-    value = torch.cat(values)[order]
+    return chosen, torch.cat(rows), torch.cat(values)
+
+
+def _scores(initial: torch.Tensor, rows: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """Each utterance's score: ``initial`` (float64 ``[N]``) plus the log-probs ``values`` of
+    its decisions (``rows``: the utterance of each, in decision order within an utterance)
+    added one at a time in decision order, so the sum does not depend on how the decisions
+    were batched."""
+    device = initial.device
+    row, order = torch.sort(rows, stable=True)
+    value = values[order]
     counts = torch.bincount(row, minlength=initial.numel())
     column = torch.arange(row.numel(), device=device) - exclusive_cumsum(counts)[row]
     width = int(counts.max()) if counts.numel() else 0
     table = torch.zeros(initial.numel(), width + 1, dtype=torch.float64, device=device)
     table[:, 0] = initial
     table[row, column + 1] = value.to(torch.float64)
-    return chosen, table.cumsum(dim=1)[:, -1]  # sequential on CPU; trailing zeros add nothing
+    return table.cumsum(dim=1)[:, -1]  # sequential on CPU; trailing zeros add nothing

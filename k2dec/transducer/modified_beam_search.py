@@ -190,7 +190,8 @@ class ModifiedBeamSearch:
         beam = self.config.beam
         lens_sorted, order = torch.sort(lens, descending=True, stable=True)
         ordered = [streams[i] for i in order.tolist()]
-        enc = self.net.project_encoder(encoder_out.index_select(0, order))
+        enc, _, _ = self.net.project_time_major(encoder_out, order, lens_sorted)
+        offset = 0  # of frame t's rows in `enc`
         hyps, alive = self._to_slots([s.hyps.to(device) for s in ordered])
         frames = torch.tensor([s.num_frames for s in ordered], dtype=torch.int64,
                               device=device).repeat_interleave(beam)
@@ -202,7 +203,9 @@ class ModifiedBeamSearch:
             if n < active:
                 done.append((hyps.rows(n * beam, active * beam), alive[n:active]))
                 hyps, alive, active = hyps.rows(0, n * beam), alive[:n], n
-            hyps, alive = self._frame(hyps, alive, enc[:n, t], frames[: n * beam] + t)
+            hyps, alive = self._frame(hyps, alive, enc[offset : offset + n],
+                                      frames[: n * beam] + t)
+            offset += n
         done.append((hyps, alive))
         hyps = BeamHyps.cat([h for h, _ in reversed(done)])
         alive = torch.cat([a for _, a in reversed(done)])

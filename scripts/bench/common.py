@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -174,6 +175,14 @@ class Timed:
     def best_cpu(self) -> float:
         """Best CPU time: other work on a shared machine disturbs it less than wall time."""
         return min(self.cpu_times)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+    @property
+    def median_cpu(self) -> float:
+        return statistics.median(self.cpu_times)
 
     @property
     def spread(self) -> float:

@@ -41,17 +41,23 @@ from .machine import core_count, cpu_model, git_commit, load_average, versions
 
 #: area reports recorded on a GPU machine, shown in the full run's BENCHMARKS.md
 GPU_REPORTS = REPO / "docs" / "bench" / "gpu"
+#: reports recorded by hand with a peer that ``make bench`` does not have (an icefall
+#: checkout: ``scripts/bench/icefall_dropin.py``), shown in the full run's BENCHMARKS.md
+RECORDED_REPORTS = REPO / "docs" / "bench" / "recorded"
 
 AREAS = ("lattice", "ctc_lm", "transducer", "aed", "nbest", "confidence", "scorers", "streams",
          "memory")
 #: per-area subprocess time limit in seconds, by mode
 TIMEOUTS = {"full": 1200, "quick": 300, "smoke": 120}
-#: areas that need longer (memory: every method at 30 s and 60 s, one process per case)
-AREA_TIMEOUTS = {"memory": {"full": 5400, "quick": 1800, "smoke": 300}}
+#: areas that need longer (memory: every method at 30 s and 60 s, one process per case;
+#: transducer: five runs of eight searches of k2dec and icefall on two models)
+AREA_TIMEOUTS = {"memory": {"full": 5400, "quick": 1800, "smoke": 300},
+                 "transducer": {"full": 3600, "quick": 3000, "smoke": 120}}
 TAIL_LINES = 25
-#: modules of scripts/bench that are not areas
-NOT_AREAS = ("__init__", "__main__", "common", "lm", "machine", "plots", "runner", "shipped",
-             "synthetic")
+#: modules of scripts/bench that are not areas (icefall_dropin: run by hand with an icefall
+#: checkout; its table is a section of BENCHMARKS.md of its own)
+NOT_AREAS = ("__init__", "__main__", "common", "icefall_dropin", "lm", "machine", "plots",
+             "runner", "shipped", "synthetic")
 #: how the report is made (the header quotes it)
 COMMAND = "python -m scripts.bench"
 STATUS = {True: "met", False: "**not met**", None: "n/a"}
@@ -228,18 +234,32 @@ def render_area(run: AreaRun) -> list[str]:
     return lines
 
 
+def _recorded(directory: Path, note: str) -> list[AreaRun]:
+    runs = []
+    for path in sorted(directory.glob("*.json")):
+        run = AreaRun(path.stem, report=Report.read(path))
+        run.report.notes.append(note.format(name=path.stem))
+        runs.append(run)
+    return runs
+
+
 def recorded_gpu_runs() -> list[AreaRun]:
     """Reports recorded on a GPU machine (``docs/bench/gpu/*.json``, raw area reports kept as
     they came back: neither CI nor the machine that makes this file has a GPU), shown after
     the areas run now, each under its file name."""
-    runs = []
-    for path in sorted(GPU_REPORTS.glob("*.json")):
-        run = AreaRun(path.stem, report=Report.read(path))
-        run.report.notes.append("recorded earlier on the GPU machine named above and kept in "
-                                "docs/bench/gpu/ (this header's date, commit, CPU and load "
-                                "are not its)")
-        runs.append(run)
-    return runs
+    return _recorded(GPU_REPORTS, "recorded earlier on the GPU machine named above and kept in "
+                                  "docs/bench/gpu/ (this header's date, commit, CPU and load "
+                                  "are not its)")
+
+
+def recorded_peer_runs() -> list[AreaRun]:
+    """Reports recorded by hand with a peer ``make bench`` lacks (``docs/bench/recorded/
+    <module>.json``, written by ``python -m scripts.bench.<module> --report
+    docs/bench/recorded``), shown after the areas run now."""
+    return _recorded(RECORDED_REPORTS, "recorded earlier by `python -m scripts.bench.{name}` "
+                                       "(it needs a peer checkout) and kept in "
+                                       "docs/bench/recorded/ (this header's date, commit, CPU "
+                                       "and load are not its)")
 
 
 def parse_areas(text: str) -> list[str]:
@@ -337,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.reuse:
         runs = reuse_earlier(runs, lay)
     if lay.markdown == REPO / "BENCHMARKS.md":
-        runs += recorded_gpu_runs()
+        runs += recorded_peer_runs() + recorded_gpu_runs()
     command = " ".join([COMMAND, *(sys.argv[1:] if argv is None else argv)])
     lay.markdown.parent.mkdir(parents=True, exist_ok=True)
     lay.markdown.write_text(render(runs, header(started, command, mode, load_before, total)))

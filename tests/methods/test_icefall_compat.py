@@ -4,9 +4,11 @@ them where documented."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 
 import k2
+import kaldialign
 import pytest
 import torch
 
@@ -23,7 +25,9 @@ from k2dec.transducer import (
 from tests.reference.icefall_search import (
     argmax_last,
     fast_beam_search_icefall,
+    icefall_texts,
     modified_beam_search_icefall,
+    oracle_icefall,
 )
 
 CASES = [([7, 5, 1, 6], s) for s in range(12)] + [([9], 100), ([3, 3], 101)]
@@ -34,36 +38,50 @@ def _icefall_best(model, enc, lens, cfg: FastBeamSearchConfig):
         model, enc, lens, k2.trivial_graph(model.decoder.vocab_size - 1), cfg.beam,
         cfg.max_states, cfg.max_contexts, temperature=cfg.temperature,
         ilme_scale=cfg.ilme_scale, allow_partial=cfg.allow_partial)
-    return one_best(lattice, lens.tolist())
+    return icefall_texts(lattice), one_best(lattice, lens.tolist())
 
 
 @pytest.mark.parametrize("allow_partial", [True, False])
 @pytest.mark.parametrize("ilme_scale", [0.0, 0.1])
-def test_fast_beam_search_without_termination_frame_is_icefalls(allow_partial, ilme_scale):
+@pytest.mark.parametrize("narrow", [False, True])
+def test_fast_beam_search_without_termination_frame_is_icefalls(allow_partial, ilme_scale,
+                                                                 narrow):
+    """icefall's tokens, frames and scores, also where a lattice has no final state and
+    ``allow_partial`` makes the last frame's arcs final: icefall's output then has the token
+    of the last frame's arc that the best path's final arc stands for (k2dec's with labels
+    alone, the tokens of the other cases, does not)."""
     cfg = FastBeamSearchConfig(termination_frame=False, allow_partial=allow_partial,
                                ilme_scale=ilme_scale)
-    differs = 0
+    if narrow:  # final states are pruned away more often
+        cfg = replace(cfg, beam=4.0, max_states=4, max_contexts=2)
+    differs = partial = 0
     for lens, seed in CASES:
         model = random_model(vocab_size=5, seed=seed)
         enc, enc_lens = random_batch(lens, seed=seed)
         with torch.no_grad():
-            want = _icefall_best(model, enc, enc_lens, cfg)
+            want, by_labels = _icefall_best(model, enc, enc_lens, cfg)
             got = fast_beam_search(model, enc, enc_lens, None, cfg).hyps
             ours = fast_beam_search(model, enc, enc_lens, None,
                                     replace(cfg, termination_frame=True)).hyps
-        for g, w, o in zip(got, want, ours):
-            assert g.tokens == w.tokens and g.timestamps == w.timestamps
-            assert g.score == pytest.approx(w.score, abs=1e-4)
-            differs += (o.tokens, o.score) != (w.tokens, w.score)
+        for g, (tokens, frames, score), b, o in zip(got, want, by_labels, ours):
+            assert (g.tokens, g.timestamps) == (tokens, frames)
+            assert g.score == pytest.approx(score, abs=1e-4)
+            partial += b.tokens != tokens
+            differs += (o.tokens, o.score) != (tokens, score)
     assert differs > 0  # k2dec's default (a termination frame) is another result
+    if not allow_partial:
+        assert partial == 0
+    elif narrow:
+        assert partial > 0  # the partial-lattice case occurs
 
 
 def test_icefall_compatible_configs():
     nbest = icefall_compatible(get_method("fast_beam_search_nbest"))
     assert nbest.search.ilme_scale == 0.1  # icefall's fast_beam_search default, not passed on
     assert nbest.search.termination_frame is False and nbest.nbest.tie_break == "last"
-    oracle = icefall_compatible(get_method("fast_beam_search_nbest_oracle"))
-    assert oracle.search.ilme_scale == 0.1
+    for name in ("fast_beam_search_nbest_oracle", "fast_beam_search_with_nbest_rescoring",
+                 "fast_beam_search_with_nbest_rnn_rescoring"):
+        assert icefall_compatible(get_method(name)).search.ilme_scale == 0.1, name
     lg = icefall_compatible(get_method("fast_beam_search_nbest_LG"))
     assert lg.search.ilme_scale == 0.0  # icefall passes its --ilme-scale (0.0) here
     one = icefall_compatible(get_method("fast_beam_search")).search
@@ -127,6 +145,58 @@ def test_tie_break_last_is_k2_argmax():
     assert best_paths_by_score(nbest, scores, tie_break="last")[0].tolist() == [2]
     with pytest.raises(ValueError, match="tie_break"):
         best_paths_by_score(nbest, scores, tie_break="middle")
+
+
+def _nbest_of_keys(keys: list[list[list[int]]]):
+    from k2dec.nbest import DedupKey, Nbest
+
+    flat = [k for utt in keys for k in utt]
+    fsa = k2.create_fsa_vec([k2.linear_fsa(k) for k in flat])
+    splits = torch.tensor([0] + [len(u) for u in keys]).cumsum(0).to(torch.int32)
+    shape = k2.ragged.create_ragged_shape2(splits, None, len(flat))
+    return Nbest(fsa, shape, DedupKey.TOKENS, k2.RaggedTensor(flat, dtype=torch.int32))
+
+
+def _edited(rng: random.Random, ref: list[int]) -> list[int]:
+    hyp = list(ref)
+    for _ in range(rng.randint(0, 3)):
+        op, at = rng.choice("sid"), rng.randint(0, len(hyp))
+        if op == "i" or not hyp:
+            hyp.insert(at, rng.randint(1, 5))
+        elif op == "s":
+            hyp[min(at, len(hyp) - 1)] = rng.randint(1, 5)
+        else:
+            del hyp[min(at, len(hyp) - 1)]
+    return hyp
+
+
+def test_oracle_tie_break_last_is_icefalls():
+    """Among paths at the same edit distance icefall's oracle takes the last maximum of
+    float32 Levenshtein alignment scores, whose rounding decides: NbestConfig.tie_break
+    "last" chooses the same paths; "first" (k2dec's) the first at the best distance."""
+    rng = random.Random(0)
+    differ = 0
+    for _ in range(40):
+        refs = [[rng.randint(1, 5) for _ in range(rng.randint(0, 9))] for _ in range(3)]
+        keys = [list(dict.fromkeys(tuple(_edited(rng, r)) for _ in range(rng.randint(0, 8))))
+                for r in refs]
+        keys = [[list(k) for k in utt] for utt in keys]
+        nbest = _nbest_of_keys(keys)
+        last, dist = nbest.oracle(refs, tie_break="last")
+        first, dist_first = nbest.oracle(refs)
+        assert last.tolist() == oracle_icefall(keys, refs)
+        assert dist.tolist() == dist_first.tolist()
+        start = 0
+        for u, (f, b, d) in enumerate(zip(first.tolist(), last.tolist(), dist.tolist())):
+            distances = [kaldialign.edit_distance(refs[u], k)["total"] for k in keys[u]]
+            if distances:  # both at the best distance, "first" the lowest index there
+                assert d == min(distances) == distances[b - start]
+                assert f == start + distances.index(d)
+            else:
+                assert f == b == d == -1
+            start += len(keys[u])
+            differ += f != b
+    assert differ > 0
 
 
 def test_modified_beam_search_float32_is_icefalls():

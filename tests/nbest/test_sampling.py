@@ -180,3 +180,23 @@ def test_k2_sampler_draws_exactly_k2_random_paths(tiny_hlg, device, seed):
     assert [sorted(g) for g in got] == expected
     with pytest.raises(ValueError, match="sampler"):
         Nbest.from_lattice(lattice, 20, 0.5, sampler="uniform")
+
+
+def test_k2_random_paths_gives_no_paths_where_there_is_none():
+    """icefall's sampler (k2.random_paths) aborts on an FSA without arcs (an utterance with
+    no frames) or without a successful path; those get no paths, the others k2's own."""
+    from k2dec.nbest.sampling import k2_random_paths
+
+    lats = make_lattices(k2.ctc_topo(3), 3, 6, seed=5, device=torch.device("cpu"), vocab=4)
+    one_state = k2.Fsa.from_str("0\n")
+    dead = k2.Fsa.from_str("0 1 2 0\n1 2 -1 0\n2")
+    dead.scores = torch.tensor([float("-inf"), 0.0])
+    pieces = [k2.index_fsa(lats, torch.tensor([i], dtype=torch.int32)) for i in range(3)]
+    mixed = k2.cat([pieces[0], k2.create_fsa_vec([one_state]), pieces[1],
+                    k2.create_fsa_vec([dead]), pieces[2]])
+    got = _per_fsa(mixed, k2_random_paths(mixed, 5))
+    want = _per_fsa(lats, k2.random_paths(lats, use_double_scores=True, num_paths=5))
+    assert got == [want[0], [], want[1], [], want[2]]
+    assert _per_fsa(lats, k2_random_paths(lats, 5)) == want
+    empty = k2.create_fsa_vec([one_state, dead])
+    assert k2_random_paths(empty, 5).tolist() == [[], []]

@@ -11,8 +11,15 @@ icefall's ``beam_search.py`` as k2dec's tests need it (our code, icefall's behav
   ``topk(beam)`` over all (hyp, token) pairs, equal token sequences merged with
   ``torch.logaddexp`` in float32, at the end the first hypothesis with the best
   ``log_prob / len(ys)`` (``ys`` counts the ``context_size`` initial slots).
+- :func:`icefall_texts`: icefall's ``fast_beam_search_one_best`` output from such a lattice:
+  the shortest path's ``aux_labels`` > 0 (``get_texts``: the labels of the graph arcs the
+  lattice arcs came from, which is where a partial lattice's final arcs keep the token of
+  the last frame's arc they stand for) and the frames (arc positions) they sit on.
 - :func:`argmax_last`: ``k2.RaggedTensor.argmax`` (the last maximum of each row), what
   icefall's n-best methods pick with.
+- :func:`oracle_icefall`: icefall's ``fast_beam_search_nbest_oracle`` / ``nbest_oracle``
+  choice among n-best key sequences: ``k2.levenshtein_alignment`` of every path against its
+  reference, float32 total scores, the last maximum.
 """
 
 from __future__ import annotations
@@ -46,6 +53,19 @@ def fast_beam_search_icefall(model, encoder_out: torch.Tensor, encoder_out_lens:
         streams.advance(log_probs)
     streams.terminate_and_flush_to_streams()
     return streams.format_output(encoder_out_lens.tolist(), allow_partial=allow_partial)
+
+
+def icefall_texts(lattice: k2.Fsa) -> list[tuple[list[int], list[int], float]]:
+    """(tokens, frames, score) per utterance of the shortest path, tokens read from
+    ``aux_labels`` as icefall's ``get_texts`` does."""
+    best = k2.shortest_path(lattice, use_double_scores=True)
+    scores = best.get_tot_scores(use_double_scores=True, log_semiring=False).tolist()
+    out = []
+    for u in range(best.shape[0]):
+        aux = best[u].aux_labels.tolist()
+        out.append(([a for a in aux if a > 0], [i for i, a in enumerate(aux) if a > 0],
+                    scores[u]))
+    return out
 
 
 def modified_beam_search_icefall(model, encoder_out: torch.Tensor,
@@ -97,3 +117,22 @@ def argmax_last(scores: k2.RaggedTensor) -> torch.Tensor:
         m = max(row)
         out.append(start + max(j for j, v in enumerate(row) if v == m))
     return torch.tensor(out, dtype=torch.int64)
+
+
+def oracle_icefall(keys: list[list[list[int]]], refs: list[list[int]]) -> list[int]:
+    """Per utterance, the index (over all paths, utterance after utterance) of the path of
+    ``keys[utt]`` icefall's oracle picks against ``refs[utt]``; -1 without paths."""
+    flat = [k for utt in keys for k in utt]
+    if not flat:
+        return [-1] * len(keys)
+    row = torch.tensor([u for u, utt in enumerate(keys) for _ in utt], dtype=torch.int32)
+    alignment = k2.levenshtein_alignment(
+        refs=k2.levenshtein_graph(refs), hyps=k2.levenshtein_graph(flat), hyp_to_ref_map=row,
+        sorted_match_ref=True)
+    scores = alignment.get_tot_scores(use_double_scores=False, log_semiring=False)
+    splits = [0]
+    for utt in keys:
+        splits.append(splits[-1] + len(utt))
+    return argmax_last(k2.RaggedTensor(k2.ragged.create_ragged_shape2(
+        row_splits=torch.tensor(splits, dtype=torch.int32), cached_tot_size=len(flat)),
+        scores)).tolist()

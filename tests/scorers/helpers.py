@@ -92,6 +92,8 @@ def check_against_reference(scorer, ref, utts: list[int], vocab: int, steps: int
 
 
 def scorer_device(scorer) -> torch.device:
+    if isinstance(getattr(scorer, "device", None), torch.device):
+        return scorer.device
     for name in ("score_table", "roots"):
         if hasattr(scorer, name):
             return getattr(scorer, name).device

@@ -167,3 +167,18 @@ def test_recorded_gpu_reports_are_shown_as_recorded(tmp_path, monkeypatch):
         "total wall time")})
     assert "| streams-x | same hypotheses | yes | met |" in text
     assert '<a id="streams-x"></a>' in text and "Wall time not recorded" in text
+
+
+def test_reports_recorded_with_a_peer_are_shown_as_recorded(tmp_path, monkeypatch):
+    assert [r.area for r in bench.recorded_peer_runs()] == sorted(
+        p.stem for p in bench.RECORDED_REPORTS.glob("*.json"))
+    (tmp_path / "icefall_dropin.json").write_text(json.dumps({
+        "area": "icefall_dropin", "title": "icefall drop-in", "settings": "s",
+        "targets": [{"target": "identical", "value": "1 of 2", "met": False}]}))
+    monkeypatch.setattr(bench, "RECORDED_REPORTS", tmp_path)
+    [run] = bench.recorded_peer_runs()
+    assert "`python -m scripts.bench.icefall_dropin`" in run.report.notes[-1]
+    text = bench.render([run], {k: "x" for k in (
+        "date", "commit", "command", "mode", "cpu", "cores", "load average", "versions",
+        "total wall time")})
+    assert "| icefall_dropin | identical | 1 of 2 | **not met** |" in text

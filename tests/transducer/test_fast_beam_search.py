@@ -4,6 +4,7 @@ import dataclasses
 
 import k2
 import pytest
+import torch
 
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import (
@@ -12,6 +13,7 @@ from k2dec.transducer import (
     StatelessDecoder,
     fast_beam_search,
 )
+from k2dec.transducer.fast_beam_search import DECODER_CACHE_SIZE
 from tests.reference.transducer_reference import (
     GraphWalker,
     NetOracle,
@@ -220,7 +222,7 @@ def test_blank_must_be_zero():
 def test_decoder_cache_gives_identical_results(device):
     model = random_model(vocab_size=6, context_size=2, seed=2, device=device)
     enc, lens = random_batch([12, 7, 10], seed=2, device=device)
-    plain = FastBeamSearch(model)
+    plain = FastBeamSearch(model, decoder_cache_size=0)
     cached = FastBeamSearch(model, decoder_cache_size=1000)
     out = []
     for search in (plain, cached):
@@ -230,6 +232,8 @@ def test_decoder_cache_gives_identical_results(device):
     assert_same_hyps(out[0][0], out[1][0])
     assert out[0][1] == pytest.approx(out[1][1], abs=1e-5)
     assert cached.net.cache is not None and cached.net.cache.hits > 0
+    assert plain.net.cache is None
+    assert FastBeamSearch(model).net.cache.max_size == DECODER_CACHE_SIZE  # on by default
 
 
 def test_terminated_stream_cannot_be_fed(device):
@@ -316,3 +320,25 @@ def test_hotword_graph_matches_exhaustive_reference(device, seed):
         assert result.hyps[i].timestamps == times
         assert result.hyps[i].score == pytest.approx(score, abs=1e-4)
     assert [h.score for h in result.hyps] != [h.score for h in plain.hyps]
+
+
+def test_cached_decoder_outputs_have_the_bits_of_a_large_batch():
+    """Cache misses are evaluated in batches of a multiple of 8 rows, so that a cached output
+    has the bits the same context gets in a large batch (CPU float32 GEMMs round the last
+    rows of other batch sizes differently): k2dec's lattices then equal icefall's bit for
+    bit (it evaluates every context on every frame)."""
+    from k2dec.transducer import TransducerNet
+
+    model = random_model(vocab_size=50, context_size=2, dim=64, seed=3)
+    g = torch.Generator().manual_seed(3)
+    contexts = torch.randint(0, 50, (96, 2), generator=g)
+    with torch.inference_mode():
+        fresh = TransducerNet(model, 0).decoder_out(contexts)
+        cached = TransducerNet(model, 1000)
+        start = 0
+        while start < contexts.size(0):
+            end = min(contexts.size(0), start + int(torch.randint(1, 8, (1,), generator=g)))
+            assert torch.equal(cached.decoder_out(contexts[start:end]), fresh[start:end])
+            start = end
+        assert torch.equal(cached.decoder_out(contexts), fresh)  # all from the cache now
+        assert cached.cache.hits >= contexts.size(0)

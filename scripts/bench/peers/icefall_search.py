@@ -1,7 +1,11 @@
 """icefall's own transducer searches (``beam_search.py``: ``greedy_search_batch``,
-``modified_beam_search``, ``fast_beam_search_one_best``), read from a local icefall checkout
-(``--icefall-dir`` / ``ICEFALL_DIR``), run on the same model and encoder outputs as k2dec's
-offline functions at icefall's default settings.
+``greedy_search``, ``modified_beam_search``, ``fast_beam_search_one_best``, ``_nbest``,
+``_nbest_LG`` and ``_nbest_oracle``), read from a local icefall checkout (``--icefall-dir`` /
+``ICEFALL_DIR``), run on the same model and encoder outputs as k2dec's at icefall's default
+settings; k2dec's side runs with :func:`k2dec.methods.icefall_compatible` configs (the
+settings under which the outputs should be identical); :func:`load_decode` gives
+``icefall/decode.py`` and the LM / n-gram / hotword classes of the same checkout (for
+``scripts/bench/icefall_dropin.py``).
 """
 
 from __future__ import annotations
@@ -9,11 +13,14 @@ from __future__ import annotations
 import importlib
 import sys
 import types
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-__all__ = ["BEAM_SEARCH", "PEER", "default_differs", "load", "search_pairs"]
+__all__ = ["BEAM_SEARCH", "PEER", "SearchInputs", "default_differs", "load", "load_decode",
+           "search_pairs"]
 
 PEER = "icefall"
 #: icefall's beam_search.py inside a checkout (the stateless7 and later recipes link to it)
@@ -22,6 +29,11 @@ BEAM_SEARCH = Path("egs/librispeech/ASR/pruned_transducer_stateless2")
 _OPTIONAL = {"pypinyin": ("lazy_pinyin", "pinyin"), "pypinyin.contrib": (),
              "pypinyin.contrib.tone_convert": ("to_finals", "to_finals_tone", "to_initials"),
              "torch.utils.tensorboard": ("SummaryWriter",)}
+#: icefall's fast_beam_search settings (its decode.py defaults) and n-best sampling
+FBS = dict(beam=20.0, max_states=64, max_contexts=8)
+NBEST = dict(num_paths=200, nbest_scale=0.5)
+#: icefall's ``--ngram-lm-scale`` for the LG methods (its decode.py scales LG's scores)
+NGRAM_LM_SCALE = 0.01
 
 
 def load(icefall_dir: Path):
@@ -43,31 +55,112 @@ def load(icefall_dir: Path):
     return importlib.import_module("beam_search")
 
 
-def search_pairs(ice, model: torch.nn.Module, enc: torch.Tensor, lens: torch.Tensor) -> dict:
-    """search name -> (k2dec's offline call, icefall's), each returning token lists; ``ice``
-    is :func:`load`'s module. k2dec's fast_beam_search runs with icefall's
-    ``termination_frame=False`` (:func:`k2dec.methods.icefall_compatible`): with k2dec's
-    default the last frame's emissions count, so the tokens differ by design (see
-    :func:`default_differs`)."""
+def load_decode(icefall_dir: Path) -> types.SimpleNamespace:
+    """icefall's ``beam_search`` (``.beam_search``) and ``icefall.decode`` (``.decode``)
+    modules and the classes its functions take (``RnnLmModel``, ``LmScorer``, ``NgramLm``,
+    ``ContextGraph``) from a checkout at ``icefall_dir``."""
+    beam_search = load(icefall_dir)
+    decode = importlib.import_module("icefall.decode")
+    rnn = importlib.import_module("icefall.rnn_lm.model")
+    wrapper = importlib.import_module("icefall.lm_wrapper")
+    ngram = importlib.import_module("icefall.ngram_lm")
+    context = importlib.import_module("icefall.context_graph")
+    return types.SimpleNamespace(beam_search=beam_search, decode=decode,
+                                 RnnLmModel=rnn.RnnLmModel, LmScorer=wrapper.LmScorer,
+                                 NgramLm=ngram.NgramLm, ContextGraph=context.ContextGraph)
+
+
+@dataclass
+class SearchInputs:
+    """What both sides decode: the model, its encoder outputs ``[N, T, C]`` and lengths
+    ``[N]``, an LG (labels tokens, aux_labels words; ``None``: no LG search) and reference
+    token ids per utterance for the oracle (``None``: no oracle)."""
+
+    model: torch.nn.Module
+    encoder_out: torch.Tensor
+    encoder_lens: torch.Tensor
+    LG: object = None
+    ref_tokens: list[list[int]] | None = None
+
+
+def _k2dec_method(name: str, x: SearchInputs, graphs: dict, **config_changes) -> Callable:
+    """k2dec's registered method ``name`` with its icefall-compatible config (and
+    ``config_changes``), returning token (or, for word methods, word) lists."""
+    from dataclasses import replace
+
+    from k2dec.methods import get_method, icefall_compatible
+    from k2dec.methods.registry import Resources, TransducerInputs
+
+    method = get_method(name)
+    config = icefall_compatible(method)
+    if config_changes:
+        config = replace(config, **config_changes)
+    resources = Resources(graphs=graphs)
+    inputs = TransducerInputs(x.model, x.encoder_out, x.encoder_lens, x.ref_tokens)
+
+    def run() -> list:
+        [result] = method(inputs, resources, config)
+        return result.words if result.words is not None else result.tokens
+
+    return run
+
+
+def _greedy_pairs(ice, x: SearchInputs) -> dict:
+    from k2dec.transducer import GreedySearchConfig, greedy_search
+
+    model, enc, lens = x.model, x.encoder_out, x.encoder_lens
+
+    def ours(max_sym: int) -> Callable:
+        config = GreedySearchConfig(max_sym_per_frame=max_sym)
+        return lambda: [h.tokens for h in greedy_search(model, enc, lens, config)]
+
+    def per_utterance(max_sym: int) -> Callable:  # icefall's greedy_search takes N == 1
+        return lambda: [ice.greedy_search(model, enc[i : i + 1, : int(n)], max_sym)
+                        for i, n in enumerate(lens.tolist())]
+
+    return {"greedy_search": (ours(1), lambda: ice.greedy_search_batch(model, enc, lens)),
+            "greedy_search max_sym_per_frame=1": (ours(1), per_utterance(1)),
+            "greedy_search max_sym_per_frame=2": (ours(2), per_utterance(2))}
+
+
+def search_pairs(ice, x: SearchInputs) -> dict[str, tuple[Callable, Callable]]:
+    """search name -> (k2dec's call, icefall's), each returning token (word) lists; ``ice``
+    is :func:`load`'s module. k2dec runs with its icefall-compatible configs
+    (``termination_frame=False``, icefall's ILME scale and n-best sampler and tie-break,
+    float32 beam scores); without them fast_beam_search's last frame counts, so the tokens
+    differ by design (see :func:`default_differs`)."""
     import k2
 
     from k2dec.methods import icefall_compatible
-    from k2dec.transducer import fast_beam_search, greedy_search, modified_beam_search
+    from k2dec.transducer import fast_beam_search, modified_beam_search
 
+    model, enc, lens = x.model, x.encoder_out, x.encoder_lens
     graph = k2.trivial_graph(int(model.decoder.vocab_size) - 1, enc.device)
     fbs_compat = icefall_compatible("fast_beam_search").search
-    return {
-        "greedy_search": (lambda: [h.tokens for h in greedy_search(model, enc, lens)],
-                          lambda: ice.greedy_search_batch(model, enc, lens)),
-        "modified_beam_search": (
-            lambda: [h.tokens for h in modified_beam_search(model, enc, lens)],
-            lambda: ice.modified_beam_search(model, enc, lens, beam=4)),
-        "fast_beam_search": (
-            lambda: [h.tokens for h in fast_beam_search(model, enc, lens, None,
-                                                         fbs_compat).hyps],
-            lambda: ice.fast_beam_search_one_best(model, graph, enc, lens, beam=20,
-                                                  max_states=64, max_contexts=8)),
-    }
+    mbs_compat = icefall_compatible("modified_beam_search").search
+    pairs = _greedy_pairs(ice, x)
+    pairs["modified_beam_search"] = (
+        lambda: [h.tokens for h in modified_beam_search(model, enc, lens, mbs_compat)],
+        lambda: ice.modified_beam_search(model, enc, lens, beam=4))
+    pairs["fast_beam_search"] = (
+        lambda: [h.tokens for h in fast_beam_search(model, enc, lens, None, fbs_compat).hyps],
+        lambda: ice.fast_beam_search_one_best(model, graph, enc, lens, **FBS))
+    pairs["fast_beam_search_nbest"] = (
+        _k2dec_method("fast_beam_search_nbest", x, {}),
+        lambda: ice.fast_beam_search_nbest(model, graph, enc, lens, **FBS, **NBEST))
+    if x.LG is not None:
+        scaled = x.LG.clone()
+        scaled.scores = x.LG.scores * NGRAM_LM_SCALE
+        pairs["fast_beam_search_nbest_LG"] = (
+            _k2dec_method("fast_beam_search_nbest_LG", x, {"LG": x.LG},
+                          ngram_lm_scale=NGRAM_LM_SCALE),
+            lambda: ice.fast_beam_search_nbest_LG(model, scaled, enc, lens, **FBS, **NBEST))
+    if x.ref_tokens is not None:
+        pairs["fast_beam_search_nbest_oracle"] = (
+            _k2dec_method("fast_beam_search_nbest_oracle", x, {}),
+            lambda: ice.fast_beam_search_nbest_oracle(model, graph, enc, lens, **FBS, **NBEST,
+                                                      ref_texts=x.ref_tokens))
+    return pairs
 
 
 def default_differs(ice, model: torch.nn.Module, enc: torch.Tensor, lens: torch.Tensor) -> str:
@@ -81,8 +174,8 @@ def default_differs(ice, model: torch.nn.Module, enc: torch.Tensor, lens: torch.
     graph = k2.trivial_graph(int(model.decoder.vocab_size) - 1, enc.device)
     with torch.no_grad():
         ours = [h.tokens for h in fast_beam_search(model, enc, lens, None).hyps]
-        lattice = ice.fast_beam_search(model, graph, enc, lens, beam=20, max_states=64,
-                                       max_contexts=8, ilme_scale=0.0)  # as its one_best
+        lattice = ice.fast_beam_search(model, graph, enc, lens, **FBS,
+                                       ilme_scale=0.0)  # as its one_best
     theirs = ice.get_texts(ice.one_best_decoding(lattice))
     scores = lattice.get_tot_scores(use_double_scores=True, log_semiring=False)
     differ = sum(a != list(b) for a, b in zip(ours, theirs))

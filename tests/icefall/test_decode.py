@@ -1,0 +1,211 @@
+"""``k2dec.icefall``'s lattice functions (icefall/decode.py) against k2dec's registered CTC
+methods (with :func:`k2dec.methods.icefall_compatible`) on random posteriors through the
+tiny HLG, at batch sizes 1 and 3."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import k2
+import pytest
+import torch
+
+import k2dec.icefall as ice
+from k2dec.lattice import LatticeConfig
+from k2dec.lattice import get_lattice as k2dec_get_lattice
+from k2dec.lattice.rescore import RescoreConfig
+from k2dec.methods import CtcInputs, Resources, get_method, icefall_compatible
+from k2dec.methods.ctc import CtcLatticeConfig
+from k2dec.methods.ctc_prefix import NoNgramAttentionConfig
+from k2dec.nbest import DedupKey, Nbest, NbestConfig
+from tests.icefall import icefall_shaped
+
+BEAMS = dict(search_beam=20.0, output_beam=8.0, min_active_states=30, max_active_states=10000)
+NUM_PATHS = 20
+
+
+def _inputs(setup, seed: int, n: int) -> CtcInputs:
+    lang, _ = setup
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.tensor([7, 5, 6][:n])
+    log_probs = (torch.randn(n, 7, lang.max_token_id + 1, generator=g) * 2).log_softmax(-1)
+    memory = torch.randn(n, 7, 8, generator=g)
+    return CtcInputs(log_probs, lengths, ref_words=[[1, 3], [5], [2, 4]][:n], memory=memory,
+                     memory_lens=lengths)
+
+
+def _segments(lengths: torch.Tensor) -> torch.Tensor:
+    return torch.stack([torch.arange(len(lengths)), torch.zeros_like(lengths), lengths],
+                       dim=1).to(torch.int32)
+
+
+def _lattice(inp: CtcInputs, graph: k2.Fsa) -> k2.Fsa:
+    return ice.get_lattice(inp.log_probs, graph, _segments(inp.log_probs_lens), **BEAMS)
+
+
+def _cfg(method: str, **kw):
+    """``method``'s own config at icefall's lattice beams, HLG as it is (and n-best sampling of
+    ``NUM_PATHS`` paths where the method samples)."""
+    cls = get_method(method).config_cls
+    fields = {f.name for f in dataclasses.fields(cls)}
+    nbest = NbestConfig(num_paths=NUM_PATHS, nbest_scale=kw.pop("nbest_scale", 0.5))
+    extra = {"hlg_scale": 1.0, "nbest": nbest}
+    return cls(lattice=LatticeConfig(output_beam=8.0),
+               **{k: v for k, v in extra.items() if k in fields}, **kw)
+
+
+def _method(name, inp, res, cfg):
+    return get_method(name)(inp, res, icefall_compatible(name, cfg))
+
+
+def test_get_lattice_takes_supervision_segments(setup):
+    lang, res = setup
+    inp = _inputs(setup, 0, 3)
+    # segment 1 starts at frame 2 of sequence 0; segment 2 ends one frame after sequence 2
+    segs = torch.tensor([[2, 0, 6], [0, 2, 5], [2, 1, 7]], dtype=torch.int32)
+    got = ice.get_lattice(inp.log_probs, res.graphs["HLG"], segs, subsampling_factor=2,
+                          **BEAMS)
+    frames = torch.nn.utils.rnn.pad_sequence(
+        [inp.log_probs[2, :6], inp.log_probs[0, 2:7], inp.log_probs[2, 1:7]], batch_first=True)
+    want = k2dec_get_lattice(frames, torch.tensor([6, 5, 6]), res.graphs["HLG"],
+                             LatticeConfig(**BEAMS)).lattice
+    kw = dict(use_double_scores=True, log_semiring=True)
+    assert torch.equal(got.get_tot_scores(**kw), want.get_tot_scores(**kw))
+    assert got.num_arcs == want.num_arcs
+    with pytest.raises(ValueError, match="ends 1 frames after"):
+        ice.get_lattice(inp.log_probs, res.graphs["HLG"], segs, **BEAMS)
+    with pytest.raises(ValueError, match="supervision_segments"):
+        ice.get_lattice(inp.log_probs, res.graphs["HLG"], segs[:, :2], **BEAMS)
+
+
+@pytest.mark.parametrize("n", [1, 3])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_one_best_and_nbest_decoding_are_the_methods(setup, n, seed):
+    lang, res = setup
+    inp = _inputs(setup, seed, n)
+    lattice = _lattice(inp, res.graphs["HLG"])
+    [one] = _method("1best", inp, res, _cfg("1best"))
+    assert ice.get_texts(ice.one_best_decoding(lattice)) == one.words
+    [nbest] = _method("nbest", inp, res, _cfg("nbest", nbest_scale=0.8))
+    assert ice.get_texts(ice.nbest_decoding(lattice, NUM_PATHS, nbest_scale=0.8)) == nbest.words
+    before = lattice.scores.clone()
+    scaled = ice.one_best_decoding(lattice, lm_scale_list=[0.5, 1.0])
+    assert list(scaled) == ["lm_scale_0.5", "lm_scale_1.0"]
+    assert ice.get_texts(scaled["lm_scale_1.0"]) == one.words
+    assert torch.equal(lattice.scores, before)  # the caller's lattice is not rescaled
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_nbest_oracle_is_as_close_as_the_method(setup, n):
+    lang, res = setup
+    inp = _inputs(setup, 2, n)
+    lattice = _lattice(inp, res.graphs["HLG"])
+    texts = [" ".join(lang.word_table.get(w) for w in ref) for ref in inp.ref_words]
+    got = ice.get_texts(ice.nbest_oracle(lattice, NUM_PATHS, texts, lang.word_table))
+    [want] = _method("nbest-oracle", inp, res, _cfg("nbest-oracle"))
+    from tests.icefall.test_transducer import _distance
+
+    for g, w, r in zip(got, want.words, inp.ref_words):
+        assert _distance(g, r) == _distance(w, r)
+
+
+@pytest.mark.parametrize("n", [1, 3])
+@pytest.mark.parametrize("seed", [0, 3])
+def test_rescore_with_n_best_list_is_nbest_rescoring(setup, n, seed):
+    lang, res = setup
+    inp = _inputs(setup, seed, n)
+    lattice = _lattice(inp, res.graphs["HLG"])
+    got = ice.rescore_with_n_best_list(lattice, res.graphs["G"], NUM_PATHS, [0.3, 1.3],
+                                       nbest_scale=0.5)
+    assert list(got) == ["lm_scale_0.3", "lm_scale_1.3"]
+    for s in (0.3, 1.3):
+        [want] = _method("nbest-rescoring", inp, res, _cfg("nbest-rescoring", ngram_lm_scale=s))
+        assert ice.get_texts(got[f"lm_scale_{s}"]) == want.words
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_rescore_with_whole_lattice_is_the_method(setup, n):
+    lang, res = setup
+    inp = _inputs(setup, 4, n)
+    lattice = _lattice(inp, res.graphs["HLG"])
+    got = ice.rescore_with_whole_lattice(lattice, res.graphs["G"], [0.6, 1.2])
+    for s in (0.6, 1.2):
+        cfg = _cfg("whole-lattice-rescoring", whole_lattice_lm_scale=s,
+                   whole_lattice=RescoreConfig(lm_scales=(s,)))
+        [want] = _method("whole-lattice-rescoring", inp, res, cfg)
+        assert ice.get_texts(got[f"lm_scale_{s}"]) == want.words
+    rescored = ice.rescore_with_whole_lattice(lattice, res.graphs["G"])
+    assert isinstance(rescored, k2.Fsa) and rescored.shape[0] == n
+    assert hasattr(lattice, "lm_scores")  # the caller's lattice keeps its LM scores
+
+
+def _no_g(res: Resources) -> Resources:
+    """The attention-decoder method takes its n-gram part from the lattice (as icefall) when
+    Resources has no G."""
+    return Resources(graphs={"HLG": res.graphs["HLG"]}, attention_decoder=res.attention_decoder)
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_attention_decoder_rescorings_are_the_method(setup, n):
+    lang, res = setup
+    inp = _inputs(setup, 5, n)
+    lattice = _lattice(inp, res.graphs["HLG"])
+    decoder = res.attention_decoder
+    mask = torch.arange(7).unsqueeze(0) >= inp.log_probs_lens.unsqueeze(1)
+    memory = inp.memory.permute(1, 0, 2)  # icefall's (T, N, C)
+    [want] = _method("attention-decoder", inp, _no_g(res),
+                     _cfg("attention-decoder", ngram_lm_scale=0.7, attention_scale=1.2))
+    key = "ngram_lm_scale_0.7_attention_scale_1.2"
+    for model in (decoder, icefall_shaped.ConformerModel(decoder)):
+        got = ice.rescore_with_attention_decoder(lattice, NUM_PATHS, model, memory, mask,
+                                                 decoder.sos_id, decoder.eos_id, 0.5, 0.7, 1.2)
+        assert list(got) == [key] and ice.get_texts(got[key]) == want.words
+    got = ice.rescore_with_attention_decoder_with_ngram(
+        lattice, NUM_PATHS, icefall_shaped.ZipformerAttentionDecoder(decoder), inp.memory,
+        inp.log_probs_lens, 0.5, 0.7, 1.2)
+    assert ice.get_texts(got[key]) == want.words
+    grid = ice.rescore_with_attention_decoder_with_ngram(lattice, NUM_PATHS, decoder,
+                                                         inp.memory, inp.log_probs_lens)
+    assert len(grid) == len(ice.DEFAULT_LM_SCALE) ** 2  # icefall's grid when no scale given
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_attention_decoder_no_ngram_is_the_method(setup, n):
+    lang, res = setup
+    inp = _inputs(setup, 6, n)
+    lattice = _lattice(inp, res.graphs["H"])
+    got = ice.rescore_with_attention_decoder_no_ngram(
+        lattice, NUM_PATHS, icefall_shaped.ZipformerAttentionDecoder(res.attention_decoder),
+        inp.memory, inp.log_probs_lens, attention_scale=0.8)
+    cfg = NoNgramAttentionConfig(ctc=CtcLatticeConfig(lattice=LatticeConfig(output_beam=8.0)),
+                                 nbest=NbestConfig(num_paths=NUM_PATHS, nbest_scale=1.0),
+                                 attention_scale=0.8)
+    [want] = _method("attention-decoder-rescoring-no-ngram", inp, res, cfg)
+    assert list(got) == ["attention_scale_0.8"]
+    assert ice.get_texts(got["attention_scale_0.8"]) == want.tokens
+
+
+def test_rescore_with_rnn_lm_adds_the_lm_to_the_attention_rescoring(setup):
+    lang, res = setup
+    inp = _inputs(setup, 7, 3)
+    lattice = _lattice(inp, res.graphs["HLG"])
+    decoder, lm = res.attention_decoder, res.lms["rnn_lm"]
+    mask = torch.arange(7).unsqueeze(0) >= inp.log_probs_lens.unsqueeze(1)
+    args = (lattice, NUM_PATHS, icefall_shaped.RnnLmModel(lm), decoder,
+            inp.memory.permute(1, 0, 2), mask, decoder.sos_id, decoder.eos_id, 0)
+    got = ice.rescore_with_rnn_lm(*args, 0.5, 0.7, 1.2, 0.9)
+    key = "ngram_lm_scale_0.7_attention_scale_1.2_rnn_lm_scale_0.9"
+    assert list(got) == [key]
+    # the same n-best, scored here from its parts
+    cfg = icefall_compatible("nbest", _cfg("nbest")).nbest
+    nbest = Nbest.from_lattice(lattice, NUM_PATHS, 0.5, DedupKey.WORDS, sampler=cfg.sampler)
+    nbest = nbest.intersect()
+    tokens = nbest.token_seqs()
+    att = decoder.score_sequences(inp.memory, inp.log_probs_lens, tokens,
+                                  nbest.path_to_utt().long()).sum().double()
+    rnn = lm.score_sequences(tokens).totals.double()
+    total = (nbest.am_scores().values + 0.7 * nbest.lm_scores().values + 1.2 * att
+             + 0.9 * rnn)
+    best = k2.RaggedTensor(nbest.shape, total).argmax()
+    assert ice.get_texts(got[key]) == [nbest.key_seqs.tolist()[b] for b in best.tolist()]
+    assert len(ice.rescore_with_rnn_lm(*args, 0.5, 0.7, 1.2, 0)) == 24  # 0: icefall's grid
