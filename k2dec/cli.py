@@ -363,6 +363,19 @@ def _list_methods(model_path, lang_dir, feature_changes) -> None:
     click.echo(method_table(sorted(methods, key=lambda m: (m.family.value, m.name))))
 
 
+def _silence_option(fn):
+    """``--silence-db`` of decode and tune (:attr:`k2dec.job.DecodeConfig.silence_db`)."""
+    return click.option(
+        "--silence-db", default=-60.0, show_default=True, type=click.FloatRange(-200.0, 0.0),
+        help="An utterance with no feature frame louder than white noise at this level "
+             "(dBFS) is silent and gets an empty hypothesis from every method; -200 turns "
+             "the check off.")(fn)
+
+
+def _silence(silence_db: float) -> float | None:
+    return None if silence_db <= -200.0 else silence_db
+
+
 @main.command("decode")
 @click.option("--list-methods", "list_only", is_flag=True,
               help="List every method: its family, what it needs (graph files, --rnn-lm, "
@@ -375,11 +388,7 @@ def _list_methods(model_path, lang_dir, feature_changes) -> None:
 @click.option("--retry-failed", is_flag=True,
               help="Decode again every cut recorded as failed (without it, only those whose "
                    "cut or --max-duration changed since they failed).")
-@click.option("--silence-db", default=-60.0, show_default=True,
-              type=click.FloatRange(-200.0, 0.0),
-              help="An utterance with no feature frame louder than white noise at this level "
-                   "(dBFS) is silent and gets an empty hypothesis from every method; -200 "
-                   "turns the check off.")
+@_silence_option
 def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path, lang_dir,
                graph_dir, rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path,
                no_model_settings, max_duration, icefall_compat, threads, out_dir, retry_failed,
@@ -414,7 +423,7 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
     world_size, rank = dist_info()
     cfg = _checked(DecodeConfig, max_duration=max_duration, retry_failed=retry_failed,
                    world_size=world_size, rank=rank,
-                   silence_db=None if silence_db <= -200.0 else silence_db)
+                   silence_db=_silence(silence_db))
     assets, refs = _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir,
                              graph_dir, rnn_lm, hotwords, lodr_arpa, changes)
     # one job per out dir, from before an audio folder's features are computed into it
@@ -462,9 +471,11 @@ def _exit_if_failed(rows) -> None:
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Keep the dev-set decodes (and an audio folder's features) here: a rerun "
                    "resumes them. Default: a temporary folder, removed when tune ends.")
+@_silence_option
 def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, graph_dir,
              rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path, no_model_settings,
-             max_duration, icefall_compat, threads, grid, out_path, work_dir, **features):
+             max_duration, icefall_compat, threads, grid, out_path, work_dir, silence_db,
+             **features):
     """Pick each method's settings on a dev set and write them for k2dec decode --config.
 
     Each method decodes the dev set (--cuts, or --audio-dir with references) with its scale
@@ -491,22 +502,24 @@ def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, gr
                              graph_dir, rnn_lm, hotwords, lodr_arpa, _feature_changes(features))
     if work_dir is not None:
         results, name = _tune(assets, refs, runs, cuts_path, audio_dir, test_set, grid,
-                              max_duration, work_dir)
+                              max_duration, work_dir, _silence(silence_db))
     else:  # nothing of the dev-set decodes stays behind
         with tempfile.TemporaryDirectory(prefix="k2dec-tune-") as tmp:
             results, name = _tune(assets, refs, runs, cuts_path, audio_dir, test_set, grid,
-                                  max_duration, Path(tmp))
+                                  max_duration, Path(tmp), _silence(silence_db))
     _write_tuned(results, name, config_path, out_path)
 
 
-def _tune(assets, refs, runs, cuts_path, audio_dir, test_set, grid, max_duration, work_dir):
+def _tune(assets, refs, runs, cuts_path, audio_dir, test_set, grid, max_duration, work_dir,
+          silence_db):
     """``(tune results, dev-set name)``: the dev set decoded under ``work_dir``."""
     from .job import DecodeConfig, tune_methods
 
     name, cuts, _ = _load_cuts(cuts_path, audio_dir, refs, test_set, work_dir / "features",
                                runs, assets.model.feature_config.extractor(), max_duration)
     return _checked(tune_methods, assets, {name: cuts}, runs, work_dir, grid,
-                    _checked(DecodeConfig, max_duration=max_duration)), name
+                    _checked(DecodeConfig, max_duration=max_duration,
+                             silence_db=silence_db)), name
 
 
 def _write_tuned(results, name, config_path, out_path) -> None:

@@ -34,8 +34,6 @@ Where the result can differ from icefall's (each documented at the function):
   and may return ``None``);
 - ``fast_beam_search_with_nbest_rnn_rescoring`` scores with the LM's ``sos``/``eos`` (icefall
   looks up the pieces ``"sos_id"``/``"eos_id"``, i.e. ``<unk>``);
-- ``rescore_with_attention_decoder_no_ngram`` ranks distinct token sequences by their best
-  alignment (icefall: every sampled alignment);
 - ``beam_search`` expands a frame at most 32 times (icefall's loop has no bound);
 - an utterance without frames gets an empty hypothesis (icefall asserts, or aborts in k2);
 - a model whose ``unk_id`` differs from its blank is refused (icefall skips ``unk``);

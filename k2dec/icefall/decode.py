@@ -24,6 +24,7 @@ from ..lattice.rescore import RescoreConfig
 from ..lattice.rescore import rescore_with_whole_lattice as k2dec_whole_lattice
 from ..methods.lists import HypothesisLists, attention_scores
 from ..nbest import DedupKey, Nbest, edit_distances, intersected, ngram_lm_scores
+from ..nbest.sampling import k2_random_paths
 from .attention import attention_decoder as as_decoder
 from .common import pick, sample
 from .lm import sequence_lm
@@ -324,16 +325,39 @@ def rescore_with_attention_decoder_no_ngram(
     attention_scale: float | None = None,
     use_double_scores: bool = True,
 ) -> dict[str, k2.Fsa]:
-    """For lattices through H (``aux_labels`` token ids): ``num_paths`` sampled token
-    sequences, each scored by its best alignment (icefall scores every sampled alignment,
-    duplicates included, and ignores ``nbest_scale``) plus ``a`` times the attention
-    decoder's log-prob, keyed ``attention_scale_{a}``."""
-    nbest = _word_nbest(lattice, num_paths, nbest_scale, use_double_scores)
-    comps = {"am": nbest.tot_scores().values,
-             "attention": _attention(nbest, nbest.key_seqs, as_decoder(attention_decoder),
-                                     encoder_out, encoder_out_lens)}
-    return _choose(nbest, comps, {"attention": _scales(attention_scale,
-                                                       NO_NGRAM_ATTENTION_SCALES)})
+    """For lattices through H (tensor ``aux_labels``: token ids), ranked as icefall ranks
+    them: ``num_paths`` alignments drawn by ``k2.random_paths`` from the lattice as it is
+    (icefall applies no ``nbest_scale`` here), duplicates kept, each scored by its own
+    alignment score (float32, summed along the path) plus ``a`` times the attention
+    decoder's log-prob of its tokens; per utterance the best alignment (the last of equal
+    ones) as a linear FSA (``labels`` its tokens and blanks, ``aux_labels`` its token ids),
+    keyed ``attention_scale_{a}`` (``attention_scale=None``: icefall's 28 scales).
+
+    k2dec's own ``attention-decoder-rescoring-no-ngram`` method differs on purpose: it keeps
+    one path per distinct token sequence, scored by its best alignment."""
+    aux = getattr(lattice, "aux_labels", None) if isinstance(lattice, k2.Fsa) else None
+    if not isinstance(aux, torch.Tensor) or len(lattice.shape) != 3:
+        raise ValueError("rescore_with_attention_decoder_no_ngram needs an FsaVec lattice "
+                         "through H (aux_labels a tensor of token ids), e.g. from "
+                         "get_lattice(..., H, ...)")
+    paths = k2_random_paths(lattice, int(num_paths), use_double_scores)  # [utt][path][arc]
+    arcs = paths.remove_axis(0)  # [path][arc], arc indexes into the lattice
+    labels = k2.ragged.index(lattice.labels.contiguous(), arcs).remove_values_eq(-1)
+    best_paths = k2.linear_fsa(labels)
+    best_paths.aux_labels = aux[arcs.values.to(torch.int64)]
+    am = k2.ragged.index(lattice.scores.contiguous(), arcs).sum()  # float32 [path]
+    tokens = k2.ragged.index(aux.contiguous(), arcs).remove_values_leq(0)
+    utt = paths.shape.get_layer(0)
+    lists = HypothesisLists(tokens.to(encoder_out.device),
+                            utt.row_ids(1).to(encoder_out.device, torch.int64),
+                            lattice.shape[0], [[] for _ in range(tokens.dim0)])
+    att = attention_scores(as_decoder(attention_decoder), encoder_out, encoder_out_lens,
+                           lists).to(am.device, torch.float32)
+    out = {}
+    for a in _scales(attention_scale, NO_NGRAM_ATTENTION_SCALES):
+        best = k2.RaggedTensor(utt, am + a * att).argmax()
+        out[f"attention_scale_{a}"] = index_paths(best_paths, best)
+    return out
 
 
 def rescore_with_rnn_lm(

@@ -19,6 +19,7 @@ Cuts from a folder of audio files: :func:`k2dec.data.cuts_from_audio_dir`.
 from .assets import (
     GRAPH_FILES,
     DecodeAssets,
+    check_lm_tokens,
     check_lm_vocab,
     hypothesis_texts,
     load_assets,
@@ -57,6 +58,7 @@ from .tune import TuneResult, parse_grid, tune_methods, tuned_settings
 __all__ = [
     "GRAPH_FILES",
     "DecodeAssets",
+    "check_lm_tokens",
     "check_lm_vocab",
     "DecodeConfig",
     "DecodeSettings",

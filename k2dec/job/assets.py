@@ -14,8 +14,9 @@ from ..lang import LangDir
 from ..methods import MethodResult, Resources
 from ..results import bpe_ids_to_words, token_ids_to_words, word_ids_to_words
 
-__all__ = ["GRAPH_FILES", "DecodeAssets", "check_lm_vocab", "hypothesis_texts", "load_assets",
-           "model_vocab_size", "need_hint", "out_of_vocabulary", "reference_case", "text_need"]
+__all__ = ["GRAPH_FILES", "DecodeAssets", "check_lm_tokens", "check_lm_vocab", "hypothesis_texts",
+           "load_assets", "model_vocab_size", "need_hint", "out_of_vocabulary", "reference_case",
+           "text_need"]
 
 #: The file each graph of :class:`~k2dec.methods.Resources` is loaded from, in the graph dir
 #: or the lang dir (H is built from tokens.txt).
@@ -144,6 +145,7 @@ def load_assets(
         for name, path in lm_paths.items():
             res.lms[name] = load_lm(path).to(device).eval()
             check_lm_vocab(res.lms[name], path, *token_vocab)
+            check_lm_tokens(res.lms[name], path, lang, sp)
     if hotwords is not None or lodr_arpa is not None:
         _load_scorer_inputs(res, sp, hotwords, lodr_arpa, device)
     if hotwords is not None and lang is not None and (lang.path / "words.txt").is_file():
@@ -180,6 +182,36 @@ def check_lm_vocab(lm: Any, path: str | Path, vocab: int | None, owner: str = "t
         raise ValueError(
             f"neural LM {path} has {size} tokens but {owner} {vocab}: an LM must be trained "
             "on the model's tokens (k2dec train-lm --bpe-model with the model's bpe.model)")
+
+
+def check_lm_tokens(lm: Any, path: str | Path, lang: LangDir | None, sp: Any) -> None:
+    """Refuse a neural LM whose checkpoint says it was trained on other tokens than the lang
+    dir's tokens.txt (else the BPE model) has under the same ids: e.g. an LM trained with
+    another BPE model of the same size, which :func:`check_lm_vocab` cannot tell. Checkpoints
+    without ``tokens_sha256`` (older ones, other trainers) are not checked.
+
+    Raises:
+      ValueError: naming ``path``, the token file and what to do.
+    """
+    from ..lang import bpe_token_table, token_inventory_digest
+
+    stored = getattr(lm, "tokens_sha256", None)
+    size = getattr(lm, "vocab_size", None)
+    if not isinstance(stored, str) or not isinstance(size, int):
+        return
+    if lang is not None:
+        table, source = lang.token_table, lang.path / "tokens.txt"
+    elif sp is not None:
+        table, source = bpe_token_table(sp), "the BPE model"
+    else:
+        return
+    digest = token_inventory_digest(table, size)
+    if digest is not None and digest != stored:
+        raise ValueError(
+            f"neural LM {path} was trained on other tokens than {source} has under the same "
+            f"{size} ids (sha256 {stored[:12]}... vs {digest[:12]}...; another BPE model of "
+            "the same size?): train it with the model's bpe.model (k2dec train-lm "
+            "--bpe-model)")
 
 
 def _load_scorer_inputs(res: Resources, sp: Any, hotwords: str | Path | None,

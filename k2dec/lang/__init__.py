@@ -27,6 +27,7 @@ from .symbols import (
     make_symbol_table,
     read_symbol_table,
     symbol_table_digest,
+    token_inventory_digest,
     write_symbol_table,
 )
 
@@ -56,6 +57,7 @@ __all__ = [
     "read_symbol_table",
     "read_word_list",
     "symbol_table_digest",
+    "token_inventory_digest",
     "train_bpe_model",
     "vocabulary_case",
     "write_lang_dir",

@@ -15,6 +15,7 @@ __all__ = [
     "write_symbol_table",
     "make_symbol_table",
     "symbol_table_digest",
+    "token_inventory_digest",
     "disambig_ids",
     "check_vocab_size",
 ]
@@ -88,6 +89,20 @@ def symbol_table_digest(table: k2.SymbolTable) -> str:
     """SHA-256 of the table's ``symbol id`` lines, sorted by id (for graph metadata)."""
     h = hashlib.sha256()
     for idx in sorted(table.ids):
+        h.update(f"{table.get(idx)} {idx}\n".encode())
+    return h.hexdigest()
+
+
+def token_inventory_digest(table: k2.SymbolTable, vocab_size: int) -> str | None:
+    """SHA-256 of what output ids ``0 .. vocab_size - 1`` mean: the ``symbol id`` lines of
+    those ids (disambiguation symbols above them left out), so a tokens.txt and the BPE model
+    it was made from (:func:`~k2dec.lang.bpe_token_table`) agree; ``None`` when the table
+    lacks one of those ids. Stored in LM checkpoints: an LM trained on another BPE model of
+    the same size is refused (its ids mean other pieces)."""
+    h = hashlib.sha256()
+    for idx in range(vocab_size):
+        if idx not in table:
+            return None
         h.update(f"{table.get(idx)} {idx}\n".encode())
     return h.hexdigest()
 

@@ -24,6 +24,7 @@ MODEL_TYPES: dict[str, tuple[type, type[NeuralLM]]] = {
     TransformerLM.model_type: (TransformerLmConfig, TransformerLM),
 }
 
+
 def build_lm(config: LmConfig) -> NeuralLM:
     """The model a config describes: :class:`RnnLM` or :class:`TransformerLM`."""
     for config_cls, model_cls in MODEL_TYPES.values():
@@ -49,6 +50,8 @@ def load_lm(checkpoint: str | Path, device: str | torch.device = "cpu") -> Neura
     config_cls, _ = MODEL_TYPES[model_type]
     model = build_lm(checked_config(config_cls, ckpt["model_config"], path))
     load_checked_state(model, ckpt["model"], path)
+    # what its ids mean (k2dec.lang.token_inventory_digest), None in older checkpoints
+    model.tokens_sha256 = ckpt.get("tokens_sha256")
     return model.to(device).eval()
 
 
@@ -80,12 +83,13 @@ def export_lm(
         ckpt = torch.load(path, map_location="cpu", weights_only=False)
         if not isinstance(ckpt, dict) or ckpt.get("model_type") not in MODEL_TYPES:
             raise ValueError(f"{str(path)!r} is not a k2dec LM checkpoint")
-        head = (ckpt["model_type"], ckpt["model_config"])
+        head = (ckpt["model_type"], ckpt["model_config"], ckpt.get("tokens_sha256"))
         if first is None:
             first = head
         elif head != first:
-            raise ValueError(f"{str(path)!r} holds another model ({head[0]}, {head[1]}) than "
-                             f"the first checkpoint ({first[0]}, {first[1]})")
+            raise ValueError(f"{str(path)!r} holds another model ({head[0]}, {head[1]}, tokens "
+                             f"{head[2]}) than the first checkpoint ({first[0]}, {first[1]}, "
+                             f"tokens {first[2]})")
         for name, value in ckpt["model"].items():
             v = value.to(torch.float64) if value.is_floating_point() else value
             total[name] = total[name] + v if name in total and v.is_floating_point() else v
@@ -93,6 +97,7 @@ def export_lm(
     state = {k: (v / n).to(dtype) if v.is_floating_point() else v for k, v in total.items()}
     out = Path(output)
     out.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"model_type": first[0], "model_config": first[1], "model": state,
+    torch.save({"model_type": first[0], "model_config": first[1], "tokens_sha256": first[2],
+                "model": state,
                 "averaged_from": [Path(c).name for c in checkpoints]}, out)
     return out

@@ -333,6 +333,15 @@ def _train_step(
     return float(loss.detach())
 
 
+def _tokens_digest(bpe_model: str | Path) -> str | None:
+    """:func:`k2dec.lang.token_inventory_digest` of the BPE model's pieces: the decode job
+    refuses this LM with a model whose tokens differ (another BPE model of the same size)."""
+    from k2dec.lang import bpe_token_table, load_bpe_model, token_inventory_digest
+
+    sp = load_bpe_model(bpe_model)
+    return token_inventory_digest(bpe_token_table(sp), sp.get_piece_size())
+
+
 def _save_checkpoint(
     exp_dir: Path,
     model: NeuralLM,
@@ -355,6 +364,7 @@ def _save_checkpoint(
                 torch.cuda.get_rng_state(model.device) if model.device.type == "cuda" else None
             ),
             "train_config": _state_dict_config(config),
+            "tokens_sha256": _tokens_digest(config.bpe_model),
         },
         tmp,
     )

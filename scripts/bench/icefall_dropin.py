@@ -452,10 +452,6 @@ def lattice_cases(K: Any, D: Any, inp: types.SimpleNamespace) -> list:
 
 #: where k2dec.icefall differs from icefall by design (see its module docstring)
 NOTES = [
-    "rescore_with_attention_decoder_no_ngram: k2dec ranks each distinct token sequence by its "
-    "best alignment in the lattice (the n-best of k2dec's attention-decoder-rescoring-no-ngram "
-    "method); icefall ranks every sampled alignment, duplicates included, by its own score, so "
-    "a sequence can win with an alignment other than its best.",
     "oracles: among paths at the same edit distance k2dec takes the last (icefall's argmax); "
     "icefall's float32 Levenshtein alignment scores carry rounding noise (-5.9999995 for 6) "
     "that can decide instead, so the hypotheses may differ at equal distance (the recorded "

@@ -262,6 +262,43 @@ def recorded_peer_runs() -> list[AreaRun]:
                                        "and load are not its)")
 
 
+def splice(text: str, run: AreaRun) -> str:
+    """``text`` (a BENCHMARKS.md) with ``run``'s section and target rows in place of the ones
+    of its area (added at the end / to the targets when it has none yet)."""
+    anchor = f'<a id="{run.area.replace("_", "-")}"></a>'
+    section = scrub("\n".join(render_area(run)).rstrip() + "\n")
+    start = text.find(anchor)
+    if start < 0:
+        text = text.rstrip() + "\n\n" + section
+    else:
+        end = text.find("\n<a id=", start + len(anchor))
+        text = text[:start] + section + ("\n" + text[end + 1:] if end >= 0 else "")
+    targets = run.report.targets if run.report is not None else []
+    rows = [f"| {run.area} | {_cell(t['target'])} | {_cell(t['value'])} | {STATUS[t['met']]} |"
+            for t in targets]
+    lines = text.split("\n")
+    old = [i for i, line in enumerate(lines) if line.startswith(f"| {run.area} | ")]
+    if old:
+        lines[old[0]:old[-1] + 1] = rows
+    elif rows and "## Targets" in lines:
+        table = lines.index("## Targets") + 2
+        while table < len(lines) and lines[table].startswith("|"):
+            table += 1
+        lines[table:table] = rows
+    return "\n".join(lines)
+
+
+def refresh_recorded(markdown: Path) -> str:
+    """``markdown`` (an existing BENCHMARKS.md) with the sections and target rows of the
+    recorded reports (:func:`recorded_peer_runs`, :func:`recorded_gpu_runs`) rendered again
+    from their files; the other areas and the header stay as they are (their raw reports may
+    be gone)."""
+    text = markdown.read_text()
+    for run in recorded_peer_runs() + recorded_gpu_runs():
+        text = splice(text, run)
+    return text
+
+
 def parse_areas(text: str) -> list[str]:
     areas = [a.strip() for a in text.split(",") if a.strip()]
     if not areas:
@@ -309,6 +346,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="put the other areas' reports from an earlier run into the same output "
                         "directory into BENCHMARKS.md too (marked as reused), e.g. after "
                         "rerunning one area")
+    p.add_argument("--splice", action="store_true",
+                   help="full mode: put the areas run now into the existing BENCHMARKS.md in "
+                        "place of their earlier sections, each noting its own date, commit "
+                        "and load (the header keeps the earlier run's); the other areas stay")
+    p.add_argument("--refresh-recorded", action="store_true",
+                   help="run nothing: render the recorded reports (docs/bench/recorded/, "
+                        "docs/bench/gpu/) into the existing BENCHMARKS.md again, after "
+                        "recording one anew")
     return p.parse_args(argv)
 
 
@@ -344,8 +389,35 @@ def header(started: datetime.datetime, command: str, mode: str, load_before: str
     }
 
 
+def splice_runs(runs: list[AreaRun], lay: Layout, load_before: str,
+                started: datetime.datetime) -> int:
+    """``--splice``: each run's section into the existing BENCHMARKS.md, with a note of when,
+    at which commit and under which load it ran."""
+    if lay.markdown != REPO / "BENCHMARKS.md" or not lay.markdown.is_file():
+        raise SystemExit("--splice needs full mode and an existing BENCHMARKS.md")
+    text = lay.markdown.read_text()
+    for run in runs:
+        if run.report is not None:
+            run.report.notes.append(
+                f"run by `{COMMAND} --splice` on {started.strftime('%Y-%m-%d %H:%M UTC')} at "
+                f"commit {git_commit()} on {cpu_model()} ({core_count()} cores), load average "
+                f"{load_before} before it (this header's date, commit and load are not its)")
+        text = splice(text, run)
+    lay.markdown.write_text(text)
+    failed = [r.area for r in runs if r.report is None]
+    print(f"[bench] spliced {', '.join(r.area for r in runs)} into "
+          f"{scrub(str(lay.markdown))}" + (f"; failed: {', '.join(failed)}" if failed else ""),
+          flush=True)
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.refresh_recorded:
+        path = REPO / "BENCHMARKS.md"
+        path.write_text(refresh_recorded(path))
+        print(f"[bench] rendered the recorded reports into {scrub(str(path))}", flush=True)
+        return 0
     mode = mode_of(args)
     lay = layout(mode, args.out)
     lay.raw.mkdir(parents=True, exist_ok=True)
@@ -354,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     runs = run_areas(args.areas, mode, lay)
     total = time.perf_counter() - t0
+    if args.splice:
+        return splice_runs(runs, lay, load_before, started)
     if args.reuse:
         runs = reuse_earlier(runs, lay)
     if lay.markdown == REPO / "BENCHMARKS.md":

@@ -15,8 +15,6 @@ from k2dec.lattice import LatticeConfig
 from k2dec.lattice import get_lattice as k2dec_get_lattice
 from k2dec.lattice.rescore import RescoreConfig
 from k2dec.methods import CtcInputs, Resources, get_method, icefall_compatible
-from k2dec.methods.ctc import CtcLatticeConfig
-from k2dec.methods.ctc_prefix import NoNgramAttentionConfig
 from k2dec.nbest import DedupKey, Nbest, NbestConfig
 from tests.icefall import icefall_shaped
 
@@ -169,20 +167,52 @@ def test_attention_decoder_rescorings_are_the_method(setup, n):
     assert len(grid) == len(ice.DEFAULT_LM_SCALE) ** 2  # icefall's grid when no scale given
 
 
+def _no_ngram_reference(lattice, decoder, memory, lens, scale):
+    """icefall's ranking of rescore_with_attention_decoder_no_ngram, one sampled alignment
+    at a time: its float32 score along the path plus ``scale`` times the attention decoder's
+    log-prob of its tokens; per utterance the tokens of the best (the last of equal ones)
+    and the best total."""
+    paths = k2.random_paths(lattice, num_paths=NUM_PATHS, use_double_scores=True).tolist()
+    out = []
+    for u, utt_paths in enumerate(paths):
+        best = None
+        for arcs in utt_paths:
+            idx = torch.tensor(arcs, dtype=torch.int64)
+            am = lattice.scores[idx].sum()
+            tokens = [t for t in lattice.aux_labels[idx].tolist() if t > 0]
+            seq = k2.RaggedTensor([tokens])
+            att = decoder.score_sequences(memory[u:u + 1], lens[u:u + 1], seq,
+                                          torch.zeros(1, dtype=torch.int64)).sum()
+            total = float(am + scale * att.float())
+            if best is None or total >= best[0] - 1e-5:
+                best = (max(total, best[0]) if best else total, tokens)
+        out.append(best)
+    return out
+
+
 @pytest.mark.parametrize("n", [1, 3])
-def test_attention_decoder_no_ngram_is_the_method(setup, n):
+@pytest.mark.parametrize("seed", [6, 8])
+def test_attention_decoder_no_ngram_ranks_sampled_alignments_as_icefall(setup, n, seed):
     lang, res = setup
-    inp = _inputs(setup, 6, n)
+    inp = _inputs(setup, seed, n)
     lattice = _lattice(inp, res.graphs["H"])
+    decoder = res.attention_decoder
     got = ice.rescore_with_attention_decoder_no_ngram(
-        lattice, NUM_PATHS, icefall_shaped.ZipformerAttentionDecoder(res.attention_decoder),
+        lattice, NUM_PATHS, icefall_shaped.ZipformerAttentionDecoder(decoder),
         inp.memory, inp.log_probs_lens, attention_scale=0.8)
-    cfg = NoNgramAttentionConfig(ctc=CtcLatticeConfig(lattice=LatticeConfig(output_beam=8.0)),
-                                 nbest=NbestConfig(num_paths=NUM_PATHS, nbest_scale=1.0),
-                                 attention_scale=0.8)
-    [want] = _method("attention-decoder-rescoring-no-ngram", inp, res, cfg)
     assert list(got) == ["attention_scale_0.8"]
-    assert ice.get_texts(got["attention_scale_0.8"]) == want.tokens
+    texts = ice.get_texts(got["attention_scale_0.8"])
+    want = _no_ngram_reference(lattice, decoder, inp.memory, inp.log_probs_lens, 0.8)
+    assert texts == [tokens for _, tokens in want]
+    best = got["attention_scale_0.8"]
+    assert best.shape[0] == n and best.aux_labels.dtype == torch.int32
+    grid = ice.rescore_with_attention_decoder_no_ngram(lattice, NUM_PATHS, decoder,
+                                                       inp.memory, inp.log_probs_lens)
+    assert len(grid) == 28 and "attention_scale_9.0" in grid  # icefall's grid
+    with pytest.raises(ValueError, match="through H"):
+        ice.rescore_with_attention_decoder_no_ngram(_lattice(inp, res.graphs["HLG"]),
+                                                    NUM_PATHS, decoder, inp.memory,
+                                                    inp.log_probs_lens)
 
 
 def test_rescore_with_rnn_lm_adds_the_lm_to_the_attention_rescoring(setup):

@@ -316,6 +316,35 @@ def test_silence_check_can_be_turned_off(decode_setup, silent_folder, tmp_path):
     assert r.exit_code == 2 and "--silence-db" in r.output
 
 
+def test_tune_takes_the_silence_threshold(decode_setup, silent_folder, tmp_path):
+    d, _ = silent_folder
+    s = decode_setup
+    text = tmp_path / "text"  # tuning needs a reference for every cut
+    text.write_text("zeros THE\nlsb THE\nhiss80 THE\nloud THE CAT SAT\n")
+
+    def tune(work, *extra):
+        return CliRunner().invoke(main, [
+            "tune", "--model", str(s["model_path"]), "--lang-dir", str(s["lang_dir"]),
+            "--audio-dir", str(d), "--text", str(text), "--method", "greedy_search",
+            "--grid", "blank_penalty=0,0.5", "--out", str(tmp_path / f"{work}.json"),
+            "--work-dir", str(tmp_path / work),
+            *extra])
+
+    def loud_is_silent(work):  # per decode of the dev set (one per grid point)
+        paths = sorted((tmp_path / work).rglob("results-in.jsonl"))
+        assert paths, work
+        return {"silent input" in json.dumps(read_results(p)["loud"]) for p in paths}
+
+    r = tune("default")
+    assert r.exit_code == 0, r.output
+    assert loud_is_silent("default") == {False}
+    r = tune("strict", "--silence-db", "-10")  # -20 dBFS noise is below -10: silent too
+    assert r.exit_code == 0, r.output
+    assert loud_is_silent("strict") == {True}
+    r = tune("bad", "--silence-db", "5")
+    assert r.exit_code == 2 and "--silence-db" in r.output
+
+
 def test_audio_failures_reach_the_results_with_one_line_reasons(decode_setup, tmp_path):
     d = tmp_path / "in"
     d.mkdir()

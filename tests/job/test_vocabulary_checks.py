@@ -15,7 +15,8 @@ from click.testing import CliRunner
 
 from k2dec.cli import main
 from k2dec.job import check_lm_vocab, load_assets
-from k2dec.lm import build_lm
+from k2dec.lang import train_bpe_model
+from k2dec.lm import TrainLmConfig, build_lm, export_lm, load_lm, train_lm
 from k2dec.lm.rnn import RnnLmConfig
 from k2dec.scorers import train_token_arpa
 
@@ -50,6 +51,44 @@ def test_an_lm_of_another_vocabulary_is_refused_before_decoding(decode_setup, tm
                     "--method", "modified_beam_search_lm_shallow_fusion", "--rnn-lm", str(bad))
         assert r.exit_code == 2 and f"neural LM {bad} has {vocab} tokens" in r.output
         assert not (tmp_path / f"out{vocab}" / "modified_beam_search").exists()
+
+
+def _trained_lm(text, bpe_model, exp_dir):
+    cfg = TrainLmConfig(text=text, bpe_model=bpe_model, exp_dir=exp_dir,
+                        model=RnnLmConfig(embedding_dim=8, hidden_dim=8, num_layers=1),
+                        num_steps=2, batch_size=8, progress=False)
+    return train_lm(cfg).checkpoint
+
+
+def test_an_lm_trained_on_another_bpe_model_of_the_same_size_is_refused(decode_setup,
+                                                                        tmp_path):
+    s = decode_setup
+    lang_bpe = s["lang_dir"] / "bpe.model"
+    own = _trained_lm(s["dir"] / "text.txt", lang_bpe, tmp_path / "own")
+    own_export = export_lm([own], tmp_path / "own.pt")
+    for path in (own, own_export):  # the model's own pieces: accepted
+        lm = load_assets(s["model_path"], s["lang_dir"], lm_paths={"rnn_lm": path})
+        assert lm.resources.lms["rnn_lm"].tokens_sha256 is not None
+    other_text = tmp_path / "other.txt"
+    lines = (s["dir"] / "text.txt").read_text().splitlines()  # the same letters, other pieces
+    other_text.write_text("\n".join(" ".join(w[::-1] for w in line.split()) for line in lines))
+    other_bpe = train_bpe_model(other_text, tmp_path / "other_lang", vocab_size=VOCAB)
+    assert other_bpe.read_bytes() != lang_bpe.read_bytes()
+    bad = export_lm([_trained_lm(s["dir"] / "text.txt", other_bpe, tmp_path / "other")],
+                    tmp_path / "other.pt")
+    assert load_lm(bad).vocab_size == VOCAB  # the size check alone would let it through
+    with pytest.raises(ValueError, match=r"neural LM .*other.pt was trained on other tokens "
+                                         r"than .*tokens.txt has under the same 24 ids"):
+        load_assets(s["model_path"], s["lang_dir"], lm_paths={"rnn_lm": bad})
+    r = _decode(s, tmp_path / "out", "--lang-dir", str(s["lang_dir"]),
+                "--method", "modified_beam_search_lm_shallow_fusion", "--rnn-lm", str(bad))
+    assert r.exit_code == 2 and "was trained on other tokens" in r.output, r.output
+    assert not (tmp_path / "out" / "modified_beam_search").exists()
+    # a checkpoint without the digest (older k2dec, other trainers) is not checked
+    ckpt = torch.load(bad, weights_only=False)
+    del ckpt["tokens_sha256"]
+    torch.save(ckpt, tmp_path / "old.pt")
+    load_assets(s["model_path"], s["lang_dir"], lm_paths={"rnn_lm": tmp_path / "old.pt"})
 
 
 def test_check_lm_vocab_without_a_model_size_uses_the_tokens(tmp_path):

@@ -182,3 +182,64 @@ def test_reports_recorded_with_a_peer_are_shown_as_recorded(tmp_path, monkeypatc
         "date", "commit", "command", "mode", "cpu", "cores", "load average", "versions",
         "total wall time")})
     assert "| icefall_dropin | identical | 1 of 2 | **not met** |" in text
+
+
+def test_refresh_recorded_renders_only_the_recorded_reports_again(tmp_path, monkeypatch):
+    info = {k: "x" for k in ("date", "commit", "command", "mode", "cpu", "cores",
+                             "load average", "versions", "total wall time")}
+    other = bench.AreaRun("demo", report=bench.Report("demo", "Demo area", settings="kept"))
+    other.report.target("fast", "2x", True)
+    rec, gpu = tmp_path / "recorded", tmp_path / "gpu"
+    rec.mkdir()
+    gpu.mkdir()
+    monkeypatch.setattr(bench, "RECORDED_REPORTS", rec)
+    monkeypatch.setattr(bench, "GPU_REPORTS", gpu)
+
+    def record(value, met, title="icefall drop-in"):
+        (rec / "icefall_dropin.json").write_text(json.dumps({
+            "area": "icefall_dropin", "title": title, "settings": f"run {value}",
+            "targets": [{"target": "identical", "value": value, "met": met}]}))
+
+    record("1 of 2", False)
+    md = tmp_path / "BENCHMARKS.md"
+    md.write_text(bench.render([other, *bench.recorded_peer_runs()], info))
+    first = md.read_text()
+    assert bench.refresh_recorded(md) == first  # nothing recorded anew: the same file
+    record("2 of 2", True)
+    text = bench.refresh_recorded(md)
+    assert text == bench.render([other, *bench.recorded_peer_runs()], info)
+    assert "| icefall_dropin | identical | 2 of 2 | met |" in text and "1 of 2" not in text
+    assert "**Settings.** run 2 of 2" in text and "**Settings.** kept" in text
+    assert "| demo | fast | 2x | met |" in text
+    (gpu / "streams-x.json").write_text(json.dumps({
+        "area": "streams-x", "title": "GPU", "settings": "cuda"}))
+    md.write_text(text)
+    assert '<a id="streams-x"></a>' in bench.refresh_recorded(md)  # a new one: appended
+
+
+def test_splice_replaces_the_areas_run_now_and_keeps_the_others(fake_repo, monkeypatch):
+    info = {k: "x" for k in ("date", "commit", "command", "mode", "cpu", "cores",
+                             "load average", "versions", "total wall time")}
+    monkeypatch.setattr(bench, "RECORDED_REPORTS", fake_repo / "none")
+    monkeypatch.setattr(bench, "GPU_REPORTS", fake_repo / "none")
+
+    def run(area, value, settings):
+        r = bench.AreaRun(area, report=bench.Report(area, area.title(), settings=settings))
+        r.report.target("fast", value, value != "1x")
+        return r
+
+    md = fake_repo / "BENCHMARKS.md"
+    md.write_text(bench.render([run("memory", "1x", "old"), run("lattice", "3x", "kept")], info))
+    lay = bench.layout("full", None)
+    assert lay.markdown == md
+    started = bench.datetime.datetime(2026, 1, 2, 3, 4, tzinfo=bench.datetime.timezone.utc)
+    assert bench.splice_runs([run("memory", "2x", "new")], lay, "0.5 / 0.4 / 0.3", started) == 0
+    text = md.read_text()
+    assert "| memory | fast | 2x | met |" in text and "| memory | fast | 1x |" not in text
+    assert "**Settings.** new" in text and "**Settings.** old" not in text
+    assert "| lattice | fast | 3x | met |" in text and "**Settings.** kept" in text
+    assert "on 2026-01-02 03:04 UTC at commit" in text and "load average 0.5 / 0.4 / 0.3" in text
+    assert text.index('<a id="memory">') < text.index('<a id="lattice">')  # its place kept
+    failed = bench.AreaRun("lattice", error="timed out")
+    assert bench.splice_runs([failed], lay, "x", started) == 1
+    assert "## lattice: FAILED" in md.read_text()  # a failure is shown, never the old figures
