@@ -222,7 +222,11 @@ _method_options = _options(
                  help="Override a config field, KEY=VALUE (e.g. beam=4, "
                       "lattice.search_beam=15, ngram_lm_scale=0.5), in every given method "
                       "whose config has KEY; a bare name reaches a nested field "
-                      "(num_paths=50: nbest.num_paths). Applied after --config."),
+                      "(num_paths=50: nbest.num_paths). A KEY that means different things "
+                      "in the given methods (beam: hypotheses in modified_beam_search, a "
+                      "pruning beam in fast_beam_search) is refused: METHOD:KEY=VALUE sets "
+                      "it for one method (fast_beam_search:beam=10). --list-methods shows "
+                      "each method's keys. Applied after --config."),
     click.option("--config", "config_path",
                  type=click.Path(exists=True, dir_okay=False, path_type=Path),
                  help="A settings file (JSON; written by k2dec tune): KEY=VALUE "
@@ -343,8 +347,8 @@ def _load_cuts(cuts_path, audio_dir, refs, test_set, feature_dir, runs, extracto
 def _list_methods(model_path, lang_dir, feature_changes) -> None:
     """Print the method table: every registered method, or those ``model_path`` supports."""
     from .job import method_table
-    from .methods import list_methods
-    from .model import load_model, supported_methods
+    from .methods import list_methods, supported_methods
+    from .model import load_model
 
     if model_path is None:
         methods = list_methods()

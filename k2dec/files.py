@@ -5,19 +5,24 @@ Python's own errors for a gzipped or non-UTF-8 file (``UnicodeDecodeError: 'utf-
 decode byte 0x8b in position 1``) name neither the file nor the line, and ``torch.load`` of a
 truncated or foreign file raises ``UnpicklingError``/``EOFError``/``RuntimeError`` without the
 file name; these helpers raise ``ValueError`` naming the file (and line). Gzip-compressed text
-(``.gz`` or not) is read transparently. Nothing here imports the rest of k2dec.
+(``.gz`` or not) is read transparently; the one place that opens gzip files (reading,
+decompressing for plain-text readers such as kaldilm, writing ``.gz`` outputs). Nothing here
+imports the rest of k2dec.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import logging
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["checked_config", "is_gzip", "load_checked_state", "load_torch_file", "read_text",
-           "text_lines"]
+__all__ = ["checked_config", "copy_as", "is_gzip", "load_checked_state", "load_torch_file",
+           "plain_file", "read_text", "text_lines"]
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +34,42 @@ def is_gzip(path: str | Path) -> bool:
     """Whether ``path`` starts with the gzip magic bytes."""
     with open(path, "rb") as f:
         return f.read(2) == _GZIP_MAGIC
+
+
+@contextlib.contextmanager
+def plain_file(path: str | Path, what: str) -> Iterator[Path]:
+    """``path`` itself, or for a gzip-compressed file (by its first bytes, whatever its name)
+    an uncompressed copy in a temporary directory, removed on exit: for readers that take
+    plain files only (kaldilm).
+
+    Raises:
+      ValueError: naming ``what`` and the file for a corrupt gzip stream.
+    """
+    path = Path(path)
+    if not is_gzip(path):
+        yield path
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = Path(tmp) / (path.stem if path.suffix == ".gz" else path.name)
+        try:
+            with gzip.open(path, "rb") as src, open(plain, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+        except (OSError, EOFError) as e:  # gzip.BadGzipFile is an OSError
+            raise ValueError(f"{path}: cannot decompress {what}: {e}") from None
+        yield plain
+
+
+def copy_as(src: str | Path, dst: str | Path) -> Path:
+    """Copy the plain file ``src`` to ``dst``, gzip-compressed when ``dst``'s name ends in
+    ``.gz``, through ``dst.partial`` (an interrupted copy never leaves a truncated
+    ``dst``). Returns ``dst``."""
+    dst = Path(dst)
+    partial = dst.with_name(dst.name + ".partial")
+    opener = gzip.open if dst.suffix == ".gz" else open
+    with open(src, "rb") as f, opener(partial, "wb") as g:
+        shutil.copyfileobj(f, g)
+    partial.replace(dst)
+    return dst
 
 
 def text_lines(path: str | Path, what: str) -> Iterator[tuple[int, str]]:

@@ -8,13 +8,8 @@ be gzipped (``.arpa.gz``).
 
 from __future__ import annotations
 
-import contextlib
 import enum
-import gzip
 import logging
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import k2
@@ -30,7 +25,6 @@ from .topo import build_ctc_topo
 
 __all__ = [
     "GraphType",
-    "plain_arpa",
     "write_lexicon_graphs",
     "compile_graph",
     "check_lang_graph",
@@ -56,24 +50,6 @@ class GraphType(str, enum.Enum):
         """``<name>.pt``; ``G_4_gram.pt`` for the rescoring G (the name decoding looks for,
         whatever the ARPA's order)."""
         return "G_4_gram.pt" if self is GraphType.G else f"{self.value}.pt"
-
-
-@contextlib.contextmanager
-def plain_arpa(arpa: str | Path) -> Iterator[Path]:
-    """``arpa`` itself, or for a gzipped ``*.gz`` file an uncompressed copy in a temporary
-    directory (same file name without ``.gz``), removed on exit."""
-    arpa = Path(arpa)
-    if arpa.suffix != ".gz":
-        yield arpa
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        plain = Path(tmp) / arpa.stem
-        try:
-            with gzip.open(arpa, "rb") as f, open(plain, "wb") as g:
-                shutil.copyfileobj(f, g)
-        except (OSError, EOFError) as e:
-            raise ValueError(f"cannot decompress ARPA file {arpa}: {e}") from None
-        yield plain
 
 
 def write_lexicon_graphs(

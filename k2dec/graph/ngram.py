@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import math
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import k2
 import torch
 
-from ..files import is_gzip, text_lines
+from ..files import plain_file, text_lines
 from ..lang.symbols import write_symbol_table
 
 __all__ = ["ArpaInfo", "check_arpa", "build_G", "build_rescoring_G", "train_arpa"]
@@ -155,19 +154,13 @@ def _arpa_to_fst_text(
 
     words_txt = tmp_dir / "words.txt"
     write_symbol_table(word_table, words_txt)
-    if is_gzip(arpa):  # kaldilm reads plain text only
-        import gzip
-
-        plain = tmp_dir / "lm.arpa"
-        with gzip.open(arpa, "rb") as src, open(plain, "wb") as dst:
-            shutil.copyfileobj(src, dst)
-        arpa = plain
-    return kaldilm.arpa2fst(
-        input_arpa=str(arpa),
-        disambig_symbol="#0" if disambig else "",
-        read_symbol_table=str(words_txt),
-        max_order=max_order,
-    )
+    with plain_file(arpa, "ARPA file") as plain:  # kaldilm reads plain text only
+        return kaldilm.arpa2fst(
+            input_arpa=str(plain),
+            disambig_symbol="#0" if disambig else "",
+            read_symbol_table=str(words_txt),
+            max_order=max_order,
+        )
 
 
 def build_G(

@@ -21,6 +21,7 @@ from .assets import (
     DecodeAssets,
     check_lm_tokens,
     check_lm_vocab,
+    hypothesis_texts,
     load_assets,
     need_hint,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "decode_cuts",
     "decode_utterances",
     "dist_info",
+    "hypothesis_texts",
     "load_assets",
     "method_table",
     "need_hint",

@@ -11,10 +11,12 @@ import torch
 
 from ..graph import GraphType
 from ..lang import LangDir
-from ..methods import Resources
+from ..methods import MethodResult, Resources
+from ..results import bpe_ids_to_words, token_ids_to_words, word_ids_to_words
 
-__all__ = ["GRAPH_FILES", "DecodeAssets", "check_lm_tokens", "check_lm_vocab", "load_assets",
-           "model_vocab_size", "need_hint", "out_of_vocabulary", "reference_case", "text_need"]
+__all__ = ["GRAPH_FILES", "DecodeAssets", "check_lm_tokens", "check_lm_vocab", "hypothesis_texts",
+           "load_assets", "model_vocab_size", "need_hint", "out_of_vocabulary", "reference_case",
+           "text_need"]
 
 #: The file each graph of :class:`~k2dec.methods.Resources` is loaded from, in the graph dir
 #: or the lang dir (H is built from tokens.txt).
@@ -40,6 +42,23 @@ class DecodeAssets:
     sp: Any
     resources: Resources = field(default_factory=Resources)
     tokens: Any = None
+
+
+def hypothesis_texts(result: MethodResult, assets: DecodeAssets) -> list[list[str]]:
+    """Each utterance's words (the one place hypotheses become words): word ids through
+    words.txt, else token ids through the BPE model, else through the token table."""
+    if result.words is not None:
+        if assets.lang is None:
+            raise ValueError("word hypotheses need the lang dir (words.txt)")
+        return word_ids_to_words(result.words, assets.lang.word_table)
+    if assets.sp is not None:
+        return bpe_ids_to_words(result.tokens, assets.sp)
+    tokens = assets.tokens if assets.tokens is not None else (
+        assets.lang.token_table if assets.lang is not None else None)
+    if tokens is None:
+        raise ValueError("token hypotheses need a bpe.model or tokens.txt (--lang-dir, or "
+                         "beside the model) to become words")
+    return token_ids_to_words(result.tokens, tokens)
 
 
 def load_assets(

@@ -64,7 +64,6 @@ from ..methods import (
     CtcInputs,
     Family,
     Method,
-    MethodResult,
     TransducerInputs,
     get_method,
 )
@@ -74,7 +73,6 @@ from ..results import (
     CtmWord,
     DiskFullError,
     ResultWriter,
-    bpe_ids_to_words,
     confidence_metrics,
     disk_full_error,
     lock_out_dir,
@@ -83,15 +81,13 @@ from ..results import (
     read_results,
     record_ctm_words,
     save_results,
-    token_ids_to_words,
     word_correctness,
-    word_ids_to_words,
     write_ctm,
     write_results,
 )
 from ..results.ctm import FRAME_SHIFT
 from ..sizes import check_float_range, check_int_range
-from .assets import DecodeAssets, reference_case
+from .assets import DecodeAssets, hypothesis_texts, reference_case
 from .encoder import JobEncoder
 from .resume import (
     JobInputs,
@@ -305,22 +301,6 @@ def _inputs(method: Method, assets: DecodeAssets, feats: torch.Tensor, lens: tor
                      memory=out.memory, memory_lens=out.memory_lens, lattices=encoder.lattices)
 
 
-def _texts(result: MethodResult, assets: DecodeAssets) -> list[list[str]]:
-    """Each utterance's words: word ids through words.txt, else token ids through BPE."""
-    if result.words is not None:
-        if assets.lang is None:
-            raise ValueError("word hypotheses need the lang dir (words.txt)")
-        return word_ids_to_words(result.words, assets.lang.word_table)
-    if assets.sp is not None:
-        return bpe_ids_to_words(result.tokens, assets.sp)
-    tokens = assets.tokens if assets.tokens is not None else (
-        assets.lang.token_table if assets.lang is not None else None)
-    if tokens is None:
-        raise ValueError("token hypotheses need a bpe.model or tokens.txt (--lang-dir, or "
-                         "beside the model) to become words")
-    return token_ids_to_words(result.tokens, tokens)
-
-
 #: Per utterance: ``{setting: (record, words)}`` and the failure reason (``""`` if fine).
 _Decoded = tuple[dict[str, tuple[HypothesisRecord, list[str]]], str]
 
@@ -333,14 +313,14 @@ def _decode_batch(method: Method, config: Any, assets: DecodeAssets, feats, lens
         results = method(inputs, assets.resources, config)
     out: list[_Decoded] = [({}, "") for _ in refs]
     for r in results:
-        for i, (rec, words) in enumerate(zip(r.hyps, _texts(r, assets))):
+        for i, (rec, words) in enumerate(zip(r.hyps, hypothesis_texts(r, assets))):
             out[i][0][r.key] = (rec, words)
             if rec.error and not out[i][1]:
                 out[i] = (out[i][0], rec.error)
     return out
 
 
-def _decode_or_split(method: Method, config: Any, assets: DecodeAssets, feats, lens, refs,
+def decode_or_split(method: Method, config: Any, assets: DecodeAssets, feats, lens, refs,
                      encoder: JobEncoder) -> list[_Decoded]:
     """:func:`_decode_batch`; if the batch raises, each cut alone (a cut that raises fails
     with the exception)."""
@@ -366,7 +346,7 @@ class _Silence:
     note: str
 
 
-def _silence(assets: DecodeAssets, config: DecodeConfig) -> _Silence | None:
+def silence_check(assets: DecodeAssets, config: DecodeConfig) -> _Silence | None:
     if config.silence_db is None:
         return None
     energy = silence_energy(assets.model.feature_config, float(config.silence_db))
@@ -382,7 +362,7 @@ def _empty_like(rec: HypothesisRecord, note: str) -> HypothesisRecord:
     return replace(rec, **empty, score=None, error="", notes=note)
 
 
-def _silenced(decoded: list[_Decoded], feats: torch.Tensor, lens: torch.Tensor,
+def silenced(decoded: list[_Decoded], feats: torch.Tensor, lens: torch.Tensor,
               silence: _Silence | None) -> list[_Decoded]:
     """Silent utterances' results as empty hypotheses (every setting the method gave them)."""
     if silence is None:
@@ -404,7 +384,7 @@ def _write(writer: ResultWriter, cut_id: str, ref: list[str], decoded: _Decoded,
                        hyps.items()}, input=digest)
 
 
-def _todo(cuts: CutSet, failed: Mapping[str, str], writer: ResultWriter, min_frames: int,
+def todo_cuts(cuts: CutSet, failed: Mapping[str, str], writer: ResultWriter, min_frames: int,
           max_duration: float, retry_failures: bool) -> tuple[CutSet, dict[str, str]]:
     """The cuts to decode: those not in the results file, or whose line is of another input
     (:func:`~k2dec.job.resume.cut_digest`), or failed while ``retry_failures``; cuts too
@@ -577,7 +557,7 @@ def _decode_locked(assets: DecodeAssets, cuts: CutSet, job: _Job, out_dir: Path,
     record = open_job_record(path, job.key, job.name)
     with ResultWriter(path, retry_failed=config.retry_failed) as writer:
         retry = config.retry_failed or record.max_duration != config.max_duration
-        todo, digests = _todo(cuts, failed, writer, assets.model.min_input_frames,
+        todo, digests = todo_cuts(cuts, failed, writer, assets.model.min_input_frames,
                               config.max_duration, retry)
         logger.info("%s: %d utterances, %d to decode", job.name, len(cuts) + len(failed),
                     len(todo))
@@ -621,7 +601,7 @@ def _decode_todo(assets: DecodeAssets, todo: CutSet, job: _Job, writer: ResultWr
     when the job ends: the time of a killed job's cuts is not in it, nor their audio)."""
     config = job.config
     frames_per_second = assets.model.feature_config.frames_per_second
-    silence = _silence(assets, config)
+    silence = silence_check(assets, config)
     loader = make_decode_loader(todo, config.max_duration, config.num_buckets)
     with tqdm(total=len(todo), desc=job.name, unit="cut") as bar:
         for batch in loader:
@@ -633,9 +613,9 @@ def _decode_todo(assets: DecodeAssets, todo: CutSet, job: _Job, writer: ResultWr
             refs = [(t or "").split() for t in batch.texts]
             matched = [match_case(t or "", job.case).split() for t in batch.texts]
             start = time.perf_counter()
-            decoded = _decode_or_split(job.method, job.method_config, assets, batch.features,
+            decoded = decode_or_split(job.method, job.method_config, assets, batch.features,
                                        batch.num_frames, matched, encoder)
-            decoded = _silenced(decoded, batch.features, batch.num_frames, silence)
+            decoded = silenced(decoded, batch.features, batch.num_frames, silence)
             # a cached encoder pass is charged as if it ran (RTFs stay comparable)
             record.decode_seconds += time.perf_counter() - start + encoder.take_saved_seconds()
             record.audio_seconds += float(batch.num_frames.sum()) / frames_per_second
@@ -684,22 +664,20 @@ class CtmSettings:
 def ctm_settings(assets: DecodeAssets, config: DecodeConfig,
                  calibration: Mapping[str, Calibration] | None = None) -> CtmSettings:
     """The :class:`CtmSettings` of a job with these assets and config."""
-    return CtmSettings(_word_start(assets), _subsampling(assets, config), config.frame_shift,
+    return CtmSettings(_ctm_word_start(assets), _subsampling(assets, config), config.frame_shift,
                        dict(calibration or {}))
 
 
-def _word_start(assets: DecodeAssets) -> list[bool] | None:
-    """Which token ids begin a word (for CTM words of token-level hypotheses)."""
+def _ctm_word_start(assets: DecodeAssets) -> list[bool] | None:
+    """Which token ids begin a word (for CTM words of token-level hypotheses):
+    ``Resources.word_start``, else :func:`k2dec.lang.bpe_word_start_mask` of the BPE
+    model's pieces or of the tokens.txt beside an icefall / sherpa-onnx model."""
     if assets.resources.word_start is not None:
         return assets.resources.word_start.tolist()
-    if assets.sp is not None:
-        return [assets.sp.id_to_piece(i).startswith("\u2581")
-                for i in range(assets.sp.get_piece_size())]
-    if assets.tokens is not None:  # tokens.txt beside an icefall / sherpa-onnx model
-        from ..lang import bpe_word_start_mask
+    from ..lang import bpe_token_table, bpe_word_start_mask
 
-        return bpe_word_start_mask(assets.tokens).tolist()
-    return None
+    table = bpe_token_table(assets.sp) if assets.sp is not None else assets.tokens
+    return None if table is None else bpe_word_start_mask(table).tolist()
 
 
 def _subsampling(assets: DecodeAssets, config: DecodeConfig) -> int:

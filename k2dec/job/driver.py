@@ -27,7 +27,15 @@ from typing import Any
 from lhotse import CutSet
 
 from ..lang import match_case
-from ..methods import Method, Resources, config_field_path, get_method, override_config
+from ..methods import (
+    Method,
+    Resources,
+    config_field_path,
+    config_keys,
+    get_method,
+    override_config,
+    setting_meaning,
+)
 from ..results import Calibration
 from .assets import (
     GRAPH_FILES,
@@ -79,26 +87,18 @@ def _applies(config: Any, assignment: str) -> bool:
         return True
 
 
-def plan_methods(methods: Sequence[str | Method], assignments: Sequence[str] = (),
-                 require_used: bool = True, settings: DecodeSettings | None = None
-                 ) -> list[MethodRun]:
-    """Each method with its config: every ``KEY=VALUE`` assignment is applied to each method
-    whose config has the field ``KEY`` (see :func:`k2dec.methods.override_config`).
+def _target(assignment: str) -> tuple[str | None, str]:
+    """``(method, KEY=VALUE)`` of a ``METHOD:KEY=VALUE`` assignment, ``(None, assignment)``
+    of a plain one."""
+    key = assignment.split("=", 1)[0]
+    if ":" not in key:
+        return None, assignment
+    method, rest = assignment.split(":", 1)
+    return method, rest
 
-    Args:
-      methods: names (icefall's) or :class:`~k2dec.methods.Method` objects, each once.
-      assignments: ``KEY=VALUE`` strings (``beam=8``, ``lattice.search_beam=15``,
-        ``lm_scales=0.5,1.0``).
-      require_used: an assignment that no method's config has is an error (else ignored).
-      settings: a settings file's content, applied before ``assignments``: its ``set``
-        where the field exists (checked like ``assignments``: one that no given method has
-        is an error with ``require_used``), then its entries for each given method (each
-        must fit the method; entries for methods not given are ignored).
 
-    Raises:
-      ValueError: naming every problem found: unknown or repeated methods, malformed
-        assignments, values of the wrong type or rejected by the config, unused assignments.
-    """
+def _resolve(methods: Sequence[str | Method]) -> tuple[list[Method], list[str]]:
+    """The methods (each once) and the problems with the others."""
     problems: list[str] = []
     resolved: list[Method] = []
     for m in methods:
@@ -111,30 +111,127 @@ def plan_methods(methods: Sequence[str | Method], assignments: Sequence[str] = (
             problems.append(f"method {method.name!r} is given twice")
             continue
         resolved.append(method)
+    return resolved, problems
+
+
+def _meanings(methods: Sequence[Method], key: str) -> dict[tuple[str, str], dict[str, list]]:
+    """For ``key``, per ``(type, meaning)`` of the field it reaches in each method's config
+    (:func:`k2dec.methods.setting_meaning`): ``{"paths": [...], "methods": [...]}``."""
+    out: dict[tuple[str, str], dict[str, list]] = {}
+    for m in methods:
+        config = m.default_config()
+        try:
+            path = config_field_path(config, key)
+        except ValueError:  # ambiguous in this config: override_config says so
+            continue
+        if path is not None:
+            group = out.setdefault(setting_meaning(config, path), {"paths": [], "methods": []})
+            group["paths"] += [".".join(path)] if ".".join(path) not in group["paths"] else []
+            group["methods"].append(m.name)
+    return out
+
+
+def _two_meanings(methods: Sequence[Method], assignments: Sequence[str]) -> list[str]:
+    """A problem for each key (not ``METHOD:``-qualified) that reaches fields of different
+    types or meanings in the given methods (``beam``: hypotheses kept, an int, in
+    modified_beam_search; a pruning beam, a float, in fast_beam_search)."""
+    problems = []
+    for item in dict.fromkeys(a for a in assignments if _target(a)[0] is None):
+        key = item.split("=", 1)[0]
+        groups = _meanings(methods, key)
+        if len(groups) < 2:
+            continue
+        said = "; ".join(f"{'/'.join(g['paths'])} ({kind}"
+                         f"{'' if means == key.split('.')[-1] else ': ' + means}) in "
+                         f"{', '.join(g['methods'])}" for (kind, means), g in groups.items())
+        paths = [p for g in groups.values() for p in g["paths"]]
+        hint = (f" or the qualified name ({', '.join(paths)})"
+                if len(set(paths)) == len(paths) and key not in paths else "")
+        first = next(iter(groups.values()))["methods"][0]
+        problems.append(f"{item!r}: {key!r} means different things in the given methods: "
+                        f"{said}; say which method with METHOD:KEY=VALUE (e.g. "
+                        f"{first}:{item}){hint}")
+    return problems
+
+
+def _valid_keys(methods: Sequence[Method]) -> str:
+    keys = {k for m in methods for k in config_keys(m.default_config())}
+    return ", ".join(sorted(keys)) or "none"
+
+
+def _own(method: Method, config: Any, assignments: Sequence[str]) -> dict[str, str]:
+    """``{given assignment: KEY=VALUE}`` of the assignments that reach ``method``: the plain
+    ones its config has a field for, and the ones qualified with its name."""
+    out = {}
+    for a in assignments:
+        target, item = _target(a)
+        if target in (None, method.name) and _applies(config, item):
+            out[a] = item
+    return out
+
+
+def _unused(assignments: Sequence[str], used: set[str], methods: Sequence[Method],
+            where: str = "") -> list[str]:
+    """A problem naming the assignments no method took, with the keys the methods have."""
+    names = {m.name for m in methods}
+    wrong = [a for a in assignments if _target(a)[0] not in (None, *names)]
+    unused = [a for a in assignments if a not in used and a not in wrong]
+    out = [f"{a!r} names no given method (METHOD:KEY=VALUE){where}" for a in wrong]
+    if unused:
+        out.append(f"no given method has a field for {', '.join(unused)}{where} (the given "
+                   f"methods' keys: {_valid_keys(methods)})")
+    return out
+
+
+def plan_methods(methods: Sequence[str | Method], assignments: Sequence[str] = (),
+                 require_used: bool = True, settings: DecodeSettings | None = None
+                 ) -> list[MethodRun]:
+    """Each method with its config: every ``KEY=VALUE`` assignment is applied to each method
+    whose config has the field ``KEY`` (see :func:`k2dec.methods.override_config`);
+    ``METHOD:KEY=VALUE`` to that method only.
+
+    Args:
+      methods: names (icefall's) or :class:`~k2dec.methods.Method` objects, each once.
+      assignments: ``KEY=VALUE`` strings (``beam=8``, ``lattice.search_beam=15``,
+        ``lm_scales=0.5,1.0``, ``fast_beam_search:beam=10``). A key must mean one thing:
+        one that reaches fields of different types or meanings in the given methods
+        (:func:`k2dec.methods.setting_meaning`; ``beam`` of modified_beam_search and of
+        fast_beam_search) is refused; say which method with ``METHOD:KEY``.
+      require_used: an assignment that no method's config has is an error (else ignored).
+      settings: a settings file's content, applied before ``assignments``: its ``set``
+        where the field exists (checked like ``assignments``: one that no given method has
+        is an error with ``require_used``), then its entries for each given method (each
+        must fit the method; entries for methods not given are ignored).
+
+    Raises:
+      ValueError: naming every problem found: unknown or repeated methods, malformed
+        assignments, keys of two meanings, values of the wrong type or rejected by the
+        config, unused assignments (with the keys the given methods have).
+    """
+    resolved, problems = _resolve(methods)
     problems += [f"expected KEY=VALUE, got {a!r}" for a in assignments if "=" not in a]
     assignments = [a for a in assignments if "=" in a]
-    runs, used, used_in_file, rejected = [], set(), set(), {}
     settings = settings or DecodeSettings()
+    in_file = f" (in the \"set\" of {settings.source or 'the settings'})"
+    problems += _two_meanings(resolved, assignments)
+    problems += [p + in_file for p in _two_meanings(resolved, settings.assignments)]
+    runs, used, used_in_file, rejected = [], set(), set(), {}
     for method in resolved:
         default = method.default_config()
-        mine = [a for a in assignments if _applies(default, a)]
-        from_file = [a for a in settings.assignments if _applies(default, a)]
+        mine, from_file = (_own(method, default, assignments),
+                           _own(method, default, settings.assignments))
         used.update(mine)
         used_in_file.update(from_file)
-        mine = from_file + list(settings.methods.get(method.name, ())) + mine
+        mine = [*from_file.values(), *settings.methods.get(method.name, ()), *mine.values()]
         try:
             runs.append(MethodRun(method, override_config(default, mine), tuple(mine),
                                   dict(settings.calibration.get(method.name, {}))))
         except ValueError as e:
             rejected.setdefault(str(e), []).append(method.name)
     problems += [f"{e} (in {', '.join(names)})" for e, names in rejected.items()]
-    unused = [a for a in assignments if a not in used]
-    if unused and require_used:
-        problems.append(f"no given method has a field for {', '.join(unused)}")
-    unused = [a for a in settings.assignments if a not in used_in_file]
-    if unused and require_used:
-        problems.append(f"no given method has a field for {', '.join(unused)} (in the "
-                        f"\"set\" of {settings.source or 'the settings'})")
+    if require_used:
+        problems += _unused(assignments, used, resolved)
+        problems += _unused(settings.assignments, used_in_file, resolved, in_file)
     if problems:
         raise ValueError("; ".join(problems))
     return runs
@@ -289,16 +386,28 @@ def _needs(method: Method) -> str:
     return ", ".join(dict.fromkeys(needs)) or "-"
 
 
+def _short(value: Any) -> str:
+    """A setting's default as ``--set`` takes it; a long grid by its ends and ``[size]``."""
+    if isinstance(value, tuple):
+        if len(value) > 4:
+            return f"{value[0]:g},...,{value[-1]:g}[{len(value)}]"
+        return ",".join(f"{x:g}" for x in value)
+    return str(value)
+
+
 def method_table(methods: Sequence[Method]) -> str:
     """One line per method: name, family, what it needs besides the model (graph files in
     ``--graph-dir`` or the lang dir, ``--rnn-lm``, an attention decoder in the model,
     references for oracle methods), whether it takes ``--hotwords`` (:attr:`Method.hotwords`),
-    its configured scales when it weighs scores by scales
-    (``k2dec tune`` tunes them), and what it does."""
+    what it does, its configured scales when it weighs scores by scales (``k2dec tune``
+    tunes them) and its own settings with their defaults (:func:`k2dec.methods.config_keys`:
+    the keys ``--set`` takes)."""
     rows = []
     for m in methods:
         scales = " ".join(f"{k}={v}" for k, v in m.scale_fields().items())
         what = f"{m.description} Scales: {scales}." if scales else m.description
+        keys = " ".join(f"{k}={_short(v)}" for k, v in config_keys(m.default_config()).items())
+        what += f" Settings (--set KEY=VALUE): {keys}."
         rows.append((m.name, m.family.value, _needs(m), "yes" if m.hotwords else "-", what))
     head = ("method", "family", "needs", "hotwords", "what it does")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]

@@ -20,7 +20,7 @@ from ..data import make_decode_loader
 from ..hypothesis import HypothesisRecord
 from ..lang import match_case
 from .assets import DecodeAssets, reference_case
-from .cutset import DecodeConfig, _decode_or_split, _silence, _silenced, _todo, check_cuts
+from .cutset import DecodeConfig, check_cuts, decode_or_split, silence_check, silenced, todo_cuts
 from .driver import MethodRun
 from .encoder import JobEncoder
 
@@ -45,7 +45,7 @@ class DecodedUtterance:
 
 
 class _Failures:
-    """What :func:`k2dec.job.cutset._todo` asks of a results writer, in memory: nothing is
+    """What :func:`k2dec.job.cutset.todo_cuts` asks of a results writer, in memory: nothing is
     done yet, failures are kept."""
 
     def __init__(self) -> None:
@@ -67,20 +67,20 @@ class _Failures:
 def _batches(assets: DecodeAssets, cuts: CutSet, run: MethodRun, config: DecodeConfig,
              encoder: JobEncoder, failures: _Failures) -> Iterator[DecodedUtterance]:
     """The decoded utterances of ``cuts`` (checked), batch by batch."""
-    todo, _ = _todo(cuts, {}, failures, assets.model.min_input_frames, config.max_duration,
+    todo, _ = todo_cuts(cuts, {}, failures, assets.model.min_input_frames, config.max_duration,
                     retry_failures=True)
     if not len(todo):
         return
-    silence, case = _silence(assets, config), reference_case(assets)
+    silence, case = silence_check(assets, config), reference_case(assets)
     for batch in make_decode_loader(todo, config.max_duration, config.num_buckets):
         for cut_id, reason in batch.failed.items():
             failures.write_failure(cut_id, reason)
         if not batch.cut_ids:
             continue
         refs = [match_case(t or "", case).split() for t in batch.texts]
-        decoded = _decode_or_split(run.method, run.config, assets, batch.features,
+        decoded = decode_or_split(run.method, run.config, assets, batch.features,
                                    batch.num_frames, refs, encoder)
-        decoded = _silenced(decoded, batch.features, batch.num_frames, silence)
+        decoded = silenced(decoded, batch.features, batch.num_frames, silence)
         for cut_id, (hyps, error) in zip(batch.cut_ids, decoded):
             yield DecodedUtterance(cut_id, {} if error else hyps, error)
 
@@ -119,7 +119,7 @@ def decode_utterances(assets: DecodeAssets, cuts: CutSet, run: MethodRun,
     done = {d.id: d for d in _batches(assets, utterances, run, config, encoder, failures)}
     out = []
     for cut_id in utterances.ids:
-        if cut_id not in done:  # recorded by _todo or as an unreadable feature file
+        if cut_id not in done:  # recorded by todo_cuts or as an unreadable feature file
             if cut_id not in failures:
                 raise RuntimeError(f"utterance {cut_id!r} was neither decoded nor failed")
             done[cut_id] = DecodedUtterance(cut_id, error=failures.reasons[cut_id])

@@ -86,7 +86,7 @@ def read_lexicon(path: str | Path, token_table: k2.SymbolTable | None = None,
         word = fields[0]
         if len(fields) < 2:
             raise ValueError(f"{where}: word {word!r} has an empty pronunciation")
-        if word in RESERVED_WORDS or _is_disambig(word):
+        if word in RESERVED_WORDS or is_disambig(word):
             raise ValueError(f"{where}: {word!r} is reserved and cannot be a lexicon word")
         _check_pronunciation(where, word, fields[1:], token_table, disambig)
         lexicon.append((word, fields[1:]))
@@ -102,13 +102,13 @@ def _check_pronunciation(where: str, word: str, tokens: list[str],
     """The token checks of :func:`read_lexicon` for one line."""
     for i, t in enumerate(tokens):
         in_table = token_table is not None and t in token_table
-        if disambig and i > 0 and _is_disambig(t):
+        if disambig and i > 0 and is_disambig(t):
             if token_table is not None and not in_table:
                 raise ValueError(f"{where}: disambiguation symbol {t!r} of word {word!r} is "
                                  "not in tokens.txt")
             continue
         blank = t in ("<eps>", "<blk>") or (in_table and token_table.get(t) == 0)
-        if blank or t in RESERVED_TOKENS or _is_disambig(t):
+        if blank or t in RESERVED_TOKENS or is_disambig(t):
             what = "the epsilon/blank token" if blank else "the reserved token"
             id0 = " (id 0)" if in_table and token_table.get(t) == 0 else ""
             raise ValueError(
@@ -147,7 +147,7 @@ def _refuse_probabilities(path: Path, lexicon: Lexicon, where_of: list[str],
                 "k2dec reads lexicon.txt (word, tokens); drop the probabilities")
 
 
-def _is_disambig(symbol: str) -> bool:
+def is_disambig(symbol: str) -> bool:
     return symbol.startswith("#") and symbol[1:].isdigit()
 
 
@@ -189,7 +189,7 @@ def add_disambig_symbols(lexicon: Lexicon) -> tuple[Lexicon, int]:
         if not tokens:
             raise ValueError(f"word {word!r} has an empty pronunciation")
         for t in tokens:
-            if _is_disambig(t):
+            if is_disambig(t):
                 raise ValueError(f"word {word!r} already uses disambiguation symbol {t!r}")
     count = Counter(tuple(tokens) for _, tokens in lexicon)
     prefixes: set[tuple[str, ...]] = set()

@@ -11,7 +11,7 @@ import k2
 
 from ..files import text_lines
 from .bpe import bpe_lexicon, bpe_token_table, load_bpe_model
-from .lexicon import RESERVED_WORDS, Lexicon, _is_disambig, check_lexicon_tokens, read_lexicon
+from .lexicon import RESERVED_WORDS, Lexicon, check_lexicon_tokens, is_disambig, read_lexicon
 from .phone import SILENCE_ENTRIES, cmudict_lexicon
 
 __all__ = ["LexiconSource", "prepare_lexicon", "read_word_list"]
@@ -52,12 +52,12 @@ def read_word_list(path: str | Path) -> list[str]:
     if all(len(f) == 2 and f[1].isdigit() for _, f in lines):
         logger.warning("%s is a symbol table (WORD ID lines): using its words", path)
         words = {f[0] for _, f in lines} - set(RESERVED_WORDS)
-        words = {w for w in words if not _is_disambig(w)}
+        words = {w for w in words if not is_disambig(w)}
         if not words:
             raise ValueError(f"word list {path} has no words besides the special ones")
         return sorted(words)
     for n, fields in lines:
-        bad = [w for w in fields if w in RESERVED_WORDS or _is_disambig(w)]
+        bad = [w for w in fields if w in RESERVED_WORDS or is_disambig(w)]
         if bad:
             raise ValueError(f"{path}:{n}: {bad[0]!r} is a reserved word (<eps>, #0, <s>, "
                              "</s>, #N) and cannot be in a word list")

@@ -26,8 +26,7 @@ import torch
 
 from k2dec.lattice.mbr import MbrConfig, MbrResult, mbr_decode
 from k2dec.lattice.one_best import AuxLabels
-from k2dec.lattice.posteriors import _unpack
-from k2dec.lattice.search import LatticeResult
+from k2dec.lattice.search import LatticeResult, lattice_fsa_vec
 from k2dec.paths import (
     FRAME_ATTR,
     arc_frames,
@@ -272,7 +271,7 @@ def lattice_timed_units(
         raise TypeError(f"topology must be a Topology, got {topology!r}")
     if not isinstance(aux_labels, AuxLabels):
         raise TypeError(f"aux_labels must be an AuxLabels, got {aux_labels!r}")
-    lat = _unpack(lattice)
+    lat = lattice_fsa_vec(lattice)
     if not hasattr(lat, attribute):
         raise ValueError(f"the lattice has no {attribute!r} attribute holding output units")
     n = lat.shape[0]

@@ -50,15 +50,14 @@ import torch
 
 from k2dec.lattice.posteriors import (
     PosteriorConfig,
-    _global_states,
-    _topology,
-    _unpack,
+    global_states,
     lattice_arc_words,
+    plain_topology,
     scaled_arc_scores,
     state_depths,
 )
 from k2dec.lattice.prune import MAX_LATTICE_ARCS
-from k2dec.lattice.search import LatticeResult
+from k2dec.lattice.search import LatticeResult, lattice_fsa_vec
 from k2dec.ragged import ragged_from_row_ids
 from k2dec.sizes import check_int_range
 
@@ -244,7 +243,7 @@ def _acc_stats(fsa: k2.Fsa, hyps: k2.RaggedTensor) -> _Stats:
     num_states = shape.tot_size(1)
     state_splits = shape.row_splits(1).to(torch.int64)
     starts, finals = state_splits[:-1], state_splits[1:] - 1
-    src, dst = _global_states(fsa)
+    src, dst = global_states(fsa)
     utt_of_arc = shape.row_ids(1).to(torch.int64)[src]
     word = fsa.word.to(torch.int64)
     alpha = fsa.get_forward_scores(use_double_scores=True, log_semiring=True)
@@ -418,10 +417,10 @@ def mbr_decode(
     """
     if not isinstance(config, MbrConfig):
         raise TypeError(f"config must be an MbrConfig, got {type(config).__name__}")
-    lat, words = lattice_arc_words(_unpack(lattice), attribute)
+    lat, words = lattice_arc_words(lattice_fsa_vec(lattice), attribute)
     device = lat.device
     n = lat.shape[0]
-    work = _topology(lat, scaled_arc_scores(lat, config.posterior))
+    work = plain_topology(lat, scaled_arc_scores(lat, config.posterior))
     work.word = words.to(torch.int32)
     work = k2.connect(work)
     if not work.properties & k2.fsa_properties.TOPSORTED:

@@ -18,12 +18,12 @@ flatten the posteriors (Kaldi's ``lattice-to-ctm-conf`` is usually run with 1/LM
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import k2
 import torch
 
-from k2dec.lattice.search import LatticeResult
+from k2dec.lattice.search import LatticeResult, lattice_fsa_vec
 from k2dec.paths import FRAME_ATTR
 from k2dec.ragged import ragged_from_row_ids
 
@@ -49,7 +49,7 @@ class PosteriorConfig:
     """
 
     acoustic_scale: float = 1.0
-    lm_scale: float = 1.0
+    lm_scale: float = field(default=1.0, metadata={"means": "scale of lm_scores in posteriors"})
 
     def __post_init__(self) -> None:
         for name in ("acoustic_scale", "lm_scale"):
@@ -58,18 +58,6 @@ class PosteriorConfig:
                 raise TypeError(f"{name} must be a number, got {value!r}")
             if not (0 < value < math.inf):
                 raise ValueError(f"{name} must be positive and finite, got {value}")
-
-
-def _unpack(lattice: LatticeResult | k2.Fsa) -> k2.Fsa:
-    if isinstance(lattice, LatticeResult):
-        lattice = lattice.lattice
-    if not isinstance(lattice, k2.Fsa):
-        raise TypeError(f"lattice must be a k2.Fsa or LatticeResult, got "
-                        f"{type(lattice).__name__}")
-    if lattice.arcs.num_axes() != 3:
-        raise ValueError("lattice must be an FsaVec (3 axes [utt][state][arc]); use "
-                         "k2.create_fsa_vec([fsa]) for a single lattice")
-    return lattice
 
 
 def _check_config(config: PosteriorConfig) -> None:
@@ -86,7 +74,7 @@ def scaled_arc_scores(
     Returns:
       float64 tensor ``(num_arcs,)`` on the lattice's device.
     """
-    lat = _unpack(lattice)
+    lat = lattice_fsa_vec(lattice)
     _check_config(config)
     scores = lat.scores.detach().to(torch.float64)
     if hasattr(lat, "lm_scores"):
@@ -95,9 +83,9 @@ def scaled_arc_scores(
     return config.acoustic_scale * scores
 
 
-def _topology(lat: k2.Fsa, scores: torch.Tensor) -> k2.Fsa:
-    """A private FsaVec with the arcs of ``lat`` (copied), float32 ``scores`` and no other
-    attribute."""
+def plain_topology(lat: k2.Fsa, scores: torch.Tensor) -> k2.Fsa:
+    """A new FsaVec with the arcs of ``lat`` (copied), float32 ``scores`` and no other
+    attribute (free to change without touching ``lat``)."""
     work = k2.Fsa(lat.arcs).clone()  # k2.Fsa(arcs) shares the arcs: clone before writing
     work.scores = scores.to(torch.float32)
     return work
@@ -120,8 +108,8 @@ def arc_posteriors(
       on one frame of one utterance sum to 1. Utterances with no complete path (empty
       lattices) get 0 on every arc.
     """
-    lat = _unpack(lattice)
-    work = _topology(lat, scaled_arc_scores(lat, config))
+    lat = lattice_fsa_vec(lattice)
+    work = plain_topology(lat, scaled_arc_scores(lat, config))
     post = work.get_arc_post(use_double_scores=True, log_semiring=True).exp()
     return torch.nan_to_num(post, nan=0.0, posinf=0.0)
 
@@ -134,8 +122,9 @@ def state_depths(lattice: k2.Fsa) -> torch.Tensor:
       int64 tensor ``(num_states,)`` (states of all FSAs, in order) on the lattice's device;
       ``-1`` for states no path reaches.
     """
-    lat = _unpack(lattice)
-    work = _topology(lat, torch.ones(lat.num_arcs, dtype=torch.float32, device=lat.device))
+    lat = lattice_fsa_vec(lattice)
+    ones = torch.ones(lat.num_arcs, dtype=torch.float32, device=lat.device)
+    work = plain_topology(lat, ones)
     depth = work.get_forward_scores(use_double_scores=True, log_semiring=False)
     depth = torch.where(torch.isfinite(depth), depth, torch.full_like(depth, -1.0))
     return depth.round().to(torch.int64)
@@ -153,10 +142,10 @@ def lattice_arc_frames(lattice: LatticeResult | k2.Fsa) -> torch.Tensor:
     Returns:
       int64 tensor ``(num_arcs,)`` on the lattice's device.
     """
-    lat = _unpack(lattice)
+    lat = lattice_fsa_vec(lattice)
     if lat.num_arcs == 0:
         return torch.zeros(0, dtype=torch.int64, device=lat.device)
-    src, dst = _global_states(lat)
+    src, dst = global_states(lat)
     if not hasattr(lat, FRAME_ATTR):
         return state_depths(lat).clamp(min=0)[src]
     frames = getattr(lat, FRAME_ATTR).to(torch.int64).clone()
@@ -200,7 +189,7 @@ def _is_start(lat: k2.Fsa, src: torch.Tensor) -> torch.Tensor:
     return is_start[src]
 
 
-def _global_states(lat: k2.Fsa) -> tuple[torch.Tensor, torch.Tensor]:
+def global_states(lat: k2.Fsa) -> tuple[torch.Tensor, torch.Tensor]:
     """int64 ``(num_arcs,)`` source and destination state of each arc, numbered over the whole
     FsaVec."""
     shape = lat.arcs.shape()
@@ -230,7 +219,7 @@ def lattice_arc_words(
       int64 tensor ``(num_arcs,)`` of that lattice with the symbol of each arc, 0 for none
       (final arcs too).
     """
-    lat = _unpack(lattice)
+    lat = lattice_fsa_vec(lattice)
     if not hasattr(lat, attribute):
         raise ValueError(f"the lattice has no {attribute!r} attribute holding output symbols "
                          f"(word ids); decode with a word-output graph or name another one")

@@ -23,7 +23,7 @@ import torch
 
 from k2dec.lattice.one_best import AuxLabels, Hypothesis, hypotheses_from_lattice
 from k2dec.lattice.prune import PruneReport, prune_lattice
-from k2dec.lattice.search import LatticeResult, LatticeStatus, arcs_per_fsa
+from k2dec.lattice.search import LatticeResult, LatticeStatus, arcs_per_fsa, lattice_fsa_vec
 from k2dec.paths import FRAME_ATTR
 from k2dec.sizes import check_int_range
 
@@ -153,14 +153,6 @@ class RescoreResult:
         return [u.reason for u in self.utterances]
 
 
-def _unpack(lattice: LatticeResult | k2.Fsa) -> k2.Fsa:
-    if isinstance(lattice, LatticeResult):
-        return lattice.lattice
-    if isinstance(lattice, k2.Fsa):
-        return lattice
-    raise TypeError(f"lattice must be a LatticeResult or k2.Fsa, got {type(lattice).__name__}")
-
-
 def _check_word_lattice(lattice: k2.Fsa) -> None:
     if lattice.arcs.num_axes() != 3:
         raise ValueError("lattice must be an FsaVec (3 axes [utt][state][arc])")
@@ -175,7 +167,7 @@ def _check_word_lattice(lattice: k2.Fsa) -> None:
 
 def split_scores(lattice: LatticeResult | k2.Fsa) -> tuple[torch.Tensor, torch.Tensor]:
     """``(am_scores, lm_scores)`` per arc of a word lattice: float tensors ``(num_arcs,)``."""
-    lat = _unpack(lattice)
+    lat = lattice_fsa_vec(lattice)
     _check_word_lattice(lat)
     return lat.scores.detach() - lat.lm_scores, lat.lm_scores.detach().clone()
 
@@ -210,7 +202,7 @@ def rescore_with_whole_lattice(
       :class:`RescoreResult` with one :class:`ScaleResult` per LM scale and a report per
       utterance.
     """
-    lat = _unpack(lattice)
+    lat = lattice_fsa_vec(lattice)
     _check_word_lattice(lat)
     if not isinstance(config, RescoreConfig):
         raise TypeError(f"config must be a RescoreConfig, got {type(config).__name__}")
@@ -440,7 +432,7 @@ def sweep_lattice_weights(
     Returns:
       :class:`SweepResult`; an utterance with an empty lattice counts as all deletions.
     """
-    lat = _unpack(lattice)
+    lat = lattice_fsa_vec(lattice)
     if lat.arcs.num_axes() != 3:
         raise ValueError("lattice must be an FsaVec (3 axes [utt][state][arc])")
     if not hasattr(lat, "lm_scores"):

@@ -175,6 +175,24 @@ class LatticeResult:
         return [i for i, r in enumerate(self.reports) if r.status is LatticeStatus.EMPTY]
 
 
+def lattice_fsa_vec(lattice: LatticeResult | k2.Fsa) -> k2.Fsa:
+    """The lattices of ``lattice`` (a :class:`LatticeResult` or an FsaVec) as an FsaVec.
+
+    Raises:
+      TypeError: neither a :class:`LatticeResult` nor a ``k2.Fsa``.
+      ValueError: a single FSA (2 axes) instead of an FsaVec.
+    """
+    if isinstance(lattice, LatticeResult):
+        lattice = lattice.lattice
+    if not isinstance(lattice, k2.Fsa):
+        raise TypeError(f"lattice must be a LatticeResult or k2.Fsa, got "
+                        f"{type(lattice).__name__}")
+    if lattice.arcs.num_axes() != 3:
+        raise ValueError("lattice must be an FsaVec (3 axes [utt][state][arc]); use "
+                         "k2.create_fsa_vec([fsa]) for a single lattice")
+    return lattice
+
+
 def arcs_per_fsa(fsas: k2.Fsa) -> torch.Tensor:
     """int64 CPU tensor ``(num_fsas,)``: number of arcs of each FSA of an FsaVec."""
     splits = fsas.arcs.shape().remove_axis(1).row_splits(1).to("cpu", torch.int64)

@@ -6,10 +6,18 @@ Use::
     method = get_method("fast_beam_search_nbest_LG")
     results = method(TransducerInputs(model, encoder_out, encoder_out_lens),
                      Resources(graphs={"LG": LG}), method.default_config())
+
+Registration is explicit: each method module registers its methods with
+:func:`register` when this package imports it (once, below); the registry itself imports
+no method module. A new method module is added to the import list here.
 """
 
 from ..hypothesis import HypothesisRecord
+
+# the method modules, each registering its methods (the registry never imports them)
+from . import aed, ctc, ctc_prefix, mbr, transducer, transducer_lm  # noqa: F401
 from .compat import ICEFALL_NBEST_ILME_SCALE, icefall_compatible, icefall_compatible_part
+from .fusion import Fusion, build_scorers, register_scorer, scorer_names
 from .registry import (
     NON_GRAPH_NEEDS,
     AedInputs,
@@ -21,10 +29,13 @@ from .registry import (
     Setting,
     TransducerInputs,
     config_field_path,
+    config_keys,
     get_method,
     list_methods,
     override_config,
     register,
+    setting_meaning,
+    supported_methods,
 )
 from .streaming import StreamingSearch
 
@@ -34,6 +45,7 @@ __all__ = [
     "AedInputs",
     "CtcInputs",
     "Family",
+    "Fusion",
     "HypothesisRecord",
     "Method",
     "MethodResult",
@@ -41,11 +53,17 @@ __all__ = [
     "Setting",
     "StreamingSearch",
     "TransducerInputs",
+    "build_scorers",
     "config_field_path",
+    "config_keys",
     "get_method",
     "icefall_compatible",
     "icefall_compatible_part",
     "list_methods",
     "override_config",
     "register",
+    "register_scorer",
+    "scorer_names",
+    "setting_meaning",
+    "supported_methods",
 ]

@@ -12,13 +12,8 @@ import torch
 
 from ..aed import BeamSearchConfig, beam_search
 from ..lattice import ctc_forced_alignment
-from .hotwords import (
-    HOTWORDS_PARTIAL_SHARE,
-    HOTWORDS_SCORE,
-    HOTWORDS_WHOLE_WORDS,
-    check_hotwords,
-    hotword_scorers,
-)
+from .fusion import build_scorers
+from .hotwords import HotwordConfig
 from .records import from_aed
 from .registry import AedInputs, Family, MethodResult, Resources, register
 
@@ -51,12 +46,7 @@ class AttentionBeamSearchMethodConfig:
     searches' non-strict bonus-and-refund; an unfinished match is refunded on ``eos``)."""
 
     search: BeamSearchConfig = field(default_factory=_joint_search)
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
-
-    def __post_init__(self) -> None:
-        check_hotwords(self)
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
 
 @register("attention-beam-search", Family.AED, AttentionBeamSearchMethodConfig,
@@ -82,8 +72,8 @@ def _attention_beam_search(inputs: AedInputs, res: Resources,
         lm = res.lms.get("transformer_lm", res.lms.get("rnn_lm"))
         if lm is None:
             raise ValueError("lm_weight > 0 needs a neural LM in Resources.lms")
-    scorers = hotword_scorers(res, res.attention_decoder.vocab_size, cfg,
-                              inputs.memory.device)
+    scorers = build_scorers(res, "attention-beam-search", (), res.attention_decoder.vocab_size,
+                            inputs.memory.device, cfg.hotwords)
     with torch.no_grad():
         nbests = beam_search(res.attention_decoder, inputs.memory, inputs.memory_lens, search,
                              ctc_log_probs=ctc, lm=lm, scorers=scorers)

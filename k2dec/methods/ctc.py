@@ -37,7 +37,7 @@ from ..nbest import (
     rescore_with_ngram,
 )
 from ..sizes import check_int_range
-from .checks import check_finite
+from .checks import check_finite, check_scales, check_sweep
 from .hotwords import HOTWORD_GRAPH_MAX_ARCS, WORD_HOTWORDS_SCORE, word_biased_graph
 from .records import (
     EMPTY_LATTICE,
@@ -49,14 +49,26 @@ from .records import (
 from .registry import CtcInputs, Family, MethodResult, Resources, Setting, register
 from .scales import grid_settings, scale_points
 
-__all__ = ["RNN_LM_SCALE", "CtcConfig"]
+__all__ = [
+    "RNN_LM_SCALE",
+    "AttentionRescoringConfig",
+    "CtcGreedyConfig",
+    "CtcLatticeConfig",
+    "HlgConfig",
+    "HlgNbestConfig",
+    "MultiPassMethodConfig",
+    "NbestRescoringConfig",
+    "RnnLmRescoringConfig",
+    "WholeLatticeRescoringConfig",
+    "WordHotwordConfig",
+]
 
 #: Default weight of the neural LM in ``rnn-lm`` and ``multi-pass``.
 RNN_LM_SCALE = 0.5
 
 
 def _ctc_lattice() -> LatticeConfig:
-    """``output_beam=4`` (see :class:`CtcConfig`), ``LatticeConfig``'s other defaults."""
+    """``output_beam=4`` (see :class:`CtcLatticeConfig`), ``LatticeConfig``'s other defaults."""
     return LatticeConfig(output_beam=4.0)
 
 
@@ -66,14 +78,58 @@ def _multi_pass() -> MultiPassConfig:
 
 
 
-@dataclass(frozen=True)
-class CtcConfig:
-    """Settings shared by the CTC methods (icefall's defaults, except where said).
+def _check_scale(name: str, value: float, positive: bool = False) -> None:
+    """Raise ``ValueError`` unless ``value`` is a finite number (``positive``: also > 0)."""
+    if not positive:
+        check_finite(name, value)
+    elif isinstance(value, bool) or not isinstance(value, int | float) \
+            or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be positive and finite, got {value!r}")
 
-    Methods that weigh scores by scales report ONE setting by default: the configured
-    scales below (the ``hyp`` of a results line). With ``sweep=True`` they also report every
-    point of the scale grids, as icefall's decode scripts do; ``k2dec tune`` sweeps on a dev
-    set and writes the best scales to a file that ``k2dec decode --config`` reads.
+
+@dataclass(frozen=True)
+class WordHotwordConfig:
+    """Hotword biasing of the HLG methods, the part their configs compose as
+    ``word_hotwords``: used when ``Resources.hotword_words`` are given (``--hotwords``). HLG
+    (after ``hlg_scale``) is intersected with the word-level hotword automaton
+    (:func:`k2dec.scorers.bias_word_graph`).
+
+    Attributes:
+      hotwords_score: the bonus per word of a hotword (a phrase without its own score); not
+        scaled, not in ``lm_scores`` (n-best rescoring keeps it in the acoustic part;
+        whole-lattice rescoring divides that part by its LM scale), refunded for an
+        unfinished phrase. Not the token-level methods' bonus per token.
+      hotwords_max_arcs: bound on the biased HLG's arcs (HLG's arcs times the automaton's
+        unfinished-phrase states; single-word phrases keep HLG's size), checked before it
+        is built.
+    """
+
+    hotwords_score: float = field(default=WORD_HOTWORDS_SCORE,
+                                  metadata={"means": "bonus per word of a hotword"})
+    hotwords_max_arcs: int = HOTWORD_GRAPH_MAX_ARCS
+
+    def __post_init__(self) -> None:
+        check_finite("hotwords_score", self.hotwords_score)
+        check_int_range(self, "hotwords_max_arcs", 1, 1 << 26)
+
+
+@dataclass(frozen=True)
+class CtcGreedyConfig:
+    """``ctc-greedy-search``.
+
+    Attributes:
+      subsampling_factor: of ``log_probs`` relative to the graph's frame rate (1: none).
+    """
+
+    subsampling_factor: int = 1
+
+    def __post_init__(self) -> None:
+        check_int_range(self, "subsampling_factor", 1, 16)
+
+
+@dataclass(frozen=True)
+class CtcLatticeConfig(CtcGreedyConfig):
+    """``ctc-decoding``: a lattice search (through H).
 
     Attributes:
       lattice: pruning of ``k2.intersect_dense_pruned``: icefall's defaults except
@@ -82,96 +138,170 @@ class CtcConfig:
         at 8, whole-lattice rescoring with the shipped 4-gram took 1.7x real time and 9.8 GB
         on one core, at 4: 0.1x and 1.2 GB; the n-best methods run at ~0.3x real time at 4
         with icefall's 100 paths. The 1best path is the same at any ``output_beam``.
-      hlg_scale: multiplies HLG's scores (the LM part of the first pass) in every HLG method;
-        0.6 is the default of icefall's current CTC decoding script (``--hlg-scale``; its
-        older conformer_ctc script had none, i.e. 1.0).
-      subsampling_factor: of ``log_probs`` relative to the graph's frame rate (1: none).
-      nbest: n-best sampling (``num_paths``, ``nbest_scale``) of the n-best methods
-        (icefall's 100 paths, scale 0.5).
-      ngram_lm_scale: weight of the n-gram LM score in ``nbest-rescoring`` (``am +
-        ngram_lm_scale * lm``) and ``attention-decoder``; 1.3 as in icefall's
-        ``pretrained.py``.
-      attention_scale: weight of the attention decoder's score in ``attention-decoder``; 1.2
-        as in icefall's ``pretrained.py`` (``--attention-decoder-scale``).
-      rnn_lm_scale: weight of the neural LM (RNN or Transformer) in ``rnn-lm``. icefall only
-        sweeps it; 0.5 is the middle of its grid (:data:`k2dec.nbest.NNLM_SCALES`).
-      whole_lattice_lm_scale: ``whole-lattice-rescoring`` scores paths by ``am / s + lm``
-        (icefall's convention); 1.3 as in icefall's ``pretrained.py``.
-      sweep: also report every point of ``lm_scales`` (for ``ngram_lm_scale`` and
-        ``rnn_lm_scale``), ``attention_scales`` and ``whole_lattice.lm_scales``, after the
-        configured setting.
-      lm_scales: icefall's grid for n-gram and neural-LM scales (used with ``sweep``).
-      attention_scales: icefall's grid for ``attention_scale`` (used with ``sweep``).
-      multi_pass: settings of ``multi-pass`` rescoring; its ``nn_scale`` (the LM's weight)
-        defaults to ``rnn_lm_scale``'s default.
-      top_k: paths kept for multi-pass rescoring.
-      lm_batch_size: sequences per neural LM call.
-      attention_chunk_cells: attention-decoder rescoring scores paths in chunks of at most
-        this many (token, encoder frame) cells (memory bound, ~60 bytes per cell).
-      whole_lattice: memory back-off of ``whole-lattice-rescoring`` and its LM-scale grid.
-      hotwords_score: the bonus per word of a hotword (a phrase without its own score) in
-        the HLG methods when ``Resources.hotword_words`` are given (``--hotwords``): HLG
-        (after ``hlg_scale``) is intersected with the word-level hotword automaton
-        (:func:`k2dec.scorers.bias_word_graph`; the bonus is not scaled, not in
-        ``lm_scores`` (so n-best rescoring keeps it in the acoustic part; whole-lattice
-        rescoring divides that part by its LM scale), and refunded for an unfinished
-        phrase).
-      hotwords_max_arcs: bound on the biased HLG's arcs (HLG's arcs times the automaton's
-        unfinished-phrase states; single-word phrases keep HLG's size), checked before it
-        is built.
     """
 
     lattice: LatticeConfig = field(default_factory=_ctc_lattice)
+
+
+@dataclass(frozen=True)
+class HlgConfig(CtcLatticeConfig):
+    """``1best``: the lattice search through HLG, with hotword biasing when given.
+
+    Attributes:
+      hlg_scale: multiplies HLG's scores (the LM part of the first pass) in every HLG method;
+        0.6 is the default of icefall's current CTC decoding script (``--hlg-scale``; its
+        older conformer_ctc script had none, i.e. 1.0).
+      word_hotwords: the hotword bonus per word (:class:`WordHotwordConfig`).
+    """
+
     hlg_scale: float = 0.6
-    subsampling_factor: int = 1
+    word_hotwords: WordHotwordConfig = field(default_factory=WordHotwordConfig)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_scale("hlg_scale", self.hlg_scale, positive=True)
+
+
+@dataclass(frozen=True)
+class HlgNbestConfig(HlgConfig):
+    """``nbest`` and ``nbest-oracle``: paths sampled from the HLG lattice.
+
+    Attributes:
+      nbest: n-best sampling (``num_paths``, ``nbest_scale``; icefall's 100 paths, scale
+        0.5).
+    """
+
     nbest: NbestConfig = field(default_factory=NbestConfig)
+
+
+@dataclass(frozen=True)
+class NbestRescoringConfig(HlgNbestConfig):
+    """``nbest-rescoring``: the n-best rescored with G.
+
+    Methods that weigh scores by scales report ONE setting by default: the configured
+    scales (the ``hyp`` of a results line). With ``sweep=True`` they also report every
+    point of the scale grids, as icefall's decode scripts do; ``k2dec tune`` sweeps on a dev
+    set and writes the best scales to a file that ``k2dec decode --config`` reads.
+
+    Attributes:
+      ngram_lm_scale: weight of the n-gram LM score (``am + ngram_lm_scale * lm``); 1.3 as in
+        icefall's ``pretrained.py``.
+      sweep: also report every point of ``lm_scales`` after the configured setting.
+      lm_scales: icefall's grid for the LM scale (used with ``sweep``).
+    """
+
     ngram_lm_scale: float = 1.3
-    attention_scale: float = 1.2
-    rnn_lm_scale: float = RNN_LM_SCALE
-    whole_lattice_lm_scale: float = 1.3
     sweep: bool = False
     lm_scales: tuple[float, ...] = SCALE_GRID
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_scale("ngram_lm_scale", self.ngram_lm_scale)
+        check_sweep(self.sweep)
+        check_scales("lm_scales", self.lm_scales)
+
+
+@dataclass(frozen=True)
+class AttentionRescoringConfig(NbestRescoringConfig):
+    """``attention-decoder``: the n-best rescored with the n-gram (G, else HLG's LM scores)
+    and the attention decoder: ``am + ngram_lm_scale * ngram + attention_scale *
+    attention``; with ``sweep``, every pair of ``lm_scales`` x ``attention_scales``.
+
+    Attributes:
+      attention_scale: weight of the attention decoder's score; 1.2 as in icefall's
+        ``pretrained.py`` (``--attention-decoder-scale``).
+      attention_scales: icefall's grid for ``attention_scale`` (used with ``sweep``).
+      attention_chunk_cells: paths are scored in chunks of at most this many (token, encoder
+        frame) cells (memory bound, ~60 bytes per cell).
+    """
+
+    attention_scale: float = 1.2
     attention_scales: tuple[float, ...] = SCALE_GRID
+    attention_chunk_cells: int = ATTENTION_CHUNK_CELLS
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_scale("attention_scale", self.attention_scale)
+        check_scales("attention_scales", self.attention_scales)
+        check_int_range(self, "attention_chunk_cells", 1, 1 << 24)
+
+
+@dataclass(frozen=True)
+class RnnLmRescoringConfig(HlgNbestConfig):
+    """``rnn-lm``: the n-best rescored with a neural LM (RNN or Transformer):
+    ``am + rnn_lm_scale * nnlm``.
+
+    Attributes:
+      rnn_lm_scale: weight of the neural LM. icefall only sweeps it; 0.5 is the middle of its
+        grid (:data:`k2dec.nbest.NNLM_SCALES`).
+      sweep: also report every point of ``lm_scales`` after the configured setting.
+      lm_scales: icefall's grid for the LM scale (used with ``sweep``).
+      lm_batch_size: sequences per neural LM call.
+    """
+
+    rnn_lm_scale: float = RNN_LM_SCALE
+    sweep: bool = False
+    lm_scales: tuple[float, ...] = SCALE_GRID
+    lm_batch_size: int = 256
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_scale("rnn_lm_scale", self.rnn_lm_scale)
+        check_sweep(self.sweep)
+        check_scales("lm_scales", self.lm_scales)
+        check_int_range(self, "lm_batch_size", 1, 4096)
+
+
+@dataclass(frozen=True)
+class MultiPassMethodConfig(HlgNbestConfig):
+    """``multi-pass``: the ``top_k`` paths of the n-best rescored with a neural LM in passes.
+
+    Attributes:
+      multi_pass: settings of the passes; its ``nn_scale`` (the LM's weight) defaults to
+        ``rnn-lm``'s ``rnn_lm_scale``.
+      top_k: paths kept for the passes.
+      lm_batch_size: sequences per neural LM call.
+    """
+
     multi_pass: MultiPassConfig = field(default_factory=_multi_pass)
     top_k: int = 100
     lm_batch_size: int = 256
-    attention_chunk_cells: int = ATTENTION_CHUNK_CELLS
-    whole_lattice: RescoreConfig = field(default_factory=RescoreConfig)
-    hotwords_score: float = WORD_HOTWORDS_SCORE
-    hotwords_max_arcs: int = HOTWORD_GRAPH_MAX_ARCS
 
     def __post_init__(self) -> None:
-        check_finite("hotwords_score", self.hotwords_score)
-        if not (0.0 < self.hlg_scale < float("inf")):
-            raise ValueError(f"hlg_scale must be positive and finite, got {self.hlg_scale}")
-        check_int_range(self, "subsampling_factor", 1, 16)
+        super().__post_init__()
         check_int_range(self, "top_k", 1, 10_000)
         check_int_range(self, "lm_batch_size", 1, 4096)
-        check_int_range(self, "attention_chunk_cells", 1, 1 << 24)
-        check_int_range(self, "hotwords_max_arcs", 1, 1 << 26)
-        for name in ("ngram_lm_scale", "attention_scale", "rnn_lm_scale"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) \
-                    or not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
-        if not (isinstance(self.whole_lattice_lm_scale, int | float)
-                and 0 < self.whole_lattice_lm_scale < math.inf):
-            raise ValueError(f"whole_lattice_lm_scale must be > 0 and finite, got "
-                             f"{self.whole_lattice_lm_scale!r}")
-        if not isinstance(self.sweep, bool):
-            raise TypeError(f"sweep must be a bool, got {self.sweep!r}")
-        for name in ("lm_scales", "attention_scales"):
-            if not getattr(self, name):
-                raise ValueError(f"{name} needs at least one scale, got {getattr(self, name)!r}")
 
 
-def _ngram_settings(cfg: CtcConfig) -> list[Setting]:
+@dataclass(frozen=True)
+class WholeLatticeRescoringConfig(HlgConfig):
+    """``whole-lattice-rescoring`` (and the first pass of ``mbr``): HLG lattices rescored
+    with G as a whole.
+
+    Attributes:
+      whole_lattice_lm_scale: paths are scored by ``am / s + lm`` (icefall's convention); 1.3
+        as in icefall's ``pretrained.py``.
+      sweep: also report every point of ``whole_lattice.lm_scales`` after the configured one.
+      whole_lattice: memory back-off and the LM-scale grid.
+    """
+
+    whole_lattice_lm_scale: float = 1.3
+    sweep: bool = False
+    whole_lattice: RescoreConfig = field(default_factory=RescoreConfig)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_scale("whole_lattice_lm_scale", self.whole_lattice_lm_scale, positive=True)
+        check_sweep(self.sweep)
+
+
+def _ngram_settings(cfg: NbestRescoringConfig) -> list[Setting]:
     return grid_settings(
         {"ngram_lm_scale": scale_points(cfg.ngram_lm_scale, cfg.lm_scales, cfg.sweep)},
         {"ngram_lm_scale": "ngram_lm_scale"})
 
 
-def _attention_settings(cfg: CtcConfig) -> list[Setting]:
+def _attention_settings(cfg: AttentionRescoringConfig) -> list[Setting]:
     return grid_settings(
         {"ngram_lm_scale": scale_points(cfg.ngram_lm_scale, cfg.lm_scales, cfg.sweep),
          "attention_scale": scale_points(cfg.attention_scale, cfg.attention_scales,
@@ -179,33 +309,34 @@ def _attention_settings(cfg: CtcConfig) -> list[Setting]:
         {"ngram_lm_scale": "ngram_lm_scale", "attention_scale": "attention_scale"})
 
 
-def _rnn_lm_settings(cfg: CtcConfig) -> list[Setting]:
+def _rnn_lm_settings(cfg: RnnLmRescoringConfig) -> list[Setting]:
     return grid_settings(
         {"rnn_lm_scale": scale_points(cfg.rnn_lm_scale, cfg.lm_scales, cfg.sweep)},
         {"rnn_lm_scale": "rnn_lm_scale"})
 
 
-def _whole_lattice_settings(cfg: CtcConfig) -> list[Setting]:
+def _whole_lattice_settings(cfg: WholeLatticeRescoringConfig) -> list[Setting]:
     return grid_settings(
         {"lm_scale": scale_points(cfg.whole_lattice_lm_scale, cfg.whole_lattice.lm_scales,
                                   cfg.sweep)},
         {"lm_scale": "whole_lattice_lm_scale"})
 
 
-def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcConfig) -> LatticeResult:
+def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcLatticeConfig) -> LatticeResult:
     return inputs.get_lattice(graph, cfg.lattice, cfg.subsampling_factor)
 
 
-def hlg_graph(res: Resources, method: str, cfg: CtcConfig, lm_scores: bool = False) -> k2.Fsa:
+def hlg_graph(res: Resources, method: str, cfg: HlgConfig, lm_scores: bool = False) -> k2.Fsa:
     """HLG with its scores times ``cfg.hlg_scale`` (see :meth:`Resources.scaled_graph`),
-    biased towards ``Resources.hotword_words`` when given (``cfg.hotwords_score`` per word,
+    biased towards ``Resources.hotword_words`` when given (``cfg.word_hotwords``:
     :func:`k2dec.methods.hotwords.word_biased_graph`)."""
     graph = res.scaled_graph("HLG", cfg.hlg_scale, method, lm_scores=lm_scores)
-    return word_biased_graph(res, graph, cfg.hotwords_score, cfg.hotwords_max_arcs)
+    hot = cfg.word_hotwords
+    return word_biased_graph(res, graph, hot.hotwords_score, hot.hotwords_max_arcs)
 
 
-@register("ctc-greedy-search", Family.CTC, CtcConfig)
-def _greedy(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+@register("ctc-greedy-search", Family.CTC, CtcGreedyConfig)
+def _greedy(inputs: CtcInputs, res: Resources, cfg: CtcGreedyConfig):
     """Per-frame argmax, repeats merged, blanks removed: token ids (each token's confidence:
     its largest frame posterior over its run)."""
     hyps = ctc_greedy_search(inputs.log_probs, inputs.log_probs_lens,
@@ -217,8 +348,8 @@ def _greedy(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     return [MethodResult("ctc-greedy-search", records, cfg)]
 
 
-@register("ctc-decoding", Family.CTC, CtcConfig, requires=("H",))
-def _ctc_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+@register("ctc-decoding", Family.CTC, CtcLatticeConfig, requires=("H",))
+def _ctc_decoding(inputs: CtcInputs, res: Resources, cfg: CtcLatticeConfig):
     """1best through the CTC topology H: token ids."""
     hyps = one_best_decoding(inputs.log_probs, inputs.log_probs_lens,
                              res.graph("H", "ctc-decoding"), cfg.lattice, AuxLabels.TOKENS,
@@ -226,8 +357,8 @@ def _ctc_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     return [MethodResult("ctc-decoding", from_lattice(hyps, words=False), cfg)]
 
 
-@register("1best", Family.CTC, CtcConfig, requires=("HLG",), hotwords=True)
-def _one_best(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+@register("1best", Family.CTC, HlgConfig, requires=("HLG",), hotwords=True)
+def _one_best(inputs: CtcInputs, res: Resources, cfg: HlgConfig):
     """1best through HLG (or HCLG): word ids (hotword biasing in the graph when
     Resources.hotword_words are given, as in every HLG method)."""
     hyps = one_best_decoding(inputs.log_probs, inputs.log_probs_lens, hlg_graph(res, "1best", cfg),
@@ -235,9 +366,9 @@ def _one_best(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     return [MethodResult("1best", from_lattice(hyps, words=True), cfg)]
 
 
-@register("whole-lattice-rescoring", Family.CTC, CtcConfig, requires=("HLG", "G"),
+@register("whole-lattice-rescoring", Family.CTC, WholeLatticeRescoringConfig, requires=("HLG", "G"),
           settings=_whole_lattice_settings, hotwords=True)
-def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: WholeLatticeRescoringConfig):
     """HLG lattices rescored with a bigger G (4-gram) as a whole: am / lm_scale + lm."""
     graph = hlg_graph(res, "whole-lattice-rescoring", cfg, lm_scores=True)
     result = _lattice(inputs, graph, cfg)
@@ -256,7 +387,7 @@ def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
             for s, r in zip(settings, out.per_scale, strict=True)]
 
 
-def _nbest(inputs: CtcInputs, res: Resources, cfg: CtcConfig, method: str,
+def _nbest(inputs: CtcInputs, res: Resources, cfg: HlgNbestConfig, method: str,
            lm_scores: bool = False) -> tuple[LatticeResult, Nbest]:
     graph = hlg_graph(res, method, cfg, lm_scores=lm_scores)
     result = _lattice(inputs, graph, cfg)
@@ -264,13 +395,13 @@ def _nbest(inputs: CtcInputs, res: Resources, cfg: CtcConfig, method: str,
     return result, nbest
 
 
-def _intersected(nbest: Nbest, cfg: CtcConfig) -> Nbest:
+def _intersected(nbest: Nbest, cfg: HlgNbestConfig) -> Nbest:
     """``nbest`` with each path replaced by its key's best alignment in the (bounded) lattice
     it was sampled from (an n-best without paths, every lattice empty, as it is)."""
     return intersected(nbest, cfg.nbest)
 
 
-def _sweep_results(results, settings: list[Setting], failed: list[str], cfg: CtcConfig,
+def _sweep_results(results, settings: list[Setting], failed: list[str], cfg: HlgNbestConfig,
                    nbest: Nbest, res: Resources) -> list[MethodResult]:
     """The rescoring results (by :func:`k2dec.nbest.scale_key`) in the order of
     ``settings``, with word frames and n-best confidences."""
@@ -281,8 +412,8 @@ def _sweep_results(results, settings: list[Setting], failed: list[str], cfg: Ctc
     return [MethodResult(s.key, r, cfg) for s, r in zip(settings, records, strict=True)]
 
 
-@register("nbest", Family.CTC, CtcConfig, requires=("HLG",), hotwords=True)
-def _nbest_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+@register("nbest", Family.CTC, HlgNbestConfig, requires=("HLG",), hotwords=True)
+def _nbest_decoding(inputs: CtcInputs, res: Resources, cfg: HlgNbestConfig):
     """HLG lattice, num_paths sampled word sequences, the best alignment score wins."""
     result, nbest = _nbest(inputs, res, cfg, "nbest")
     nbest = _intersected(nbest, cfg)
@@ -294,9 +425,9 @@ def _nbest_decoding(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     return [MethodResult("nbest", hyps, cfg)]
 
 
-@register("nbest-rescoring", Family.CTC, CtcConfig, requires=("HLG", "G"),
+@register("nbest-rescoring", Family.CTC, NbestRescoringConfig, requires=("HLG", "G"),
           settings=_ngram_settings, hotwords=True)
-def _nbest_rescoring(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+def _nbest_rescoring(inputs: CtcInputs, res: Resources, cfg: NbestRescoringConfig):
     """n-best from HLG rescored with a bigger n-gram G: am + ngram_lm_scale * G."""
     result, nbest = _nbest(inputs, res, cfg, "nbest-rescoring", lm_scores=True)
     nbest = _intersected(nbest, cfg)
@@ -306,9 +437,9 @@ def _nbest_rescoring(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
                           nbest, res)
 
 
-@register("nbest-oracle", Family.CTC, CtcConfig, requires=("HLG",), needs_references=True,
+@register("nbest-oracle", Family.CTC, HlgNbestConfig, requires=("HLG",), needs_references=True,
           hotwords=True)
-def _nbest_oracle(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+def _nbest_oracle(inputs: CtcInputs, res: Resources, cfg: HlgNbestConfig):
     """The n-best path closest to the reference words (an upper bound on n-best methods)."""
     if inputs.ref_words is None:
         raise ValueError("nbest-oracle needs reference word ids (CtcInputs.ref_words)")
@@ -320,9 +451,10 @@ def _nbest_oracle(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
     return [MethodResult("nbest-oracle", hyps, cfg)]
 
 
-@register("attention-decoder", Family.CTC, CtcConfig, requires=("HLG", "attention_decoder"),
+@register("attention-decoder", Family.CTC, AttentionRescoringConfig,
+          requires=("HLG", "attention_decoder"),
           settings=_attention_settings, hotwords=True)
-def _attention(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+def _attention(inputs: CtcInputs, res: Resources, cfg: AttentionRescoringConfig):
     """n-best from HLG rescored with the attention decoder: am + s1 * ngram + s2 * attention
     (the ngram is G when given, else HLG's own LM scores)."""
     if res.attention_decoder is None:
@@ -343,9 +475,10 @@ def _attention(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
                           cfg, nbest, res)
 
 
-@register("rnn-lm", Family.CTC, CtcConfig, requires=("HLG", "lm"), settings=_rnn_lm_settings,
+@register("rnn-lm", Family.CTC, RnnLmRescoringConfig, requires=("HLG", "lm"),
+          settings=_rnn_lm_settings,
           hotwords=True)
-def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: RnnLmRescoringConfig):
     """n-best from HLG rescored with a neural LM (RNN or Transformer): am + rnn_lm_scale *
     nnlm."""
     _, lm = res.neural_lm("rnn-lm")
@@ -358,8 +491,9 @@ def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
                           nbest, res)
 
 
-@register("multi-pass", Family.CTC, CtcConfig, requires=("HLG", "lm"), hotwords=True)
-def _multi_pass(inputs: CtcInputs, res: Resources, cfg: CtcConfig):
+@register("multi-pass", Family.CTC, MultiPassMethodConfig, requires=("HLG", "lm"),
+          hotwords=True)
+def _multi_pass(inputs: CtcInputs, res: Resources, cfg: MultiPassMethodConfig):
     """top_k n-best rescored with a neural LM in passes, evaluating only paths that may win
     (k2.get_best_matching_stats predictions)."""
     _, lm = res.neural_lm("multi-pass")

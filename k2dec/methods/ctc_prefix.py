@@ -15,21 +15,14 @@ from ..lattice import Topology, get_lattice
 from ..lattice.ctc_prefix_beam_search import CtcPrefixBeamSearchConfig, ctc_prefix_beam_search
 from ..nbest import DedupKey, Nbest, NbestConfig, combine_scores, intersected
 from ..nbest.config import check_posterior_scale
-from ..scorers import NeuralLmScorer, WeightedScorer
 from .checks import check_finite, check_scales, check_sweep
-from .ctc import CtcConfig
-from .hotwords import (
-    HOTWORDS_PARTIAL_SHARE,
-    HOTWORDS_SCORE,
-    HOTWORDS_WHOLE_WORDS,
-    check_hotwords,
-    hotword_scorers,
-)
+from .ctc import CtcLatticeConfig
+from .fusion import Fusion, build_scorers
+from .hotwords import HotwordConfig
 from .lists import HypothesisLists, attention_scores, sweep
 from .records import from_nbest, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, Setting, register
-from .scales import grid_settings, scale_points
-from .transducer_lm import LM_SCALE
+from .scales import LM_SCALE, grid_settings, scale_points
 
 __all__ = [
     "ATTENTION_SCALE",
@@ -56,13 +49,10 @@ class CtcPrefixConfig:
     scores times ``posterior_scale`` (:mod:`k2dec.nbest.confidence`)."""
 
     search: CtcPrefixBeamSearchConfig = field(default_factory=CtcPrefixBeamSearchConfig)
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
     posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
-        check_hotwords(self)
         check_posterior_scale(self.posterior_scale)
 
 
@@ -75,16 +65,18 @@ class CtcPrefixFusionConfig:
     search: CtcPrefixBeamSearchConfig = field(default_factory=CtcPrefixBeamSearchConfig)
     lm_scale: float = LM_SCALE
     lodr_scale: float = 0.0
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
     posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
         for name in ("lm_scale", "lodr_scale"):
             check_finite(name, getattr(self, name))
-        check_hotwords(self)
         check_posterior_scale(self.posterior_scale)
+
+    @property
+    def fusion(self) -> Fusion:
+        """What the search adds (:func:`k2dec.methods.fusion.build_scorers`)."""
+        return (("lm", self.lm_scale), ("lodr", self.lodr_scale))
 
 
 def _prefix8() -> CtcPrefixBeamSearchConfig:
@@ -121,10 +113,10 @@ def _no_ngram_nbest() -> NbestConfig:
 class NoNgramAttentionConfig:
     """``attention-decoder-rescoring-no-ngram``: ``nbest.num_paths`` token sequences sampled
     from the lattice through H, rescored as ``am + attention_scale * attention``; with
-    ``sweep``, also for every other ``s`` of ``attention_scales`` (icefall's grid). Of
-    ``ctc`` only the lattice settings and ``subsampling_factor`` apply."""
+    ``sweep``, also for every other ``s`` of ``attention_scales`` (icefall's grid); ``ctc``:
+    the lattice search through H."""
 
-    ctc: CtcConfig = field(default_factory=CtcConfig)
+    ctc: CtcLatticeConfig = field(default_factory=CtcLatticeConfig)
     nbest: NbestConfig = field(default_factory=_no_ngram_nbest)
     attention_scale: float = ATTENTION_SCALE
     sweep: bool = False
@@ -163,8 +155,8 @@ def _search(inputs: CtcInputs, cfg: CtcPrefixBeamSearchConfig, scorers) -> list:
 def _prefix(inputs: CtcInputs, res: Resources, cfg: CtcPrefixConfig):
     """CTC prefix beam search (beam 4) on the CTC output, no graph: token ids; hotword
     biasing when Resources.hotwords are given."""
-    scorers = hotword_scorers(res, inputs.log_probs.size(2), cfg,
-                              inputs.log_probs.device, strict=True)
+    scorers = build_scorers(res, "ctc-prefix-beam-search", (), inputs.log_probs.size(2),
+                            inputs.log_probs.device, cfg.hotwords, strict_hotwords=True)
     hyps = _search(inputs, cfg.search, scorers)
     lists = HypothesisLists.from_lists(hyps, inputs.log_probs.device)
     return _records(lists, hyps, "ctc-prefix-beam-search", cfg)
@@ -176,14 +168,9 @@ def _prefix_fusion(inputs: CtcInputs, res: Resources, cfg: CtcPrefixFusionConfig
     """CTC prefix beam search + lm_scale * neural LM (+ lodr_scale * token n-gram, hotwords)
     on every new token."""
     method = "ctc-prefix-beam-search-shallow-fussion"
-    _, lm = res.neural_lm(method)
     device, vocab = inputs.log_probs.device, inputs.log_probs.size(2)
-    scorers = [WeightedScorer(NeuralLmScorer(lm, score_eos=False), cfg.lm_scale)]
-    if cfg.lodr_scale != 0.0:
-        if res.lodr is None:
-            raise ValueError(f"{method} with lodr_scale != 0 needs Resources.lodr")
-        scorers.append(WeightedScorer(res.lodr, cfg.lodr_scale))
-    scorers += hotword_scorers(res, vocab, cfg, device, strict=True)
+    scorers = build_scorers(res, method, cfg.fusion, vocab, device, cfg.hotwords,
+                            strict_hotwords=True)
     hyps = _search(inputs, cfg.search, scorers)
     lists = HypothesisLists.from_lists(hyps, device)
     return _records(lists, hyps, method, cfg)

@@ -22,6 +22,7 @@ underneath take one graph per utterance: build each utterance's graph with
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 
 import k2
 import torch
@@ -36,12 +37,12 @@ from ..scorers import (
 )
 from ..scorers.hotwords import rebuilt_fsa
 from .checks import check_finite
-from .registry import Resources
+from .registry import Resources, TransducerInputs
 
 __all__ = ["HOTWORDS_PARTIAL_SHARE", "HOTWORDS_SCORE", "HOTWORDS_WHOLE_WORDS",
            "HOTWORD_GRAPH_MAX_ARCS", "ICEFALL_HOTWORDS_SCORE", "WORD_HOTWORDS_SCORE",
-           "HotwordFields", "check_hotwords", "hotword_scorers",
-           "token_biased_graph", "word_biased_graph"]
+           "HotwordConfig", "HotwordFields", "check_hotwords", "hotword_scorers",
+           "token_biased_graph", "transducer_graph", "word_biased_graph"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,21 +74,39 @@ HOTWORDS_PARTIAL_SHARE = 0.5
 HOTWORDS_WHOLE_WORDS = True
 
 
-class HotwordFields:
-    """What the configs of token-level hotword methods declare (each its own fields, with
-    these defaults): ``hotwords_score: float = HOTWORDS_SCORE`` (like icefall's
-    ``--context-score``), ``hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE`` and
-    ``hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS`` (see those constants; icefall's
-    scheme is ``hotwords_partial_share=1.0``, ``hotwords_whole_words=false`` with
-    ``hotwords_score=2.0``, which ``--icefall-compat`` sets)."""
+@dataclass(frozen=True)
+class HotwordConfig:
+    """Hotword biasing of a token-level method (the transducer, CTC prefix and attention
+    searches, the fast_beam_search family), one part every such method's config composes as
+    its ``hotwords`` field (``--set hotwords_score=...`` reaches it). Used when
+    ``Resources.hotwords`` are given (``--hotwords``).
 
-    hotwords_score: float
-    hotwords_partial_share: float
-    hotwords_whole_words: bool
+    Attributes:
+      hotwords_score: the bonus per token of a phrase without its own score in the hotwords
+        file (:data:`HOTWORDS_SCORE`; icefall's ``--context-score`` is 2.0).
+      hotwords_partial_share: the share of it a token earns while its phrase is incomplete
+        (:data:`HOTWORDS_PARTIAL_SHARE`), in ``[0, 1]``.
+      hotwords_whole_words: a phrase completes only at a word end
+        (:data:`HOTWORDS_WHOLE_WORDS`). icefall's scheme is ``hotwords_partial_share=1.0``,
+        ``hotwords_whole_words=false`` with ``hotwords_score=2.0``, which ``--icefall-compat``
+        sets.
+    """
+
+    hotwords_score: float = field(default=HOTWORDS_SCORE,
+                                  metadata={"means": "bonus per token of a hotword"})
+    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
+    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+
+    def __post_init__(self) -> None:
+        check_hotwords(self)
 
 
-def check_hotwords(cfg: HotwordFields) -> None:
-    """Raise ``ValueError``/``TypeError`` on a bad hotword field of a method config."""
+#: The former name of :class:`HotwordConfig` (the fields each config used to declare).
+HotwordFields = HotwordConfig
+
+
+def check_hotwords(cfg: HotwordConfig) -> None:
+    """Raise ``ValueError``/``TypeError`` on a bad hotword field."""
     check_finite("hotwords_score", cfg.hotwords_score)
     share = cfg.hotwords_partial_share
     if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
@@ -97,7 +116,7 @@ def check_hotwords(cfg: HotwordFields) -> None:
                         f"{cfg.hotwords_whole_words!r}")
 
 
-def _word_start(res: Resources, cfg: HotwordFields) -> torch.Tensor | None:
+def _hotword_word_start(res: Resources, cfg: HotwordConfig) -> torch.Tensor | None:
     """The word-start mask the hotword automaton uses (None: phrases complete on their last
     token)."""
     if not cfg.hotwords_whole_words:
@@ -112,13 +131,13 @@ def _word_start(res: Resources, cfg: HotwordFields) -> torch.Tensor | None:
     return res.word_start
 
 
-def _setting(cfg: HotwordFields, res: Resources) -> tuple:
-    ws = _word_start(res, cfg)
+def _setting(cfg: HotwordConfig, res: Resources) -> tuple:
+    ws = _hotword_word_start(res, cfg)
     return (float(cfg.hotwords_score), float(cfg.hotwords_partial_share),
             None if ws is None else id(ws))
 
 
-def token_biased_graph(res: Resources, graph: k2.Fsa | None, cfg: HotwordFields,
+def token_biased_graph(res: Resources, graph: k2.Fsa | None, cfg: HotwordConfig,
                        vocab_size: int, blank_id: int, device: torch.device) -> k2.Fsa | None:
     """``graph`` (``None``: the trivial graph) biased by ``Resources.hotwords`` (token ids)
     with the hotword settings of ``cfg``: the token hotword automaton
@@ -131,7 +150,8 @@ def token_biased_graph(res: Resources, graph: k2.Fsa | None, cfg: HotwordFields,
            None if graph is None else id(graph))
     if key not in res.cache:
         hot = hotword_graph(ContextGraph(res.hotwords, cfg.hotwords_score), vocab_size,
-                            blank_id, "cpu", _word_start(res, cfg), cfg.hotwords_partial_share)
+                            blank_id, "cpu", _hotword_word_start(res, cfg),
+                            cfg.hotwords_partial_share)
         if graph is not None:
             del hot.aux_labels  # the graph's own outputs (words) stay
             base = k2.arc_sort(graph.to("cpu"))
@@ -139,6 +159,15 @@ def token_biased_graph(res: Resources, graph: k2.Fsa | None, cfg: HotwordFields,
                 base, hot, treat_epsilons_specially=True))))
         res.cache[key] = hot.to(device)
     return res.cache[key]
+
+
+def transducer_graph(inputs: TransducerInputs, res: Resources, cfg: HotwordConfig,
+                     graph: k2.Fsa | None) -> k2.Fsa | None:
+    """The decoding graph of a fast_beam_search method: ``graph`` (``None``: the trivial
+    graph) biased by ``Resources.hotwords`` with the hotword settings of ``cfg``
+    (:func:`token_biased_graph`) for ``inputs``' model and device."""
+    return token_biased_graph(res, graph, cfg, int(inputs.model.decoder.vocab_size),
+                              int(inputs.model.decoder.blank_id), inputs.encoder_out.device)
 
 
 def word_biased_graph(res: Resources, graph: k2.Fsa, score: float,
@@ -154,7 +183,7 @@ def word_biased_graph(res: Resources, graph: k2.Fsa, score: float,
     return res.cache[key]
 
 
-def hotword_scorers(res: Resources, vocab_size: int, cfg: HotwordFields, device: torch.device,
+def hotword_scorers(res: Resources, vocab_size: int, cfg: HotwordConfig, device: torch.device,
                     strict: bool = False) -> list[WeightedScorer]:
     """A hotword scorer (weight 1) over ``res.hotwords`` with the hotword settings of ``cfg``,
     built once per setting (kept in ``res.cache``); none without hotwords."""
@@ -164,6 +193,6 @@ def hotword_scorers(res: Resources, vocab_size: int, cfg: HotwordFields, device:
     if key not in res.cache:
         graph = ContextGraph(res.hotwords, context_score=cfg.hotwords_score)
         res.cache[key] = HotwordScorer(graph, vocab_size, strict=strict, device=device,
-                                       word_start=_word_start(res, cfg),
+                                       word_start=_hotword_word_start(res, cfg),
                                        partial=cfg.hotwords_partial_share)
     return [WeightedScorer(res.cache[key], 1.0)]

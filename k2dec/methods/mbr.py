@@ -21,17 +21,15 @@ from ..lattice.prune import prune_lattice
 from ..lattice.rescore import RescoreStatus, rescore_with_whole_lattice
 from ..paths import path_token_ids
 from ..transducer import FastBeamSearchConfig, fast_beam_search
-from .ctc import CtcConfig, hlg_graph
+from .checks import check_finite
+from .ctc import WholeLatticeRescoringConfig, hlg_graph
 from .hotwords import (
-    HOTWORDS_PARTIAL_SHARE,
-    HOTWORDS_SCORE,
-    HOTWORDS_WHOLE_WORDS,
-    check_hotwords,
+    HotwordConfig,
+    transducer_graph,
 )
 from .records import EMPTY_LATTICE, from_timed_units, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, TransducerInputs, register
-from .scales import scale_points
-from .transducer import NGRAM_LM_SCALE, _check_scale, _with_hotwords
+from .scales import LG_SCALE_MEANS, NGRAM_LM_SCALE, scale_points
 
 __all__ = ["FastBeamSearchMbrConfig", "FastBeamSearchMbrLGConfig", "MbrMethodConfig"]
 
@@ -47,7 +45,7 @@ class MbrMethodConfig:
     posteriors scale them as ``mbr.posterior`` says (its acoustic scale multiplies
     ``am / s``)."""
 
-    ctc: CtcConfig = field(default_factory=CtcConfig)
+    ctc: WholeLatticeRescoringConfig = field(default_factory=WholeLatticeRescoringConfig)
     mbr: MbrConfig = field(default_factory=MbrConfig)
     rescore: bool = False
 
@@ -122,12 +120,7 @@ class FastBeamSearchMbrConfig:
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     mbr: MbrConfig = field(default_factory=MbrConfig)
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
-
-    def __post_init__(self) -> None:
-        check_hotwords(self)
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
 
 @dataclass(frozen=True)
@@ -138,14 +131,11 @@ class FastBeamSearchMbrLGConfig:
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     mbr: MbrConfig = field(default_factory=MbrConfig)
-    ngram_lm_scale: float = NGRAM_LM_SCALE
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+    ngram_lm_scale: float = field(default=NGRAM_LM_SCALE, metadata=LG_SCALE_MEANS)
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
     def __post_init__(self) -> None:
-        _check_scale(self.ngram_lm_scale)
-        check_hotwords(self)
+        check_finite("ngram_lm_scale", self.ngram_lm_scale)
 
 
 def _transducer_failures(lattice: k2.Fsa) -> list[str]:
@@ -159,7 +149,7 @@ def _fbs_mbr(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMbrCon
     """fast_beam_search (trivial graph; the hotword graph when Resources.hotwords are given),
     sausages over tokens: the MBR consensus and the best path, tokens with frames and
     confidences."""
-    graph = _with_hotwords(inputs, res, cfg, None)
+    graph = transducer_graph(inputs, res, cfg.hotwords, None)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     failed = _transducer_failures(out.lattice)
@@ -177,7 +167,7 @@ def _fbs_mbr_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMbr
     """fast_beam_search through LG, sausages over words: the MBR consensus and the best path,
     words with frames and confidences (hotword biasing when Resources.hotwords are given)."""
     graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_mbr_LG")
-    graph = _with_hotwords(inputs, res, cfg, graph)
+    graph = transducer_graph(inputs, res, cfg.hotwords, graph)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     failed = _transducer_failures(out.lattice)

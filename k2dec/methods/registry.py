@@ -8,7 +8,6 @@ on method-name strings elsewhere.
 
 from __future__ import annotations
 
-import enum
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass, replace
@@ -18,6 +17,7 @@ import k2
 import torch
 
 from ..deprecation import renamed_parameters
+from ..family import Family
 from ..hypothesis import HypothesisRecord
 
 __all__ = [
@@ -33,17 +33,12 @@ __all__ = [
     "register",
     "get_method",
     "list_methods",
+    "supported_methods",
     "override_config",
     "config_field_path",
+    "config_keys",
+    "setting_meaning",
 ]
-
-
-class Family(str, enum.Enum):
-    """Which network output a method decodes."""
-
-    CTC = "ctc"
-    TRANSDUCER = "transducer"
-    AED = "aed"
 
 
 @dataclass(frozen=True)
@@ -387,7 +382,6 @@ def register(
 
 def get_method(name: str) -> Method:
     """The method called ``name``; ``ValueError`` listing the known names otherwise."""
-    _load_all()
     if name not in _REGISTRY:
         raise ValueError(f"unknown decoding method {name!r}; known: {', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[name]
@@ -395,14 +389,15 @@ def get_method(name: str) -> Method:
 
 def list_methods(family: Family | str | None = None) -> list[Method]:
     """All registered methods (of one family), sorted by name."""
-    _load_all()
     fam = Family(family) if family is not None else None
     return sorted((m for m in _REGISTRY.values() if fam is None or m.family is fam),
                   key=lambda m: m.name)
 
 
-def _load_all() -> None:
-    from . import aed, ctc, ctc_prefix, mbr, transducer, transducer_lm  # noqa: F401  (registers)
+def supported_methods(model: Any) -> list[Method]:
+    """The registered methods ``model`` (a :class:`k2dec.model.AcousticModel`) can run,
+    sorted by name (graphs and LMs they also need are in each method's ``requires``)."""
+    return [m for m in list_methods() if model.supports(m)]
 
 
 def config_field_path(config: Any, key: str) -> list[str] | None:
@@ -429,6 +424,45 @@ def config_field_path(config: Any, key: str) -> list[str] | None:
         raise ValueError(f"{key!r} is ambiguous in {type(config).__name__}: say which one of "
                          f"{', '.join('.'.join(p) for p in found)}")
     return found[0] if found else None
+
+
+def config_keys(config: Any) -> dict[str, Any]:
+    """``{key: value}`` of every setting of a (nested, frozen dataclass) config: each leaf
+    field under the shortest name :func:`config_field_path` takes to it (the bare field name
+    where no other field has it, else the dotted path from the top: ``search.beam``)."""
+    out = {}
+    for path in _leaf_paths(config):
+        for start in range(len(path) - 1, -1, -1):
+            key = ".".join(path[start:])
+            try:
+                if config_field_path(config, key) == path:
+                    break
+            except ValueError:  # a bare name of several nested fields
+                continue
+        out[key] = _get(config, path)
+    return out
+
+
+def setting_meaning(config: Any, path: list[str]) -> tuple[str, str]:
+    """``(type, meaning)`` of the field at ``path`` of a config: its annotated type, and what
+    its declaration says it means (``metadata={"means": ...}``; default: its name). Two
+    methods' fields of one key with other types or meanings are different settings (a
+    ``--set`` key must say which, :func:`k2dec.job.plan_methods`)."""
+    owner = _get(config, path[:-1])
+    f = next(f for f in fields(owner) if f.name == path[-1])
+    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    return kind, f.metadata.get("means", f.name)
+
+
+def _leaf_paths(config: Any, prefix: tuple[str, ...] = ()) -> list[list[str]]:
+    out = []
+    for f in fields(config):
+        value = getattr(config, f.name)
+        if is_dataclass(value):
+            out += _leaf_paths(value, prefix + (f.name,))
+        else:
+            out.append([*prefix, f.name])
+    return out
 
 
 def _get(config: Any, path: list[str]) -> Any:
@@ -473,9 +507,8 @@ def override_config(config: Any, assignments: Sequence[str]) -> Any:
         key, value = item.split("=", 1)
         path = config_field_path(config, key)
         if path is None:
-            names = {f.name for f in fields(config)}
             raise ValueError(f"{type(config).__name__} has no field {key!r} "
-                             f"(fields: {', '.join(sorted(names))})")
+                             f"(keys: {', '.join(sorted(config_keys(config)))})")
         try:
             config = _set_field(config, path, value)
         except ValueError as e:

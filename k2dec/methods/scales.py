@@ -9,7 +9,17 @@ from collections.abc import Callable, Mapping
 from ..nbest import scale_key
 from .registry import Setting
 
-__all__ = ["grid_settings", "scale_points"]
+__all__ = ["LG_SCALE_MEANS", "LM_SCALE", "NGRAM_LM_SCALE", "grid_settings", "scale_points"]
+
+#: icefall's ``--lm-scale`` for shallow fusion: the neural LM's weight in
+#: ``modified_beam_search_lm_shallow_fusion`` and ``ctc-prefix-beam-search-shallow-fussion``.
+LM_SCALE = 0.3
+#: icefall's ``--ngram-lm-scale`` of the transducer LG methods (``fast_beam_search_LG``,
+#: ``_nbest_LG``, ``_mbr_LG``: LG scores are multiplied by it).
+NGRAM_LM_SCALE = 0.01
+#: What the LG methods' ``ngram_lm_scale`` means (field metadata, see
+#: :func:`k2dec.methods.setting_meaning`): not the weight of G in n-best rescoring.
+LG_SCALE_MEANS = {"means": "scale of LG's scores in the search"}
 
 
 def scale_points(configured: float, grid: tuple[float, ...], sweep: bool) -> list[float]:

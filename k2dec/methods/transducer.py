@@ -38,20 +38,16 @@ from ..transducer import (
 from ..transducer.confidence import token_confidences
 from .checks import check_finite, check_scales, check_sweep
 from .hotwords import (
-    HOTWORDS_PARTIAL_SHARE,
-    HOTWORDS_SCORE,
-    HOTWORDS_WHOLE_WORDS,
-    HotwordFields,
-    check_hotwords,
+    HotwordConfig,
     token_biased_graph,
+    transducer_graph,
 )
 from .records import from_nbest, from_transducer, oracle_records
 from .registry import Family, MethodResult, Resources, Setting, TransducerInputs, register
-from .scales import grid_settings, scale_points
+from .scales import LG_SCALE_MEANS, NGRAM_LM_SCALE, grid_settings, scale_points
 from .streaming import StreamingSearch
 
 __all__ = [
-    "HOTWORDS_SCORE",
     "NGRAM_LM_SCALE",
     "FastBeamSearchMethodConfig",
     "FastBeamSearchLGConfig",
@@ -61,10 +57,6 @@ __all__ = [
     "FastBeamSearchNbestRnnRescoringConfig",
     "NBEST_RESCORING_SCALES",
 ]
-
-#: icefall's ``--ngram-lm-scale`` of the LG methods (LG scores are multiplied by it).
-NGRAM_LM_SCALE = 0.01
-
 
 #: The n-gram (and neural LM) scale of ``fast_beam_search_with_nbest_rescoring`` and
 #: ``_rnn_rescoring``: the middle of icefall's grid (:data:`NBEST_RESCORING_SCALES`, which is
@@ -82,11 +74,6 @@ def _transducer_nbest() -> NbestConfig:
     return NbestConfig(num_paths=200)
 
 
-def _check_scale(value: float) -> None:
-    if not (isinstance(value, int | float) and abs(value) < float("inf")):
-        raise ValueError(f"ngram_lm_scale must be a finite number, got {value!r}")
-
-
 @dataclass(frozen=True)
 class FastBeamSearchLGConfig:
     """``fast_beam_search_LG``: the search through LG with LG's scores times
@@ -94,14 +81,11 @@ class FastBeamSearchLGConfig:
     automaton (``hotwords_score`` per token, not scaled)."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
-    ngram_lm_scale: float = NGRAM_LM_SCALE
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+    ngram_lm_scale: float = field(default=NGRAM_LM_SCALE, metadata=LG_SCALE_MEANS)
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
     def __post_init__(self) -> None:
-        _check_scale(self.ngram_lm_scale)
-        check_hotwords(self)
+        check_finite("ngram_lm_scale", self.ngram_lm_scale)
 
 
 @dataclass(frozen=True)
@@ -113,12 +97,7 @@ class FastBeamSearchNbestConfig:
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     nbest: NbestConfig = field(default_factory=_transducer_nbest)
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
-
-    def __post_init__(self) -> None:
-        check_hotwords(self)
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
 
 @dataclass(frozen=True)
@@ -129,14 +108,11 @@ class FastBeamSearchNbestLGConfig:
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     nbest: NbestConfig = field(default_factory=_transducer_nbest)
-    ngram_lm_scale: float = NGRAM_LM_SCALE
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+    ngram_lm_scale: float = field(default=NGRAM_LM_SCALE, metadata=LG_SCALE_MEANS)
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
     def __post_init__(self) -> None:
-        _check_scale(self.ngram_lm_scale)
-        check_hotwords(self)
+        check_finite("ngram_lm_scale", self.ngram_lm_scale)
 
 
 def with_confidences(inputs: TransducerInputs, hyps, temperature: float,
@@ -170,17 +146,12 @@ class FastBeamSearchMethodConfig:
     token) as the decoding graph."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
-
-    def __post_init__(self) -> None:
-        check_hotwords(self)
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
 
 def _fbs_streaming(model, res: Resources, cfg: FastBeamSearchMethodConfig,
                    device: torch.device) -> StreamingSearch:
-    graph = token_biased_graph(res, None, cfg, int(model.decoder.vocab_size),
+    graph = token_biased_graph(res, None, cfg.hotwords, int(model.decoder.vocab_size),
                                int(model.decoder.blank_id), device)
     return StreamingSearch(FastBeamSearch(model, graph, cfg.search))
 
@@ -190,19 +161,10 @@ def _fbs_streaming(model, res: Resources, cfg: FastBeamSearchMethodConfig,
 def _fbs(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMethodConfig):
     """fast_beam_search with the trivial graph (the hotword graph when Resources.hotwords are
     given): one-best tokens."""
-    graph = _with_hotwords(inputs, res, cfg, None)
+    graph = transducer_graph(inputs, res, cfg.hotwords, None)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     return [MethodResult("fast_beam_search", from_transducer(out.hyps), cfg)]
-
-
-def _with_hotwords(inputs: TransducerInputs, res: Resources, cfg: HotwordFields,
-                   graph: k2.Fsa | None) -> k2.Fsa | None:
-    """``graph`` (``None``: the trivial graph) biased by ``Resources.hotwords`` with the
-    hotword settings of ``cfg`` (:func:`k2dec.methods.hotwords.token_biased_graph`) for this
-    model and device."""
-    return token_biased_graph(res, graph, cfg, int(inputs.model.decoder.vocab_size),
-                              int(inputs.model.decoder.blank_id), inputs.encoder_out.device)
 
 
 @register("fast_beam_search_LG", Family.TRANSDUCER, FastBeamSearchLGConfig, requires=("LG",),
@@ -211,7 +173,7 @@ def _fbs_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchLGConfi
     """fast_beam_search with LG (scores times ngram_lm_scale; hotword biasing when
     Resources.hotwords are given): one-best words."""
     graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_LG")
-    graph = _with_hotwords(inputs, res, cfg, graph)
+    graph = transducer_graph(inputs, res, cfg.hotwords, graph)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
     hyps = from_transducer(out.hyps, words=_path_words(out.lattice))
@@ -244,7 +206,7 @@ def _sample(inputs: TransducerInputs, cfg: FastBeamSearchNbestConfig | FastBeamS
 def _fbs_nbest(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbestConfig):
     """fast_beam_search, then num_paths sampled paths deduplicated by tokens; the best
     alignment score wins (hotword biasing when Resources.hotwords are given)."""
-    graph = _with_hotwords(inputs, res, cfg, None)
+    graph = transducer_graph(inputs, res, cfg.hotwords, None)
     _, nbest = _sample(inputs, cfg, graph, DedupKey.TOKENS)
     nbest = intersected(nbest, cfg.nbest)
     totals = nbest.tot_scores().values
@@ -260,7 +222,7 @@ def _fbs_nbest_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchN
     """fast_beam_search with LG, n-best by word sequence; the word sequence with the best
     log-sum over its alignments wins (hotword biasing when Resources.hotwords are given)."""
     graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_nbest_LG")
-    graph = _with_hotwords(inputs, res, cfg, graph)
+    graph = transducer_graph(inputs, res, cfg.hotwords, graph)
     _, nbest = _sample(inputs, cfg, graph, DedupKey.WORDS)
     totals = nbest.total_scores_in(log_semiring=True, max_arcs=cfg.nbest.max_intersect_arcs)
     best, scores = best_paths_by_score(nbest, totals.values, cfg.nbest.tie_break)
@@ -277,7 +239,7 @@ def _fbs_oracle(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbe
     if inputs.ref_tokens is None:
         raise ValueError("fast_beam_search_nbest_oracle needs reference token ids "
                          "(TransducerInputs.ref_tokens)")
-    graph = _with_hotwords(inputs, res, cfg, None)
+    graph = transducer_graph(inputs, res, cfg.hotwords, None)
     _, nbest = _sample(inputs, cfg, graph, DedupKey.TOKENS)
     nbest = intersected(nbest, cfg.nbest)
     [hyps] = oracle_records(nbest, inputs.ref_tokens, False, Topology.TRANSDUCER,

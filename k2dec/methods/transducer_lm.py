@@ -16,7 +16,6 @@ import torch
 
 from ..nbest import NbestConfig
 from ..nbest.config import check_posterior_scale
-from ..scorers import NeuralLmScorer, TokenNgramScorer, WeightedScorer
 from ..sizes import check_int_range
 from ..transducer import (
     ModifiedBeamSearchConfig,
@@ -26,16 +25,11 @@ from ..transducer import (
 )
 from ..transducer.modified_beam_search import ModifiedBeamSearch
 from .checks import check_finite, check_scales, check_sweep
-from .hotwords import (
-    HOTWORDS_PARTIAL_SHARE,
-    HOTWORDS_SCORE,
-    HOTWORDS_WHOLE_WORDS,
-    check_hotwords,
-    hotword_scorers,
-)
+from .fusion import Fusion, build_scorers, lodr_scorer
+from .hotwords import HotwordConfig
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
 from .registry import Family, MethodResult, Resources, Setting, TransducerInputs, register
-from .scales import grid_settings, scale_points
+from .scales import LM_SCALE, grid_settings, scale_points
 from .streaming import StreamingSearch
 from .transducer import with_confidences
 
@@ -47,11 +41,8 @@ __all__ = [
     "LodrConfig",
     "ModifiedBeamSearchMethodConfig",
     "final_lists",
-    "hotword_scorers",
 ]
 
-#: icefall's ``--lm-scale`` for shallow fusion.
-LM_SCALE = 0.3
 #: icefall's recommended LODR setting (its LODR documentation: ``--lm-scale 0.42
 #: --ngram-lm-scale -0.24`` with a 2-gram over tokens).
 LODR_LM_SCALE = 0.42
@@ -66,6 +57,11 @@ RESCORE_LODR_SCALE = 0.5
 RESCORE_LM_SCALES = tuple(round(0.01 * i, 2) for i in range(10, 50))
 RESCORE_LODR_LM_SCALES = tuple(round(0.02 * i, 2) for i in range(2, 30))
 RESCORE_LODR_SCALES = tuple(round(0.05 * i, 2) for i in range(1, 20))
+#: What ``lodr_scale`` means in ``modified_beam_search_lm_rescore_LODR`` (field metadata, see
+#: :func:`k2dec.methods.setting_meaning`): subtracted (> 0), not the LODR weight of the
+#: searches (< 0 subtracts). Its ``lm_scale`` divides the acoustic score, which ranks as the
+#: LM weight of the others does (``am / s + lm`` orders paths as ``am + s * lm``).
+_SUBTRACTED = "l in am / lm_scale + lm - l * lodr"
 
 
 @dataclass(frozen=True)
@@ -74,12 +70,7 @@ class ModifiedBeamSearchMethodConfig:
     (``hotwords_score``: icefall's ``--context-score``)."""
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
-
-    def __post_init__(self) -> None:
-        check_hotwords(self)
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
 
 @dataclass(frozen=True)
@@ -88,12 +79,7 @@ class BeamSearchMethodConfig:
     are given."""
 
     search: TransducerBeamSearchConfig = field(default_factory=TransducerBeamSearchConfig)
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
-
-    def __post_init__(self) -> None:
-        check_hotwords(self)
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
 
 @dataclass(frozen=True)
@@ -103,13 +89,15 @@ class LmShallowFusionConfig:
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
     lm_scale: float = LM_SCALE
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
     def __post_init__(self) -> None:
         check_finite("lm_scale", self.lm_scale)
-        check_hotwords(self)
+
+    @property
+    def fusion(self) -> Fusion:
+        """What the search adds (:func:`k2dec.methods.fusion.build_scorers`)."""
+        return (("lm", self.lm_scale),)
 
 
 @dataclass(frozen=True)
@@ -120,14 +108,16 @@ class LodrConfig:
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
     lm_scale: float = LODR_LM_SCALE
     lodr_scale: float = LODR_SCALE
-    hotwords_score: float = HOTWORDS_SCORE
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+    hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
     def __post_init__(self) -> None:
         for name in ("lm_scale", "lodr_scale"):
             check_finite(name, getattr(self, name))
-        check_hotwords(self)
+
+    @property
+    def fusion(self) -> Fusion:
+        """What the search adds (:func:`k2dec.methods.fusion.build_scorers`)."""
+        return (("lm", self.lm_scale), ("lodr", self.lodr_scale))
 
 
 @dataclass(frozen=True)
@@ -162,10 +152,11 @@ class LmRescoreLodrConfig:
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
     lm_scale: float = RESCORE_LM_SCALE
-    lodr_scale: float = RESCORE_LODR_SCALE
+    lodr_scale: float = field(default=RESCORE_LODR_SCALE, metadata={"means": _SUBTRACTED})
     sweep: bool = False
     lm_scales: tuple[float, ...] = RESCORE_LODR_LM_SCALES
-    lodr_scales: tuple[float, ...] = RESCORE_LODR_SCALES
+    lodr_scales: tuple[float, ...] = field(default=RESCORE_LODR_SCALES,
+                                           metadata={"means": f"grid of {_SUBTRACTED}"})
     lm_batch_size: int = 256
     posterior_scale: float = NbestConfig.posterior_scale
 
@@ -210,14 +201,10 @@ def _vocab(inputs: TransducerInputs) -> int:
     return int(inputs.model.decoder.vocab_size)
 
 
-def _lodr(res: Resources, method: str, vocab_size: int) -> TokenNgramScorer:
-    if not isinstance(res.lodr, TokenNgramScorer):
-        raise ValueError(f"{method} needs LODR's token n-gram in Resources.lodr (a "
-                         f"TokenNgramScorer), got {type(res.lodr).__name__}")
-    if res.lodr.vocab_size != vocab_size:
-        raise ValueError(f"Resources.lodr scores {res.lodr.vocab_size} tokens, the model has "
-                         f"{vocab_size}")
-    return res.lodr
+def _scorers(inputs: TransducerInputs, res: Resources, method: str, fusion: Fusion,
+             hotwords: HotwordConfig) -> list:
+    return build_scorers(res, method, fusion, _vocab(inputs), inputs.encoder_out.device,
+                         hotwords)
 
 
 def _mbs(inputs: TransducerInputs, cfg: ModifiedBeamSearchConfig, scorers) -> list:
@@ -227,7 +214,8 @@ def _mbs(inputs: TransducerInputs, cfg: ModifiedBeamSearchConfig, scorers) -> li
 
 def _modified_streaming(model, res: Resources, cfg: ModifiedBeamSearchMethodConfig,
                         device: torch.device) -> StreamingSearch:
-    scorers = hotword_scorers(res, int(model.decoder.vocab_size), cfg, device)
+    scorers = build_scorers(res, "modified_beam_search", (), int(model.decoder.vocab_size),
+                            device, cfg.hotwords)
     return StreamingSearch(ModifiedBeamSearch(model, cfg.search, scorers=scorers))
 
 
@@ -236,7 +224,7 @@ def _modified_streaming(model, res: Resources, cfg: ModifiedBeamSearchMethodConf
 def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchMethodConfig):
     """Modified beam search (at most one symbol per frame, beam 4); hotword biasing when
     Resources.hotwords are given."""
-    scorers = hotword_scorers(res, _vocab(inputs), cfg, inputs.encoder_out.device)
+    scorers = _scorers(inputs, res, "modified_beam_search", (), cfg.hotwords)
     hyps = _mbs(inputs, cfg.search, scorers)
     records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)
     return [MethodResult("modified_beam_search", records, cfg)]
@@ -246,7 +234,7 @@ def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchM
 def _beam_search(inputs: TransducerInputs, res: Resources, cfg: BeamSearchMethodConfig):
     """The classic transducer beam search (any number of symbols per frame); hotword biasing
     when Resources.hotwords are given."""
-    scorers = hotword_scorers(res, _vocab(inputs), cfg, inputs.encoder_out.device)
+    scorers = _scorers(inputs, res, "beam_search", (), cfg.hotwords)
     lists = beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg.search,
                         scorers=scorers)
     records = with_confidences(inputs, [hs[0] for hs in lists], cfg.search.temperature,
@@ -258,10 +246,8 @@ def _beam_search(inputs: TransducerInputs, res: Resources, cfg: BeamSearchMethod
           requires=("lm",), hotwords=True)
 def _shallow_fusion(inputs: TransducerInputs, res: Resources, cfg: LmShallowFusionConfig):
     """Modified beam search plus lm_scale times a neural LM on every token (and hotwords)."""
-    _, lm = res.neural_lm("modified_beam_search_lm_shallow_fusion")
-    scorers = [WeightedScorer(NeuralLmScorer(lm, score_eos=False), cfg.lm_scale)]
-    scorers += hotword_scorers(res, _vocab(inputs), cfg,
-                               inputs.encoder_out.device)
+    scorers = _scorers(inputs, res, "modified_beam_search_lm_shallow_fusion", cfg.fusion,
+                       cfg.hotwords)
     hyps = _mbs(inputs, cfg.search, scorers)
     records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)
     return [MethodResult("modified_beam_search_lm_shallow_fusion", records, cfg)]
@@ -272,19 +258,14 @@ def _shallow_fusion(inputs: TransducerInputs, res: Resources, cfg: LmShallowFusi
 def _lodr_fusion(inputs: TransducerInputs, res: Resources, cfg: LodrConfig):
     """Modified beam search with LODR: + lm_scale * neural LM + lodr_scale * token bigram
     (lodr_scale < 0), and hotwords."""
-    _, lm = res.neural_lm("modified_beam_search_LODR")
-    scorers = [WeightedScorer(NeuralLmScorer(lm, score_eos=False), cfg.lm_scale),
-               WeightedScorer(_lodr(res, "modified_beam_search_LODR", _vocab(inputs)),
-                              cfg.lodr_scale)]
-    scorers += hotword_scorers(res, _vocab(inputs), cfg,
-                               inputs.encoder_out.device)
+    scorers = _scorers(inputs, res, "modified_beam_search_LODR", cfg.fusion, cfg.hotwords)
     hyps = _mbs(inputs, cfg.search, scorers)
     records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)
     return [MethodResult("modified_beam_search_LODR", records, cfg)]
 
 
 def final_lists(inputs: TransducerInputs,
-                 cfg: ModifiedBeamSearchConfig) -> tuple[HypothesisLists, torch.Tensor]:
+                cfg: ModifiedBeamSearchConfig) -> tuple[HypothesisLists, torch.Tensor]:
     """Every final hypothesis of modified beam search and its score (float64 ``[H]``)."""
     search = ModifiedBeamSearch(inputs.model, cfg)
     device = inputs.encoder_out.device
@@ -314,7 +295,8 @@ def _lm_rescore_lodr(inputs: TransducerInputs, res: Resources, cfg: LmRescoreLod
     """Every final hypothesis of modified beam search rescored: am / lm_scale + LM -
     lodr_scale * bigram."""
     _, lm = res.neural_lm("modified_beam_search_lm_rescore_LODR")
-    lodr = _lodr(res, "modified_beam_search_lm_rescore_LODR", _vocab(inputs))
+    lodr = lodr_scorer(res, "modified_beam_search_lm_rescore_LODR", _vocab(inputs),
+                       inputs.encoder_out.device)
     lists, am = final_lists(inputs, cfg.search)
     comps = {"lm": lm_scores(lm, lists, cfg.lm_batch_size), "lodr": scorer_scores(lodr, lists)}
     out = sweep(lists, am, comps, _rescore_points(cfg),

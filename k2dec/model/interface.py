@@ -5,8 +5,8 @@ An :class:`AcousticModel` turns a padded batch of features into an :class:`Encod
 networks the searches drive: ``transducer`` (an object with icefall's ``.decoder`` /
 ``.joiner``) and ``attention_decoder`` (:class:`k2dec.aed.AttentionDecoder`). What a model
 can decode follows from what it has: ``capabilities`` is the set of method families
-(:class:`k2dec.methods.Family`) it supports, and :func:`supported_methods` lists the named
-methods. Decode code asks only these questions, never which kind of model it holds.
+(:class:`k2dec.family.Family`) it supports, and :func:`k2dec.methods.supported_methods` lists
+the named methods. Decode code asks only these questions, never which kind of model it holds.
 
 Implementations: k2dec's own :class:`k2dec.model.JointModel`, icefall TorchScript exports
 (:class:`k2dec.model.IcefallTorchScriptModel`) and sherpa-onnx style ONNX exports
@@ -22,12 +22,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..data.features import FeatureConfig
-from ..methods.registry import Family
+from ..family import Family
 
 if TYPE_CHECKING:
     import k2
-
-    from ..methods.registry import Method
 
 __all__ = [
     "AcousticModel",
@@ -212,8 +210,9 @@ class AcousticModel:
     def _encode(self, features: torch.Tensor, feature_lens: torch.Tensor) -> EncoderOutput:
         raise NotImplementedError
 
-    def supports(self, method: Method) -> bool:
-        """True if ``method`` (a registry entry) can run on this model's outputs."""
+    def supports(self, method: Any) -> bool:
+        """True if ``method`` (a :class:`k2dec.methods.Method`: its ``family`` and
+        ``requires``) can run on this model's outputs."""
         if method.family not in self.capabilities:
             return False
         return "attention_decoder" not in method.requires or self.attention_decoder is not None
@@ -227,12 +226,17 @@ class AcousticModel:
                 f"{self.subsampling_factor}")
 
 
-def supported_methods(model: AcousticModel) -> list[Method]:
-    """The registered methods ``model`` can run, sorted by name (graphs and LMs they also
-    need are in each method's ``requires``)."""
-    from ..methods import list_methods
+def supported_methods(model: AcousticModel) -> list[Any]:
+    """Deprecated: :func:`k2dec.methods.supported_methods` (the method registry answers
+    which of its methods a model can run; the model layer does not import it: this alias
+    is the one exception, imported when called)."""
+    import warnings
 
-    return [m for m in list_methods() if model.supports(m)]
+    from ..methods import supported_methods as registry_supported
+
+    warnings.warn("k2dec.model.supported_methods is deprecated: use "
+                  "k2dec.methods.supported_methods", DeprecationWarning, stacklevel=2)
+    return registry_supported(model)
 
 
 def token_vocab_size(tokens: k2.SymbolTable | None) -> int | None:

@@ -482,7 +482,7 @@ class Nbest:
             bad = torch.nonzero(counts == 0).flatten().tolist()
             raise ValueError(f"utterances {bad} have no paths (empty lattices); drop them first")
         device = scores.values.device
-        new2old = _ragged_sort_desc(scores)
+        new2old = ragged_sort_desc(scores)
         starts = self.shape.row_splits(1)[:-1].to(device=device, dtype=torch.int64)
         counts = counts.to(device)
         ranks = torch.arange(k, device=device).unsqueeze(0)  # [1, k]
@@ -680,7 +680,7 @@ def _split(rows: list, shape: k2.RaggedShape) -> list[list]:
     return [rows[splits[i] : splits[i + 1]] for i in range(shape.dim0)]
 
 
-def _ragged_sort_desc(scores: k2.RaggedTensor) -> torch.Tensor:
+def ragged_sort_desc(scores: k2.RaggedTensor) -> torch.Tensor:
     """Order of a 2-axis ragged float tensor's values with each row sorted best first (ties
     in path order); int64 indexes into ``scores.values``, rows kept in order."""
     values = scores.values

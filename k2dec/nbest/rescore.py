@@ -17,7 +17,7 @@ import k2
 import torch
 
 from .config import TIE_BREAKS
-from .nbest import DedupKey, Nbest, PathScorer, _ragged_sort_desc, chunks
+from .nbest import DedupKey, Nbest, PathScorer, chunks, ragged_sort_desc
 
 __all__ = [
     "ATTENTION_CHUNK_CELLS",
@@ -152,7 +152,7 @@ def best_paths_by_score(nbest: Nbest, scores: torch.Tensor, tie_break: str = "fi
         has = best >= 0
         best_scores[has] = scores.to(torch.float64)[best[has]]
         return best, best_scores
-    order = _ragged_sort_desc(ragged)
+    order = ragged_sort_desc(ragged)
     splits = nbest.shape.row_splits(1).to(torch.int64).to(scores.device)
     counts = splits[1:] - splits[:-1]
     has = counts > 0

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from ..data import FeatureConfig
-from ..job.cutset import _texts
+from ..job.assets import hypothesis_texts
 from ..methods import MethodResult
 from ..model.streaming import LOG_EPS, TAIL_PAD_FRAMES
 from .inputs import check_sample_rate, waveform_samples
@@ -201,7 +201,7 @@ class RecognizerStream:
         (record,) = self._search.records([self._state], final=final)
         rec = self._recognizer
         key = rec.run.method.name
-        (words,) = _texts(MethodResult(key, (record,), rec.run.config), rec.assets)
+        (words,) = hypothesis_texts(MethodResult(key, (record,), rec.run.config), rec.assets)
         return rec._results(self.name, record, words, record.error)
 
     @property

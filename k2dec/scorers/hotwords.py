@@ -279,7 +279,7 @@ class ContextGraph:
             if word_start is None:
                 return goto, step + out_score[goto], -held
             # a phrase counts when the token after it starts a word (or at the end)
-            ws = _word_start(word_start, vocab_size).unsqueeze(0)
+            ws = _checked_word_start(word_start, vocab_size).unsqueeze(0)
             return goto, step + torch.where(ws, out_score.unsqueeze(1), zero), out_score - held
         phrase = torch.where(is_end, torch.arange(s), output.clamp(min=0))
         keep = torch.where(matched, node_score[phrase], zero)
@@ -289,13 +289,13 @@ class ContextGraph:
             return nxt, value[goto] - held.unsqueeze(1), -held
         # a matched phrase is banked (and the match restarts from the root) when the next
         # token starts a word; a token inside the word continues or breaks the match
-        bank = matched.unsqueeze(1) & _word_start(word_start, vocab_size).unsqueeze(0)
+        bank = matched.unsqueeze(1) & _checked_word_start(word_start, vocab_size).unsqueeze(0)
         nxt = torch.where(bank, goto[0].expand(s, vocab_size), goto)
         score = held[nxt] - held.unsqueeze(1) + torch.where(bank, keep.unsqueeze(1), zero)
         return nxt, score, keep - held
 
 
-def _word_start(word_start: torch.Tensor, vocab_size: int) -> torch.Tensor:
+def _checked_word_start(word_start: torch.Tensor, vocab_size: int) -> torch.Tensor:
     """``word_start`` (bool, at least ``vocab_size`` entries, e.g.
     :func:`k2dec.lang.bpe_word_start_mask`, which may cover extra symbols) cut to ``[V]`` on
     the CPU."""

@@ -87,9 +87,7 @@ def train_token_arpa(text: str | Path, bpe_model: str | Path, arpa: str | Path,
       ValueError: naming the file: a text that is not UTF-8 or has no sentence, a BPE model
         that cannot be read, an order outside 1..5.
     """
-    import gzip
-    import shutil
-
+    from k2dec.files import copy_as
     from k2dec.graph.ngram import train_arpa
     from k2dec.lang import load_bpe_model
 
@@ -104,12 +102,7 @@ def train_token_arpa(text: str | Path, bpe_model: str | Path, arpa: str | Path,
         plain = Path(tmp) / "lm.arpa"
         train_arpa(ids, plain, order=order)
         arpa.parent.mkdir(parents=True, exist_ok=True)
-        partial = arpa.with_name(arpa.name + ".partial")
-        with open(plain, "rb") as src, (gzip.open(partial, "wb") if arpa.suffix == ".gz"
-                                        else open(partial, "wb")) as dst:
-            shutil.copyfileobj(src, dst)
-        partial.replace(arpa)
-    return arpa
+        return copy_as(plain, arpa)
 
 
 def _encode_text(text: str | Path, sp, out: Path) -> Path:

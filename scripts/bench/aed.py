@@ -28,10 +28,10 @@ if both time ratios reach it. The remaining differences between the two searches
 the report's notes.
 
 **Random decoder, k2dec only** (kept from the first version of this script): on a small random
-Transformer decoder, ``batched`` (one search over all utterances), ``per-utt`` (one search per
-utterance) and ``per-hyp`` (the per-hypothesis Python-loop reference of
-tests/reference/aed_reference.py), each plain, with CTC prefix scoring, with LM fusion and with
-both: decoder calls, decoder rows, wall time and whether the n-best lists agree.
+Transformer decoder, ``batched`` (one search over all utterances) and ``per-utt`` (one search per
+utterance), each plain, with CTC prefix scoring, with LM fusion and with both: decoder calls,
+decoder rows, wall time and whether the n-best lists agree. (The tests compare the search with
+the per-hypothesis Python-loop reference of tests/reference; the bench does not import tests.)
 
 ESPnet is optional: ``pip install --no-deps -r requirements/bench-espnet.txt``; without it the
 peer is reported missing. Usage (from the repository root):
@@ -54,7 +54,6 @@ import torch
 
 from k2dec.aed import BeamSearchConfig, TransformerDecoder, beam_search
 from k2dec.testing.aed import CountingDecoder, TinyLM
-from tests.reference.aed_reference import reference_beam_search
 
 from . import plots
 from .common import (
@@ -342,7 +341,7 @@ def _notes(report: Report, have_peer: bool) -> None:
     )
     if not have_peer:
         report.note("Without ESPnet only k2dec's rows are reported; the random-decoder table "
-                    "still compares k2dec batched vs per-utterance vs per-hypothesis.")
+                    "still compares k2dec batched vs per-utterance.")
 
 
 def _plot_series(ax_t, ax_w, points: list[tuple]) -> None:
@@ -390,7 +389,7 @@ def _plot(report: Report, out_dir: str | None, points: list[tuple]) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Random decoder: k2dec batched vs per-utterance vs per-hypothesis
+# Random decoder: k2dec batched vs per-utterance
 # --------------------------------------------------------------------------------------------
 
 
@@ -453,23 +452,17 @@ def synthetic_section(args: argparse.Namespace, report: Report) -> None:
                                    ctc_log_probs=ctc[i : i + 1, :t], lm=lm)
             return out
 
-        def per_hyp(d, cfg=cfg):
-            return reference_beam_search(d, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
-
         with torch.no_grad():
             runs = [_run("batched", batched, dec, args.synthetic_repeats),
                     _run("per-utt", per_utt, dec, args.synthetic_repeats)]
-            if not args.skip_reference:
-                runs.append(_run("per-hyp", per_hyp, dec, 1))
         base_time, base_tokens = runs[0][3], runs[0][4]
         for name, calls, rows_scored, elapsed, tokens in runs:
             rows.append([mode, name, calls, rows_scored, elapsed, elapsed / base_time,
                          "yes" if tokens == base_tokens else "NO"])
     report.table(
-        f"k2dec on a random decoder: batched vs per-utterance vs per-hypothesis reference "
+        f"k2dec on a random decoder: batched vs per-utterance "
         f"(N={args.num_utts}, T<={args.frames}, V={args.vocab}, beam {args.beam}, "
-        f"d_model {args.d_model}, {args.layers} layers; wall best of {args.synthetic_repeats}, "
-        f"per-hyp 1 run)",
+        f"d_model {args.d_model}, {args.layers} layers; wall best of {args.synthetic_repeats})",
         ["mode", "search", "decoder calls", "decoder rows", "wall s", "x batched",
          "same n-best"],
         rows,
@@ -518,8 +511,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     syn.add_argument("--eos-bias", type=float, default=1.0)
     syn.add_argument("--seed", type=int, default=0)
     syn.add_argument("--synthetic-repeats", type=int,
-                     help="best of this many timed runs (the per-hyp reference runs once)")
-    syn.add_argument("--skip-reference", action="store_true")
+                     help="best of this many timed runs")
     syn.add_argument("--skip-synthetic", action="store_true")
     args = parser.parse_args(argv)
     args.mode = mode_of(args)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,6 @@ import torch
 from k2dec.lattice import LatticeConfig
 from k2dec.lattice.rescore import RescoreConfig
 from k2dec.methods import CtcInputs, Resources, get_method
-from k2dec.methods.ctc import CtcConfig
 from k2dec.nbest import NbestConfig
 from k2dec.results import compute_wer, word_ids_to_words
 
@@ -197,21 +196,26 @@ class K2System:
 
     @staticmethod
     def config(beam: tuple[float, float, int], scales: tuple[float, ...] = RESCORE_SCALES,
-               num_paths: int = NUM_PATHS, **switches: Any) -> CtcConfig:
+               num_paths: int = NUM_PATHS, **switches: Any) -> dict[str, Any]:
+        """The settings of the CTC methods the bench runs (each method's config takes the
+        fields it has: :meth:`decode`)."""
         sb, ob, ma = beam
         lattice = LatticeConfig(search_beam=sb, output_beam=ob, max_active_states=ma,
                                 **switches)
         # the HLG scale is applied by resources(lam): the method's own hlg_scale stays 1; every
         # rescoring scale is reported (sweep), the first one being the configured one
-        return CtcConfig(lattice=lattice, hlg_scale=1.0, lm_scales=scales,
-                         nbest=NbestConfig(num_paths), ngram_lm_scale=scales[0],
-                         whole_lattice_lm_scale=scales[0], sweep=True,
-                         whole_lattice=RescoreConfig(lm_scales=scales))
+        return dict(lattice=lattice, hlg_scale=1.0, lm_scales=scales,
+                    nbest=NbestConfig(num_paths), ngram_lm_scale=scales[0],
+                    whole_lattice_lm_scale=scales[0], sweep=True,
+                    whole_lattice=RescoreConfig(lm_scales=scales))
 
-    def decode(self, method: str, data: Data, lam: float, cfg: CtcConfig
+    def decode(self, method: str, data: Data, lam: float, settings: dict[str, Any]
                ) -> dict[str, list[list[str]]]:
-        """``{result key: [utt][word]}`` over all utterances, in batches."""
+        """``{result key: [utt][word]}`` over all utterances, in batches (the method's config:
+        the ``settings`` it has)."""
         m = get_method(method)
+        own = {f.name for f in fields(m.config_cls)}
+        cfg = m.config_cls(**{k: v for k, v in settings.items() if k in own})
         res = self.resources(lam)
         out: dict[str, list[list[str]]] = {}
         n = data.log_probs.shape[0]

@@ -159,12 +159,12 @@ def _method_inputs(method, assets, out, ref: list[str]):
 
 def _scored(results, assets, ref: list[str]) -> tuple[dict[str, float], set[str]]:
     """Each result key's WER and the notes / errors the hypotheses recorded."""
-    from k2dec.results import bpe_ids_to_words, compute_wer, word_ids_to_words
+    from k2dec.job import hypothesis_texts
+    from k2dec.results import compute_wer
 
     wers, notes = {}, set()
     for r in results:
-        hyp = (word_ids_to_words(r.words, assets.lang.word_table) if r.words is not None
-               else bpe_ids_to_words(r.tokens, assets.sp))[0]
+        hyp = hypothesis_texts(r, assets)[0]
         wers[r.key] = compute_wer([("u", ref, hyp)]).wer
         notes.update(x for x in (r.hyps[0].error, r.hyps[0].notes) if x)
     return wers, notes

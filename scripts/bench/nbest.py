@@ -215,7 +215,7 @@ def rescoring_cost(b: ShippedBatch, utts: list[int], report: Report,
     from functools import partialmethod
 
     from k2dec.methods import CtcInputs, Resources, get_method
-    from k2dec.methods.ctc import CtcConfig
+    from k2dec.methods.ctc import HlgConfig, NbestRescoringConfig
     from k2dec.nbest import NbestConfig
 
     sel = torch.tensor(utts)
@@ -223,8 +223,10 @@ def rescoring_cost(b: ShippedBatch, utts: list[int], report: Report,
     inputs = CtcInputs(b.ctc_log_probs[sel][:, : int(lens.max())].contiguous(), lens)
     res = Resources(graphs={"HLG": b.assets.resources.graphs["HLG"],
                             "G": b.assets.resources.graphs["G"]})
-    cfg = CtcConfig(lattice=LatticeConfig(output_beam=OUTPUT_BEAM), hlg_scale=HLG_SCALE,
-                    nbest=NbestConfig(num_paths=100), lm_scales=(0.5,))
+    lattice = LatticeConfig(output_beam=OUTPUT_BEAM)
+    cfg = NbestRescoringConfig(lattice=lattice, hlg_scale=HLG_SCALE,
+                               nbest=NbestConfig(num_paths=100), lm_scales=(0.5,))
+    first = HlgConfig(lattice=lattice, hlg_scale=HLG_SCALE)
     one_best, rescoring = get_method("1best"), get_method("nbest-rescoring")
     original = Nbest.intersect
 
@@ -235,7 +237,7 @@ def rescoring_cost(b: ShippedBatch, utts: list[int], report: Report,
         finally:
             Nbest.intersect = original
 
-    fns = {"1best": lambda: one_best(inputs, res, cfg),
+    fns = {"1best": lambda: one_best(inputs, res, first),
            "nbest-rescoring (trie)": lambda: rescoring(inputs, res, cfg),
            "nbest-rescoring (path by path)": per_path}
     fns["1best"]()  # warm-up (scaled graph cached)

@@ -93,14 +93,6 @@ class Sizes:
 MODES = {"full": Sizes(None, 2), "quick": Sizes(15, 1), "smoke": Sizes(3, 1)}
 
 
-def to_words(result, sp, word_table) -> list[list[str]]:
-    from k2dec.results import bpe_ids_to_words, word_ids_to_words
-
-    if result.words is not None:
-        return word_ids_to_words(result.words, word_table)
-    return bpe_ids_to_words(result.tokens, sp)
-
-
 def biasing_stats(refs, hyps, hotwords: set[str]) -> tuple[float, float]:
     """(recall of hotword occurrences in %, U-WER in %)."""
     from k2dec.results import align_words
@@ -168,7 +160,9 @@ class Bench:
         return self.batch.refs
 
     def words_of(self, result: MethodResult) -> list[list[str]]:
-        return to_words(result, self.batch.assets.sp, self.batch.assets.lang.word_table)
+        from k2dec.job import hypothesis_texts
+
+        return hypothesis_texts(result, self.batch.assets)
 
     def _method(self, name: str, sets: tuple[str, ...]):
         method = get_method(name)

@@ -72,10 +72,9 @@ class Sizes:
     cuts: int  # cuts per shipped test set (0: tiny random model instead)
     repeat: int
     per_utt_max: int  # utterances of the per-utterance loop
-    reference_utts: int  # utterances of the Python-loop references
 
 
-MODES = {"full": Sizes(20, 2, 16, 2), "quick": Sizes(8, 1, 8, 1), "smoke": Sizes(0, 1, 3, 1)}
+MODES = {"full": Sizes(20, 2, 16), "quick": Sizes(8, 1, 8), "smoke": Sizes(0, 1, 3)}
 
 
 class NetworkTimer:
@@ -129,15 +128,13 @@ class Problem:
 
 
 def shipped_problem(cuts: int) -> Problem:
-    from k2dec.results import bpe_ids_to_words, word_ids_to_words
+    from k2dec.job import hypothesis_texts
 
     b = shipped_batch(max_cuts=cuts)
     assets = b.assets
 
     def to_words(r: MethodResult) -> list[list[str]]:
-        if r.words is not None:
-            return word_ids_to_words(r.words, assets.lang.word_table)
-        return bpe_ids_to_words(r.tokens, assets.sp)
+        return hypothesis_texts(r, assets)
 
     n = len(b.refs)
     desc = (f"the shipped model's encoder outputs on the first {cuts} cuts of each shipped test "
@@ -236,39 +233,12 @@ def _batched_searcher(make, kwargs: dict, prob: Problem, repeat: int
     return best
 
 
-def _reference_search(kind: str, prob: Problem, utts: int) -> tuple[float, list, int]:
-    """Seconds, tokens and frames of the per-utterance Python-loop reference of
-    tests/reference (``kind``: greedy or modified beam search, beam 4) on the first ``utts``
-    utterances."""
-    from tests.reference.transducer_reference import (
-        NetOracle,
-        greedy_reference,
-        modified_beam_search_reference,
-        pick_best,
-    )
-
-    enc, lens, model = prob.encoder_out, prob.encoder_lens, prob.model
-    context_size = int(model.decoder.context_size)
-    n = min(utts, enc.size(0))
-    start = time.perf_counter()
-    tokens = []
-    with torch.no_grad():
-        for i in range(n):
-            oracle = NetOracle(model, enc[i, : int(lens[i])])
-            if kind == "greedy":
-                tokens.append(greedy_reference(oracle, int(lens[i]))[0])
-            else:
-                hyps = modified_beam_search_reference(oracle, int(lens[i]), 4)
-                tokens.append(list(pick_best(hyps, True, context_size)[0]))
-    return time.perf_counter() - start, tokens, int(lens[:n].sum())
-
-
-def searcher_variants(prob: Problem, repeat: int, reference_utts: int) -> list[list]:
+def searcher_variants(prob: Problem, repeat: int) -> list[list]:
     """The searcher classes directly, with and without the context-keyed decoder-output cache
-    (fast_beam_search has it by default, the others not), and the per-utterance Python-loop
-    references of tests/reference (greedy and modified beam search, on the first
-    ``reference_utts`` utterances): frames/s, decoder rows evaluated per joiner row, and
-    whether the tokens equal the default batched search's."""
+    (fast_beam_search has it by default, the others not): frames/s, decoder rows evaluated
+    per joiner row, and whether the tokens equal the default batched search's. (The tests
+    compare the searches with the Python-loop references of tests/reference; the bench does
+    not import tests.)"""
     from k2dec.transducer import FastBeamSearch, GreedySearch, ModifiedBeamSearch
 
     model = prob.model
@@ -288,11 +258,6 @@ def searcher_variants(prob: Problem, repeat: int, reference_utts: int) -> list[l
                                                   repeat)
             out.append([name, label, frames / sec, base_s / sec, rows,
                         "yes" if tokens == base_tokens else "**no**"])
-        if kind is not None and reference_utts > 0:
-            sec, tokens, ref_frames = _reference_search(kind, prob, reference_utts)
-            out.append([name, f"Python reference ({len(tokens)} utts)", ref_frames / sec,
-                        (ref_frames / sec) / (frames / base_s), None,
-                        "yes" if tokens == base_tokens[: len(tokens)] else "**no**"])
     return out
 
 
@@ -621,7 +586,7 @@ def main(argv: list[str] | None = None) -> None:
     bench.prob = shipped_problem(sz.cuts) if sz.cuts else random_problem(bench.seed)
     idx = list(range(min(bench.prob.encoder_out.size(0), sz.per_utt_max)))
     points, table = method_rows(bench, idx)
-    variants = searcher_variants(bench.prob, bench.repeat, sz.reference_utts)
+    variants = searcher_variants(bench.prob, bench.repeat)
     bench.phase("searcher variants")
     rep.settings = settings(bench, idx)
     rep.table(
@@ -629,8 +594,8 @@ def main(argv: list[str] | None = None) -> None:
         ["method", "batched frames/s", "per-utt frames/s", "speed-up batched/per-utt",
          "outside network (batched)", "outside network (per-utt)", "peak +MiB (batched)",
          "WER %", "failed utts", "per-utt hyps identical to batched"], table)
-    rep.table("Searcher classes: decoder-output cache and the Python-loop references "
-              "(tests/reference); speed relative to the plain batched search",
+    rep.table("Searcher classes: the decoder-output cache; speed relative to the plain "
+              "batched search",
               ["search", "variant", "frames/s", "speed vs batched", "decoder rows / joiner row",
                "same tokens as batched"], variants)
     icefall_table(rep, bench.icefall_dir, bench.prob, bench.mode, bench.seed)

@@ -4,6 +4,8 @@ tiny HLG, at batch sizes 1 and 3."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import k2
 import pytest
 import torch
@@ -13,7 +15,6 @@ from k2dec.lattice import LatticeConfig
 from k2dec.lattice import get_lattice as k2dec_get_lattice
 from k2dec.lattice.rescore import RescoreConfig
 from k2dec.methods import CtcInputs, Resources, get_method, icefall_compatible
-from k2dec.methods.ctc import CtcConfig
 from k2dec.nbest import DedupKey, Nbest, NbestConfig
 from tests.icefall import icefall_shaped
 
@@ -40,11 +41,15 @@ def _lattice(inp: CtcInputs, graph: k2.Fsa) -> k2.Fsa:
     return ice.get_lattice(inp.log_probs, graph, _segments(inp.log_probs_lens), **BEAMS)
 
 
-def _cfg(**kw) -> CtcConfig:
-    """The registered methods' config at icefall's lattice beams, HLG as it is."""
-    return CtcConfig(lattice=LatticeConfig(output_beam=8.0), hlg_scale=1.0,
-                     nbest=NbestConfig(num_paths=NUM_PATHS, nbest_scale=kw.pop("nbest_scale",
-                                                                               0.5)), **kw)
+def _cfg(method: str, **kw):
+    """``method``'s own config at icefall's lattice beams, HLG as it is (and n-best sampling of
+    ``NUM_PATHS`` paths where the method samples)."""
+    cls = get_method(method).config_cls
+    fields = {f.name for f in dataclasses.fields(cls)}
+    nbest = NbestConfig(num_paths=NUM_PATHS, nbest_scale=kw.pop("nbest_scale", 0.5))
+    extra = {"hlg_scale": 1.0, "nbest": nbest}
+    return cls(lattice=LatticeConfig(output_beam=8.0),
+               **{k: v for k, v in extra.items() if k in fields}, **kw)
 
 
 def _method(name, inp, res, cfg):
@@ -77,9 +82,9 @@ def test_one_best_and_nbest_decoding_are_the_methods(setup, n, seed):
     lang, res = setup
     inp = _inputs(setup, seed, n)
     lattice = _lattice(inp, res.graphs["HLG"])
-    [one] = _method("1best", inp, res, _cfg())
+    [one] = _method("1best", inp, res, _cfg("1best"))
     assert ice.get_texts(ice.one_best_decoding(lattice)) == one.words
-    [nbest] = _method("nbest", inp, res, _cfg(nbest_scale=0.8))
+    [nbest] = _method("nbest", inp, res, _cfg("nbest", nbest_scale=0.8))
     assert ice.get_texts(ice.nbest_decoding(lattice, NUM_PATHS, nbest_scale=0.8)) == nbest.words
     before = lattice.scores.clone()
     scaled = ice.one_best_decoding(lattice, lm_scale_list=[0.5, 1.0])
@@ -95,7 +100,7 @@ def test_nbest_oracle_is_as_close_as_the_method(setup, n):
     lattice = _lattice(inp, res.graphs["HLG"])
     texts = [" ".join(lang.word_table.get(w) for w in ref) for ref in inp.ref_words]
     got = ice.get_texts(ice.nbest_oracle(lattice, NUM_PATHS, texts, lang.word_table))
-    [want] = _method("nbest-oracle", inp, res, _cfg())
+    [want] = _method("nbest-oracle", inp, res, _cfg("nbest-oracle"))
     from tests.icefall.test_transducer import _distance
 
     for g, w, r in zip(got, want.words, inp.ref_words):
@@ -112,7 +117,7 @@ def test_rescore_with_n_best_list_is_nbest_rescoring(setup, n, seed):
                                        nbest_scale=0.5)
     assert list(got) == ["lm_scale_0.3", "lm_scale_1.3"]
     for s in (0.3, 1.3):
-        [want] = _method("nbest-rescoring", inp, res, _cfg(ngram_lm_scale=s))
+        [want] = _method("nbest-rescoring", inp, res, _cfg("nbest-rescoring", ngram_lm_scale=s))
         assert ice.get_texts(got[f"lm_scale_{s}"]) == want.words
 
 
@@ -123,7 +128,8 @@ def test_rescore_with_whole_lattice_is_the_method(setup, n):
     lattice = _lattice(inp, res.graphs["HLG"])
     got = ice.rescore_with_whole_lattice(lattice, res.graphs["G"], [0.6, 1.2])
     for s in (0.6, 1.2):
-        cfg = _cfg(whole_lattice_lm_scale=s, whole_lattice=RescoreConfig(lm_scales=(s,)))
+        cfg = _cfg("whole-lattice-rescoring", whole_lattice_lm_scale=s,
+                   whole_lattice=RescoreConfig(lm_scales=(s,)))
         [want] = _method("whole-lattice-rescoring", inp, res, cfg)
         assert ice.get_texts(got[f"lm_scale_{s}"]) == want.words
     rescored = ice.rescore_with_whole_lattice(lattice, res.graphs["G"])
@@ -146,7 +152,7 @@ def test_attention_decoder_rescorings_are_the_method(setup, n):
     mask = torch.arange(7).unsqueeze(0) >= inp.log_probs_lens.unsqueeze(1)
     memory = inp.memory.permute(1, 0, 2)  # icefall's (T, N, C)
     [want] = _method("attention-decoder", inp, _no_g(res),
-                     _cfg(ngram_lm_scale=0.7, attention_scale=1.2))
+                     _cfg("attention-decoder", ngram_lm_scale=0.7, attention_scale=1.2))
     key = "ngram_lm_scale_0.7_attention_scale_1.2"
     for model in (decoder, icefall_shaped.ConformerModel(decoder)):
         got = ice.rescore_with_attention_decoder(lattice, NUM_PATHS, model, memory, mask,
@@ -221,7 +227,7 @@ def test_rescore_with_rnn_lm_adds_the_lm_to_the_attention_rescoring(setup):
     key = "ngram_lm_scale_0.7_attention_scale_1.2_rnn_lm_scale_0.9"
     assert list(got) == [key]
     # the same n-best, scored here from its parts
-    cfg = icefall_compatible("nbest", _cfg()).nbest
+    cfg = icefall_compatible("nbest", _cfg("nbest")).nbest
     nbest = Nbest.from_lattice(lattice, NUM_PATHS, 0.5, DedupKey.WORDS, sampler=cfg.sampler)
     nbest = nbest.intersect()
     tokens = nbest.token_seqs()

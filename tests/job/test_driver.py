@@ -18,19 +18,20 @@ from k2dec.job import (
     results_table,
     run_decode,
 )
-from k2dec.methods import get_method
+from k2dec.methods import get_method, list_methods
 from k2dec.results import read_results
 
 
 def test_plan_applies_assignments_where_the_field_is():
-    runs = plan_methods(["1best", "modified_beam_search", "fast_beam_search_nbest_LG"],
-                        ["beam=8", "num_paths=7", "lattice.search_beam=12"])
+    runs = plan_methods(["nbest", "modified_beam_search", "fast_beam_search_nbest_LG"],
+                        ["modified_beam_search:beam=8", "fast_beam_search_nbest_LG:beam=8",
+                         "num_paths=7", "lattice.search_beam=12"])
     cfg = {r.method.name: r.config for r in runs}
-    assert cfg["1best"].nbest.num_paths == 7 and cfg["1best"].lattice.search_beam == 12.0
+    assert cfg["nbest"].nbest.num_paths == 7 and cfg["nbest"].lattice.search_beam == 12.0
     assert cfg["modified_beam_search"].search.beam == 8
     assert cfg["fast_beam_search_nbest_LG"].search.beam == 8.0
     assert cfg["fast_beam_search_nbest_LG"].nbest.num_paths == 7
-    assert [r.method for r in runs] == [get_method("1best"), get_method("modified_beam_search"),
+    assert [r.method for r in runs] == [get_method("nbest"), get_method("modified_beam_search"),
                                         get_method("fast_beam_search_nbest_LG")]
     assert plan_methods(["greedy_search"], ["beam=3"], require_used=False)[0].config == \
         get_method("greedy_search").default_config()
@@ -41,8 +42,10 @@ def test_plan_applies_assignments_where_the_field_is():
     (["1best", "1best"], [], "method '1best' is given twice"),
     (["greedy_search"], ["nope=1"], "no given method has a field for nope=1"),
     (["greedy_search"], ["beam"], "expected KEY=VALUE, got 'beam'"),
-    (["1best", "nbest"], ["num_paths=2.7"], "num_paths=2.7: num_paths='2.7' does not fit the "
-                                           "field's type \\(int\\) \\(in 1best, nbest\\)"),
+    (["nbest-oracle", "nbest"], ["num_paths=2.7"], "num_paths=2.7: num_paths='2.7' does not fit "
+     "the field's type \\(int\\) \\(in nbest-oracle, nbest\\)"),
+    (["ctc-greedy-search"], ["attention_scale=2.0"],
+     "no given method has a field for attention_scale=2.0"),
     (["nbest"], ["num_paths=0"], r"NbestConfig.num_paths must be an int in \[1, 10000\], got 0"),
     (["nbest"], ["nbest_scale=0"], "nbest_scale must be > 0"),
     (["rnn-lm"], ["lm_scales="], "lm_scales='' does not fit"),
@@ -50,6 +53,63 @@ def test_plan_applies_assignments_where_the_field_is():
 def test_plan_refuses_bad_input(methods, assignments, message):
     with pytest.raises(ValueError, match=message):
         plan_methods(methods, assignments)
+
+
+def test_a_key_means_one_thing_in_the_given_methods():
+    """A key that reaches fields of other types or meanings in the given methods is refused
+    (saying which and how to name one); METHOD:KEY sets one method's; a key of the same
+    meaning in every method is fine."""
+    with pytest.raises(ValueError) as e:
+        plan_methods(["modified_beam_search", "fast_beam_search"], ["beam=8"])
+    said = str(e.value)
+    assert "'beam' means different things in the given methods" in said
+    assert "search.beam (int) in modified_beam_search" in said
+    assert "search.beam (float) in fast_beam_search" in said
+    assert "modified_beam_search:beam=8" in said
+    with pytest.raises(ValueError, match="search.beam .* fast_beam_search"):  # dotted too
+        plan_methods(["modified_beam_search", "fast_beam_search"], ["search.beam=8"])
+    with pytest.raises(ValueError) as e:  # per word in HLG methods, per token elsewhere
+        plan_methods(["1best", "modified_beam_search"], ["hotwords_score=3"])
+    assert "bonus per word" in str(e.value) and "bonus per token" in str(e.value)
+    assert "word_hotwords.hotwords_score, hotwords.hotwords_score" in str(e.value)
+    runs = {r.method.name: r.config for r in plan_methods(
+        ["1best", "modified_beam_search"], ["word_hotwords.hotwords_score=3",
+                                            "modified_beam_search:hotwords_score=1.5"])}
+    assert runs["1best"].word_hotwords.hotwords_score == 3.0
+    assert runs["modified_beam_search"].hotwords.hotwords_score == 1.5
+    with pytest.raises(ValueError, match="scale of LG's scores"):
+        plan_methods(["fast_beam_search_LG", "nbest-rescoring"], ["ngram_lm_scale=0.5"])
+    runs = plan_methods(["modified_beam_search", "beam_search", "ctc-prefix-beam-search"],
+                        ["beam=6", "temperature=1.5"])  # hypotheses kept in all three
+    assert [r.config.search.beam for r in runs] == [6, 6, 6]
+    with pytest.raises(ValueError, match="'nope:beam=3' names no given method"):
+        plan_methods(["fast_beam_search"], ["nope:beam=3"])
+    with pytest.raises(ValueError, match="no given method has a field for "
+                                         "greedy_search:num_paths=3"):
+        plan_methods(["greedy_search"], ["greedy_search:num_paths=3"])
+
+
+def test_unused_keys_are_refused_with_the_keys_there_are():
+    """The issue's example: none of these is read by ctc-greedy-search."""
+    with pytest.raises(ValueError) as e:
+        plan_methods(["ctc-greedy-search"], ["attention_scale=2.0", "num_paths=7",
+                                             "hotwords_score=5"])
+    assert "no given method has a field for attention_scale=2.0, num_paths=7, " \
+           "hotwords_score=5 (the given methods' keys: subsampling_factor)" in str(e.value)
+
+
+def test_list_methods_shows_each_methods_own_settings():
+    from k2dec.job import method_table
+    from k2dec.methods import config_keys
+
+    rows = {line.split()[0]: line for line in method_table(list_methods()).splitlines()[1:]}
+    greedy = rows["ctc-greedy-search"].split("Settings (--set KEY=VALUE): ")[1]
+    assert greedy == "subsampling_factor=1."
+    for m in list_methods():
+        own = rows[m.name].split("Settings (--set KEY=VALUE): ")[1]
+        assert [kv.split("=")[0] for kv in own.rstrip(".").split()] == \
+            list(config_keys(m.default_config())), m.name
+    assert "attention_scale" not in rows["1best"] and "num_paths" not in rows["1best"]
 
 
 def _cli(s, out, *extra):

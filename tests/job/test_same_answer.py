@@ -115,8 +115,11 @@ def _cli(out: Path, s, methods: list[str], max_duration: float) -> list[str]:
            "--max-duration", str(max_duration), "--threads", "1"]
     for m in methods:
         cmd += ["--method", m]
+    # the CLI refuses a key none of its methods has: only the settings some method reads
+    configs = [m.default_config() for m in list_methods() if m.name in methods]
     for setting in SETTINGS:
-        cmd += ["--set", setting]
+        if any(_has(c, setting) for c in configs):
+            cmd += ["--set", setting]
     return cmd
 
 

@@ -35,13 +35,16 @@ def test_cli_decode_with_hotwords_and_lodr(decode_setup, tmp_path):
     hot.write_text("\n".join(sorted({w for t in TEXT for w in t.split()})[:3]) + "\n")
     arpa = train_token_arpa(s["dir"] / "text.txt", s["lang_dir"] / "bpe.model",
                             tmp_path / "tokens.arpa")
-    r = CliRunner().invoke(main, [
-        "decode", "--cuts", str(s["cuts_path"]), "--model", str(s["model_path"]),
-        "--lang-dir", str(s["lang_dir"]), "--method", "modified_beam_search",
-        "--method", "ctc-prefix-beam-search", "--method", "1best", "--method", "mbr",
-        "--method", "fast_beam_search_nbest_LG", "--hotwords", str(hot), "--lodr-arpa", str(arpa),
-        "--set", "hotwords_score=1.5", "--out-dir", str(tmp_path / "out"),
-        "--max-duration", "3"])
+    args = ["decode", "--cuts", str(s["cuts_path"]), "--model", str(s["model_path"]),
+            "--lang-dir", str(s["lang_dir"]), "--method", "modified_beam_search",
+            "--method", "ctc-prefix-beam-search", "--method", "1best", "--method", "mbr",
+            "--method", "fast_beam_search_nbest_LG", "--hotwords", str(hot), "--lodr-arpa",
+            str(arpa), "--out-dir", str(tmp_path / "out"), "--max-duration", "3"]
+    # a bonus per token in the token-level methods, per word in the HLG ones: say which
+    r = CliRunner().invoke(main, [*args, "--set", "hotwords_score=1.5"])
+    assert r.exit_code == 2 and "means different things" in r.output, r.output
+    r = CliRunner().invoke(main, [*args, "--set", "hotwords.hotwords_score=1.5",
+                                  "--set", "word_hotwords.hotwords_score=1.5"])
     assert r.exit_code == 3, (r.output, r.exception)  # utt5 is too short
     for m in ("modified_beam_search", "ctc-prefix-beam-search", "1best", "mbr",
               "fast_beam_search_nbest_LG"):

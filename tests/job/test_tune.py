@@ -43,7 +43,8 @@ def _brute_force_best(assets, cuts, run, points, tmp_path):
     """WER of every (grid point, scale) setting, each decoded on its own (no sweep)."""
     wers = {}
     for point in points:
-        cfg = override_config(run.config, [*point, "sweep=true"])
+        cfg = override_config(run.config, [*point, *(["sweep=true"] if run.method.sweeps
+                                                     else [])])
         for setting in run.method.settings(cfg):
             single = override_config(run.config, [*point, *setting.assignments])
             key = point + setting.assignments
@@ -111,14 +112,14 @@ def test_settings_files_apply_in_order_and_bad_ones_are_refused(tmp_path):
     back = read_settings(path)
     assert back == settings
     runs = {r.method.name: r for r in plan_methods(
-        ["nbest", "greedy_search", "nbest-oracle", "modified_beam_search"], ["top_k=3"],
+        ["nbest", "greedy_search", "nbest-oracle", "modified_beam_search"], ["hlg_scale=0.7"],
         settings=back)}
     assert runs["modified_beam_search"].config.search.beam == 3
     assert runs["nbest"].config.nbest.num_paths == 11  # per method after the global set
     assert runs["nbest-oracle"].config.nbest.num_paths == 9
-    assert runs["nbest"].config.top_k == 3 and runs["nbest"].config.hlg_scale == 0.6
+    assert runs["nbest"].config.hlg_scale == 0.7 and runs["nbest-oracle"].config.hlg_scale == 0.7
     assert runs["greedy_search"].assignments == ()  # "beam" is no field of greedy search
-    assert runs["nbest"].assignments == ("num_paths=9", "num_paths=11", "top_k=3")
+    assert runs["nbest"].assignments == ("num_paths=9", "num_paths=11", "hlg_scale=0.7")
     bad = {"x.json": ("{", "not a readable JSON file"),
            "y.json": ('{"sets": []}', "unknown keys sets"),
            "z.json": ('{"methods": {"nope": []}}', "unknown decoding method 'nope'"),

@@ -1,12 +1,15 @@
 """Fixtures shared with the n-best tests, and the CTC methods' resources."""
 
+from dataclasses import replace
+from typing import Any
+
 import pytest
 import torch
 
 from k2dec.aed import TransformerDecoder
 from k2dec.graph import build_rescoring_G
 from k2dec.lm import RnnLM, RnnLmConfig
-from k2dec.methods import Resources
+from k2dec.methods import Resources, config_field_path, get_method
 from k2dec.testing.lang import TINY_ARPA
 from tests.nbest.conftest import tiny_hlg  # noqa: F401
 
@@ -26,3 +29,21 @@ def setup(tiny_hlg, tmp_path_factory):  # noqa: F811
     res = Resources(graphs={"HLG": HLG, "H": H, "G": G}, lms={"rnn_lm": lm},
                     attention_decoder=decoder)
     return lang, res
+
+
+def method_config(name: str, **settings: Any) -> Any:
+    """The method's default config with each of ``settings`` that it has (a field of its own,
+    or the one nested field of that name, as ``--set`` finds it); the others are left out
+    (each method's config has only the fields it reads)."""
+    cfg = get_method(name).default_config()
+    for key, value in settings.items():
+        path = config_field_path(cfg, key)
+        if path is not None:
+            cfg = _replaced(cfg, path, value)
+    return cfg
+
+
+def _replaced(cfg: Any, path: list[str], value: Any) -> Any:
+    if len(path) == 1:
+        return replace(cfg, **{path[0]: value})
+    return replace(cfg, **{path[0]: _replaced(getattr(cfg, path[0]), path[1:], value)})

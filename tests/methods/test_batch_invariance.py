@@ -10,8 +10,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method, override_config
-from k2dec.methods.ctc import CtcConfig
+from k2dec.methods import (
+    CtcInputs,
+    Resources,
+    TransducerInputs,
+    config_field_path,
+    get_method,
+    override_config,
+)
 from k2dec.testing.transducer import random_batch, random_model
 from tests.methods.test_transducer_methods import tiny_LG  # noqa: F401 (fixture)
 
@@ -53,8 +59,10 @@ def test_ctc_nbest_methods_do_not_depend_on_the_batch(setup, name):  # noqa: F81
     log_probs = [(torch.randn(t, vocab, generator=g) * 2).log_softmax(-1) for t in lengths]
     memory = [torch.randn(t, 8, generator=g) for t in lengths]
     refs = [[1, 3], [5], [2, 4], [1], [3, 3, 2], [4]]
-    cfg = override_config(CtcConfig(), ["num_paths=30", "lm_scales=0.3,1.0",
-                                        "attention_scales=0.5", "top_k=6"])
+    default = get_method(name).default_config()
+    cfg = override_config(default, [a for a in ("num_paths=30", "lm_scales=0.3,1.0",
+                                                "attention_scales=0.5", "top_k=6")
+                                    if config_field_path(default, a.split("=")[0])])
 
     def run(idx):
         lens = torch.tensor([lengths[i] for i in idx])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import fields
 
 import pytest
 import torch
@@ -10,7 +11,14 @@ import torch
 from k2dec.lattice import get_lattice, hypotheses_from_lattice
 from k2dec.lattice.rescore import RescoreConfig, rescore_with_whole_lattice
 from k2dec.methods import CtcInputs, Family, Resources, get_method, list_methods
-from k2dec.methods.ctc import CtcConfig
+from k2dec.methods.ctc import (
+    CtcLatticeConfig,
+    HlgConfig,
+    MultiPassMethodConfig,
+    NbestRescoringConfig,
+    RnnLmRescoringConfig,
+    WholeLatticeRescoringConfig,
+)
 from k2dec.nbest import MultiPassConfig, Nbest, NbestConfig, rescore_with_ngram
 
 CTC_METHODS = ["1best", "attention-decoder", "ctc-decoding", "ctc-greedy-search", "mbr",
@@ -40,10 +48,12 @@ def test_registry_lists_the_ctc_methods():
 @pytest.mark.parametrize("name", [m for m in CTC_METHODS if m != "mbr"])  # own config: see
 def test_every_ctc_method_runs_and_passes_its_config(setup, name):     # test_mbr_methods
     lang, res = setup
-    cfg = CtcConfig(nbest=NbestConfig(num_paths=20), ngram_lm_scale=0.5, attention_scale=0.3,
+    settings = dict(nbest=NbestConfig(num_paths=20), ngram_lm_scale=0.5, attention_scale=0.3,
                     rnn_lm_scale=0.5, whole_lattice_lm_scale=0.5, sweep=True,
                     lm_scales=(0.5, 1.0), attention_scales=(0.3,), top_k=5,
                     whole_lattice=RescoreConfig(lm_scales=(0.5, 1.0)))
+    cls = get_method(name).config_cls
+    cfg = cls(**{k: v for k, v in settings.items() if k in {f.name for f in fields(cls)}})
     out = get_method(name)(_inputs(1, lang.max_token_id + 1), res, cfg)
     assert out and all(r.config is cfg for r in out)
     for r in out:
@@ -66,15 +76,16 @@ def test_every_ctc_method_runs_and_passes_its_config(setup, name):     # test_mb
 def test_1best_equals_the_lattice_best_path(setup):
     lang, res = setup
     inp = _inputs(2, lang.max_token_id + 1)
-    out = get_method("1best")(inp, res, CtcConfig(hlg_scale=1.0))[0]
-    lat = get_lattice(inp.log_probs, inp.lengths, res.graphs["HLG"], CtcConfig().lattice)
+    out = get_method("1best")(inp, res, HlgConfig(hlg_scale=1.0))[0]
+    lat = get_lattice(inp.log_probs, inp.lengths, res.graphs["HLG"], CtcLatticeConfig().lattice)
     assert out.words == [list(h.words) for h in hypotheses_from_lattice(lat)]
 
 
 def test_nbest_rescoring_equals_the_library_call(setup):
     lang, res = setup
     inp = _inputs(3, lang.max_token_id + 1)
-    cfg = CtcConfig(nbest=NbestConfig(num_paths=30), ngram_lm_scale=0.7, hlg_scale=1.0)
+    cfg = NbestRescoringConfig(nbest=NbestConfig(num_paths=30), ngram_lm_scale=0.7,
+                               hlg_scale=1.0)
     out = get_method("nbest-rescoring")(inp, res, cfg)
     HLG = res.graphs["HLG"].clone()
     HLG.lm_scores = HLG.scores.clone()
@@ -88,9 +99,10 @@ def test_multi_pass_at_full_budget_equals_rnn_lm_rescoring(setup):
     lang, res = setup
     inp = _inputs(4, lang.max_token_id + 1)
     mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, nn_scale=1.0)
-    cfg = CtcConfig(nbest=NbestConfig(num_paths=30), rnn_lm_scale=1.0, top_k=200, multi_pass=mp)
+    nbest = NbestConfig(num_paths=30)
+    cfg = MultiPassMethodConfig(nbest=nbest, top_k=200, multi_pass=mp)
     multi = get_method("multi-pass")(inp, res, cfg)[0]
-    full = get_method("rnn-lm")(inp, res, cfg)[0]
+    full = get_method("rnn-lm")(inp, res, RnnLmRescoringConfig(nbest=nbest, rnn_lm_scale=1.0))[0]
     assert multi.words == full.words
 
 
@@ -110,7 +122,7 @@ def test_missing_resources_are_clear_errors(setup):
 def test_whole_lattice_rescoring_equals_the_library_call(setup):
     lang, res = setup
     inp = _inputs(6, lang.max_token_id + 1)
-    cfg = CtcConfig(whole_lattice_lm_scale=0.6, hlg_scale=1.0)
+    cfg = WholeLatticeRescoringConfig(whole_lattice_lm_scale=0.6, hlg_scale=1.0)
     out = get_method("whole-lattice-rescoring")(inp, res, cfg)
     HLG = res.graphs["HLG"].clone()
     HLG.lm_scores = HLG.scores.clone()
@@ -124,14 +136,15 @@ def test_hlg_scale_scales_the_graph_not_the_callers(setup, scale):
     lang, res = setup
     inp = _inputs(5, lang.max_token_id + 1)
     before = res.graphs["HLG"].scores.clone()
-    out = get_method("1best")(inp, res, CtcConfig(hlg_scale=scale))[0]
+    out = get_method("1best")(inp, res, HlgConfig(hlg_scale=scale))[0]
     scaled = res.graphs["HLG"].clone()
     scaled.scores = before * scale
-    lat = get_lattice(inp.log_probs, inp.lengths, scaled, CtcConfig().lattice)
+    lat = get_lattice(inp.log_probs, inp.lengths, scaled, CtcLatticeConfig().lattice)
     assert out.words == [list(h.words) for h in hypotheses_from_lattice(lat)]
     assert torch.equal(res.graphs["HLG"].scores, before)
     # n-gram rescoring sees the scaled graph's lm_scores (am = tot - lm stays acoustic)
-    cfg = CtcConfig(hlg_scale=scale, nbest=NbestConfig(num_paths=30), ngram_lm_scale=0.7)
+    cfg = NbestRescoringConfig(hlg_scale=scale, nbest=NbestConfig(num_paths=30),
+                               ngram_lm_scale=0.7)
     got = get_method("nbest-rescoring")(inp, res, cfg)[0].words
     scaled.lm_scores = scaled.scores.clone()
     lat = get_lattice(inp.log_probs, inp.lengths, scaled, cfg.lattice).lattice
@@ -142,4 +155,4 @@ def test_hlg_scale_scales_the_graph_not_the_callers(setup, scale):
 def test_hlg_scale_must_be_positive():
     for bad in (0.0, -1.0, math.inf, math.nan):
         with pytest.raises(ValueError, match="hlg_scale must be positive"):
-            CtcConfig(hlg_scale=bad)
+            HlgConfig(hlg_scale=bad)

@@ -12,7 +12,8 @@ import torch
 from k2dec.lattice import LatticeConfig, get_lattice, hypotheses_from_lattice
 from k2dec.lattice.dense import make_dense_fsa_vec
 from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method, list_methods
-from k2dec.methods.ctc import CtcConfig
+from k2dec.methods.ctc import HlgConfig, WholeLatticeRescoringConfig, WordHotwordConfig
+from k2dec.methods.hotwords import HotwordConfig
 from k2dec.methods.mbr import FastBeamSearchMbrLGConfig, MbrMethodConfig
 from k2dec.methods.registry import config_field_path
 from k2dec.methods.transducer import FastBeamSearchNbestLGConfig
@@ -20,6 +21,7 @@ from k2dec.nbest import NbestConfig
 from k2dec.scorers import bias_word_graph
 from k2dec.testing.lang import tiny_lg
 from k2dec.testing.transducer import random_batch, random_model
+from tests.methods.conftest import method_config
 from tests.reference.lattice_paths import best_per_word_sequence
 from tests.reference.scorers import RefContextGraph
 from tests.scorers.test_word_hotwords import reference_bonus
@@ -66,7 +68,7 @@ def test_1best_with_hotwords_is_the_best_word_sequence_plus_its_reference_bonus(
     lang, res = setup
     wt = lang.word_table
     phrases = _phrases(wt)
-    cfg = CtcConfig(lattice=WIDE, hotwords_score=1.5, hlg_scale=0.8)
+    cfg = HlgConfig(lattice=WIDE, word_hotwords=WordHotwordConfig(1.5), hlg_scale=0.8)
     inp = _inputs(seed, lang.max_token_id + 1, lengths)
     hres = Resources(graphs=dict(res.graphs), hotword_words=phrases)
     out = get_method("1best")(inp, hres, cfg)[0]
@@ -97,8 +99,7 @@ def test_hlg_methods_search_the_biased_graph(setup):
     lang, res = setup
     phrases = _phrases(lang.word_table)
     inp = _inputs(3, lang.max_token_id + 1, [7, 5, 6])
-    cfg = CtcConfig(nbest=NbestConfig(num_paths=20), hotwords_score=2.5, hlg_scale=0.7,
-                    top_k=5)
+    cfg = dict(nbest=NbestConfig(num_paths=20), hotwords_score=2.5, hlg_scale=0.7, top_k=5)
     scaled = res.graphs["HLG"].clone()
     scaled.scores = scaled.scores * 0.7
     scaled.lm_scores = res.graphs["HLG"].lm_scores * 0.7
@@ -107,14 +108,16 @@ def test_hlg_methods_search_the_biased_graph(setup):
                      attention_decoder=res.attention_decoder, hotword_words=phrases)
     direct = Resources(graphs={**res.graphs, "HLG": biased}, lms=res.lms,
                        attention_decoder=res.attention_decoder)
-    plain_cfg = CtcConfig(nbest=cfg.nbest, hlg_scale=1.0, top_k=5)
+    plain_cfg = dict(nbest=cfg["nbest"], hlg_scale=1.0, top_k=5)
     for name in ("1best", "nbest", "nbest-rescoring", "rnn-lm", "multi-pass", "attention-decoder",
                  "whole-lattice-rescoring"):
-        got = get_method(name)(inp, hres, cfg)
-        want = get_method(name)(inp, direct, plain_cfg)
+        got = get_method(name)(inp, hres, method_config(name, **cfg))
+        want = get_method(name)(inp, direct, method_config(name, **plain_cfg))
         assert [r.words for r in got] == [r.words for r in want], name
-    got = get_method("mbr")(inp, hres, MbrMethodConfig(ctc=cfg))
-    want = get_method("mbr")(inp, direct, MbrMethodConfig(ctc=plain_cfg))
+    got = get_method("mbr")(inp, hres, MbrMethodConfig(ctc=WholeLatticeRescoringConfig(
+        word_hotwords=WordHotwordConfig(2.5), hlg_scale=0.7)))
+    want = get_method("mbr")(inp, direct, MbrMethodConfig(
+        ctc=WholeLatticeRescoringConfig(hlg_scale=1.0)))
     assert [r.words for r in got] == [r.words for r in want]
     # one biased graph per setting, reused by every method
     assert len([k for k in hres.cache if k[0] == "word_hotword_graph"]) == 2  # w/o lm_scores
@@ -124,13 +127,13 @@ def test_a_large_bonus_puts_the_hotword_into_every_hypothesis(setup):
     lang, res = setup
     wt = lang.word_table
     inp = _inputs(4, lang.max_token_id + 1, [7, 5, 6])
-    plain = get_method("1best")(inp, res, CtcConfig())[0]
+    plain = get_method("1best")(inp, res, HlgConfig())[0]
     hres = Resources(graphs=dict(res.graphs), hotword_words=(((wt["C"],), None),))
-    out = get_method("1best")(inp, hres, CtcConfig(hotwords_score=30.0))[0]
+    out = get_method("1best")(inp, hres, HlgConfig(word_hotwords=WordHotwordConfig(30.0)))[0]
     assert all(wt["C"] in w for w in out.words)
     assert out.words != plain.words
     with pytest.raises(ValueError, match="hotwords_score must be a finite number"):
-        CtcConfig(hotwords_score=float("nan"))
+        WordHotwordConfig(hotwords_score=float("nan"))
 
 
 def test_per_utterance_hotword_lists_through_one_graph_per_utterance(setup):
@@ -166,16 +169,16 @@ def test_LG_nbest_and_mbr_search_the_biased_LG(tiny_LG, name, cfg_cls):
     enc, enc_lens = random_batch([4, 1, 3], seed=1)
     inputs = TransducerInputs(model, enc, enc_lens)
     res = Resources(graphs={"LG": LG}, hotwords=hotwords)
-    got = get_method(name)(inputs, res, cfg_cls(hotwords_score=3.0))
+    got = get_method(name)(inputs, res, cfg_cls(hotwords=HotwordConfig(hotwords_score=3.0)))
     biased = [g for k, g in res.cache.items() if k[0] == "hotword_graph"]
     assert len(biased) == 1  # the same graph fast_beam_search_LG builds (same cache key)
     get_method("fast_beam_search_LG")(inputs, res, get_method(
-        "fast_beam_search_LG").config_cls(hotwords_score=3.0))
+        "fast_beam_search_LG").config_cls(hotwords=HotwordConfig(hotwords_score=3.0)))
     assert len([k for k in res.cache if k[0] == "hotword_graph"]) == 1
     want = get_method(name)(inputs, Resources(graphs={"LG": biased[0]}),
                             cfg_cls(ngram_lm_scale=1.0))
     assert [r.words for r in got] == [r.words for r in want]
     plain = get_method(name)(inputs, Resources(graphs={"LG": LG}),
-                             cfg_cls(hotwords_score=3.0))
-    big = get_method(name)(inputs, res, cfg_cls(hotwords_score=12.0))
+                             cfg_cls(hotwords=HotwordConfig(hotwords_score=3.0)))
+    big = get_method(name)(inputs, res, cfg_cls(hotwords=HotwordConfig(hotwords_score=12.0)))
     assert [r.words for r in big] != [r.words for r in plain]

@@ -18,6 +18,7 @@ from k2dec.hypothesis import HypothesisRecord
 from k2dec.lattice import AuxLabels, Topology, lattice_timed_units
 from k2dec.methods import AedInputs, Resources, TransducerInputs, get_method
 from k2dec.methods.aed import AttentionBeamSearchMethodConfig
+from k2dec.methods.hotwords import HotwordConfig
 from k2dec.methods.mbr import FastBeamSearchMbrConfig
 from k2dec.methods.transducer import FastBeamSearchNbestConfig
 from k2dec.nbest import Nbest, NbestConfig
@@ -74,8 +75,7 @@ def test_nbest_picks_the_best_token_sequence_plus_its_bonus(device, scheme, lens
     phrases, inputs, res = _setup(seed, lens, device)
     share, whole = SCHEMES[scheme]
     cfg = FastBeamSearchNbestConfig(search=HUGE, nbest=NbestConfig(num_paths=300),
-                                    hotwords_score=1.5, hotwords_partial_share=share,
-                                    hotwords_whole_words=whole)
+                                    hotwords=HotwordConfig(1.5, share, whole))
     out = get_method("fast_beam_search_nbest")(inputs, res, cfg)[0]
     plain = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, None,
                              HUGE).lattice
@@ -115,8 +115,7 @@ def test_nbest_picks_the_best_token_sequence_plus_its_bonus(device, scheme, lens
 def test_mbr_decodes_the_biased_lattice(device, scheme, lens):
     phrases, inputs, res = _setup(3, lens, device)
     share, whole = SCHEMES[scheme]
-    cfg = FastBeamSearchMbrConfig(hotwords_score=2.5, hotwords_partial_share=share,
-                                  hotwords_whole_words=whole)
+    cfg = FastBeamSearchMbrConfig(hotwords=HotwordConfig(2.5, share, whole))
     mbr, best = get_method("fast_beam_search_mbr")(inputs, res, cfg)
     lattice = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens,
                                _biased_graph(res), cfg.search).lattice
@@ -128,15 +127,13 @@ def test_mbr_decodes_the_biased_lattice(device, scheme, lens):
     assert best.tokens == one.tokens
     plain, _ = get_method("fast_beam_search_mbr")(inputs, Resources(), cfg)
     big, _ = get_method("fast_beam_search_mbr")(inputs, res, FastBeamSearchMbrConfig(
-        hotwords_score=20.0, hotwords_partial_share=share, hotwords_whole_words=whole))
+        hotwords=HotwordConfig(20.0, share, whole)))
     assert big.tokens != plain.tokens
 
 
 def _fbs_config(cfg):
     m = get_method("fast_beam_search")
-    return m.config_cls(search=cfg.search, hotwords_score=cfg.hotwords_score,
-                        hotwords_partial_share=cfg.hotwords_partial_share,
-                        hotwords_whole_words=cfg.hotwords_whole_words)
+    return m.config_cls(search=cfg.search, hotwords=cfg.hotwords)
 
 
 @pytest.mark.parametrize("name", ["fast_beam_search_nbest", "fast_beam_search_nbest_oracle",
@@ -226,9 +223,8 @@ def test_attention_beam_search_matches_the_reference(device, scheme, n, seed):
     phrases = random_phrases(rng, 5, 3, with_scores=True)  # tokens 1..4 (5 is sos/eos)
     share, whole = SCHEMES[scheme]
     search = BeamSearchConfig(beam_size=3, nbest=3, ctc_weight=0.3 if seed == 2 else 0.0)
-    cfg = AttentionBeamSearchMethodConfig(search=search, hotwords_score=1.5,
-                                          hotwords_partial_share=share,
-                                          hotwords_whole_words=whole)
+    cfg = AttentionBeamSearchMethodConfig(search=search,
+                                          hotwords=HotwordConfig(1.5, share, whole))
     out = get_method("attention-beam-search")(AedInputs(memory, lens, ctc),
                                               _aed_res(dec, phrases, device, True), cfg)[0]
     ref = (RefContextGraph(phrases, 1.5, False, share, {1, 3} if whole else None), 1.0, False)

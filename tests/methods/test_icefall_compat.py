@@ -12,7 +12,7 @@ import kaldialign
 import pytest
 import torch
 
-from k2dec.methods import get_method, icefall_compatible
+from k2dec.methods import get_method, icefall_compatible, override_config
 from k2dec.nbest import NbestConfig, best_paths_by_score
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import (
@@ -108,10 +108,12 @@ def test_icefall_compatible_configs():
     mbs = icefall_compatible(get_method("modified_beam_search"))
     assert mbs.search.score_dtype == "float32"
     for cfg in (mbs, nbest, icefall_compatible(get_method("attention-beam-search"))):
-        assert (cfg.hotwords_partial_share, cfg.hotwords_whole_words) == (1.0, False)
-        assert cfg.hotwords_score == 2.0  # icefall's --context-score (k2dec's: 1.0)
-    biased = replace(get_method("beam_search").default_config(), hotwords_partial_share=0.3)
-    assert icefall_compatible("beam_search", biased).hotwords_partial_share == 0.3
+        hot = cfg.hotwords
+        assert (hot.hotwords_partial_share, hot.hotwords_whole_words) == (1.0, False)
+        assert hot.hotwords_score == 2.0  # icefall's --context-score (k2dec's: 1.0)
+    biased = override_config(get_method("beam_search").default_config(),
+                             ["hotwords_partial_share=0.3"])
+    assert icefall_compatible("beam_search", biased).hotwords.hotwords_partial_share == 0.3
     explicit = replace(get_method("fast_beam_search_nbest").default_config(),
                        search=FastBeamSearchConfig(ilme_scale=0.3))
     assert icefall_compatible("fast_beam_search_nbest", explicit).search.ilme_scale == 0.3
@@ -127,7 +129,8 @@ def test_icefall_compatible_configs():
     assert NbestConfig().sampler == "hashed"
     assert ModifiedBeamSearchConfig().score_dtype == "float64"
     default = get_method("modified_beam_search").default_config()
-    assert (default.hotwords_partial_share, default.hotwords_whole_words) == (0.5, True)
+    assert (default.hotwords.hotwords_partial_share,
+            default.hotwords.hotwords_whole_words) == (0.5, True)
 
 
 def _nbest_with_scores(rows: list[list[float]]):

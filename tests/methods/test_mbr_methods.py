@@ -18,7 +18,7 @@ from k2dec.lattice import (
 )
 from k2dec.lattice.rescore import RescoreConfig
 from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method
-from k2dec.methods.ctc import CtcConfig
+from k2dec.methods.ctc import HlgConfig, WholeLatticeRescoringConfig
 from k2dec.methods.mbr import FastBeamSearchMbrLGConfig, MbrMethodConfig
 from k2dec.testing.lang import TINY_ARPA
 from k2dec.testing.transducer import random_batch, random_model
@@ -56,7 +56,8 @@ def _check_records(records, words: bool):
 def test_mbr_method_equals_the_library(tiny_hlg):
     lang, HLG, _ = tiny_hlg
     post = PosteriorConfig(acoustic_scale=0.7)
-    cfg = MbrMethodConfig(ctc=CtcConfig(hlg_scale=0.8), mbr=MbrConfig(posterior=post))
+    cfg = MbrMethodConfig(ctc=WholeLatticeRescoringConfig(hlg_scale=0.8),
+                          mbr=MbrConfig(posterior=post))
     res = Resources(graphs={"HLG": HLG})
     inputs = _ctc_inputs(0, lang.max_token_id + 1)
     mbr, best = get_method("mbr")(inputs, res, cfg)
@@ -70,7 +71,7 @@ def test_mbr_method_equals_the_library(tiny_hlg):
         _same([list(r.word_confidences) for r in out.hyps], units.confidences.tolist())
         assert [list(r.word_frames) for r in out.hyps] == units.begin.tolist()
         _check_records(out.hyps, words=True)
-    one_best = get_method("1best")(inputs, res, CtcConfig(hlg_scale=0.8))[0]
+    one_best = get_method("1best")(inputs, res, HlgConfig(hlg_scale=0.8))[0]
     assert best.words == one_best.words and best.tokens == one_best.tokens
 
 
@@ -102,8 +103,8 @@ def test_mbr_after_whole_lattice_rescoring(tiny_hlg, tmp_path):
     (tmp_path / "lm.arpa").write_text(TINY_ARPA)
     G = build_rescoring_G(tmp_path / "lm.arpa", lang.word_table)
     res = Resources(graphs={"HLG": HLG, "G": G})
-    ctc = CtcConfig(whole_lattice_lm_scale=0.5, sweep=True,
-                    whole_lattice=RescoreConfig(lm_scales=(0.5, 1.0)))
+    ctc = WholeLatticeRescoringConfig(whole_lattice_lm_scale=0.5, sweep=True,
+                                      whole_lattice=RescoreConfig(lm_scales=(0.5, 1.0)))
     inputs = _ctc_inputs(1, lang.max_token_id + 1)
     out = get_method("mbr")(inputs, res, MbrMethodConfig(ctc=ctc, rescore=True))
     assert [r.key for r in out] == ["mbr_lm_scale_0.5", "lm_scale_0.5", "mbr_lm_scale_1.0",
@@ -114,7 +115,7 @@ def test_mbr_after_whole_lattice_rescoring(tiny_hlg, tmp_path):
         if not r.key.startswith("mbr"):
             assert r.words == plain[r.key].words
     # without the sweep: the configured scale only
-    one = get_method("mbr")(inputs, res, MbrMethodConfig(ctc=CtcConfig(), rescore=True))
+    one = get_method("mbr")(inputs, res, MbrMethodConfig(rescore=True))
     assert [r.key for r in one] == ["mbr_lm_scale_1.3", "lm_scale_1.3"]
     with pytest.raises(ValueError, match="needs the G graph"):
         get_method("mbr")(inputs, Resources(graphs={"HLG": HLG}),

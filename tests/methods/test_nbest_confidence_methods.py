@@ -12,7 +12,13 @@ import torch
 
 from k2dec.lattice import get_lattice
 from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method
-from k2dec.methods.ctc import CtcConfig, _select_utts
+from k2dec.methods.ctc import (
+    HlgNbestConfig,
+    MultiPassMethodConfig,
+    RnnLmRescoringConfig,
+    WholeLatticeRescoringConfig,
+    _select_utts,
+)
 from k2dec.methods.ctc_prefix import NoNgramAttentionConfig
 from k2dec.methods.mbr import MbrMethodConfig
 from k2dec.methods.transducer import FastBeamSearchNbestConfig, FastBeamSearchNbestLGConfig
@@ -26,6 +32,7 @@ from k2dec.nbest import (
 )
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import fast_beam_search
+from tests.methods.conftest import method_config
 from tests.methods.test_ctc_methods import _inputs
 from tests.methods.test_transducer_methods import tiny_LG  # noqa: F401
 from tests.reference import nbest_confidence as ref
@@ -50,7 +57,7 @@ def _check(records, words: bool):
 def test_nbest_confidences_are_nbest_posteriors(setup, seed):
     lang, res = setup
     inp = _inputs(seed, lang.max_token_id + 1)
-    cfg = CtcConfig(nbest=NbestConfig(num_paths=20), hlg_scale=1.0)
+    cfg = HlgNbestConfig(nbest=NbestConfig(num_paths=20), hlg_scale=1.0)
     out = get_method("nbest")(inp, res, cfg)[0]
     _check(out.hyps, words=True)
     lat = get_lattice(inp.log_probs, inp.lengths, res.graphs["HLG"], cfg.lattice).lattice
@@ -64,7 +71,8 @@ def test_nbest_confidences_are_nbest_posteriors(setup, seed):
         if not r.error:
             assert list(r.word_confidences) == pytest.approx(w, abs=1e-9)
     # where the n-best chooses the lattice's best word sequence, it has the best path's frames
-    best = get_method("mbr")(inp, res, MbrMethodConfig(ctc=cfg))[1]
+    ctc = WholeLatticeRescoringConfig(hlg_scale=1.0)
+    best = get_method("mbr")(inp, res, MbrMethodConfig(ctc=ctc))[1]
     for a, b in zip(out.hyps, best.hyps):
         if not a.error and a.words == b.words:
             assert a.word_frames == b.word_frames
@@ -74,9 +82,9 @@ def test_nbest_confidences_are_nbest_posteriors(setup, seed):
 @pytest.mark.parametrize("name", ["nbest", "nbest-rescoring", "attention-decoder", "rnn-lm"])
 def test_records_do_not_depend_on_the_batch(setup, name):
     lang, res = setup
-    cfg = CtcConfig(nbest=NbestConfig(num_paths=20), ngram_lm_scale=0.5, attention_scale=0.3,
-                    rnn_lm_scale=0.5, sweep=True, lm_scales=(0.5, 1.0),
-                    attention_scales=(0.3,))
+    cfg = method_config(name, nbest=NbestConfig(num_paths=20), ngram_lm_scale=0.5,
+                        attention_scale=0.3, rnn_lm_scale=0.5, sweep=True,
+                        lm_scales=(0.5, 1.0), attention_scales=(0.3,))
     inp = _inputs(7, lang.max_token_id + 1)
     batch = get_method(name)(inp, res, cfg)
     for r in batch:
@@ -172,7 +180,7 @@ def test_nbest_oracle_confidences_are_lattice_nbest_posteriors(setup, device, se
     lang, res = setup
     res = _on(res, device)
     inp = _with_empty(_inputs(seed, lang.max_token_id + 1), lang, device)
-    cfg = CtcConfig(nbest=NbestConfig(num_paths=20, posterior_scale=0.7), hlg_scale=1.0)
+    cfg = HlgNbestConfig(nbest=NbestConfig(num_paths=20, posterior_scale=0.7), hlg_scale=1.0)
     out = get_method("nbest-oracle")(inp, res, cfg)[0]
     _check(out.hyps, words=True)
     # the same list as the nbest methods: sampled, intersected, by lattice score
@@ -250,10 +258,11 @@ def test_multi_pass_confidences_at_full_budget_equal_rnn_lm_rescoring(setup, dev
     res = _on(res, device)
     inp = _with_empty(_inputs(4, lang.max_token_id + 1), lang, device)
     mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, nn_scale=0.5)
-    cfg = CtcConfig(nbest=NbestConfig(num_paths=30), rnn_lm_scale=0.5, top_k=200,
-                    multi_pass=mp)
+    nbest = NbestConfig(num_paths=30)
+    cfg = MultiPassMethodConfig(nbest=nbest, top_k=200, multi_pass=mp)
     multi = get_method("multi-pass")(inp, res, cfg)[0].hyps
-    full = get_method("rnn-lm")(inp, res, cfg)[0].hyps
+    full = get_method("rnn-lm")(inp, res, RnnLmRescoringConfig(nbest=nbest,
+                                                               rnn_lm_scale=0.5))[0].hyps
     _check(multi, words=True)
     assert multi[3].error.startswith("no path survived") and full[3].error == multi[3].error
     for a, b in zip(multi, full):
@@ -271,8 +280,8 @@ def test_multi_pass_confidences_are_posteriors_of_the_rescored_paths(setup, devi
     res = _on(res, device)
     inp = _with_empty(_inputs(seed, lang.max_token_id + 1), lang, device)
     mp = MultiPassConfig(first_k=1, batch_k=1, stop_sigmas=0.5, nn_scale=0.5)
-    cfg = CtcConfig(nbest=NbestConfig(num_paths=30, posterior_scale=1.5), top_k=6,
-                    multi_pass=mp)
+    cfg = MultiPassMethodConfig(nbest=NbestConfig(num_paths=30, posterior_scale=1.5), top_k=6,
+                                multi_pass=mp)
     out = get_method("multi-pass")(inp, res, cfg)[0].hyps
     _check(out, words=True)
     # the method's list: the top_k of the intersected n-best, the paths the passes rescored

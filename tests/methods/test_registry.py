@@ -6,8 +6,8 @@ import k2
 import pytest
 import torch
 
+from k2dec.lattice.rescore import RescoreConfig
 from k2dec.methods import Resources, config_field_path, get_method, override_config
-from k2dec.methods.ctc import CtcConfig
 from k2dec.methods.transducer import FastBeamSearchNbestLGConfig
 from k2dec.nbest import NbestConfig
 
@@ -24,8 +24,15 @@ def test_bare_names_reach_the_one_nested_field():
     assert (new.nbest.num_paths, new.search.beam, new.nbest.nbest_scale) == (7, 3.0, 0.25)
     assert cfg.nbest.num_paths == 200  # the input is not changed
     # a top-level field wins over a nested one of the same name
-    ctc = override_config(CtcConfig(), ["lm_scales=0.5"])
-    assert ctc.lm_scales == (0.5,) and ctc.whole_lattice.lm_scales != (0.5,)
+    from dataclasses import dataclass, field
+
+    @dataclass(frozen=True)
+    class Both:
+        lm_scales: tuple[float, ...] = (1.0,)
+        whole_lattice: RescoreConfig = field(default_factory=RescoreConfig)
+
+    both = override_config(Both(), ["lm_scales=0.5"])
+    assert both.lm_scales == (0.5,) and both.whole_lattice.lm_scales != (0.5,)
 
 
 def test_ambiguous_bare_name_is_an_error():
@@ -49,13 +56,14 @@ def test_ambiguous_bare_name_is_an_error():
     ("nbest_scale=inf", "nbest_scale must be > 0 and finite"),
     ("lm_scales=", "lm_scales='' does not fit"),
     ("lm_scales=,", "lm_scales=',' does not fit"),
-    ("top_k=0", r"CtcConfig.top_k must be an int in \[1, 10000\], got 0"),
+    ("top_k=0", r"MultiPassMethodConfig.top_k must be an int in \[1, 10000\], got 0"),
     ("hlg_scale=-1", "hlg_scale must be positive"),
     ("lattice.search_beam=x", "search_beam='x' does not fit"),
 ])
 def test_bad_values_are_clear_errors(assignment, message):
     with pytest.raises(ValueError, match=message) as e:
-        override_config(CtcConfig(), [assignment])
+        method = "nbest-rescoring" if assignment.startswith("lm_scales") else "multi-pass"
+        override_config(get_method(method).default_config(), [assignment])
     assert str(e.value).startswith(assignment)
 
 

@@ -7,15 +7,15 @@ from __future__ import annotations
 import pytest
 
 from k2dec.methods import TransducerInputs, get_method, list_methods, override_config
-from k2dec.methods.ctc import CtcConfig
 from k2dec.nbest import NbestConfig
 from k2dec.testing.transducer import random_batch, random_model
+from tests.methods.conftest import method_config
 from tests.methods.test_ctc_methods import _inputs
 from tests.methods.test_nbest_rescoring_methods import setup as fbs_setup  # noqa: F401
 from tests.methods.test_scorer_methods import resources  # noqa: F401
 
 SWEEPING = ["attention-decoder", "nbest-rescoring", "rnn-lm", "whole-lattice-rescoring"]
-#: the methods whose configs are not CtcConfig: every one weighs scores by scales
+#: the other methods that weigh scores by scales
 OTHER_SWEEPING = ["attention-decoder-rescoring-no-ngram",
                   "ctc-prefix-beam-search-attention-decoder-rescoring",
                   "fast_beam_search_with_nbest_rescoring",
@@ -40,16 +40,16 @@ def test_the_sweeping_methods_are_the_ones_with_scales():
     assert [s.key for s in get_method("1best").settings()] == ["1best"]
 
 
-def _config(**kw) -> CtcConfig:
-    return CtcConfig(nbest=NbestConfig(num_paths=20), lm_scales=(0.3, 1.3, 2.0),
-                     attention_scales=(0.5, 1.2), **kw)
+def _config(name: str, **kw):
+    return method_config(name, nbest=NbestConfig(num_paths=20), lm_scales=(0.3, 1.3, 2.0),
+                         attention_scales=(0.5, 1.2), **kw)
 
 
 @pytest.mark.parametrize("name", SWEEPING)
 def test_default_is_one_setting_at_the_configured_scales(setup, name):
     lang, res = setup
     method = get_method(name)
-    cfg = _config()
+    cfg = _config(name)
     out = method(_inputs(7, lang.max_token_id + 1), res, cfg)
     assert [r.key for r in out] == [s.key for s in method.settings(cfg)]
     assert len(out) == 1 and method.settings(cfg)[0].assignments == ()
@@ -63,7 +63,7 @@ def test_default_is_one_setting_at_the_configured_scales(setup, name):
 def test_every_swept_setting_equals_decoding_at_that_setting(setup, name, seed):
     lang, res = setup
     method = get_method(name)
-    cfg = _config(ngram_lm_scale=0.9, attention_scale=0.7, rnn_lm_scale=0.9,
+    cfg = _config(name, ngram_lm_scale=0.9, attention_scale=0.7, rnn_lm_scale=0.9,
                   whole_lattice_lm_scale=0.9, sweep=True)
     inputs = _inputs(seed, lang.max_token_id + 1)
     swept = method(inputs, res, cfg)

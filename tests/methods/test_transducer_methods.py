@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from k2dec.methods import Family, Resources, TransducerInputs, get_method, list_methods
+from k2dec.methods.hotwords import HotwordConfig
 from k2dec.methods.transducer import (
     FastBeamSearchLGConfig,
     FastBeamSearchNbestConfig,
@@ -154,13 +155,13 @@ def test_scaled_LG_is_built_once_and_leaves_the_graph_alone(tiny_LG):
 
 def test_override_config():
     from k2dec.methods import override_config
-    from k2dec.methods.ctc import CtcConfig
+    from k2dec.methods.ctc import NbestRescoringConfig
 
     cfg = override_config(FastBeamSearchConfig(), ["beam=4", "max_states=32",
                                                    "allow_partial=true"])
     assert (cfg.beam, cfg.max_states, cfg.allow_partial) == (4.0, 32, True)
     assert isinstance(cfg.beam, float) and isinstance(cfg.max_states, int)
-    c2 = override_config(CtcConfig(), ["lattice.search_beam=15", "lm_scales=0.5,1.0"])
+    c2 = override_config(NbestRescoringConfig(), ["lattice.search_beam=15", "lm_scales=0.5,1.0"])
     assert c2.lattice.search_beam == 15.0 and c2.lm_scales == (0.5, 1.0)
     for bad, msg in [(["nope=1"], "has no field 'nope'"), (["beam"], "expected KEY=VALUE"),
                      (["beam=x"], "does not fit"), (["allow_partial=maybe"], "does not fit")]:
@@ -203,13 +204,14 @@ def test_LG_with_hotwords_adds_the_reference_bonus_to_every_token_sequence(tiny_
                     word_start=word_start)
     model = random_model(vocab_size=5, seed=seed)
     enc, enc_lens = random_batch([4, 1, 3], seed=seed)
-    cfg = FastBeamSearchLGConfig(hotwords_score=1.5)
+    cfg = FastBeamSearchLGConfig(hotwords=HotwordConfig(hotwords_score=1.5))
     out = get_method("fast_beam_search_LG")(TransducerInputs(model, enc, enc_lens), res, cfg)[0]
     biased = [g for k, g in res.cache.items() if k[0] == "hotword_graph"]
     assert len(biased) == 1
     scaled = LG.clone()
     scaled.scores = LG.scores * cfg.ngram_lm_scale
-    ref = RefContextGraph(phrases, 1.5, strict=False, partial=cfg.hotwords_partial_share,
+    ref = RefContextGraph(phrases, 1.5, strict=False,
+                          partial=cfg.hotwords.hotwords_partial_share,
                           word_start=None if word_start is None else {1, 3})
     checked = 0
     for _ in range(60):
@@ -231,7 +233,8 @@ def test_LG_with_hotwords_adds_the_reference_bonus_to_every_token_sequence(tiny_
     assert [h.tokens for h in direct.hyps] == out.tokens
     # hotwords with a large bonus change the result
     big = get_method("fast_beam_search_LG")(
-        TransducerInputs(model, enc, enc_lens), res, FastBeamSearchLGConfig(hotwords_score=8.0))
+        TransducerInputs(model, enc, enc_lens), res,
+        FastBeamSearchLGConfig(hotwords=HotwordConfig(hotwords_score=8.0)))
     plain = get_method("fast_beam_search_LG")(TransducerInputs(model, enc, enc_lens),
                                               Resources(graphs={"LG": LG}))
     assert big[0].tokens != plain[0].tokens or seed > 1

@@ -6,14 +6,13 @@ import k2
 import pytest
 import torch
 
-from k2dec.methods import Family, Resources, TransducerInputs, get_method
+from k2dec.methods import Family, Resources, TransducerInputs, get_method, supported_methods
 from k2dec.model import (
     IcefallTorchScriptModel,
     JointConfig,
     JointModel,
     export_model,
     load_model,
-    supported_methods,
 )
 from k2dec.transducer import fast_beam_search, greedy_search, modified_beam_search
 from tests.model import icefall_like as il

@@ -17,7 +17,7 @@ from k2dec.job import (
     run_decode,
     split_available,
 )
-from k2dec.model import supported_methods
+from k2dec.methods import supported_methods
 
 pytestmark = pytest.mark.skipif(not (ASSETS / "model.pt").is_file(),
                                 reason="no shipped model in this checkout")
