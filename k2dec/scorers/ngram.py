@@ -212,8 +212,10 @@ def _expand(model: ArpaModel, vocab_size: int, token_table: dict[str, int] | Non
                 f"was made for another vocabulary than the model's {vocab_size} tokens (make "
                 "one with the model's bpe.model: k2dec train-token-lm)")
         column[w] = tid
+    # numbered by length, then word order: the same tables in every process (a set's order
+    # follows Python's per-process string hashing, and the tables' digest keys resumes)
     histories = sorted({k for k in model.prob if len(k) < n and k[-1] != EOS} | {()},
-                       key=len)
+                       key=lambda h: (len(h), h))
     state_of = {h: i for i, h in enumerate(histories)}
     if len(histories) * vocab_size > max_table_size:
         raise ValueError(f"the {n}-gram has {len(histories)} history states: "

@@ -175,3 +175,29 @@ def test_score_tokens_are_the_entries_of_score(device, tmp_path):
             assert torch.equal(got, full[rows, tokens]), type(ws.scorer).__name__
             keep = torch.arange(4, device=device)
             state = ws.scorer.advance(state, pending, keep, tokens[:4])
+
+
+def test_token_ngram_tables_are_the_same_in_every_process(tmp_path):
+    """The tables (whose digest keys a resumed job) do not follow Python's per-process
+    string hashing: two processes with other hash seeds build the same bytes."""
+    import hashlib
+    import os
+    import subprocess
+    import sys
+
+    arpa = token_arpa(tmp_path, random.Random(5), 12, 3)
+    code = ("import hashlib, sys\nfrom k2dec.scorers import TokenNgramScorer\n"
+            "s = TokenNgramScorer.from_arpa(sys.argv[1], 12)\n"
+            "h = hashlib.sha256()\n"
+            "for t in (s.score_table, s.next_state, s.final):\n"
+            "    h.update(t.numpy().tobytes())\n"
+            "print(h.hexdigest(), s.start)\n")
+    out = set()
+    for seed in ("1", "2", "3"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        r = subprocess.run([sys.executable, "-c", code, str(arpa)], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        out.add(r.stdout.strip())
+    assert len(out) == 1, out
+    assert hashlib.sha256(b"").hexdigest() not in out.pop()
