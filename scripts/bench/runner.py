@@ -390,9 +390,11 @@ def header(started: datetime.datetime, command: str, mode: str, load_before: str
 
 
 def splice_runs(runs: list[AreaRun], lay: Layout, load_before: str,
-                started: datetime.datetime) -> int:
+                started: datetime.datetime, commit: str | None = None) -> int:
     """``--splice``: each run's section into the existing BENCHMARKS.md, with a note of when,
-    at which commit and under which load it ran."""
+    at which commit (``commit``: taken before the run, whose own plots would otherwise count
+    as uncommitted changes) and under which load it ran."""
+    commit = commit or git_commit()
     if lay.markdown != REPO / "BENCHMARKS.md" or not lay.markdown.is_file():
         raise SystemExit("--splice needs full mode and an existing BENCHMARKS.md")
     text = lay.markdown.read_text()
@@ -400,7 +402,7 @@ def splice_runs(runs: list[AreaRun], lay: Layout, load_before: str,
         if run.report is not None:
             run.report.notes.append(
                 f"run by `{COMMAND} --splice` on {started.strftime('%Y-%m-%d %H:%M UTC')} at "
-                f"commit {git_commit()} on {cpu_model()} ({core_count()} cores), load average "
+                f"commit {commit} on {cpu_model()} ({core_count()} cores), load average "
                 f"{load_before} before it (this header's date, commit and load are not its)")
         text = splice(text, run)
     lay.markdown.write_text(text)
@@ -423,11 +425,12 @@ def main(argv: list[str] | None = None) -> int:
     lay.raw.mkdir(parents=True, exist_ok=True)
     started = datetime.datetime.now(datetime.timezone.utc)
     load_before = load_average()
+    commit = git_commit()
     t0 = time.perf_counter()
     runs = run_areas(args.areas, mode, lay)
     total = time.perf_counter() - t0
     if args.splice:
-        return splice_runs(runs, lay, load_before, started)
+        return splice_runs(runs, lay, load_before, started, commit)
     if args.reuse:
         runs = reuse_earlier(runs, lay)
     if lay.markdown == REPO / "BENCHMARKS.md":
