@@ -77,7 +77,8 @@ def test_1best_equals_the_lattice_best_path(setup):
     lang, res = setup
     inp = _inputs(2, lang.max_token_id + 1)
     out = get_method("1best")(inp, res, HlgConfig(hlg_scale=1.0))[0]
-    lat = get_lattice(inp.log_probs, inp.lengths, res.graphs["HLG"], CtcLatticeConfig().lattice)
+    lat = get_lattice(inp.log_probs, inp.log_probs_lens, res.graphs["HLG"],
+                      CtcLatticeConfig().lattice)
     assert out.words == [list(h.words) for h in hypotheses_from_lattice(lat)]
 
 
@@ -89,7 +90,7 @@ def test_nbest_rescoring_equals_the_library_call(setup):
     out = get_method("nbest-rescoring")(inp, res, cfg)
     HLG = res.graphs["HLG"].clone()
     HLG.lm_scores = HLG.scores.clone()
-    lat = get_lattice(inp.log_probs, inp.lengths, HLG, cfg.lattice).lattice
+    lat = get_lattice(inp.log_probs, inp.log_probs_lens, HLG, cfg.lattice).lattice
     nbest = Nbest.from_lattice(lat, 30, cfg.nbest.nbest_scale).intersect(lat)
     want = rescore_with_ngram(nbest, res.graphs["G"], [0.7])["ngram_lm_scale_0.7"].hyps
     assert out[0].words == want
@@ -114,9 +115,9 @@ def test_missing_resources_are_clear_errors(setup):
     with pytest.raises(ValueError, match="needs a neural LM"):
         get_method("rnn-lm")(inp, Resources(graphs=res.graphs))
     with pytest.raises(ValueError, match="needs reference word ids"):
-        get_method("nbest-oracle")(CtcInputs(inp.log_probs, inp.lengths), res)
+        get_method("nbest-oracle")(CtcInputs(inp.log_probs, inp.log_probs_lens), res)
     with pytest.raises(ValueError, match="needs the encoder output"):
-        get_method("attention-decoder")(CtcInputs(inp.log_probs, inp.lengths), res)
+        get_method("attention-decoder")(CtcInputs(inp.log_probs, inp.log_probs_lens), res)
 
 
 def test_whole_lattice_rescoring_equals_the_library_call(setup):
@@ -126,7 +127,7 @@ def test_whole_lattice_rescoring_equals_the_library_call(setup):
     out = get_method("whole-lattice-rescoring")(inp, res, cfg)
     HLG = res.graphs["HLG"].clone()
     HLG.lm_scores = HLG.scores.clone()
-    lat = get_lattice(inp.log_probs, inp.lengths, HLG, cfg.lattice)
+    lat = get_lattice(inp.log_probs, inp.log_probs_lens, HLG, cfg.lattice)
     want = rescore_with_whole_lattice(lat, res.graphs["G"], RescoreConfig(lm_scales=(0.6,)))
     assert out[0].words == [list(h.words) for h in want.per_scale[0].hypotheses]
 
@@ -139,7 +140,7 @@ def test_hlg_scale_scales_the_graph_not_the_callers(setup, scale):
     out = get_method("1best")(inp, res, HlgConfig(hlg_scale=scale))[0]
     scaled = res.graphs["HLG"].clone()
     scaled.scores = before * scale
-    lat = get_lattice(inp.log_probs, inp.lengths, scaled, CtcLatticeConfig().lattice)
+    lat = get_lattice(inp.log_probs, inp.log_probs_lens, scaled, CtcLatticeConfig().lattice)
     assert out.words == [list(h.words) for h in hypotheses_from_lattice(lat)]
     assert torch.equal(res.graphs["HLG"].scores, before)
     # n-gram rescoring sees the scaled graph's lm_scores (am = tot - lm stays acoustic)
@@ -147,7 +148,7 @@ def test_hlg_scale_scales_the_graph_not_the_callers(setup, scale):
                                ngram_lm_scale=0.7)
     got = get_method("nbest-rescoring")(inp, res, cfg)[0].words
     scaled.lm_scores = scaled.scores.clone()
-    lat = get_lattice(inp.log_probs, inp.lengths, scaled, cfg.lattice).lattice
+    lat = get_lattice(inp.log_probs, inp.log_probs_lens, scaled, cfg.lattice).lattice
     nbest = Nbest.from_lattice(lat, 30, cfg.nbest.nbest_scale).intersect(lat)
     assert got == rescore_with_ngram(nbest, res.graphs["G"], [0.7])["ngram_lm_scale_0.7"].hyps
 

@@ -79,7 +79,7 @@ def test_1best_with_hotwords_is_the_best_word_sequence_plus_its_reference_bonus(
     ref = RefContextGraph([(list(w), s) for w, s in phrases], 1.5, strict=False)
     changed = 0
     for i, rec in enumerate(out.hyps):
-        dense = make_dense_fsa_vec(inp.log_probs[i:i + 1], inp.lengths[i:i + 1])
+        dense = make_dense_fsa_vec(inp.log_probs[i:i + 1], inp.log_probs_lens[i:i + 1])
         lattice = k2.intersect_dense(scaled, dense.dense_fsa_vec, output_beam=1000.0)
         seqs = best_per_word_sequence(lattice[0]) if lattice.shape[0] else {}
         if not seqs:
@@ -145,10 +145,10 @@ def test_per_utterance_hotword_lists_through_one_graph_per_utterance(setup):
     lists = [(((wt["C"],), 4.0),), (((wt["A"],), 4.0),), ()]
     graphs = [bias_word_graph(HLG, lst) for lst in lists]
     inp = _inputs(5, lang.max_token_id + 1, [7, 5, 6])
-    together = get_lattice(inp.log_probs, inp.lengths, k2.create_fsa_vec(graphs), WIDE)
+    together = get_lattice(inp.log_probs, inp.log_probs_lens, k2.create_fsa_vec(graphs), WIDE)
     got = [h.words for h in hypotheses_from_lattice(together)]
     for i, g in enumerate(graphs):
-        alone = get_lattice(inp.log_probs[i:i + 1], inp.lengths[i:i + 1], g, WIDE)
+        alone = get_lattice(inp.log_probs[i:i + 1], inp.log_probs_lens[i:i + 1], g, WIDE)
         assert got[i] == hypotheses_from_lattice(alone)[0].words
     assert graphs[2] is HLG
 

@@ -63,7 +63,7 @@ def test_mbr_method_equals_the_library(tiny_hlg):
     mbr, best = get_method("mbr")(inputs, res, cfg)
     assert (mbr.key, best.key) == ("mbr", "1best") and mbr.config is cfg
     graph = res.scaled_graph("HLG", 0.8, "test", lm_scores=True)
-    lattice = get_lattice(inputs.log_probs, inputs.lengths, graph, cfg.ctc.lattice)
+    lattice = get_lattice(inputs.log_probs, inputs.log_probs_lens, graph, cfg.ctc.lattice)
     for decode_mbr, out in ((True, mbr), (False, best)):
         units, _ = lattice_timed_units(lattice, Topology.CTC,
                                        MbrConfig(posterior=post, decode_mbr=decode_mbr))
@@ -85,7 +85,7 @@ def test_mbr_bounds_the_lattice_and_says_so(tiny_hlg, cap):
     inputs = _ctc_inputs(1, lang.max_token_id + 1)
     mbr, best = get_method("mbr")(inputs, res, cfg)
     graph = res.scaled_graph("HLG", cfg.ctc.hlg_scale, "test", lm_scores=True)
-    lattice = get_lattice(inputs.log_probs, inputs.lengths, graph, cfg.ctc.lattice).lattice
+    lattice = get_lattice(inputs.log_probs, inputs.log_probs_lens, graph, cfg.ctc.lattice).lattice
     pruned, reports = prune_lattice(lattice, cap)
     assert any(r.pruned for r in reports) or cap == 40
     for decode_mbr, out in ((True, mbr), (False, best)):

@@ -60,7 +60,7 @@ def test_nbest_confidences_are_nbest_posteriors(setup, seed):
     cfg = HlgNbestConfig(nbest=NbestConfig(num_paths=20), hlg_scale=1.0)
     out = get_method("nbest")(inp, res, cfg)[0]
     _check(out.hyps, words=True)
-    lat = get_lattice(inp.log_probs, inp.lengths, res.graphs["HLG"], cfg.lattice).lattice
+    lat = get_lattice(inp.log_probs, inp.log_probs_lens, res.graphs["HLG"], cfg.lattice).lattice
     nbest = Nbest.from_config(lat, cfg.nbest).intersect(max_arcs=cfg.nbest.max_intersect_arcs)
     lists = nbest.key_lists()
     totals = nbest.tot_scores().tolist()
@@ -92,7 +92,7 @@ def test_records_do_not_depend_on_the_batch(setup, name):
         assert any(not h.error for h in r.hyps)
     for u in range(3):
         one = _inputs(7, lang.max_token_id + 1)
-        one = type(one)(one.log_probs[u:u + 1], one.lengths[u:u + 1],
+        one = type(one)(one.log_probs[u:u + 1], one.log_probs_lens[u:u + 1],
                         ref_words=one.ref_words[u:u + 1], memory=one.memory[u:u + 1],
                         memory_lens=one.memory_lens[u:u + 1])
         alone = get_method(name)(one, res, cfg)
@@ -142,14 +142,14 @@ def _with_empty(inp, lang, device):
     dead = torch.full((1, t, v), float("-inf"))
     dead[0, :, lang.token_table["d"]] = 0.0
     memory = torch.cat([inp.memory, torch.zeros(1, t, inp.memory.size(2))])
-    lengths = torch.cat([inp.lengths, torch.tensor([4])])
+    lengths = torch.cat([inp.log_probs_lens, torch.tensor([4])])
     return CtcInputs(torch.cat([inp.log_probs, dead]).to(device), lengths.to(device),
                      ref_words=inp.ref_words + [[2]], memory=memory.to(device),
                      memory_lens=lengths.to(device))
 
 
 def _utt(inp, u: int):
-    return CtcInputs(inp.log_probs[u:u + 1], inp.lengths[u:u + 1],
+    return CtcInputs(inp.log_probs[u:u + 1], inp.log_probs_lens[u:u + 1],
                      ref_words=inp.ref_words[u:u + 1], memory=inp.memory[u:u + 1],
                      memory_lens=inp.memory_lens[u:u + 1])
 
@@ -184,7 +184,7 @@ def test_nbest_oracle_confidences_are_lattice_nbest_posteriors(setup, device, se
     out = get_method("nbest-oracle")(inp, res, cfg)[0]
     _check(out.hyps, words=True)
     # the same list as the nbest methods: sampled, intersected, by lattice score
-    lat = get_lattice(inp.log_probs, inp.lengths, res.graphs["HLG"], cfg.lattice).lattice
+    lat = get_lattice(inp.log_probs, inp.log_probs_lens, res.graphs["HLG"], cfg.lattice).lattice
     nbest = Nbest.from_config(lat, cfg.nbest).intersect(max_arcs=cfg.nbest.max_intersect_arcs)
     lists, totals = nbest.key_lists(), _split_scores(nbest)
     chosen = []
@@ -288,7 +288,7 @@ def test_multi_pass_confidences_are_posteriors_of_the_rescored_paths(setup, devi
     HLG = res.graphs["HLG"].clone()
     HLG.scores = HLG.scores * cfg.hlg_scale
     HLG.lm_scores = HLG.scores.clone()
-    lat = get_lattice(inp.log_probs, inp.lengths, HLG, cfg.lattice).lattice
+    lat = get_lattice(inp.log_probs, inp.log_probs_lens, HLG, cfg.lattice).lattice
     nbest = Nbest.from_config(lat, cfg.nbest).intersect(max_arcs=cfg.nbest.max_intersect_arcs)
     keep = [0, 1, 2]  # the empty lattice's utterance has no paths
     top = _select_utts(nbest, keep).top_k(cfg.top_k)
@@ -329,12 +329,12 @@ def test_no_ngram_token_frames_are_the_best_alignment_of_the_chosen_tokens(setup
     lang, res = setup
     res = _on(res, device)
     inp = _inputs(seed, lang.max_token_id + 1)
-    inp = CtcInputs(inp.log_probs.to(device), inp.lengths.to(device),
+    inp = CtcInputs(inp.log_probs.to(device), inp.log_probs_lens.to(device),
                     memory=inp.memory.to(device), memory_lens=inp.memory_lens.to(device))
     cfg = NoNgramAttentionConfig(nbest=NbestConfig(num_paths=20, nbest_scale=1.0),
                                  attention_scales=(0.3, 2.0))
     out = get_method("attention-decoder-rescoring-no-ngram")(inp, res, cfg)
-    lat = get_lattice(inp.log_probs, inp.lengths, res.graphs["H"], cfg.ctc.lattice).lattice
+    lat = get_lattice(inp.log_probs, inp.log_probs_lens, res.graphs["H"], cfg.ctc.lattice).lattice
     checked = 0
     for r in out:
         _check(r.hyps, words=False)
@@ -345,7 +345,7 @@ def test_no_ngram_token_frames_are_the_best_alignment_of_the_chosen_tokens(setup
             checked += len(rec.tokens)
     assert checked > 0
     for u in range(3):
-        one = CtcInputs(inp.log_probs[u:u + 1], inp.lengths[u:u + 1],
+        one = CtcInputs(inp.log_probs[u:u + 1], inp.log_probs_lens[u:u + 1],
                         memory=inp.memory[u:u + 1], memory_lens=inp.memory_lens[u:u + 1])
         alone = get_method("attention-decoder-rescoring-no-ngram")(one, res, cfg)
         for a, b in zip(out, alone):

@@ -152,12 +152,12 @@ def test_ctc_attention_rescoring_picks_the_best_combined_score(resources):
     assert [r.key for r in out] == ["attention_scale_0.1", "attention_scale_2.0"]
     from k2dec.lattice.ctc_prefix_beam_search import ctc_prefix_beam_search
 
-    hyps = ctc_prefix_beam_search(inputs.log_probs, inputs.lengths, cfg.search)
+    hyps = ctc_prefix_beam_search(inputs.log_probs, inputs.log_probs_lens, cfg.search)
     dec = res.attention_decoder
     for r in out:
         s = float(r.key.rsplit("_", 1)[1])
         for u, hs in enumerate(hyps):
-            mem = inputs.memory[u : u + 1, : int(inputs.lengths[u])]
+            mem = inputs.memory[u : u + 1, : int(inputs.log_probs_lens[u])]
             mask = torch.zeros(1, mem.size(1), dtype=torch.bool)
 
             def att(tokens, mem=mem, mask=mask):
