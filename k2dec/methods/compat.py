@@ -16,6 +16,11 @@ field                                                 k2dec                icefa
 ``fast_beam_search_nbest``, ``_nbest_oracle``,                             its fast_beam_search,
 ``_with_nbest_rescoring`` and                                              which these four
 ``_with_nbest_rnn_rescoring``                                              wrappers do not pass)
+``FastBeamSearchConfig.decoder_tables``               True (per-token      False (the decoder
+                                                      tables, equal up to  module, bit for bit:
+                                                      float rounding)      k2.random_paths'
+                                                                           samples follow
+                                                                           last-bit changes)
 ``NbestConfig.tie_break`` (n-best scores and the      "first"              "last" (k2's argmax;
 oracles' edit distances)                                                   the oracles' float32
                                                                            Levenshtein scores)
@@ -73,6 +78,8 @@ def _switch(config: Any, method: str) -> Any:
         changes: dict[str, Any] = {}
         if config.termination_frame == default.termination_frame:
             changes["termination_frame"] = False
+        if config.decoder_tables == default.decoder_tables:
+            changes["decoder_tables"] = False
         if method in _HIDDEN_ILME and config.ilme_scale == default.ilme_scale:
             changes["ilme_scale"] = ICEFALL_NBEST_ILME_SCALE
         return replace(config, **changes)

@@ -198,9 +198,12 @@ class TransducerNet:
         ``nn.Module`` or a TorchScript module).
       decoder_cache_size: if > 0, decoder outputs are cached by context (see
         :class:`DecoderCache`); 0 disables the cache.
+      tables: run k2dec's own decoder as per-token tables (:class:`DecoderTables`) where
+        it applies; False: always the module.
     """
 
-    def __init__(self, model: nn.Module, decoder_cache_size: int = 0) -> None:
+    def __init__(self, model: nn.Module, decoder_cache_size: int = 0, tables: bool = True
+                 ) -> None:
         self.blank_id, self.context_size, self.vocab_size = check_model(model)
         self.decoder = model.decoder
         self.joiner = model.joiner
@@ -218,7 +221,8 @@ class TransducerNet:
         self.timing = False
         self._joiner_dim: int | None = None
         #: k2dec's own decoder runs as per-token tables (:class:`DecoderTables`)
-        self.tables = DecoderTables() if DecoderTables.applies(self.decoder) else None
+        self.tables = (DecoderTables() if tables and DecoderTables.applies(self.decoder)
+                       else None)
 
     def joiner_dim(self, encoder_out: torch.Tensor) -> int:
         """The last dimension of the joiner's inputs (of projected encoder frames; found once,

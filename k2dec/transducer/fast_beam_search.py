@@ -96,6 +96,11 @@ class FastBeamSearchConfig:
         the arc it stands for: icefall reads its tokens from the graph arcs the lattice arcs
         came from (``aux_labels``), where that token is, and so does k2dec then
         (:func:`one_best` reads ``token_labels``, see :class:`FastBeamSearchResult`).
+      decoder_tables: run k2dec's decoder as per-token tables
+        (:class:`~k2dec.transducer.common.DecoderTables`: faster, equal up to float
+        rounding). False runs the decoder module as icefall does, bit for bit: what
+        ``k2.random_paths`` needs to draw icefall's n-best paths from the lattice (it is
+        chaotic: last-bit score changes change its samples); ``--icefall-compat`` sets it.
     """
 
     beam: float = 20.0
@@ -106,6 +111,7 @@ class FastBeamSearchConfig:
     ilme_scale: float = 0.0
     allow_partial: bool = False
     termination_frame: bool = True
+    decoder_tables: bool = True
 
     def __post_init__(self) -> None:
         check_float_range(self, "beam", 0.0, 1e5)  # memory: max_states, max_contexts
@@ -114,7 +120,7 @@ class FastBeamSearchConfig:
         check_positive("temperature", self.temperature)
         check_finite("blank_penalty", self.blank_penalty)
         check_finite("ilme_scale", self.ilme_scale)
-        for name in ("allow_partial", "termination_frame"):
+        for name in ("allow_partial", "termination_frame", "decoder_tables"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
 
@@ -218,7 +224,7 @@ class FastBeamSearch:
         self.config = config
         if decoder_cache_size is None:
             decoder_cache_size = DECODER_CACHE_SIZE
-        self.net = TransducerNet(model, decoder_cache_size)
+        self.net = TransducerNet(model, decoder_cache_size, tables=config.decoder_tables)
         if self.net.blank_id != 0:
             raise ValueError(
                 f"fast_beam_search needs blank_id == 0 (k2 assumes it), got "

@@ -105,6 +105,7 @@ def test_icefall_compatible_configs():
     assert lg.search.ilme_scale == 0.0  # icefall passes its --ilme-scale (0.0) here
     one = icefall_compatible(get_method("fast_beam_search")).search
     assert one.termination_frame is False and one.ilme_scale == 0.0
+    assert one.decoder_tables is False and nbest.search.decoder_tables is False
     mbs = icefall_compatible(get_method("modified_beam_search"))
     assert mbs.search.score_dtype == "float32"
     for cfg in (mbs, nbest, icefall_compatible(get_method("attention-beam-search"))):

@@ -12,6 +12,7 @@ import torch
 
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import (
+    FastBeamSearch,
     FastBeamSearchConfig,
     ModifiedBeamSearchConfig,
     StatelessDecoder,
@@ -93,3 +94,26 @@ def test_searches_give_the_same_hypotheses_with_and_without_tables(seed, monkeyp
     with_tables = run()
     monkeypatch.setattr(DecoderTables, "applies", staticmethod(lambda decoder: False))
     assert run() == with_tables
+
+
+def test_fast_beam_search_can_run_the_module_bit_for_bit():
+    """``decoder_tables=False`` (``--icefall-compat``): the lattice's scores are the module's
+    to the bit, as icefall's (k2.random_paths follows last-bit changes)."""
+    model = random_model(vocab_size=7, seed=3)
+    assert FastBeamSearch(model).net.tables is not None
+    assert FastBeamSearch(model, config=FastBeamSearchConfig(decoder_tables=False)
+                          ).net.tables is None
+    enc, lens = random_batch([9, 6], seed=3)
+    cfg = FastBeamSearchConfig(decoder_tables=False)
+    with torch.no_grad():
+        plain = fast_beam_search(model, enc, lens, None, cfg).lattice
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(DecoderTables, "applies", staticmethod(lambda decoder: False))
+    try:
+        with torch.no_grad():
+            module = fast_beam_search(model, enc, lens, None, FastBeamSearchConfig()).lattice
+    finally:
+        monkeypatch.undo()
+    assert torch.equal(plain.scores, module.scores)
+    with pytest.raises(TypeError, match="decoder_tables must be a bool"):
+        FastBeamSearchConfig(decoder_tables=1)
