@@ -17,7 +17,6 @@ TOO_LONG = {
     # Not split yet.
     "k2dec/transducer/greedy.py::GreedySearch._window_loop",
     "k2dec/transducer/fast_beam_search.py::FastBeamSearch.lattice",
-    "k2dec/graph/build.py::compile_graph",
     "k2dec/transducer/modified_beam_search.py::ModifiedBeamSearch._frame",
     "k2dec/scorers/hotwords.py::bias_word_graph",
     "k2dec/scorers/ctc_prefix.py::CtcPrefixScorer.score",
