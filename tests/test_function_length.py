@@ -18,7 +18,6 @@ TOO_LONG = {
     "k2dec/transducer/greedy.py::GreedySearch._window_loop",
     "k2dec/transducer/fast_beam_search.py::FastBeamSearch.lattice",
     "k2dec/transducer/modified_beam_search.py::ModifiedBeamSearch._frame",
-    "k2dec/data/audio.py::cuts_from_audio_dir",
 }
 
 
