@@ -14,8 +14,12 @@ LIMIT = 60
 
 # "module path::qualified name" of the functions still over LIMIT lines.
 TOO_LONG = {
-    # Not split yet.
+    # Hot loops kept whole: a split would add calls or attribute reads on every frame / step.
+    # greedy's window loop (the offline default's fallback and max_sym_per_frame > 1): its
+    # state lives in locals updated each step; the setup and the rare compaction out of it
+    # still leave it over the limit.
     "k2dec/transducer/greedy.py::GreedySearch._window_loop",
+    # modified_beam_search's body of the frame loop: it runs once per frame.
     "k2dec/transducer/modified_beam_search.py::ModifiedBeamSearch._frame",
 }
 
