@@ -28,7 +28,10 @@ from typing import TYPE_CHECKING
 import torch
 
 if TYPE_CHECKING:
+    import k2
+
     from .job import DecodeSummary
+    from .lang import LangDir, Lexicon
 
 logger = logging.getLogger(__name__)
 
@@ -74,11 +77,6 @@ def run_synthetic_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0
                        ) -> dict[str, float]:
     """Decode synthetic posteriors through example graphs; returns ``{method: error rate}``
     and prints a table."""
-    import kaldialign
-
-    from .graph import compile_graph, write_lexicon_graphs
-    from .graph.ngram import train_arpa
-    from .lang import cmudict_lexicon, write_lang_dir
     from .lattice import AuxLabels, LatticeConfig, ctc_greedy_search, one_best_decoding
 
     print(
@@ -88,7 +86,48 @@ def run_synthetic_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0
         "and ~15% phone confusions. The error rates show the graph + LM repairing those\n"
         "confusions, nothing more.\n"
     )
-    work_dir = Path(work_dir)
+    lang, lexicon, H, HLG = _demo_graphs(Path(work_dir))
+    rng = random.Random(seed)
+    gen = torch.Generator().manual_seed(seed)
+    vocab = lang.max_token_id + 1
+    lex = dict(lexicon)
+    refs = [rng.choice(SENTENCES).split() for _ in range(num_utts)]
+    ref_phones = [[lang.token_table.get(p) for w in r for p in lex[w]] for r in refs]
+    feats = [_synthetic_log_probs(p, vocab, rng, gen) for p in ref_phones]
+    lengths = torch.tensor([f.shape[0] for f in feats], dtype=torch.int32)
+    log_probs = torch.nn.utils.rnn.pad_sequence(feats, batch_first=True)
+    num_frames = int(lengths.sum())
+
+    rows = []
+    t0 = time.perf_counter()
+    greedy = ctc_greedy_search(log_probs, lengths)
+    rows.append(("ctc-greedy", "PER", _error_rate(ref_phones, [list(h.tokens) for h in greedy]),
+                 time.perf_counter() - t0))
+    t0 = time.perf_counter()
+    ctc = one_best_decoding(log_probs, lengths, H, LatticeConfig(), aux_labels=AuxLabels.TOKENS)
+    rows.append(("ctc-decoding (H)", "PER",
+                 _error_rate(ref_phones, [list(h.tokens) for h in ctc]), time.perf_counter() - t0))
+    t0 = time.perf_counter()
+    hlg = one_best_decoding(log_probs, lengths, HLG, LatticeConfig())
+    hyp_words = [[lang.word_table.get(i) for i in h.words] for h in hlg]
+    rows.append(("1best (HLG)", "WER", _error_rate(refs, hyp_words), time.perf_counter() - t0))
+
+    print(f"\n{num_utts} synthetic utterances, {num_frames} frames, {vocab} outputs\n")
+    print(f"{'method':<18} {'metric':<6} {'error %':>8} {'frames/s':>10}")
+    for name, metric, err, secs in rows:
+        print(f"{name:<18} {metric:<6} {err:8.2f} {num_frames / max(secs, 1e-9):10.0f}")
+    for r, h in list(zip(refs, hyp_words))[:3]:
+        print(f"\nREF: {' '.join(r)}\nHYP: {' '.join(h)}")
+    return {name: err for name, _, err, _ in rows}
+
+
+def _demo_graphs(work_dir: Path) -> tuple[LangDir, Lexicon, k2.Fsa, k2.Fsa]:
+    """The demo's lang dir (CMUdict phones of :data:`SENTENCES`' words), its lexicon, and H and
+    HLG (with a 3-gram trained on the sentences) compiled under ``work_dir``."""
+    from .graph import compile_graph, write_lexicon_graphs
+    from .graph.ngram import train_arpa
+    from .lang import cmudict_lexicon, write_lang_dir
+
     work_dir.mkdir(parents=True, exist_ok=True)
     text = work_dir / "lm_text.txt"
     text.write_text("\n".join(SENTENCES) + "\n")
@@ -104,43 +143,15 @@ def run_synthetic_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0
     HLG, _ = compile_graph(lang.path, "HLG", arpa=arpa)
     print(f"compiled H ({H.num_arcs} arcs) and HLG ({HLG.num_arcs} arcs) in "
           f"{time.perf_counter() - t0:.2f}s under {lang.path}")
+    return lang, lexicon, H, HLG
 
-    rng = random.Random(seed)
-    gen = torch.Generator().manual_seed(seed)
-    vocab = lang.max_token_id + 1
-    lex = dict(lexicon)
-    refs = [rng.choice(SENTENCES).split() for _ in range(num_utts)]
-    ref_phones = [[lang.token_table.get(p) for w in r for p in lex[w]] for r in refs]
-    feats = [_synthetic_log_probs(p, vocab, rng, gen) for p in ref_phones]
-    lengths = torch.tensor([f.shape[0] for f in feats], dtype=torch.int32)
-    log_probs = torch.nn.utils.rnn.pad_sequence(feats, batch_first=True)
-    num_frames = int(lengths.sum())
 
-    def error_rate(refs_, hyps_) -> float:
-        errs = sum(kaldialign.edit_distance(r, h)["total"] for r, h in zip(refs_, hyps_))
-        return 100.0 * errs / max(1, sum(len(r) for r in refs_))
+def _error_rate(refs: Sequence[Sequence], hyps: Sequence[Sequence]) -> float:
+    """Edit distance of ``hyps`` to ``refs`` in percent of the reference length."""
+    import kaldialign
 
-    rows = []
-    t0 = time.perf_counter()
-    greedy = ctc_greedy_search(log_probs, lengths)
-    rows.append(("ctc-greedy", "PER", error_rate(ref_phones, [list(h.tokens) for h in greedy]),
-                 time.perf_counter() - t0))
-    t0 = time.perf_counter()
-    ctc = one_best_decoding(log_probs, lengths, H, LatticeConfig(), aux_labels=AuxLabels.TOKENS)
-    rows.append(("ctc-decoding (H)", "PER", error_rate(ref_phones, [list(h.tokens) for h in ctc]),
-                 time.perf_counter() - t0))
-    t0 = time.perf_counter()
-    hlg = one_best_decoding(log_probs, lengths, HLG, LatticeConfig())
-    hyp_words = [[lang.word_table.get(i) for i in h.words] for h in hlg]
-    rows.append(("1best (HLG)", "WER", error_rate(refs, hyp_words), time.perf_counter() - t0))
-
-    print(f"\n{num_utts} synthetic utterances, {num_frames} frames, {vocab} outputs\n")
-    print(f"{'method':<18} {'metric':<6} {'error %':>8} {'frames/s':>10}")
-    for name, metric, err, secs in rows:
-        print(f"{name:<18} {metric:<6} {err:8.2f} {num_frames / max(secs, 1e-9):10.0f}")
-    for r, h in list(zip(refs, hyp_words))[:3]:
-        print(f"\nREF: {' '.join(r)}\nHYP: {' '.join(h)}")
-    return {name: err for name, _, err, _ in rows}
+    errs = sum(kaldialign.edit_distance(r, h)["total"] for r, h in zip(refs, hyps))
+    return 100.0 * errs / max(1, sum(len(r) for r in refs))
 
 
 #: Where the shipped model and test sets live (a source checkout; absent from wheels).

@@ -109,12 +109,33 @@ def _validate(
     ctc_log_probs: torch.Tensor | None,
     lm: Any,
 ) -> None:
+    """The inputs of :func:`beam_search`, checked before any decoding."""
     if not isinstance(config, BeamSearchConfig):
         raise TypeError(f"config must be a BeamSearchConfig, got {type(config).__name__}")
     for attr in ("vocab_size", "sos_id", "eos_id", "step", "select_state"):
         if not hasattr(decoder, attr):
             raise TypeError(f"decoder must implement AttentionDecoder; it has no {attr!r}")
     vocab = decoder.vocab_size
+    _check_memory(memory, memory_lens)
+    for name in ("sos_id", "eos_id"):
+        value = getattr(decoder, name)
+        if not 0 <= value < vocab:
+            raise ValueError(f"decoder.{name} must be in [0, {vocab}), got {value}")
+    if config.ctc_weight > 0:
+        _check_ctc_log_probs(ctc_log_probs, config, memory, vocab, decoder.eos_id)
+    if config.lm_weight > 0:
+        if lm is None:
+            raise ValueError(f"lm_weight={config.lm_weight} needs an lm, got None")
+        if not hasattr(lm, "step") or not hasattr(lm, "select_state"):
+            raise TypeError("lm must implement IncrementalLM (step and select_state)")
+        if lm.vocab_size != vocab:
+            raise ValueError(
+                f"lm.vocab_size ({lm.vocab_size}) must equal decoder.vocab_size ({vocab})"
+            )
+
+
+def _check_memory(memory: torch.Tensor, memory_lens: torch.Tensor) -> None:
+    """``memory`` is a finite float ``[N, T, C]`` tensor, ``memory_lens`` ints in ``[1, T]``."""
     if not isinstance(memory, torch.Tensor) or memory.dim() != 3:
         shape = tuple(memory.shape) if isinstance(memory, torch.Tensor) else type(memory)
         raise ValueError(f"memory must be a tensor of shape [N, T, C], got {shape}")
@@ -130,41 +151,33 @@ def _validate(
         raise ValueError(f"memory_lens must be in [1, {t}], got {memory_lens.tolist()}")
     if not bool(torch.isfinite(memory).all()):
         raise ValueError("memory contains NaN or inf")
-    for name in ("sos_id", "eos_id"):
-        value = getattr(decoder, name)
-        if not 0 <= value < vocab:
-            raise ValueError(f"decoder.{name} must be in [0, {vocab}), got {value}")
-    if config.ctc_weight > 0:
-        if ctc_log_probs is None:
-            raise ValueError(f"ctc_weight={config.ctc_weight} needs ctc_log_probs, got None")
-        if not isinstance(ctc_log_probs, torch.Tensor) or ctc_log_probs.device != memory.device:
-            raise ValueError(
-                f"ctc_log_probs must be a tensor on memory's device {memory.device}, got "
-                f"{getattr(ctc_log_probs, 'device', type(ctc_log_probs))}"
-            )
-        if ctc_log_probs.dim() != 3 or tuple(ctc_log_probs.shape) != (n, t, vocab):
-            raise ValueError(
-                f"ctc_log_probs must have shape [N, T, V] = {(n, t, vocab)}, "
-                f"got {tuple(ctc_log_probs.shape)}"
-            )
-        if not ctc_log_probs.is_floating_point():
-            raise TypeError(f"ctc_log_probs must be a float tensor, got {ctc_log_probs.dtype}")
-        if bool((torch.isnan(ctc_log_probs) | (ctc_log_probs == float("inf"))).any()):
-            raise ValueError("ctc_log_probs contains NaN or +inf (pass log-softmax outputs)")
-        if config.ctc_blank_id >= vocab or config.ctc_blank_id == decoder.eos_id:
-            raise ValueError(
-                f"ctc_blank_id must be in [0, {vocab}) and differ from eos_id "
-                f"{decoder.eos_id}, got {config.ctc_blank_id}"
-            )
-    if config.lm_weight > 0:
-        if lm is None:
-            raise ValueError(f"lm_weight={config.lm_weight} needs an lm, got None")
-        if not hasattr(lm, "step") or not hasattr(lm, "select_state"):
-            raise TypeError("lm must implement IncrementalLM (step and select_state)")
-        if lm.vocab_size != vocab:
-            raise ValueError(
-                f"lm.vocab_size ({lm.vocab_size}) must equal decoder.vocab_size ({vocab})"
-            )
+
+
+def _check_ctc_log_probs(ctc_log_probs: torch.Tensor | None, config: BeamSearchConfig,
+                         memory: torch.Tensor, vocab: int, eos_id: int) -> None:
+    """The CTC log-probs that ``ctc_weight > 0`` needs, and the CTC blank."""
+    n, t = memory.shape[:2]
+    if ctc_log_probs is None:
+        raise ValueError(f"ctc_weight={config.ctc_weight} needs ctc_log_probs, got None")
+    if not isinstance(ctc_log_probs, torch.Tensor) or ctc_log_probs.device != memory.device:
+        raise ValueError(
+            f"ctc_log_probs must be a tensor on memory's device {memory.device}, got "
+            f"{getattr(ctc_log_probs, 'device', type(ctc_log_probs))}"
+        )
+    if ctc_log_probs.dim() != 3 or tuple(ctc_log_probs.shape) != (n, t, vocab):
+        raise ValueError(
+            f"ctc_log_probs must have shape [N, T, V] = {(n, t, vocab)}, "
+            f"got {tuple(ctc_log_probs.shape)}"
+        )
+    if not ctc_log_probs.is_floating_point():
+        raise TypeError(f"ctc_log_probs must be a float tensor, got {ctc_log_probs.dtype}")
+    if bool((torch.isnan(ctc_log_probs) | (ctc_log_probs == float("inf"))).any()):
+        raise ValueError("ctc_log_probs contains NaN or +inf (pass log-softmax outputs)")
+    if config.ctc_blank_id >= vocab or config.ctc_blank_id == eos_id:
+        raise ValueError(
+            f"ctc_blank_id must be in [0, {vocab}) and differ from eos_id "
+            f"{eos_id}, got {config.ctc_blank_id}"
+        )
 
 
 def beam_search(

@@ -259,13 +259,7 @@ def compute_fbank(
     if num_jobs < 1:
         raise ValueError(f"num_jobs must be >= 1, got {num_jobs}")
     output_dir = manifest_dir if output_dir is None else Path(output_dir)
-    available = manifest_parts(manifest_dir)
-    parts = available if dataset_parts is None else list(dataset_parts)
-    missing = [p for p in parts if p not in available]
-    if missing or not parts:
-        raise ValueError(
-            f"dataset_parts {missing or parts} have no manifests in {manifest_dir} "
-            f"(found: {available})")
+    parts = _requested_parts(manifest_dir, dataset_parts)
     output_dir.mkdir(parents=True, exist_ok=True)
     extractor = FeatureConfig(num_mel_bins=num_mel_bins).extractor()
     out = {}
@@ -275,20 +269,40 @@ def compute_fbank(
             logger.info("%s: %s exists, skipping", part, cuts_path)
             out[part] = CutSet.from_file(cuts_path)
             continue
-        logger.info("%s: computing fbank", part)
-        recordings = RecordingSet.from_file(manifest_path(manifest_dir, "recordings", part))
-        supervisions = SupervisionSet.from_file(manifest_path(manifest_dir, "supervisions", part))
-        cuts = CutSet.from_manifests(recordings=recordings, supervisions=supervisions)
-        cuts = cuts.compute_and_store_features(
-            extractor=extractor,
-            storage_path=output_dir / f"{MANIFEST_PREFIX}_feats_{part}",
-            num_jobs=num_jobs,
-            storage_type=LilcomChunkyWriter,
-            progress_bar=progress,
-        )
-        # Write to a temporary name first: an interrupted run must not look finished.
-        partial = cuts_path.with_name("partial-" + cuts_path.name)
-        cuts.to_file(partial)
-        partial.replace(cuts_path)
-        out[part] = cuts
+        out[part] = _compute_part(part, manifest_dir, output_dir, extractor, num_jobs,
+                                  progress)
     return out
+
+
+def _requested_parts(manifest_dir: Path, dataset_parts: Sequence[str] | None) -> list[str]:
+    """The parts to process (all with manifests by default), each checked to have them."""
+    available = manifest_parts(manifest_dir)
+    parts = available if dataset_parts is None else list(dataset_parts)
+    missing = [p for p in parts if p not in available]
+    if missing or not parts:
+        raise ValueError(
+            f"dataset_parts {missing or parts} have no manifests in {manifest_dir} "
+            f"(found: {available})")
+    return parts
+
+
+def _compute_part(part: str, manifest_dir: Path, output_dir: Path, extractor: Fbank,
+                  num_jobs: int, progress: bool) -> CutSet:
+    """The cuts of one part with their features, written to its cuts manifest."""
+    cuts_path = manifest_path(output_dir, "cuts", part)
+    logger.info("%s: computing fbank", part)
+    recordings = RecordingSet.from_file(manifest_path(manifest_dir, "recordings", part))
+    supervisions = SupervisionSet.from_file(manifest_path(manifest_dir, "supervisions", part))
+    cuts = CutSet.from_manifests(recordings=recordings, supervisions=supervisions)
+    cuts = cuts.compute_and_store_features(
+        extractor=extractor,
+        storage_path=output_dir / f"{MANIFEST_PREFIX}_feats_{part}",
+        num_jobs=num_jobs,
+        storage_type=LilcomChunkyWriter,
+        progress_bar=progress,
+    )
+    # Write to a temporary name first: an interrupted run must not look finished.
+    partial = cuts_path.with_name("partial-" + cuts_path.name)
+    cuts.to_file(partial)
+    partial.replace(cuts_path)
+    return cuts

@@ -119,31 +119,31 @@ def make_dataloader(
         raise ValueError(f"num_workers must be >= 0, got {num_workers}")
     sampler = make_sampler(cuts, max_duration, shuffle, num_buckets=num_buckets,
                            drop_last=drop_last, seed=seed, world_size=world_size, rank=rank)
+    _check_features(cuts)
+    input_transforms = [] if spec_augment is None else [_spec_augment(spec_augment)]
+    dataset = K2SpeechRecognitionDataset(return_cuts=True, input_transforms=input_transforms,
+                                         input_strategy=PrecomputedFeatures())
+    return torch.utils.data.DataLoader(dataset, sampler=sampler, batch_size=None,
+                                       num_workers=num_workers, persistent_workers=False)
+
+
+def _check_features(cuts: CutSet) -> None:
+    """The first cut has precomputed features."""
     first = next(iter(cuts), None)
     if first is not None and not first.has_features:
         raise ValueError(
             f"cuts must have precomputed features (cut {first.id} has none); "
             "run k2dec.data.compute_fbank first")
-    input_transforms = []
-    if spec_augment is not None:
-        input_transforms.append(SpecAugment(
-            time_warp_factor=spec_augment.time_warp_factor,
-            num_feature_masks=spec_augment.num_feature_masks,
-            features_mask_size=spec_augment.features_mask_size,
-            num_frame_masks=spec_augment.num_frame_masks,
-            frames_mask_size=spec_augment.frames_mask_size,
-            max_frames_mask_fraction=spec_augment.max_frames_mask_fraction,
-            p=spec_augment.p,
-        ))
-    dataset = K2SpeechRecognitionDataset(
-        return_cuts=True,
-        input_transforms=input_transforms,
-        input_strategy=PrecomputedFeatures(),
-    )
-    return torch.utils.data.DataLoader(
-        dataset,
-        sampler=sampler,
-        batch_size=None,
-        num_workers=num_workers,
-        persistent_workers=False,
+
+
+def _spec_augment(config: SpecAugmentConfig) -> SpecAugment:
+    """lhotse's SpecAugment transform with ``config``'s settings."""
+    return SpecAugment(
+        time_warp_factor=config.time_warp_factor,
+        num_feature_masks=config.num_feature_masks,
+        features_mask_size=config.features_mask_size,
+        num_frame_masks=config.num_frame_masks,
+        frames_mask_size=config.frames_mask_size,
+        max_frames_mask_fraction=config.max_frames_mask_fraction,
+        p=config.p,
     )

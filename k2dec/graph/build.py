@@ -103,40 +103,7 @@ def compile_graph(
     if graph_type in (GraphType.HLG, GraphType.LG, GraphType.G) and arpa is None:
         raise ValueError(f"{graph_type.value} needs an ARPA language model (arpa=...)")
 
-    def load(name: str) -> k2.Fsa:
-        path = next((d / f"{name}.pt" for d in (gdir, ld.path) if (d / f"{name}.pt").is_file()),
-                    None)
-        if path is None:
-            write_lexicon_graphs(ld.path, out_dir=gdir)
-            path = gdir / f"{name}.pt"
-        return load_graph(path, ld.token_table, ld.word_table)
-
-    H = build_ctc_topo(ld.max_token_id, modified=modified_ctc)
-    extra: dict = {}
-    if graph_type is GraphType.H:
-        graph = H
-        extra["modified"] = modified_ctc
-    elif graph_type is GraphType.L:
-        graph = load("L")
-    elif graph_type is GraphType.HL:
-        graph = compile_HL(H, load("L"))
-        extra["modified"] = modified_ctc
-    elif graph_type is GraphType.G:  # build_G reads a gzipped ARPA itself (errors name it)
-        graph = build_rescoring_G(arpa, ld.word_table, max_order)
-        extra.update(arpa=str(arpa), max_order=max_order)
-    else:
-        G = build_G(arpa, ld.word_table, max_order)
-        extra.update(arpa=str(arpa), max_order=max_order)
-        if graph_type is GraphType.LG:
-            graph = compile_LG(
-                load("L_disambig"), G, ld.first_token_disambig_id, ld.first_word_disambig_id,
-                log_weight_pushing=True,
-            )
-        else:
-            graph = compile_HLG(
-                H, load("L_disambig"), G, ld.first_token_disambig_id, ld.first_word_disambig_id
-            )
-            extra["modified"] = modified_ctc
+    graph, extra = _build_graph(graph_type, ld, gdir, arpa, max_order, modified_ctc)
     path = Path(out) if out is not None else gdir / graph_type.file_name
     path.parent.mkdir(parents=True, exist_ok=True)
     kind = "G_4_gram" if graph_type is GraphType.G else graph_type.value
@@ -146,6 +113,49 @@ def compile_graph(
     if check.missing_words:
         logger.warning("%s: %s", path, check.describe())
     return graph, path
+
+
+def _lexicon_graph(ld: LangDir, gdir: Path, name: str) -> k2.Fsa:
+    """``L`` or ``L_disambig`` from the graph dir, else the lang dir, built when missing."""
+    path = next((d / f"{name}.pt" for d in (gdir, ld.path) if (d / f"{name}.pt").is_file()),
+                None)
+    if path is None:
+        write_lexicon_graphs(ld.path, out_dir=gdir)
+        path = gdir / f"{name}.pt"
+    return load_graph(path, ld.token_table, ld.word_table)
+
+
+def _build_graph(graph_type: GraphType, ld: LangDir, gdir: Path, arpa: str | Path | None,
+                 max_order: int, modified_ctc: bool) -> tuple[k2.Fsa, dict]:
+    """The graph of :func:`compile_graph` and the metadata its build adds."""
+    H = build_ctc_topo(ld.max_token_id, modified=modified_ctc)
+    extra: dict = {}
+    if graph_type is GraphType.H:
+        graph = H
+        extra["modified"] = modified_ctc
+    elif graph_type is GraphType.L:
+        graph = _lexicon_graph(ld, gdir, "L")
+    elif graph_type is GraphType.HL:
+        graph = compile_HL(H, _lexicon_graph(ld, gdir, "L"))
+        extra["modified"] = modified_ctc
+    elif graph_type is GraphType.G:  # build_G reads a gzipped ARPA itself (errors name it)
+        graph = build_rescoring_G(arpa, ld.word_table, max_order)
+        extra.update(arpa=str(arpa), max_order=max_order)
+    else:
+        G = build_G(arpa, ld.word_table, max_order)
+        extra.update(arpa=str(arpa), max_order=max_order)
+        if graph_type is GraphType.LG:
+            graph = compile_LG(
+                _lexicon_graph(ld, gdir, "L_disambig"), G, ld.first_token_disambig_id,
+                ld.first_word_disambig_id, log_weight_pushing=True,
+            )
+        else:
+            graph = compile_HLG(
+                H, _lexicon_graph(ld, gdir, "L_disambig"), G, ld.first_token_disambig_id,
+                ld.first_word_disambig_id
+            )
+            extra["modified"] = modified_ctc
+    return graph, extra
 
 
 def check_lang_graph(

@@ -102,31 +102,8 @@ def load_graph(
     if kind is None:
         kind = KIND_OF_FILE.get(path.stem)
     meta = d.pop(META_KEY, None)
-    if meta is not None and not isinstance(meta, dict):
-        raise ValueError(f"{path}: its {META_KEY} is a {type(meta).__name__}, not a dict")
-    if meta is None:
-        logger.warning("%s has no k2dec metadata; symbol tables cannot be checked by digest",
-                       path)
-    else:
-        if kind is not None and meta.get("kind") != kind:
-            raise ValueError(f"{path} holds a {meta.get('kind')} graph, expected {kind} "
-                             f"(the file name or the caller says {kind})")
-        for name, table in (("tokens", token_table), ("words", word_table)):
-            stored = meta.get(f"{name}_sha256")
-            if table is None or stored is None:
-                continue
-            if symbol_table_digest(table) != stored:
-                raise ValueError(
-                    f"{path} was built with a different {name}.txt than the one given "
-                    f"(sha256 {stored[:12]}... vs {symbol_table_digest(table)[:12]}...): "
-                    "rebuild the graph for this lang dir"
-                )
-    arcs = d["arcs"]
-    if not isinstance(arcs, torch.Tensor) or arcs.dim() != 2 or arcs.shape[1] != 4 \
-            or arcs.dtype != torch.int32:
-        raise ValueError(f"{path}: 'arcs' must be an int32 tensor [num_arcs, 4], got "
-                         f"{getattr(arcs, 'dtype', type(arcs).__name__)} "
-                         f"{tuple(getattr(arcs, 'shape', ()))}")
+    _check_meta(path, meta, kind, token_table, word_table)
+    _check_arcs_tensor(path, d["arcs"])
     try:
         fsa = k2.Fsa.from_dict(d)
     except (RuntimeError, ValueError, TypeError, AssertionError) as e:
@@ -135,6 +112,39 @@ def load_graph(
     if meta is not None:
         fsa.k2dec_meta = meta
     return fsa.to(torch.device(device))
+
+
+def _check_meta(path: Path, meta: Any, kind: str | None, token_table: k2.SymbolTable | None,
+                word_table: k2.SymbolTable | None) -> None:
+    """A graph file's k2dec metadata (if any) names ``kind`` and the given tables' digests."""
+    if meta is not None and not isinstance(meta, dict):
+        raise ValueError(f"{path}: its {META_KEY} is a {type(meta).__name__}, not a dict")
+    if meta is None:
+        logger.warning("%s has no k2dec metadata; symbol tables cannot be checked by digest",
+                       path)
+        return
+    if kind is not None and meta.get("kind") != kind:
+        raise ValueError(f"{path} holds a {meta.get('kind')} graph, expected {kind} "
+                         f"(the file name or the caller says {kind})")
+    for name, table in (("tokens", token_table), ("words", word_table)):
+        stored = meta.get(f"{name}_sha256")
+        if table is None or stored is None:
+            continue
+        if symbol_table_digest(table) != stored:
+            raise ValueError(
+                f"{path} was built with a different {name}.txt than the one given "
+                f"(sha256 {stored[:12]}... vs {symbol_table_digest(table)[:12]}...): "
+                "rebuild the graph for this lang dir"
+            )
+
+
+def _check_arcs_tensor(path: Path, arcs: Any) -> None:
+    """A graph file's ``arcs`` is an int32 ``[num_arcs, 4]`` tensor."""
+    if not isinstance(arcs, torch.Tensor) or arcs.dim() != 2 or arcs.shape[1] != 4 \
+            or arcs.dtype != torch.int32:
+        raise ValueError(f"{path}: 'arcs' must be an int32 tensor [num_arcs, 4], got "
+                         f"{getattr(arcs, 'dtype', type(arcs).__name__)} "
+                         f"{tuple(getattr(arcs, 'shape', ()))}")
 
 
 def check_graph(

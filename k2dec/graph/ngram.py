@@ -72,57 +72,14 @@ def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None,
             ended = True
             continue
         if line.startswith("\\") and line.endswith("-grams:"):
-            try:
-                n = int(line[1 : -len("-grams:")])
-            except ValueError:
-                raise ValueError(f"{where}: bad section header {line!r}") from None
-            if n not in counts:
-                raise ValueError(f"{where}: section {line!r} not declared in \\data\\")
-            expected = 1 if section == 0 else section + 1
-            if n != expected:
-                raise ValueError(f"{where}: expected \\{expected}-grams:, got {line!r}")
-            section = n
-            seen[n] = 0
+            section = _section_header(line, where, counts, section)
+            seen[section] = 0
             continue
         if section == 0:
-            fields = line.replace("=", " ").split()
-            if len(fields) != 3 or fields[0] != "ngram":
-                raise ValueError(f"{where}: expected 'ngram N=count', got {line!r}")
-            try:
-                n, c = int(fields[1]), int(fields[2])
-            except ValueError:
-                raise ValueError(f"{where}: expected 'ngram N=count', got {line!r}") from None
-            if n != len(counts) + 1 or c < 0:
-                raise ValueError(f"{where}: bad n-gram count line {line!r}")
-            counts[n] = c
+            _add_count(line, where, counts)
             continue
         fields = line.split()
-        order = len(counts)
-        if len(fields) not in (section + 1, section + 2) or (
-            len(fields) == section + 2 and section == order
-        ):
-            raise ValueError(
-                f"{where}: a {section}-gram line needs a log-prob, {section} words"
-                f"{' and an optional backoff' if section < order else ''}; got {line!r}"
-            )
-        numbers = [fields[0]] + fields[section + 1 :]
-        for x in numbers:
-            try:
-                v = float(x)
-            except ValueError:
-                raise ValueError(f"{where}: {x!r} is not a number") from None
-            if not math.isfinite(v):
-                raise ValueError(
-                    f"{where}: {x!r} is not a finite log10 value (an impossible n-gram "
-                    "is left out of the file, or given a large negative value such as "
-                    "-99)")
-        words = fields[1 : section + 1]
-        for w in words:
-            if word_table is not None and w not in _SENTENCE_MARKS and w not in word_table:
-                raise ValueError(
-                    f"{where}: word {w!r} is not in words.txt (OOV); an ARPA LM for a lang "
-                    "dir may only use its words: train it on text whose other words are "
-                    "mapped to <UNK>, or add them to the lexicon (k2dec prepare-lang)")
+        words = _check_ngram(fields, section, len(counts), where, line, word_table)
         vocab.update(words)
         if visit is not None:
             visit(tuple(words), float(fields[0]),
@@ -130,6 +87,72 @@ def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None,
         if section == 1:
             unigrams.add(words[0])
         seen[section] += 1
+    _check_totals(path, section, counts, seen, ended, unigrams)
+    return ArpaInfo(len(counts), tuple(counts[n] for n in sorted(counts)), frozenset(vocab))
+
+
+def _section_header(line: str, where: str, counts: dict[int, int], section: int) -> int:
+    """The order N of a ``\\N-grams:`` header, checked against ``\\data\\`` and the order."""
+    try:
+        n = int(line[1 : -len("-grams:")])
+    except ValueError:
+        raise ValueError(f"{where}: bad section header {line!r}") from None
+    if n not in counts:
+        raise ValueError(f"{where}: section {line!r} not declared in \\data\\")
+    expected = 1 if section == 0 else section + 1
+    if n != expected:
+        raise ValueError(f"{where}: expected \\{expected}-grams:, got {line!r}")
+    return n
+
+
+def _add_count(line: str, where: str, counts: dict[int, int]) -> None:
+    """Parse one ``ngram N=count`` line of ``\\data\\`` into ``counts``."""
+    fields = line.replace("=", " ").split()
+    if len(fields) != 3 or fields[0] != "ngram":
+        raise ValueError(f"{where}: expected 'ngram N=count', got {line!r}")
+    try:
+        n, c = int(fields[1]), int(fields[2])
+    except ValueError:
+        raise ValueError(f"{where}: expected 'ngram N=count', got {line!r}") from None
+    if n != len(counts) + 1 or c < 0:
+        raise ValueError(f"{where}: bad n-gram count line {line!r}")
+    counts[n] = c
+
+
+def _check_ngram(fields: list[str], section: int, order: int, where: str, line: str,
+                 word_table: k2.SymbolTable | None) -> list[str]:
+    """Check one N-gram line's field count, numbers and words; return its words."""
+    if len(fields) not in (section + 1, section + 2) or (
+        len(fields) == section + 2 and section == order
+    ):
+        raise ValueError(
+            f"{where}: a {section}-gram line needs a log-prob, {section} words"
+            f"{' and an optional backoff' if section < order else ''}; got {line!r}"
+        )
+    numbers = [fields[0]] + fields[section + 1 :]
+    for x in numbers:
+        try:
+            v = float(x)
+        except ValueError:
+            raise ValueError(f"{where}: {x!r} is not a number") from None
+        if not math.isfinite(v):
+            raise ValueError(
+                f"{where}: {x!r} is not a finite log10 value (an impossible n-gram "
+                "is left out of the file, or given a large negative value such as "
+                "-99)")
+    words = fields[1 : section + 1]
+    for w in words:
+        if word_table is not None and w not in _SENTENCE_MARKS and w not in word_table:
+            raise ValueError(
+                f"{where}: word {w!r} is not in words.txt (OOV); an ARPA LM for a lang "
+                "dir may only use its words: train it on text whose other words are "
+                "mapped to <UNK>, or add them to the lexicon (k2dec prepare-lang)")
+    return words
+
+
+def _check_totals(path: Path, section: int | None, counts: dict[int, int],
+                  seen: dict[int, int], ended: bool, unigrams: set[str]) -> None:
+    """The whole-file checks after the last line: header, counts, ``\\end\\``, marks."""
     if section is None:
         raise ValueError(f"{path}: no \\data\\ header (not an ARPA file?)")
     if not counts:
@@ -144,7 +167,6 @@ def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None,
             raise ValueError(f"{path}: the 1-grams have no {mark}; an ARPA LM needs both <s> "
                              "and </s> (kaldilm aborts without <s>, and without </s> no "
                              "sentence can end)")
-    return ArpaInfo(len(counts), tuple(counts[n] for n in sorted(counts)), frozenset(vocab))
 
 
 def _arpa_to_fst_text(

@@ -94,28 +94,13 @@ def load_assets(
       ValueError: a ``graph_dir`` without a lang dir, or one that is not a directory; a file
         that cannot be read or whose vocabulary is not the model's (naming it).
     """
-    from ..graph import build_ctc_topo, load_graph
-    from ..lang import TokenWords, bpe_word_start_mask, check_vocab_size, load_bpe_model
-    from ..model import find_tokens, load_model
+    from ..lang import load_bpe_model
 
     device = torch.device(device)
-    if graph_dir is not None and lang_dir is None:
-        raise ValueError("graph_dir needs the lang dir its graphs were compiled for")
-    if graph_dir is not None and not Path(graph_dir).is_dir():
-        raise ValueError(f"graph dir {graph_dir} is not a directory")
-    lang = LangDir(Path(lang_dir)) if lang_dir is not None else None
-    tokens = lang.path / "tokens.txt" if lang is not None and (
-        lang.path / "tokens.txt").is_file() else None
-    model = load_model(model_path, device, tokens=tokens)
-    if feature_overrides:
-        model.set_feature_config(model.feature_config.override(**feature_overrides))
+    lang = _open_lang(lang_dir, graph_dir)
+    model = _load_model(model_path, lang, feature_overrides, device)
     if bpe_model is None:
-        beside = find_tokens(model_path)
-        for folder in ([lang.path] if lang is not None else []) + (
-                [beside.parent] if beside is not None else []):
-            if (folder / "bpe.model").is_file():
-                bpe_model = folder / "bpe.model"
-                break
+        bpe_model = _bpe_model_beside(model_path, lang)
     sp = load_bpe_model(bpe_model) if bpe_model is not None else None
     res = Resources(attention_decoder=model.attention_decoder)
     vocab = model_vocab_size(model)
@@ -123,29 +108,9 @@ def load_assets(
         raise ValueError(f"{bpe_model} has {sp.get_piece_size()} pieces but the model has "
                          f"{vocab} outputs: give the bpe.model the model was trained with")
     if lang is not None:
-        if vocab is not None:
-            check_vocab_size(lang.token_table, vocab, lang.path / "tokens.txt")
-        res.graphs["H"] = build_ctc_topo(lang.max_token_id, device=device)
-        word_start = bpe_word_start_mask(lang.token_table)
-        if bool(word_start.any()):
-            res.word_start = word_start.to(device)
-            if (lang.path / "lexicon.txt").is_file() and (lang.path / "words.txt").is_file() \
-                    and "<UNK>" in lang.word_table:
-                res.token_words = TokenWords.from_lang_dir(lang)
-        dirs = [Path(graph_dir)] if graph_dir is not None else []
-        for name, file in GRAPH_FILES.items():
-            path = next((d / file for d in (*dirs, lang.path) if (d / file).is_file()), None)
-            if path is not None:
-                res.graphs[name] = load_graph(path, lang.token_table, lang.word_table, device,
-                                              vocab_size=vocab)
+        _load_lang_resources(res, lang, graph_dir, vocab, device)
     if lm_paths:
-        from ..lm.checkpoint import load_lm
-
-        token_vocab = _token_vocab(vocab, lang, sp)
-        for name, path in lm_paths.items():
-            res.lms[name] = load_lm(path).to(device).eval()
-            check_lm_vocab(res.lms[name], path, *token_vocab)
-            check_lm_tokens(res.lms[name], path, lang, sp)
+        _load_lms(res, lm_paths, _token_vocab(vocab, lang, sp), lang, sp, device)
     if hotwords is not None or lodr_arpa is not None:
         _load_scorer_inputs(res, sp, hotwords, lodr_arpa, device)
     if hotwords is not None and lang is not None and (lang.path / "words.txt").is_file():
@@ -154,6 +119,75 @@ def load_assets(
         res.hotword_words = tuple((tuple(w), s) for w, s in encode_hotword_words(
             read_hotwords(hotwords), lang.word_table))
     return DecodeAssets(model=model, lang=lang, sp=sp, resources=res, tokens=model.tokens)
+
+
+def _open_lang(lang_dir: str | Path | None, graph_dir: str | Path | None) -> LangDir | None:
+    """The lang dir (None without one), after checking that ``graph_dir`` can be used."""
+    if graph_dir is not None and lang_dir is None:
+        raise ValueError("graph_dir needs the lang dir its graphs were compiled for")
+    if graph_dir is not None and not Path(graph_dir).is_dir():
+        raise ValueError(f"graph dir {graph_dir} is not a directory")
+    return LangDir(Path(lang_dir)) if lang_dir is not None else None
+
+
+def _load_model(model_path: str | Path, lang: LangDir | None,
+                feature_overrides: dict[str, Any] | None, device: torch.device) -> Any:
+    """The acoustic model (with the lang dir's tokens.txt), its features overridden."""
+    from ..model import load_model
+
+    tokens = lang.path / "tokens.txt" if lang is not None and (
+        lang.path / "tokens.txt").is_file() else None
+    model = load_model(model_path, device, tokens=tokens)
+    if feature_overrides:
+        model.set_feature_config(model.feature_config.override(**feature_overrides))
+    return model
+
+
+def _bpe_model_beside(model_path: str | Path, lang: LangDir | None) -> Path | None:
+    """The ``bpe.model`` of the lang dir, else one beside the model's tokens, else None."""
+    from ..model import find_tokens
+
+    beside = find_tokens(model_path)
+    for folder in ([lang.path] if lang is not None else []) + (
+            [beside.parent] if beside is not None else []):
+        if (folder / "bpe.model").is_file():
+            return folder / "bpe.model"
+    return None
+
+
+def _load_lang_resources(res: Resources, lang: LangDir, graph_dir: str | Path | None,
+                         vocab: int | None, device: torch.device) -> None:
+    """Into ``res``: H, the word-start mask and token words of ``lang``, and its graphs."""
+    from ..graph import build_ctc_topo, load_graph
+    from ..lang import TokenWords, bpe_word_start_mask, check_vocab_size
+
+    if vocab is not None:
+        check_vocab_size(lang.token_table, vocab, lang.path / "tokens.txt")
+    res.graphs["H"] = build_ctc_topo(lang.max_token_id, device=device)
+    word_start = bpe_word_start_mask(lang.token_table)
+    if bool(word_start.any()):
+        res.word_start = word_start.to(device)
+        if (lang.path / "lexicon.txt").is_file() and (lang.path / "words.txt").is_file() \
+                and "<UNK>" in lang.word_table:
+            res.token_words = TokenWords.from_lang_dir(lang)
+    dirs = [Path(graph_dir)] if graph_dir is not None else []
+    for name, file in GRAPH_FILES.items():
+        path = next((d / file for d in (*dirs, lang.path) if (d / file).is_file()), None)
+        if path is not None:
+            res.graphs[name] = load_graph(path, lang.token_table, lang.word_table, device,
+                                          vocab_size=vocab)
+
+
+def _load_lms(res: Resources, lm_paths: dict[str, str | Path],
+              token_vocab: tuple[int | None, str], lang: LangDir | None, sp: Any,
+              device: torch.device) -> None:
+    """Into ``res.lms``: each neural LM, checked against the token vocabulary."""
+    from ..lm.checkpoint import load_lm
+
+    for name, path in lm_paths.items():
+        res.lms[name] = load_lm(path).to(device).eval()
+        check_lm_vocab(res.lms[name], path, *token_vocab)
+        check_lm_tokens(res.lms[name], path, lang, sp)
 
 
 def _token_vocab(vocab: int | None, lang: LangDir | None, sp: Any) -> tuple[int | None, str]:

@@ -440,17 +440,11 @@ def decode_cuts(
     """Decode ``cuts`` with one method, resuming ``out_dir/{method}/results-{test_set}.jsonl``
     (per-rank shard files under torchrun), then write icefall result files for every setting.
 
-    The utterances are those of :func:`k2dec.data.utterance_cuts` (one per supervision).
-    ``out_dir`` is locked for the duration (:func:`k2dec.results.lock_out_dir`). When every
-    utterance is done the results file is rewritten in canonical form (one line per utterance
-    of ``cuts`` and ``failed``, sorted by id; lines of other utterances are left out, and the
-    references are the cuts' current ones).
-
-    Resuming is keyed on the inputs (:mod:`k2dec.job.resume`): results decoded with another
-    config, model, graph, LM, token or word table, feature setting or k2dec version are moved
-    to ``replaced/`` and the test set is decoded again; a cut whose manifest entry changed is
-    decoded again; a failed cut is tried again when its cut or ``max_duration`` changed (or
-    with ``config.retry_failed``); changed references are only scored again.
+    The utterances, the lock on ``out_dir``, resuming (results of other inputs are moved to
+    ``replaced/``) and the canonical results file are those of the module docstring; the
+    finished file holds one line per utterance of ``cuts`` and ``failed`` (lines of other
+    utterances are left out, and the references are the cuts' current ones); a failed cut is
+    tried again when its cut or ``max_duration`` changed (or with ``config.retry_failed``).
 
     Args:
       failed: ``{cut_id: reason}`` of utterances that never became cuts (e.g. unreadable
@@ -479,19 +473,25 @@ def decode_cuts(
     failed = dict(failed or {}) if config.rank == 0 else {}
     utterances = _utterances(assets, method, cuts, failed)
     method_config = method.default_config() if method_config is None else method_config
-    refs: dict[str, list[str] | None] = {c.id: _ref(c) for c in utterances}
-    refs.update({cut_id: None for cut_id in failed})
+    refs = {c.id: _ref(c) for c in utterances} | {cut_id: None for cut_id in failed}
     if config.world_size > 1:
         utterances = shard_cuts(utterances, config.world_size, config.rank)
     job = _Job(method, method_config, config, test_set, suffix,
                (inputs or JobInputs(assets)).key(method, method_config, config.batch_encoder,
                                                  config.silence_db),
                refs, reference_case(assets))
+    return _decode_in(out_dir, assets, utterances, job, failed, encoder, calibration)
+
+
+def _decode_in(out_dir: str | Path, assets: DecodeAssets, utterances: CutSet, job: _Job,
+               failed: Mapping[str, str], encoder: JobEncoder | None,
+               calibration: Mapping[str, Calibration] | None) -> DecodeSummary:
+    """:func:`_decode_locked` with ``out_dir`` locked, a full disk raised as what to do."""
     try:
-        with lock_out_dir(out_dir, config.rank):
-            return _decode_locked(assets, utterances, job, Path(out_dir) / method.name, failed,
-                                  encoder or JobEncoder(config.batch_encoder),
-                                  ctm_settings(assets, config, calibration))
+        with lock_out_dir(out_dir, job.config.rank):
+            return _decode_locked(assets, utterances, job, Path(out_dir) / job.method.name,
+                                  failed, encoder or JobEncoder(job.config.batch_encoder),
+                                  ctm_settings(assets, job.config, calibration))
     except OSError as e:  # results, icefall files: a full disk says what to do
         if e.errno in DISK_FULL_ERRNOS and not isinstance(e, DiskFullError):
             raise disk_full_error(e, e.filename or out_dir) from e

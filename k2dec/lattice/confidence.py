@@ -279,18 +279,13 @@ def lattice_timed_units(
     ids, begin, end = _unit_spans(paths, topology, word_start, aux_labels, attribute, blank_id)
     row_ids = ids.shape.row_ids(1).to(torch.int64)
     mbr = mbr_decode(lat, config, hyps=ids, attribute=attribute)
+    begin_r = ragged_from_row_ids(row_ids, begin.to(torch.int32), n)
+    end_r = ragged_from_row_ids(row_ids, end.to(torch.int32), n)
     if config.decode_mbr:
-        b_list = ragged_from_row_ids(row_ids, begin.to(torch.int32), n).tolist()
-        e_list = ragged_from_row_ids(row_ids, end.to(torch.int32), n).tolist()
-        nb, ne = _align_spans(ids.tolist(), b_list, e_list, mbr.words.tolist())
-        device = ids.values.device
         out_ids = mbr.words
-        out_begin = k2.RaggedTensor(nb, dtype=torch.int32, device=device)
-        out_end = k2.RaggedTensor(ne, dtype=torch.int32, device=device)
+        out_begin, out_end = _consensus_spans(ids, begin_r, end_r, mbr.words)
     else:
-        out_ids = ids
-        out_begin = ragged_from_row_ids(row_ids, begin.to(torch.int32), n)
-        out_end = ragged_from_row_ids(row_ids, end.to(torch.int32), n)
+        out_ids, out_begin, out_end = ids, begin_r, end_r
     # utterances without a complete path have no units at all
     keep_rows = mbr.has_path.to(out_ids.values.device)
     keep = keep_rows[out_ids.shape.row_ids(1).to(torch.int64)]
@@ -298,3 +293,13 @@ def lattice_timed_units(
                        end=ragged_select(out_end, keep), confidences=mbr.confidences,
                        has_path=mbr.has_path)
     return units, mbr
+
+
+def _consensus_spans(ids: k2.RaggedTensor, begin: k2.RaggedTensor, end: k2.RaggedTensor,
+                     words: k2.RaggedTensor) -> tuple[k2.RaggedTensor, k2.RaggedTensor]:
+    """int32 ``[utt][unit]`` begin and end frames of the consensus ``words``, from the best
+    path's units ``ids`` and their frames (see :func:`_align_spans`)."""
+    nb, ne = _align_spans(ids.tolist(), begin.tolist(), end.tolist(), words.tolist())
+    device = ids.values.device
+    return (k2.RaggedTensor(nb, dtype=torch.int32, device=device),
+            k2.RaggedTensor(ne, dtype=torch.int32, device=device))

@@ -79,6 +79,16 @@ def validate_log_probs(
     Raises:
       TypeError: wrong type or dtype. ValueError: bad shape, value, NaN or +inf in valid frames.
     """
+    _check_log_probs(log_probs, log_probs_lens)
+    _check_factors(subsampling_factor, allow_truncate)
+    num_frames = _frames_to_use(log_probs_lens, subsampling_factor, log_probs.shape[1],
+                                allow_truncate)
+    _check_finite(log_probs, num_frames)
+    return num_frames
+
+
+def _check_log_probs(log_probs: torch.Tensor, log_probs_lens: torch.Tensor) -> None:
+    """The types, dtypes and shapes of ``log_probs`` and ``log_probs_lens``."""
     if not isinstance(log_probs, torch.Tensor):
         raise TypeError(f"log_probs must be a torch.Tensor, got {type(log_probs).__name__}")
     if log_probs.dtype != torch.float32:
@@ -102,6 +112,10 @@ def validate_log_probs(
             f"log_probs_lens must have shape (N,) = ({n},) to match log_probs, "
             f"got {tuple(log_probs_lens.shape)}"
         )
+
+
+def _check_factors(subsampling_factor: int, allow_truncate: int) -> None:
+    """The types and ranges of ``subsampling_factor`` and ``allow_truncate``."""
     if isinstance(subsampling_factor, bool) or not isinstance(subsampling_factor, int):
         raise TypeError(f"subsampling_factor must be an int, got {subsampling_factor!r}")
     if subsampling_factor < 1:
@@ -111,6 +125,10 @@ def validate_log_probs(
     if allow_truncate < 0:
         raise ValueError(f"allow_truncate must be >= 0, got {allow_truncate}")
 
+
+def _frames_to_use(log_probs_lens: torch.Tensor, subsampling_factor: int, t: int,
+                   allow_truncate: int) -> torch.Tensor:
+    """int64 CPU ``(N,)``: frames per utterance, each at least 1 and clamped to ``T``."""
     lengths_cpu = log_probs_lens.detach().to("cpu", torch.int64)
     num_frames = torch.div(lengths_cpu, subsampling_factor, rounding_mode="floor")
     bad = (num_frames < 1).nonzero().flatten()
@@ -128,8 +146,12 @@ def validate_log_probs(
             f"log_probs_lens[{i}]={int(lengths_cpu[i])} gives {int(num_frames[i])} frames but "
             f"log_probs has only T={t} frames (allow_truncate={allow_truncate})"
         )
-    num_frames = num_frames.clamp(max=t)
+    return num_frames.clamp(max=t)
 
+
+def _check_finite(log_probs: torch.Tensor, num_frames: torch.Tensor) -> None:
+    """No NaN or +inf within the valid frames of ``log_probs``."""
+    t = log_probs.shape[1]
     valid = torch.arange(t).unsqueeze(0) < num_frames.unsqueeze(1)  # (N, T) on CPU
     valid = valid.to(log_probs.device)
     # one pass over the data: a frame's maximum is NaN if any entry is NaN, +inf if any is +inf
@@ -141,7 +163,6 @@ def validate_log_probs(
             f"log_probs contains NaN or +inf at utterance {i}, frame {j} (within log_probs_lens); "
             "-inf is allowed, NaN/+inf are not"
         )
-    return num_frames
 
 
 def check_vocab(graph: k2.Fsa, vocab_size: int) -> None:

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import k2
 import torch
@@ -234,60 +235,96 @@ def _arc_moves(alpha_src, word, r_rows, c_rows):
     return a1, a2, a3, value
 
 
-def _acc_stats(fsa: k2.Fsa, hyps: k2.RaggedTensor) -> _Stats:
-    """One forward and backward pass (Xu et al.'s Figures 4 and 5) for every utterance of
-    ``fsa`` (all with a complete path) against the hypotheses ``hyps`` ``[utt][word]``."""
-    device = fsa.device
-    shape = fsa.arcs.shape()
-    n = fsa.shape[0]
-    num_states = shape.tot_size(1)
-    state_splits = shape.row_splits(1).to(torch.int64)
-    starts, finals = state_splits[:-1], state_splits[1:] - 1
+class _Arcs(NamedTuple):
+    """The arcs of a group's FsaVec: global source and destination states, utterance, word
+    (int64), posterior weight (float64), and the depth-level order of :func:`_levels`."""
+
+    src: torch.Tensor
+    dst: torch.Tensor
+    utt: torch.Tensor
+    word: torch.Tensor
+    weight: torch.Tensor
+    order: torch.Tensor
+    levels: list[tuple[int, int]]
+
+
+def _arc_table(fsa: k2.Fsa) -> _Arcs:
+    """The :class:`_Arcs` of ``fsa``, with each arc's posterior given its source state."""
     src, dst = global_states(fsa)
-    utt_of_arc = shape.row_ids(1).to(torch.int64)[src]
-    word = fsa.word.to(torch.int64)
+    utt_of_arc = fsa.arcs.shape().row_ids(1).to(torch.int64)[src]
     alpha = fsa.get_forward_scores(use_double_scores=True, log_semiring=True)
     weight = torch.exp(alpha[src] + fsa.scores.to(torch.float64) - alpha[dst])
     weight = torch.nan_to_num(weight, nan=0.0, posinf=0.0)
+    order, levels = _levels(state_depths(fsa)[dst])
+    return _Arcs(src, dst, utt_of_arc, fsa.word.to(torch.int64), weight, order, levels)
 
+
+def _acc_stats(fsa: k2.Fsa, hyps: k2.RaggedTensor) -> _Stats:
+    """One forward and backward pass (Xu et al.'s Figures 4 and 5) for every utterance of
+    ``fsa`` (all with a complete path) against the hypotheses ``hyps`` ``[utt][word]``."""
+    n = fsa.shape[0]
+    state_splits = fsa.arcs.shape().row_splits(1).to(torch.int64)
+    starts, finals = state_splits[:-1], state_splits[1:] - 1
+    arcs = _arc_table(fsa)
     r, q_len = _padded_hyps(hyps)
     width = r.shape[1]
-    c = torch.zeros(n, width, dtype=torch.float64, device=device)
+    c = torch.zeros(n, width, dtype=torch.float64, device=fsa.device)
     c[:, 1:] = torch.cumsum((r[:, 1:] != 0).to(torch.float64), dim=1)
+    alpha_d = _forward_pass(arcs, r, c, starts, fsa.arcs.shape().tot_size(1))
+    expected_errors = alpha_d[finals, q_len]
+    num_words = int(arcs.word.max()) + 1 if arcs.word.numel() else 1
+    keys, vals = _backward_pass(arcs, r, c, alpha_d, (starts, finals, q_len), num_words)
+    key = torch.cat(keys)
+    uniq, inverse = torch.unique(key, return_inverse=True)
+    post = torch.zeros(uniq.numel(), dtype=torch.float64, device=fsa.device)
+    post.index_add_(0, inverse, torch.cat(vals))
+    rest = uniq // num_words
+    return _Stats(utt=rest // width, bin=rest % width, word=uniq % num_words, post=post,
+                  expected_errors=expected_errors)
 
-    order, levels = _levels(state_depths(fsa)[dst])
-    alpha_d = torch.zeros(num_states, width, dtype=torch.float64, device=device)
+
+def _forward_pass(arcs: _Arcs, r: torch.Tensor, c: torch.Tensor, starts: torch.Tensor,
+                  num_states: int) -> torch.Tensor:
+    """``alpha'`` of every state, float64 ``(num_states, Qmax + 1)``, rounded to ``GRID``."""
+    alpha_d = torch.zeros(num_states, r.shape[1], dtype=torch.float64, device=r.device)
     alpha_d[starts] = c
-    for begin, end in levels:
-        arcs = order[begin:end]
-        s, u, w = src[arcs], utt_of_arc[arcs], word[arcs]
+    for begin, end in arcs.levels:
+        level = arcs.order[begin:end]
+        s, u, w = arcs.src[level], arcs.utt[level], arcs.word[level]
         value = alpha_d[s]
         has_word = w > 0
         if bool(has_word.any()):
             _, _, _, moved = _arc_moves(value[has_word], w[has_word], r[u[has_word]],
                                         c[u[has_word]])
             value[has_word] = moved
-        alpha_d.index_add_(0, dst[arcs], weight[arcs].unsqueeze(1) * value)
-        into = dst[arcs]
+        alpha_d.index_add_(0, arcs.dst[level], arcs.weight[level].unsqueeze(1) * value)
+        into = arcs.dst[level]
         alpha_d[into] = torch.round(alpha_d[into] / GRID) * GRID
-    rows = torch.arange(n, device=device)
-    expected_errors = alpha_d[finals, q_len]
+    return alpha_d
 
+
+def _backward_pass(arcs: _Arcs, r: torch.Tensor, c: torch.Tensor, alpha_d: torch.Tensor,
+                   ends: tuple[torch.Tensor, torch.Tensor, torch.Tensor], num_words: int
+                   ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """``beta'`` over the levels in reverse: the keys ``(utt * width + bin) * num_words +
+    word`` and posteriors of the word-to-bin alignments (``ends``: start states, final states,
+    ``Q`` per utterance)."""
+    starts, finals, q_len = ends
+    n, width = r.shape
     beta_d = torch.zeros_like(alpha_d)
     beta_d[finals, q_len] = 1.0
     keys, vals = [], []
-    num_words = int(word.max()) + 1 if word.numel() else 1
 
     def emit(utt, pos, wrd, val):
         keep = val != 0
         keys.append((utt[keep] * width + pos[keep]) * num_words + wrd[keep])
         vals.append(val[keep])
 
-    positions = torch.arange(width, device=device)
-    for begin, end in reversed(levels):
-        arcs = order[begin:end]
-        s, u, w = src[arcs], utt_of_arc[arcs], word[arcs]
-        x = weight[arcs].unsqueeze(1) * beta_d[dst[arcs]]
+    positions = torch.arange(width, device=r.device)
+    for begin, end in reversed(arcs.levels):
+        level = arcs.order[begin:end]
+        s, u, w = arcs.src[level], arcs.utt[level], arcs.word[level]
+        x = arcs.weight[level].unsqueeze(1) * beta_d[arcs.dst[level]]
         has_word = w > 0
         to_src = x.clone()  # arcs without a word pass beta' back unchanged
         if bool(has_word.any()):
@@ -296,18 +333,7 @@ def _acc_stats(fsa: k2.Fsa, hyps: k2.RaggedTensor) -> _Stats:
             move1 = (a1 <= a2[:, 1:]) & (a1 <= a3)
             move2 = ~move1 & (a2[:, 1:] <= a3)
             move3 = ~move1 & ~move2
-            # beta_arc(q) = x(q) + [move3 at q + 1] * beta_arc(q + 1): sums over runs
-            carry = torch.zeros_like(xs, dtype=torch.bool)
-            carry[:, :-1] = move3
-            stop = torch.where(carry, width - 1, positions.unsqueeze(0).expand_as(carry))
-            stop = torch.flip(torch.cummin(torch.flip(stop, [1]), dim=1).values, [1])
-            tail = torch.zeros(xs.shape[0], width + 1, dtype=torch.float64, device=device)
-            tail[:, :-1] = torch.flip(torch.cumsum(torch.flip(xs, [1]), dim=1), [1])
-            beta_arc = tail[:, :-1] - torch.gather(tail, 1, stop + 1)
-            back = torch.zeros_like(xs)
-            back[:, :-1] += torch.where(move1, beta_arc[:, 1:], 0.0)
-            back[:, 1:] += torch.where(move2, beta_arc[:, 1:], 0.0)
-            back[:, 0] += beta_arc[:, 0]
+            beta_arc, back = _word_arc_beta(xs, move1, move2, move3, positions)
             to_src[has_word] = back
             m = xs.shape[0]
             pos = positions[1:].unsqueeze(0).expand(m, width - 1)
@@ -319,17 +345,31 @@ def _acc_stats(fsa: k2.Fsa, hyps: k2.RaggedTensor) -> _Stats:
     # the start state: the remaining positions are deletions
     at_start = torch.flip(torch.cumsum(torch.flip(beta_d[starts], [1]), dim=1), [1])
     pos = positions[1:].unsqueeze(0).expand(n, width - 1)
-    emit(rows.unsqueeze(1).expand(n, width - 1).reshape(-1), pos.reshape(-1),
-         torch.zeros(n * (width - 1), dtype=torch.int64, device=device),
+    emit(torch.arange(n, device=r.device).unsqueeze(1).expand(n, width - 1).reshape(-1),
+         pos.reshape(-1), torch.zeros(n * (width - 1), dtype=torch.int64, device=r.device),
          at_start[:, 1:].reshape(-1))
+    return keys, vals
 
-    key = torch.cat(keys)
-    uniq, inverse = torch.unique(key, return_inverse=True)
-    post = torch.zeros(uniq.numel(), dtype=torch.float64, device=device)
-    post.index_add_(0, inverse, torch.cat(vals))
-    rest = uniq // num_words
-    return _Stats(utt=rest // width, bin=rest % width, word=uniq % num_words, post=post,
-                  expected_errors=expected_errors)
+
+def _word_arc_beta(xs: torch.Tensor, move1: torch.Tensor, move2: torch.Tensor,
+                   move3: torch.Tensor, positions: torch.Tensor
+                   ) -> tuple[torch.Tensor, torch.Tensor]:
+    """For arcs with a word: ``beta'`` of each arc and position, and what flows back to the
+    source state, following the chosen moves (``move1..3`` of shape ``(m, Q)``)."""
+    width = xs.shape[1]
+    # beta_arc(q) = x(q) + [move3 at q + 1] * beta_arc(q + 1): sums over runs
+    carry = torch.zeros_like(xs, dtype=torch.bool)
+    carry[:, :-1] = move3
+    stop = torch.where(carry, width - 1, positions.unsqueeze(0).expand_as(carry))
+    stop = torch.flip(torch.cummin(torch.flip(stop, [1]), dim=1).values, [1])
+    tail = torch.zeros(xs.shape[0], width + 1, dtype=torch.float64, device=xs.device)
+    tail[:, :-1] = torch.flip(torch.cumsum(torch.flip(xs, [1]), dim=1), [1])
+    beta_arc = tail[:, :-1] - torch.gather(tail, 1, stop + 1)
+    back = torch.zeros_like(xs)
+    back[:, :-1] += torch.where(move1, beta_arc[:, 1:], 0.0)
+    back[:, 1:] += torch.where(move2, beta_arc[:, 1:], 0.0)
+    back[:, 0] += beta_arc[:, 0]
+    return beta_arc, back
 
 
 def _best_per_bin(stats: _Stats, r: torch.Tensor) -> torch.Tensor:
@@ -417,24 +457,17 @@ def mbr_decode(
     """
     if not isinstance(config, MbrConfig):
         raise TypeError(f"config must be an MbrConfig, got {type(config).__name__}")
-    lat, words = lattice_arc_words(lattice_fsa_vec(lattice), attribute)
-    device = lat.device
-    n = lat.shape[0]
-    work = plain_topology(lat, scaled_arc_scores(lat, config.posterior))
-    work.word = words.to(torch.int32)
-    work = k2.connect(work)
-    if not work.properties & k2.fsa_properties.TOPSORTED:
-        work = k2.top_sort(work)
+    work = _word_lattice(lattice, config, attribute)
+    device = work.device
+    n = work.shape[0]
     tot = work.get_tot_scores(use_double_scores=True, log_semiring=True)
     has_path = torch.isfinite(tot).to("cpu")
     current = _path_words(work) if hyps is None else _to_ragged(hyps, n, device)
 
-    expected_errors = torch.full((n,), float("nan"), dtype=torch.float64)
-    iterations = torch.zeros(n, dtype=torch.int64)
-    converged = torch.ones(n, dtype=torch.bool)
-    final_stats: list[_Stats] = []
-    final_words: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
-    hyp_rows = current.tolist()  # the hypotheses as lists, updated after each pass
+    progress = _Progress(hyp_rows=current.tolist(),
+                         expected_errors=torch.full((n,), float("nan"), dtype=torch.float64),
+                         iterations=torch.zeros(n, dtype=torch.int64),
+                         converged=torch.ones(n, dtype=torch.bool))
     work_states = work.arcs.shape().row_splits(1).to("cpu", torch.int64).diff().tolist()
     active = [i for i in range(n) if bool(has_path[i])]
     for it in range(config.max_iterations):
@@ -442,46 +475,80 @@ def mbr_decode(
             break
         next_active = []
         for group in _groups([work_states[i] for i in active],
-                             [2 * len(hyp_rows[i]) + 1 for i in active], config.max_cells):
-            utts = [active[j] for j in group]
-            index = torch.tensor(utts, dtype=torch.int32, device=device)
-            sub = k2.index_fsa(work, index)
-            sub_hyps = k2.RaggedTensor([hyp_rows[i] for i in utts], dtype=torch.int32,
-                                       device=device)
-            stats = _acc_stats(sub, sub_hyps)
-            r, q_len = _padded_hyps(sub_hyps)
-            best = _best_per_bin(stats, r)
-            chosen = torch.zeros_like(r)
-            chosen[stats.utt[best], stats.bin[best]] = stats.word[best]
-            cols = torch.arange(r.shape[1], device=device).unsqueeze(0)
-            valid = (cols >= 1) & (cols <= q_len.unsqueeze(1))
-            changed = ((chosen != r) & valid).any(dim=1)
-            if not config.decode_mbr:
-                changed = torch.zeros_like(changed)
-                chosen = torch.where(valid, r, chosen)
-            done = ~changed | (it + 1 == config.max_iterations)
-            glob = index.to(torch.int64)
-            where = glob.cpu()
-            iterations[where] = it + 1
-            expected_errors[where] = stats.expected_errors.cpu()
-            converged[where] = ~changed.cpu()
-            new_rows = _rows_of(chosen[changed], valid[changed])
-            for j, u in enumerate(torch.nonzero(changed.cpu()).flatten().tolist()):
-                hyp_rows[utts[u]] = new_rows[j]
-            next_active += where[~done.cpu()].tolist()
-            finished = done[stats.utt]
-            final_stats.append(_Stats(utt=glob[stats.utt[finished]], bin=stats.bin[finished],
-                                      word=stats.word[finished], post=stats.post[finished],
-                                      expected_errors=stats.expected_errors))
-            # the output words: chosen non-epsilon bins of finished utterances
-            pick = valid & (chosen > 0) & done.unsqueeze(1)
-            rows_p, bins_p = torch.nonzero(pick, as_tuple=True)
-            final_words.append((glob[rows_p], bins_p, chosen[rows_p, bins_p],
-                                _post_at(stats, rows_p, bins_p, chosen[rows_p, bins_p],
-                                         r.shape[1])))
+                             [2 * len(progress.hyp_rows[i]) + 1 for i in active],
+                             config.max_cells):
+            next_active += _mbr_pass(work, [active[j] for j in group], it, config, progress)
         active = sorted(next_active)
-    return _assemble(n, device, final_stats, final_words, expected_errors, iterations,
-                     converged & has_path, has_path)
+    return _assemble(n, device, progress.final_stats, progress.final_words,
+                     progress.expected_errors, progress.iterations,
+                     progress.converged & has_path, has_path)
+
+
+def _word_lattice(lattice: LatticeResult | k2.Fsa, config: MbrConfig, attribute: str
+                  ) -> k2.Fsa:
+    """The connected, top-sorted lattice with scaled scores and its words in ``word``."""
+    lat, words = lattice_arc_words(lattice_fsa_vec(lattice), attribute)
+    work = plain_topology(lat, scaled_arc_scores(lat, config.posterior))
+    work.word = words.to(torch.int32)
+    work = k2.connect(work)
+    if not work.properties & k2.fsa_properties.TOPSORTED:
+        work = k2.top_sort(work)
+    return work
+
+
+@dataclass
+class _Progress:
+    """What the passes found so far: the current hypothesis of each utterance (updated after
+    each pass), its CPU ``(N,)`` summaries, and the stats and words of finished groups."""
+
+    hyp_rows: list[list[int]]
+    expected_errors: torch.Tensor
+    iterations: torch.Tensor
+    converged: torch.Tensor
+    final_stats: list[_Stats] = field(default_factory=list)
+    final_words: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = field(
+        default_factory=list)
+
+
+def _mbr_pass(work: k2.Fsa, utts: list[int], it: int, config: MbrConfig,
+              progress: _Progress) -> list[int]:
+    """Pass ``it`` over the utterances ``utts``: update ``progress``, return those that go on."""
+    device = work.device
+    index = torch.tensor(utts, dtype=torch.int32, device=device)
+    sub = k2.index_fsa(work, index)
+    sub_hyps = k2.RaggedTensor([progress.hyp_rows[i] for i in utts], dtype=torch.int32,
+                               device=device)
+    stats = _acc_stats(sub, sub_hyps)
+    r, q_len = _padded_hyps(sub_hyps)
+    best = _best_per_bin(stats, r)
+    chosen = torch.zeros_like(r)
+    chosen[stats.utt[best], stats.bin[best]] = stats.word[best]
+    cols = torch.arange(r.shape[1], device=device).unsqueeze(0)
+    valid = (cols >= 1) & (cols <= q_len.unsqueeze(1))
+    changed = ((chosen != r) & valid).any(dim=1)
+    if not config.decode_mbr:
+        changed = torch.zeros_like(changed)
+        chosen = torch.where(valid, r, chosen)
+    done = ~changed | (it + 1 == config.max_iterations)
+    glob = index.to(torch.int64)
+    where = glob.cpu()
+    progress.iterations[where] = it + 1
+    progress.expected_errors[where] = stats.expected_errors.cpu()
+    progress.converged[where] = ~changed.cpu()
+    new_rows = _rows_of(chosen[changed], valid[changed])
+    for j, u in enumerate(torch.nonzero(changed.cpu()).flatten().tolist()):
+        progress.hyp_rows[utts[u]] = new_rows[j]
+    finished = done[stats.utt]
+    progress.final_stats.append(_Stats(
+        utt=glob[stats.utt[finished]], bin=stats.bin[finished], word=stats.word[finished],
+        post=stats.post[finished], expected_errors=stats.expected_errors))
+    # the output words: chosen non-epsilon bins of finished utterances
+    pick = valid & (chosen > 0) & done.unsqueeze(1)
+    rows_p, bins_p = torch.nonzero(pick, as_tuple=True)
+    progress.final_words.append((glob[rows_p], bins_p, chosen[rows_p, bins_p],
+                                 _post_at(stats, rows_p, bins_p, chosen[rows_p, bins_p],
+                                          r.shape[1])))
+    return where[~done.cpu()].tolist()
 
 
 def _rows_of(chosen: torch.Tensor, valid: torch.Tensor) -> list[list[int]]:

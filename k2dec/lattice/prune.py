@@ -113,30 +113,11 @@ def prune_lattice(
                               zip(counts.tolist(), _arc_counts(out).tolist()))
         return lattice, tuple(PruneReport(int(c), int(c)) for c in counts.tolist())
     device = lattice.device
-    max_arcs_dev = caps.clamp(max=max(len(lattice.scores), 1)).to(torch.int64).to(device)
     gap = _arc_gaps(lattice)
     arc_utt = torch.repeat_interleave(torch.arange(num_utts, device=device),
                                       (arc_splits[1:] - arc_splits[:-1]))
-    limit = torch.full((num_utts,), math.inf if beam is None else float(beam),
-                       dtype=torch.float64, device=device)
-    if bool(over.any()):
-        # per utterance, the gap of its (max_arcs + 1)-th best arc: keep arcs strictly below
-        # it (ties at 0, i.e. more than max_arcs arcs on equally best paths, are all kept)
-        order = torch.sort(gap, stable=True).indices
-        order = order[torch.sort(arc_utt[order], stable=True).indices]  # by utt, then gap
-        kth = gap[order[(arc_splits[:-1] + max_arcs_dev).clamp(max=max(len(gap) - 1, 0))]]
-        below = torch.nextafter(kth, torch.full_like(kth, -math.inf))
-        cut = torch.where(kth > 0, below, torch.zeros_like(kth))
-        limit = torch.where(over.to(device), torch.minimum(limit, cut), limit)
-    keep = gap <= limit[arc_utt]
-    kept_idx = torch.nonzero(keep).flatten().to(torch.int32)
-    ragged_keep = k2.RaggedTensor(shape, keep.to(torch.int32))
-    new_shape = ragged_keep.remove_values_eq(0).shape
-    values = lattice.arcs.values()[kept_idx.to(torch.int64)]
-    import _k2
-
-    out = k2.utils.fsa_from_unary_function_tensor(
-        lattice, _k2.RaggedArc(new_shape, values), kept_idx)
+    limit = _gap_limits(gap, arc_utt, arc_splits, caps, over, beam)
+    out = _keep_arcs(lattice, gap <= limit[arc_utt])
     out = k2.connect(out)
     new_counts = _arc_counts(out).tolist()
     limits = limit.cpu().tolist()
@@ -148,6 +129,38 @@ def prune_lattice(
         pruned = after < live[u] and math.isfinite(limits[u])
         reports.append(PruneReport(int(before), int(after), limits[u] if pruned else None))
     return out, tuple(reports)
+
+
+def _gap_limits(gap: torch.Tensor, arc_utt: torch.Tensor, arc_splits: torch.Tensor,
+                caps: torch.Tensor, over: torch.Tensor, beam: float | None) -> torch.Tensor:
+    """float64 ``[num_utts]``: the largest gap an utterance's arcs may have to be kept (the
+    beam, narrowed below the ``(max_arcs + 1)``-th best arc's gap where over ``caps``)."""
+    num_utts, device = caps.numel(), gap.device
+    limit = torch.full((num_utts,), math.inf if beam is None else float(beam),
+                       dtype=torch.float64, device=device)
+    if bool(over.any()):
+        max_arcs_dev = caps.clamp(max=max(len(gap), 1)).to(torch.int64).to(device)
+        # per utterance, the gap of its (max_arcs + 1)-th best arc: keep arcs strictly below
+        # it (ties at 0, i.e. more than max_arcs arcs on equally best paths, are all kept)
+        order = torch.sort(gap, stable=True).indices
+        order = order[torch.sort(arc_utt[order], stable=True).indices]  # by utt, then gap
+        kth = gap[order[(arc_splits[:-1] + max_arcs_dev).clamp(max=max(len(gap) - 1, 0))]]
+        below = torch.nextafter(kth, torch.full_like(kth, -math.inf))
+        cut = torch.where(kth > 0, below, torch.zeros_like(kth))
+        limit = torch.where(over.to(device), torch.minimum(limit, cut), limit)
+    return limit
+
+
+def _keep_arcs(lattice: k2.Fsa, keep: torch.Tensor) -> k2.Fsa:
+    """The arcs of ``lattice`` where ``keep`` (bool, per arc), with their attributes."""
+    import _k2
+
+    kept_idx = torch.nonzero(keep).flatten().to(torch.int32)
+    ragged_keep = k2.RaggedTensor(lattice.arcs.shape(), keep.to(torch.int32))
+    new_shape = ragged_keep.remove_values_eq(0).shape
+    values = lattice.arcs.values()[kept_idx.to(torch.int64)]
+    return k2.utils.fsa_from_unary_function_tensor(
+        lattice, _k2.RaggedArc(new_shape, values), kept_idx)
 
 
 def _caps(max_arcs, num_utts: int) -> torch.Tensor:

@@ -206,30 +206,8 @@ def rescore_with_whole_lattice(
     _check_word_lattice(lat)
     if not isinstance(config, RescoreConfig):
         raise TypeError(f"config must be a RescoreConfig, got {type(config).__name__}")
-    if not isinstance(G, k2.Fsa):
-        raise TypeError(f"G must be a k2.Fsa, got {type(G).__name__}")
-    if not hasattr(G, "lm_scores"):
-        raise ValueError("G has no lm_scores attribute; set G.lm_scores = G.scores.clone()")
-    if G.device != lat.device:
-        raise ValueError(f"G is on {G.device} but the lattice is on {lat.device}")
-    if G.arcs.num_axes() == 2:
-        G = k2.create_fsa_vec([G])
-    elif G.shape[0] != 1:
-        raise ValueError(f"G must be one FSA, got an FsaVec of {G.shape[0]}")
-    if G.properties & k2.fsa_properties.ARC_SORTED == 0:
-        G = k2.arc_sort(G)
-
-    # A clone with acoustic-only scores and no lm_scores, inverted so words are the labels.
-    # Ragged word labels are expanded into chains of arcs; the added arcs consume no frame.
-    inv = lat.clone()
-    inv.scores = (lat.scores - lat.lm_scores).detach()
-    del inv.lm_scores
-    inv, arc_map = k2.invert(inv, ret_arc_map=True)
-    if hasattr(inv, FRAME_ATTR):
-        frames = getattr(inv, FRAME_ATTR)
-        setattr(inv, FRAME_ATTR, torch.where(arc_map >= 0, frames, torch.full_like(frames, -1)))
-    inv, _ = prune_lattice(inv, connect=True)
-    rescored, utts = _bounded_compose(G, inv, config)
+    G = _rescoring_G(G, lat.device)
+    rescored, utts = _bounded_compose(G, _acoustic_word_lattice(lat), config)
     num_failed = sum(u.status is RescoreStatus.FAILED for u in utts)
     reason = "; ".join(f"utterance {i}: {u.reason}" for i, u in enumerate(utts)
                        if u.status is RescoreStatus.FAILED)
@@ -254,6 +232,38 @@ def rescore_with_whole_lattice(
                          reason=reason, lattice=rescored)
 
 
+def _rescoring_G(G: k2.Fsa, device: torch.device) -> k2.Fsa:
+    """``G`` checked, as an arc-sorted FsaVec of one."""
+    if not isinstance(G, k2.Fsa):
+        raise TypeError(f"G must be a k2.Fsa, got {type(G).__name__}")
+    if not hasattr(G, "lm_scores"):
+        raise ValueError("G has no lm_scores attribute; set G.lm_scores = G.scores.clone()")
+    if G.device != device:
+        raise ValueError(f"G is on {G.device} but the lattice is on {device}")
+    if G.arcs.num_axes() == 2:
+        G = k2.create_fsa_vec([G])
+    elif G.shape[0] != 1:
+        raise ValueError(f"G must be one FSA, got an FsaVec of {G.shape[0]}")
+    if G.properties & k2.fsa_properties.ARC_SORTED == 0:
+        G = k2.arc_sort(G)
+    return G
+
+
+def _acoustic_word_lattice(lat: k2.Fsa) -> k2.Fsa:
+    """A clone with acoustic-only scores and no lm_scores, inverted so words are the labels,
+    and connected. Ragged word labels are expanded into chains of arcs; the added arcs consume
+    no frame."""
+    inv = lat.clone()
+    inv.scores = (lat.scores - lat.lm_scores).detach()
+    del inv.lm_scores
+    inv, arc_map = k2.invert(inv, ret_arc_map=True)
+    if hasattr(inv, FRAME_ATTR):
+        frames = getattr(inv, FRAME_ATTR)
+        setattr(inv, FRAME_ATTR, torch.where(arc_map >= 0, frames, torch.full_like(frames, -1)))
+    inv, _ = prune_lattice(inv, connect=True)
+    return inv
+
+
 def _bounded_compose(G: k2.Fsa, inv: k2.Fsa, config: RescoreConfig
                      ) -> tuple[k2.Fsa, tuple[UtteranceRescore, ...]]:
     """Compose every utterance of ``inv`` (connected, words as labels) with G within the
@@ -261,84 +271,114 @@ def _bounded_compose(G: k2.Fsa, inv: k2.Fsa, config: RescoreConfig
     growing, each round one composition call per group of utterances whose predicted sizes
     fit the budget. Returns the inverted compositions in utterance order (an empty FSA where
     an utterance failed) and the reports."""
-    n = inv.shape[0]
-    total = arcs_per_fsa(inv).tolist()
+    st = _ComposeState.start(arcs_per_fsa(inv).tolist(), config)
     budget = config.max_rescored_arcs
-    limit = [min(t, config.max_input_arcs) for t in total]
-    cap = [max(1, min(t, config.first_arcs, config.max_input_arcs)) for t in total]
-    predicted = [c * _FIRST_GROWTH for c in cap]
-    last_raw = [0] * n  # composed arcs at the previous accepted cap (0: none yet)
-    chosen: list[tuple[int, int] | None] = [None] * n  # (round, position) of the kept one
-    reports: list[PruneReport | None] = [None] * n
-    raws = [0] * n
-    dead = [False] * n  # the last composition kept no path (G accepts none)
     rounds: list[k2.Fsa] = []
-    active = [u for u in range(n) if total[u] > 0]
+    active = [u for u in range(st.n) if st.total[u] > 0]
     while active:
         sub = k2.index_fsa(inv, torch.tensor(active, dtype=torch.int32, device=inv.device))
-        pruned, rep = prune_lattice(sub, [cap[u] for u in active])
+        pruned, rep = prune_lattice(sub, [st.cap[u] for u in active])
         outs, raw = [], []
-        for group in _groups([predicted[u] for u in active], budget):
+        for group in _groups([st.predicted[u] for u in active], budget):
             part = k2.index_fsa(pruned, torch.tensor(group, dtype=torch.int32,
                                                      device=inv.device))
             out, r = _intersect_with_G(G, part)
             outs.append(out)
             raw += r.tolist()
         rounds.append(outs[0] if len(outs) == 1 else k2.cat(outs))
-        alive = arcs_per_fsa(rounds[-1]).tolist()
-        still = []
-        for j, u in enumerate(active):  # groups are consecutive: position j in the round
-            if raw[j] > budget:
-                if chosen[u] is None and cap[u] > 1:  # nothing fits yet: prune harder
-                    cap[u] = max(1, cap[u] // 4)
-                    predicted[u] = budget
-                    still.append(u)
-                    dead[u] = False
-                continue  # else keep the previous composition
-            if alive[j] > 0:  # G accepts some path of the pruned lattice
-                chosen[u], reports[u], raws[u] = (len(rounds) - 1, j), rep[j], raw[j]
-            elif chosen[u] is None:
-                dead[u] = True
-            if cap[u] >= limit[u]:
-                continue
-            growth = raw[j] / last_raw[u] if last_raw[u] else _FIRST_GROWTH
-            nxt = min(2 * cap[u], limit[u])
-            predicted[u] = int(raw[j] * max(growth, 1.0) * nxt / (2 * cap[u])) + 1
-            if predicted[u] > budget:
-                continue
-            last_raw[u], cap[u] = raw[j], nxt
-            still.append(u)
-        active = still
-    utts = []
-    for u in range(n):
-        if chosen[u] is None:
-            if total[u] == 0:
-                why = "empty lattice"
-            elif dead[u]:
-                why = (f"whole-lattice rescoring failed: G accepts no path of the lattice "
-                       f"pruned to {cap[u]} of {total[u]} arcs (bounds max_input_arcs="
-                       f"{config.max_input_arcs}, max_rescored_arcs={budget})")
-            else:
-                why = (f"whole-lattice rescoring failed: even pruned to {cap[u]} of "
-                       f"{total[u]} arcs the lattice composed with G to more than "
-                       f"max_rescored_arcs={budget} arcs")
-            utts.append(UtteranceRescore(RescoreStatus.FAILED, PruneReport(total[u], 0), 0,
-                                         why))
-            continue
-        rep = reports[u]
-        why = "" if not rep.pruned else (
-            f"{rep.describe()} before whole-lattice rescoring (composed: {raws[u]} arcs; "
-            f"bounds max_input_arcs={config.max_input_arcs}, max_rescored_arcs={budget})")
-        utts.append(UtteranceRescore(
-            RescoreStatus.PRUNED if rep.pruned else RescoreStatus.OK, rep, raws[u], why))
+        active = st.next_round(active, len(rounds) - 1, rep, raw,
+                               arcs_per_fsa(rounds[-1]).tolist(), budget)
+    utts = tuple(st.report(u, config) for u in range(st.n))
     offsets = [0]
     for r in rounds:
         offsets.append(offsets[-1] + r.shape[0])
     pieces = rounds + [_empty_like(rounds[0] if rounds else inv)]
     everything = pieces[0] if len(pieces) == 1 else k2.cat(pieces)
-    pick = [offsets[c[0]] + c[1] if c is not None else offsets[-1] for c in chosen]
+    pick = [offsets[c[0]] + c[1] if c is not None else offsets[-1] for c in st.chosen]
     out = k2.index_fsa(everything, torch.tensor(pick, dtype=torch.int32, device=inv.device))
-    return k2.invert(out), tuple(utts)
+    return k2.invert(out), utts
+
+
+@dataclass
+class _ComposeState:
+    """Per utterance of :func:`_bounded_compose`: its arcs, the cap on its pruned arcs and
+    the cap's limit, the predicted composed size, the composed size at the last accepted cap
+    (0: none yet), the ``(round, position)`` and prune report and composed size of the kept
+    composition, and whether the last composition kept no path (G accepts none)."""
+
+    total: list[int]
+    limit: list[int]
+    cap: list[int]
+    predicted: list[int]
+    last_raw: list[int]
+    chosen: list[tuple[int, int] | None]
+    reports: list[PruneReport | None]
+    raws: list[int]
+    dead: list[bool]
+
+    @property
+    def n(self) -> int:
+        """The number of utterances."""
+        return len(self.total)
+
+    @classmethod
+    def start(cls, total: list[int], config: RescoreConfig) -> _ComposeState:
+        """Before the first round: caps at ``first_arcs`` within the bounds."""
+        n = len(total)
+        cap = [max(1, min(t, config.first_arcs, config.max_input_arcs)) for t in total]
+        return cls(total=total, limit=[min(t, config.max_input_arcs) for t in total], cap=cap,
+                   predicted=[c * _FIRST_GROWTH for c in cap], last_raw=[0] * n,
+                   chosen=[None] * n, reports=[None] * n, raws=[0] * n, dead=[False] * n)
+
+    def next_round(self, active: list[int], round_index: int, rep: list[PruneReport],
+                   raw: list[int], alive: list[int], budget: int) -> list[int]:
+        """Take a round's compositions (position j: utterance ``active[j]``, groups being
+        consecutive); return the utterances to compose again with a new cap."""
+        still = []
+        for j, u in enumerate(active):
+            if raw[j] > budget:
+                if self.chosen[u] is None and self.cap[u] > 1:  # nothing fits: prune harder
+                    self.cap[u] = max(1, self.cap[u] // 4)
+                    self.predicted[u] = budget
+                    still.append(u)
+                    self.dead[u] = False
+                continue  # else keep the previous composition
+            if alive[j] > 0:  # G accepts some path of the pruned lattice
+                self.chosen[u], self.reports[u], self.raws[u] = (round_index, j), rep[j], raw[j]
+            elif self.chosen[u] is None:
+                self.dead[u] = True
+            if self.cap[u] >= self.limit[u]:
+                continue
+            growth = raw[j] / self.last_raw[u] if self.last_raw[u] else _FIRST_GROWTH
+            nxt = min(2 * self.cap[u], self.limit[u])
+            self.predicted[u] = int(raw[j] * max(growth, 1.0) * nxt / (2 * self.cap[u])) + 1
+            if self.predicted[u] > budget:
+                continue
+            self.last_raw[u], self.cap[u] = raw[j], nxt
+            still.append(u)
+        return still
+
+    def report(self, u: int, config: RescoreConfig) -> UtteranceRescore:
+        """What happened to utterance ``u``, once no round is left."""
+        budget, total, cap = config.max_rescored_arcs, self.total[u], self.cap[u]
+        if self.chosen[u] is None:
+            if total == 0:
+                why = "empty lattice"
+            elif self.dead[u]:
+                why = (f"whole-lattice rescoring failed: G accepts no path of the lattice "
+                       f"pruned to {cap} of {total} arcs (bounds max_input_arcs="
+                       f"{config.max_input_arcs}, max_rescored_arcs={budget})")
+            else:
+                why = (f"whole-lattice rescoring failed: even pruned to {cap} of "
+                       f"{total} arcs the lattice composed with G to more than "
+                       f"max_rescored_arcs={budget} arcs")
+            return UtteranceRescore(RescoreStatus.FAILED, PruneReport(total, 0), 0, why)
+        rep = self.reports[u]
+        why = "" if not rep.pruned else (
+            f"{rep.describe()} before whole-lattice rescoring (composed: {self.raws[u]} arcs; "
+            f"bounds max_input_arcs={config.max_input_arcs}, max_rescored_arcs={budget})")
+        return UtteranceRescore(
+            RescoreStatus.PRUNED if rep.pruned else RescoreStatus.OK, rep, self.raws[u], why)
 
 
 #: expected growth of a lattice's size when composed with G (or when its pruned size

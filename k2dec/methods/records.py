@@ -201,19 +201,7 @@ def from_nbest(
     best_list = [b.to(device, torch.int64) for b, _, _ in chosen]
     confs = nbest_confidences(nbest.key_seqs.to(device), nbest.path_to_utt().to(device), n,
                               [p.to(device) for _, _, p in chosen], best_list, posterior_scale)
-    # frames of every path chosen by some setting, found once
-    used = torch.unique(torch.cat(best_list)) if best_list else torch.zeros(0, dtype=torch.int64)
-    used = used[used >= 0]
-    spans: dict[int, tuple[list[int], list[int], list[int]]] = {}
-    if used.numel():
-        paths = k2.index_fsa(nbest.fsa, used.to(torch.int32))
-        aux = AuxLabels.WORDS if words else AuxLabels.TOKENS
-        try:
-            ids, begin, end = path_units(paths, topology, word_start, aux)
-            rows = zip(used.tolist(), ids.tolist(), begin.tolist(), end.tolist())
-            spans = {p: (i, b, e) for p, i, b, e in rows}
-        except ValueError:  # units that do not match the tokens one to one: no frames
-            spans = {}
+    spans = _chosen_spans(nbest, best_list, words, topology, word_start)
     keys = nbest.key_seqs.tolist()
     notes = nbest.notes()
     out = []
@@ -226,20 +214,44 @@ def from_nbest(
                                              words=seq if words else None,
                                              error=failed[u] or EMPTY_LATTICE, notes=notes[u]))
                 continue
-            span = spans.get(b)
-            ok = span is not None and tuple(span[0]) == seq
-            if words:
-                recs.append(HypothesisRecord(
-                    words=seq, word_frames=tuple(span[1]) if ok else None,
-                    word_durations=tuple(e - f for f, e in zip(span[1], span[2])) if ok
-                    else None, score=_score(sc), word_confidences=probabilities(c),
-                    notes=notes[u]))
-            else:
-                recs.append(HypothesisRecord(
-                    tokens=seq, token_frames=tuple(span[1]) if ok else None, score=_score(sc),
-                    token_confidences=probabilities(c), notes=notes[u]))
+            recs.append(_chosen_record(seq, spans.get(b), sc, c, words, notes[u]))
         out.append(tuple(recs))
     return out
+
+
+def _chosen_spans(nbest: Nbest, best_list: list[torch.Tensor], words: bool,
+                  topology: Topology, word_start: torch.Tensor | None
+                  ) -> dict[int, tuple[list[int], list[int], list[int]]]:
+    """Units, begin and end frames of every path chosen by some setting, found once (none
+    where the units do not match the tokens one to one)."""
+    used = torch.unique(torch.cat(best_list)) if best_list else torch.zeros(0, dtype=torch.int64)
+    used = used[used >= 0]
+    if not used.numel():
+        return {}
+    paths = k2.index_fsa(nbest.fsa, used.to(torch.int32))
+    aux = AuxLabels.WORDS if words else AuxLabels.TOKENS
+    try:
+        ids, begin, end = path_units(paths, topology, word_start, aux)
+    except ValueError:  # units that do not match the tokens one to one: no frames
+        return {}
+    rows = zip(used.tolist(), ids.tolist(), begin.tolist(), end.tolist())
+    return {p: (i, b, e) for p, i, b, e in rows}
+
+
+def _chosen_record(seq: tuple[int, ...], span: tuple[list[int], list[int], list[int]] | None,
+                   score: float, conf: list[float], words: bool, note: str
+                   ) -> HypothesisRecord:
+    """The record of a chosen path's key sequence ``seq``, with its frames where its aligned
+    units ``span`` spell ``seq``."""
+    ok = span is not None and tuple(span[0]) == seq
+    if words:
+        return HypothesisRecord(
+            words=seq, word_frames=tuple(span[1]) if ok else None,
+            word_durations=tuple(e - f for f, e in zip(span[1], span[2])) if ok
+            else None, score=_score(score), word_confidences=probabilities(conf), notes=note)
+    return HypothesisRecord(
+        tokens=seq, token_frames=tuple(span[1]) if ok else None, score=_score(score),
+        token_confidences=probabilities(conf), notes=note)
 
 
 def oracle_records(

@@ -146,20 +146,8 @@ def train_joint_model(
     torch.manual_seed(cfg.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=1e-6)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _lr_lambda(cfg.warmup_steps))
-    step, start_epoch, skip = 0, 0, 0
-    resume = latest_checkpoint(exp_dir)
-    if resume is not None:
-        ckpt = torch.load(resume, map_location=device, weights_only=False)
-        model.load_state_dict(ckpt["model"])
-        opt.load_state_dict(ckpt["optimizer"])
-        sched.load_state_dict(ckpt["scheduler"])
-        step, start_epoch = ckpt["step"], ckpt["epoch"]
-        skip = ckpt.get("batches_done", 0)
-        torch.set_rng_state(ckpt["rng"])
-        logger.info("resumed from %s (step %d, epoch %d)", resume, step, start_epoch)
-    running: dict[str, float] = {}
-    tokens_seen = 0
-    last = float("nan")
+    step, start_epoch, skip = _resume(exp_dir, model, opt, sched, device)
+    log = _LossLog()
     for epoch in range(start_epoch, cfg.num_epochs):
         model.train()
         bar = tqdm(make_batches(epoch), desc=f"epoch {epoch}", unit="batch", leave=False)
@@ -171,27 +159,14 @@ def train_joint_model(
             if cfg.max_steps is not None and step >= cfg.max_steps:
                 break
             done += 1
-            feats, lens, tokens, _ = batch_to_inputs(batch, encode)
-            losses = model.losses(feats.to(device), lens.to(device), tokens, cfg.loss)
-            if not torch.isfinite(losses.total):
+            losses = _train_step(model, batch, encode, device, opt, sched, cfg)
+            if losses is None:
                 logger.warning("step %d: non-finite loss, batch skipped", step)
                 continue
-            opt.zero_grad()
-            (losses.total / max(1, losses.num_tokens)).backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            opt.step()
-            sched.step()
             step += 1
-            for name in ("ctc", "transducer_simple", "transducer_pruned", "attention",
-                         "total"):
-                running[name] = running.get(name, 0.0) + float(getattr(losses, name))
-            tokens_seen += losses.num_tokens
+            log.add(losses)
             if step % cfg.log_every == 0:
-                last = running["total"] / max(1, tokens_seen)
-                bar.set_postfix(loss=f"{last:.3f}", lr=f"{sched.get_last_lr()[0]:.2e}")
-                logger.info("epoch %d step %d: %s (per token)", epoch, step, ", ".join(
-                    f"{k}={v / max(1, tokens_seen):.3f}" for k, v in running.items()))
-                running, tokens_seen = {}, 0
+                log.report(bar, sched.get_last_lr()[0], epoch, step)
             if cfg.save_every_n and step % cfg.save_every_n == 0:
                 _save(exp_dir / f"checkpoint-{step}.pt", model, opt, sched, step, epoch, cfg,
                       done)
@@ -203,10 +178,69 @@ def train_joint_model(
         _save(exp_dir / f"epoch-{epoch + 1}.pt", model, opt, sched, step, epoch + 1, cfg)
         _save(exp_dir / f"checkpoint-{step}.pt", model, opt, sched, step, epoch + 1, cfg)
         _prune(exp_dir, cfg.keep_last_k)
-    if tokens_seen:
-        last = running.get("total", 0.0) / tokens_seen
     return {"step": step, "epoch": min(cfg.num_epochs, epoch + 1) if cfg.num_epochs else 0,
-            "loss_per_token": last}
+            "loss_per_token": log.final()}
+
+
+def _resume(exp_dir: Path, model: JointModel, opt, sched, device: torch.device
+            ) -> tuple[int, int, int]:
+    """Load the newest checkpoint of ``exp_dir`` if any: ``(step, epoch, batches done)``."""
+    resume = latest_checkpoint(exp_dir)
+    if resume is None:
+        return 0, 0, 0
+    ckpt = torch.load(resume, map_location=device, weights_only=False)
+    model.load_state_dict(ckpt["model"])
+    opt.load_state_dict(ckpt["optimizer"])
+    sched.load_state_dict(ckpt["scheduler"])
+    step, start_epoch = ckpt["step"], ckpt["epoch"]
+    skip = ckpt.get("batches_done", 0)
+    torch.set_rng_state(ckpt["rng"])
+    logger.info("resumed from %s (step %d, epoch %d)", resume, step, start_epoch)
+    return step, start_epoch, skip
+
+
+def _train_step(model: JointModel, batch: dict, encode: Callable[[list[str]], list[list[int]]],
+                device: torch.device, opt, sched, cfg: TrainConfig) -> Any:
+    """One optimizer step on ``batch``: its losses, or None (no step) when not finite."""
+    feats, lens, tokens, _ = batch_to_inputs(batch, encode)
+    losses = model.losses(feats.to(device), lens.to(device), tokens, cfg.loss)
+    if not torch.isfinite(losses.total):
+        return None
+    opt.zero_grad()
+    (losses.total / max(1, losses.num_tokens)).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+    opt.step()
+    sched.step()
+    return losses
+
+
+@dataclass
+class _LossLog:
+    """Sums of the losses since the last log line, and the last logged loss per token."""
+
+    running: dict[str, float] = field(default_factory=dict)
+    tokens_seen: int = 0
+    last: float = float("nan")
+
+    def add(self, losses: Any) -> None:
+        """Add one step's losses."""
+        for name in ("ctc", "transducer_simple", "transducer_pruned", "attention", "total"):
+            self.running[name] = self.running.get(name, 0.0) + float(getattr(losses, name))
+        self.tokens_seen += losses.num_tokens
+
+    def report(self, bar: tqdm, lr: float, epoch: int, step: int) -> None:
+        """Log the losses per token since the last report, and start the sums over."""
+        self.last = self.running["total"] / max(1, self.tokens_seen)
+        bar.set_postfix(loss=f"{self.last:.3f}", lr=f"{lr:.2e}")
+        logger.info("epoch %d step %d: %s (per token)", epoch, step, ", ".join(
+            f"{k}={v / max(1, self.tokens_seen):.3f}" for k, v in self.running.items()))
+        self.running, self.tokens_seen = {}, 0
+
+    def final(self) -> float:
+        """The loss per token since the last report if steps came after it, else the last."""
+        if self.tokens_seen:
+            return self.running.get("total", 0.0) / self.tokens_seen
+        return self.last
 
 
 def _prune(exp_dir: Path, keep: int) -> None:

@@ -19,6 +19,7 @@ whole list against every hypothesis chosen at some scale are computed once
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import k2
 import torch
@@ -176,14 +177,40 @@ def nbest_confidences(
     if utt.numel() != seqs.dim0:
         raise ValueError(f"utt must have one entry per hypothesis ({seqs.dim0}), got "
                          f"{utt.numel()}")
-    counts = torch.bincount(utt, minlength=num_utts)
-    starts = exclusive_cumsum(counts)[:-1]
     lengths = seqs.shape.row_splits(1).to(torch.int64).diff()
     # every hypothesis chosen by some setting is a reference for its utterance's list
     chosen = [c.to(device, torch.int64) for c in chosen]
     all_refs = torch.cat([c[c >= 0] for c in chosen]) if chosen else \
         torch.zeros(0, dtype=torch.int64, device=device)
-    refs = torch.unique(all_refs)
+    pairs = _pair_matches(seqs, utt, num_utts, torch.unique(all_refs), max_cells)
+    out = []
+    for sc, ch in zip(scores, chosen, strict=True):
+        if ch.numel() != num_utts:
+            raise ValueError(f"chosen must have {num_utts} entries, got {ch.numel()}")
+        post = list_posteriors(sc.to(device), utt, num_utts, scale)
+        out.append(_chosen_confidences(pairs, ch, post, utt, lengths))
+    return out
+
+
+class _PairMatches(NamedTuple):
+    """Each reference paired with every hypothesis of its utterance's list (int64 ``[P]``
+    each), and per reference symbol of each pair: its pair and position (int64) and whether
+    an equal hypothesis symbol is aligned to it (bool)."""
+
+    ref: torch.Tensor
+    hyp: torch.Tensor
+    sym_pair: torch.Tensor
+    sym_pos: torch.Tensor
+    match: torch.Tensor
+
+
+def _pair_matches(seqs: k2.RaggedTensor, utt: torch.Tensor, num_utts: int, refs: torch.Tensor,
+                  max_cells: int) -> _PairMatches:
+    """Align every reference ``refs`` (indexes into ``seqs``) with its list's hypotheses."""
+    device = seqs.device
+    lengths = seqs.shape.row_splits(1).to(torch.int64).diff()
+    counts = torch.bincount(utt, minlength=num_utts)
+    starts = exclusive_cumsum(counts)[:-1]
     per_ref = counts[utt[refs]]
     pair_ref = torch.repeat_interleave(refs, per_ref)
     pair_hyp = starts[utt[pair_ref]] + torch.arange(pair_ref.numel(), device=device) - \
@@ -195,26 +222,29 @@ def nbest_confidences(
                                        lengths[pair_ref])
     sym_pos = torch.arange(match.numel(), device=device) - \
         exclusive_cumsum(lengths[pair_ref])[:-1][sym_pair]
-    out = []
-    for sc, ch in zip(scores, chosen, strict=True):
-        if ch.numel() != num_utts:
-            raise ValueError(f"chosen must have {num_utts} entries, got {ch.numel()}")
-        post = list_posteriors(sc.to(device), utt, num_utts, scale)
-        with_none = torch.cat([lengths, lengths.new_zeros(1)])  # -1: no hypothesis
-        row_len = with_none[torch.where(ch >= 0, ch, torch.full_like(ch, lengths.numel()))]
-        splits = exclusive_cumsum(row_len)
-        conf = torch.zeros(int(splits[-1]), dtype=torch.float64, device=device)
-        owner = utt[pair_ref[sym_pair]]
-        mine = ch[owner] == pair_ref[sym_pair]
-        weight = post[pair_hyp[sym_pair]]
-        use = match & mine
-        conf.index_add_(0, splits[owner[use]] + sym_pos[use], weight[use])
-        # a symbol every hypothesis of non-zero posterior supports is exactly 1 (not a sum
-        # rounded differently in another batch: ties must stay ties)
-        miss = torch.zeros_like(conf)
-        other = ~match & mine
-        miss.index_add_(0, splits[owner[other]] + sym_pos[other], weight[other])
-        conf = torch.where(miss > 0, conf.clamp(max=1.0), torch.ones_like(conf))
-        shape = k2.ragged.create_ragged_shape2(splits.to(torch.int32), None, conf.numel())
-        out.append(k2.RaggedTensor(shape, conf))
-    return out
+    return _PairMatches(pair_ref, pair_hyp, sym_pair, sym_pos, match)
+
+
+def _chosen_confidences(pairs: _PairMatches, ch: torch.Tensor, post: torch.Tensor,
+                        utt: torch.Tensor, lengths: torch.Tensor) -> k2.RaggedTensor:
+    """float64 ``[utt][symbol]``: the posterior-weighted support of each symbol of the
+    hypotheses ``ch`` (int64 ``[N]``, ``-1``: none) given the posteriors ``post``."""
+    device = post.device
+    pair_ref, sym_pair, sym_pos, match = pairs.ref, pairs.sym_pair, pairs.sym_pos, pairs.match
+    with_none = torch.cat([lengths, lengths.new_zeros(1)])  # -1: no hypothesis
+    row_len = with_none[torch.where(ch >= 0, ch, torch.full_like(ch, lengths.numel()))]
+    splits = exclusive_cumsum(row_len)
+    conf = torch.zeros(int(splits[-1]), dtype=torch.float64, device=device)
+    owner = utt[pair_ref[sym_pair]]
+    mine = ch[owner] == pair_ref[sym_pair]
+    weight = post[pairs.hyp[sym_pair]]
+    use = match & mine
+    conf.index_add_(0, splits[owner[use]] + sym_pos[use], weight[use])
+    # a symbol every hypothesis of non-zero posterior supports is exactly 1 (not a sum
+    # rounded differently in another batch: ties must stay ties)
+    miss = torch.zeros_like(conf)
+    other = ~match & mine
+    miss.index_add_(0, splits[owner[other]] + sym_pos[other], weight[other])
+    conf = torch.where(miss > 0, conf.clamp(max=1.0), torch.ones_like(conf))
+    shape = k2.ragged.create_ragged_shape2(splits.to(torch.int32), None, conf.numel())
+    return k2.RaggedTensor(shape, conf)

@@ -259,16 +259,13 @@ def multi_pass_rescore(
                          f"{nbest.num_paths} paths")
     predictor = predictor or ParameterFreePredictor()
     base = base_scores.to(torch.float64).view(num_utts, k)
-    seqs = _with_eos(nbest.token_seqs(), 0)
-    pos_path = seqs.shape.row_ids(1).to(torch.int64).to(device)
-    num_pos = seqs.numel()
-    token_scores = torch.zeros(num_pos, dtype=torch.float64, device=device)
+    pos_path = _with_eos(nbest.token_seqs(), 0).shape.row_ids(1).to(torch.int64).to(device)
+    token_scores = torch.zeros(pos_path.numel(), dtype=torch.float64, device=device)
     rescored = torch.zeros(num_utts, k, dtype=torch.bool, device=device)
     padded = top.padded.to(device)
     budget = config.max_evaluations or k
     active = torch.ones(num_utts, dtype=torch.bool, device=device)
-    ranks = torch.arange(k, device=device).unsqueeze(0).expand(num_utts, k)
-    select = (ranks < min(config.first_k, budget)) & ~padded
+    select = (torch.arange(k, device=device) < min(config.first_k, budget)) & ~padded
     passes = 0
     nn = torch.full((num_utts, k), float("nan"), dtype=torch.float64, device=device)
     while select.any():
@@ -278,9 +275,8 @@ def multi_pass_rescore(
         token_scores[positions] = scores.to(device)
         passes += 1
         rescored |= select
-        per_path = torch.zeros(nbest.num_paths, dtype=torch.float64, device=device)
-        per_path.index_add_(0, pos_path, token_scores)
-        nn = torch.where(rescored, per_path.view(num_utts, k), nn)
+        nn = torch.where(rescored, _per_path(token_scores, pos_path, nbest.num_paths).view(
+            num_utts, k), nn)
         evaluated = rescored.sum(dim=1)
         total = base + config.nn_scale * nn
         best_total = torch.where(rescored, total, torch.full_like(total, -math.inf)).max(1).values
@@ -289,24 +285,45 @@ def multi_pass_rescore(
         if not active.any():
             break
         feats = matching_features(nbest, token_scores, rescored.flatten(), config.max_order)
-        mean, var = predictor(feats)
-        pred_mean = torch.zeros(nbest.num_paths, dtype=torch.float64, device=device)
-        pred_var = torch.zeros(nbest.num_paths, dtype=torch.float64, device=device)
-        pred_mean.index_add_(0, pos_path, mean.to(device))
-        pred_var.index_add_(0, pos_path, var.to(device))
-        pred_total = base + config.nn_scale * pred_mean.view(num_utts, k)
-        sd = (config.nn_scale * pred_var.view(num_utts, k).clamp(min=1e-12).sqrt())
-        z = (pred_total - best_total.unsqueeze(1)) / sd  # sigmas above the current best
+        z = _sigmas_above(predictor(feats), pos_path, base, best_total, config.nn_scale)
         z = torch.where(remaining & active.unsqueeze(1), z, torch.full_like(z, -math.inf))
         z = torch.where(z >= -config.stop_sigmas, z, torch.full_like(z, -math.inf))
-        room = (budget - evaluated).clamp(min=0)
-        order = torch.argsort(z, dim=1, descending=True)
-        take = torch.arange(k, device=device).unsqueeze(0) < torch.minimum(
-            room, torch.tensor(config.batch_k, device=device)).unsqueeze(1)
-        chosen = torch.zeros_like(select)
-        chosen.scatter_(1, order, take)
-        select = chosen & torch.isfinite(z)
+        select = _most_promising(z, (budget - evaluated).clamp(min=0), config.batch_k)
     return _finish(top, base, nn, rescored, config.nn_scale, passes)
+
+
+def _per_path(values: torch.Tensor, pos_path: torch.Tensor, num_paths: int) -> torch.Tensor:
+    """float64 ``[num_paths]``: the sum of ``values`` (one per position) over each path."""
+    out = torch.zeros(num_paths, dtype=torch.float64, device=pos_path.device)
+    out.index_add_(0, pos_path, values.to(pos_path.device))
+    return out
+
+
+def _sigmas_above(predicted: tuple[torch.Tensor, torch.Tensor], pos_path: torch.Tensor,
+                  base: torch.Tensor, best_total: torch.Tensor, nn_scale: float
+                  ) -> torch.Tensor:
+    """float64 ``[num_utts, k]``: how many predicted standard deviations each path's total
+    lies above its utterance's best rescored total (``predicted``: per position mean and
+    variance)."""
+    num_utts, k = base.shape
+    mean, var = predicted
+    pred_mean = _per_path(mean, pos_path, num_utts * k)
+    pred_var = _per_path(var, pos_path, num_utts * k)
+    pred_total = base + nn_scale * pred_mean.view(num_utts, k)
+    sd = (nn_scale * pred_var.view(num_utts, k).clamp(min=1e-12).sqrt())
+    return (pred_total - best_total.unsqueeze(1)) / sd
+
+
+def _most_promising(z: torch.Tensor, room: torch.Tensor, batch_k: int) -> torch.Tensor:
+    """bool ``[num_utts, k]``: per utterance the ``min(room, batch_k)`` paths of highest
+    finite ``z``."""
+    k = z.shape[1]
+    order = torch.argsort(z, dim=1, descending=True)
+    take = torch.arange(k, device=z.device).unsqueeze(0) < torch.minimum(
+        room, torch.tensor(batch_k, device=z.device)).unsqueeze(1)
+    chosen = torch.zeros(z.shape, dtype=torch.bool, device=z.device)
+    chosen.scatter_(1, order, take)
+    return chosen & torch.isfinite(z)
 
 
 def full_rescore(

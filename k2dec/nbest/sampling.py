@@ -98,16 +98,7 @@ def sample_paths(
     if not isinstance(num_paths, int) or num_paths < 1:
         raise ValueError(f"num_paths must be an int >= 1, got {num_paths!r}")
     device = fsas.device
-    num_fsas = fsas.shape[0]
-    shape = fsas.arcs.shape()
-    states_split = shape.row_splits(1).to(torch.int64)  # [num_fsas + 1]
-    arcs_split = shape.row_splits(2).to(torch.int64)  # [num_states + 1]
-    counts = torch.zeros(num_fsas, dtype=torch.int64, device=device)
-    if fsas.num_arcs > 0:
-        tot = fsas._get_tot_scores(use_double_scores=use_double_scores, log_semiring=True)
-        counts = torch.where(tot > float("-inf"), num_paths, 0).to(torch.int64)
-    paths_split = torch.zeros(num_fsas + 1, dtype=torch.int64, device=device)
-    torch.cumsum(counts, 0, out=paths_split[1:])
+    counts, paths_split = _paths_split(fsas, num_paths, use_double_scores)
     total = int(paths_split[-1])
     paths_shape = k2.ragged.create_ragged_shape2(paths_split.to(torch.int32), None, total)
     if total == 0:
@@ -115,10 +106,45 @@ def sample_paths(
             torch.zeros(1, dtype=torch.int32, device=device), None, 0)
         empty = torch.zeros(0, dtype=torch.int32, device=device)
         return k2.RaggedTensor(paths_shape.compose(arcs_shape), empty)
+    path_ids, arcs = _walk_paths(fsas, num_paths, seed, (counts, paths_split),
+                                 use_double_scores)
+    order = torch.sort(path_ids, stable=True).indices
+    lengths = torch.bincount(path_ids, minlength=total)
+    arcs_split_out = torch.zeros(total + 1, dtype=torch.int64, device=device)
+    torch.cumsum(lengths, 0, out=arcs_split_out[1:])
+    arcs_shape = k2.ragged.create_ragged_shape2(arcs_split_out.to(torch.int32), None,
+                                                int(arcs.numel()))
+    return k2.RaggedTensor(paths_shape.compose(arcs_shape), arcs[order].to(torch.int32))
 
+
+def _paths_split(fsas: k2.Fsa, num_paths: int, use_double_scores: bool
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The paths of each FSA, int64 ``[num_fsas]`` (``num_paths`` with a successful path,
+    else 0), and their row splits, int64 ``[num_fsas + 1]``."""
+    num_fsas = fsas.shape[0]
+    counts = torch.zeros(num_fsas, dtype=torch.int64, device=fsas.device)
+    if fsas.num_arcs > 0:
+        tot = fsas._get_tot_scores(use_double_scores=use_double_scores, log_semiring=True)
+        counts = torch.where(tot > float("-inf"), num_paths, 0).to(torch.int64)
+    paths_split = torch.zeros(num_fsas + 1, dtype=torch.int64, device=fsas.device)
+    torch.cumsum(counts, 0, out=paths_split[1:])
+    return counts, paths_split
+
+
+def _walk_paths(fsas: k2.Fsa, num_paths: int, seed: int,
+                paths: tuple[torch.Tensor, torch.Tensor], use_double_scores: bool
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Walk every path from its start state to its final state, one step for all paths at a
+    time: the path (int64) and arc idx012 (int64) of every step taken, step by step."""
+    device = fsas.device
+    shape = fsas.arcs.shape()
+    states_split = shape.row_splits(1).to(torch.int64)  # [num_fsas + 1]
+    arcs_split = shape.row_splits(2).to(torch.int64)  # [num_states + 1]
+    counts, paths_split = paths
+    total = int(paths_split[-1])
     cdf = fsas._get_arc_cdf(use_double_scores=use_double_scores, log_semiring=True)
     dest = fsas.arcs.values()[:, 1].to(torch.int64)  # dest state idx1
-    path_fsa = torch.repeat_interleave(torch.arange(num_fsas, device=device), counts)
+    path_fsa = torch.repeat_interleave(torch.arange(fsas.shape[0], device=device), counts)
     path_idx1 = torch.arange(total, device=device) - paths_split[path_fsa]
     first_state = states_split[path_fsa]
     final_state = states_split[path_fsa + 1] - 1
@@ -155,16 +181,7 @@ def sample_paths(
         cur[active] = dest[chosen] + first_state[active]
         active = active[cur[active] != final_state[active]]
         step += 1
-
-    path_ids = torch.cat(taken_paths)
-    arcs = torch.cat(taken_arcs)
-    order = torch.sort(path_ids, stable=True).indices
-    lengths = torch.bincount(path_ids, minlength=total)
-    arcs_split_out = torch.zeros(total + 1, dtype=torch.int64, device=device)
-    torch.cumsum(lengths, 0, out=arcs_split_out[1:])
-    arcs_shape = k2.ragged.create_ragged_shape2(arcs_split_out.to(torch.int32), None,
-                                                int(arcs.numel()))
-    return k2.RaggedTensor(paths_shape.compose(arcs_shape), arcs[order].to(torch.int32))
+    return torch.cat(taken_paths), torch.cat(taken_arcs)
 
 
 def k2_random_paths(fsas: k2.Fsa, num_paths: int, use_double_scores: bool = True

@@ -38,25 +38,9 @@ def build_tries(key_seqs: k2.RaggedTensor, path_to_utt: torch.Tensor, num_utts: 
     """
     device = key_seqs.device
     num_paths = key_seqs.dim0
-    splits = key_seqs.shape.row_splits(1).to(torch.int64)
-    lengths = splits[1:] - splits[:-1]
-    values = key_seqs.values.to(torch.int64)
     path_utt = path_to_utt.to(device, torch.int64)
-    # node ids: roots are 0..num_utts-1, then every distinct (parent, symbol) by level
-    node = path_utt.clone()  # each path's node at the current level
-    parents, symbols = [], []
-    next_id = num_utts
-    base = int(values.max()) + 1 if values.numel() else 1
-    max_len = int(lengths.max()) if num_paths else 0
-    for level in range(max_len):
-        live = (lengths > level).nonzero().squeeze(1)
-        sym = values[splits[live] + level]
-        key = node[live] * base + sym
-        unique, inverse = torch.unique(key, return_inverse=True)
-        parents.append(torch.div(unique, base, rounding_mode="floor"))
-        symbols.append(unique % base)
-        node[live] = next_id + inverse
-        next_id += unique.numel()
+    node, parents, symbols = _trie_nodes(key_seqs, path_utt, num_utts)
+    next_id = num_utts + sum(p.numel() for p in parents)
     node_parent = torch.cat(parents) if parents else torch.zeros(0, dtype=torch.int64,
                                                                  device=device)
     node_symbol = torch.cat(symbols) if symbols else torch.zeros_like(node_parent)
@@ -64,16 +48,8 @@ def build_tries(key_seqs: k2.RaggedTensor, path_to_utt: torch.Tensor, num_utts: 
     utt_of_node[:num_utts] = torch.arange(num_utts, device=device)
     for level_parents, start in _levels(parents, num_utts):
         utt_of_node[start:start + level_parents.numel()] = utt_of_node[level_parents]
-    # local state numbers: per utterance, root first, then its nodes by id; then the final state
-    order = torch.sort(utt_of_node, stable=True).indices
-    states_per_utt = torch.bincount(utt_of_node, minlength=num_utts) + 1  # + final
-    state_splits = torch.zeros(num_utts + 1, dtype=torch.int64, device=device)
-    state_splits[1:] = torch.cumsum(states_per_utt, 0)
-    local = torch.empty(next_id, dtype=torch.int64, device=device)
-    rank = torch.arange(next_id, device=device) - (state_splits[:-1] - torch.arange(
-        num_utts, device=device))[utt_of_node[order]]
-    local[order] = rank
-    final_local = states_per_utt - 1
+    state_splits, local = _local_states(utt_of_node, num_utts)
+    final_local = state_splits[1:] - state_splits[:-1] - 1
     # arcs: parent -> node (symbol); each path's last node -> final (-1)
     child = torch.arange(num_utts, next_id, device=device)
     src = torch.cat([local[node_parent], local[node]])
@@ -83,6 +59,55 @@ def build_tries(key_seqs: k2.RaggedTensor, path_to_utt: torch.Tensor, num_utts: 
     arc_utt = torch.cat([utt_of_node[child], path_utt])
     path1 = torch.cat([torch.zeros_like(node_symbol), torch.arange(1, num_paths + 1,
                                                                    device=device)])
+    return k2.add_epsilon_self_loops(_arcs_to_fsa_vec(state_splits, arc_utt, src, dst, label,
+                                                      path1))
+
+
+def _trie_nodes(key_seqs: k2.RaggedTensor, path_utt: torch.Tensor, num_utts: int
+                ) -> tuple[torch.Tensor, list[torch.Tensor], list[torch.Tensor]]:
+    """Node ids (roots ``0..num_utts-1``, then every distinct ``(parent, symbol)`` by level):
+    each path's last node, and per level the parent and symbol of its new nodes."""
+    splits = key_seqs.shape.row_splits(1).to(torch.int64)
+    lengths = splits[1:] - splits[:-1]
+    values = key_seqs.values.to(torch.int64)
+    node = path_utt.clone()  # each path's node at the current level
+    parents, symbols = [], []
+    next_id = num_utts
+    base = int(values.max()) + 1 if values.numel() else 1
+    max_len = int(lengths.max()) if key_seqs.dim0 else 0
+    for level in range(max_len):
+        live = (lengths > level).nonzero().squeeze(1)
+        sym = values[splits[live] + level]
+        key = node[live] * base + sym
+        unique, inverse = torch.unique(key, return_inverse=True)
+        parents.append(torch.div(unique, base, rounding_mode="floor"))
+        symbols.append(unique % base)
+        node[live] = next_id + inverse
+        next_id += unique.numel()
+    return node, parents, symbols
+
+
+def _local_states(utt_of_node: torch.Tensor, num_utts: int
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Local state numbers: per utterance, root first, then its nodes by id; then the final
+    state. Returns the state row splits ``[num_utts + 1]`` and each node's local state."""
+    device, next_id = utt_of_node.device, utt_of_node.numel()
+    order = torch.sort(utt_of_node, stable=True).indices
+    states_per_utt = torch.bincount(utt_of_node, minlength=num_utts) + 1  # + final
+    state_splits = torch.zeros(num_utts + 1, dtype=torch.int64, device=device)
+    state_splits[1:] = torch.cumsum(states_per_utt, 0)
+    local = torch.empty(next_id, dtype=torch.int64, device=device)
+    rank = torch.arange(next_id, device=device) - (state_splits[:-1] - torch.arange(
+        num_utts, device=device))[utt_of_node[order]]
+    local[order] = rank
+    return state_splits, local
+
+
+def _arcs_to_fsa_vec(state_splits: torch.Tensor, arc_utt: torch.Tensor, src: torch.Tensor,
+                     dst: torch.Tensor, label: torch.Tensor, path1: torch.Tensor) -> k2.Fsa:
+    """The FsaVec of arcs given by utterance, local source and destination states and label
+    (score 0), sorted by source state, with :data:`PATH_ATTR` ``path1``."""
+    device = src.device
     global_src = state_splits[arc_utt] + src
     by_src = torch.sort(global_src, stable=True).indices
     num_states = int(state_splits[-1])
@@ -97,7 +122,7 @@ def build_tries(key_seqs: k2.RaggedTensor, path_to_utt: torch.Tensor, num_utts: 
                         zeros.view(torch.int32)], dim=1).contiguous()
     trie = k2.Fsa(_ragged_arc(shape, arcs))
     setattr(trie, PATH_ATTR, path1[by_src].to(torch.int32))
-    return k2.add_epsilon_self_loops(trie)
+    return trie
 
 
 def _ragged_arc(shape: k2.RaggedShape, arcs: torch.Tensor):

@@ -131,30 +131,9 @@ class CtcPrefixScorer:
         """
         x = self.x
         num_frames = self._num_frames(row_utt)
-        r_prev = state.r
         xc = x[:num_frames, row_utt.unsqueeze(1), cand]  # [T', M, K]
         xb = x[:num_frames, row_utt, self.blank_id].unsqueeze(2)  # [T', M, 1]
-        # enter[t]: log-prob of having emitted exactly the prefix by frame t - 1 and being
-        # allowed to emit the candidate's first frame at t (a repeated token needs a blank).
-        r_prev = r_prev[:num_frames]
-        phi = torch.logaddexp(r_prev[:, 0], r_prev[:, 1])
-        same = (cand == state.last.unsqueeze(1)).unsqueeze(0)
-        phi = torch.where(same, r_prev[:, 1].unsqueeze(2), phi.unsqueeze(2))  # [T', M, K]
-        if isinstance(prefix_len, torch.Tensor):
-            first = torch.where(prefix_len == 0, 0.0, float("-inf")).to(phi.dtype)
-            first = first.view(1, -1, 1).expand_as(phi[:1])
-            shortest = int(prefix_len.min()) if prefix_len.numel() else 0
-        else:
-            first = torch.full_like(phi[:1], 0.0 if prefix_len == 0 else float("-inf"))
-            shortest = prefix_len
-        enter = torch.cat([first, phi[:-1]], dim=0)
-        loop_start = max(shortest, 1)
-        if window is not None:
-            frames = torch.arange(num_frames, device=x.device).unsqueeze(1)
-            inside = (frames >= window[0].unsqueeze(0)) & (frames <= window[1].unsqueeze(0))
-            enter = enter.masked_fill(~inside.unsqueeze(2), float("-inf"))
-            if row_utt.numel() > 0:
-                loop_start = max(loop_start, int(window[0].min()))
+        enter, loop_start = _enter(state, cand, prefix_len, num_frames, window)
         r = torch.full((num_frames, 2) + tuple(cand.shape), float("-inf"), dtype=x.dtype,
                        device=x.device)
         r[0, 0] = enter[0] + xc[0]
@@ -290,3 +269,32 @@ class CtcScorer(Scorer):
                                 torch.cat([s.prefix.last for s in states]))
         return CtcScorerState(prefix, torch.cat([s.utt for s in states]),
                               torch.cat([s.length for s in states]))
+
+
+def _enter(state: CtcPrefixState, cand: torch.Tensor, prefix_len: int | torch.Tensor,
+           num_frames: int, window: tuple[torch.Tensor, torch.Tensor] | None
+           ) -> tuple[torch.Tensor, int]:
+    """For :meth:`CtcPrefixScorer.score`: float ``[T', M, K]`` ``enter`` and the first frame
+    of its recursion (the arguments are that method's)."""
+    # enter[t]: log-prob of having emitted exactly the prefix by frame t - 1 and being
+    # allowed to emit the candidate's first frame at t (a repeated token needs a blank).
+    r_prev = state.r[:num_frames]
+    phi = torch.logaddexp(r_prev[:, 0], r_prev[:, 1])
+    same = (cand == state.last.unsqueeze(1)).unsqueeze(0)
+    phi = torch.where(same, r_prev[:, 1].unsqueeze(2), phi.unsqueeze(2))  # [T', M, K]
+    if isinstance(prefix_len, torch.Tensor):
+        first = torch.where(prefix_len == 0, 0.0, float("-inf")).to(phi.dtype)
+        first = first.view(1, -1, 1).expand_as(phi[:1])
+        shortest = int(prefix_len.min()) if prefix_len.numel() else 0
+    else:
+        first = torch.full_like(phi[:1], 0.0 if prefix_len == 0 else float("-inf"))
+        shortest = prefix_len
+    enter = torch.cat([first, phi[:-1]], dim=0)
+    loop_start = max(shortest, 1)
+    if window is not None:
+        frames = torch.arange(num_frames, device=phi.device).unsqueeze(1)
+        inside = (frames >= window[0].unsqueeze(0)) & (frames <= window[1].unsqueeze(0))
+        enter = enter.masked_fill(~inside.unsqueeze(2), float("-inf"))
+        if cand.shape[0] > 0:
+            loop_start = max(loop_start, int(window[0].min()))
+    return enter, loop_start

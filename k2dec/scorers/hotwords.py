@@ -493,29 +493,13 @@ def bias_word_graph(graph: k2.Fsa, phrases: Sequence[tuple[Sequence[int], float 
       ValueError: an FsaVec, a graph without word outputs or with several words on an arc,
         word ids < 1, or a result that could exceed ``max_arcs``.
     """
-    if not isinstance(graph, k2.Fsa):
-        raise TypeError(f"graph must be a k2.Fsa, got {type(graph).__name__}")
-    if graph.arcs.num_axes() != 2:
-        raise ValueError("graph must be a single FSA, not an FsaVec (bias each graph alone)")
-    if isinstance(max_arcs, bool) or not isinstance(max_arcs, int) or max_arcs < 1:
-        raise ValueError(f"max_arcs must be an int >= 1, got {max_arcs!r}")
-    phrases = [([int(w) for w in ws], s) for ws, s in phrases if len(ws)]
-    for ws, _ in phrases:
-        if min(ws) < 1:
-            raise ValueError(f"hotword word ids must be >= 1, got {ws}")
+    phrases = _checked_phrases(graph, phrases, max_arcs)
     if not phrases:
         return graph
     device = graph.device
     g = graph.to("cpu")
     words = _arc_words(g)
-    vocab = sorted({w for ws, _ in phrases for w in ws})
-    compact = torch.full((max(int(words.max()), vocab[-1]) + 1,), len(vocab) + 1,
-                         dtype=torch.int64)
-    compact[0] = 0
-    compact[torch.tensor(vocab)] = torch.arange(1, len(vocab) + 1)
-    lut = dict(zip(vocab, range(1, len(vocab) + 1)))
-    context = ContextGraph([([lut[w] for w in ws], s) for ws, s in phrases], context_score)
-    acceptor = _word_acceptor(context, len(vocab) + 2)
+    compact, acceptor = _compact_word_acceptor(words, phrases, context_score)
     num_states = acceptor.shape[0] - 1
     if g.num_arcs * num_states > max_arcs:
         raise ValueError(f"the hotword-biased graph could have {g.num_arcs} x {num_states} "
@@ -531,3 +515,35 @@ def bias_word_graph(graph: k2.Fsa, phrases: Sequence[tuple[Sequence[int], float 
     out.labels = out.hotword_token_labels
     del out.hotword_token_labels
     return rebuilt_fsa(k2.arc_sort(out)).to(device)
+
+
+def _checked_phrases(graph: k2.Fsa, phrases: Sequence[tuple[Sequence[int], float | None]],
+                     max_arcs: int) -> list[tuple[list[int], float | None]]:
+    """The non-empty phrases as lists of word ids, once ``graph``, the ids and ``max_arcs``
+    are checked."""
+    if not isinstance(graph, k2.Fsa):
+        raise TypeError(f"graph must be a k2.Fsa, got {type(graph).__name__}")
+    if graph.arcs.num_axes() != 2:
+        raise ValueError("graph must be a single FSA, not an FsaVec (bias each graph alone)")
+    if isinstance(max_arcs, bool) or not isinstance(max_arcs, int) or max_arcs < 1:
+        raise ValueError(f"max_arcs must be an int >= 1, got {max_arcs!r}")
+    phrases = [([int(w) for w in ws], s) for ws, s in phrases if len(ws)]
+    for ws, _ in phrases:
+        if min(ws) < 1:
+            raise ValueError(f"hotword word ids must be >= 1, got {ws}")
+    return phrases
+
+
+def _compact_word_acceptor(words: torch.Tensor, phrases: list[tuple[list[int], float | None]],
+                           context_score: float) -> tuple[torch.Tensor, k2.Fsa]:
+    """The phrases' words numbered ``1..V`` (a lookup table from the graph's word ids
+    ``words``: 0 stays 0, other words ``V + 1``) and the word acceptor of the phrases in
+    those numbers."""
+    vocab = sorted({w for ws, _ in phrases for w in ws})
+    compact = torch.full((max(int(words.max()), vocab[-1]) + 1,), len(vocab) + 1,
+                         dtype=torch.int64)
+    compact[0] = 0
+    compact[torch.tensor(vocab)] = torch.arange(1, len(vocab) + 1)
+    lut = dict(zip(vocab, range(1, len(vocab) + 1)))
+    context = ContextGraph([([lut[w] for w in ws], s) for ws, s in phrases], context_score)
+    return compact, _word_acceptor(context, len(vocab) + 2)

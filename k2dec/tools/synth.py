@@ -599,6 +599,19 @@ def make_corpus(
     summary = CorpusSummary(voices={"seen": [v.name for v in seen],
                                     "held_out": [v.name for v in held]})
     by_id = {v.speaker_id: v for v in voices}
+    summary.failed = sorted(_synthesize_missing(utts, root, by_id, num_workers, progress,
+                                                summary))
+    _write_transcripts(utts, set(summary.failed), root, summary)
+    _write_speakers(utts, by_id, root)
+    (root / "lm").mkdir(exist_ok=True)
+    (root / "lm" / "lm-norm.txt").write_text("".join(s + "\n" for s in lm))
+    summary.num_lm_sentences = len(lm)
+    return summary
+
+
+def _synthesize_missing(utts: list[Utterance], root: Path, by_id: dict[int, Voice],
+                        num_workers: int, progress: bool, summary: CorpusSummary) -> set[str]:
+    """Synthesize the utterances whose audio is not there yet; return the failed ids."""
     todo = []
     for u in utts:
         if u.path(root).is_file():
@@ -618,8 +631,12 @@ def make_corpus(
             except RuntimeError as e:
                 logger.warning("%s: %s", u.utt_id, e)
                 failed.add(u.utt_id)
-    summary.failed = sorted(failed)
+    return failed
 
+
+def _write_transcripts(utts: list[Utterance], failed: set[str], root: Path,
+                       summary: CorpusSummary) -> None:
+    """One ``.trans.txt`` per chapter (rewritten only if changed); counts and seconds."""
     chapters: dict[tuple[str, int, int], list[Utterance]] = {}
     for u in utts:
         if u.utt_id not in failed:
@@ -633,12 +650,11 @@ def make_corpus(
         summary.seconds[split] = summary.seconds.get(split, 0.0) + sum(
             sf.info(str(u.path(root))).duration for u in members)
 
+
+def _write_speakers(utts: list[Utterance], by_id: dict[int, Voice], root: Path) -> None:
+    """``SPEAKERS.TXT``: each speaker's subset and voice."""
     used = {(u.split, u.speaker_id) for u in utts}
     rows = [";ID  |SUBSET     |VOICE"]
     rows += [f"{spk:<5}|{split:<11}|{by_id[spk].name}" for split, spk in sorted(
         used, key=lambda x: (x[1], SPLITS.index(x[0])))]
     (root / "SPEAKERS.TXT").write_text("\n".join(rows) + "\n")
-    (root / "lm").mkdir(exist_ok=True)
-    (root / "lm" / "lm-norm.txt").write_text("".join(s + "\n" for s in lm))
-    summary.num_lm_sentences = len(lm)
-    return summary

@@ -434,24 +434,7 @@ class FastBeamSearch:
         if final:
             self.terminate(streams)
         groups: dict[int, tuple[k2.RnntDecodingStreams, dict[int, int]]] = {}
-        # Streams that never saw a frame get an owner over fresh k2 streams (the real stream is
-        # untouched) plus one extra stream given one dummy frame, because k2 formats only
-        # through a streams object that advanced; formatting 0 frames gives an empty lattice.
-        orphans = [s for s in streams if s._owner is None]
-        orphan_owner: dict[int, tuple[k2.RnntDecodingStreams, int]] = {}
-        if orphans:
-            fresh = [k2.RnntDecodingStream(s.graph) for s in orphans + orphans[:1]]
-            dummy = k2.RnntDecodingStreams(fresh, self.k2_config)
-            shape, _ = dummy.get_contexts()
-            dummy.advance(
-                torch.zeros(
-                    shape.tot_size(1), self.net.vocab_size, device=orphans[0].graph.device
-                )
-            )
-            dummy.terminate_and_flush_to_streams()
-            orphan_owner = {id(s): (dummy, i) for i, s in enumerate(orphans)}
-            groups[id(dummy)] = (dummy, {len(orphans): 1})
-
+        orphan_owner = self._orphan_owner([s for s in streams if s._owner is None], groups)
         positions: list[tuple[int, int]] = []  # (group key, index in owner) per stream
         for s in streams:
             owner, idx = s._owner if s._owner is not None else orphan_owner[id(s)]
@@ -460,26 +443,28 @@ class FastBeamSearch:
                 groups[key] = (owner, {})
             groups[key][1][idx] = s.num_frames + s.extra_frames
             positions.append((key, idx))
+        return _format_groups(groups, positions, allow_partial)
 
-        parts: list[k2.Fsa] = []
-        offsets: dict[int, int] = {}
-        total = 0
-        for key, (owner, frames_by_idx) in groups.items():
-            num_frames = [frames_by_idx.get(i, 0) for i in range(owner.num_streams)]
-            parts.append(owner.format_output(num_frames, allow_partial=allow_partial))
-            offsets[key] = total
-            total += owner.num_streams
-        lattice = parts[0] if len(parts) == 1 else k2.cat(parts)
-        index = torch.tensor(
-            [offsets[key] + idx for key, idx in positions],
-            dtype=torch.int32,
-            device=lattice.device,
+    def _orphan_owner(self, orphans: list[FastBeamSearchStream],
+                      groups: dict[int, tuple[k2.RnntDecodingStreams, dict[int, int]]]
+                      ) -> dict[int, tuple[k2.RnntDecodingStreams, int]]:
+        """Streams that never saw a frame get an owner over fresh k2 streams (the real stream
+        is untouched) plus one extra stream given one dummy frame, because k2 formats only
+        through a streams object that advanced; formatting 0 frames gives an empty lattice.
+        Returns ``{id(stream): (owner, index)}``; the owner's group is added to ``groups``."""
+        if not orphans:
+            return {}
+        fresh = [k2.RnntDecodingStream(s.graph) for s in orphans + orphans[:1]]
+        dummy = k2.RnntDecodingStreams(fresh, self.k2_config)
+        shape, _ = dummy.get_contexts()
+        dummy.advance(
+            torch.zeros(
+                shape.tot_size(1), self.net.vocab_size, device=orphans[0].graph.device
+            )
         )
-        if total == len(streams) and bool(
-            (index == torch.arange(total, dtype=torch.int32, device=index.device)).all()
-        ):
-            return lattice
-        return k2.index_fsa(lattice, index)
+        dummy.terminate_and_flush_to_streams()
+        groups[id(dummy)] = (dummy, {len(orphans): 1})
+        return {id(s): (dummy, i) for i, s in enumerate(orphans)}
 
     def results(
         self, streams: Sequence[FastBeamSearchStream], final: bool = True
@@ -548,3 +533,28 @@ def fast_beam_search(
     lattice = search.lattice(streams)
     hyps = one_best(lattice, [s.num_frames for s in streams])
     return FastBeamSearchResult(lattice=lattice, hyps=hyps, config=search.config)
+
+
+def _format_groups(groups: dict[int, tuple[k2.RnntDecodingStreams, dict[int, int]]],
+                   positions: list[tuple[int, int]], allow_partial: bool) -> k2.Fsa:
+    """The lattices of every group's streams (each over its number of frames), in the order
+    of ``positions`` (``(group key, index in owner)`` per stream)."""
+    parts: list[k2.Fsa] = []
+    offsets: dict[int, int] = {}
+    total = 0
+    for key, (owner, frames_by_idx) in groups.items():
+        num_frames = [frames_by_idx.get(i, 0) for i in range(owner.num_streams)]
+        parts.append(owner.format_output(num_frames, allow_partial=allow_partial))
+        offsets[key] = total
+        total += owner.num_streams
+    lattice = parts[0] if len(parts) == 1 else k2.cat(parts)
+    index = torch.tensor(
+        [offsets[key] + idx for key, idx in positions],
+        dtype=torch.int32,
+        device=lattice.device,
+    )
+    if total == len(positions) and bool(
+        (index == torch.arange(total, dtype=torch.int32, device=index.device)).all()
+    ):
+        return lattice
+    return k2.index_fsa(lattice, index)
