@@ -247,13 +247,15 @@ def _choose(nbest: Nbest, comps: dict[str, torch.Tensor],
     return out
 
 
-def _attention(nbest: Nbest, tokens: k2.RaggedTensor, decoder: Any, memory: torch.Tensor,
-               memory_lens: torch.Tensor) -> torch.Tensor:
-    """float64 ``[paths]``: the attention decoder's log-prob of each path's tokens."""
+def _attention(path_to_utt: torch.Tensor, num_utts: int, tokens: k2.RaggedTensor,
+               decoder: Any, memory: torch.Tensor, memory_lens: torch.Tensor) -> torch.Tensor:
+    """float64 ``[paths]`` on ``path_to_utt``'s device: the attention decoder's log-prob of
+    each path's tokens (``tokens`` ``[path][token]``, path ``i`` of utterance
+    ``path_to_utt[i]``)."""
     lists = HypothesisLists(tokens.to(memory.device),
-                            nbest.path_to_utt().to(memory.device, torch.int64), nbest.num_utts,
-                            [[] for _ in range(nbest.num_paths)])
-    return attention_scores(decoder, memory, memory_lens, lists).to(nbest.device)
+                            path_to_utt.to(memory.device, torch.int64), num_utts,
+                            [[] for _ in range(tokens.dim0)])
+    return attention_scores(decoder, memory, memory_lens, lists).to(path_to_utt.device)
 
 
 def _memory(memory: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor,
@@ -288,7 +290,8 @@ def rescore_with_attention_decoder(
     mem, lens = _memory(memory, memory_key_padding_mask)
     decoder = as_decoder(model, sos_id, eos_id)
     comps = {"am": nbest.am_scores().values, "ngram_lm": nbest.lm_scores().values,
-             "attention": _attention(nbest, nbest.token_seqs(), decoder, mem, lens)}
+             "attention": _attention(nbest.path_to_utt(), nbest.num_utts, nbest.token_seqs(),
+                                     decoder, mem, lens)}
     return _choose(nbest, comps, {"ngram_lm": _scales(ngram_lm_scale, DEFAULT_LM_SCALE),
                                   "attention": _scales(attention_scale, DEFAULT_LM_SCALE)})
 
@@ -309,7 +312,8 @@ def rescore_with_attention_decoder_with_ngram(
     nbest = _word_nbest(lattice, num_paths, nbest_scale, use_double_scores)
     decoder = as_decoder(attention_decoder)
     comps = {"am": nbest.am_scores().values, "ngram_lm": nbest.lm_scores().values,
-             "attention": _attention(nbest, nbest.token_seqs(), decoder, encoder_out,
+             "attention": _attention(nbest.path_to_utt(), nbest.num_utts, nbest.token_seqs(),
+                                     decoder, encoder_out,
                                      encoder_out_lens)}
     return _choose(nbest, comps, {"ngram_lm": _scales(ngram_lm_scale, DEFAULT_LM_SCALE),
                                   "attention": _scales(attention_scale, DEFAULT_LM_SCALE)})
@@ -348,11 +352,8 @@ def rescore_with_attention_decoder_no_ngram(
     am = k2.ragged.index(lattice.scores.contiguous(), arcs).sum()  # float32 [path]
     tokens = k2.ragged.index(aux.contiguous(), arcs).remove_values_leq(0)
     utt = paths.shape.get_layer(0)
-    lists = HypothesisLists(tokens.to(encoder_out.device),
-                            utt.row_ids(1).to(encoder_out.device, torch.int64),
-                            lattice.shape[0], [[] for _ in range(tokens.dim0)])
-    att = attention_scores(as_decoder(attention_decoder), encoder_out, encoder_out_lens,
-                           lists).to(am.device, torch.float32)
+    att = _attention(utt.row_ids(1), lattice.shape[0], tokens, as_decoder(attention_decoder),
+                     encoder_out, encoder_out_lens).to(torch.float32)
     out = {}
     for a in _scales(attention_scale, NO_NGRAM_ATTENTION_SCALES):
         best = k2.RaggedTensor(utt, am + a * att).argmax()
@@ -386,7 +387,8 @@ def rescore_with_rnn_lm(
     with torch.no_grad():
         rnn = lm.score_sequences(tokens, batch_size=256).totals
     comps = {"am": nbest.am_scores().values, "ngram_lm": nbest.lm_scores().values,
-             "attention": _attention(nbest, tokens, as_decoder(model, sos_id, eos_id), mem,
+             "attention": _attention(nbest.path_to_utt(), nbest.num_utts, tokens,
+                                     as_decoder(model, sos_id, eos_id), mem,
                                      lens),
              "rnn_lm": rnn.to(nbest.device, torch.float64)}
     grids = {"ngram_lm": _scales(ngram_lm_scale or None, DEFAULT_LM_SCALE),
