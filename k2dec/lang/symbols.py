@@ -87,10 +87,7 @@ def write_symbol_table(table: k2.SymbolTable, path: str | Path) -> None:
 
 def symbol_table_digest(table: k2.SymbolTable) -> str:
     """SHA-256 of the table's ``symbol id`` lines, sorted by id (for graph metadata)."""
-    h = hashlib.sha256()
-    for idx in sorted(table.ids):
-        h.update(f"{table.get(idx)} {idx}\n".encode())
-    return h.hexdigest()
+    return _lines_digest(table, sorted(table.ids))
 
 
 def token_inventory_digest(table: k2.SymbolTable, vocab_size: int) -> str | None:
@@ -99,10 +96,14 @@ def token_inventory_digest(table: k2.SymbolTable, vocab_size: int) -> str | None
     it was made from (:func:`~k2dec.lang.bpe_token_table`) agree; ``None`` when the table
     lacks one of those ids. Stored in LM checkpoints: an LM trained on another BPE model of
     the same size is refused (its ids mean other pieces)."""
+    if any(idx not in table for idx in range(vocab_size)):
+        return None
+    return _lines_digest(table, range(vocab_size))
+
+
+def _lines_digest(table: k2.SymbolTable, ids) -> str:
     h = hashlib.sha256()
-    for idx in range(vocab_size):
-        if idx not in table:
-            return None
+    for idx in ids:
         h.update(f"{table.get(idx)} {idx}\n".encode())
     return h.hexdigest()
 

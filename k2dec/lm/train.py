@@ -153,7 +153,7 @@ def train_lm(config: TrainLmConfig) -> TrainLmResult:
     ``seed + epoch``), scores them with :meth:`~k2dec.lm.NeuralLM.score_sequences` and takes an
     Adam step on the mean negative log-prob per token (``eos`` included).
     """
-    from k2dec.lang import load_bpe_model
+    from k2dec.lang import bpe_token_table, load_bpe_model, token_inventory_digest
 
     _check_train_config(config)
     exp_dir = Path(config.exp_dir)
@@ -180,7 +180,8 @@ def train_lm(config: TrainLmConfig) -> TrainLmResult:
         tokens.numel(), math.ceil(tokens.dim0 / config.batch_size),
     )
     valid_tokens = None if config.valid_text is None else encode_text_file(config.valid_text, sp)
-    run = _TrainingRun(config, model_config, model, optimizer, tokens, valid_tokens)
+    run = _TrainingRun(config, model_config, model, optimizer, tokens, valid_tokens,
+                       token_inventory_digest(bpe_token_table(sp), vocab_size))
     end_step = run.train(step, resume)
     model.eval()
     if valid_tokens is not None and run.valid is None:  # resumed at num_steps: nothing ran
@@ -244,6 +245,10 @@ class _TrainingRun:
     optimizer: torch.optim.Optimizer
     tokens: k2.RaggedTensor
     valid_tokens: k2.RaggedTensor | None
+    #: what the token ids mean (:func:`k2dec.lang.token_inventory_digest` of the BPE model's
+    #: pieces), stored in every checkpoint: the decode job refuses the LM with a model whose
+    #: tokens differ (another BPE model of the same size)
+    tokens_sha256: str | None = None
     losses: list[float] = field(default_factory=list)
     last: Path | None = None
     valid: PerplexityResult | None = None
@@ -281,7 +286,7 @@ class _TrainingRun:
             logger.info("step %d epoch %d: loss %.4f", step, epoch, sum(recent) / len(recent))
         if step % config.save_every_n == 0 or step == config.num_steps:
             self.last = _save_checkpoint(Path(config.exp_dir), self.model, self.optimizer, step,
-                                         config, self.model_config)
+                                         config, self.model_config, self.tokens_sha256)
             if self.valid_tokens is not None:
                 self.valid = _validate(self.model, self.valid_tokens, config.batch_size, step)
 
@@ -333,15 +338,6 @@ def _train_step(
     return float(loss.detach())
 
 
-def _tokens_digest(bpe_model: str | Path) -> str | None:
-    """:func:`k2dec.lang.token_inventory_digest` of the BPE model's pieces: the decode job
-    refuses this LM with a model whose tokens differ (another BPE model of the same size)."""
-    from k2dec.lang import bpe_token_table, load_bpe_model, token_inventory_digest
-
-    sp = load_bpe_model(bpe_model)
-    return token_inventory_digest(bpe_token_table(sp), sp.get_piece_size())
-
-
 def _save_checkpoint(
     exp_dir: Path,
     model: NeuralLM,
@@ -349,6 +345,7 @@ def _save_checkpoint(
     step: int,
     config: TrainLmConfig,
     model_config: LmConfig,
+    tokens_sha256: str | None,
 ) -> Path:
     path = exp_dir / f"checkpoint-{step}.pt"
     tmp = path.with_suffix(".pt.tmp")
@@ -364,7 +361,7 @@ def _save_checkpoint(
                 torch.cuda.get_rng_state(model.device) if model.device.type == "cuda" else None
             ),
             "train_config": _state_dict_config(config),
-            "tokens_sha256": _tokens_digest(config.bpe_model),
+            "tokens_sha256": tokens_sha256,
         },
         tmp,
     )
