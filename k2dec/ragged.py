@@ -6,7 +6,25 @@ from __future__ import annotations
 import k2
 import torch
 
-__all__ = ["exclusive_cumsum", "ragged_from_row_ids", "ragged_select"]
+__all__ = ["add_at", "exclusive_cumsum", "ragged_from_row_ids", "ragged_select"]
+
+
+def add_at(target: torch.Tensor, index: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """``target[index[i]] += values[i]`` for every ``i``, in place, summing each row's values
+    in the order of ``index`` on every device; returns ``target``.
+
+    ``Tensor.index_add_`` on a CUDA tensor adds with atomics, in an order that changes from
+    run to run and with whatever else the batch holds, so float sums (posteriors, scores,
+    confidences) could differ in their last bits between a batch and the same utterance alone,
+    and so flip exact ties. ``index_put_(accumulate=True)`` sorts the indexes (stably) and adds
+    each row's values one after another, as the CPU does.
+
+    Args:
+      target: tensor ``(M, ...)``.
+      index: int64 ``(K,)``, each in ``[0, M)``.
+      values: ``(K, ...)`` (``target``'s trailing shape and dtype).
+    """
+    return target.index_put_((index,), values, accumulate=True)
 
 
 def ragged_from_row_ids(row_ids: torch.Tensor, values: torch.Tensor, dim0: int) -> k2.RaggedTensor:

@@ -36,7 +36,7 @@ from k2dec.batch_search import (
 )
 from k2dec.deprecation import renamed_parameters
 from k2dec.lattice.dense import validate_log_probs
-from k2dec.ragged import exclusive_cumsum
+from k2dec.ragged import add_at, exclusive_cumsum
 from k2dec.scorers.base import ScorerSet, WeightedScorer
 from k2dec.sizes import check_int_range
 
@@ -328,7 +328,7 @@ def _merge(pb: torch.Tensor, pnb: torch.Tensor, key_hash: torch.Tensor, key_len:
             warnings.simplefilter("ignore", UserWarning)
             top = top.scatter_reduce(0, group, x, reduce="amax")
         top = torch.where(torch.isfinite(top), top, torch.zeros_like(top))  # all -inf: 0
-        total = torch.zeros_like(top).index_add_(0, group, torch.exp(x - top[group]))
+        total = add_at(torch.zeros_like(top), group, torch.exp(x - top[group]))
         merged = (torch.log(total) + top)[group].view(n, c)
         out = torch.empty_like(merged).scatter_(1, order, merged)
         return torch.where(valid, out, torch.full_like(out, _NEG_INF))

@@ -59,7 +59,7 @@ from k2dec.lattice.posteriors import (
 )
 from k2dec.lattice.prune import MAX_LATTICE_ARCS
 from k2dec.lattice.search import LatticeResult, lattice_fsa_vec
-from k2dec.ragged import ragged_from_row_ids
+from k2dec.ragged import add_at, ragged_from_row_ids
 from k2dec.sizes import check_int_range
 
 logger = logging.getLogger(__name__)
@@ -277,7 +277,7 @@ def _acc_stats(fsa: k2.Fsa, hyps: k2.RaggedTensor) -> _Stats:
     key = torch.cat(keys)
     uniq, inverse = torch.unique(key, return_inverse=True)
     post = torch.zeros(uniq.numel(), dtype=torch.float64, device=fsa.device)
-    post.index_add_(0, inverse, torch.cat(vals))
+    add_at(post, inverse, torch.cat(vals))
     rest = uniq // num_words
     return _Stats(utt=rest // width, bin=rest % width, word=uniq % num_words, post=post,
                   expected_errors=expected_errors)
@@ -297,7 +297,7 @@ def _forward_pass(arcs: _Arcs, r: torch.Tensor, c: torch.Tensor, starts: torch.T
             _, _, _, moved = _arc_moves(value[has_word], w[has_word], r[u[has_word]],
                                         c[u[has_word]])
             value[has_word] = moved
-        alpha_d.index_add_(0, arcs.dst[level], arcs.weight[level].unsqueeze(1) * value)
+        add_at(alpha_d, arcs.dst[level], arcs.weight[level].unsqueeze(1) * value)
         into = arcs.dst[level]
         alpha_d[into] = torch.round(alpha_d[into] / GRID) * GRID
     return alpha_d
@@ -341,7 +341,7 @@ def _backward_pass(arcs: _Arcs, r: torch.Tensor, c: torch.Tensor, alpha_d: torch
             emit(utt_b[move1], pos[move1], sw.unsqueeze(1).expand(m, width - 1)[move1],
                  beta_arc[:, 1:][move1])
             emit(utt_b[move3], pos[move3], torch.zeros_like(pos[move3]), beta_arc[:, 1:][move3])
-        beta_d.index_add_(0, s, to_src)
+        add_at(beta_d, s, to_src)
     # the start state: the remaining positions are deletions
     at_start = torch.flip(torch.cumsum(torch.flip(beta_d[starts], [1]), dim=1), [1])
     pos = positions[1:].unsqueeze(0).expand(n, width - 1)

@@ -25,7 +25,7 @@ import torch
 
 from k2dec.lattice.search import LatticeResult, lattice_fsa_vec
 from k2dec.paths import FRAME_ATTR
-from k2dec.ragged import ragged_from_row_ids
+from k2dec.ragged import add_at, ragged_from_row_ids
 
 __all__ = [
     "PosteriorConfig",
@@ -265,7 +265,7 @@ def word_posteriors(
     key = utt[keep] * num_words + words[keep]
     uniq, inverse = torch.unique(key, return_inverse=True)
     sums = torch.zeros(uniq.numel(), dtype=torch.float64, device=lat.device)
-    sums.index_add_(0, inverse, post[keep])
+    add_at(sums, inverse, post[keep])
     n = lat.shape[0]
     ids = ragged_from_row_ids(uniq // num_words, (uniq % num_words).to(torch.int32), n)
     return ids, ragged_from_row_ids(uniq // num_words, sums, n)

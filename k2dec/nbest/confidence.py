@@ -24,7 +24,7 @@ from typing import NamedTuple
 import k2
 import torch
 
-from ..ragged import exclusive_cumsum, ragged_from_row_ids
+from ..ragged import add_at, exclusive_cumsum, ragged_from_row_ids
 from .config import NbestConfig, check_posterior_scale
 
 __all__ = ["aligned_matches", "list_posteriors", "nbest_confidences"]
@@ -239,12 +239,12 @@ def _chosen_confidences(pairs: _PairMatches, ch: torch.Tensor, post: torch.Tenso
     mine = ch[owner] == pair_ref[sym_pair]
     weight = post[pairs.hyp[sym_pair]]
     use = match & mine
-    conf.index_add_(0, splits[owner[use]] + sym_pos[use], weight[use])
+    add_at(conf, splits[owner[use]] + sym_pos[use], weight[use])
     # a symbol every hypothesis of non-zero posterior supports is exactly 1 (not a sum
     # rounded differently in another batch: ties must stay ties)
     miss = torch.zeros_like(conf)
     other = ~match & mine
-    miss.index_add_(0, splits[owner[other]] + sym_pos[other], weight[other])
+    add_at(miss, splits[owner[other]] + sym_pos[other], weight[other])
     conf = torch.where(miss > 0, conf.clamp(max=1.0), torch.ones_like(conf))
     shape = k2.ragged.create_ragged_shape2(splits.to(torch.int32), None, conf.numel())
     return k2.RaggedTensor(shape, conf)

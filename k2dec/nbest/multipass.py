@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import k2
 import torch
 
+from ..ragged import add_at
 from ..sizes import check_int_range
 from .nbest import Nbest, NbestTopK, PathScorer
 
@@ -295,7 +296,7 @@ def multi_pass_rescore(
 def _per_path(values: torch.Tensor, pos_path: torch.Tensor, num_paths: int) -> torch.Tensor:
     """float64 ``[num_paths]``: the sum of ``values`` (one per position) over each path."""
     out = torch.zeros(num_paths, dtype=torch.float64, device=pos_path.device)
-    out.index_add_(0, pos_path, values.to(pos_path.device))
+    add_at(out, pos_path, values.to(pos_path.device))
     return out
 
 
@@ -341,7 +342,7 @@ def full_rescore(
     token_scores = torch.zeros(seqs.numel(), dtype=torch.float64, device=base.device)
     token_scores[torch.isin(pos_path, idx)] = scores.to(base.device)
     per_path = torch.zeros(nbest.num_paths, dtype=torch.float64, device=base.device)
-    per_path.index_add_(0, pos_path, token_scores)
+    add_at(per_path, pos_path, token_scores)
     nn = torch.where(select, per_path.view(num_utts, k), torch.full_like(base, float("nan")))
     return _finish(top, base, nn, select, nn_scale, 1)
 

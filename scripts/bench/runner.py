@@ -28,6 +28,7 @@ import argparse
 import datetime
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -55,9 +56,10 @@ AREA_TIMEOUTS = {"memory": {"full": 5400, "quick": 1800, "smoke": 300},
                  "transducer": {"full": 3600, "quick": 3000, "smoke": 120}}
 TAIL_LINES = 25
 #: modules of scripts/bench that are not areas (icefall_dropin: run by hand with an icefall
-#: checkout; its table is a section of BENCHMARKS.md of its own)
-NOT_AREAS = ("__init__", "__main__", "common", "icefall_dropin", "lm", "machine", "plots",
-             "runner", "shipped", "synthetic")
+#: checkout; large_model: run by hand on a GPU machine; each one's report is kept and shown as
+#: a section of BENCHMARKS.md of its own)
+NOT_AREAS = ("__init__", "__main__", "common", "icefall_dropin", "large_model", "lm", "machine",
+             "plots", "runner", "shipped", "synthetic")
 #: how the report is made (the header quotes it)
 COMMAND = "python -m scripts.bench"
 STATUS = {True: "met", False: "**not met**", None: "n/a"}
@@ -265,11 +267,14 @@ def recorded_peer_runs() -> list[AreaRun]:
 def splice(text: str, run: AreaRun) -> str:
     """``text`` (a BENCHMARKS.md) with ``run``'s section and target rows in place of the ones
     of its area (added at the end / to the targets when it has none yet)."""
-    anchor = f'<a id="{run.area.replace("_", "-")}"></a>'
+    slug = run.area.replace("_", "-")
+    anchor = f'<a id="{slug}"></a>'
     section = scrub("\n".join(render_area(run)).rstrip() + "\n")
     start = text.find(anchor)
     if start < 0:
         text = text.rstrip() + "\n\n" + section
+        text = re.sub(r"^(Areas: .*)$", lambda m: f"{m.group(1)}, [{run.area}](#{slug})", text,
+                      count=1, flags=re.M)
     else:
         end = text.find("\n<a id=", start + len(anchor))
         text = text[:start] + section + ("\n" + text[end + 1:] if end >= 0 else "")

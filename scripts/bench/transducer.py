@@ -287,8 +287,9 @@ RANDOM_LG_WORDS = 2000
 RANDOM_LG_SUCCESSORS = 8
 
 
-def random_lg(vocab: int, seed: int) -> k2.Fsa:
-    """An LG (k2dec.graph.compile_graph, log weight pushing) for tokens ``1 .. vocab - 1``:
+def random_graph(vocab: int, seed: int, graph_type: str = "LG") -> k2.Fsa:
+    """An LG (k2dec.graph.compile_graph, log weight pushing) or, with ``graph_type="HLG"``, an
+    HLG for tokens ``1 .. vocab - 1`` (blank 0):
     :data:`RANDOM_LG_WORDS` random words of 1-4 tokens and a random bigram LM over them
     (:data:`RANDOM_LG_SUCCESSORS` bigrams per history holding half of its probability)."""
     import random
@@ -321,14 +322,15 @@ def random_lg(vocab: int, seed: int) -> k2.Fsa:
         lang = write_lang_dir(Path(tmp) / "lang", lexicon, tokens=tokens, blank="<blk>")
         arpa = Path(tmp) / "lm.arpa"
         arpa.write_text("\n".join(lines))
-        graph, _ = compile_graph(lang.path, "LG", arpa=arpa, graph_dir=Path(tmp) / "graphs")
+        graph, _ = compile_graph(lang.path, graph_type, arpa=arpa,
+                                 graph_dir=Path(tmp) / "graphs")
     return graph
 
 
 def icefall_sized_problem(seed: int, utts: int) -> Problem:
     """A seeded random transducer of icefall's sizes (:data:`ICEFALL_SIZES`, output
     distributions peaked as a trained model's) on seeded random encoder frames, with a random
-    LG (:func:`random_lg`) and references for the oracle (each utterance's greedy tokens with
+    LG (:func:`random_graph`) and references for the oracle (each utterance's greedy tokens with
     every fifth dropped and every seventh replaced)."""
     from k2dec.transducer import greedy_search
 
@@ -346,7 +348,7 @@ def icefall_sized_problem(seed: int, utts: int) -> Problem:
             f"dim {enc_dim}, decoder and joiner dim {dim}, output distributions as peaked as "
             f"a trained model's), {utts} utterances, {int(lens.sum())} frames; LG of "
             f"{RANDOM_LG_WORDS} random words and a random bigram LM")
-    resources = Resources(graphs={"LG": random_lg(vocab, seed)})
+    resources = Resources(graphs={"LG": random_graph(vocab, seed)})
     return Problem(model, enc, lens, resources, None, [f"r{i}" for i in range(utts)], None,
                    desc, refs)
 

@@ -214,7 +214,9 @@ def test_refresh_recorded_renders_only_the_recorded_reports_again(tmp_path, monk
     (gpu / "streams-x.json").write_text(json.dumps({
         "area": "streams-x", "title": "GPU", "settings": "cuda"}))
     md.write_text(text)
-    assert '<a id="streams-x"></a>' in bench.refresh_recorded(md)  # a new one: appended
+    text = bench.refresh_recorded(md)
+    assert '<a id="streams-x"></a>' in text  # a new one: appended, and linked from the list
+    assert "[icefall_dropin](#icefall-dropin), [streams-x](#streams-x)" in text
 
 
 def test_splice_replaces_the_areas_run_now_and_keeps_the_others(fake_repo, monkeypatch):

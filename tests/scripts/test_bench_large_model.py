@@ -1,0 +1,34 @@
+"""``scripts/bench/large_model.py --smoke``: a row per search and batch size with positive times
+and an RTF that is their ratio to the audio, the batch-invariance target evaluated (it holds),
+and the model's size in the settings."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_smoke_report(tmp_path, device):
+    proc = subprocess.run([sys.executable, "-m", "scripts.bench.large_model", "--smoke",
+                           "--device", str(device), "--report", str(tmp_path)],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rep = json.loads((tmp_path / "large_model.json").read_text())
+    (table,) = rep["tables"]
+    rows = table["rows"]
+    assert [(r[0], r[1]) for r in rows] == [
+        (s, n) for s in ("fast_beam_search (trivial graph)", "fast_beam_search (LG)",
+                         "modified_beam_search (beam 4)", "HLG 1best (CTC head)")
+        for n in (1, 2)]
+    for r in rows:
+        audio, total, encoder, rtf = r[2], r[3], r[4], float(r[5])
+        assert audio > 0 and total > 0 and 0 < encoder <= total
+        assert abs(rtf - total / audio) < 1e-3 * max(rtf, 1e-3) + 1e-5
+        assert r[8] >= 0  # output units per frame
+    assert [r[-1] for r in rows if r[1] == 2] == [True] * 4
+    assert [t["met"] for t in rep["targets"]] == [True]
+    assert "parameters" in rep["settings"] and f"({device.type})" in rep["settings"]
