@@ -10,14 +10,16 @@ __all__ = ["add_at", "exclusive_cumsum", "ragged_from_row_ids", "ragged_select"]
 
 
 def add_at(target: torch.Tensor, index: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-    """``target[index[i]] += values[i]`` for every ``i``, in place, summing each row's values
-    in the order of ``index`` on every device; returns ``target``.
+    """``target[index[i]] += values[i]`` for every ``i``, in place; returns ``target``.
 
-    ``Tensor.index_add_`` on a CUDA tensor adds with atomics, in an order that changes from
-    run to run and with whatever else the batch holds, so float sums (posteriors, scores,
-    confidences) could differ in their last bits between a batch and the same utterance alone,
-    and so flip exact ties. ``index_put_(accumulate=True)`` sorts the indexes (stably) and adds
-    each row's values one after another, as the CPU does.
+    Each row's sum depends only on that row's values and their order in ``index``: not on the
+    other rows, their values or how they interleave, and not on the run. ``Tensor.index_add_``
+    on a CUDA tensor adds with atomics, in an order that changes from run to run and with
+    whatever else the batch holds, so float sums (posteriors, scores, confidences) differed in
+    their last bits between a batch and the same utterance alone, which can flip exact ties.
+    ``index_put_(accumulate=True)`` sorts the indexes stably and sums each run of equal
+    indexes on its own: one value after another on the CPU (the same bits as ``index_add_``
+    there), in a fixed tree over the run on CUDA (which may round differently from the CPU).
 
     Args:
       target: tensor ``(M, ...)``.
