@@ -114,21 +114,29 @@ def aligned_matches(hyps: k2.RaggedTensor, refs: k2.RaggedTensor,
     out = torch.zeros(refs.numel(), dtype=torch.bool, device=refs.device)
     if refs.dim0 == 0:
         return out
-    h_splits = hyps.shape.row_splits(1).to(torch.int64)
-    r_splits = refs.shape.row_splits(1).to(torch.int64)
-    # a group's table is [pairs, longest hyp + 1, longest ref + 1]: groups of a fixed number
-    # of pairs, sized for the largest table
-    cells = (int(h_splits.diff().max()) + 1) * (int(r_splits.diff().max()) + 1)
-    step = max(1, max_cells // cells)
-    for start in range(0, refs.dim0, step):
-        end = min(start + step, refs.dim0)
-        idx = torch.arange(start, end, dtype=torch.int32, device=refs.device)
+    h_len = hyps.shape.row_splits(1).to(torch.int64).diff()
+    r_len = refs.shape.row_splits(1).to(torch.int64).diff()
+    # pairs of similar sizes aligned together (a group's table is [pairs, its longest hyp + 1,
+    # its longest ref + 1]); each pair's alignment does not depend on its group
+    order = torch.sort(torch.maximum(h_len, r_len), stable=True).indices
+    start = 0
+    while start < refs.dim0:
+        end = start + _group_size(h_len[order[start:]], r_len[order[start:]], max_cells)
+        idx = order[start:end].to(torch.int32)
         h, _ = hyps.index(idx, axis=0)
-        r, _ = refs.index(idx, axis=0)
-        lo, hi = int(r_splits[start]), int(r_splits[end])
-        if hi > lo:
-            out[lo:hi] = _aligned_chunk(h, r)
+        r, value_indexes = refs.index(idx, axis=0, need_value_indexes=True)
+        if r.numel():
+            out[value_indexes.to(torch.int64)] = _aligned_chunk(h, r)
+        start = end
     return out
+
+
+def _group_size(h_len: torch.Tensor, r_len: torch.Tensor, max_cells: int) -> int:
+    """How many of the pairs (in order) make a group whose table has at most ``max_cells``
+    cells (at least one)."""
+    size = torch.arange(1, h_len.numel() + 1, device=h_len.device) * \
+        (torch.cummax(h_len, 0).values + 1) * (torch.cummax(r_len, 0).values + 1)
+    return max(1, int((size <= max_cells).sum()))
 
 
 def list_posteriors(scores: torch.Tensor, utt: torch.Tensor, num_utts: int,

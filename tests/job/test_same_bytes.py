@@ -75,7 +75,8 @@ def decode(assets_dir: Path, lang: Path, graphs: Path, cuts: CutSet, out_dir: Pa
     """The job under test: every method the shipped assets can run. Returns what the other
     methods lack."""
     assets = load_assets(assets_dir / "model.pt", lang, graph_dir=graphs,
-                         lm_paths={"rnn_lm": assets_dir / "lm" / "rnn_lm.pt"})
+                         lm_paths={"rnn_lm": assets_dir / "lm" / "rnn_lm.pt"},
+                         lodr_arpa=assets_dir / "lm" / "token_2gram.arpa.gz")
     runs, lacking = _runs(assets)
     run_decode(assets, {TEST_SET: cuts}, runs, out_dir,
                DecodeConfig(max_duration=max_duration, num_buckets=2))
