@@ -29,13 +29,14 @@ that are decoded together).
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from ..sizes import check_finite
 
 __all__ = ["Scorer", "ScorerSet", "TableScorer", "WeightedScorer", "check_rows"]
 
@@ -180,9 +181,7 @@ class WeightedScorer:
         if not isinstance(self.scorer, Scorer):
             raise TypeError(f"scorer must be a k2dec.scorers.Scorer, got "
                             f"{type(self.scorer).__name__}")
-        if not isinstance(self.weight, int | float) or isinstance(self.weight, bool) or (
-                not math.isfinite(self.weight)):
-            raise ValueError(f"weight must be a finite number, got {self.weight!r}")
+        check_finite("weight", self.weight)
 
 
 class ScorerSet:

@@ -25,12 +25,11 @@ from torch import nn
 
 from k2dec.batch_search import num_active_per_frame
 from k2dec.ragged import exclusive_cumsum
-from k2dec.sizes import check_int_range
+from k2dec.sizes import check_finite, check_int_range
 from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
     check_encoder_out,
-    check_finite,
     check_streams,
     log_probs_from_logits,
 )

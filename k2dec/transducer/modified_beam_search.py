@@ -35,14 +35,12 @@ from torch import nn
 from k2dec.batch_search import extend_hash, num_active_per_frame
 from k2dec.ragged import exclusive_cumsum
 from k2dec.scorers.base import ScorerSet, WeightedScorer
-from k2dec.sizes import check_int_range
+from k2dec.sizes import check_finite, check_int_range, check_positive
 from k2dec.transducer.beam_hyps import BeamHyps
 from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
     check_encoder_out,
-    check_finite,
-    check_positive,
     check_streams,
     log_probs_from_logits,
 )
