@@ -26,7 +26,7 @@ from torch import nn
 
 from ..lm.base import NeuralLM, SequenceScores, pad_with_sos_eos
 from ..scorers import NeuralLmScorer, Scorer
-from ..scorers.base import check_rows
+from ..scorers.base import check_rows, emitting_rows
 from ..sizes import check_finite
 
 __all__ = ["IcefallLm", "LmScorer", "ScoreTokenScorer", "fusion_scorer", "sequence_lm"]
@@ -131,9 +131,7 @@ class ScoreTokenScorer(Scorer):
     def advance(self, state: _TokenState, pending: None, rows: torch.Tensor,
                 tokens: torch.Tensor, emit: torch.Tensor | None = None) -> _TokenState:
         new = self.select(state, rows)
-        moved = torch.arange(rows.numel(), device=rows.device)
-        if emit is not None:
-            moved = moved[emit]
+        moved = emitting_rows(rows, emit)
         if moved.numel() == 0:
             return new
         with torch.no_grad():

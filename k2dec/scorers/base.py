@@ -38,7 +38,7 @@ import torch
 
 from ..sizes import check_finite
 
-__all__ = ["Scorer", "ScorerSet", "TableScorer", "WeightedScorer", "check_rows"]
+__all__ = ["Scorer", "ScorerSet", "TableScorer", "WeightedScorer", "check_rows", "emitting_rows"]
 
 
 class Scorer(ABC):
@@ -156,6 +156,14 @@ class TableScorer(Scorer):
 
     def cat(self, states: Sequence[torch.Tensor]) -> torch.Tensor:
         return torch.cat(list(states))
+
+
+def emitting_rows(rows: torch.Tensor, emit: torch.Tensor | None) -> torch.Tensor:
+    """The positions ``i`` of an :meth:`Scorer.advance` call whose hypothesis takes
+    ``tokens[i]`` (int64 ``[M]``, on ``rows``' device): all of them when ``emit`` is ``None``,
+    else those where ``emit`` (bool ``[R]``) is True."""
+    moved = torch.arange(rows.numel(), device=rows.device)
+    return moved if emit is None else moved[emit]
 
 
 def check_rows(name: str, index: torch.Tensor, num_rows: int) -> None:
