@@ -10,6 +10,9 @@ setting that changes results in practice (icefall's beams are 4-20, its n-bests 
 low enough that one such setting alone, on a 30 s utterance, keeps the process within a few
 GB (README, "Bounded memory").
 
+Scales, weights and other numbers without a size meaning are checked with
+:func:`check_finite` / :func:`check_positive`, the one place their rule is written.
+
 Nothing here imports the rest of k2dec.
 """
 
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["check_float_range", "check_int_range"]
+__all__ = ["check_finite", "check_float_range", "check_int_range", "check_positive"]
 
 
 def _name(owner: object, name: str) -> str:
@@ -44,10 +47,27 @@ def check_float_range(owner: object, name: str, low: float, high: float,
     value = getattr(owner, name)
     if optional and value is None:
         return
-    ok = (not isinstance(value, bool) and isinstance(value, int | float)
-          and math.isfinite(value) and (low < value if low_open else low <= value)
-          and value <= high)
-    if not ok:
+    if not (_is_number(value) and (low < value if low_open else low <= value)
+            and value <= high):
         raise ValueError(f"{_name(owner, name)} must be a number in "
                          f"{'(' if low_open else '['}{low:g}, {high:g}]"
                          f"{' or None' if optional else ''}, got {value!r}")
+
+
+def _is_number(value: object) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | float) \
+        and math.isfinite(value)
+
+
+def check_finite(name: str, value: float) -> None:
+    """Raise ``ValueError`` unless ``value`` is a finite number (an int or float, not a
+    bool), naming ``name`` and the value."""
+    if not _is_number(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+
+
+def check_positive(name: str, value: float) -> None:
+    """Raise ``ValueError`` unless ``value`` is a finite number ``> 0`` (not a bool), naming
+    ``name`` and the value."""
+    if not (_is_number(value) and value > 0):
+        raise ValueError(f"{name} must be > 0 and finite, got {value!r}")

@@ -38,7 +38,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import os
 import re
 import shlex
@@ -57,6 +56,8 @@ from lhotse.cut import Cut, MixedCut, MixTrack, MonoCut, MultiCut
 from lhotse.features.base import FeatureExtractor, Features
 from lhotse.features.io import FeaturesWriter
 from lhotse.utils import fastcopy
+
+from ..sizes import check_positive
 
 __all__ = [
     "mono_samples",
@@ -130,9 +131,8 @@ class AudioLimits:
                              f"above max_sampling_rate={self.max_sampling_rate}")
         for name in ("max_duration", "max_audio_mb"):
             value = getattr(self, name)
-            if value is not None and not (isinstance(value, int | float)
-                                          and 0 < value < math.inf):
-                raise ValueError(f"AudioLimits.{name} must be > 0 and finite, got {value!r}")
+            if value is not None:
+                check_positive(f"AudioLimits.{name}", value)
 
     def check(self, rate: int, channels: int, duration: float) -> None:
         """Raise ``ValueError`` (one line saying what to do) if ``duration`` seconds of a

@@ -258,6 +258,19 @@ def _attention(path_to_utt: torch.Tensor, num_utts: int, tokens: k2.RaggedTensor
     return attention_scores(decoder, memory, memory_lens, lists).to(path_to_utt.device)
 
 
+def _ngram_and_attention(nbest: Nbest, decoder: Any, memory: torch.Tensor,
+                         memory_lens: torch.Tensor, ngram_lm_scale: float | None,
+                         attention_scale: float | None) -> dict[str, k2.Fsa]:
+    """The best paths of ``nbest`` (intersected word paths) under ``am + n * lm + a *
+    attention`` (the lattice's LM scores, ``decoder`` on ``memory`` ``(N, T, C)``) for each
+    ``n`` / ``a`` (the given scale, or icefall's grid when ``None``)."""
+    comps = {"am": nbest.am_scores().values, "ngram_lm": nbest.lm_scores().values,
+             "attention": _attention(nbest.path_to_utt(), nbest.num_utts, nbest.token_seqs(),
+                                     decoder, memory, memory_lens)}
+    return _choose(nbest, comps, {"ngram_lm": _scales(ngram_lm_scale, DEFAULT_LM_SCALE),
+                                  "attention": _scales(attention_scale, DEFAULT_LM_SCALE)})
+
+
 def _memory(memory: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor,
                                                                        torch.Tensor]:
     """icefall's ``(T, N, C)`` memory and ``(N, T)`` padding mask -> ``(N, T, C)`` and the
@@ -288,12 +301,8 @@ def rescore_with_attention_decoder(
     or icefall's grid when ``None``), keyed ``ngram_lm_scale_{n}_attention_scale_{a}``."""
     nbest = _word_nbest(lattice, num_paths, nbest_scale, use_double_scores)
     mem, lens = _memory(memory, memory_key_padding_mask)
-    decoder = as_decoder(model, sos_id, eos_id)
-    comps = {"am": nbest.am_scores().values, "ngram_lm": nbest.lm_scores().values,
-             "attention": _attention(nbest.path_to_utt(), nbest.num_utts, nbest.token_seqs(),
-                                     decoder, mem, lens)}
-    return _choose(nbest, comps, {"ngram_lm": _scales(ngram_lm_scale, DEFAULT_LM_SCALE),
-                                  "attention": _scales(attention_scale, DEFAULT_LM_SCALE)})
+    return _ngram_and_attention(nbest, as_decoder(model, sos_id, eos_id), mem, lens,
+                                ngram_lm_scale, attention_scale)
 
 
 def rescore_with_attention_decoder_with_ngram(
@@ -310,13 +319,8 @@ def rescore_with_attention_decoder_with_ngram(
     """As :func:`rescore_with_attention_decoder` with a zipformer-style decoder
     (``attention_decoder.nll``, on ``encoder_out`` ``(N, T, C)``)."""
     nbest = _word_nbest(lattice, num_paths, nbest_scale, use_double_scores)
-    decoder = as_decoder(attention_decoder)
-    comps = {"am": nbest.am_scores().values, "ngram_lm": nbest.lm_scores().values,
-             "attention": _attention(nbest.path_to_utt(), nbest.num_utts, nbest.token_seqs(),
-                                     decoder, encoder_out,
-                                     encoder_out_lens)}
-    return _choose(nbest, comps, {"ngram_lm": _scales(ngram_lm_scale, DEFAULT_LM_SCALE),
-                                  "attention": _scales(attention_scale, DEFAULT_LM_SCALE)})
+    return _ngram_and_attention(nbest, as_decoder(attention_decoder), encoder_out,
+                                encoder_out_lens, ngram_lm_scale, attention_scale)
 
 
 def rescore_with_attention_decoder_no_ngram(

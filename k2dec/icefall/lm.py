@@ -17,7 +17,6 @@ Here:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -27,7 +26,8 @@ from torch import nn
 
 from ..lm.base import NeuralLM, SequenceScores, pad_with_sos_eos
 from ..scorers import NeuralLmScorer, Scorer
-from ..scorers.base import check_rows
+from ..scorers.base import check_rows, emitting_rows
+from ..sizes import check_finite
 
 __all__ = ["IcefallLm", "LmScorer", "ScoreTokenScorer", "fusion_scorer", "sequence_lm"]
 
@@ -47,9 +47,7 @@ class LmScorer:
     def __init__(self, lm: NeuralLM, lm_scale: float = 0.3) -> None:
         if not isinstance(lm, NeuralLM):
             raise TypeError(f"lm must be a k2dec.lm.NeuralLM, got {type(lm).__name__}")
-        if isinstance(lm_scale, bool) or not isinstance(lm_scale, int | float) or not \
-                math.isfinite(lm_scale):
-            raise ValueError(f"lm_scale must be a finite number, got {lm_scale!r}")
+        check_finite("lm_scale", lm_scale)
         self.lm = lm
         self.lm_scale = float(lm_scale)
         self.lm_type = lm.model_type or "rnn"
@@ -133,9 +131,7 @@ class ScoreTokenScorer(Scorer):
     def advance(self, state: _TokenState, pending: None, rows: torch.Tensor,
                 tokens: torch.Tensor, emit: torch.Tensor | None = None) -> _TokenState:
         new = self.select(state, rows)
-        moved = torch.arange(rows.numel(), device=rows.device)
-        if emit is not None:
-            moved = moved[emit]
+        moved = emitting_rows(rows, emit)
         if moved.numel() == 0:
             return new
         with torch.no_grad():

@@ -86,7 +86,7 @@ from ..results import (
     write_results,
 )
 from ..results.ctm import FRAME_SHIFT
-from ..sizes import check_float_range, check_int_range
+from ..sizes import check_float_range, check_int_range, check_positive
 from .assets import DecodeAssets, hypothesis_texts, reference_case
 from .encoder import JobEncoder
 from .resume import (
@@ -165,8 +165,7 @@ class DecodeConfig:
         check_float_range(self, "max_duration", 0.0, 100_000.0)
         check_int_range(self, "num_buckets", 1, 1000)
         check_float_range(self, "silence_db", -200.0, 0.0, low_open=False, optional=True)
-        if not (self.frame_shift > 0 and math.isfinite(self.frame_shift)):
-            raise ValueError(f"frame_shift must be positive and finite, got {self.frame_shift}")
+        check_positive("frame_shift", self.frame_shift)
         if self.subsampling_factor is not None and (
                 isinstance(self.subsampling_factor, bool)
                 or not isinstance(self.subsampling_factor, int) or self.subsampling_factor < 1):

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
+from ..sizes import check_finite
+
 __all__ = ["check_finite", "check_scales", "check_sweep"]
-
-
-def check_finite(name: str, value: float) -> None:
-    """Raise ``ValueError`` unless ``value`` is a finite number."""
-    if isinstance(value, bool) or not (isinstance(value, int | float)
-                                       and abs(value) < float("inf")):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
 
 
 def check_scales(name: str, values: tuple[float, ...]) -> None:

@@ -4,7 +4,6 @@ and neural-LM rescoring, oracle and multi-pass rescoring, all on lattices from
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 
 import k2
@@ -36,7 +35,7 @@ from ..nbest import (
     rescore_with_lm,
     rescore_with_ngram,
 )
-from ..sizes import check_int_range
+from ..sizes import check_int_range, check_positive
 from .checks import check_finite, check_scales, check_sweep
 from .hotwords import HOTWORD_GRAPH_MAX_ARCS, WORD_HOTWORDS_SCORE, word_biased_graph
 from .records import (
@@ -80,11 +79,7 @@ def _multi_pass() -> MultiPassConfig:
 
 def _check_scale(name: str, value: float, positive: bool = False) -> None:
     """Raise ``ValueError`` unless ``value`` is a finite number (``positive``: also > 0)."""
-    if not positive:
-        check_finite(name, value)
-    elif isinstance(value, bool) or not isinstance(value, int | float) \
-            or not 0 < value < math.inf:
-        raise ValueError(f"{name} must be positive and finite, got {value!r}")
+    (check_positive if positive else check_finite)(name, value)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,9 @@
 """N-best lists from lattices, rescoring, oracle and multi-pass rescoring."""
 
+from .chunking import chunks
 from .config import NbestConfig
+from .intersect import IntersectStatus
+from .keys import DedupKey
 from .multipass import (
     GaussianPredictor,
     LinearGaussianPredictor,
@@ -11,16 +14,8 @@ from .multipass import (
     matching_features,
     multi_pass_rescore,
 )
-from .nbest import (
-    DedupKey,
-    IntersectStatus,
-    Nbest,
-    NbestTopK,
-    PathScorer,
-    chunks,
-    edit_distances,
-    intersected,
-)
+from .nbest import Nbest, NbestTopK, PathScorer, intersected
+from .oracle import edit_distances
 from .rescore import (
     ATTENTION_CHUNK_CELLS,
     NNLM_SCALES,

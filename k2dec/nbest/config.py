@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ..lattice.prune import MAX_LATTICE_ARCS
-from ..sizes import check_int_range
+from ..sizes import check_int_range, check_positive
 
 __all__ = ["SAMPLERS", "TIE_BREAKS", "NbestConfig", "check_posterior_scale"]
 
@@ -18,9 +17,7 @@ SAMPLERS = ("hashed", "k2")
 
 def check_posterior_scale(value: float, name: str = "posterior_scale") -> None:
     """``ValueError`` unless ``value`` is a positive finite number (not a bool)."""
-    if isinstance(value, bool) or not (isinstance(value, int | float)
-                                       and 0 < value < math.inf):
-        raise ValueError(f"{name} must be > 0 and finite, got {value!r}")
+    check_positive(name, value)
 
 
 @dataclass(frozen=True)
@@ -81,8 +78,7 @@ class NbestConfig:
     def __post_init__(self) -> None:
         check_int_range(self, "num_paths", 1, 10_000)
         check_posterior_scale(self.posterior_scale)
-        if not (isinstance(self.nbest_scale, int | float) and 0 < self.nbest_scale < math.inf):
-            raise ValueError(f"nbest_scale must be > 0 and finite, got {self.nbest_scale!r}")
+        check_positive("nbest_scale", self.nbest_scale)
         check_int_range(self, "max_lattice_arcs", 1, 1_000_000, optional=True)
         check_int_range(self, "max_intersect_arcs", 1, 4_000_000)
         if self.tie_break not in TIE_BREAKS:

@@ -16,8 +16,11 @@ from dataclasses import dataclass
 import k2
 import torch
 
+from .chunking import chunks
 from .config import TIE_BREAKS
-from .nbest import DedupKey, Nbest, PathScorer, chunks, ragged_sort_desc
+from .keys import DedupKey
+from .nbest import Nbest, PathScorer
+from .scores import ragged_sort_desc
 
 __all__ = [
     "ATTENTION_CHUNK_CELLS",

@@ -21,7 +21,9 @@ from __future__ import annotations
 import k2
 import torch
 
-__all__ = ["k2_random_paths", "sample_paths", "uniform_hash"]
+from .keys import DedupKey, keyed_lattice, paths_to_fsa, restore_labels
+
+__all__ = ["distinct_paths", "k2_random_paths", "sample_paths", "uniform_hash"]
 
 _MASK32 = 0xFFFFFFFF
 #: draws computed at once (a table [steps, num_paths]) instead of step by step
@@ -224,3 +226,35 @@ def k2_random_paths(fsas: k2.Fsa, num_paths: int, use_double_scores: bool = True
     torch.cumsum(counts, 0, out=splits[1:])
     paths_shape = k2.ragged.create_ragged_shape2(splits.to(torch.int32), None, int(splits[-1]))
     return k2.RaggedTensor(paths_shape.compose(arcs_shape), values)
+
+
+def distinct_paths(lattice: k2.Fsa, key: DedupKey, num_paths: int, nbest_scale: float,
+                   sampler: str = "hashed", seed: int = 0, use_double_scores: bool = True
+                   ) -> tuple[k2.Fsa, k2.RaggedShape, k2.RaggedTensor]:
+    """Sample ``num_paths`` paths per utterance of ``lattice`` (FsaVec ``[utt][state][arc]``)
+    with its scores times ``nbest_scale`` and keep the first of each distinct key sequence.
+
+    ``sampler`` is ``"hashed"`` (:func:`sample_paths` with ``seed``) or ``"k2"``
+    (:func:`k2_random_paths`); ``lattice`` is not modified.
+
+    Returns:
+      ``(fsa, shape, key_seqs)``: the kept alignments as linear FSAs ``[path][state][arc]``
+      carrying the (unscaled) scores and attributes of the arcs taken, the ``k2.RaggedShape``
+      ``[utt][path]``, and int32 ragged ``[path][symbol]`` key sequences (no zeros). An
+      utterance whose lattice has no successful path gets zero paths.
+    """
+    keyed = keyed_lattice(lattice, key)
+    sampling = keyed.clone()
+    sampling.scores = keyed.scores * nbest_scale
+    if sampler == "k2":
+        path = k2_random_paths(sampling, num_paths, use_double_scores)
+    else:
+        path = sample_paths(sampling, num_paths, seed=seed, use_double_scores=use_double_scores)
+    # path: [utt][path][arc] of arc indexes into `keyed`
+    key_seq = k2.ragged.index(keyed.labels.contiguous(), path)
+    key_seq = key_seq.remove_values_leq(0)
+    unique, _, new2old = key_seq.unique(need_num_repeats=False, need_new2old_indexes=True)
+    kept, _ = path.index(new2old, axis=1, need_value_indexes=False)
+    arcs = kept.remove_axis(0)  # [path][arc]
+    fsa = restore_labels(paths_to_fsa(keyed, arcs), key)
+    return fsa, unique.shape.get_layer(0), unique.remove_axis(0)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..sizes import check_positive
+
 __all__ = ["CtmWord", "frames_to_seconds", "read_ctm", "record_ctm_words", "timed_words",
            "write_ctm"]
 
@@ -53,8 +55,7 @@ def frames_to_seconds(frames: int | float, subsampling_factor: int = 4,
     if isinstance(subsampling_factor, bool) or not isinstance(subsampling_factor, int) or \
             subsampling_factor < 1:
         raise ValueError(f"subsampling_factor must be an int >= 1, got {subsampling_factor!r}")
-    if not (frame_shift > 0 and math.isfinite(frame_shift)):
-        raise ValueError(f"frame_shift must be positive and finite, got {frame_shift!r}")
+    check_positive("frame_shift", frame_shift)
     return frames * subsampling_factor * frame_shift
 
 

@@ -29,7 +29,6 @@ that are decoded together).
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +36,9 @@ from typing import Any
 
 import torch
 
-__all__ = ["Scorer", "ScorerSet", "TableScorer", "WeightedScorer", "check_rows"]
+from ..sizes import check_finite
+
+__all__ = ["Scorer", "ScorerSet", "TableScorer", "WeightedScorer", "check_rows", "emitting_rows"]
 
 
 class Scorer(ABC):
@@ -157,6 +158,14 @@ class TableScorer(Scorer):
         return torch.cat(list(states))
 
 
+def emitting_rows(rows: torch.Tensor, emit: torch.Tensor | None) -> torch.Tensor:
+    """The positions ``i`` of an :meth:`Scorer.advance` call whose hypothesis takes
+    ``tokens[i]`` (int64 ``[M]``, on ``rows``' device): all of them when ``emit`` is ``None``,
+    else those where ``emit`` (bool ``[R]``) is True."""
+    moved = torch.arange(rows.numel(), device=rows.device)
+    return moved if emit is None else moved[emit]
+
+
 def check_rows(name: str, index: torch.Tensor, num_rows: int) -> None:
     """Raise unless ``index`` is a 1-D int64 tensor with values in ``[0, num_rows)``."""
     if not isinstance(index, torch.Tensor) or index.dtype != torch.int64 or index.dim() != 1:
@@ -180,9 +189,7 @@ class WeightedScorer:
         if not isinstance(self.scorer, Scorer):
             raise TypeError(f"scorer must be a k2dec.scorers.Scorer, got "
                             f"{type(self.scorer).__name__}")
-        if not isinstance(self.weight, int | float) or isinstance(self.weight, bool) or (
-                not math.isfinite(self.weight)):
-            raise ValueError(f"weight must be a finite number, got {self.weight!r}")
+        check_finite("weight", self.weight)
 
 
 class ScorerSet:

@@ -60,6 +60,7 @@ import torch
 
 from k2dec.graph.compile import refresh_labels_version
 from k2dec.scorers.base import TableScorer
+from k2dec.sizes import check_finite
 
 logger = logging.getLogger(__name__)
 
@@ -187,8 +188,7 @@ class ContextGraph:
 
     def __init__(self, phrases: Sequence[tuple[Sequence[int], float | None]],
                  context_score: float = 2.0) -> None:
-        if not isinstance(context_score, int | float) or not math.isfinite(context_score):
-            raise ValueError(f"context_score must be a finite number, got {context_score!r}")
+        check_finite("context_score", context_score)
         self.context_score = float(context_score)
         self.children: list[dict[int, int]] = [{}]
         self.token_score = [0.0]

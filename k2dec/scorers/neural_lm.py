@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 import torch
 
 from k2dec.lm.base import NeuralLM
-from k2dec.scorers.base import Scorer, check_rows
+from k2dec.scorers.base import Scorer, check_rows, emitting_rows
 
 __all__ = ["NeuralLmScorer", "NeuralLmScorerState"]
 
@@ -64,9 +64,7 @@ class NeuralLmScorer(Scorer):
     def advance(self, state: NeuralLmScorerState, pending: None, rows: torch.Tensor,
                 tokens: torch.Tensor, emit: torch.Tensor | None = None) -> NeuralLmScorerState:
         new = self.select(state, rows)
-        moved = torch.arange(rows.numel(), device=rows.device)
-        if emit is not None:
-            moved = moved[emit]
+        moved = emitting_rows(rows, emit)
         if moved.numel() == 0:
             return new
         log_probs, lm_state = self.lm.advance(new.lm_state, tokens[moved], moved)

@@ -26,14 +26,12 @@ from torch import nn
 
 from k2dec.batch_search import extend_hash
 from k2dec.scorers.base import ScorerSet, WeightedScorer
-from k2dec.sizes import check_int_range
+from k2dec.sizes import check_finite, check_int_range, check_positive
 from k2dec.transducer.beam_hyps import BeamHyps
 from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
     check_encoder_out,
-    check_finite,
-    check_positive,
     log_probs_from_logits,
 )
 

@@ -492,16 +492,6 @@ def log_probs_from_logits(
     return logits.log_softmax(dim=-1)
 
 
-def check_positive(name: str, value: float) -> None:
-    if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-
-
-def check_finite(name: str, value: float) -> None:
-    if not (isinstance(value, int | float) and math.isfinite(value)):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-
-
 def check_streams(streams: Sequence, n: int, cls: type) -> None:
     """Raise ``ValueError``/``TypeError`` unless ``streams`` are ``n`` distinct ``cls``
     objects (one per row of a chunk)."""

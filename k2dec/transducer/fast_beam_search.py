@@ -42,13 +42,11 @@ from torch import nn
 from k2dec.batch_search import num_active_per_frame
 from k2dec.paths import arc_frames
 from k2dec.ragged import ragged_select
-from k2dec.sizes import check_float_range, check_int_range
+from k2dec.sizes import check_finite, check_float_range, check_int_range, check_positive
 from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
     check_encoder_out,
-    check_finite,
-    check_positive,
     check_streams,
     log_probs_from_logits,
 )

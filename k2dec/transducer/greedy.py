@@ -25,12 +25,11 @@ from torch import nn
 
 from k2dec.batch_search import num_active_per_frame
 from k2dec.ragged import exclusive_cumsum
-from k2dec.sizes import check_int_range
+from k2dec.sizes import check_finite, check_int_range
 from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
     check_encoder_out,
-    check_finite,
     check_streams,
     log_probs_from_logits,
 )
@@ -186,10 +185,7 @@ class GreedySearch:
             torch.max(log_probs, dim=1, out=(values[start:end], tok))
             emitted = torch.nonzero(tok if blank_id == 0 else tok != blank_id).squeeze(1)
             if emitted.numel() > 0:
-                new_ctx = torch.cat([ctx.index_select(0, emitted)[:, 1:],
-                                     tok.index_select(0, emitted).unsqueeze(1)], dim=1)
-                ctx.index_copy_(0, emitted, new_ctx)
-                dec.index_copy_(0, emitted, net.decoder_out(new_ctx))
+                _advance(net, ctx, dec, emitted, tok.index_select(0, emitted).unsqueeze(1))
             start = end
         contexts.index_copy_(0, order, ctx)
         chosen = torch.empty_like(tokens)
@@ -212,33 +208,17 @@ class GreedySearch:
           ``[F, max_sym]``, blank where none), and every decision's utterance (int64 ``[D]``)
           and log-prob (float ``[D]``), in decision order within each utterance; ``contexts``
           (int64 ``[N, c]``) is updated in place."""
-        n_utt, t_max = encoder_out.size(0), encoder_out.size(1)
         device = encoder_out.device
         net, blank_id = self.net, self.net.blank_id
         max_sym, blank_penalty = self.config.max_sym_per_frame, self.config.blank_penalty
-        k = _LOOKAHEAD
-
-        # The valid frames of all utterances, packed row after row ([F, J]); a row's frames
-        # are first_frame[i] .. first_frame[i + 1] - 1. A window reads up to _MAX_WINDOW frames
-        # past a row's last frame (padding at the end; those frames are never decided).
-        first_frame = exclusive_cumsum(lens)
-        packed = torch.nonzero(torch.arange(t_max, device=device) < lens.unsqueeze(1))
-        index = torch.cat([packed[:, 0] * t_max + packed[:, 1],
-                           packed.new_zeros(max(k, _MAX_WINDOW))])  # padding: any frame
-        enc = net.project_encoder(encoder_out.reshape(n_utt * t_max, -1).index_select(0, index))
+        first_frame, num_frames, enc = self._packed_frames(encoder_out, lens)
         windows: list[_Window] = []
-
         # State of the rows still decoding, compacted now and then: row id, its context and
         # decoder output, next packed frame, end of its frames, symbols already emitted on the
         # next frame (< max_sym).
-        rows = torch.nonzero(lens > 0).squeeze(1)
-        ctx = contexts.index_select(0, rows)
-        dec = net.decoder_out(ctx)  # [n, J]
-        cur = first_frame.index_select(0, rows)
-        end = first_frame[1:].index_select(0, rows)
-        nsym = torch.zeros_like(cur)
+        rows, ctx, dec, cur, end, nsym = _first_rows(net, contexts, lens, first_frame)
         n = rows.numel()
-        width, window = _window(n, k, device)
+        width, window = _window(n, _LOOKAHEAD, device)
         dec_rows = dec.unsqueeze(1)  # [n, 1, J], a view: `dec` is updated in place
         while True:
             limit = end - cur  # frames of the window inside the row
@@ -252,19 +232,11 @@ class GreedySearch:
             before = torch.where(has, first, width)
             slot = None if max_sym == 1 else torch.where(first == 0, nsym, 0)
             windows.append(_Window(rows, cur, best, limit, before, tok, slot))
-
-            if max_sym == 1:
-                cur = torch.minimum(cur + before + has, end)
-            else:  # the max_sym-th symbol of a frame moves on to the next frame
-                stay = has & (slot + 1 < max_sym)
-                cur = torch.minimum(cur + before + (has & ~stay), end)
-                nsym = torch.where(stay, slot + 1, 0)
+            cur, nsym = _next_frames(cur, end, before, has, slot, nsym, max_sym)
             local = torch.nonzero(has).squeeze(1)
             if local.numel() > 0:
-                new_tok = tok.gather(1, first.unsqueeze(1)).index_select(0, local)
-                new_ctx = torch.cat([ctx.index_select(0, local)[:, 1:], new_tok], dim=1)
-                ctx.index_copy_(0, local, new_ctx)
-                dec.index_copy_(0, local, net.decoder_out(new_ctx))
+                _advance(net, ctx, dec, local,
+                         tok.gather(1, first.unsqueeze(1)).index_select(0, local))
             # Finished rows stay (all frames invalid, nothing decided) until a quarter of the
             # rows are finished; then the state is compacted.
             num_left = int(torch.count_nonzero(cur < end))
@@ -273,13 +245,29 @@ class GreedySearch:
             if 4 * num_left <= 3 * n:
                 contexts.index_copy_(0, rows, ctx)
                 keep = torch.nonzero(cur < end).squeeze(1)
-                rows, cur, end, nsym = rows[keep], cur[keep], end[keep], nsym[keep]
-                ctx, dec = ctx[keep], dec[keep]
+                rows, ctx, dec, cur, end, nsym = (x[keep] for x in (rows, ctx, dec, cur, end,
+                                                                    nsym))
                 dec_rows = dec.unsqueeze(1)
                 n = rows.numel()
-                width, window = _window(n, k, device)
+                width, window = _window(n, _LOOKAHEAD, device)
         contexts.index_copy_(0, rows, ctx)
-        return _collect(windows, first_frame, packed.size(0), max_sym, blank_id)
+        return _collect(windows, first_frame, num_frames, max_sym, blank_id)
+
+    def _packed_frames(self, encoder_out: torch.Tensor, lens: torch.Tensor
+                       ) -> tuple[torch.Tensor, int, torch.Tensor]:
+        """The valid frames of all utterances packed row after row, projected: ``(first_frame,
+        F, enc)`` with utterance ``i``'s frames ``first_frame[i] .. first_frame[i + 1] - 1``
+        (int64 ``[N + 1]``) of the ``F`` valid frames of ``enc`` (``[F + pad, J]``). A window
+        reads up to ``_MAX_WINDOW`` frames past a row's last frame: the padding at the end
+        (any frame; those frames are never decided)."""
+        n_utt, t_max = encoder_out.size(0), encoder_out.size(1)
+        first_frame = exclusive_cumsum(lens)
+        packed = torch.nonzero(torch.arange(t_max, device=encoder_out.device)
+                               < lens.unsqueeze(1))
+        index = torch.cat([packed[:, 0] * t_max + packed[:, 1],
+                           packed.new_zeros(max(_LOOKAHEAD, _MAX_WINDOW))])
+        flat = encoder_out.reshape(n_utt * t_max, -1)
+        return first_frame, packed.size(0), self.net.project_encoder(flat.index_select(0, index))
 
     def results(self, streams: Sequence[GreedySearchStream]) -> list[TransducerHypothesis]:
         """Current (partial or final) hypothesis of each stream."""
@@ -374,6 +362,41 @@ def _window(n: int, k: int, device: torch.device) -> tuple[int, torch.Tensor]:
     offsets ``[width]``."""
     width = max(k, min(_MAX_WINDOW, _WINDOW_ROWS // max(1, n)))
     return width, torch.arange(width, device=device)
+
+
+def _first_rows(net: TransducerNet, contexts: torch.Tensor, lens: torch.Tensor,
+                first_frame: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The window loop's state of the utterances with frames: ``(rows, ctx, dec, cur, end,
+    nsym)``, their ids, contexts, decoder outputs, first and end packed frames, and symbols
+    emitted on the current frame (0)."""
+    rows = torch.nonzero(lens > 0).squeeze(1)
+    ctx = contexts.index_select(0, rows)
+    cur = first_frame.index_select(0, rows)
+    return (rows, ctx, net.decoder_out(ctx), cur, first_frame[1:].index_select(0, rows),
+            torch.zeros_like(cur))
+
+
+def _next_frames(cur: torch.Tensor, end: torch.Tensor, before: torch.Tensor, has: torch.Tensor,
+                 slot: torch.Tensor | None, nsym: torch.Tensor, max_sym: int
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's next packed frame and symbols emitted on it after a window: past the
+    ``before`` blank frames, and past the frame of the emitted symbol (rows ``has``) unless
+    fewer than ``max_sym`` symbols were emitted on it (``slot``: those before, or ``None``
+    when ``max_sym`` is 1)."""
+    if max_sym == 1:
+        return torch.minimum(cur + before + has, end), nsym
+    stay = has & (slot + 1 < max_sym)  # the max_sym-th symbol moves on to the next frame
+    return torch.minimum(cur + before + (has & ~stay), end), torch.where(stay, slot + 1, 0)
+
+
+def _advance(net: TransducerNet, ctx: torch.Tensor, dec: torch.Tensor, rows: torch.Tensor,
+             tokens: torch.Tensor) -> None:
+    """Rows ``rows`` (int64 ``[m]``) emitted ``tokens`` (int64 ``[m, 1]``): their contexts
+    (``ctx``, int64 ``[n, c]``) shift the tokens in and their decoder outputs (``dec``,
+    ``[n, J]``) are recomputed, both in place."""
+    new_ctx = torch.cat([ctx.index_select(0, rows)[:, 1:], tokens], dim=1)
+    ctx.index_copy_(0, rows, new_ctx)
+    dec.index_copy_(0, rows, net.decoder_out(new_ctx))
 
 
 def _best_symbol(logits: torch.Tensor, blank_id: int, blank_penalty: float

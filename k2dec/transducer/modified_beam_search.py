@@ -35,14 +35,12 @@ from torch import nn
 from k2dec.batch_search import extend_hash, num_active_per_frame
 from k2dec.ragged import exclusive_cumsum
 from k2dec.scorers.base import ScorerSet, WeightedScorer
-from k2dec.sizes import check_int_range
+from k2dec.sizes import check_finite, check_int_range, check_positive
 from k2dec.transducer.beam_hyps import BeamHyps
 from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,
     check_encoder_out,
-    check_finite,
-    check_positive,
     check_streams,
     log_probs_from_logits,
 )
@@ -251,23 +249,9 @@ class ModifiedBeamSearch:
           The surviving hypotheses in ``beam`` slots per utterance (merged, best first, the
           slots of merged-away candidates empty) and which slots hold one.
         """
-        net, cfg = self.net, self.config
+        net = self.net
         n, beam = alive.shape
-        vocab_size = net.vocab_size
-        logits = net.grid_logits(enc_t.unsqueeze(1), hyps.decoder_out.view(n, beam, -1))
-        log_probs = log_probs_from_logits(logits, net.blank_id, cfg.temperature,
-                                          cfg.blank_penalty)
-        dtype = cfg.torch_score_dtype
-        tot = hyps.log_prob.to(dtype).unsqueeze(1) + log_probs.to(dtype)  # [n * beam, V]
-        extra, pending = None, []
-        if len(self.scorers) and self.score_before_topk:
-            extra, pending = self._scorer_scores(hyps)
-            tot = tot + extra.to(dtype)
-        # The `beam` best (slot, symbol) pairs of each utterance, best first; pairs from
-        # empty slots (-inf) are chosen only when an utterance has fewer candidates.
-        top_val, top_idx = tot.view(n, beam * vocab_size).topk(beam, dim=1)
-        src_slot = torch.div(top_idx, vocab_size, rounding_mode="floor")
-        tok = top_idx - src_slot * vocab_size
+        top_val, src_slot, tok, pending = self._best_pairs(hyps, alive, enc_t)
         valid = alive.gather(1, src_slot)
         src = (src_slot + torch.arange(0, n * beam, beam, device=alive.device).unsqueeze(1)
                ).view(-1)
@@ -276,7 +260,7 @@ class ModifiedBeamSearch:
             chosen, pending = self.scorers.score_tokens(hyps.states, src, tok.view(-1),
                                                         torch.float64)
             chosen = chosen.masked_fill(tok.view(-1) == net.blank_id, 0.0)
-            top_val = top_val + chosen.to(dtype).view(n, beam)
+            top_val = top_val + chosen.to(self.config.torch_score_dtype).view(n, beam)
 
         is_tok = tok != net.blank_id
         new_len = hyps.length.index_select(0, src).view(n, beam) + is_tok
@@ -300,6 +284,30 @@ class ModifiedBeamSearch:
         if len(self.scorers):
             new.states = self.scorers.advance(hyps.states, pending, src, tok.view(-1), emit)
         return new, keep.view(n, beam)
+
+    def _best_pairs(self, hyps: BeamHyps, alive: torch.Tensor, enc_t: torch.Tensor
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list]:
+        """The ``beam`` best (slot, symbol) pairs of each of the ``n`` utterances of
+        :meth:`_frame`, best first, by the hypothesis' log-prob plus the symbol's (plus the
+        scorers' with ``score_before_topk``); pairs from empty slots (-inf) are chosen only
+        when an utterance has fewer candidates. Returns their scores (``[n, beam]``, in the
+        config's score dtype), source slots and symbols (int64 ``[n, beam]``) and the
+        scorers' ``pending`` (``[]`` unless scored here)."""
+        net, cfg = self.net, self.config
+        n, beam = alive.shape
+        vocab_size = net.vocab_size
+        logits = net.grid_logits(enc_t.unsqueeze(1), hyps.decoder_out.view(n, beam, -1))
+        log_probs = log_probs_from_logits(logits, net.blank_id, cfg.temperature,
+                                          cfg.blank_penalty)
+        dtype = cfg.torch_score_dtype
+        tot = hyps.log_prob.to(dtype).unsqueeze(1) + log_probs.to(dtype)  # [n * beam, V]
+        pending: list = []
+        if len(self.scorers) and self.score_before_topk:
+            extra, pending = self._scorer_scores(hyps)
+            tot = tot + extra.to(dtype)
+        top_val, top_idx = tot.view(n, beam * vocab_size).topk(beam, dim=1)
+        src_slot = torch.div(top_idx, vocab_size, rounding_mode="floor")
+        return top_val, src_slot, top_idx - src_slot * vocab_size, pending
 
     def _scorer_scores(self, hyps: BeamHyps) -> tuple[torch.Tensor | None, list]:
         """Weighted sum of the scorers' scores of every token after every row, float64

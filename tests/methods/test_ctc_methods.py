@@ -155,5 +155,5 @@ def test_hlg_scale_scales_the_graph_not_the_callers(setup, scale):
 
 def test_hlg_scale_must_be_positive():
     for bad in (0.0, -1.0, math.inf, math.nan):
-        with pytest.raises(ValueError, match="hlg_scale must be positive"):
+        with pytest.raises(ValueError, match="hlg_scale must be > 0 and finite"):
             HlgConfig(hlg_scale=bad)

@@ -57,7 +57,7 @@ def test_ambiguous_bare_name_is_an_error():
     ("lm_scales=", "lm_scales='' does not fit"),
     ("lm_scales=,", "lm_scales=',' does not fit"),
     ("top_k=0", r"MultiPassMethodConfig.top_k must be an int in \[1, 10000\], got 0"),
-    ("hlg_scale=-1", "hlg_scale must be positive"),
+    ("hlg_scale=-1", "hlg_scale must be > 0 and finite"),
     ("lattice.search_beam=x", "search_beam='x' does not fit"),
 ])
 def test_bad_values_are_clear_errors(assignment, message):

@@ -201,3 +201,14 @@ def test_token_ngram_tables_are_the_same_in_every_process(tmp_path):
         out.add(r.stdout.strip())
     assert len(out) == 1, out
     assert hashlib.sha256(b"").hexdigest() not in out.pop()
+
+
+def test_emitting_rows_are_the_positions_whose_hypothesis_takes_its_token(device):
+    from k2dec.scorers.base import emitting_rows
+
+    rows = torch.tensor([4, 0, 0, 2, 7], device=device)
+    assert emitting_rows(rows, None).tolist() == [0, 1, 2, 3, 4]
+    emit = torch.tensor([True, False, True, False, True], device=device)
+    got = emitting_rows(rows, emit)
+    assert got.tolist() == [0, 2, 4] and got.dtype == torch.int64 and got.device == device
+    assert emitting_rows(rows[:0], emit[:0]).numel() == 0
