@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import k2
 import torch
 
+from k2dec.best_paths import FRAME_ATTR
 from k2dec.deprecation import renamed_parameters
 from k2dec.lattice.dense import (
     PrunedFrames,
@@ -26,7 +27,6 @@ from k2dec.lattice.dense import (
     prune_frames,
     validate_log_probs,
 )
-from k2dec.paths import FRAME_ATTR
 from k2dec.sizes import check_float_range, check_int_range
 
 logger = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ no method module. A new method module is added to the import list here.
 from ..hypothesis import HypothesisRecord
 
 # the method modules, each registering its methods (the registry never imports them)
-from . import aed, ctc, ctc_prefix, mbr, transducer, transducer_lm  # noqa: F401
+from . import aed, ctc, ctc_prefix, mbr, transducer, transducer_beam_search  # noqa: F401
 from .compat import ICEFALL_NBEST_ILME_SCALE, icefall_compatible, icefall_compatible_part
 from .fusion import Fusion, build_scorers, register_scorer, scorer_names
 from .registry import (

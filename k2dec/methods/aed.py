@@ -13,7 +13,7 @@ import torch
 from ..aed import BeamSearchConfig, beam_search
 from ..lattice import ctc_forced_alignment
 from .fusion import build_scorers
-from .hotwords import HotwordConfig
+from .hotword_biasing import HotwordConfig
 from .records import from_aed
 from .registry import AedInputs, Family, MethodResult, Resources, register
 

@@ -38,7 +38,7 @@ from ..nbest import (
 )
 from ..sizes import check_int_range
 from .checks import check_finite, check_scales, check_sweep
-from .hotwords import HOTWORD_GRAPH_MAX_ARCS, WORD_HOTWORDS_SCORE, word_biased_graph
+from .hotword_biasing import HOTWORD_GRAPH_MAX_ARCS, WORD_HOTWORDS_SCORE, word_biased_graph
 from .records import (
     EMPTY_LATTICE,
     from_lattice,
@@ -329,7 +329,7 @@ def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcLatticeConfig) -> Lattice
 def hlg_graph(res: Resources, method: str, cfg: HlgConfig, lm_scores: bool = False) -> k2.Fsa:
     """HLG with its scores times ``cfg.hlg_scale`` (see :meth:`Resources.scaled_graph`),
     biased towards ``Resources.hotword_words`` when given (``cfg.word_hotwords``:
-    :func:`k2dec.methods.hotwords.word_biased_graph`)."""
+    :func:`k2dec.methods.hotword_biasing.word_biased_graph`)."""
     graph = res.scaled_graph("HLG", cfg.hlg_scale, method, lm_scores=lm_scores)
     hot = cfg.word_hotwords
     return word_biased_graph(res, graph, hot.hotwords_score, hot.hotwords_max_arcs)

@@ -59,7 +59,7 @@ class NbestConfig:
         batch composition gives, changes most samples of a long utterance).
       posterior_scale: the n-best methods' word (token) confidences are list posteriors,
         ``softmax(posterior_scale * score)`` over an utterance's paths by the scores the
-        method ranks them by (:mod:`k2dec.nbest.confidence`); ``> 0``. Like a lattice's
+        method ranks them by (:mod:`k2dec.nbest.list_confidences`); ``> 0``. Like a lattice's
         acoustic scale: below 1 flattens the list distribution (less confident words), above
         1 sharpens it. It changes confidences only, never the chosen hypothesis. The default
         of every method config that has the field (the beam-search list methods have their

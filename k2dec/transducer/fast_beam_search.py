@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from k2dec.batch_search import num_active_per_frame
-from k2dec.paths import arc_frames
+from k2dec.best_paths import arc_frames
 from k2dec.ragged import ragged_select
 from k2dec.sizes import check_float_range, check_int_range
 from k2dec.transducer.common import (

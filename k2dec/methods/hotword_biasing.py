@@ -35,7 +35,7 @@ from ..scorers import (
     bias_word_graph,
     hotword_graph,
 )
-from ..scorers.hotwords import rebuilt_fsa
+from ..scorers.context_graph import rebuilt_fsa
 from .checks import check_finite
 from .registry import Resources, TransducerInputs
 

@@ -24,7 +24,7 @@ raises the bonus of a shared prefix, so a broken match never keeps part of a bon
 
 Two options change when the bonus is paid, not how much a completed phrase earns (icefall's
 scheme is ``partial=1``, no ``word_start``; k2dec's methods default to ``partial=0.5`` with
-whole words, see :mod:`k2dec.methods.hotwords`):
+whole words, see :mod:`k2dec.methods.hotword_biasing`):
 
 - ``partial`` (in ``[0, 1]``): a partial match holds ``partial * node_score`` (that is what
   it earns on the way and what a break or the end refunds); the rest is paid when the

@@ -26,7 +26,7 @@ from ..transducer import (
 from ..transducer.modified_beam_search import ModifiedBeamSearch
 from .checks import check_finite, check_scales, check_sweep
 from .fusion import Fusion, build_scorers, lodr_scorer
-from .hotwords import HotwordConfig
+from .hotword_biasing import HotwordConfig
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
 from .registry import Family, MethodResult, Resources, Setting, TransducerInputs, register
 from .scales import LM_SCALE, grid_settings, scale_points
@@ -125,7 +125,7 @@ class LmRescoreConfig:
     """``modified_beam_search_lm_rescore``: every final hypothesis rescored as
     ``am + lm_scale * lm`` (LM log-prob with ``eos``); with ``sweep``, also for every other
     ``s`` of ``lm_scales`` (icefall's grid). Token confidences are list posteriors of those
-    scores times ``posterior_scale`` (:mod:`k2dec.nbest.confidence`)."""
+    scores times ``posterior_scale`` (:mod:`k2dec.nbest.list_confidences`)."""
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
     lm_scale: float = RESCORE_LM_SCALE
