@@ -34,6 +34,7 @@ from .registry import (
     list_methods,
     override_config,
     register,
+    renamed_key,
     setting_meaning,
     supported_methods,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "override_config",
     "register",
     "register_scorer",
+    "renamed_key",
     "scorer_names",
     "setting_meaning",
     "supported_methods",

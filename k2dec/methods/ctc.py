@@ -74,7 +74,7 @@ def _ctc_lattice() -> LatticeConfig:
 
 def _multi_pass() -> MultiPassConfig:
     """``MultiPassConfig`` with the LM weighted like ``rnn-lm``'s default."""
-    return MultiPassConfig(nn_scale=RNN_LM_SCALE)
+    return MultiPassConfig(rnn_lm_scale=RNN_LM_SCALE)
 
 
 
@@ -257,7 +257,7 @@ class MultiPassMethodConfig(HlgNbestConfig):
     """``multi-pass``: the ``top_k`` paths of the n-best rescored with a neural LM in passes.
 
     Attributes:
-      multi_pass: settings of the passes; its ``nn_scale`` (the LM's weight) defaults to
+      multi_pass: settings of the passes; its ``rnn_lm_scale`` (the LM's weight) defaults to
         ``rnn-lm``'s ``rnn_lm_scale``.
       top_k: paths kept for the passes.
       lm_batch_size: sequences per neural LM call.
