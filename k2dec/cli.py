@@ -347,7 +347,7 @@ def _load_cuts(cuts_path, audio_dir, refs, test_set, feature_dir, runs, extracto
 def _list_methods(model_path, lang_dir, feature_changes) -> None:
     """Print the method table: every registered method, or those ``model_path`` supports."""
     from .job import method_table
-    from .methods import list_methods, supported_methods
+    from .methods import family_order, list_methods, supported_methods
     from .model import load_model
 
     if model_path is None:
@@ -360,7 +360,7 @@ def _list_methods(model_path, lang_dir, feature_changes) -> None:
             model.set_feature_config(model.feature_config.override(**feature_changes))
         click.echo(f"{model_path}: {model.describe()}")
         methods = supported_methods(model)
-    click.echo(method_table(sorted(methods, key=lambda m: (m.family.value, m.name))))
+    click.echo(method_table(family_order(methods)))
 
 
 def _silence_option(fn):

@@ -9,7 +9,7 @@ on method-name strings elsewhere.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
@@ -33,6 +33,7 @@ __all__ = [
     "register",
     "get_method",
     "list_methods",
+    "family_order",
     "supported_methods",
     "override_config",
     "config_field_path",
@@ -393,6 +394,11 @@ def list_methods(family: Family | str | None = None) -> list[Method]:
     fam = Family(family) if family is not None else None
     return sorted((m for m in _REGISTRY.values() if fam is None or m.family is fam),
                   key=lambda m: m.name)
+
+
+def family_order(methods: Iterable[Method]) -> list[Method]:
+    """``methods`` in the order ``--list-methods`` shows them: by family name, then by name."""
+    return sorted(methods, key=lambda m: (m.family.value, m.name))
 
 
 def supported_methods(model: Any) -> list[Method]:
