@@ -13,9 +13,8 @@ Worker processes are started with the ``spawn`` method: scripts that use a pool 
 :attr:`ParallelOneBestDecoder.stats` says where the time went: wall seconds of
 :meth:`ParallelOneBestDecoder.decode` and the seconds its workers spent decoding. Their ratio
 separates the pool's own cost (IPC, waiting for the slowest group) from the slowdown that
-parallel searches cause each other (on a 2-core machine two k2 searches run about 1.25-1.45x
-slower each than one alone, whether or not they share the graph's memory: measured, see
-BENCHMARKS.md).
+parallel searches cause each other (on a 2-core machine two k2 searches run slower each than
+one alone, whether or not they share the graph's memory: BENCHMARKS.md ``lattice``).
 """
 
 from __future__ import annotations

@@ -133,11 +133,10 @@ class CtcLatticeConfig(CtcGreedyConfig):
 
     Attributes:
       lattice: pruning of ``k2.intersect_dense_pruned``: icefall's defaults except
-        ``output_beam`` 4 instead of 8. Lattices of a weak acoustic model are dense (the
-        shipped model's HLG lattices: ~8.5k arcs per second of audio at 4, 1.65x that at 8);
-        at 8, whole-lattice rescoring with the shipped 4-gram took 1.7x real time and 9.8 GB
-        on one core, at 4: 0.1x and 1.2 GB; the n-best methods run at ~0.3x real time at 4
-        with icefall's 100 paths. The 1best path is the same at any ``output_beam``.
+        ``output_beam`` 4 instead of 8. Lattices of a weak acoustic model are dense: at 8,
+        the shipped model's whole-lattice rescoring with its 4-gram ran slower than real time
+        and took several GB, at 4 many times faster in a fraction of the memory (figures:
+        the README's defaults table). The 1best path is the same at any ``output_beam``.
     """
 
     lattice: LatticeConfig = field(default_factory=_ctc_lattice)

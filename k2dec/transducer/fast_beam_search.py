@@ -207,7 +207,7 @@ class FastBeamSearch:
         streams (at most this many rows; see :class:`~k2dec.transducer.DecoderCache`); 0
         disables the cache. The contexts alive on a frame are mostly those of the frame before,
         so the default :data:`DECODER_CACHE_SIZE` evaluates the decoder on about a quarter of
-        the rows (1.15x faster on the shipped model, 1.2x at icefall's sizes).
+        the rows (the speed-up: BENCHMARKS.md ``transducer``).
     """
 
     def __init__(
