@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .sizes import MAX_DURATION
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -235,7 +236,7 @@ _method_options = _options(
                  help="Do not apply the model's own settings file (decode.json beside the "
                       "model, e.g. the shipped model's tuned scales), which is applied when no "
                       "--config is given."),
-    click.option("--max-duration", default=200.0, show_default=True,
+    click.option("--max-duration", default=MAX_DURATION, show_default=True,
                  type=click.FloatRange(min=0.0, min_open=True, max=100_000.0),
                  help="Seconds of audio per batch (> 0); a longer recording is a failed cut."),
     click.option("--icefall-compat", is_flag=True,

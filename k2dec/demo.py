@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .sizes import MAX_DURATION
+
 if TYPE_CHECKING:
     import k2
 
@@ -283,7 +285,7 @@ def plot_wer_vs_rtf(rows: Sequence[DecodeSummary], path: Path) -> Path:
 
 def run_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0,
              methods: tuple[str, ...] | None = None, assets: Path | None = None,
-             max_duration: float = 100.0, max_cuts: int | None = DEMO_CUTS,
+             max_duration: float = MAX_DURATION, max_cuts: int | None = DEMO_CUTS,
              settings: Path | None = None, overrides: tuple[str, ...] = (),
              ) -> list[DecodeSummary]:
     """The main job (see the module docstring): the shipped test sets' first ``max_cuts``
@@ -350,7 +352,7 @@ TUNE_PLAN: dict[str, tuple[str, ...]] = {
 
 
 def tune_shipped(work_dir: str | Path, out: str | Path, assets: Path | None = None,
-                 methods: Sequence[str] | None = None, max_duration: float = 100.0) -> Path:
+                 methods: Sequence[str] | None = None, max_duration: float = MAX_DURATION) -> Path:
     """Make the shipped settings file (:data:`SHIPPED_SETTINGS`) again: ``k2dec tune`` of each
     method of :data:`TUNE_PLAN` (or of ``methods``, with their plan's grid) on the utterances
     of the shipped test sets after the first :data:`DEMO_CUTS` (those the demo does not

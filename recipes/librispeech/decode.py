@@ -35,6 +35,7 @@ from k2dec.job import (
     split_available,
 )
 from k2dec.methods import family_order, list_methods
+from k2dec.sizes import MAX_DURATION
 
 
 def _list_methods(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -58,7 +59,8 @@ def _list_methods(ctx: click.Context, _param: click.Parameter, value: bool) -> N
               help="Methods to run (default: every method whose resources exist).")
 @click.option("--set", "assignments", multiple=True, help="KEY=VALUE config overrides.")
 @click.option("--rnn-lm", type=click.Path(exists=True, path_type=Path), default=None)
-@click.option("--max-duration", default=100.0, show_default=True)
+@click.option("--max-duration", default=MAX_DURATION, show_default=True,
+              help="Seconds of audio per batch; a longer recording is a failed cut.")
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(min=1))
 def main(data_dir, lang_dir, model_path, out_dir, test_sets, methods, assignments, rnn_lm,
          max_duration, threads):
