@@ -1,5 +1,5 @@
-"""Transducer methods: greedy and the fast_beam_search family (the beam searches with
-scorers are in :mod:`k2dec.methods.transducer_beam_search`).
+"""Transducer methods: greedy and the fast_beam_search family (modified_beam_search and the
+other beam searches are in :mod:`k2dec.methods.transducer_beam_search`).
 
 The n-best variants compose :func:`k2dec.transducer.fast_beam_search` (which returns its
 lattice) with :class:`k2dec.nbest.Nbest`; this is the only place the two meet, and their
