@@ -6,6 +6,10 @@ subpackages hold the parts it is built from.
 
 from typing import Any
 
+from .deprecation import install_moved_modules
+
+install_moved_modules()  # old import paths of renamed modules (k2dec.best_paths, ...) still work
+
 __version__ = "0.1.0"
 
 __all__ = ["Recognizer", "RecognitionResult", "__version__"]

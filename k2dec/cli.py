@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from . import __version__
+from .sizes import MAX_DURATION
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -235,7 +236,7 @@ _method_options = _options(
                  help="Do not apply the model's own settings file (decode.json beside the "
                       "model, e.g. the shipped model's tuned scales), which is applied when no "
                       "--config is given."),
-    click.option("--max-duration", default=200.0, show_default=True,
+    click.option("--max-duration", default=MAX_DURATION, show_default=True,
                  type=click.FloatRange(min=0.0, min_open=True, max=100_000.0),
                  help="Seconds of audio per batch (> 0); a longer recording is a failed cut."),
     click.option("--icefall-compat", is_flag=True,
@@ -347,7 +348,7 @@ def _load_cuts(cuts_path, audio_dir, refs, test_set, feature_dir, runs, extracto
 def _list_methods(model_path, lang_dir, feature_changes) -> None:
     """Print the method table: every registered method, or those ``model_path`` supports."""
     from .job import method_table
-    from .methods import list_methods, supported_methods
+    from .methods import family_order, list_methods, supported_methods
     from .model import load_model
 
     if model_path is None:
@@ -360,7 +361,7 @@ def _list_methods(model_path, lang_dir, feature_changes) -> None:
             model.set_feature_config(model.feature_config.override(**feature_changes))
         click.echo(f"{model_path}: {model.describe()}")
         methods = supported_methods(model)
-    click.echo(method_table(sorted(methods, key=lambda m: (m.family.value, m.name))))
+    click.echo(method_table(family_order(methods)))
 
 
 def _silence_option(fn):

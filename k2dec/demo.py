@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from .sizes import MAX_DURATION
+
 if TYPE_CHECKING:
     import k2
 
@@ -166,14 +168,46 @@ SHIPPED_SETTINGS = ASSETS / "decode.json"
 #: in ``ASSETS / "lm"``.
 SHIPPED_TOKEN_LM = "token_2gram.arpa.gz"
 
-#: Methods the demo runs (those needing a neural LM are skipped when none ships).
-DEMO_METHODS = (
-    "ctc-greedy-search", "ctc-decoding", "1best", "nbest", "nbest-rescoring",
-    "whole-lattice-rescoring", "nbest-oracle", "attention-decoder", "rnn-lm", "multi-pass",
-    "greedy_search", "modified_beam_search", "fast_beam_search", "fast_beam_search_LG",
-    "fast_beam_search_nbest", "fast_beam_search_nbest_LG", "fast_beam_search_nbest_oracle",
-    "attention-beam-search", "mbr", "fast_beam_search_mbr", "fast_beam_search_mbr_LG",
-)
+_MBS_VARIANT = ("a neural-LM or LODR variant of modified_beam_search, which the demo runs; left "
+                "out to keep the demo short")
+
+#: Registered methods the demo leaves out, each with the reason (``k2dec demo --method NAME``
+#: runs any of them). The demo runs every other registered method (:func:`demo_methods`), so
+#: a newly registered method is in the demo unless it is added here.
+DEMO_LEAVES_OUT: dict[str, str] = {
+    "beam_search": "icefall's classic search, one symbol per step: the slowest transducer "
+                   "search, and modified_beam_search (in the demo) is its batched successor",
+    "modified_beam_search_lm_shallow_fusion": _MBS_VARIANT,
+    "modified_beam_search_LODR": _MBS_VARIANT,
+    "modified_beam_search_lm_rescore": _MBS_VARIANT,
+    "modified_beam_search_lm_rescore_LODR": _MBS_VARIANT,
+    "ctc-prefix-beam-search": "the demo's CTC searches are ctc-greedy-search and the lattice "
+                              "methods",
+    "ctc-prefix-beam-search-shallow-fussion": "a variant of ctc-prefix-beam-search (left out)",
+    "ctc-prefix-beam-search-attention-decoder-rescoring": "a variant of ctc-prefix-beam-search "
+                                                          "(left out)",
+    "attention-decoder-rescoring-no-ngram": "attention-decoder (in the demo) rescores with the "
+                                            "n-gram too",
+    "fast_beam_search_with_nbest_rescoring": "fast_beam_search_nbest_LG (in the demo) has the "
+                                             "word n-gram in its graph",
+    "fast_beam_search_with_nbest_rnn_rescoring": "scores every sampled path with the RNN LM: "
+                                                 "the slowest method",
+}
+
+
+def demo_methods() -> tuple[str, ...]:
+    """The methods the demo runs: every registered method but :data:`DEMO_LEAVES_OUT`, in the
+    order of ``--list-methods`` (those needing a neural LM are skipped when none ships)."""
+    from .methods import family_order, list_methods
+
+    return tuple(m.name for m in family_order(list_methods()) if m.name not in DEMO_LEAVES_OUT)
+
+
+def __getattr__(name: str):
+    if name == "DEMO_METHODS":  # the tuple this module used to hold: derived from the registry
+        return demo_methods()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Utterances of each shipped test set the demo reports (the first, sorted by id); the others
 #: are the dev set of :func:`tune_shipped`.
@@ -251,7 +285,7 @@ def plot_wer_vs_rtf(rows: Sequence[DecodeSummary], path: Path) -> Path:
 
 def run_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0,
              methods: tuple[str, ...] | None = None, assets: Path | None = None,
-             max_duration: float = 100.0, max_cuts: int | None = DEMO_CUTS,
+             max_duration: float = MAX_DURATION, max_cuts: int | None = DEMO_CUTS,
              settings: Path | None = None, overrides: tuple[str, ...] = (),
              ) -> list[DecodeSummary]:
     """The main job (see the module docstring): the shipped test sets' first ``max_cuts``
@@ -286,7 +320,8 @@ def run_demo(work_dir: str | Path, num_utts: int = 20, seed: int = 0,
           + (f", the tuned scales of {settings}" if settings else "")
           + (f" and {', '.join(overrides)}" if overrides else ""))
     dec, all_cuts, rnn_lm = _shipped_assets(assets, work_dir)
-    ok, lacking = split_available([get_method(m) for m in methods or DEMO_METHODS], dec.resources)
+    ok, lacking = split_available([get_method(m) for m in methods or demo_methods()],
+                                  dec.resources)
     for name, needs in lacking.items():
         print(f"skipping {name}: missing {', '.join(needs)} (e.g. {rnn_lm} for a neural LM)")
     runs = plan_methods(ok, overrides, require_used=False,
@@ -311,13 +346,13 @@ TUNE_PLAN: dict[str, tuple[str, ...]] = {
     "whole-lattice-rescoring": (),
     "attention-decoder": (),
     "rnn-lm": (),
-    "multi-pass": ("multi_pass.nn_scale=0.3,0.5,0.7,0.9",),
+    "multi-pass": ("multi_pass.rnn_lm_scale=0.3,0.5,0.7,0.9",),
     "attention-beam-search": ("ctc_weight=0.0,0.3,0.5",),
 }
 
 
 def tune_shipped(work_dir: str | Path, out: str | Path, assets: Path | None = None,
-                 methods: Sequence[str] | None = None, max_duration: float = 100.0) -> Path:
+                 methods: Sequence[str] | None = None, max_duration: float = MAX_DURATION) -> Path:
     """Make the shipped settings file (:data:`SHIPPED_SETTINGS`) again: ``k2dec tune`` of each
     method of :data:`TUNE_PLAN` (or of ``methods``, with their plan's grid) on the utterances
     of the shipped test sets after the first :data:`DEMO_CUTS` (those the demo does not

@@ -20,7 +20,14 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["check_finite", "check_float_range", "check_int_range", "check_positive"]
+__all__ = ["MAX_DURATION", "check_finite", "check_float_range", "check_int_range",
+           "check_positive"]
+
+#: Seconds of audio per decode batch, and the longest recording a decode job takes: the one
+#: default of :attr:`k2dec.job.DecodeConfig.max_duration` (see there why this value), which
+#: ``k2dec decode`` / ``tune`` (``--max-duration``), the ``Recognizer``, the demo and the
+#: recipe's decode script use.
+MAX_DURATION = 200.0
 
 
 def _name(owner: object, name: str) -> str:

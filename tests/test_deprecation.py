@@ -1,17 +1,28 @@
-"""Renamed length parameters: the new names say which frames they count; the old keywords
-still work, with a DeprecationWarning, and give the same results."""
+"""Renamed parameters, modules and classes: the new names say what they are (which frames a
+length counts, what a module holds); the old names still work, with a DeprecationWarning, and
+give the same results."""
 
 from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
 
 import k2
 import pytest
 import torch
 
+from k2dec.deprecation import MOVED_MODULES
 from k2dec.lattice import ctc_decoding, ctc_greedy_search, get_lattice, make_dense_fsa_vec
 from k2dec.lattice.ctc_prefix_beam_search import ctc_prefix_beam_search
 from k2dec.methods import CtcInputs
 from k2dec.model import subsampled_lengths
 from k2dec.scorers import CtcPrefixScorer
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _inputs():
@@ -54,3 +65,55 @@ def test_other_renamed_parameters():
     assert inputs.log_probs_lens is lens
     with pytest.warns(DeprecationWarning, match="use CtcInputs.log_probs_lens"):
         assert inputs.lengths is lens
+
+
+@pytest.mark.parametrize("old, new", sorted(MOVED_MODULES.items()))
+def test_old_module_path_is_a_deprecated_alias(old, new):
+    """The old path imports the new module itself (private names too), warning once with the
+    new path, at the importing line."""
+    module = importlib.import_module(new)
+    parent, _, leaf = old.rpartition(".")
+    sys.modules.pop(old, None)
+    vars(importlib.import_module(parent)).pop(leaf, None)
+    with pytest.warns(DeprecationWarning) as caught:
+        __import__(old)
+    assert [str(w.message) for w in caught] == [f"module {old} is deprecated: it is now {new}"]
+    assert caught[0].filename == __file__
+    assert sys.modules[old] is module
+    assert getattr(importlib.import_module(parent), leaf) is module
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        importlib.import_module(old)  # warned once: not again
+    public = [n for n in module.__all__ if not n.startswith("_")]
+    private = [n for n in vars(module) if n.startswith("_") and not n.startswith("__")]
+    for name in public[:1] + private[:1]:
+        exec(f"from {old} import {name} as got", ns := {})
+        assert ns["got"] is getattr(module, name)
+
+
+def test_new_module_paths_do_not_warn():
+    code = ("import importlib\n"
+            f"for name in {sorted(set(MOVED_MODULES.values()))!r}:\n"
+            "    importlib.import_module(name)\n"
+            "import k2dec.lattice, k2dec.methods, k2dec.utils\n")
+    proc = subprocess.run([sys.executable, "-W", "error::DeprecationWarning:k2dec", "-c", code],
+                          capture_output=True, text=True, cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("module", ["k2dec.lattice", "k2dec.lattice.parallel"])
+@pytest.mark.parametrize("old, new", [("DecodeRunner", "ParallelOneBestDecoder"),
+                                      ("RunnerStats", "WorkerStats")])
+def test_old_class_names_are_deprecated_aliases(module, old, new):
+    mod = importlib.import_module(module)
+    vars(mod).pop(old, None)
+    with pytest.warns(DeprecationWarning, match=rf"{module}\.{old} is deprecated: it is now "
+                                                rf"{module}\.{new}"):
+        exec(f"from {module} import {old} as got", ns := {})
+    assert ns["got"] is getattr(mod, new)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert getattr(mod, old) is getattr(mod, new)  # warned once: not again
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchName'"):
+        mod.NoSuchName  # noqa: B018

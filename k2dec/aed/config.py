@@ -6,11 +6,13 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from ..deprecation import renamed_fields
 from ..sizes import check_float_range, check_int_range
 
 __all__ = ["BeamSearchConfig"]
 
 
+@renamed_fields(lm_weight="lm_scale")
 @dataclass(frozen=True)
 class BeamSearchConfig:
     """Switches of :func:`beam_search` (see the module docstring for the exact scoring).
@@ -39,7 +41,9 @@ class BeamSearchConfig:
       ctc_window: if set, CTC lets a new token be first emitted only within this many frames
         of the step's attention peak (argmax of the decoder's cross-attention); needs a
         decoder that returns attention. None: no window.
-      lm_weight: shallow-fusion LM weight (0 disables; needs an LM).
+      lm_scale: shallow-fusion LM weight (0 disables; needs an LM); icefall's name for the
+        weight of a neural LM fused into a search (``--lm-scale``), formerly ``lm_weight``
+        (still accepted, deprecated).
       lm_fusion: ``"full"`` adds the LM on all ``B x V`` scores, ``"pruned"`` only on each
         hypothesis' ``B`` best candidates.
       end_detect: enable end detection; end_detect_window: ``M``; end_detect_margin: ``D``.
@@ -67,7 +71,7 @@ class BeamSearchConfig:
     ctc_always_score_eos: bool = True
     ctc_blank_id: int = 0
     ctc_window: int | None = None
-    lm_weight: float = 0.0
+    lm_scale: float = 0.0
     lm_fusion: Literal["full", "pruned"] = "full"
     end_detect: bool = False
     end_detect_window: int = 3
@@ -114,7 +118,7 @@ class BeamSearchConfig:
             )
         _int("ctc_blank_id", 0)
         check_int_range(self, "ctc_window", 0, 100_000, optional=True)
-        _float("lm_weight", 0.0, strict=False)
+        _float("lm_scale", 0.0, strict=False)
         if self.lm_fusion not in ("full", "pruned"):
             raise ValueError(f"lm_fusion must be 'full' or 'pruned', got {self.lm_fusion!r}")
         if not isinstance(self.end_detect, bool):

@@ -43,7 +43,7 @@ copy of the arcs of the word's G state and its backoff closure. On the shipped B
 lang dir and 3-gram (no homophones, 3583 prefix words) LG and HLG have 0.26% /
 0.16% fewer arcs and decode to identical hypotheses; with a CMUdict phone lexicon
 of the same 14684 words (469 pronunciations shared by several words) they grow by
-0.06% (RESULTS.md). The fold takes about 0.3 s of the ~4 s LG compilation.
+0.06% (RESULTS.md). The fold is a small part of LG's compilation time.
 """
 
 from __future__ import annotations

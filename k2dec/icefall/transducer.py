@@ -26,7 +26,7 @@ from ..transducer import (
 from ..transducer import beam_search as k2dec_beam_search
 from ..transducer import greedy_search as k2dec_greedy_search
 from ..transducer import modified_beam_search as k2dec_modified_beam_search
-from ..transducer.confidence import token_confidences
+from ..transducer.joiner_confidences import token_confidences
 from .common import check_model, check_single, compat, fbs_lattice, pick, sample
 from .results import DecodingResults, index_paths, paths_result, results_or_hyps
 from .state_scorers import context_scorer

@@ -22,7 +22,7 @@ from torch import nn
 
 from ..methods.lists import HypothesisLists, lm_scores, scorer_scores, sweep
 from ..methods.registry import TransducerInputs
-from ..methods.transducer_lm import final_lists
+from ..methods.transducer_beam_search import final_lists
 from ..nbest import (
     DedupKey,
     Nbest,

@@ -86,7 +86,7 @@ from ..results import (
     write_results,
 )
 from ..results.ctm import FRAME_SHIFT
-from ..sizes import check_float_range, check_int_range, check_positive
+from ..sizes import MAX_DURATION, check_float_range, check_int_range, check_positive
 from .assets import DecodeAssets, hypothesis_texts, reference_case
 from .encoder import JobEncoder
 from .resume import (
@@ -122,8 +122,15 @@ class DecodeConfig:
 
     Attributes:
       max_duration: seconds of audio per batch; a longer cut is recorded as failed, since
-        memory grows with the square of a cut's length (``k2dec decode`` with the shipped
-        model and ``greedy_search`` peaked at 0.57 GB for one 60 s cut, 2.3 GB for 300 s).
+        memory grows with the square of a cut's length. The default,
+        :data:`k2dec.sizes.MAX_DURATION` (200 s), is sized for a 2-core CPU machine with a
+        few GB of memory (icefall's decode scripts batch 600 s on a GPU). What it decides
+        there is the longest recording a job takes whole: one of 200 s stays within a few GB
+        (figures: the README's "Bounded memory", BENCHMARKS.md ``memory``). For short
+        utterances it matters little: the shipped test sets decoded with the same peak memory
+        and CPU time in batches of 100 s and of 200 s (a job's peak is its graphs, LMs and
+        caches; k2's CPU searches go through a batch an utterance at a time), and results do
+        not depend on it (each utterance goes through the network alone).
       num_buckets: duration buckets of the sampler.
       retry_failed: decode again cuts a previous run recorded as failed.
       batch_encoder: run the model's encoder on whole padded batches (faster on a GPU) instead
@@ -149,7 +156,7 @@ class DecodeConfig:
         floor; speech counts as silent below about -53 dBFS RMS. ``None`` turns it off.
     """
 
-    max_duration: float = 200.0
+    max_duration: float = MAX_DURATION
     num_buckets: int = 10
     retry_failed: bool = False
     batch_encoder: bool = False

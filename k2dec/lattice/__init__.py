@@ -14,9 +14,9 @@ Example (HLG 1best, then whole-lattice rescoring with a 4-gram)::
     rescored = rescore_with_whole_lattice(result, G_4gram, RescoreConfig(lm_scales=(0.5,)))
 """
 
+from k2dec.deprecation import renamed_attributes
 from k2dec.lattice.align import CtcAlignment, ctc_forced_alignment
 from k2dec.lattice.cache import LatticeCache
-from k2dec.lattice.confidence import TimedUnits, Topology, lattice_timed_units, path_units
 from k2dec.lattice.dense import DenseInput, check_vocab, make_dense_fsa_vec
 from k2dec.lattice.mbr import MbrConfig, MbrResult, Sausages, mbr_decode
 from k2dec.lattice.one_best import (
@@ -29,6 +29,7 @@ from k2dec.lattice.one_best import (
     hypotheses_from_lattice,
     one_best_decoding,
 )
+from k2dec.lattice.parallel import ParallelOneBestDecoder, WorkerStats
 from k2dec.lattice.posteriors import (
     PosteriorConfig,
     arc_posteriors,
@@ -48,7 +49,6 @@ from k2dec.lattice.rescore import (
     split_scores,
     sweep_lattice_weights,
 )
-from k2dec.lattice.runner import DecodeRunner, RunnerStats
 from k2dec.lattice.search import (
     LatticeConfig,
     LatticeResult,
@@ -58,11 +58,12 @@ from k2dec.lattice.search import (
     get_lattice,
 )
 from k2dec.lattice.streaming import Stream, StreamingDecoder
+from k2dec.lattice.timed_units import TimedUnits, Topology, lattice_timed_units, path_units
 
 __all__ = [
     "AuxLabels",
     "CtcAlignment",
-    "DecodeRunner",
+    "ParallelOneBestDecoder",
     "DenseInput",
     "Hypothesis",
     "LatticeCache",
@@ -76,7 +77,7 @@ __all__ = [
     "RescoreConfig",
     "RescoreResult",
     "RescoreStatus",
-    "RunnerStats",
+    "WorkerStats",
     "Sausages",
     "ScaleResult",
     "Stream",
@@ -109,3 +110,7 @@ __all__ = [
     "sweep_lattice_weights",
     "word_posteriors",
 ]
+
+#: old names of renamed classes (deprecated)
+__getattr__ = renamed_attributes(__name__, DecodeRunner="ParallelOneBestDecoder",
+                                 RunnerStats="WorkerStats")

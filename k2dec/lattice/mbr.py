@@ -37,7 +37,7 @@ cumulative minimum, its backward counterpart a segmented reverse cumulative sum.
 
 Word times are not taken from the lattice here: k2's determinized graphs (HLG, LG) emit a word
 label where the word becomes unambiguous, often on its last token, so word arcs do not mark
-word boundaries. See :func:`k2dec.paths.word_spans` for times from a path's tokens.
+word boundaries. See :func:`k2dec.best_paths.word_spans` for times from a path's tokens.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import k2
 import torch
 
+from k2dec.best_paths import ctc_collapse, ctc_run_max, path_aux_ids, path_token_ids
 from k2dec.deprecation import renamed_parameters
 from k2dec.lattice.dense import validate_log_probs
 from k2dec.lattice.search import (
@@ -20,7 +21,6 @@ from k2dec.lattice.search import (
     UtteranceReport,
     search_lattices,
 )
-from k2dec.paths import ctc_collapse, ctc_run_max, path_aux_ids, path_token_ids
 from k2dec.ragged import ragged_from_row_ids
 
 logger = logging.getLogger(__name__)

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 import k2
 import torch
 
+from k2dec.best_paths import FRAME_ATTR
 from k2dec.lattice.search import LatticeResult, lattice_fsa_vec
-from k2dec.paths import FRAME_ATTR
 from k2dec.ragged import add_at, ragged_from_row_ids
 
 __all__ = [

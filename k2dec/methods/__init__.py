@@ -15,7 +15,7 @@ no method module. A new method module is added to the import list here.
 from ..hypothesis import HypothesisRecord
 
 # the method modules, each registering its methods (the registry never imports them)
-from . import aed, ctc, ctc_prefix, mbr, transducer, transducer_lm  # noqa: F401
+from . import aed, ctc, ctc_prefix, mbr, transducer, transducer_beam_search  # noqa: F401
 from .compat import ICEFALL_NBEST_ILME_SCALE, icefall_compatible, icefall_compatible_part
 from .fusion import Fusion, build_scorers, register_scorer, scorer_names
 from .registry import (
@@ -30,10 +30,12 @@ from .registry import (
     TransducerInputs,
     config_field_path,
     config_keys,
+    family_order,
     get_method,
     list_methods,
     override_config,
     register,
+    renamed_key,
     setting_meaning,
     supported_methods,
 )
@@ -56,6 +58,7 @@ __all__ = [
     "build_scorers",
     "config_field_path",
     "config_keys",
+    "family_order",
     "get_method",
     "icefall_compatible",
     "icefall_compatible_part",
@@ -63,6 +66,7 @@ __all__ = [
     "override_config",
     "register",
     "register_scorer",
+    "renamed_key",
     "scorer_names",
     "setting_meaning",
     "supported_methods",

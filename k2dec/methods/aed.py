@@ -13,7 +13,7 @@ import torch
 from ..aed import BeamSearchConfig, beam_search
 from ..lattice import ctc_forced_alignment
 from .fusion import build_scorers
-from .hotwords import HotwordConfig
+from .hotword_biasing import HotwordConfig
 from .records import from_aed
 from .registry import AedInputs, Family, MethodResult, Resources, register
 
@@ -54,7 +54,7 @@ class AttentionBeamSearchMethodConfig:
 def _attention_beam_search(inputs: AedInputs, res: Resources,
                            cfg: AttentionBeamSearchMethodConfig):
     """Batched beam search over utterances x beams; CTC prefix scoring when ctc_weight > 0
-    (needs AedInputs.ctc_log_probs), LM fusion when lm_weight > 0 (needs a neural LM);
+    (needs AedInputs.ctc_log_probs), LM fusion when lm_scale > 0 (needs a neural LM);
     hotword biasing when Resources.hotwords are given."""
     if res.attention_decoder is None:
         raise ValueError("attention-beam-search needs Resources.attention_decoder")
@@ -68,10 +68,10 @@ def _attention_beam_search(inputs: AedInputs, res: Resources,
                              "--set ctc_weight=0")
         ctc = inputs.ctc_log_probs
     lm = None
-    if search.lm_weight > 0:
+    if search.lm_scale > 0:
         lm = res.lms.get("transformer_lm", res.lms.get("rnn_lm"))
         if lm is None:
-            raise ValueError("lm_weight > 0 needs a neural LM in Resources.lms")
+            raise ValueError("lm_scale > 0 needs a neural LM in Resources.lms")
     scorers = build_scorers(res, "attention-beam-search", (), res.attention_decoder.vocab_size,
                             inputs.memory.device, cfg.hotwords)
     with torch.no_grad():

@@ -29,7 +29,7 @@ oracles' edit distances)                                                   the o
                                                       batch)
 ``ModifiedBeamSearchConfig.score_dtype``              "float64"            "float32"
 ``hotwords_partial_share`` (token-level hotword        0.5 (half of a       1.0 (all of it on
-methods, :mod:`k2dec.methods.hotwords`)               phrase's bonus on    the way)
+methods, :mod:`k2dec.methods.hotword_biasing`)               phrase's bonus on    the way)
                                                       the way, the rest
                                                       on completion)
 ``hotwords_whole_words`` (the same methods)           True (a phrase       False (on its last
@@ -52,7 +52,7 @@ from typing import Any
 
 from ..nbest import NbestConfig
 from ..transducer import FastBeamSearchConfig, ModifiedBeamSearchConfig
-from .hotwords import (
+from .hotword_biasing import (
     HOTWORDS_PARTIAL_SHARE,
     HOTWORDS_SCORE,
     HOTWORDS_WHOLE_WORDS,

@@ -37,7 +37,7 @@ from ..nbest import (
 )
 from ..sizes import check_int_range, check_positive
 from .checks import check_finite, check_scales, check_sweep
-from .hotwords import HOTWORD_GRAPH_MAX_ARCS, WORD_HOTWORDS_SCORE, word_biased_graph
+from .hotword_biasing import HOTWORD_GRAPH_MAX_ARCS, WORD_HOTWORDS_SCORE, word_biased_graph
 from .records import (
     EMPTY_LATTICE,
     from_lattice,
@@ -73,7 +73,7 @@ def _ctc_lattice() -> LatticeConfig:
 
 def _multi_pass() -> MultiPassConfig:
     """``MultiPassConfig`` with the LM weighted like ``rnn-lm``'s default."""
-    return MultiPassConfig(nn_scale=RNN_LM_SCALE)
+    return MultiPassConfig(rnn_lm_scale=RNN_LM_SCALE)
 
 
 
@@ -128,11 +128,10 @@ class CtcLatticeConfig(CtcGreedyConfig):
 
     Attributes:
       lattice: pruning of ``k2.intersect_dense_pruned``: icefall's defaults except
-        ``output_beam`` 4 instead of 8. Lattices of a weak acoustic model are dense (the
-        shipped model's HLG lattices: ~8.5k arcs per second of audio at 4, 1.65x that at 8);
-        at 8, whole-lattice rescoring with the shipped 4-gram took 1.7x real time and 9.8 GB
-        on one core, at 4: 0.1x and 1.2 GB; the n-best methods run at ~0.3x real time at 4
-        with icefall's 100 paths. The 1best path is the same at any ``output_beam``.
+        ``output_beam`` 4 instead of 8. Lattices of a weak acoustic model are dense: at 8,
+        the shipped model's whole-lattice rescoring with its 4-gram ran slower than real time
+        and took several GB, at 4 many times faster in a fraction of the memory (figures:
+        the README's defaults table). The 1best path is the same at any ``output_beam``.
     """
 
     lattice: LatticeConfig = field(default_factory=_ctc_lattice)
@@ -252,7 +251,7 @@ class MultiPassMethodConfig(HlgNbestConfig):
     """``multi-pass``: the ``top_k`` paths of the n-best rescored with a neural LM in passes.
 
     Attributes:
-      multi_pass: settings of the passes; its ``nn_scale`` (the LM's weight) defaults to
+      multi_pass: settings of the passes; its ``rnn_lm_scale`` (the LM's weight) defaults to
         ``rnn-lm``'s ``rnn_lm_scale``.
       top_k: paths kept for the passes.
       lm_batch_size: sequences per neural LM call.
@@ -324,7 +323,7 @@ def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcLatticeConfig) -> Lattice
 def hlg_graph(res: Resources, method: str, cfg: HlgConfig, lm_scores: bool = False) -> k2.Fsa:
     """HLG with its scores times ``cfg.hlg_scale`` (see :meth:`Resources.scaled_graph`),
     biased towards ``Resources.hotword_words`` when given (``cfg.word_hotwords``:
-    :func:`k2dec.methods.hotwords.word_biased_graph`)."""
+    :func:`k2dec.methods.hotword_biasing.word_biased_graph`)."""
     graph = res.scaled_graph("HLG", cfg.hlg_scale, method, lm_scores=lm_scores)
     hot = cfg.word_hotwords
     return word_biased_graph(res, graph, hot.hotwords_score, hot.hotwords_max_arcs)

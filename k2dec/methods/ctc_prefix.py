@@ -18,7 +18,7 @@ from ..nbest.config import check_posterior_scale
 from .checks import check_finite, check_scales, check_sweep
 from .ctc import CtcLatticeConfig
 from .fusion import Fusion, build_scorers
-from .hotwords import HotwordConfig
+from .hotword_biasing import HotwordConfig
 from .lists import HypothesisLists, attention_scores, sweep
 from .records import from_nbest, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, Setting, register
@@ -46,7 +46,7 @@ ATTENTION_SCALES = (0.01, 0.05, 0.08, 0.1, 0.3, 0.5, 0.6, 0.7, 0.9, 1.0, 1.1, 1.
 class CtcPrefixConfig:
     """``ctc-prefix-beam-search``: beam 4, and hotwords when given (icefall's CTC biasing is
     the strict Aho-Corasick match). Token confidences: list posteriors of the final prefixes'
-    scores times ``posterior_scale`` (:mod:`k2dec.nbest.confidence`)."""
+    scores times ``posterior_scale`` (:mod:`k2dec.nbest.list_confidences`)."""
 
     search: CtcPrefixBeamSearchConfig = field(default_factory=CtcPrefixBeamSearchConfig)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from ..scorers import NeuralLmScorer, Scorer, TokenNgramScorer, WeightedScorer
-from .hotwords import HotwordConfig, hotword_scorers
+from .hotword_biasing import HotwordConfig, hotword_scorers
 from .registry import Resources
 
 __all__ = ["Fusion", "ScorerBuilder", "build_scorers", "register_scorer", "scorer_names"]
@@ -58,7 +58,7 @@ def build_scorers(res: Resources, method: str, fusion: Fusion, vocab_size: int,
     """The scorers of one batch of a token-level search: one per ``(name, weight)`` of
     ``fusion`` whose weight is not 0, in that order, then, with ``hotwords`` (the method's
     hotword part) and ``Resources.hotwords``, the hotword scorer (weight 1;
-    :func:`k2dec.methods.hotwords.hotword_scorers`, ``strict_hotwords``: the strict
+    :func:`k2dec.methods.hotword_biasing.hotword_scorers`, ``strict_hotwords``: the strict
     Aho-Corasick match of icefall's CTC biasing).
 
     Raises:

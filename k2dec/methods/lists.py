@@ -14,7 +14,7 @@ import torch
 
 from ..hypothesis import HypothesisRecord
 from ..nbest import ATTENTION_CHUNK_CELLS, NbestConfig, chunks
-from ..nbest.confidence import nbest_confidences
+from ..nbest.list_confidences import nbest_confidences
 from ..scorers import Scorer
 from .records import probabilities
 
@@ -109,7 +109,7 @@ def sweep(
     the largest ``combine(base, components, scales)`` (float64 ``[H]``), as records keyed
     ``key(scales)``; an utterance without hypotheses fails. Each chosen token's confidence is
     its n-best posterior under that point's scores times ``posterior_scale``
-    (:func:`k2dec.nbest.confidence.nbest_confidences`)."""
+    (:func:`k2dec.nbest.list_confidences.nbest_confidences`)."""
     device = base.device
     names = list(grid)
     counts = torch.bincount(lists.utt, minlength=lists.num_utts)

@@ -16,7 +16,7 @@ import torch
 from ..hypothesis import HypothesisRecord
 from ..lattice import AuxLabels, Hypothesis, LatticeStatus, TimedUnits, Topology, path_units
 from ..nbest import Nbest, NbestConfig
-from ..nbest.confidence import nbest_confidences
+from ..nbest.list_confidences import nbest_confidences
 from ..transducer import TransducerHypothesis
 
 __all__ = [
@@ -190,7 +190,7 @@ def from_nbest(
         path fails with :data:`EMPTY_LATTICE` when it has no other reason.
       word_start: word-start tokens (see :func:`k2dec.lattice.path_units`).
       posterior_scale: of the paths' scores in the confidences
-        (:func:`k2dec.nbest.confidence.nbest_confidences`).
+        (:func:`k2dec.nbest.list_confidences.nbest_confidences`).
 
     Each chosen key's confidence is its n-best posterior. Frames come from the chosen path's
     alignment; a path whose aligned units do not spell its key sequence gets none.

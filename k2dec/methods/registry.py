@@ -9,7 +9,7 @@ on method-name strings elsewhere.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
@@ -33,10 +33,12 @@ __all__ = [
     "register",
     "get_method",
     "list_methods",
+    "family_order",
     "supported_methods",
     "override_config",
     "config_field_path",
     "config_keys",
+    "renamed_key",
     "setting_meaning",
 ]
 
@@ -394,6 +396,11 @@ def list_methods(family: Family | str | None = None) -> list[Method]:
                   key=lambda m: m.name)
 
 
+def family_order(methods: Iterable[Method]) -> list[Method]:
+    """``methods`` in the order ``--list-methods`` shows them: by family name, then by name."""
+    return sorted(methods, key=lambda m: (m.family.value, m.name))
+
+
 def supported_methods(model: Any) -> list[Method]:
     """The registered methods ``model`` (a :class:`k2dec.model.AcousticModel`) can run,
     sorted by name (graphs and LMs they also need are in each method's ``requires``)."""
@@ -405,25 +412,42 @@ def config_field_path(config: Any, key: str) -> list[str] | None:
     dataclass) config: the dotted path when it names a field, else the one nested field it
     names from below the top (``num_paths`` -> ``["nbest", "num_paths"]``,
     ``lattice.output_beam`` -> ``["ctc", "lattice", "output_beam"]``); ``None`` when the
-    config has no such field.
+    config has no such field. The old name of a renamed field (a config's
+    ``renamed_settings``, :func:`k2dec.deprecation.renamed_fields`) lands on the new field
+    (:func:`renamed_key` tells).
 
     Raises:
       ValueError: a key that several nested configs have (say which one, ``a.b``).
     """
     path = key.split(".")
-    node = config
-    for name in path:
-        if not is_dataclass(node) or name not in {f.name for f in fields(node)}:
-            break
-        node = getattr(node, name)
-    else:
-        return path
-    found = [p + path[1:] for p in _nested_paths(config, path[0])
-             if _resolves(config, p + path[1:])]
+    direct = _walk(config, path)
+    if direct is not None:
+        return direct
+    found: list[list[str]] = []
+    for p in _nested_paths(config, path[0]):
+        walked = _walk(config, p + path[1:])
+        if walked is not None and walked not in found:
+            found.append(walked)
     if len(found) > 1:
         raise ValueError(f"{key!r} is ambiguous in {type(config).__name__}: say which one of "
                          f"{', '.join('.'.join(p) for p in found)}")
     return found[0] if found else None
+
+
+def renamed_key(config: Any, key: str) -> str | None:
+    """The new spelling of ``key`` when it reaches a field of ``config`` by an old name
+    (``multi_pass.nn_scale`` -> ``multi_pass.rnn_lm_scale``, ``lm_weight`` -> ``lm_scale``);
+    ``None`` when it uses none (or reaches no field).
+
+    Raises:
+      ValueError: as :func:`config_field_path`.
+    """
+    path = config_field_path(config, key)
+    if path is None:
+        return None
+    given = key.split(".")
+    new = path[len(path) - len(given):]
+    return ".".join(new) if new != given else None
 
 
 def config_keys(config: Any) -> dict[str, Any]:
@@ -471,13 +495,29 @@ def _get(config: Any, path: list[str]) -> Any:
     return config
 
 
-def _resolves(config: Any, path: list[str]) -> bool:
-    node = config
+def _field_name(node: Any, name: str) -> str | None:
+    """The field of the dataclass ``node`` that ``name`` names: itself, or the field an old
+    name was renamed to (``renamed_settings``); ``None`` if neither."""
+    if not is_dataclass(node):
+        return None
+    names = {f.name for f in fields(node)}
+    if name in names:
+        return name
+    new = getattr(type(node), "renamed_settings", {}).get(name)
+    return new if new in names else None
+
+
+def _walk(config: Any, path: list[str]) -> list[str] | None:
+    """``path`` from the top of ``config`` with old names replaced by the fields they name;
+    ``None`` if it does not reach a field."""
+    out, node = [], config
     for name in path:
-        if not is_dataclass(node) or name not in {f.name for f in fields(node)}:
-            return False
-        node = getattr(node, name)
-    return True
+        field_name = _field_name(node, name)
+        if field_name is None:
+            return None
+        out.append(field_name)
+        node = getattr(node, field_name)
+    return out
 
 
 def _nested_paths(config: Any, name: str) -> list[list[str]]:
@@ -485,8 +525,8 @@ def _nested_paths(config: Any, name: str) -> list[list[str]]:
     for f in fields(config):
         value = getattr(config, f.name)
         if is_dataclass(value):
-            names = {g.name for g in fields(value)}
-            out += [[f.name, name]] if name in names else []
+            field_name = _field_name(value, name)
+            out += [[f.name, field_name]] if field_name is not None else []
             out += [[f.name] + p for p in _nested_paths(value, name)]
     return out
 
@@ -495,7 +535,8 @@ def override_config(config: Any, assignments: Sequence[str]) -> Any:
     """A copy of a (frozen dataclass) config with ``KEY=VALUE`` strings applied, each value
     typed like the field's current value; ``a.b=1`` reaches into a nested config, a bare name
     reaches the one nested field of that name (see :func:`config_field_path`), and tuples are
-    comma-separated (``lm_scales=0.5,1.0``). The config's own checks run on the result.
+    comma-separated (``lm_scales=0.5,1.0``). The config's own checks run on the result. An old
+    name of a renamed field still works, with a ``FutureWarning`` naming the new one.
 
     Raises:
       ValueError: a malformed assignment, an unknown or ambiguous field, a value of the wrong
@@ -509,6 +550,11 @@ def override_config(config: Any, assignments: Sequence[str]) -> Any:
         if path is None:
             raise ValueError(f"{type(config).__name__} has no field {key!r} "
                              f"(keys: {', '.join(sorted(config_keys(config)))})")
+        new = renamed_key(config, key)
+        if new is not None:
+            warnings.warn(f"setting {key!r} of {type(config).__name__} is deprecated: it is "
+                          f"now {new!r} (the old name still works)", FutureWarning,
+                          stacklevel=2)
         try:
             config = _set_field(config, path, value)
         except ValueError as e:

@@ -1,5 +1,5 @@
-"""Transducer methods: greedy and the fast_beam_search family (the beam searches with
-scorers are in :mod:`k2dec.methods.transducer_lm`).
+"""Transducer methods: greedy and the fast_beam_search family (modified_beam_search and the
+other beam searches are in :mod:`k2dec.methods.transducer_beam_search`).
 
 The n-best variants compose :func:`k2dec.transducer.fast_beam_search` (which returns its
 lattice) with :class:`k2dec.nbest.Nbest`; this is the only place the two meet, and their
@@ -35,9 +35,9 @@ from ..transducer import (
     fast_beam_search,
     greedy_search,
 )
-from ..transducer.confidence import token_confidences
+from ..transducer.joiner_confidences import token_confidences
 from .checks import check_finite, check_scales, check_sweep
-from .hotwords import (
+from .hotword_biasing import (
     HotwordConfig,
     token_biased_graph,
     transducer_graph,
@@ -119,7 +119,7 @@ def with_confidences(inputs: TransducerInputs, hyps, temperature: float,
                       blank_penalty: float) -> tuple:
     """Records of greedy / modified beam search hypotheses with each token's probability on
     its frame under the search's own softmax
-    (:func:`k2dec.transducer.confidence.token_confidences`)."""
+    (:func:`k2dec.transducer.joiner_confidences.token_confidences`)."""
     conf = token_confidences(inputs.model, inputs.encoder_out, inputs.encoder_out_lens,
                              [h.tokens for h in hyps], [h.timestamps for h in hyps],
                              temperature=temperature, blank_penalty=blank_penalty)

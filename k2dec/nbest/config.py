@@ -27,10 +27,9 @@ class NbestConfig:
 
     Memory and time are bounded by ``max_lattice_arcs`` and ``max_intersect_arcs``.
     Sampling and intersecting cost time in proportion to ``num_paths x lattice arcs`` (each
-    sampled word sequence is intersected with its utterance's lattice; measured on 2 shared
-    CPU cores: about 0.4M lattice arcs per path per second, so 100 paths of a 50k-arc lattice
-    take ~15 s, of the 1.9M-arc lattice of 30 s of speech at icefall's output beam 8 many
-    minutes). So a lattice with more than ``max_lattice_arcs`` arcs is pruned first (the
+    sampled word sequence is intersected with its utterance's lattice: the dense lattice of
+    30 s of speech at icefall's output beam 8 takes minutes; throughput: BENCHMARKS.md
+    ``nbest``). So a lattice with more than ``max_lattice_arcs`` arcs is pruned first (the
     narrowest output beam keeping that many, see :func:`k2dec.lattice.prune_lattice`,
     recorded in the utterance's report): an utterance's n-best costs at most ``num_paths x
     max_lattice_arcs`` arc visits whatever its length. Intersection runs in chunks touching
@@ -56,7 +55,7 @@ class NbestConfig:
         batch composition gives, changes most samples of a long utterance).
       posterior_scale: the n-best methods' word (token) confidences are list posteriors,
         ``softmax(posterior_scale * score)`` over an utterance's paths by the scores the
-        method ranks them by (:mod:`k2dec.nbest.confidence`); ``> 0``. Like a lattice's
+        method ranks them by (:mod:`k2dec.nbest.list_confidences`); ``> 0``. Like a lattice's
         acoustic scale: below 1 flattens the list distribution (less confident words), above
         1 sharpens it. It changes confidences only, never the chosen hypothesis. The default
         of every method config that has the field (the beam-search list methods have their

@@ -30,6 +30,7 @@ from ..job import (
     read_settings,
 )
 from ..methods import Method, config_field_path, get_method, icefall_compatible
+from ..sizes import MAX_DURATION
 from .inputs import prepare_inputs
 from .result import RecognitionResult, ResultMaker
 
@@ -124,7 +125,7 @@ class Recognizer:
     def __init__(self, assets: DecodeAssets, method: str | Method,
                  settings: Mapping[str, Any] | None = None, *,
                  settings_file: str | Path | DecodeSettings | None = None,
-                 icefall_compat: bool = False, max_duration: float = 200.0,
+                 icefall_compat: bool = False, max_duration: float = MAX_DURATION,
                  batch_encoder: bool = False) -> None:
         if not (isinstance(max_duration, int | float) and math.isfinite(max_duration)
                 and max_duration > 0):
@@ -153,7 +154,7 @@ class Recognizer:
                    hotwords: str | Path | None = None, lodr_arpa: str | Path | None = None,
                    settings_file: str | Path | None = None, model_settings: bool = True,
                    icefall_compat: bool = False, device: torch.device | str = "cpu",
-                   max_duration: float = 200.0, features: Mapping[str, Any] | None = None,
+                   max_duration: float = MAX_DURATION, features: Mapping[str, Any] | None = None,
                    **settings: Any) -> Recognizer:
         """Load everything from files, as ``k2dec decode`` does with the same options.
 

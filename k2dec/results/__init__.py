@@ -1,7 +1,7 @@
 """Results: hypotheses to words, WER (kaldialign), icefall-format files, RTF, resumable JSONL,
 CTM files, confidence metrics, and the locks that keep one job per output."""
 
-from .confidence import (
+from .confidence_eval import (
     Calibration,
     ConfidenceMetrics,
     ReliabilityBin,

@@ -23,8 +23,7 @@ Example (an LM and a hotword list in modified beam search)::
 """
 
 from k2dec.scorers.base import Scorer, ScorerSet, TableScorer, WeightedScorer
-from k2dec.scorers.ctc_prefix import CtcPrefixScorer, CtcPrefixState, CtcScorer, CtcScorerState
-from k2dec.scorers.hotwords import (
+from k2dec.scorers.context_graph import (
     HOTWORD_GRAPH_MAX_ARCS,
     ContextGraph,
     Hotword,
@@ -35,6 +34,7 @@ from k2dec.scorers.hotwords import (
     hotword_graph,
     read_hotwords,
 )
+from k2dec.scorers.ctc_prefix import CtcPrefixScorer, CtcPrefixState, CtcScorer, CtcScorerState
 from k2dec.scorers.neural_lm import NeuralLmScorer, NeuralLmScorerState
 from k2dec.scorers.ngram import ArpaModel, TokenNgramScorer, read_arpa, train_token_arpa
 

@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from k2dec.batch_search import num_active_per_frame
-from k2dec.paths import arc_frames
+from k2dec.best_paths import arc_frames
 from k2dec.ragged import ragged_select
 from k2dec.sizes import check_finite, check_float_range, check_int_range, check_positive
 from k2dec.transducer.common import (
@@ -205,7 +205,7 @@ class FastBeamSearch:
         streams (at most this many rows; see :class:`~k2dec.transducer.DecoderCache`); 0
         disables the cache. The contexts alive on a frame are mostly those of the frame before,
         so the default :data:`DECODER_CACHE_SIZE` evaluates the decoder on about a quarter of
-        the rows (1.15x faster on the shipped model, 1.2x at icefall's sizes).
+        the rows (the speed-up: BENCHMARKS.md ``transducer``).
     """
 
     def __init__(

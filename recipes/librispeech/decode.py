@@ -7,13 +7,11 @@
     # one method, with a changed setting
     python recipes/librispeech/decode.py ... --method modified_beam_search --set beam=8
 
-Methods (icefall's names; see ``k2dec.methods.list_methods()``):
-  CTC:        ctc-greedy-search  ctc-decoding  1best  nbest  nbest-rescoring
-              whole-lattice-rescoring  nbest-oracle  attention-decoder  rnn-lm  multi-pass
-  transducer: greedy_search  modified_beam_search  fast_beam_search  fast_beam_search_LG
-              fast_beam_search_nbest  fast_beam_search_nbest_LG  fast_beam_search_nbest_oracle
-  AED:        attention-beam-search
-Each writes ``<out-dir>/<method>/{recogs,errs,wer-summary}-<test-set>-*.txt`` and a resumable
+    # every method (icefall's names): its family, what it needs, its settings
+    python recipes/librispeech/decode.py --list-methods
+
+Without ``--method``, every registered method whose resources exist runs. Each writes
+``<out-dir>/<method>/{recogs,errs,wer-summary}-<test-set>-*.txt`` and a resumable
 ``results-<test-set>.jsonl``; the table goes to ``<out-dir>/RESULTS.md``.
 """
 
@@ -30,15 +28,25 @@ from k2dec.job import (
     DecodeConfig,
     check_assets,
     load_assets,
+    method_table,
     plan_methods,
     results_table,
     run_decode,
     split_available,
 )
-from k2dec.methods import list_methods
+from k2dec.methods import family_order, list_methods
+from k2dec.sizes import MAX_DURATION
+
+
+def _list_methods(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        click.echo(method_table(family_order(list_methods())))
+        ctx.exit()
 
 
 @click.command()
+@click.option("--list-methods", is_flag=True, is_eager=True, expose_value=False,
+              callback=_list_methods, help="List every method (the registry's) and exit.")
 @click.option("--data-dir", default=Path("data"), type=click.Path(path_type=Path),
               show_default=True)
 @click.option("--lang-dir", required=True, type=click.Path(exists=True, path_type=Path))
@@ -51,7 +59,8 @@ from k2dec.methods import list_methods
               help="Methods to run (default: every method whose resources exist).")
 @click.option("--set", "assignments", multiple=True, help="KEY=VALUE config overrides.")
 @click.option("--rnn-lm", type=click.Path(exists=True, path_type=Path), default=None)
-@click.option("--max-duration", default=100.0, show_default=True)
+@click.option("--max-duration", default=MAX_DURATION, show_default=True,
+              help="Seconds of audio per batch; a longer recording is a failed cut.")
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(min=1))
 def main(data_dir, lang_dir, model_path, out_dir, test_sets, methods, assignments, rnn_lm,
          max_duration, threads):

@@ -433,8 +433,8 @@ def synthetic_section(args: argparse.Namespace, report: Report) -> None:
     modes = {
         "plain": {},
         "ctc": dict(ctc_weight=0.3),
-        "lm": dict(lm_weight=0.3),
-        "ctc+lm": dict(ctc_weight=0.3, lm_weight=0.3),
+        "lm": dict(lm_scale=0.3),
+        "ctc+lm": dict(ctc_weight=0.3, lm_scale=0.3),
     }
     rows = []
     for mode, kwargs in modes.items():

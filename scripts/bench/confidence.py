@@ -105,9 +105,9 @@ def decode_kind(kind: str, b: ShippedBatch, batches: list[torch.Tensor], graphs:
                 word_start) -> KindOutput:
     """Lattices of each batch, then the 1best and MBR words with confidences at every
     acoustic scale, timed apart."""
-    from k2dec.lattice.confidence import lattice_timed_units
     from k2dec.lattice.mbr import MbrConfig
     from k2dec.lattice.posteriors import PosteriorConfig
+    from k2dec.lattice.timed_units import lattice_timed_units
 
     table = b.assets.lang.word_table
     res = KindOutput()

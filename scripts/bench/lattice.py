@@ -1,6 +1,6 @@
 """Benchmark area "lattice": HLG / HCLG 1best with k2dec against PyPI kaldi-decoder's
 FasterDecoder on the same graphs and log-likelihoods, at several beams; multi-process scaling
-of :class:`k2dec.lattice.DecodeRunner`; where k2dec's time goes.
+of :class:`k2dec.lattice.ParallelOneBestDecoder`; where k2dec's time goes.
 
 Inputs:
 
@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from k2dec.graph import k2_to_kaldi_decoder_fst
-from k2dec.lattice import DecodeRunner, LatticeConfig, one_best_decoding
-from k2dec.lattice.runner import RunnerStats, available_cores
+from k2dec.lattice import LatticeConfig, ParallelOneBestDecoder, one_best_decoding
+from k2dec.lattice.parallel import WorkerStats, available_cores
 
 from . import plots
 from .common import (
@@ -60,7 +60,7 @@ VARIANTS = (("exact", {}), ("token_top_k 8", {"token_top_k": 8}),
             ("token_top_k 16, blank_skip 0.99", {"token_top_k": 16,
                                                  "blank_skip_threshold": 0.99}))
 TARGET_RUNNER = "multi-process runner faster than kaldi-decoder on 2 cores"
-TARGET_SCALING = "DecodeRunner scaling >= 1.7x from 1 to 2 workers"
+TARGET_SCALING = "ParallelOneBestDecoder scaling >= 1.7x from 1 to 2 workers"
 
 
 @dataclass(frozen=True)
@@ -246,7 +246,7 @@ PROFILED = (
     ("k2.index_fsa (restore the caller's order)", "index_fsa"),
     ("get_tot_scores", "get_tot_scores"),
     ("input validation + DenseFsaVec", ("validate_log_probs", "_dense_subset")),
-    ("best path -> token/word ids (k2dec.paths)", ("path_token_ids", "path_aux_ids")),
+    ("best path -> token/word ids (k2dec.best_paths)", ("path_token_ids", "path_aux_ids")),
     ("Hypothesis records (tolist, assembly)", "_assemble"),
 )
 
@@ -282,8 +282,8 @@ def profile_split(graph, log_probs, lengths, beam: float) -> list[list]:
 
 @dataclass
 class Scaling:
-    """DecodeRunner with 1 and 2 workers (best seconds, words identical to one_best_decoding),
-    kaldi-decoder in one process (None without it), and the machine's state."""
+    """ParallelOneBestDecoder with 1 and 2 workers (best seconds, words identical to
+    one_best_decoding), kaldi-decoder in one process (None without it), and the machine's state."""
 
     t1: float
     t2: float
@@ -293,8 +293,8 @@ class Scaling:
     cores: int
     load: float
     ceiling: float = 0.0
-    stats1: RunnerStats = field(default_factory=RunnerStats)
-    stats2: RunnerStats = field(default_factory=RunnerStats)
+    stats1: WorkerStats = field(default_factory=WorkerStats)
+    stats2: WorkerStats = field(default_factory=WorkerStats)
 
     @property
     def contention(self) -> float:
@@ -317,16 +317,16 @@ class Scaling:
 
 
 def runner_scaling(p: Problem, beam: float, repeat: int) -> Scaling:
-    """Best seconds of DecodeRunner with 1 and 2 workers and of kaldi-decoder (one process,
-    not run without ``p.fst``), timed in turns; and whether both runners give the words of
+    """Best seconds of ParallelOneBestDecoder with 1 and 2 workers and of kaldi-decoder (one
+    process, not run without ``p.fst``), timed in turns; and whether both give the words of
     one_best_decoding."""
     config = LatticeConfig(search_beam=beam, output_beam=beam / 2, retry_scales=())
     lp, lens = p.log_probs, p.lengths
     expected = [h.words for h in one_best_decoding(lp, lens, p.graph, config)]
-    with DecodeRunner(p.graph, config, num_workers=1) as r1, \
-            DecodeRunner(p.graph, config, num_workers=2) as r2:
+    with ParallelOneBestDecoder(p.graph, config, num_workers=1) as r1, \
+            ParallelOneBestDecoder(p.graph, config, num_workers=2) as r2:
         r2.decode(lp[:2], lens[:2])  # worker start-up and warm-up
-        r2.stats = RunnerStats()
+        r2.stats = WorkerStats()
         fns = [lambda: r1.decode(lp, lens), lambda: r2.decode(lp, lens)]
         if p.fst is not None:
             fns.append(lambda: kaldi.decode(p.fst, lp, lens, beam, config.max_active_states,
@@ -558,15 +558,16 @@ def report_scaling(bench: Bench, s: Scaling, where: str) -> None:
         rows.append(["kaldi-decoder, 1 process", s.frames / s.t_kd, s.t1 / s.t_kd, "n/a",
                      None, None])
     rows.append(["baseline: busy loop, 2 processes", None, s.ceiling, "n/a", None, None])
-    rep.table(f"DecodeRunner scaling on the {where} (beam {beam:g}, {s.cores} "
+    rep.table(f"ParallelOneBestDecoder scaling on the {where} (beam {beam:g}, {s.cores} "
               "cores available; runs interleaved)",
               ["workers", "frames/s", "speed vs 1 worker", "identical to one_best_decoding",
                "worker utilization", "decode seconds vs 1 worker"], rows)
-    rep.note("DecodeRunner scaling: 'worker utilization' is the workers' decoding seconds over "
-             "workers x wall seconds (the rest is the runner's own cost and the wait for the "
-             "slower group); 'decode seconds vs 1 worker' sums both workers' decoding seconds "
-             "per batch over one worker's: above 1.0 the two searches slow each other down "
-             "(shared caches and memory bandwidth), which no runner change removes. Speed is "
+    rep.note("ParallelOneBestDecoder scaling: 'worker utilization' is the workers' decoding "
+             "seconds over workers x wall seconds (the rest is the pool's own cost and the "
+             "wait for the slower group); 'decode seconds vs 1 worker' sums both workers' "
+             "decoding seconds per batch over one worker's: above 1.0 the two searches slow "
+             "each other down (shared caches and memory bandwidth), which no pool change "
+             "removes. Speed is "
              "about 2 x utilization / that ratio (the speeds are best-of runs, the two "
              "columns sums over all runs).")
     if s.cores < 2:

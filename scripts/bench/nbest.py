@@ -352,7 +352,7 @@ def pick_scale(data: dict[str, TestSet], scorer, table, report: Report) -> float
         errs = 0.0
         words = 0
         for d in data.values():
-            out = full_rescore(d.top, d.base, scorer, nn_scale=s)
+            out = full_rescore(d.top, d.base, scorer, rnn_lm_scale=s)
             n = sum(len(r) for r in d.refs)
             errs += wer_of(out.hyps, d.refs, table) * n
             words += n
@@ -375,7 +375,7 @@ def baseline_rows(ts: str, d: TestSet, scale: float, counting: CountingScorer, t
                           d.base).view(n, k).argmax(1) + torch.arange(n) * k
     wer0 = wer_of(d.top.nbest.keys_at(am_best), d.refs, table)
     counting.reset()
-    t_full, full = _seconds(full_rescore, d.top, d.base, counting, nn_scale=scale)
+    t_full, full = _seconds(full_rescore, d.top, d.base, counting, rnn_lm_scale=scale)
     mp.full_wer[ts] = wer_of(full.hyps, d.refs, table)
     mp.rows.append([ts, "lattice best (AM + 0.4 x 3-gram, no neural LM)", 0, 0.0, wer_tot,
                     None, 0])
@@ -387,14 +387,14 @@ def baseline_rows(ts: str, d: TestSet, scale: float, counting: CountingScorer, t
 def budget_variants(budget: int, scale: float, learned) -> list[tuple]:
     """(name, config, predictor) of top-b and the multi-pass systems at one budget."""
     variants = [("top-b by base score", MultiPassConfig(
-        first_k=budget, batch_k=1, max_evaluations=budget, nn_scale=scale), None),
+        first_k=budget, batch_k=1, max_evaluations=budget, rnn_lm_scale=scale), None),
         ("multi-pass, parameter-free", MultiPassConfig(
             first_k=min(2, budget), batch_k=2, max_evaluations=budget,
-            nn_scale=scale), None)]
+            rnn_lm_scale=scale), None)]
     if learned is not None:
         variants.append(("multi-pass, learned predictor", MultiPassConfig(
             first_k=min(2, budget), batch_k=2, max_evaluations=budget,
-            nn_scale=scale), learned))
+            rnn_lm_scale=scale), learned))
     return variants
 
 

@@ -61,7 +61,7 @@ AREA = "scorers"
 NUM_HOTWORDS = 30
 #: the token-level methods: (bonus scheme, hotwords_score); icefall's scheme pays a phrase's
 #: whole bonus on the way and completes it on its last token, k2dec's default pays half on
-#: the way and completes it at a word end (k2dec.methods.hotwords)
+#: the way and completes it at a word end (k2dec.methods.hotword_biasing)
 ICEFALL_SCHEME = ("hotwords_partial_share=1.0", "hotwords_whole_words=false")
 HOTWORD_SETTINGS = (("icefall", 1.0), ("icefall", 2.0), ("k2dec", 1.0), ("k2dec", 2.0))
 #: the HLG methods' bonus is per word (a word is ~2-3 BPE tokens of the shipped model)

@@ -53,8 +53,8 @@ SWITCHES = {
     "ctc_pre_beam": dict(ctc_weight=0.6, ctc_pre_beam=2),
     "ctc_window": dict(ctc_weight=0.7, ctc_window=1),
     "ctc_eos_prebeamed": dict(ctc_weight=0.5, ctc_pre_beam=1, ctc_always_score_eos=False),
-    "lm_full": dict(lm_weight=0.5),
-    "lm_pruned": dict(lm_weight=0.5, lm_fusion="pruned"),
+    "lm_full": dict(lm_scale=0.5),
+    "lm_pruned": dict(lm_scale=0.5, lm_fusion="pruned"),
     "end_detect": dict(end_detect=True, end_detect_window=2, end_detect_margin=1.0),
     "max_ended": dict(max_ended=2),
     "max_repeats": dict(max_repeats=1, repeat_span=2),
@@ -168,7 +168,7 @@ def test_ctc_eos_rule_hand_worked():
 
 
 def test_float32_matches_reference(device):
-    for seed, kwargs in enumerate([{}, dict(ctc_weight=0.3, lm_weight=0.3, coverage_penalty=0.2)]):
+    for seed, kwargs in enumerate([{}, dict(ctc_weight=0.3, lm_scale=0.3, coverage_penalty=0.2)]):
         dec, memory, lens, ctc, lm = _problem(seed, device, dtype=torch.float32)
         cfg = BeamSearchConfig(beam_size=3, nbest=3, **kwargs)
         got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
@@ -176,7 +176,7 @@ def test_float32_matches_reference(device):
         _assert_same(got, want, 1e-4)
 
 
-@pytest.mark.parametrize("kwargs", [{}, dict(ctc_weight=0.3, lm_weight=0.3, coverage_penalty=0.5,
+@pytest.mark.parametrize("kwargs", [{}, dict(ctc_weight=0.3, lm_scale=0.3, coverage_penalty=0.5,
                                              end_detect=True, end_detect_margin=1.0)])
 def test_batch_of_one_equals_batch_of_many(kwargs, device):
     dec, memory, lens, ctc, lm = _problem(11, device, n=5, t=9)
@@ -374,10 +374,10 @@ def _bad(**overrides):
          "ctc_log_probs must be a tensor"),
         (dict(config=BeamSearchConfig(ctc_weight=0.3, ctc_blank_id=4),
               ctc_log_probs=torch.zeros(2, 4, 5)), ValueError, "ctc_blank_id"),
-        (dict(config=BeamSearchConfig(lm_weight=0.3)), ValueError, "needs an lm"),
-        (dict(config=BeamSearchConfig(lm_weight=0.3), lm=TinyLM(7)), ValueError,
+        (dict(config=BeamSearchConfig(lm_scale=0.3)), ValueError, "needs an lm"),
+        (dict(config=BeamSearchConfig(lm_scale=0.3), lm=TinyLM(7)), ValueError,
          "lm.vocab_size"),
-        (dict(config=BeamSearchConfig(lm_weight=0.3), lm=object()), TypeError, "IncrementalLM"),
+        (dict(config=BeamSearchConfig(lm_scale=0.3), lm=object()), TypeError, "IncrementalLM"),
     ],
 )
 def test_bad_inputs(overrides, exc, match):
@@ -408,7 +408,7 @@ def test_coverage_needs_attention():
         (dict(eos_threshold=-1.0), "eos_threshold"),
         (dict(ctc_weight=1.5), "ctc_weight"),
         (dict(ctc_pre_beam=0), "ctc_pre_beam"),
-        (dict(lm_weight=-0.5), "lm_weight"),
+        (dict(lm_scale=-0.5), "lm_scale"),
         (dict(lm_fusion="shallow"), "lm_fusion"),
         (dict(end_detect_window=0), "end_detect_window"),
         (dict(max_ended=0), "max_ended"),
@@ -473,7 +473,7 @@ def _config_strategy():
             "ctc_pre_beam": st.sampled_from([None, 1, 3]),
             "ctc_always_score_eos": st.booleans(),
             "ctc_window": st.sampled_from([None, 2]),
-            "lm_weight": st.sampled_from([0.0, 0.5]),
+            "lm_scale": st.sampled_from([0.0, 0.5]),
             "lm_fusion": st.sampled_from(["full", "pruned"]),
             "end_detect": st.booleans(),
             "end_detect_margin": st.sampled_from([0.5, 3.0]),

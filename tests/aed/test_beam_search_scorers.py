@@ -17,7 +17,7 @@ CASES = {
     "lm": ("r", {}),
     "ngram+hotwords": ("nh", {}),
     "transformer_lm+ctc": ("t", dict(ctc_weight=0.3)),
-    "all+pruned_lm": ("rnh", dict(ctc_weight=0.4, lm_weight=0.3, lm_fusion="pruned")),
+    "all+pruned_lm": ("rnh", dict(ctc_weight=0.4, lm_scale=0.3, lm_fusion="pruned")),
     "partial_ctc": ("h", {}),
 }
 

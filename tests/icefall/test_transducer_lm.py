@@ -20,7 +20,7 @@ from k2dec.methods.transducer import (
     FastBeamSearchNbestRescoringConfig,
     FastBeamSearchNbestRnnRescoringConfig,
 )
-from k2dec.methods.transducer_lm import (
+from k2dec.methods.transducer_beam_search import (
     LmRescoreConfig,
     LmRescoreLodrConfig,
     LmShallowFusionConfig,

@@ -30,7 +30,7 @@ def test_listed():
 
 @pytest.mark.parametrize("cfg", [BeamSearchConfig(beam_size=3),
                                  BeamSearchConfig(beam_size=3, ctc_weight=0.3),
-                                 BeamSearchConfig(beam_size=3, lm_weight=0.5)])
+                                 BeamSearchConfig(beam_size=3, lm_scale=0.5)])
 def test_method_equals_the_library_call(cfg):
     dec, lm, inp = _setup()
     method_cfg = Cfg(search=cfg)
@@ -41,7 +41,7 @@ def test_method_equals_the_library_call(cfg):
     with torch.no_grad():
         want = beam_search(dec, inp.memory, inp.memory_lens, cfg,
                            ctc_log_probs=inp.ctc_log_probs if cfg.ctc_weight else None,
-                           lm=lm if cfg.lm_weight else None)
+                           lm=lm if cfg.lm_scale else None)
     assert out.tokens == [list(nb[0].tokens) for nb in want]
 
 
@@ -57,7 +57,7 @@ def test_missing_pieces():
     with pytest.raises(ValueError, match=r"ctc_weight=0.3 \(joint CTC/attention"):
         m(AedInputs(inp.memory, inp.memory_lens), Resources(attention_decoder=dec))
     with pytest.raises(ValueError, match="needs a neural LM"):
-        m(inp, Resources(attention_decoder=dec), Cfg(BeamSearchConfig(lm_weight=0.5)))
+        m(inp, Resources(attention_decoder=dec), Cfg(BeamSearchConfig(lm_scale=0.5)))
 
 
 def test_frames_and_confidences():

@@ -99,7 +99,7 @@ def test_nbest_rescoring_equals_the_library_call(setup):
 def test_multi_pass_at_full_budget_equals_rnn_lm_rescoring(setup):
     lang, res = setup
     inp = _inputs(4, lang.max_token_id + 1)
-    mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, nn_scale=1.0)
+    mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, rnn_lm_scale=1.0)
     nbest = NbestConfig(num_paths=30)
     cfg = MultiPassMethodConfig(nbest=nbest, top_k=200, multi_pass=mp)
     multi = get_method("multi-pass")(inp, res, cfg)[0]

@@ -9,7 +9,7 @@ import torch
 from k2dec.lattice.ctc_prefix_beam_search import CtcPrefixBeamSearchConfig, ctc_prefix_beam_search
 from k2dec.lm import RnnLM, RnnLmConfig
 from k2dec.methods import Resources, build_scorers, register_scorer, scorer_names
-from k2dec.methods.hotwords import HotwordConfig
+from k2dec.methods.hotword_biasing import HotwordConfig
 from k2dec.scorers import NeuralLmScorer, TableScorer, WeightedScorer
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import ModifiedBeamSearchConfig, modified_beam_search

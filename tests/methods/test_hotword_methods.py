@@ -13,7 +13,7 @@ from k2dec.lattice import LatticeConfig, get_lattice, hypotheses_from_lattice
 from k2dec.lattice.dense import make_dense_fsa_vec
 from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method, list_methods
 from k2dec.methods.ctc import HlgConfig, WholeLatticeRescoringConfig, WordHotwordConfig
-from k2dec.methods.hotwords import HotwordConfig
+from k2dec.methods.hotword_biasing import HotwordConfig
 from k2dec.methods.mbr import FastBeamSearchMbrLGConfig, MbrMethodConfig
 from k2dec.methods.registry import config_field_path
 from k2dec.methods.transducer import FastBeamSearchNbestLGConfig

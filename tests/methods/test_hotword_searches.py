@@ -18,7 +18,7 @@ from k2dec.hypothesis import HypothesisRecord
 from k2dec.lattice import AuxLabels, Topology, lattice_timed_units
 from k2dec.methods import AedInputs, Resources, TransducerInputs, get_method
 from k2dec.methods.aed import AttentionBeamSearchMethodConfig
-from k2dec.methods.hotwords import HotwordConfig
+from k2dec.methods.hotword_biasing import HotwordConfig
 from k2dec.methods.mbr import FastBeamSearchMbrConfig
 from k2dec.methods.transducer import FastBeamSearchNbestConfig
 from k2dec.nbest import Nbest, NbestConfig

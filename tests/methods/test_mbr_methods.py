@@ -23,7 +23,7 @@ from k2dec.methods.mbr import FastBeamSearchMbrLGConfig, MbrMethodConfig
 from k2dec.testing.lang import TINY_ARPA
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import fast_beam_search
-from k2dec.transducer.confidence import token_confidences
+from k2dec.transducer.joiner_confidences import token_confidences
 from tests.methods.test_transducer_methods import tiny_LG  # noqa: F401
 
 

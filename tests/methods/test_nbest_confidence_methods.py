@@ -257,7 +257,7 @@ def test_multi_pass_confidences_at_full_budget_equal_rnn_lm_rescoring(setup, dev
     lang, res = setup
     res = _on(res, device)
     inp = _with_empty(_inputs(4, lang.max_token_id + 1), lang, device)
-    mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, nn_scale=0.5)
+    mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, rnn_lm_scale=0.5)
     nbest = NbestConfig(num_paths=30)
     cfg = MultiPassMethodConfig(nbest=nbest, top_k=200, multi_pass=mp)
     multi = get_method("multi-pass")(inp, res, cfg)[0].hyps
@@ -279,7 +279,7 @@ def test_multi_pass_confidences_are_posteriors_of_the_rescored_paths(setup, devi
     lang, res = setup
     res = _on(res, device)
     inp = _with_empty(_inputs(seed, lang.max_token_id + 1), lang, device)
-    mp = MultiPassConfig(first_k=1, batch_k=1, stop_sigmas=0.5, nn_scale=0.5)
+    mp = MultiPassConfig(first_k=1, batch_k=1, stop_sigmas=0.5, rnn_lm_scale=0.5)
     cfg = MultiPassMethodConfig(nbest=NbestConfig(num_paths=30, posterior_scale=1.5), top_k=6,
                                 multi_pass=mp)
     out = get_method("multi-pass")(inp, res, cfg)[0].hyps

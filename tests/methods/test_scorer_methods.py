@@ -14,7 +14,7 @@ from k2dec.aed import TransformerDecoder
 from k2dec.lm import RnnLM, RnnLmConfig
 from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method
 from k2dec.methods.ctc_prefix import CtcPrefixAttentionConfig, NoNgramAttentionConfig
-from k2dec.methods.transducer_lm import LmRescoreConfig, LmRescoreLodrConfig
+from k2dec.methods.transducer_beam_search import LmRescoreConfig, LmRescoreLodrConfig
 from k2dec.scorers import NeuralLmScorer, TokenNgramScorer, WeightedScorer
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import ModifiedBeamSearch, ModifiedBeamSearchConfig, modified_beam_search

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from k2dec.methods import Family, Resources, TransducerInputs, get_method, list_methods
-from k2dec.methods.hotwords import HotwordConfig
+from k2dec.methods.hotword_biasing import HotwordConfig
 from k2dec.methods.transducer import (
     FastBeamSearchLGConfig,
     FastBeamSearchNbestConfig,

@@ -58,9 +58,9 @@ def _topk(tiny_hlg, seed, num_utts=3, k=12):
 def test_budget_of_all_paths_equals_full_rescoring(tiny_hlg, seed, first_k, batch_k):
     lang, top, base = _topk(tiny_hlg, seed)
     vocab = len(lang.word_table)
-    full = full_rescore(top, base, BigramScorer(vocab, seed), nn_scale=0.7)
+    full = full_rescore(top, base, BigramScorer(vocab, seed), rnn_lm_scale=0.7)
     cfg = MultiPassConfig(first_k=first_k, batch_k=batch_k, max_evaluations=None,
-                          stop_sigmas=math.inf, nn_scale=0.7)
+                          stop_sigmas=math.inf, rnn_lm_scale=0.7)
     scorer = BigramScorer(vocab, seed)
     multi = multi_pass_rescore(top, base, scorer, cfg)
     assert multi.best.tolist() == full.best.tolist()
@@ -74,7 +74,7 @@ def test_budget_of_all_paths_equals_full_rescoring(tiny_hlg, seed, first_k, batc
 def test_full_rescore_against_python_loop(tiny_hlg):
     lang, top, base = _topk(tiny_hlg, 3)
     scorer = BigramScorer(len(lang.word_table), 1)
-    res = full_rescore(top, base, scorer, nn_scale=0.5)
+    res = full_rescore(top, base, scorer, rnn_lm_scale=0.5)
     toks = top.nbest.token_seqs().tolist()  # what a neural model scores
     k = top.padded.shape[1]
     for u in range(top.padded.shape[0]):

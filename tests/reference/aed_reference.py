@@ -139,7 +139,7 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
     vocab, sos, eos = decoder.vocab_size, decoder.sos_id, decoder.eos_id
     beam = config.beam_size
     use_ctc = config.ctc_weight > 0
-    use_lm = config.lm_weight > 0
+    use_lm = config.lm_scale > 0
     with torch.no_grad():
         for n in range(memory.size(0)):
             num_frames = int(memory_lens[n])
@@ -189,7 +189,7 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
                             allowed = False
                         v = a[c] * (1.0 - config.ctc_weight) if use_ctc else a[c]
                         if use_lm and config.lm_fusion == "full":
-                            v += config.lm_weight * lm_lp[c]
+                            v += config.lm_scale * lm_lp[c]
                         for (_, w, partial), e in zip(scorers, extra):
                             v += 0.0 if partial else w * e[c]
                         s.append(v if allowed else NEG_INF)
@@ -227,7 +227,7 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
                     if use_lm and config.lm_fusion == "pruned":
                         keep = set(_top(s, min(beam, vocab)))
                         for c in range(vocab):
-                            s[c] = s[c] + config.lm_weight * lm_lp[c] if c in keep else NEG_INF
+                            s[c] = s[c] + config.lm_scale * lm_lp[c] if c in keep else NEG_INF
                     for c in range(vocab):
                         if s[c] == NEG_INF:
                             continue

@@ -1,4 +1,4 @@
-"""Plain-Python reference of :mod:`k2dec.nbest.confidence`: one Levenshtein table per pair,
+"""Plain-Python reference of :mod:`k2dec.nbest.list_confidences`: one Levenshtein table per pair,
 one utterance at a time."""
 
 from __future__ import annotations

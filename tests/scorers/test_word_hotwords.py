@@ -100,7 +100,7 @@ def test_hotword_words_map_through_words_txt_and_skip_oov(tmp_path, caplog):
     case = Case(2, tmp_path)
     wt = case.lang.word_table
     a, b = case.spec.words[:2]
-    with caplog.at_level(logging.WARNING, logger="k2dec.scorers.hotwords"):
+    with caplog.at_level(logging.WARNING, logger="k2dec.scorers.context_graph"):
         got = encode_hotword_words([f"{a} {b}", Hotword(f"{b} NOSUCHWORD", 2.5),
                                     Hotword(b, 0.5)], wt)
     assert got == [([wt[a], wt[b]], None), ([wt[b]], 0.5)]

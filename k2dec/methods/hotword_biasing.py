@@ -35,7 +35,7 @@ from ..scorers import (
     bias_word_graph,
     hotword_graph,
 )
-from ..scorers.hotwords import rebuilt_fsa
+from ..scorers.context_graph import rebuilt_fsa
 from .checks import check_finite
 from .registry import Resources, TransducerInputs
 
@@ -50,22 +50,21 @@ logger = logging.getLogger(__name__)
 #: searches) for a phrase without its own score in the hotwords file; what a token earns
 #: before its phrase is complete is ``HOTWORDS_PARTIAL_SHARE`` of it. icefall's
 #: ``--context-score`` is 2.0 (:data:`ICEFALL_HOTWORDS_SCORE`, set by ``--icefall-compat``);
-#: k2dec's 1.0 because on the shipped model and test sets (200 utterances, 30 hotwords,
-#: BENCHMARKS.md ``scorers``) the WER of the other words rose by at most 0.5 points at 1.0
-#: in every token-level method, and by up to 3.5 points at 2.0 (beam_search, shallow fusion,
-#: attention-beam-search), while recall of the hotwords went from 3-24% to 40-74%.
+#: k2dec's 1.0 because on the shipped model and test sets it raised the hotwords' recall
+#: many times over while the other words' WER rose much less than at 2.0 in every
+#: token-level method (figures: BENCHMARKS.md ``scorers``).
 HOTWORDS_SCORE = 1.0
 #: icefall's ``--context-score``.
 ICEFALL_HOTWORDS_SCORE = 2.0
-#: The bonus per word in the HLG methods (``1best``, ``nbest``, ``mbr``, ...; words there are
-#: ~2-3 BPE tokens of the shipped model): other words' WER was not worse at 1, 2 or 4.
+#: The bonus per word in the HLG methods (words there are a few BPE tokens of the shipped
+#: model): other words' WER was not worse at 1, 2 or 4 (BENCHMARKS.md ``scorers``).
 WORD_HOTWORDS_SCORE = 2.0
 #: The share of a phrase's bonus its tokens earn while the phrase is incomplete (refunded if
 #: the match breaks); the rest is paid when it completes. icefall pays everything on the way
-#: (1.0). k2dec's 0.5 because on the shipped model and test sets (200 utterances, 30 hotwords,
-#: bonus 2.0, BENCHMARKS.md ``scorers``) paying everything early pulled other words into
-#: hotword prefixes (U-WER +0.8 .. +2.7 points); with half of it early and whole words, the
-#: rise was +0.1 .. +0.75 at the same or higher recall (lower for ctc-prefix-beam-search).
+#: (1.0). k2dec's 0.5 because on the shipped model and test sets paying everything early
+#: pulled other words into hotword prefixes; with half of it early and whole words, the other
+#: words' WER rose several times less at the same or higher recall (lower for
+#: ctc-prefix-beam-search; figures: BENCHMARKS.md ``scorers``).
 HOTWORDS_PARTIAL_SHARE = 0.5
 #: Whether a phrase completes only at a word end (the next token starts a word, or the
 #: hypothesis ends), so that ``DIFFERENT`` earns nothing inside ``DIFFERENTS``. icefall:

@@ -1,4 +1,4 @@
-"""The multi-process runner gives exactly the single-process hypotheses."""
+"""The multi-process 1best decoder gives exactly the single-process hypotheses."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from k2dec.lattice import AuxLabels, DecodeRunner, LatticeConfig, one_best_decoding
-from k2dec.lattice.runner import balance_by_frames
+from k2dec.lattice import AuxLabels, LatticeConfig, ParallelOneBestDecoder, one_best_decoding
+from k2dec.lattice.parallel import balance_by_frames
 from k2dec.testing.graphs import peaked_log_probs
 from tests.lattice.graphs import to_k2
 from tests.reference.viterbi import random_graph
@@ -21,7 +21,7 @@ def test_balance_by_frames():
     assert balance_by_frames([5], 4) == [[0]]
 
 
-def test_runner_equals_single_process():
+def test_parallel_decoder_equals_single_process():
     rng = np.random.default_rng(11)
     graph = random_graph(rng, 6, 5, num_words=8, arcs_per_state=4, ragged_aux=True)
     fsa = to_k2(graph, torch.device("cpu"), ragged=True)
@@ -34,12 +34,12 @@ def test_runner_equals_single_process():
     singles = [one_best_decoding(log_probs[i : i + 1], lengths[i : i + 1], fsa, config)[0]
                for i in range(n)]
     assert singles == expected
-    with DecodeRunner(fsa, config, num_workers=1) as runner:
+    with ParallelOneBestDecoder(fsa, config, num_workers=1) as runner:
         assert runner.decode(log_probs, lengths) == expected
         one = runner.stats
     assert one.calls == 1 and 0 < one.busy_seconds <= one.wall_seconds
     assert 0 < one.utilization(1) <= 1
-    with DecodeRunner(fsa, config, num_workers=2) as runner:
+    with ParallelOneBestDecoder(fsa, config, num_workers=2) as runner:
         assert runner.decode(log_probs, lengths) == expected
         # a second batch reuses the same workers
         assert runner.decode(log_probs[:3], lengths[:3]) == expected[:3]
@@ -52,16 +52,16 @@ def test_runner_equals_single_process():
     assert any(h.words for h in expected)
 
 
-def test_runner_bad_arguments():
+def test_parallel_decoder_bad_arguments():
     import k2
 
     H = k2.ctc_topo(3)
     with pytest.raises(ValueError, match="num_workers must be a positive int, got 0"):
-        DecodeRunner(H, num_workers=0)
+        ParallelOneBestDecoder(H, num_workers=0)
     with pytest.raises(TypeError, match="aux_labels must be an AuxLabels"):
-        DecodeRunner(H, aux_labels="words", num_workers=1)
+        ParallelOneBestDecoder(H, aux_labels="words", num_workers=1)
     with pytest.raises(ValueError, match="single graph"):
-        DecodeRunner(k2.create_fsa_vec([H]), num_workers=1)
-    with DecodeRunner(H, aux_labels=AuxLabels.TOKENS, num_workers=1) as runner:
+        ParallelOneBestDecoder(k2.create_fsa_vec([H]), num_workers=1)
+    with ParallelOneBestDecoder(H, aux_labels=AuxLabels.TOKENS, num_workers=1) as runner:
         with pytest.raises(ValueError, match="token id 3 but log_probs has only V=2"):
             runner.decode(torch.zeros(1, 2, 2), torch.tensor([2]))

@@ -24,7 +24,7 @@ raises the bonus of a shared prefix, so a broken match never keeps part of a bon
 
 Two options change when the bonus is paid, not how much a completed phrase earns (icefall's
 scheme is ``partial=1``, no ``word_start``; k2dec's methods default to ``partial=0.5`` with
-whole words, see :mod:`k2dec.methods.hotwords`):
+whole words, see :mod:`k2dec.methods.hotword_biasing`):
 
 - ``partial`` (in ``[0, 1]``): a partial match holds ``partial * node_score`` (that is what
   it earns on the way and what a break or the end refunds); the rest is paid when the
@@ -406,8 +406,8 @@ HOTWORD_GRAPH_MAX_ARCS = 2**25
 def rebuilt_fsa(fsa: k2.Fsa) -> k2.Fsa:
     """``fsa`` (a single FSA) rebuilt from its arcs tensor, with the same attributes. The
     output of k2 ops such as ``k2.intersect`` / ``k2.arc_sort`` makes every
-    ``k2.RnntDecodingStreams`` over it ~500x slower to create (tens of ms per batch for a
-    0.8M-arc LG) than a graph built from a tensor; a rebuilt copy is as fast as a loaded one."""
+    ``k2.RnntDecodingStreams`` over it far slower to create (per batch, for a large LG) than
+    a graph built from a tensor; a rebuilt copy is as fast as a loaded one."""
     out = k2.Fsa(fsa.arcs.values()[:, :4].clone())
     for name, value in fsa.named_tensor_attr(include_scores=False):
         setattr(out, name, value)

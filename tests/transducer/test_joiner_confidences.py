@@ -14,7 +14,7 @@ from k2dec.transducer import (
     greedy_search,
     modified_beam_search,
 )
-from k2dec.transducer.confidence import token_confidences
+from k2dec.transducer.joiner_confidences import token_confidences
 from tests.reference.transducer_reference import NetOracle
 
 

@@ -1,11 +1,11 @@
-"""The shared helpers in k2dec/paths.py and k2dec/ragged.py that the lattice code relies on."""
+"""The shared helpers in k2dec/best_paths.py and k2dec/ragged.py that the lattice code relies on."""
 
 from __future__ import annotations
 
 import k2
 import torch
 
-from k2dec.paths import arc_frames, ctc_collapse, path_aux_ids
+from k2dec.best_paths import arc_frames, ctc_collapse, path_aux_ids
 from k2dec.ragged import ragged_from_row_ids, ragged_select
 
 

@@ -10,7 +10,7 @@ import kaldialign
 import pytest
 import torch
 
-from k2dec.nbest.confidence import aligned_matches, list_posteriors, nbest_confidences
+from k2dec.nbest.list_confidences import aligned_matches, list_posteriors, nbest_confidences
 from tests.reference import nbest_confidence as ref
 
 

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from k2dec.lattice import AuxLabels, LatticeConfig, get_lattice, hypotheses_from_lattice
-from k2dec.lattice.confidence import Topology, lattice_timed_units
 from k2dec.lattice.mbr import MbrConfig, mbr_decode
 from k2dec.lattice.posteriors import PosteriorConfig
 from k2dec.lattice.rescore import RescoreConfig, rescore_with_whole_lattice
+from k2dec.lattice.timed_units import Topology, lattice_timed_units
 from k2dec.testing.graphs import ctc_lexicon_graph, peaked_log_probs
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import FastBeamSearchConfig, fast_beam_search

@@ -1,19 +1,20 @@
-"""Multi-process CPU decoding.
+"""Multi-process CPU 1best decoding (formerly ``k2dec.lattice.runner``, ``DecodeRunner``).
 
 On CPU, ``k2.intersect_dense_pruned`` works through a batch's utterances one after another on a
-single core (k2 issue 929), so a large batch leaves the other cores idle. :class:`DecodeRunner`
-keeps a pool of worker processes, each holding its own copy of the decoding graph, and spreads the
-utterances of every batch over them (balanced by number of frames). Each utterance is decoded
-independently of the others, so the hypotheses are identical to a single-process decode.
+single core (k2 issue 929), so a large batch leaves the other cores idle.
+:class:`ParallelOneBestDecoder` keeps a pool of worker processes, each holding its own copy of
+the decoding graph, and spreads the utterances of every batch over them (balanced by number of
+frames). Each utterance is decoded independently of the others, so the hypotheses are identical
+to a single-process decode (:func:`~k2dec.lattice.one_best.one_best_decoding`).
 
-Worker processes are started with the ``spawn`` method: scripts that use a runner need the usual
+Worker processes are started with the ``spawn`` method: scripts that use a pool need the usual
 ``if __name__ == "__main__":`` guard.
 
-:attr:`DecodeRunner.stats` says where the time went: wall seconds of :meth:`DecodeRunner.decode`
-and the seconds its workers spent decoding. Their ratio separates the runner's own cost (IPC,
-waiting for the slowest group) from the slowdown that parallel searches cause each other (on a
-2-core machine two k2 searches run about 1.25-1.45x slower each than one alone, whether or not
-they share the graph's memory: measured, see BENCHMARKS.md).
+:attr:`ParallelOneBestDecoder.stats` says where the time went: wall seconds of
+:meth:`ParallelOneBestDecoder.decode` and the seconds its workers spent decoding. Their ratio
+separates the pool's own cost (IPC, waiting for the slowest group) from the slowdown that
+parallel searches cause each other (on a 2-core machine two k2 searches run slower each than
+one alone, whether or not they share the graph's memory: BENCHMARKS.md ``lattice``).
 """
 
 from __future__ import annotations
@@ -30,14 +31,18 @@ import k2
 import numpy as np
 import torch
 
-from k2dec.deprecation import renamed_parameters
+from k2dec.deprecation import renamed_attributes, renamed_parameters
 from k2dec.lattice.dense import check_vocab, validate_log_probs
 from k2dec.lattice.one_best import AuxLabels, Hypothesis, one_best_decoding
 from k2dec.lattice.search import LatticeConfig, prepare_graph
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["DecodeRunner", "RunnerStats", "available_cores", "balance_by_frames"]
+__all__ = ["ParallelOneBestDecoder", "WorkerStats", "available_cores", "balance_by_frames"]
+
+#: the classes' old names (deprecated)
+__getattr__ = renamed_attributes(__name__, DecodeRunner="ParallelOneBestDecoder",
+                                 RunnerStats="WorkerStats")
 
 _WORKER: dict = {}
 
@@ -99,9 +104,9 @@ def _decode_in_worker(log_probs: np.ndarray, num_frames: np.ndarray
 
 
 @dataclass
-class RunnerStats:
-    """Time accounting of a :class:`DecodeRunner`, summed over its :meth:`~DecodeRunner.decode`
-    calls.
+class WorkerStats:
+    """Time accounting of a :class:`ParallelOneBestDecoder`, summed over its
+    :meth:`~ParallelOneBestDecoder.decode` calls.
 
     Attributes:
       calls: ``decode`` calls.
@@ -116,19 +121,19 @@ class RunnerStats:
 
     def utilization(self, num_workers: int) -> float:
         """``busy_seconds / (num_workers * wall_seconds)``: 1.0 when every worker decoded all
-        the time; the rest is the runner's own cost and the wait for the slowest group."""
+        the time; the rest is the pool's own cost and the wait for the slowest group."""
         if self.wall_seconds <= 0:
             return 0.0
         return self.busy_seconds / (num_workers * self.wall_seconds)
 
 
-class DecodeRunner:
+class ParallelOneBestDecoder:
     """1best lattice decoding spread over CPU worker processes.
 
     Example::
 
-        with DecodeRunner(HLG, LatticeConfig(), num_workers=4) as runner:
-            hyps = runner.decode(log_probs, lengths)   # list[Hypothesis], caller's order
+        with ParallelOneBestDecoder(HLG, LatticeConfig(), num_workers=4) as decoder:
+            hyps = decoder.decode(log_probs, lengths)  # list[Hypothesis], caller's order
 
     Args:
       graph: CPU decoding graph (a single Fsa), e.g. HLG; copied once into each worker.
@@ -151,11 +156,11 @@ class DecodeRunner:
             raise TypeError(f"graph must be a k2.Fsa, got {type(graph).__name__}")
         if graph.device.type != "cpu":
             raise ValueError(
-                f"DecodeRunner is for CPU decoding; graph is on {graph.device} "
+                f"ParallelOneBestDecoder is for CPU decoding; graph is on {graph.device} "
                 "(on GPU, decode the whole batch with one_best_decoding)"
             )
         if graph.arcs.num_axes() != 2:
-            raise ValueError("DecodeRunner needs a single graph (2 axes), not an FsaVec")
+            raise ValueError("ParallelOneBestDecoder needs a single graph (2 axes), not an FsaVec")
         if not isinstance(config, LatticeConfig):
             raise TypeError(f"config must be a LatticeConfig, got {type(config).__name__}")
         if not isinstance(aux_labels, AuxLabels):
@@ -169,7 +174,7 @@ class DecodeRunner:
         self.aux_labels = aux_labels
         self.num_workers = num_workers
         self.blank_id = blank_id
-        self.stats = RunnerStats()
+        self.stats = WorkerStats()
         self._pool: ProcessPoolExecutor | None = None
         if num_workers > 1:
             self._pool = ProcessPoolExecutor(
@@ -203,7 +208,8 @@ class DecodeRunner:
         num_frames = validate_log_probs(log_probs, log_probs_lens, subsampling_factor,
                                         allow_truncate)
         if log_probs.device.type != "cpu":
-            raise ValueError(f"log_probs must be on CPU for DecodeRunner, got {log_probs.device}")
+            raise ValueError(f"log_probs must be on CPU for ParallelOneBestDecoder, got "
+                             f"{log_probs.device}")
         check_vocab(self.graph, log_probs.shape[2])
         if self._pool is None:
             return _timed_one_best(log_probs, num_frames, self.graph, self.config,
@@ -236,7 +242,7 @@ class DecodeRunner:
             self._pool.shutdown()
             self._pool = None
 
-    def __enter__(self) -> DecodeRunner:
+    def __enter__(self) -> ParallelOneBestDecoder:
         return self
 
     def __exit__(self, *exc) -> None:

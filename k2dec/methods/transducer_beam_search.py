@@ -1,7 +1,9 @@
-"""Transducer methods with scorers (icefall's names and defaults): the classic
-``beam_search``, ``modified_beam_search_lm_shallow_fusion``, ``modified_beam_search_LODR``,
-``modified_beam_search_lm_rescore`` and ``..._LODR``; hotword biasing (``Resources.hotwords``)
-in every one that searches with scorers and in ``modified_beam_search``.
+"""The transducer beam searches (icefall's names and defaults; formerly
+``k2dec.methods.transducer_lm``): ``modified_beam_search``, the classic ``beam_search``, and
+modified beam search with a neural LM or LODR: ``modified_beam_search_lm_shallow_fusion``,
+``modified_beam_search_LODR``, ``modified_beam_search_lm_rescore`` and ``..._LODR``; hotword
+biasing (``Resources.hotwords``) in every one that searches with scorers and in
+``modified_beam_search``.
 
 Scores enter as icefall adds them: the ``beam`` best (hypothesis, symbol) pairs are chosen by
 the transducer score, then the chosen tokens get ``lm_scale * log p_LM`` (no end-of-sentence
@@ -26,7 +28,7 @@ from ..transducer import (
 from ..transducer.modified_beam_search import ModifiedBeamSearch
 from .checks import check_finite, check_scales, check_sweep
 from .fusion import Fusion, build_scorers, lodr_scorer
-from .hotwords import HotwordConfig
+from .hotword_biasing import HotwordConfig
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
 from .registry import Family, MethodResult, Resources, Setting, TransducerInputs, register
 from .scales import LM_SCALE, grid_settings, scale_points
@@ -125,7 +127,7 @@ class LmRescoreConfig:
     """``modified_beam_search_lm_rescore``: every final hypothesis rescored as
     ``am + lm_scale * lm`` (LM log-prob with ``eos``); with ``sweep``, also for every other
     ``s`` of ``lm_scales`` (icefall's grid). Token confidences are list posteriors of those
-    scores times ``posterior_scale`` (:mod:`k2dec.nbest.confidence`)."""
+    scores times ``posterior_scale`` (:mod:`k2dec.nbest.list_confidences`)."""
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
     lm_scale: float = RESCORE_LM_SCALE

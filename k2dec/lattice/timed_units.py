@@ -24,10 +24,7 @@ import k2
 import kaldialign
 import torch
 
-from k2dec.lattice.mbr import MbrConfig, MbrResult, mbr_decode
-from k2dec.lattice.one_best import AuxLabels
-from k2dec.lattice.search import LatticeResult, lattice_fsa_vec
-from k2dec.paths import (
+from k2dec.best_paths import (
     FRAME_ATTR,
     arc_frames,
     ctc_token_spans,
@@ -35,6 +32,9 @@ from k2dec.paths import (
     path_frames,
     word_spans,
 )
+from k2dec.lattice.mbr import MbrConfig, MbrResult, mbr_decode
+from k2dec.lattice.one_best import AuxLabels
+from k2dec.lattice.search import LatticeResult, lattice_fsa_vec
 from k2dec.ragged import ragged_from_row_ids, ragged_select
 
 __all__ = ["ONE_BEST_CONFIDENCES", "TimedUnits", "Topology", "lattice_timed_units", "path_units"]
