@@ -213,11 +213,15 @@ class CtcScorer(Scorer):
         utt = utt.to(device=self.ctc.x.device, dtype=torch.int64)
         return CtcScorerState(self.ctc.initial_state(utt), utt, torch.zeros_like(utt))
 
-    def score(self, state: CtcScorerState,
-              cand: torch.Tensor | None = None) -> tuple[torch.Tensor, tuple]:
+    def score(self, state: CtcScorerState, cand: torch.Tensor | None = None,
+              window: tuple[torch.Tensor, torch.Tensor] | None = None
+              ) -> tuple[torch.Tensor, tuple]:
+        """:meth:`Scorer.score` of the candidates ``cand``; ``window``: optional ``(first,
+        last)``, int64 ``[M]`` each, the frames at which each row's candidate may be first
+        emitted (:meth:`CtcPrefixScorer.score`; the attention search's ``ctc_window``)."""
         if cand is None:
             raise ValueError("CtcScorer is a partial scorer: give the candidates (cand)")
-        log_psi, r = self.ctc.score(state.prefix, state.utt, cand, state.length)
+        log_psi, r = self.ctc.score(state.prefix, state.utt, cand, state.length, window)
         delta = _psi_delta(log_psi, state.prefix.log_psi.unsqueeze(1))
         return delta, (log_psi, r, cand)
 

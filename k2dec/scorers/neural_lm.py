@@ -42,6 +42,8 @@ class NeuralLmScorer(Scorer):
         CTC searches (which never score the end of the sentence) do.
     """
 
+    is_lm = True
+
     def __init__(self, lm: NeuralLM, score_eos: bool = True) -> None:
         if not isinstance(lm, NeuralLM):
             raise TypeError(f"lm must be a k2dec.lm.NeuralLM, got {type(lm).__name__}")

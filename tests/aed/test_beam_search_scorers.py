@@ -30,10 +30,10 @@ def test_matches_reference(device, tmp_path, case):
         vocab = dec.vocab_size
         scorers, refs = scorer_pairs(kinds, vocab, memory.size(0), seed, device, tmp_path,
                                      score_eos=True)
-        refs = [(r, w, False) for r, w in refs]
+        refs = [(r, w, "lm" if k in "rt" else "full") for (r, w), k in zip(refs, kinds)]
         if case == "partial_ctc":
             scorers.append(WeightedScorer(CtcScorer(ctc, lens, 0, dec.eos_id), 0.5))
-            refs.append((RefCtc(ctc.tolist(), lens.tolist(), 0, dec.eos_id), 0.5, True))
+            refs.append((RefCtc(ctc.tolist(), lens.tolist(), 0, dec.eos_id), 0.5, "ctc"))
         cfg = BeamSearchConfig(beam_size=3, nbest=3, **kwargs)
         got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm, scorers=scorers)
         want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm,
