@@ -17,8 +17,9 @@ from ..hypothesis import HypothesisRecord
 # the method modules, each registering its methods (the registry never imports them)
 from . import aed, ctc, ctc_prefix, mbr, transducer, transducer_lm  # noqa: F401
 from .compat import ICEFALL_NBEST_ILME_SCALE, icefall_compatible, icefall_compatible_part
-from .fusion import Fusion, build_scorers, register_scorer, scorer_names
+from .fusion import Fusion, ScorerRequest, build_scorers, register_scorer, scorer_names
 from .registry import (
+    NEURAL_LMS,
     NON_GRAPH_NEEDS,
     AedInputs,
     CtcInputs,
@@ -41,6 +42,7 @@ from .streaming import StreamingSearch
 
 __all__ = [
     "ICEFALL_NBEST_ILME_SCALE",
+    "NEURAL_LMS",
     "NON_GRAPH_NEEDS",
     "AedInputs",
     "CtcInputs",
@@ -50,6 +52,7 @@ __all__ = [
     "Method",
     "MethodResult",
     "Resources",
+    "ScorerRequest",
     "Setting",
     "StreamingSearch",
     "TransducerInputs",
