@@ -108,25 +108,29 @@ def _source_view(name: str, doc: str) -> property:
 @dataclass(init=False)
 class Resources:
     """What methods may need besides the batch: graphs, the sources of their scorers,
-    decoders.
+    decoders. The constructor takes the attributes as keywords (``graphs``, ``sources`` and
+    ``attention_decoder`` also by position), and the former fields ``lms``, ``lodr``,
+    ``hotwords``, ``hotword_words`` as shorthands, not deprecated: ``lms={"rnn_lm": lm}`` adds
+    its entries to ``sources``, each of the others the entry of its name (a source given both
+    ways is a ``ValueError``). Read back, those four are read-only views of ``sources`` (set
+    entries through ``sources``).
 
-    Args (and attributes):
+    Attributes:
       graphs: by name: ``"H"``, ``"HLG"``, ``"LG"``, ``"G"`` (rescoring G with
         ``lm_scores``), ``"trivial"``; on the device of the inputs.
       sources: what the methods' scorers and biased graphs are built from, by name
         (:func:`k2dec.methods.build_scorers`; a new scorer reads its own name):
-
-        - ``"rnn_lm"``, ``"transformer_lm"`` (:data:`NEURAL_LMS`): neural LMs
-          (:class:`k2dec.lm.NeuralLM`) for shallow fusion and rescoring;
-        - ``"lodr"``: LODR's token n-gram (a :class:`k2dec.scorers.TokenNgramScorer`, e.g. a
-          bigram from :func:`k2dec.scorers.train_token_arpa`), on the device of the inputs;
-        - ``"hotwords"``: biasing phrases as token ids with an optional per-phrase score
-          (:func:`k2dec.scorers.encode_hotwords` of a ``--hotwords`` file); the methods that
-          support biasing use them when given (each with its config's ``hotwords_score``);
-        - ``"hotword_words"``: the same phrases as word ids of the lang dir's words.txt
-          (:func:`k2dec.scorers.encode_hotword_words`; phrases with words outside words.txt
-          are left out), for the methods that bias a graph with word outputs (the HLG
-          methods; each with its config's ``hotwords_score``, per word).
+        ``"rnn_lm"``, ``"transformer_lm"`` (:data:`NEURAL_LMS`), neural LMs
+        (:class:`k2dec.lm.NeuralLM`) for shallow fusion and rescoring; ``"lodr"``, LODR's
+        token n-gram (a :class:`k2dec.scorers.TokenNgramScorer`, e.g. a bigram from
+        :func:`k2dec.scorers.train_token_arpa`) on the device of the inputs; ``"hotwords"``,
+        biasing phrases as token ids with an optional per-phrase score
+        (:func:`k2dec.scorers.encode_hotwords` of a ``--hotwords`` file), which the methods
+        that support biasing use when given (each with its config's ``hotwords_score``);
+        ``"hotword_words"``, the same phrases as word ids of the lang dir's words.txt
+        (:func:`k2dec.scorers.encode_hotword_words`; phrases with words outside words.txt
+        are left out), for the methods that bias a graph with word outputs (the HLG methods;
+        each with its config's ``hotwords_score``, per word).
       attention_decoder: the AED decoder for attention rescoring / beam search.
       cache: scratch space methods use to keep derived objects (e.g. a scaled LG) across
         batches.
@@ -137,11 +141,6 @@ class Resources:
       token_words: word ids of token sequences (a :class:`k2dec.lang.TokenWords` of the
         lang dir), for methods that score token hypotheses with a word n-gram; ``None``
         when the lang dir is not a BPE one.
-      lms, lodr, hotwords, hotword_words: the former fields, kept as shorthands (not
-        deprecated): ``lms={"rnn_lm": lm}`` adds its entries to ``sources``, the others the
-        entry of their name; giving a source both ways is a ``ValueError``. Read back, they
-        are read-only views of ``sources`` (:attr:`lms`: its neural LMs; set entries through
-        ``sources``).
     """
 
     graphs: dict[str, k2.Fsa]
