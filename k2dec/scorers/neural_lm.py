@@ -65,10 +65,13 @@ class NeuralLmScorer(Scorer):
 
     def advance(self, state: NeuralLmScorerState, pending: None, rows: torch.Tensor,
                 tokens: torch.Tensor, emit: torch.Tensor | None = None) -> NeuralLmScorerState:
+        if emit is None:  # every row consumes its token: no copy of the rows' log-probs
+            check_rows("rows", rows, state.log_probs.size(0))
+            log_probs, lm_state = self.lm.advance(self.lm.select_state(state.lm_state, rows),
+                                                  tokens)
+            return NeuralLmScorerState(lm_state, log_probs)
         new = self.select(state, rows)
-        moved = torch.arange(rows.numel(), device=rows.device)
-        if emit is not None:
-            moved = moved[emit]
+        moved = torch.arange(rows.numel(), device=rows.device)[emit]
         if moved.numel() == 0:
             return new
         log_probs, lm_state = self.lm.advance(new.lm_state, tokens[moved], moved)
