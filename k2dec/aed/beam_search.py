@@ -446,7 +446,7 @@ class _BeamSearch:
         self.lm_parts = [1 + i for i in lms]
         self.pruned = lms if config.lm_fusion == "pruned" else ()
         self.summed = tuple(i for i in scorers.full if i not in self.pruned)
-        self.caller_parts = list(range(1 + num_given, 1 + len(kinds)))
+        self.caller_parts = 1 + num_given  # the first part of the caller's scorers
         self.ended = _EndedSet(self.n, int(self.max_len.max()), self.dtype, self.device)
         self._rows_of_memory = torch.arange(self.n, device=self.device)
         self._mem, self._mem_mask = memory, self.pad_mask
@@ -654,9 +654,9 @@ class _BeamSearch:
                 tokens=ended.ys[:, 1:-1],
                 token_scores=ended.token_scores,
                 att=parts[:, 0],
-                ctc=parts[:, self.ctc_parts].sum(dim=1),
-                lm=parts[:, self.lm_parts].sum(dim=1),
-                extra=parts[:, self.caller_parts],
+                ctc=_column_sum(parts, self.ctc_parts),
+                lm=_column_sum(parts, self.lm_parts),
+                extra=parts[:, self.caller_parts:],
             ),
             u,
         )
@@ -686,10 +686,21 @@ class _BeamSearch:
             keep = (~done).repeat_interleave(beam_size).nonzero().squeeze(1)
             active = active[~done]
             rows, token, scores = rows[keep], token[keep], scores[keep]
-        rows, token = _fill_dead_slots(rows, token, scores, beam_size)
+        if len(self.scorers):  # (the decoder computes each row alone: dead rows do no harm)
+            rows, token = _fill_dead_slots(rows, token, scores, beam_size)
         new = beam.select(rows, token, step, active, beam_size)
         new.scores = scores
         return new
+
+
+def _column_sum(parts: torch.Tensor, columns: Sequence[int]) -> torch.Tensor:
+    """``parts[:, columns].sum(dim=1)`` (float ``[E]``), without indexing when there are
+    none or one."""
+    if not columns:
+        return parts.new_zeros(parts.size(0))
+    if len(columns) == 1:
+        return parts[:, columns[0]]
+    return parts[:, list(columns)].sum(dim=1)
 
 
 def _fill_dead_slots(rows: torch.Tensor, token: torch.Tensor, scores: torch.Tensor,
