@@ -1,4 +1,5 @@
-"""Attention encoder-decoder search: vectorized beam search, CTC prefix scoring, LM fusion.
+"""Attention encoder-decoder search: vectorized beam search, CTC prefix scoring, LM fusion
+(everything added to the decoder's score is a weighted :class:`~k2dec.scorers.Scorer`).
 
 Example (a random decoder, so the hypotheses are arbitrary)::
 
@@ -20,6 +21,7 @@ Example (a random decoder, so the hypotheses are arbitrary)::
 
 from k2dec.aed.beam_search import AedHypothesis, BeamSearchConfig, beam_search
 from k2dec.aed.interface import AttentionDecoder, IncrementalLM
+from k2dec.aed.lm_scorer import IncrementalLmScorer
 from k2dec.aed.transformer import TransformerDecoder
 from k2dec.scorers.ctc_prefix import CtcPrefixScorer, CtcPrefixState
 
@@ -30,6 +32,7 @@ __all__ = [
     "CtcPrefixScorer",
     "CtcPrefixState",
     "IncrementalLM",
+    "IncrementalLmScorer",
     "TransformerDecoder",
     "beam_search",
 ]

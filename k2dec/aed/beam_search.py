@@ -1,11 +1,21 @@
 """Attention encoder-decoder beam search, vectorized over utterances x beams.
 
 All live hypotheses of all unfinished utterances form one ``[N_active * B]`` batch: one decoder
-call per output position (and one LM call with fusion), one top-k over ``B * V`` per utterance,
-back-pointers (``src_row``) to reorder prefixes and decoder/LM/CTC states. The first step has one
-live hypothesis per utterance, later steps ``B`` slots (slots whose hypothesis ended or that had
-no finite candidate stay in the grid with score ``-inf``). Utterances that are done are dropped
-from the batch, so they stop costing compute.
+call per output position (and one call of each scorer), one top-k over ``B * V`` per utterance,
+back-pointers (``src_row``) to reorder prefixes and decoder / scorer states. The first step has
+one live hypothesis per utterance, later steps ``B`` slots (slots whose hypothesis ended or that
+had no finite candidate stay in the grid with score ``-inf``, holding a copy of a live
+hypothesis of their utterance, so that every row's states describe a real prefix). Utterances
+that are done are dropped from the batch, so they stop costing compute.
+
+Everything added to the decoder's score is a weighted :class:`~k2dec.scorers.Scorer`, one list
+as in the other token-level searches (``scorers``; ``k2dec.methods.build_scorers`` builds it
+from a method's fusion part): the CTC prefix scores of joint CTC/attention decoding are a
+*partial* scorer (:class:`~k2dec.scorers.CtcScorer`, scoring pre-selected candidates only), an
+LM is a scorer whose ``is_lm`` is set (:class:`~k2dec.scorers.NeuralLmScorer`), hotword lists
+and n-grams are full scorers. The ``ctc_log_probs`` and ``lm`` arguments are shorthands that
+add a :class:`~k2dec.scorers.CtcScorer` weighted ``ctc_weight`` and an
+:class:`~k2dec.aed.IncrementalLmScorer` weighted ``lm_scale`` in front of ``scorers``.
 
 Per step ``t = 1, 2, ...`` every live prefix has ``u = t - 1`` tokens after ``sos``. The score of
 a candidate token ``c`` after prefix ``g`` is computed in this order:
@@ -16,24 +26,24 @@ a candidate token ``c`` after prefix ``g`` is computed in this order:
    ``p(eos) >= gamma * max_{c != eos} p(c)`` under the temperature-scaled decoder distribution).
    When ``u`` reaches the utterance's maximum length only ``eos`` is allowed (``min_len`` and
    the threshold do not apply then). ``sos`` (when it differs from ``eos``) is always masked, and
-   the CTC blank is masked when CTC is used. With ``max_repeats = R``, a token that would
-   make the prefix end with a span of ``p <= repeat_span`` tokens repeated ``R + 1`` times in
-   a row is masked (``eos`` never is).
-3. ``s = (1 - ctc_weight) * a``, plus ``lm_weight * lm`` if ``lm_fusion == "full"``, plus
-   ``w_i * score_i`` of every full scorer of ``scorers`` (their ``eos`` column is their final
-   score, e.g. an n-gram's ``log p(</s> | prefix)``).
-4. CTC (``ctc_weight > 0``): the ``ctc_pre_beam`` best tokens of ``s`` per hypothesis get
-   ``+ ctc_weight * (log psi(g + c) - log psi(g))``; all other tokens become ``-inf`` (with
-   ``ctc_weight == 1`` there is no attention score to pre-select by: all tokens are scored).
-   With ``ctc_always_score_eos`` (the default, as in ESPnet) ``eos`` is scored this way on
-   every hypothesis even when it is not among the pre-selected tokens (unless step 2 masked
-   it), so ending always competes with the ``ctc_pre_beam`` best continuations. With
-   ``ctc_window = W`` each token's first CTC frame must lie within ``W`` frames of the argmax
-   of the attention returned with the step that proposed it.
-   Partial scorers of ``scorers`` then add ``w_i * score_i`` on the same candidates (the
-   ``ctc_pre_beam`` best tokens of ``s``, also without CTC).
+   the CTC blank ``ctc_blank_id`` is masked when ``ctc_weight > 0``. With ``max_repeats = R``, a
+   token that would make the prefix end with a span of ``p <= repeat_span`` tokens repeated
+   ``R + 1`` times in a row is masked (``eos`` never is).
+3. ``s = (1 - ctc_weight) * a`` (the decoder's weight in joint CTC/attention decoding; ``a``
+   when ``ctc_weight == 0``), plus ``w_i * score_i`` of every full scorer in list order (their
+   ``eos`` column is their final score, e.g. an LM's or an n-gram's ``log p(</s> | prefix)``),
+   except the LMs (``is_lm``) when ``lm_fusion == "pruned"``.
+4. Partial scorers (CTC): the ``ctc_pre_beam`` best tokens of ``s`` per hypothesis (all tokens
+   when ``ctc_weight == 1``: there is no attention score to pre-select by) get ``+ w_i *
+   score_i`` of each partial scorer, e.g. ``ctc_weight * (log psi(g + c) - log psi(g))``; all
+   other tokens become ``-inf``. With ``ctc_always_score_eos`` (the default, as in ESPnet)
+   ``eos`` gets ``+ w_i * final_i`` (CTC: ``log P_ctc(g) - log psi(g)``) on every hypothesis
+   even when it is not among the pre-selected tokens (unless step 2 masked it), so ending
+   always competes with the ``ctc_pre_beam`` best continuations. With ``ctc_window = W`` each
+   token's first CTC frame must lie within ``W`` frames of the argmax of the attention
+   returned with the step that proposed it.
 5. Pruned LM fusion (``lm_fusion == "pruned"``): the ``beam_size`` best tokens of ``s`` per
-   hypothesis get ``+ lm_weight * lm``; all other tokens become ``-inf``.
+   hypothesis get ``+ w_i * score_i`` of the LMs; all other tokens become ``-inf``.
 6. ``+ length_bonus`` (the additive length penalty, paid per token including ``eos``).
 
 A hypothesis' running score is the sum of its token scores; the ``B`` best (hypothesis, token)
@@ -64,9 +74,10 @@ import torch
 
 from k2dec.aed.config import BeamSearchConfig
 from k2dec.aed.interface import AttentionDecoder, IncrementalLM
+from k2dec.aed.lm_scorer import IncrementalLmScorer
 from k2dec.aed.scoring import end_detected, final_scores, token_mask
 from k2dec.scorers.base import ScorerSet, WeightedScorer
-from k2dec.scorers.ctc_prefix import CtcPrefixScorer, CtcPrefixState
+from k2dec.scorers.ctc_prefix import CtcScorer
 
 __all__ = ["AedHypothesis", "BeamSearchConfig", "beam_search"]
 
@@ -85,8 +96,11 @@ class AedHypothesis:
       raw_score: sum of ``token_scores``.
       token_scores: ``len(tokens) + 1`` combined per-token scores, the last one for ``eos``.
       attention_score: sum of the (temperature-scaled) decoder log-probs of the tokens and eos.
-      ctc_score: CTC log-probability of the tokens (0 without CTC).
-      lm_score: sum of LM log-probs of the tokens and eos (0 without an LM).
+      ctc_score: CTC log-probability of the tokens: the unweighted scores of the CTC scorers
+        (:class:`~k2dec.scorers.CtcScorer`, ``ctc_log_probs``) over the tokens and eos (0
+        without CTC).
+      lm_score: the unweighted scores of the LMs (``is_lm`` scorers, ``lm``) over the tokens
+        and eos (0 without an LM).
       scorer_scores: the unweighted sum of each of ``scorers``' scores over the tokens and
         eos, in the order of ``scorers``.
     """
@@ -108,6 +122,7 @@ def _validate(
     config: BeamSearchConfig,
     ctc_log_probs: torch.Tensor | None,
     lm: Any,
+    scorers: Sequence[WeightedScorer],
 ) -> None:
     """The inputs of :func:`beam_search`, checked before any decoding."""
     if not isinstance(config, BeamSearchConfig):
@@ -121,19 +136,26 @@ def _validate(
         value = getattr(decoder, name)
         if not 0 <= value < vocab:
             raise ValueError(f"decoder.{name} must be in [0, {vocab}), got {value}")
+    ScorerSet(scorers, vocab, allow_partial=True)  # their types and vocabularies
+    ctc_scorers = [ws.scorer for ws in scorers if isinstance(ws.scorer, CtcScorer)]
     if config.ctc_weight > 0:
-        _check_ctc_log_probs(ctc_log_probs, config, memory, vocab, decoder.eos_id)
-    if config.lm_weight > 0:
+        if ctc_log_probs is None and ctc_scorers:
+            _check_ctc_scorers(ctc_scorers, config, memory.size(0), decoder.eos_id)
+        else:
+            _check_ctc_log_probs(ctc_log_probs, config, memory, vocab, decoder.eos_id)
+            if ctc_scorers:
+                raise ValueError("ctc_weight > 0 with ctc_log_probs and a CtcScorer in "
+                                 "scorers: give the CTC output once")
+    if config.lm_scale > 0 and (lm is not None or not any(ws.scorer.is_lm for ws in scorers)):
         if lm is None:
-            raise ValueError(f"lm_weight={config.lm_weight} needs an lm, got None")
+            raise ValueError(f"lm_scale={config.lm_scale} needs an lm (or an LM scorer in "
+                             "scorers), got None")
         if not hasattr(lm, "step") or not hasattr(lm, "select_state"):
             raise TypeError("lm must implement IncrementalLM (step and select_state)")
         if lm.vocab_size != vocab:
             raise ValueError(
                 f"lm.vocab_size ({lm.vocab_size}) must equal decoder.vocab_size ({vocab})"
             )
-
-
 def _check_memory(memory: torch.Tensor, memory_lens: torch.Tensor) -> None:
     """``memory`` is a finite float ``[N, T, C]`` tensor, ``memory_lens`` ints in ``[1, T]``."""
     if not isinstance(memory, torch.Tensor) or memory.dim() != 3:
@@ -158,7 +180,8 @@ def _check_ctc_log_probs(ctc_log_probs: torch.Tensor | None, config: BeamSearchC
     """The CTC log-probs that ``ctc_weight > 0`` needs, and the CTC blank."""
     n, t = memory.shape[:2]
     if ctc_log_probs is None:
-        raise ValueError(f"ctc_weight={config.ctc_weight} needs ctc_log_probs, got None")
+        raise ValueError(f"ctc_weight={config.ctc_weight} needs ctc_log_probs (or a CtcScorer "
+                         "in scorers), got None")
     if not isinstance(ctc_log_probs, torch.Tensor) or ctc_log_probs.device != memory.device:
         raise ValueError(
             f"ctc_log_probs must be a tensor on memory's device {memory.device}, got "
@@ -180,6 +203,20 @@ def _check_ctc_log_probs(ctc_log_probs: torch.Tensor | None, config: BeamSearchC
         )
 
 
+
+
+def _check_ctc_scorers(ctc: Sequence[CtcScorer], config: BeamSearchConfig, n: int,
+                       eos_id: int) -> None:
+    """The CTC scorers of joint decoding (``ctc_weight > 0`` without ``ctc_log_probs``) read
+    this batch's ``n`` utterances, with the config's blank and the decoder's eos."""
+    for sc in ctc:
+        got = (sc.ctc.x.size(1), sc.ctc.blank_id, sc.ctc.eos_id)
+        if got != (n, config.ctc_blank_id, eos_id):
+            raise ValueError(f"a CtcScorer in scorers has (utterances, blank_id, eos_id) = "
+                             f"{got}; the search has {(n, config.ctc_blank_id, eos_id)} "
+                             "(ctc_blank_id, decoder.eos_id)")
+
+
 def beam_search(
     decoder: AttentionDecoder,
     memory: torch.Tensor,
@@ -197,28 +234,42 @@ def beam_search(
       memory: float ``[N, T, C]`` encoder output (padded).
       memory_lens: int ``[N]`` valid frames per utterance, in ``[1, T]``.
       config: the search switches; default ``BeamSearchConfig()``.
-      ctc_log_probs: float ``[N, T, V]`` CTC log-softmax output (same frames as ``memory``),
-        needed when ``config.ctc_weight > 0``.
-      lm: an :class:`~k2dec.aed.IncrementalLM`, needed when ``config.lm_weight > 0``.
-      scorers: more weighted :class:`~k2dec.scorers.Scorer` s (e.g. a hotword list, a token
-        n-gram, a :class:`~k2dec.scorers.NeuralLmScorer`, a :class:`~k2dec.scorers.CtcScorer`);
-        utterance ``i`` is ``utt=i`` of per-utterance scorers.
+      ctc_log_probs: float ``[N, T, V]`` CTC log-softmax output (same frames as ``memory``):
+        with ``config.ctc_weight > 0``, a :class:`~k2dec.scorers.CtcScorer` of it weighted
+        ``ctc_weight`` scores the candidates (ignored when ``ctc_weight == 0``). Joint
+        decoding needs it, or a :class:`~k2dec.scorers.CtcScorer` in ``scorers``.
+      lm: an :class:`~k2dec.aed.IncrementalLM`: with ``config.lm_scale > 0`` its
+        :class:`~k2dec.aed.IncrementalLmScorer` weighted ``lm_scale`` is added (ignored when
+        ``lm_scale == 0``); an LM can also be given in ``scorers``
+        (:class:`~k2dec.scorers.NeuralLmScorer`).
+      scorers: the weighted :class:`~k2dec.scorers.Scorer` s added to the decoder's score
+        (the module docstring says how each kind enters), e.g. a CTC prefix scorer, a neural
+        LM, a hotword list, a token n-gram; utterance ``i`` is ``utt=i`` of per-utterance
+        scorers.
 
     Returns:
       ``[N][<= nbest]`` hypotheses per utterance, best first (fewer than ``nbest``, possibly
       none, when fewer ended).
     """
     config = BeamSearchConfig() if config is None else config
-    _validate(decoder, memory, memory_lens, config, ctc_log_probs, lm)
+    scorers = tuple(scorers)
+    _validate(decoder, memory, memory_lens, config, ctc_log_probs, lm, scorers)
     for name, module in (("decoder", decoder), ("lm", lm)):
         if isinstance(module, torch.nn.Module) and module.training:
             logger.warning("%s is in training mode (dropout active); call .eval() first", name)
     with torch.no_grad():
         if memory.size(0) == 0:
             return []
-        extra = ScorerSet(scorers, decoder.vocab_size, allow_partial=True)
-        return _BeamSearch(decoder, memory, memory_lens, config, ctc_log_probs, lm,
-                           extra).run()
+        given = []
+        if config.ctc_weight > 0 and ctc_log_probs is not None:
+            ctc = CtcScorer(ctc_log_probs, memory_lens, config.ctc_blank_id, decoder.eos_id)
+            given.append(WeightedScorer(ctc, config.ctc_weight))
+        if config.lm_scale > 0 and lm is not None:
+            lm_scorer = IncrementalLmScorer(lm, decoder.sos_id, decoder.eos_id)
+            given.append(WeightedScorer(lm_scorer, config.lm_scale))
+        everything = ScorerSet(given + list(scorers), decoder.vocab_size, allow_partial=True)
+        return _BeamSearch(decoder, memory, memory_lens, config, everything,
+                           len(given)).run()
 
 
 @dataclass
@@ -233,7 +284,7 @@ class _Ended:
     att: torch.Tensor
     ctc: torch.Tensor
     lm: torch.Tensor
-    extra: torch.Tensor  # [E, S]
+    extra: torch.Tensor  # [E, S] the caller's scorers
 
 
 @dataclass
@@ -249,12 +300,11 @@ class _Beam:
       ys: int64 ``[M, u + 1]``, ``sos`` and the tokens.
       scores: float ``[M]``, the running scores (``-inf`` for dead slots).
       token_scores: float ``[M, u]``, the combined score of each token.
-      parts: float ``[M, 3 + S]``, the attention, CTC, LM and each extra scorer's
-        (unweighted) parts of the running scores.
+      parts: float ``[M, 1 + S]``, the attention and each scorer's (unweighted) parts of the
+        running scores.
       coverage: float ``[M, T]``, attention accumulated per frame (coverage penalty), or None.
-      decoder_state, lm_state: the decoder's and the LM's state of the rows (None at first).
-      ctc_state: the CTC prefix state of the rows (None without CTC).
-      states: the extra scorers' states of the rows.
+      decoder_state: the decoder's state of the rows (None at first).
+      states: the scorers' states of the rows.
     """
 
     active: torch.Tensor
@@ -266,8 +316,6 @@ class _Beam:
     parts: torch.Tensor
     coverage: torch.Tensor | None
     decoder_state: Any = None
-    lm_state: Any = None
-    ctc_state: CtcPrefixState | None = None
     states: tuple = ()
 
     def select(
@@ -283,7 +331,9 @@ class _Beam:
         sets the new ones).
 
         ``active``: the utterances the new beam holds (``width`` rows each, in order), whose
-        decoder / LM / CTC states are carried over; None for hypotheses that ended (no states).
+        decoder and scorer states are carried over (every row must extend a prefix: no
+        ``eos``, every token scored by the partial scorers); None for hypotheses that ended
+        (no states).
         """
         tok_score, parts = step.token_parts(rows, token)
         coverage = None
@@ -305,31 +355,8 @@ class _Beam:
         )
         if active is not None:
             new.decoder_state = step.select_decoder(rows)
-            new.lm_state = step.select_lm(rows)
-            if step.ctc is not None:
-                new.ctc_state = CtcPrefixScorer.extend(
-                    step.ctc.r, step.ctc.log_psi, rows, step.ctc.position[rows, token], token
-                )
-            if self.states:
-                new.states = step.extra_set.advance(self.states, step.extra_pending, rows,
-                                                    token, emit=token != step.eos)
+            new.states = step.scorers.advance(self.states, step.pending, rows, token)
         return new
-
-
-@dataclass
-class _CtcStep:
-    """CTC prefix scores of one step's candidates (see :meth:`CtcPrefixScorer.score`).
-
-    Attributes:
-      delta: float ``[M, V]``, ``log psi(g + c) - log psi(g)`` (0 where not a candidate).
-      log_psi: float ``[M, K]`` and r: float ``[T', 2, M, K]``, the scorer's output.
-      position: int64 ``[M, V]``, the candidate index ``k`` of each token.
-    """
-
-    delta: torch.Tensor
-    log_psi: torch.Tensor
-    r: torch.Tensor
-    position: torch.Tensor
 
 
 @dataclass
@@ -339,38 +366,28 @@ class _Step:
     Attributes:
       scores: float ``[M, V]``, the combined score of every token (``-inf``: no candidate).
       att: float ``[M, V]``, the temperature-scaled decoder log-probs.
-      lm: float ``[M, V]``, the LM log-probs (None without an LM).
-      ctc: the CTC part (None without CTC).
       attention: float ``[M, T]``, the step's cross-attention (None if the decoder has none).
-      select_decoder, select_lm: reorder the decoder's / LM's new state by rows.
-      extra: float ``[M, V]`` per extra scorer, its unweighted score of every token (0 where
-        a partial scorer scored nothing); extra_pending: their ``pending``; extra_set: the
-        scorers; eos: the eos id (extends no prefix).
+      select_decoder: reorders the decoder's new state by rows.
+      parts: float ``[M, V]`` per scorer, its unweighted score of every token (0 where a
+        partial scorer scored nothing); pending: their ``pending``; scorers: the scorers.
     """
 
     scores: torch.Tensor
     att: torch.Tensor
-    lm: torch.Tensor | None
-    ctc: _CtcStep | None
     attention: torch.Tensor | None
     select_decoder: Callable[[torch.Tensor], Any]
-    select_lm: Callable[[torch.Tensor], Any]
-    extra: list[torch.Tensor]
-    extra_pending: list[Any]
-    extra_set: ScorerSet
-    eos: int
+    parts: list[torch.Tensor]
+    pending: list[Any]
+    scorers: ScorerSet
 
     def token_parts(
         self, rows: torch.Tensor, token: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The combined score ``[K]`` and its attention / CTC / LM / extra scorer parts
-        ``[K, 3 + S]`` of the candidates ``(rows[k], token[k])``."""
+        """The combined score ``[K]`` and its attention and scorer parts ``[K, 1 + S]`` of the
+        candidates ``(rows[k], token[k])``."""
         att = self.att[rows, token]
-        zero = torch.zeros_like(att)
-        ctc = zero if self.ctc is None else self.ctc.delta[rows, token]
-        lm = zero if self.lm is None else self.lm[rows, token]
-        extra = [e[rows, token].to(att.dtype) for e in self.extra]
-        return self.scores[rows, token], torch.stack([att, ctc, lm, *extra], dim=1)
+        parts = [p[rows, token].to(att.dtype) for p in self.parts]
+        return self.scores[rows, token], torch.stack([att, *parts], dim=1)
 
 
 class _EndedSet:
@@ -393,9 +410,14 @@ class _EndedSet:
         self.best = torch.maximum(self.best, self.best_by_len[:, u])
 
 
+
+
 class _BeamSearch:
     """One batched attention beam search (see the module docstring): fixed inputs, the
-    per-step scoring, the top-``B`` choice and the end conditions."""
+    per-step scoring, the top-``B`` choice and the end conditions.
+
+    ``scorers``: every scorer of the search, the first ``num_given`` of them made from the
+    ``ctc_log_probs`` / ``lm`` arguments (not reported in ``scorer_scores``)."""
 
     def __init__(
         self,
@@ -403,12 +425,10 @@ class _BeamSearch:
         memory: torch.Tensor,
         memory_lens: torch.Tensor,
         config: BeamSearchConfig,
-        ctc_log_probs: torch.Tensor | None,
-        lm: IncrementalLM | None,
-        extra: ScorerSet,
+        scorers: ScorerSet,
+        num_given: int,
     ) -> None:
-        self.extra = extra
-        self.decoder, self.lm, self.config = decoder, (lm if config.lm_weight > 0 else None), config
+        self.decoder, self.config, self.scorers = decoder, config, scorers
         self.memory = memory
         self.device = memory.device
         self.dtype = memory.dtype
@@ -420,9 +440,13 @@ class _BeamSearch:
         )
         frames = torch.arange(self.num_frames, device=self.device)
         self.pad_mask = frames.unsqueeze(0) >= self.memory_lens.unsqueeze(1)
-        self.ctc = None
-        if config.ctc_weight > 0:
-            self.ctc = CtcPrefixScorer(ctc_log_probs, memory_lens, config.ctc_blank_id, self.eos)
+        kinds = [ws.scorer for ws in scorers.scorers]
+        self.ctc_parts = [1 + i for i, s in enumerate(kinds) if isinstance(s, CtcScorer)]
+        lms = tuple(i for i, s in enumerate(kinds) if s.is_lm)
+        self.lm_parts = [1 + i for i in lms]
+        self.pruned = lms if config.lm_fusion == "pruned" else ()
+        self.summed = tuple(i for i in scorers.full if i not in self.pruned)
+        self.caller_parts = 1 + num_given  # the first part of the caller's scorers
         self.ended = _EndedSet(self.n, int(self.max_len.max()), self.dtype, self.device)
         self._rows_of_memory = torch.arange(self.n, device=self.device)
         self._mem, self._mem_mask = memory, self.pad_mask
@@ -453,10 +477,9 @@ class _BeamSearch:
             ys=torch.full((n, 1), self.sos, dtype=torch.int64, device=device),
             scores=zeros,
             token_scores=torch.zeros(n, 0, dtype=dtype, device=device),
-            parts=torch.zeros(n, 3 + len(self.extra), dtype=dtype, device=device),
+            parts=torch.zeros(n, 1 + len(self.scorers), dtype=dtype, device=device),
             coverage=cov,
-            ctc_state=None if self.ctc is None else self.ctc.initial_state(active),
-            states=self.extra.init(active),
+            states=self.scorers.init(active),
         )
 
     def _memory_of(self, row_utt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -471,20 +494,20 @@ class _BeamSearch:
             self._mem_mask = self.pad_mask.index_select(0, row_utt)
         return self._mem, self._mem_mask
 
-    def score(self, beam: _Beam, u: int) -> _Step:
-        """Steps 1-6 of the module docstring for every row of ``beam`` (prefixes of ``u``
-        tokens)."""
-        config, vocab = self.config, self.vocab
+    def _decoder_step(self, beam: _Beam, u: int) -> tuple[torch.Tensor, Any, Any]:
+        """Step 1 of the module docstring: the decoder's (temperature-scaled) log-probs
+        ``[M, V]`` in the search's dtype, its attention and its new state."""
+        config = self.config
         num_rows = beam.row_utt.numel()
         mem, mem_mask = self._memory_of(beam.row_utt)
         log_probs, att, dec_state = self.decoder.step(beam.ys, mem, mem_mask, beam.decoder_state)
-        if log_probs.shape != (num_rows, vocab):
+        if log_probs.shape != (num_rows, self.vocab):
             raise ValueError(
                 f"decoder.step returned log_probs of shape {tuple(log_probs.shape)}, "
-                f"expected {(num_rows, vocab)}"
+                f"expected {(num_rows, self.vocab)}"
             )
         if att is None and (config.coverage_penalty > 0 or (
-                self.ctc is not None and config.ctc_window is not None)):
+                self.ctc_parts and config.ctc_window is not None)):
             raise ValueError(
                 "coverage_penalty > 0 and ctc_window need a decoder that returns attention"
             )
@@ -493,117 +516,91 @@ class _BeamSearch:
         log_probs = log_probs.to(self.dtype)
         if config.temperature != 1.0:
             log_probs = (log_probs / config.temperature).log_softmax(dim=-1)
+        return log_probs, att, dec_state
 
+    def score(self, beam: _Beam, u: int) -> _Step:
+        """Steps 1-6 of the module docstring for every row of ``beam`` (prefixes of ``u``
+        tokens)."""
+        config = self.config
+        log_probs, att, dec_state = self._decoder_step(beam, u)
         forced = self.max_len.index_select(0, beam.row_utt) == u  # [M]
         mask = token_mask(log_probs, forced, u, self.sos, self.eos, config, beam.ys[:, 1:])
-        s = log_probs * (1.0 - config.ctc_weight) if self.ctc is not None else log_probs
-        lm_lp, lm_state = self._lm_step(beam, u)
-        if lm_lp is not None and config.lm_fusion == "full":
-            s = s + config.lm_weight * lm_lp
-        extra, pending = self._extra_full(beam)
-        if extra:
-            s = s + self.extra.weighted(extra, self.extra.full, self.dtype)
+        s = log_probs * (1.0 - config.ctc_weight) if config.ctc_weight > 0 else log_probs
+        parts, pending = self._full_scores(beam)
+        summed = self.scorers.weighted([parts[i] for i in self.summed], self.summed, self.dtype)
+        if summed is not None:
+            s = s + summed
         s = s.masked_fill(mask, _NEG_INF)
-        ctc = None
-        if self.ctc is not None:
-            s, ctc = self._ctc_step(beam, s, att, u)
-        if self.extra.partial:
-            s = self._extra_partial(beam, s, extra, pending)
-        if lm_lp is not None and config.lm_fusion == "pruned":
-            cand = s.topk(min(config.beam_size, vocab), dim=1).indices
-            cand_scores = s.gather(1, cand) + config.lm_weight * lm_lp.gather(1, cand)
-            s = torch.full_like(s, _NEG_INF).scatter(1, cand, cand_scores)
+        if self.scorers.partial:
+            s = self._partial_scores(beam, s, att, parts, pending)
+        if self.pruned:
+            cand = s.topk(min(config.beam_size, self.vocab), dim=1).indices
+            lm = self.scorers.weighted([parts[i].gather(1, cand) for i in self.pruned],
+                                       self.pruned, self.dtype)
+            s = torch.full_like(s, _NEG_INF).scatter(1, cand, s.gather(1, cand) + lm)
         if config.length_bonus != 0.0:
             s = s + config.length_bonus
-        lm = self.lm
         return _Step(
             scores=s,
             att=log_probs,
-            lm=lm_lp,
-            ctc=ctc,
             attention=att,
             select_decoder=lambda rows: self.decoder.select_state(dec_state, rows),
-            select_lm=lambda rows: None if lm is None else lm.select_state(lm_state, rows),
-            extra=extra,
-            extra_pending=pending,
-            extra_set=self.extra,
-            eos=self.eos,
+            parts=parts,
+            pending=pending,
+            scorers=self.scorers,
         )
 
-    def _extra_full(self, beam: _Beam) -> tuple[list[torch.Tensor], list[Any]]:
-        """Scores ``[M, V]`` of the full extra scorers, their ``eos`` column set to their final
-        scores (zeros for the partial ones, filled by :meth:`_extra_partial`), and every
+    def _full_scores(self, beam: _Beam) -> tuple[list[torch.Tensor], list[Any]]:
+        """Scores ``[M, V]`` of the full scorers, their ``eos`` column set to their final
+        scores (zeros for the partial ones, filled by :meth:`_partial_scores`), and every
         scorer's ``pending``."""
-        if not len(self.extra):
+        if not len(self.scorers):
             return [], []
-        full, pending = self.extra.score_full(beam.states)
+        full, pending = self.scorers.score_full(beam.states)
         out = []
-        for i, ws in enumerate(self.extra.scorers):
+        for i, ws in enumerate(self.scorers.scorers):
             if ws.scorer.partial:
                 out.append(torch.zeros(beam.row_utt.numel(), self.vocab, dtype=self.dtype,
                                        device=self.device))
                 continue
-            sc = full[self.extra.full.index(i)].to(self.dtype).clone()
+            sc = full[self.scorers.full.index(i)].to(self.dtype).clone()
             sc[:, self.eos] = ws.scorer.final_score(beam.states[i]).to(self.dtype)
             out.append(sc)
         return out, pending
 
-    def _extra_partial(self, beam: _Beam, s: torch.Tensor, extra: list[torch.Tensor],
-                       pending: list[Any]) -> torch.Tensor:
-        """Step 4 for the partial extra scorers: scores on the ``ctc_pre_beam`` best tokens of
-        ``s`` (``extra`` and ``pending`` are filled in place); other tokens become ``-inf``."""
-        cand = s.topk(min(self.config.pre_beam, self.vocab), dim=1).indices
-        total = s.gather(1, cand)
-        for i in self.extra.partial:
-            ws = self.extra.scorers[i]
-            sc, pending[i] = ws.scorer.score(beam.states[i], cand)
-            sc = sc.to(self.dtype)
-            extra[i] = extra[i].scatter(1, cand, sc)
-            total = total + ws.weight * sc
-        return torch.full_like(s, _NEG_INF).scatter(1, cand, total)
-
-    def _lm_step(self, beam: _Beam, u: int) -> tuple[torch.Tensor | None, Any]:
-        if self.lm is None:
-            return None, None
-        num_rows = beam.row_utt.numel()
-        lm_lp, lm_state = self.lm.step(beam.ys, beam.lm_state)
-        if lm_lp.shape != (num_rows, self.vocab) or bool(torch.isnan(lm_lp).any()):
-            raise ValueError(
-                f"lm.step returned log_probs of shape {tuple(lm_lp.shape)} (expected "
-                f"{(num_rows, self.vocab)}) or with NaN at output position {u}"
-            )
-        return lm_lp.to(self.dtype), lm_state
-
-    def _ctc_step(
-        self, beam: _Beam, s: torch.Tensor, att: torch.Tensor | None, u: int
-    ) -> tuple[torch.Tensor, _CtcStep]:
-        """Step 4: CTC prefix scores on the pre-selected candidates of ``s``."""
-        config, vocab, scorer, state = self.config, self.vocab, self.ctc, beam.ctc_state
-        num_rows = s.size(0)
+    def _partial_scores(self, beam: _Beam, s: torch.Tensor, att: torch.Tensor | None,
+                        parts: list[torch.Tensor], pending: list[Any]) -> torch.Tensor:
+        """Step 4: the partial scorers on the pre-selected candidates of ``s`` (``parts`` and
+        ``pending`` are filled in place); other tokens become ``-inf``."""
+        config, vocab, eos = self.config, self.vocab, self.eos
         # pure CTC (weight 1) has no attention score to pre-select with: score all tokens
         k = vocab if config.ctc_weight == 1.0 else min(config.pre_beam, vocab)
         cand = s.topk(k, dim=1).indices  # [M, K]
         window = None
-        if config.ctc_window is not None:
+        if config.ctc_window is not None and self.ctc_parts:
             peak = att.argmax(dim=1)
             window = (peak - config.ctc_window, peak + config.ctc_window)
-        log_psi, r_new = scorer.score(state, beam.row_utt, cand, u, window)
-        prev = state.log_psi.to(self.dtype)
-        delta = _psi_delta(log_psi.to(self.dtype), prev.unsqueeze(1))
-        cand_scores = s.gather(1, cand) + config.ctc_weight * delta
-        out = torch.full_like(s, _NEG_INF).scatter(1, cand, cand_scores)
-        ctc_delta = torch.zeros_like(s).scatter(1, cand, delta)
-        if config.ctc_always_score_eos and k < vocab:
-            # eos is a candidate of every row, pre-selected or not (the same numbers as
-            # score() gives a pre-selected eos, so rows that have it are unchanged)
-            eos_psi = scorer.full_log_prob(state, beam.row_utt).to(self.dtype)
-            eos_delta = _psi_delta(eos_psi, prev)
-            out[:, self.eos] = s[:, self.eos] + config.ctc_weight * eos_delta
-            ctc_delta[:, self.eos] = eos_delta
-        position = torch.zeros(num_rows, vocab, dtype=torch.int64, device=self.device).scatter(
-            1, cand, torch.arange(k, device=self.device).expand_as(cand).contiguous()
-        )
-        return out, _CtcStep(delta=ctc_delta, log_psi=log_psi, r=r_new, position=position)
+        total = s.gather(1, cand)
+        # eos is a candidate of every row, pre-selected or not (the same numbers as score()
+        # gives a pre-selected eos, so rows that have it are unchanged)
+        eos_total = s[:, eos] if config.ctc_always_score_eos and k < vocab else None
+        for i in self.scorers.partial:
+            scorer, weight = self.scorers.scorers[i].scorer, self.scorers.scorers[i].weight
+            if window is not None and isinstance(scorer, CtcScorer):
+                sc, pending[i] = scorer.score(beam.states[i], cand, window)
+            else:
+                sc, pending[i] = scorer.score(beam.states[i], cand)
+            sc = sc.to(self.dtype)
+            parts[i] = parts[i].scatter(1, cand, sc)
+            total = total + weight * sc
+            if eos_total is not None:
+                final = scorer.final_score(beam.states[i]).to(self.dtype)
+                parts[i][:, eos] = final
+                eos_total = eos_total + weight * final
+        out = torch.full_like(s, _NEG_INF).scatter(1, cand, total)
+        if eos_total is not None:
+            out[:, eos] = eos_total
+        return out
 
     def top_candidates(
         self, beam: _Beam, step: _Step
@@ -648,6 +645,7 @@ class _BeamSearch:
         final = final_scores(
             raw, u + 1, ended.coverage, self.pad_mask.index_select(0, utt), self.config
         )
+        parts = ended.parts
         self.ended.add(
             _Ended(
                 utt=utt,
@@ -655,10 +653,10 @@ class _BeamSearch:
                 raw=raw,
                 tokens=ended.ys[:, 1:-1],
                 token_scores=ended.token_scores,
-                att=ended.parts[:, 0],
-                ctc=ended.parts[:, 1],
-                lm=ended.parts[:, 2],
-                extra=ended.parts[:, 3:],
+                att=parts[:, 0],
+                ctc=_column_sum(parts, self.ctc_parts),
+                lm=_column_sum(parts, self.lm_parts),
+                extra=parts[:, self.caller_parts:],
             ),
             u,
         )
@@ -688,15 +686,37 @@ class _BeamSearch:
             keep = (~done).repeat_interleave(beam_size).nonzero().squeeze(1)
             active = active[~done]
             rows, token, scores = rows[keep], token[keep], scores[keep]
+        if len(self.scorers):  # (the decoder computes each row alone: dead rows do no harm)
+            rows, token = _fill_dead_slots(rows, token, scores, beam_size)
         new = beam.select(rows, token, step, active, beam_size)
         new.scores = scores
         return new
 
 
-def _psi_delta(log_psi: torch.Tensor, prev: torch.Tensor) -> torch.Tensor:
-    """``log_psi - prev``, ``-inf`` where either is ``-inf``."""
-    dead = (log_psi == _NEG_INF) | (prev == _NEG_INF)
-    return torch.where(dead, torch.full_like(log_psi, _NEG_INF), log_psi - prev)
+def _column_sum(parts: torch.Tensor, columns: Sequence[int]) -> torch.Tensor:
+    """``parts[:, columns].sum(dim=1)`` (float ``[E]``), without indexing when there are
+    none or one."""
+    if not columns:
+        return parts.new_zeros(parts.size(0))
+    if len(columns) == 1:
+        return parts[:, columns[0]]
+    return parts[:, list(columns)].sum(dim=1)
+
+
+def _fill_dead_slots(rows: torch.Tensor, token: torch.Tensor, scores: torch.Tensor,
+                     beam_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``rows`` and ``token`` (``[A * B]``) with every dead slot (score ``-inf``: an ended
+    hypothesis or no candidate) holding the first live slot of its utterance (each has one),
+    so that every row extends a real prefix and the scorers' states stay well-defined; the
+    slots' scores stay ``-inf``."""
+    alive = scores > _NEG_INF
+    if bool(alive.all()):
+        return rows, token
+    slots = torch.arange(alive.numel(), device=alive.device)
+    # argmax gives the first maximum: each utterance's first live slot
+    first = alive.view(-1, beam_size).to(torch.int8).argmax(dim=1) + slots[::beam_size]
+    pick = torch.where(alive, slots, first.repeat_interleave(beam_size))
+    return rows.index_select(0, pick), token.index_select(0, pick)
 
 
 def _collect(ended: list[_Ended], n: int, nbest: int) -> list[list[AedHypothesis]]:

@@ -28,24 +28,29 @@ class BeamSearchConfig:
       gnmt_alpha: GNMT length penalty exponent (0 disables).
       coverage_penalty: GNMT coverage penalty weight ``beta`` (0 disables).
       eos_threshold: ``gamma`` of the eos threshold rule (0 disables).
-      ctc_weight: ``lambda`` of joint CTC/attention decoding (0 disables; needs CTC log-probs).
-      ctc_pre_beam: candidate tokens per hypothesis scored by CTC; None means
-        ``floor(1.5 * beam_size)``. Ignored when ``ctc_weight == 1`` (all tokens are scored).
-      ctc_always_score_eos: with CTC prefix scoring, ``eos`` is always a candidate of every
-        hypothesis (scored with the CTC probability that the output is exactly the prefix),
-        also when it is not among the ``ctc_pre_beam`` best tokens, as in ESPnet's
-        ``CTCPrefixScorer`` (the established joint CTC/attention search; the default).
-        False: ``eos`` competes only when pre-selected, like every other token. Tokens the
-        token rules forbid (e.g. ``eos`` before ``min_len``) stay forbidden either way.
-      ctc_blank_id: the CTC blank id.
+      ctc_weight: ``lambda`` of joint CTC/attention decoding: the decoder's log-probs are
+        weighted ``1 - lambda`` and the CTC prefix scores ``lambda`` (0 disables; needs CTC
+        log-probs, or a :class:`~k2dec.scorers.CtcScorer` among the search's scorers).
+      ctc_pre_beam: candidate tokens per hypothesis scored by CTC (by every partial scorer);
+        None means ``floor(1.5 * beam_size)``. Ignored when ``ctc_weight == 1`` (all tokens
+        are scored).
+      ctc_always_score_eos: with CTC prefix scoring (partial scorers), ``eos`` is always a
+        candidate of every hypothesis (scored with the CTC probability that the output is
+        exactly the prefix), also when it is not among the ``ctc_pre_beam`` best tokens, as
+        in ESPnet's ``CTCPrefixScorer`` (the established joint CTC/attention search; the
+        default). False: ``eos`` competes only when pre-selected, like every other token.
+        Tokens the token rules forbid (e.g. ``eos`` before ``min_len``) stay forbidden
+        either way.
+      ctc_blank_id: the CTC blank id (masked when ``ctc_weight > 0``).
       ctc_window: if set, CTC lets a new token be first emitted only within this many frames
         of the step's attention peak (argmax of the decoder's cross-attention); needs a
         decoder that returns attention. None: no window.
-      lm_scale: shallow-fusion LM weight (0 disables; needs an LM); icefall's name for the
-        weight of a neural LM fused into a search (``--lm-scale``), formerly ``lm_weight``
-        (still accepted, deprecated).
-      lm_fusion: ``"full"`` adds the LM on all ``B x V`` scores, ``"pruned"`` only on each
-        hypothesis' ``B`` best candidates.
+      lm_scale: shallow-fusion LM weight (0 disables; needs an LM: the search's ``lm``
+        argument, or an LM among its scorers, which carry their own weights); icefall's name
+        for the weight of a neural LM fused into a search (``--lm-scale``), formerly
+        ``lm_weight`` (still accepted, deprecated).
+      lm_fusion: ``"full"`` adds the LMs (``lm`` and the ``is_lm`` scorers) on all ``B x V``
+        scores, ``"pruned"`` only on each hypothesis' ``B`` best candidates.
       end_detect: enable end detection; end_detect_window: ``M``; end_detect_margin: ``D``.
       max_ended: stop an utterance once it has this many ended hypotheses (None: no cap); all
         hypotheses that end in the step reaching the cap are kept.

@@ -116,7 +116,7 @@ def load_assets(
     if hotwords is not None and lang is not None and (lang.path / "words.txt").is_file():
         from ..scorers import encode_hotword_words, read_hotwords
 
-        res.hotword_words = tuple((tuple(w), s) for w, s in encode_hotword_words(
+        res.sources["hotword_words"] = tuple((tuple(w), s) for w, s in encode_hotword_words(
             read_hotwords(hotwords), lang.word_table))
     return DecodeAssets(model=model, lang=lang, sp=sp, resources=res, tokens=model.tokens)
 
@@ -181,13 +181,15 @@ def _load_lang_resources(res: Resources, lang: LangDir, graph_dir: str | Path | 
 def _load_lms(res: Resources, lm_paths: dict[str, str | Path],
               token_vocab: tuple[int | None, str], lang: LangDir | None, sp: Any,
               device: torch.device) -> None:
-    """Into ``res.lms``: each neural LM, checked against the token vocabulary."""
+    """Into ``res.sources`` (by the names of ``lm_paths``): each neural LM, checked against
+    the token vocabulary."""
     from ..lm.checkpoint import load_lm
 
     for name, path in lm_paths.items():
-        res.lms[name] = load_lm(path).to(device).eval()
-        check_lm_vocab(res.lms[name], path, *token_vocab)
-        check_lm_tokens(res.lms[name], path, lang, sp)
+        lm = load_lm(path).to(device).eval()
+        check_lm_vocab(lm, path, *token_vocab)
+        check_lm_tokens(lm, path, lang, sp)
+        res.sources[name] = lm
 
 
 def _token_vocab(vocab: int | None, lang: LangDir | None, sp: Any) -> tuple[int | None, str]:
@@ -258,12 +260,12 @@ def _load_scorer_inputs(res: Resources, sp: Any, hotwords: str | Path | None,
         raise ValueError(f"{' and '.join(given)}: need the BPE model (bpe.model in --lang-dir "
                          "or beside the model)")
     if hotwords is not None:
-        res.hotwords = tuple((tuple(t), s) for t, s in encode_hotwords(read_hotwords(hotwords),
-                                                                         sp))
+        res.sources["hotwords"] = tuple((tuple(t), s) for t, s in encode_hotwords(
+            read_hotwords(hotwords), sp))
     if lodr_arpa is not None:
         pieces = {sp.id_to_piece(i): i for i in range(sp.get_piece_size())}
-        res.lodr = TokenNgramScorer.from_arpa(lodr_arpa, sp.get_piece_size(), pieces,
-                                              device=device)
+        res.sources["lodr"] = TokenNgramScorer.from_arpa(lodr_arpa, sp.get_piece_size(),
+                                                         pieces, device=device)
 
 
 def model_vocab_size(model: torch.nn.Module) -> int | None:

@@ -190,7 +190,7 @@ class JobInputs:
         for name, obj in self._tables(method).items():
             parts[name] = self._part(name, obj)
         for need in method.requires:
-            obj = {"lm": res.lms, "lodr": res.lodr, "token_words": res.token_words,
+            obj = {"lm": dict(res.lms), "lodr": res.lodr, "token_words": res.token_words,
                    "attention_decoder": None}.get(need, res.graphs.get(need))
             if need != "attention_decoder":  # part of the model
                 parts[need] = self._part(need, obj)

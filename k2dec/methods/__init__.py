@@ -17,8 +17,9 @@ from ..hypothesis import HypothesisRecord
 # the method modules, each registering its methods (the registry never imports them)
 from . import aed, ctc, ctc_prefix, mbr, transducer, transducer_beam_search  # noqa: F401
 from .compat import ICEFALL_NBEST_ILME_SCALE, icefall_compatible, icefall_compatible_part
-from .fusion import Fusion, build_scorers, register_scorer, scorer_names
+from .fusion import Fusion, ScorerRequest, build_scorers, register_scorer, scorer_names
 from .registry import (
+    NEURAL_LMS,
     NON_GRAPH_NEEDS,
     AedInputs,
     CtcInputs,
@@ -43,6 +44,7 @@ from .streaming import StreamingSearch
 
 __all__ = [
     "ICEFALL_NBEST_ILME_SCALE",
+    "NEURAL_LMS",
     "NON_GRAPH_NEEDS",
     "AedInputs",
     "CtcInputs",
@@ -52,6 +54,7 @@ __all__ = [
     "Method",
     "MethodResult",
     "Resources",
+    "ScorerRequest",
     "Setting",
     "StreamingSearch",
     "TransducerInputs",

@@ -1,6 +1,7 @@
-"""Attention encoder-decoder methods: the vectorized beam search, optionally with joint
-CTC prefix scoring and LM shallow fusion (switched on by the search config's weights) and
-hotword biasing (a hotword scorer, when ``Resources.hotwords`` are given)."""
+"""Attention encoder-decoder methods: the vectorized beam search, with what its config's fusion
+part adds (joint CTC prefix scoring and LM shallow fusion, switched on by the search config's
+weights) and hotword biasing (a hotword scorer, when hotwords are given), all scorers built by
+:func:`k2dec.methods.build_scorers` as for the other token-level searches."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import torch
 
 from ..aed import BeamSearchConfig, beam_search
 from ..lattice import ctc_forced_alignment
-from .fusion import build_scorers
+from .fusion import Fusion, build_scorers
 from .hotword_biasing import HotwordConfig
 from .records import from_aed
 from .registry import AedInputs, Family, MethodResult, Resources, register
@@ -48,6 +49,15 @@ class AttentionBeamSearchMethodConfig:
     search: BeamSearchConfig = field(default_factory=_joint_search)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
+    @property
+    def fusion(self) -> Fusion:
+        """What the search adds to the attention decoder's scores
+        (:func:`k2dec.methods.fusion.build_scorers`): the CTC prefix scores weighted
+        ``search.ctc_weight`` (the decoder's weight is then ``1 - ctc_weight``) and the
+        neural LM (``Resources.neural_lm``: ``rnn_lm``, else ``transformer_lm``, as in every
+        method) weighted ``search.lm_scale``."""
+        return (("ctc", self.search.ctc_weight), ("lm", self.search.lm_scale))
+
 
 @register("attention-beam-search", Family.AED, AttentionBeamSearchMethodConfig,
           requires=("attention_decoder",), hotwords=True)
@@ -58,26 +68,20 @@ def _attention_beam_search(inputs: AedInputs, res: Resources,
     hotword biasing when Resources.hotwords are given."""
     if res.attention_decoder is None:
         raise ValueError("attention-beam-search needs Resources.attention_decoder")
-    search = cfg.search
-    ctc = None
-    if search.ctc_weight > 0:
-        if inputs.ctc_log_probs is None:
-            raise ValueError(f"attention-beam-search with ctc_weight={search.ctc_weight} "
-                             f"(joint CTC/attention; default {CTC_WEIGHT}) needs the model's "
-                             "CTC output (AedInputs.ctc_log_probs); for a model without one: "
-                             "--set ctc_weight=0")
-        ctc = inputs.ctc_log_probs
-    lm = None
-    if search.lm_scale > 0:
-        lm = res.lms.get("transformer_lm", res.lms.get("rnn_lm"))
-        if lm is None:
-            raise ValueError("lm_scale > 0 needs a neural LM in Resources.lms")
-    scorers = build_scorers(res, "attention-beam-search", (), res.attention_decoder.vocab_size,
-                            inputs.memory.device, cfg.hotwords)
+    search, decoder = cfg.search, res.attention_decoder
+    if search.ctc_weight > 0 and inputs.ctc_log_probs is None:
+        raise ValueError(f"attention-beam-search with ctc_weight={search.ctc_weight} "
+                         f"(joint CTC/attention; default {CTC_WEIGHT}) needs the model's "
+                         "CTC output (AedInputs.ctc_log_probs); for a model without one: "
+                         "--set ctc_weight=0")
+    scorers = build_scorers(res, "attention-beam-search", cfg.fusion, decoder.vocab_size,
+                            inputs.memory.device, cfg.hotwords, eos_id=decoder.eos_id,
+                            ctc_log_probs=inputs.ctc_log_probs, ctc_lens=inputs.memory_lens,
+                            blank_id=search.ctc_blank_id)
     with torch.no_grad():
-        nbests = beam_search(res.attention_decoder, inputs.memory, inputs.memory_lens, search,
-                             ctc_log_probs=ctc, lm=lm, scorers=scorers)
-        frames, conf = _frames_and_confidences(inputs, res.attention_decoder, nbests)
+        nbests = beam_search(decoder, inputs.memory, inputs.memory_lens, search,
+                             scorers=scorers)
+        frames, conf = _frames_and_confidences(inputs, decoder, nbests)
     return [MethodResult("attention-beam-search", from_aed(nbests, frames, conf), cfg)]
 
 

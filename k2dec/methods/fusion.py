@@ -2,35 +2,71 @@
 resources and a method config's fusion part.
 
 A method's fusion part is a list of ``(scorer name, weight)`` pairs (:data:`Fusion`;
-``modified_beam_search_LODR``: ``[("lm", lm_scale), ("lodr", lodr_scale)]``).
+``modified_beam_search_LODR``: ``[("lm", lm_scale), ("lodr", lodr_scale)]``;
+``attention-beam-search``: ``[("ctc", ctc_weight), ("lm", lm_scale)]``).
 :func:`build_scorers` turns it, with the hotword part when the method takes hotwords, into the
 :class:`~k2dec.scorers.WeightedScorer` list that ``modified_beam_search``, ``beam_search``,
 ``ctc_prefix_beam_search`` and the attention beam search take. Each scorer name has one
 builder, registered with :func:`register_scorer`: a new LM scorer is one function here (or in
 any module) and one registration, and every search can use it.
 
-Built-in names: ``"lm"`` (the neural LM of ``Resources.lms``, shallow fusion without an
-end-of-sentence score: :class:`~k2dec.scorers.NeuralLmScorer`) and ``"lodr"`` (LODR's token
-n-gram, ``Resources.lodr``).
+Built-in names:
+
+- ``"lm"``: the neural LM of the resources (:meth:`Resources.neural_lm`: ``rnn_lm``, else
+  ``transformer_lm``, for every method), as :class:`~k2dec.scorers.NeuralLmScorer`: shallow
+  fusion, with the LM's end-of-sentence score in a search that ends hypotheses with ``eos``
+  (the attention beam search) and without it in the others (icefall's transducer and CTC
+  searches never score the end);
+- ``"lodr"``: LODR's token n-gram (``Resources.sources["lodr"]``);
+- ``"ctc"``: the CTC prefix scores of the batch's CTC output
+  (:class:`~k2dec.scorers.CtcScorer`, a partial scorer: the attention beam search only).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 
-from ..scorers import NeuralLmScorer, Scorer, TokenNgramScorer, WeightedScorer
+from ..scorers import CtcScorer, NeuralLmScorer, Scorer, TokenNgramScorer, WeightedScorer
 from .hotword_biasing import HotwordConfig, hotword_scorers
 from .registry import Resources
 
-__all__ = ["Fusion", "ScorerBuilder", "build_scorers", "register_scorer", "scorer_names"]
+__all__ = ["Fusion", "ScorerBuilder", "ScorerRequest", "build_scorers", "register_scorer",
+           "scorer_names"]
 
 #: ``(scorer name, weight)`` pairs: what a method adds to its search's scores.
 Fusion = Sequence[tuple[str, float]]
-#: ``(resources, method name, vocab_size, device) -> Scorer``; raises ``ValueError`` naming
-#: the method when the resources lack what the scorer needs.
-ScorerBuilder = Callable[[Resources, str, int, torch.device], Scorer]
+
+
+@dataclass(frozen=True)
+class ScorerRequest:
+    """What the scorers of one batch are built for (a builder's second argument).
+
+    Attributes:
+      method: the method's name (errors name it).
+      vocab_size: ``V``, the token ids the search scores.
+      device: the search's device.
+      eos_id: the end-of-sentence id of a search that ends hypotheses with it (the attention
+        beam search: the decoder's ``eos_id``); None: the search never scores an end.
+      ctc_log_probs: float ``[N, T, V]``, the batch's CTC log-softmax output, or None.
+      ctc_lens: int ``[N]``, its valid frames per utterance.
+      blank_id: the CTC blank id.
+    """
+
+    method: str
+    vocab_size: int
+    device: torch.device
+    eos_id: int | None = None
+    ctc_log_probs: torch.Tensor | None = None
+    ctc_lens: torch.Tensor | None = None
+    blank_id: int = 0
+
+
+#: ``(resources, request) -> Scorer``; raises ``ValueError`` naming ``request.method`` when
+#: the resources or the batch lack what the scorer needs.
+ScorerBuilder = Callable[[Resources, ScorerRequest], Scorer]
 
 _BUILDERS: dict[str, ScorerBuilder] = {}
 
@@ -54,46 +90,65 @@ def scorer_names() -> list[str]:
 
 def build_scorers(res: Resources, method: str, fusion: Fusion, vocab_size: int,
                   device: torch.device, hotwords: HotwordConfig | None = None,
-                  strict_hotwords: bool = False) -> list[WeightedScorer]:
+                  strict_hotwords: bool = False, *, eos_id: int | None = None,
+                  ctc_log_probs: torch.Tensor | None = None,
+                  ctc_lens: torch.Tensor | None = None,
+                  blank_id: int = 0) -> list[WeightedScorer]:
     """The scorers of one batch of a token-level search: one per ``(name, weight)`` of
     ``fusion`` whose weight is not 0, in that order, then, with ``hotwords`` (the method's
-    hotword part) and ``Resources.hotwords``, the hotword scorer (weight 1;
+    hotword part) and hotwords in the resources, the hotword scorer (weight 1;
     :func:`k2dec.methods.hotword_biasing.hotword_scorers`, ``strict_hotwords``: the strict
-    Aho-Corasick match of icefall's CTC biasing).
+    Aho-Corasick match of icefall's CTC biasing). The keyword arguments describe the search
+    and the batch (:class:`ScorerRequest`).
 
     Raises:
       ValueError: an unregistered scorer name, or resources without what a scorer needs
         (naming ``method``).
     """
+    request = ScorerRequest(method, vocab_size, device, eos_id, ctc_log_probs, ctc_lens,
+                            blank_id)
     out = []
     for name, weight in fusion:
         if name not in _BUILDERS:
             raise ValueError(f"{method}: unknown scorer {name!r}; registered: "
                              f"{', '.join(scorer_names())}")
         if weight != 0:
-            out.append(WeightedScorer(_BUILDERS[name](res, method, vocab_size, device), weight))
+            out.append(WeightedScorer(_BUILDERS[name](res, request), weight))
     if hotwords is not None:
         out += hotword_scorers(res, vocab_size, hotwords, device, strict=strict_hotwords)
     return out
 
 
 @register_scorer("lm")
-def _neural_lm(res: Resources, method: str, vocab_size: int, device: torch.device) -> Scorer:
-    _, lm = res.neural_lm(method)
-    return NeuralLmScorer(lm, score_eos=False)
+def _neural_lm(res: Resources, req: ScorerRequest) -> NeuralLmScorer:
+    _, lm = res.neural_lm(req.method)
+    return NeuralLmScorer(lm, score_eos=req.eos_id is not None)
 
 
 @register_scorer("lodr")
-def lodr_scorer(res: Resources, method: str, vocab_size: int,
-                device: torch.device) -> TokenNgramScorer:
-    """LODR's token n-gram (``Resources.lodr``), checked against ``vocab_size``."""
-    if res.lodr is None:
-        raise ValueError(f"{method} with a LODR scale needs LODR's token n-gram in "
-                         "Resources.lodr (--lodr-arpa)")
-    if not isinstance(res.lodr, TokenNgramScorer):
-        raise ValueError(f"{method} needs LODR's token n-gram in Resources.lodr (a "
-                         f"TokenNgramScorer), got {type(res.lodr).__name__}")
-    if res.lodr.vocab_size != vocab_size:
-        raise ValueError(f"Resources.lodr scores {res.lodr.vocab_size} tokens, the model has "
-                         f"{vocab_size}")
-    return res.lodr
+def lodr_scorer(res: Resources, req: ScorerRequest) -> TokenNgramScorer:
+    """LODR's token n-gram (``Resources.sources["lodr"]``), checked against the search's
+    vocabulary."""
+    lodr = res.sources.get("lodr")
+    if lodr is None:
+        raise ValueError(f"{req.method} with a LODR scale needs LODR's token n-gram in "
+                         "Resources.sources['lodr'] (--lodr-arpa)")
+    if not isinstance(lodr, TokenNgramScorer):
+        raise ValueError(f"{req.method} needs LODR's token n-gram in Resources.sources['lodr'] "
+                         f"(a TokenNgramScorer), got {type(lodr).__name__}")
+    if lodr.vocab_size != req.vocab_size:
+        raise ValueError(f"Resources.sources['lodr'] scores {lodr.vocab_size} tokens, the "
+                         f"model has {req.vocab_size}")
+    return lodr
+
+
+@register_scorer("ctc")
+def _ctc_prefix(res: Resources, req: ScorerRequest) -> CtcScorer:
+    if req.ctc_log_probs is None or req.ctc_lens is None:
+        raise ValueError(f"{req.method} with a CTC weight needs the batch's CTC output "
+                         "(ctc_log_probs and ctc_lens)")
+    if req.eos_id is None:
+        raise ValueError(f"{req.method}: CTC prefix scores are a partial scorer for a search "
+                         "that pre-selects candidates and ends hypotheses with eos (the "
+                         "attention beam search)")
+    return CtcScorer(req.ctc_log_probs, req.ctc_lens, req.blank_id, req.eos_id)

@@ -9,8 +9,9 @@ on method-name strings elsewhere.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields, is_dataclass, replace
+from types import MappingProxyType
 from typing import Any
 
 import k2
@@ -24,6 +25,7 @@ __all__ = [
     "Family",
     "Method",
     "MethodResult",
+    "NEURAL_LMS",
     "NON_GRAPH_NEEDS",
     "Resources",
     "Setting",
@@ -85,24 +87,53 @@ class MethodResult:
 NON_GRAPH_NEEDS = ("attention_decoder", "lm", "lodr", "token_words")
 
 
-@dataclass
+#: The names of the neural LMs among :attr:`Resources.sources`, in the order every method
+#: prefers them (:meth:`Resources.neural_lm`): the RNN LM first, as icefall's recipes ship it.
+NEURAL_LMS = ("rnn_lm", "transformer_lm")
+
+#: The scorer sources :class:`Resources` names besides neural LMs (each with its former field).
+_NAMED_SOURCES = {"lodr": None, "hotwords": (), "hotword_words": ()}
+
+
+def _source_view(name: str, doc: str) -> property:
+    """A read-only attribute of :class:`Resources` for ``sources[name]`` (its former field)."""
+    def get(self: Resources) -> Any:
+        return self.sources.get(name, _NAMED_SOURCES[name])
+
+    def refuse(self: Resources, value: Any) -> None:
+        raise AttributeError(f"Resources.{name} is read-only: set "
+                             f"Resources.sources[{name!r}]")
+
+    return property(get, refuse, doc=doc)
+
+
+@dataclass(init=False)
 class Resources:
-    """What methods may need besides the batch: graphs, LMs, decoders.
+    """What methods may need besides the batch: graphs, the sources of their scorers,
+    decoders. The constructor takes the attributes as keywords (``graphs``, ``sources`` and
+    ``attention_decoder`` also by position), and the former fields ``lms``, ``lodr``,
+    ``hotwords``, ``hotword_words`` as shorthands, not deprecated: ``lms={"rnn_lm": lm}`` adds
+    its entries to ``sources``, each of the others the entry of its name (a source given both
+    ways is a ``ValueError``). Read back, those four are read-only views of ``sources`` (set
+    entries through ``sources``).
 
     Attributes:
       graphs: by name: ``"H"``, ``"HLG"``, ``"LG"``, ``"G"`` (rescoring G with
         ``lm_scores``), ``"trivial"``; on the device of the inputs.
-      lms: neural LMs by name (``"rnn_lm"``, ``"transformer_lm"``).
-      attention_decoder: the AED decoder for attention rescoring / beam search.
-      hotwords: biasing phrases as token ids with an optional per-phrase score
-        (:func:`k2dec.scorers.encode_hotwords` of a ``--hotwords`` file); the methods that
-        support biasing use them when given (each with its config's ``hotwords_score``).
-      hotword_words: the same phrases as word ids of the lang dir's words.txt
+      sources: what the methods' scorers and biased graphs are built from, by name
+        (:func:`k2dec.methods.build_scorers`; a new scorer reads its own name):
+        ``"rnn_lm"``, ``"transformer_lm"`` (:data:`NEURAL_LMS`), neural LMs
+        (:class:`k2dec.lm.NeuralLM`) for shallow fusion and rescoring; ``"lodr"``, LODR's
+        token n-gram (a :class:`k2dec.scorers.TokenNgramScorer`, e.g. a bigram from
+        :func:`k2dec.scorers.train_token_arpa`) on the device of the inputs; ``"hotwords"``,
+        biasing phrases as token ids with an optional per-phrase score
+        (:func:`k2dec.scorers.encode_hotwords` of a ``--hotwords`` file), which the methods
+        that support biasing use when given (each with its config's ``hotwords_score``);
+        ``"hotword_words"``, the same phrases as word ids of the lang dir's words.txt
         (:func:`k2dec.scorers.encode_hotword_words`; phrases with words outside words.txt
-        are left out), for the methods that bias a graph with word outputs (the HLG
-        methods; each with its config's ``hotwords_score``, per word).
-      lodr: LODR's token n-gram (a :class:`k2dec.scorers.TokenNgramScorer`, e.g. a bigram from
-        :func:`k2dec.scorers.train_token_arpa`), on the device of the inputs.
+        are left out), for the methods that bias a graph with word outputs (the HLG methods;
+        each with its config's ``hotwords_score``, per word).
+      attention_decoder: the AED decoder for attention rescoring / beam search.
       cache: scratch space methods use to keep derived objects (e.g. a scaled LG) across
         batches.
       word_start: bool ``(V,)``: which token ids begin a word (BPE pieces starting with
@@ -114,15 +145,45 @@ class Resources:
         when the lang dir is not a BPE one.
     """
 
-    graphs: dict[str, k2.Fsa] = field(default_factory=dict)
-    lms: dict[str, Any] = field(default_factory=dict)
-    attention_decoder: Any = None
-    hotwords: tuple[tuple[tuple[int, ...], float | None], ...] = ()
-    hotword_words: tuple[tuple[tuple[int, ...], float | None], ...] = ()
-    lodr: Any = None
-    cache: dict[Any, Any] = field(default_factory=dict)
-    word_start: torch.Tensor | None = None
-    token_words: Any = None
+    graphs: dict[str, k2.Fsa]
+    sources: dict[str, Any]
+    attention_decoder: Any
+    cache: dict[Any, Any]
+    word_start: torch.Tensor | None
+    token_words: Any
+
+    def __init__(self, graphs: dict[str, k2.Fsa] | None = None,
+                 sources: dict[str, Any] | None = None, attention_decoder: Any = None, *,
+                 cache: dict[Any, Any] | None = None, word_start: torch.Tensor | None = None,
+                 token_words: Any = None, lms: dict[str, Any] | None = None, lodr: Any = None,
+                 hotwords: tuple | None = None, hotword_words: tuple | None = None) -> None:
+        self.graphs = {} if graphs is None else graphs
+        self.sources = {} if sources is None else sources
+        self.attention_decoder = attention_decoder
+        self.cache = {} if cache is None else cache
+        self.word_start, self.token_words = word_start, token_words
+        given = dict(lms or {})
+        given.update({k: v for k, v in (("lodr", lodr), ("hotwords", hotwords),
+                                        ("hotword_words", hotword_words)) if v is not None})
+        for name, value in given.items():
+            if name in self.sources:
+                raise ValueError(f"Resources: {name!r} is given twice (in sources and as a "
+                                 "keyword)")
+            self.sources[name] = value
+
+    @property
+    def lms(self) -> Mapping[str, Any]:
+        """The neural LMs among :attr:`sources` (those named in :data:`NEURAL_LMS` and any
+        :class:`k2dec.lm.NeuralLM`), by name: a read-only view."""
+        from ..lm.base import NeuralLM
+
+        return MappingProxyType({k: v for k, v in self.sources.items()
+                                 if k in NEURAL_LMS or isinstance(v, NeuralLM)})
+
+    lodr = _source_view("lodr", "``sources['lodr']`` (None without it).")
+    hotwords = _source_view("hotwords", "``sources['hotwords']`` (``()`` without them).")
+    hotword_words = _source_view("hotword_words",
+                                 "``sources['hotword_words']`` (``()`` without them).")
 
     def graph(self, name: str, method: str) -> k2.Fsa:
         if name not in self.graphs:
@@ -131,20 +192,22 @@ class Resources:
         return self.graphs[name]
 
     def neural_lm(self, method: str) -> tuple[str, Any]:
-        """The neural LM methods use: ``lms["rnn_lm"]``, else ``lms["transformer_lm"]``, as
-        ``(name, lm)``; ``ValueError`` naming ``method`` when there is none."""
-        for name in ("rnn_lm", "transformer_lm"):
-            if name in self.lms:
-                return name, self.lms[name]
-        raise ValueError(f"{method} needs a neural LM in Resources.lms['rnn_lm'] or "
+        """The neural LM every method uses, as ``(name, lm)``: the first of :data:`NEURAL_LMS`
+        in :attr:`sources` (``rnn_lm``, else ``transformer_lm``); ``ValueError`` naming
+        ``method`` when there is none."""
+        for name in NEURAL_LMS:
+            if name in self.sources:
+                return name, self.sources[name]
+        raise ValueError(f"{method} needs a neural LM in Resources.sources['rnn_lm'] or "
                          "['transformer_lm']")
 
     def missing(self, requires: Sequence[str]) -> tuple[str, ...]:
         """The entries of ``requires`` (a :attr:`Method.requires`) these resources lack: graph
         names not in :attr:`graphs`, ``"attention_decoder"`` when there is none, ``"lm"``
-        when :attr:`lms` is empty, ``"lodr"`` without :attr:`lodr`, ``"token_words"``
-        without :attr:`token_words`."""
-        have = {"attention_decoder": self.attention_decoder is not None, "lm": bool(self.lms),
+        without a neural LM in :attr:`sources` (:data:`NEURAL_LMS`), ``"lodr"`` without
+        ``sources["lodr"]``, ``"token_words"`` without :attr:`token_words`."""
+        have = {"attention_decoder": self.attention_decoder is not None,
+                "lm": any(n in self.sources for n in NEURAL_LMS),
                 "lodr": self.lodr is not None, "token_words": self.token_words is not None}
         return tuple(r for r in requires if not have.get(r, r in self.graphs))
 

@@ -27,7 +27,7 @@ from ..transducer import (
 )
 from ..transducer.modified_beam_search import ModifiedBeamSearch
 from .checks import check_finite, check_scales, check_sweep
-from .fusion import Fusion, build_scorers, lodr_scorer
+from .fusion import Fusion, ScorerRequest, build_scorers, lodr_scorer
 from .hotword_biasing import HotwordConfig
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
 from .registry import Family, MethodResult, Resources, Setting, TransducerInputs, register
@@ -297,8 +297,8 @@ def _lm_rescore_lodr(inputs: TransducerInputs, res: Resources, cfg: LmRescoreLod
     """Every final hypothesis of modified beam search rescored: am / lm_scale + LM -
     lodr_scale * bigram."""
     _, lm = res.neural_lm("modified_beam_search_lm_rescore_LODR")
-    lodr = lodr_scorer(res, "modified_beam_search_lm_rescore_LODR", _vocab(inputs),
-                       inputs.encoder_out.device)
+    lodr = lodr_scorer(res, ScorerRequest("modified_beam_search_lm_rescore_LODR",
+                                          _vocab(inputs), inputs.encoder_out.device))
     lists, am = final_lists(inputs, cfg.search)
     comps = {"lm": lm_scores(lm, lists, cfg.lm_batch_size), "lodr": scorer_scores(lodr, lists)}
     out = sweep(lists, am, comps, _rescore_points(cfg),

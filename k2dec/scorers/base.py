@@ -50,10 +50,15 @@ class Scorer(ABC):
       partial: True if the scorer scores only given candidate tokens (``score(state, cand)``,
         e.g. CTC prefix scores, too costly for all ``V``); such scorers run only in searches
         that pre-select candidates (the attention beam search).
+      is_lm: True if the scores are a language model's log-probabilities
+        (:class:`~k2dec.scorers.NeuralLmScorer`): the attention beam search reports their
+        sum as ``lm_score`` and applies its ``lm_fusion`` to them; the other searches treat
+        them as any scorer.
     """
 
     vocab_size: int
     partial: bool = False
+    is_lm: bool = False
 
     @abstractmethod
     def init_state(self, utt: torch.Tensor) -> Any:

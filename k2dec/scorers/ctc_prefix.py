@@ -179,11 +179,13 @@ class CtcPrefixScorer:
 @dataclass
 class CtcScorerState:
     """Rows of :class:`CtcScorer`: the prefix state, each row's utterance and prefix length
-    (int64 ``[M]`` each)."""
+    (int64 ``[M]`` each), and that length when all rows have it (``None`` when unknown: the
+    recursion then starts at the shortest)."""
 
     prefix: CtcPrefixState
     utt: torch.Tensor
     length: torch.Tensor
+    common_length: int | None = None
 
 
 def _psi_delta(log_psi: torch.Tensor, prev: torch.Tensor) -> torch.Tensor:
@@ -211,29 +213,37 @@ class CtcScorer(Scorer):
 
     def init_state(self, utt: torch.Tensor) -> CtcScorerState:
         utt = utt.to(device=self.ctc.x.device, dtype=torch.int64)
-        return CtcScorerState(self.ctc.initial_state(utt), utt, torch.zeros_like(utt))
+        return CtcScorerState(self.ctc.initial_state(utt), utt, torch.zeros_like(utt), 0)
 
-    def score(self, state: CtcScorerState,
-              cand: torch.Tensor | None = None) -> tuple[torch.Tensor, tuple]:
+    def score(self, state: CtcScorerState, cand: torch.Tensor | None = None,
+              window: tuple[torch.Tensor, torch.Tensor] | None = None
+              ) -> tuple[torch.Tensor, tuple]:
+        """:meth:`Scorer.score` of the candidates ``cand``; ``window``: optional ``(first,
+        last)``, int64 ``[M]`` each, the frames at which each row's candidate may be first
+        emitted (:meth:`CtcPrefixScorer.score`; the attention search's ``ctc_window``)."""
         if cand is None:
             raise ValueError("CtcScorer is a partial scorer: give the candidates (cand)")
-        log_psi, r = self.ctc.score(state.prefix, state.utt, cand, state.length)
+        length = state.length if state.common_length is None else state.common_length
+        log_psi, r = self.ctc.score(state.prefix, state.utt, cand, length, window)
         delta = _psi_delta(log_psi, state.prefix.log_psi.unsqueeze(1))
         return delta, (log_psi, r, cand)
 
     def advance(self, state: CtcScorerState, pending: tuple, rows: torch.Tensor,
                 tokens: torch.Tensor, emit: torch.Tensor | None = None) -> CtcScorerState:
-        emit = torch.ones_like(tokens, dtype=torch.bool) if emit is None else emit
-        bad = emit & ((tokens == self.ctc.blank_id) | (tokens == self.ctc.eos_id))
-        if bool(bad.any()):
-            raise ValueError("CtcScorer.advance: blank and eos extend no prefix (got "
-                             f"{tokens[bad].unique().tolist()})")
         log_psi, r, cand = pending
         hit = cand.index_select(0, rows) == tokens.unsqueeze(1)
-        if not bool((hit.any(dim=1) | ~emit).all()):
-            raise ValueError("CtcScorer.advance: a token was not among the scored candidates")
+        ok = hit.any(dim=1) & (tokens != self.ctc.blank_id) & (tokens != self.ctc.eos_id)
+        if not bool((ok if emit is None else ok | ~emit).all()):
+            bad = ~ok if emit is None else ~ok & emit
+            raise ValueError("CtcScorer.advance: a token that extends a prefix must be one of "
+                             "its row's scored candidates, and not blank or eos (got "
+                             f"{tokens[bad].unique().tolist()})")
         k = hit.to(torch.int8).argmax(dim=1)
         moved = CtcPrefixScorer.extend(r, log_psi, rows, k, tokens)
+        if emit is None:
+            common = None if state.common_length is None else state.common_length + 1
+            return CtcScorerState(moved, state.utt.index_select(0, rows),
+                                  state.length.index_select(0, rows) + 1, common)
         if not bool(emit.all()):
             kept = state.prefix.select(rows)
             frames = moved.r.size(0)  # later frames are padding for all these rows
@@ -248,7 +258,7 @@ class CtcScorer(Scorer):
     def select(self, state: CtcScorerState, index: torch.Tensor) -> CtcScorerState:
         check_rows("index", index, state.utt.numel())
         return CtcScorerState(state.prefix.select(index), state.utt.index_select(0, index),
-                              state.length.index_select(0, index))
+                              state.length.index_select(0, index), state.common_length)
 
     def final_score(self, state: CtcScorerState) -> torch.Tensor:
         return _psi_delta(self.ctc.full_log_prob(state.prefix, state.utt), state.prefix.log_psi)
@@ -267,8 +277,10 @@ class CtcScorer(Scorer):
         prefix = CtcPrefixState(torch.cat([padded(s.prefix.r) for s in states], dim=2),
                                 torch.cat([s.prefix.log_psi for s in states]),
                                 torch.cat([s.prefix.last for s in states]))
+        common = {s.common_length for s in states}
         return CtcScorerState(prefix, torch.cat([s.utt for s in states]),
-                              torch.cat([s.length for s in states]))
+                              torch.cat([s.length for s in states]),
+                              common.pop() if len(common) == 1 else None)
 
 
 def _enter(state: CtcPrefixState, cand: torch.Tensor, prefix_len: int | torch.Tensor,

@@ -42,6 +42,8 @@ class NeuralLmScorer(Scorer):
         CTC searches (which never score the end of the sentence) do.
     """
 
+    is_lm = True
+
     def __init__(self, lm: NeuralLM, score_eos: bool = True) -> None:
         if not isinstance(lm, NeuralLM):
             raise TypeError(f"lm must be a k2dec.lm.NeuralLM, got {type(lm).__name__}")
@@ -63,6 +65,11 @@ class NeuralLmScorer(Scorer):
 
     def advance(self, state: NeuralLmScorerState, pending: None, rows: torch.Tensor,
                 tokens: torch.Tensor, emit: torch.Tensor | None = None) -> NeuralLmScorerState:
+        if emit is None:  # every row consumes its token: no copy of the rows' log-probs
+            check_rows("rows", rows, state.log_probs.size(0))
+            log_probs, lm_state = self.lm.advance(self.lm.select_state(state.lm_state, rows),
+                                                  tokens)
+            return NeuralLmScorerState(lm_state, log_probs)
         new = self.select(state, rows)
         moved = emitting_rows(rows, emit)
         if moved.numel() == 0:

@@ -224,8 +224,8 @@ def load(bench: Bench) -> None:
     bench.common = {w for w, _ in counts.most_common(300)}
     arpa = token_bigram_arpa(assets.lang.path, WORK)
     bench.res = assets.resources
-    bench.res.lms["rnn_lm"] = load_lm(SHIPPED / "lm" / "rnn_lm.pt").eval()
-    bench.res.lodr = TokenNgramScorer.from_arpa(arpa, assets.sp.get_piece_size())
+    bench.res.sources["rnn_lm"] = load_lm(SHIPPED / "lm" / "rnn_lm.pt").eval()
+    bench.res.sources["lodr"] = TokenNgramScorer.from_arpa(arpa, assets.sp.get_piece_size())
     bench.tin = TransducerInputs(assets.model, b.encoder_out, b.encoder_lens)
     bench.cin = CtcInputs(b.ctc_log_probs, b.encoder_lens, memory=b.encoder_out,
                           memory_lens=b.encoder_lens)
@@ -263,12 +263,12 @@ def biased_resources(bench: Bench, hotwords: list[str]) -> Resources:
     from k2dec.scorers import encode_hotword_words, encode_hotwords
 
     res, assets = bench.res, bench.batch.assets
-    return Resources(graphs=res.graphs, lms=res.lms, attention_decoder=res.attention_decoder,
-                     hotwords=tuple((tuple(t), s) for t, s in
-                                    encode_hotwords(hotwords, assets.sp)), lodr=res.lodr,
-                     hotword_words=tuple((tuple(w), s) for w, s in
-                                         encode_hotword_words(hotwords, assets.lang.word_table)),
-                     word_start=res.word_start)
+    sources = {**res.sources,
+               "hotwords": tuple((tuple(t), s) for t, s in encode_hotwords(hotwords, assets.sp)),
+               "hotword_words": tuple((tuple(w), s) for w, s in
+                                      encode_hotword_words(hotwords, assets.lang.word_table))}
+    return Resources(graphs=res.graphs, sources=sources,
+                     attention_decoder=res.attention_decoder, word_start=res.word_start)
 
 
 def hotword_rows(bench: Bench, name: str, family: str, biased_res: Resources,

@@ -1,20 +1,34 @@
 """build_scorers: a method's fusion part and hotwords -> the scorers of a token-level search;
-a new scorer is one builder and one registration, and every search can use it."""
+a new scorer is one builder and one registration, and every search can use it (the CTC prefix
+beam search, modified beam search and the attention beam search below)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from k2dec.aed import BeamSearchConfig, beam_search
 from k2dec.lattice.ctc_prefix_beam_search import CtcPrefixBeamSearchConfig, ctc_prefix_beam_search
-from k2dec.lm import RnnLM, RnnLmConfig
-from k2dec.methods import Resources, build_scorers, register_scorer, scorer_names
+from k2dec.lm import RnnLM, RnnLmConfig, TransformerLM, TransformerLmConfig
+from k2dec.methods import (
+    AedInputs,
+    Resources,
+    ScorerRequest,
+    build_scorers,
+    get_method,
+    register_scorer,
+    scorer_names,
+)
+from k2dec.methods.aed import AttentionBeamSearchMethodConfig
 from k2dec.methods.hotword_biasing import HotwordConfig
-from k2dec.scorers import NeuralLmScorer, TableScorer, WeightedScorer
+from k2dec.scorers import CtcScorer, NeuralLmScorer, TableScorer, WeightedScorer
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import ModifiedBeamSearchConfig, modified_beam_search
+from tests.aed.test_beam_search import _assert_same, _problem
+from tests.reference.aed_reference import reference_beam_search
 
 V = 5
+CPU = torch.device("cpu")
 
 
 class UnigramBonus(TableScorer):
@@ -35,11 +49,28 @@ BUILT: list[UnigramBonus] = []
 
 
 @register_scorer("toy-unigram")
-def _toy(res: Resources, method: str, vocab_size: int, device: torch.device) -> UnigramBonus:
-    if "toy" not in res.cache:
-        raise ValueError(f"{method} needs the toy bonus in Resources.cache['toy']")
-    BUILT.append(UnigramBonus(res.cache["toy"][:vocab_size]))
+def _toy(res: Resources, req: ScorerRequest) -> UnigramBonus:
+    if "toy" not in res.sources:
+        raise ValueError(f"{req.method} needs the toy bonus in Resources.sources['toy']")
+    BUILT.append(UnigramBonus(res.sources["toy"][:req.vocab_size]))
     return BUILT[-1]
+
+
+class RefUnigramBonus:
+    """The toy scorer for the per-hypothesis reference search (tests/reference/scorers.py's
+    interface): ``bonus[c]`` for every token, nothing for the end."""
+
+    def __init__(self, bonus: torch.Tensor) -> None:
+        self.bonus = bonus.tolist()
+
+    def start(self, utt: int) -> None:
+        return None
+
+    def step(self, state, token: int):
+        return self.bonus[token], state
+
+    def final(self, state) -> float:
+        return 0.0
 
 
 def _log_probs(seed: int, lens: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -51,7 +82,7 @@ def _log_probs(seed: int, lens: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
 def test_the_registered_toy_scorer_is_added_by_two_searches():
     assert "toy-unigram" in scorer_names() and {"lm", "lodr"} <= set(scorer_names())
     bonus = torch.tensor([0.0, 0.5, -1.0, 2.0, 0.25])
-    res = Resources(cache={"toy": bonus})
+    res = Resources(sources={"toy": bonus})
     # CTC prefix beam search: each prefix's score is its CTC score plus 0.7 * its bonuses
     x, lens = _log_probs(0, [7, 1, 5])
     scorers = build_scorers(res, "test", [("toy-unigram", 0.7)], V, torch.device("cpu"))
@@ -75,7 +106,7 @@ def test_the_registered_toy_scorer_is_added_by_two_searches():
                                    scorers=[WeightedScorer(UnigramBonus(bonus), 0.7)])
     assert [h.tokens for h in got] == [h.tokens for h in by_hand]
     assert [h.score for h in got] == [h.score for h in by_hand]
-    penalty = Resources(cache={"toy": torch.tensor([0.0] + [-1000.0] * (V - 1))})
+    penalty = Resources(sources={"toy": torch.tensor([0.0] + [-1000.0] * (V - 1))})
     plain = modified_beam_search(model, enc, enc_lens, cfg)
     quiet = modified_beam_search(model, enc, enc_lens, cfg, scorers=build_scorers(
         penalty, "test", [("toy-unigram", 1.0)], V, torch.device("cpu")))
@@ -100,6 +131,7 @@ def test_fusion_order_zero_weights_and_hotwords():
     ([("lodr", -0.2)], Resources(), "m with a LODR scale needs LODR's token n-gram"),
     ([("lodr", -0.2)], Resources(lodr=object()), "a TokenNgramScorer"),
     ([("toy-unigram", 1.0)], Resources(), "m needs the toy bonus"),
+    ([("ctc", 0.3)], Resources(), "m with a CTC weight needs the batch's CTC output"),
 ])
 def test_missing_scorers_are_clear_errors(fusion, res, message):
     with pytest.raises(ValueError, match=message):
@@ -109,3 +141,69 @@ def test_missing_scorers_are_clear_errors(fusion, res, message):
 def test_a_name_is_registered_once():
     with pytest.raises(ValueError, match="scorer 'lm' is registered twice"):
         register_scorer("lm")(_toy)
+
+
+def test_the_toy_scorer_in_the_attention_beam_search():
+    """The third search: the toy scorer from build_scorers beside the CTC prefix scorer built
+    from the fusion part, against the same scorers given by hand and the reference search."""
+    bonus = torch.tensor([0.0, 0.5, -1.0, 2.0, 0.25])
+    res = Resources(sources={"toy": bonus})
+    changed = 0
+    for seed in (1, 2, 3):
+        n = 1 if seed == 1 else 3
+        dec, memory, lens, ctc, _ = _problem(seed, CPU, n=n, v=V, eos_bias=0.7)
+        cfg = BeamSearchConfig(beam_size=3, nbest=3, ctc_weight=0.3)
+        scorers = build_scorers(res, "test", [("ctc", 0.3), ("toy-unigram", 0.7)], V, CPU,
+                                eos_id=dec.eos_id, ctc_log_probs=ctc, ctc_lens=lens)
+        assert isinstance(scorers[0].scorer, CtcScorer) and scorers[1].scorer is BUILT[-1]
+        got = beam_search(dec, memory, lens, cfg, scorers=scorers)
+        by_hand = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc,
+                              scorers=[WeightedScorer(UnigramBonus(bonus), 0.7)])
+        assert [[(h.tokens, h.score, h.ctc_score) for h in hs] for hs in got] == [
+            [(h.tokens, h.score, h.ctc_score) for h in hs] for hs in by_hand]
+        want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc,
+                                     scorers=[(RefUnigramBonus(bonus), 0.7, "full")])
+        _assert_same(got, want, 1e-8)
+        for hyps in got:
+            for h in hyps:  # (ctc, toy): the toy's part is the tokens' bonuses (0 for eos)
+                assert h.scorer_scores[0] == h.ctc_score
+                assert h.scorer_scores[1] == pytest.approx(sum(bonus[t] for t in h.tokens))
+        plain = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc)
+        changed += [[h.tokens for h in hs] for hs in got] != [
+            [h.tokens for h in hs] for hs in plain]
+    assert changed
+
+
+def _lm(kind: str, seed: int) -> RnnLM | TransformerLM:
+    torch.manual_seed(seed)
+    if kind == "rnn":
+        return RnnLM(RnnLmConfig(vocab_size=V, embedding_dim=4, hidden_dim=4, num_layers=1,
+                                 sos_id=4, eos_id=4)).eval()
+    return TransformerLM(TransformerLmConfig(vocab_size=V, d_model=4, nhead=1, num_layers=1,
+                                             dim_feedforward=4, dropout=0.0, sos_id=4,
+                                             eos_id=4)).eval()
+
+
+def test_the_attention_method_builds_its_ctc_and_lm_from_its_fusion_part():
+    """attention-beam-search: ("ctc", ctc_weight), ("lm", lm_scale) through build_scorers,
+    the same hypotheses as the library call with ctc_log_probs= and lm=; the LM is the one
+    every method prefers (rnn_lm over transformer_lm), with its end-of-sentence score."""
+    rnn, transformer = _lm("rnn", 0), _lm("transformer", 1)
+    dec, memory, lens, ctc, _ = _problem(4, CPU, v=V, eos_bias=0.7, dtype=torch.float32)
+    assert dec.eos_id == dec.sos_id == 4
+    search = BeamSearchConfig(beam_size=3, nbest=3, ctc_weight=0.4, lm_scale=0.5)
+    cfg = AttentionBeamSearchMethodConfig(search=search)
+    assert cfg.fusion == (("ctc", 0.4), ("lm", 0.5))
+    both = Resources(attention_decoder=dec, sources={"transformer_lm": transformer,
+                                                     "rnn_lm": rnn})
+    out = get_method("attention-beam-search")(AedInputs(memory, lens, ctc), both, cfg)[0]
+    with torch.no_grad():
+        want = beam_search(dec, memory, lens, search, ctc_log_probs=ctc, lm=rnn)
+        other = beam_search(dec, memory, lens, search, ctc_log_probs=ctc, lm=transformer)
+    assert out.tokens == [list(nb[0].tokens) for nb in want]
+    assert [r.score for r in out.hyps] == pytest.approx([nb[0].score for nb in want], abs=1e-5)
+    assert [[h.tokens for h in hs] for hs in want] != [[h.tokens for h in hs] for hs in other]
+    lm = build_scorers(both, "m", [("lm", 0.5)], V, CPU, eos_id=4)[0].scorer
+    assert isinstance(lm, NeuralLmScorer) and lm.lm is rnn and lm.score_eos and lm.is_lm
+    with pytest.raises(ValueError, match="m: CTC prefix scores are a partial scorer"):
+        build_scorers(both, "m", [("ctc", 0.3)], V, CPU, ctc_log_probs=ctc, ctc_lens=lens)

@@ -227,7 +227,7 @@ def test_attention_beam_search_matches_the_reference(device, scheme, n, seed):
                                           hotwords=HotwordConfig(1.5, share, whole))
     out = get_method("attention-beam-search")(AedInputs(memory, lens, ctc),
                                               _aed_res(dec, phrases, device, True), cfg)[0]
-    ref = (RefContextGraph(phrases, 1.5, False, share, {1, 3} if whole else None), 1.0, False)
+    ref = (RefContextGraph(phrases, 1.5, False, share, {1, 3} if whole else None), 1.0, "full")
     want = reference_beam_search(dec, memory, lens, search, ctc_log_probs=ctc, scorers=[ref])
     assert out.tokens == [w[0].tokens for w in want]
     assert [r.score for r in out.hyps] == pytest.approx([w[0].score for w in want], abs=1e-6)
@@ -253,6 +253,6 @@ def test_attention_beam_search_per_utterance_lists(device):
     with torch.no_grad():
         got = beam_search(dec, memory, lens, cfg, scorers=[WeightedScorer(scorer, 1.0)])
     for i, p in enumerate(lists):
-        ref = (RefContextGraph(p, 2.0, False, 0.5, {1, 3}), 1.0, False)
+        ref = (RefContextGraph(p, 2.0, False, 0.5, {1, 3}), 1.0, "full")
         want = reference_beam_search(dec, memory[i:i + 1], lens[i:i + 1], cfg, scorers=[ref])
         _assert_same(got[i:i + 1], want, 1e-7)

@@ -92,6 +92,43 @@ def test_resources_say_what_a_method_lacks():
         assert full.missing(get_method(name).requires) == ()
 
 
+def test_resources_hold_scorer_sources_by_name():
+    """``sources`` is the one mapping; the former fields are constructor shorthands and
+    read-only views of it."""
+    lm, lodr, phrases, words = object(), object(), (((1, 2), None),), (((7,), 2.0),)
+    old = Resources(lms={"rnn_lm": lm}, lodr=lodr, hotwords=phrases, hotword_words=words)
+    assert old.sources == {"rnn_lm": lm, "lodr": lodr, "hotwords": phrases,
+                           "hotword_words": words}
+    new = Resources(sources=dict(old.sources))
+    assert new == old
+    assert dict(new.lms) == {"rnn_lm": lm} and new.lodr is lodr
+    assert new.hotwords is phrases and new.hotword_words is words
+    assert new.neural_lm("m") == ("rnn_lm", lm)
+    empty = Resources()
+    assert (dict(empty.lms), empty.lodr, empty.hotwords, empty.hotword_words) == (
+        {}, None, (), ())
+    with pytest.raises(AttributeError, match=r"Resources.lodr is read-only: set "
+                                             r"Resources.sources\['lodr'\]"):
+        empty.lodr = lodr
+    with pytest.raises(TypeError):
+        empty.lms["rnn_lm"] = lm  # a view: set Resources.sources["rnn_lm"]
+    empty.sources["transformer_lm"] = lm
+    assert dict(empty.lms) == {"transformer_lm": lm} and empty.missing(("lm",)) == ()
+    with pytest.raises(ValueError, match="'lodr' is given twice"):
+        Resources(sources={"lodr": lodr}, lodr=lodr)
+
+
+def test_every_method_prefers_the_rnn_lm():
+    rnn, transformer = object(), object()
+    res = Resources(sources={"transformer_lm": transformer, "rnn_lm": rnn})
+    assert res.neural_lm("m") == ("rnn_lm", rnn)
+    assert Resources(lms={"transformer_lm": transformer}).neural_lm("m") == (
+        "transformer_lm", transformer)
+    with pytest.raises(ValueError, match=r"m needs a neural LM in Resources.sources"):
+        Resources(sources={"my_lm": rnn}).neural_lm("m")
+    assert Resources(sources={"my_lm": rnn}).missing(("lm",)) == ("lm",)
+
+
 @pytest.mark.parametrize("with_lm_scores", [False, True])
 def test_scaled_graph_scales_scores_and_lm_scores_once(with_lm_scores):
     graph = k2.arc_sort(k2.ctc_topo(3))

@@ -130,16 +130,27 @@ def _top(scores: list[float], k: int) -> list[int]:
     return [i for i in order[:k] if scores[i] > NEG_INF]
 
 
+#: The kinds of the reference scorers ``reference_beam_search`` takes: "full" (scores every
+#: token), "lm" (a full scorer that is an LM: ``lm_fusion`` applies, ``lm_score`` sums it),
+#: "ctc" (a partial CTC prefix scorer: scores the pre-selected candidates, ``ctc_score`` sums
+#: it).
+SCORER_KINDS = ("full", "lm", "ctc")
+
+
 def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=None, lm=None,
                           scorers=()):
     """Per-hypothesis beam search; same arguments and result layout as ``beam_search``
     (a list per utterance of ``RefHyp``, best first). ``scorers``: ``[(reference scorer,
-    weight, partial)]`` (tests/reference/scorers.py); ``eos`` gets their final scores."""
+    weight, kind)]`` (tests/reference/scorers.py; ``kind`` one of :data:`SCORER_KINDS`);
+    ``eos`` gets their final scores."""
     results = []
     vocab, sos, eos = decoder.vocab_size, decoder.sos_id, decoder.eos_id
     beam = config.beam_size
-    use_ctc = config.ctc_weight > 0
-    use_lm = config.lm_scale > 0
+    use_ctc = config.ctc_weight > 0 and ctc_log_probs is not None
+    use_lm = config.lm_scale > 0 and lm is not None
+    kinds = [kind for _, _, kind in scorers]
+    assert set(kinds) <= set(SCORER_KINDS), kinds
+    pruned_kind = "lm" if config.lm_fusion == "pruned" else None
     with torch.no_grad():
         for n in range(memory.size(0)):
             num_frames = int(memory_lens[n])
@@ -183,31 +194,37 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
                         allowed = (c == eos and eos_ok) or (c != eos and not forced)
                         if c == sos and sos != eos:
                             allowed = False
-                        if use_ctc and c == config.ctc_blank_id:
+                        if config.ctc_weight > 0 and c == config.ctc_blank_id:
                             allowed = False
                         if c != eos and completes_repeat(h.tokens + [c], config):
                             allowed = False
-                        v = a[c] * (1.0 - config.ctc_weight) if use_ctc else a[c]
+                        v = a[c] * (1.0 - config.ctc_weight) if config.ctc_weight > 0 else a[c]
                         if use_lm and config.lm_fusion == "full":
                             v += config.lm_scale * lm_lp[c]
-                        for (_, w, partial), e in zip(scorers, extra):
-                            v += 0.0 if partial else w * e[c]
+                        for (_, w, kind), e in zip(scorers, extra):
+                            v += 0.0 if kind in ("ctc", pruned_kind) else w * e[c]
                         s.append(v if allowed else NEG_INF)
                     delta = [0.0] * vocab
                     window = None
                     if use_window:
                         peak = max(range(num_frames), key=lambda j: (att_row[j], -j))
                         window = (peak - config.ctc_window, peak + config.ctc_window)
-                    if use_ctc:
+                    if use_ctc or "ctc" in kinds:
+                        # the CTC (joint and given as scorers) scores the same candidates
                         pre_beam = vocab if config.ctc_weight == 1.0 else config.pre_beam
                         keep = set(_top(s, min(pre_beam, vocab)))
                         if config.ctc_always_score_eos and s[eos] > NEG_INF:
                             keep.add(eos)  # ending always competes (ESPnet's rule)
                         blank = config.ctc_blank_id
-                        psi_g = ctc_prefix_logprob(x, h.tokens, blank, h.windows)
+                        psi_g = ctc_prefix_logprob(x, h.tokens, blank, h.windows) if use_ctc \
+                            else 0.0
                         for c in range(vocab):
                             if c not in keep:
                                 s[c] = NEG_INF
+                                continue
+                            for (_, w, kind), e in zip(scorers, extra):
+                                s[c] += w * e[c] if kind == "ctc" else 0.0
+                            if not use_ctc:
                                 continue
                             if c == eos:
                                 psi = ctc_full_logprob(x, h.tokens, blank, h.windows)
@@ -216,25 +233,24 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
                                 psi = ctc_prefix_logprob(x, h.tokens + [c], blank, wins)
                             delta[c] = psi - psi_g if psi > NEG_INF else NEG_INF
                             s[c] += config.ctc_weight * delta[c]
-                    if any(partial for _, _, partial in scorers):
-                        keep = set(_top(s, min(config.pre_beam, vocab)))
+                    if config.lm_fusion == "pruned" and (use_lm or "lm" in kinds):
+                        keep = set(_top(s, min(beam, vocab)))
                         for c in range(vocab):
                             if c not in keep:
                                 s[c] = NEG_INF
                                 continue
-                            for (_, w, partial), e in zip(scorers, extra):
-                                s[c] += w * e[c] if partial else 0.0
-                    if use_lm and config.lm_fusion == "pruned":
-                        keep = set(_top(s, min(beam, vocab)))
-                        for c in range(vocab):
-                            s[c] = s[c] + config.lm_scale * lm_lp[c] if c in keep else NEG_INF
+                            for (_, w, kind), e in zip(scorers, extra):
+                                s[c] += w * e[c] if kind == "lm" else 0.0
+                            s[c] += config.lm_scale * lm_lp[c] if use_lm else 0.0
                     for c in range(vocab):
                         if s[c] == NEG_INF:
                             continue
                         ts = s[c] + config.length_bonus
+                        ctc_c = delta[c] + sum(e[c] for k, e in zip(kinds, extra) if k == "ctc")
+                        lm_c = (lm_lp[c] if use_lm else 0.0) + sum(
+                            e[c] for k, e in zip(kinds, extra) if k == "lm")
                         cands.append(
-                            (h.raw_score + ts, h, c, ts, a[c], delta[c],
-                             lm_lp[c] if use_lm else 0.0, att_row, window,
+                            (h.raw_score + ts, h, c, ts, a[c], ctc_c, lm_c, att_row, window,
                              [e[c] for e in extra])
                         )
                 cands.sort(key=lambda z: -z[0])
