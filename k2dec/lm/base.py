@@ -19,7 +19,15 @@ import k2
 import torch
 from torch import nn
 
-__all__ = ["NeuralLM", "SequenceScores", "check_row_index", "check_token_ids", "pad_with_sos_eos"]
+__all__ = [
+    "NeuralLM",
+    "SequenceScores",
+    "check_dropout",
+    "check_positive_ints",
+    "check_row_index",
+    "check_token_ids",
+    "pad_with_sos_eos",
+]
 
 
 class SequenceScores(NamedTuple):
@@ -34,6 +42,21 @@ class SequenceScores(NamedTuple):
 
     token_log_probs: k2.RaggedTensor
     totals: torch.Tensor
+
+
+def check_positive_ints(config: Any, names: tuple[str, ...]) -> None:
+    """Raise ``ValueError`` unless each field ``names`` of ``config`` (an LM's or its
+    training's config dataclass) is an int ``>= 1``, naming the field and its value."""
+    for name in names:
+        value = getattr(config, name)
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"config.{name} must be a positive int, got {value!r}")
+
+
+def check_dropout(config: Any) -> None:
+    """Raise ``ValueError`` unless ``config.dropout`` is in ``[0, 1)``."""
+    if not 0.0 <= config.dropout < 1.0:
+        raise ValueError(f"config.dropout must be in [0, 1), got {config.dropout}")
 
 
 def check_token_ids(name: str, values: torch.Tensor, vocab_size: int) -> None:

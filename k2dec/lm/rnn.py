@@ -8,7 +8,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from .base import NeuralLM, check_row_index
+from .base import NeuralLM, check_dropout, check_positive_ints, check_row_index
 
 __all__ = ["RnnLM", "RnnLmConfig", "RnnLmState"]
 
@@ -68,12 +68,8 @@ class RnnLM(NeuralLM):
         if not isinstance(config, RnnLmConfig):
             raise TypeError(f"config must be an RnnLmConfig, got {type(config).__name__}")
         super().__init__(config.vocab_size, config.sos_id, config.eos_id)
-        for name in ("embedding_dim", "hidden_dim", "num_layers"):
-            value = getattr(config, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"config.{name} must be a positive int, got {value!r}")
-        if not 0.0 <= config.dropout < 1.0:
-            raise ValueError(f"config.dropout must be in [0, 1), got {config.dropout}")
+        check_positive_ints(config, ("embedding_dim", "hidden_dim", "num_layers"))
+        check_dropout(config)
         if config.tie_weights and config.embedding_dim != config.hidden_dim:
             raise ValueError(
                 "config.tie_weights needs embedding_dim == hidden_dim, got "

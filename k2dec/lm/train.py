@@ -26,7 +26,7 @@ import k2
 import torch
 from tqdm import tqdm
 
-from .base import NeuralLM
+from .base import NeuralLM, check_positive_ints
 from .checkpoint import MODEL_TYPES, LmConfig, build_lm
 from .data import encode_text_file
 from .perplexity import PerplexityResult, compute_perplexity
@@ -127,11 +127,8 @@ def _check_train_config(config: TrainLmConfig) -> None:
             "config.model must be an RnnLmConfig or TransformerLmConfig, got "
             f"{type(config.model).__name__}"
         )
-    for name in ("num_steps", "batch_size", "save_every_n", "log_interval",
-                 "max_sentence_length"):
-        value = getattr(config, name)
-        if not isinstance(value, int) or value < 1:
-            raise ValueError(f"config.{name} must be a positive int, got {value!r}")
+    check_positive_ints(config, ("num_steps", "batch_size", "save_every_n", "log_interval",
+                                 "max_sentence_length"))
     if not isinstance(config.keep_last_k, int) or config.keep_last_k < 0:
         raise ValueError(f"config.keep_last_k must be an int >= 0, got {config.keep_last_k!r}")
     for name in ("lr", "weight_decay", "grad_clip"):

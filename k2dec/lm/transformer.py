@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from ..positional import sinusoidal_positions
-from .base import NeuralLM, check_row_index
+from .base import NeuralLM, check_dropout, check_positive_ints, check_row_index
 
 __all__ = ["TransformerLM", "TransformerLmConfig", "TransformerLmState"]
 
@@ -169,17 +169,13 @@ class TransformerLM(NeuralLM):
         if not isinstance(config, TransformerLmConfig):
             raise TypeError(f"config must be a TransformerLmConfig, got {type(config).__name__}")
         super().__init__(config.vocab_size, config.sos_id, config.eos_id)
-        for name in ("d_model", "nhead", "num_layers", "dim_feedforward"):
-            value = getattr(config, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"config.{name} must be a positive int, got {value!r}")
+        check_positive_ints(config, ("d_model", "nhead", "num_layers", "dim_feedforward"))
         if config.d_model % config.nhead != 0:
             raise ValueError(
                 f"config.d_model ({config.d_model}) must be divisible by config.nhead "
                 f"({config.nhead})"
             )
-        if not 0.0 <= config.dropout < 1.0:
-            raise ValueError(f"config.dropout must be in [0, 1), got {config.dropout}")
+        check_dropout(config)
         self.config = config
         self.embedding = nn.Embedding(config.vocab_size, config.d_model)
         self.dropout = nn.Dropout(config.dropout)
