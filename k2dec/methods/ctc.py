@@ -36,7 +36,7 @@ from ..nbest import (
     rescore_with_ngram,
 )
 from ..sizes import check_int_range, check_positive
-from .checks import check_finite, check_scales, check_sweep
+from .checks import check_finite, check_scale_grid, check_scales, check_sweep
 from .hotword_biasing import HOTWORD_GRAPH_MAX_ARCS, WORD_HOTWORDS_SCORE, word_biased_graph
 from .records import (
     EMPTY_LATTICE,
@@ -190,9 +190,7 @@ class NbestRescoringConfig(HlgNbestConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_scale("ngram_lm_scale", self.ngram_lm_scale)
-        check_sweep(self.sweep)
-        check_scales("lm_scales", self.lm_scales)
+        check_scale_grid(self, "ngram_lm_scale", "lm_scales")
 
 
 @dataclass(frozen=True)
@@ -240,9 +238,7 @@ class RnnLmRescoringConfig(HlgNbestConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_scale("rnn_lm_scale", self.rnn_lm_scale)
-        check_sweep(self.sweep)
-        check_scales("lm_scales", self.lm_scales)
+        check_scale_grid(self, "rnn_lm_scale", "lm_scales")
         check_int_range(self, "lm_batch_size", 1, 4096)
 
 

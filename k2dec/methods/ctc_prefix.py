@@ -15,7 +15,7 @@ from ..lattice import Topology, get_lattice
 from ..lattice.ctc_prefix_beam_search import CtcPrefixBeamSearchConfig, ctc_prefix_beam_search
 from ..nbest import DedupKey, Nbest, NbestConfig, combine_scores, intersected
 from ..nbest.config import check_posterior_scale
-from .checks import check_finite, check_scales, check_sweep
+from .checks import check_finite, check_scale_grid
 from .ctc import CtcLatticeConfig
 from .fusion import Fusion, build_scorers
 from .hotword_biasing import HotwordConfig
@@ -98,9 +98,7 @@ class CtcPrefixAttentionConfig:
     posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
-        check_finite("attention_scale", self.attention_scale)
-        check_sweep(self.sweep)
-        check_scales("attention_scales", self.attention_scales)
+        check_scale_grid(self, "attention_scale", "attention_scales")
         check_posterior_scale(self.posterior_scale)
 
 
@@ -123,9 +121,7 @@ class NoNgramAttentionConfig:
     attention_scales: tuple[float, ...] = ATTENTION_SCALES
 
     def __post_init__(self) -> None:
-        check_finite("attention_scale", self.attention_scale)
-        check_sweep(self.sweep)
-        check_scales("attention_scales", self.attention_scales)
+        check_scale_grid(self, "attention_scale", "attention_scales")
 
 
 def _prefix_attention_settings(cfg: CtcPrefixAttentionConfig) -> list[Setting]:

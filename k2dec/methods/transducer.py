@@ -36,7 +36,7 @@ from ..transducer import (
     greedy_search,
 )
 from ..transducer.joiner_confidences import token_confidences
-from .checks import check_finite, check_scales, check_sweep
+from .checks import check_finite, check_scale_grid, check_scales
 from .hotword_biasing import (
     HotwordConfig,
     token_biased_graph,
@@ -263,9 +263,7 @@ class FastBeamSearchNbestRescoringConfig:
     ngram_lm_scales: tuple[float, ...] = NBEST_RESCORING_SCALES
 
     def __post_init__(self) -> None:
-        check_finite("ngram_lm_scale", self.ngram_lm_scale)
-        check_sweep(self.sweep)
-        check_scales("ngram_lm_scales", self.ngram_lm_scales)
+        check_scale_grid(self, "ngram_lm_scale", "ngram_lm_scales")
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from ..transducer import (
     modified_beam_search,
 )
 from ..transducer.modified_beam_search import ModifiedBeamSearch
-from .checks import check_finite, check_scales, check_sweep
+from .checks import check_finite, check_scale_grid, check_scales
 from .fusion import Fusion, ScorerRequest, build_scorers, lodr_scorer
 from .hotword_biasing import HotwordConfig
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
@@ -137,9 +137,7 @@ class LmRescoreConfig:
     posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
-        check_finite("lm_scale", self.lm_scale)
-        check_sweep(self.sweep)
-        check_scales("lm_scales", self.lm_scales)
+        check_scale_grid(self, "lm_scale", "lm_scales")
         check_posterior_scale(self.posterior_scale)
         check_int_range(self, "lm_batch_size", 1, 4096)
 
@@ -163,10 +161,8 @@ class LmRescoreLodrConfig:
     posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
-        for name in ("lm_scale", "lodr_scale"):
-            check_finite(name, getattr(self, name))
-        check_sweep(self.sweep)
-        check_scales("lm_scales", self.lm_scales)
+        check_finite("lodr_scale", self.lodr_scale)
+        check_scale_grid(self, "lm_scale", "lm_scales")
         check_posterior_scale(self.posterior_scale)
         check_scales("lodr_scales", self.lodr_scales)
         if self.lm_scale == 0 or any(s == 0 for s in self.lm_scales):
