@@ -55,13 +55,21 @@ def check_model(model: nn.Module) -> tuple[int, int, int]:
             raise TypeError(f"model.decoder must have an int attribute {name!r}")
         values.append(int(getattr(model.decoder, name)))
     blank_id, context_size, vocab_size = values
-    if context_size < 1:
-        raise ValueError(f"model.decoder.context_size must be >= 1, got {context_size}")
-    if vocab_size < 2:
-        raise ValueError(f"model.decoder.vocab_size must be >= 2, got {vocab_size}")
-    if not 0 <= blank_id < vocab_size:
-        raise ValueError(f"model.decoder.blank_id must be in [0, {vocab_size}), got {blank_id}")
+    check_decoder_sizes(blank_id, context_size, vocab_size, owner="model.decoder.")
     return blank_id, context_size, vocab_size
+
+
+def check_decoder_sizes(blank_id: int, context_size: int, vocab_size: int,
+                        owner: str = "") -> None:
+    """Raise ``ValueError`` unless a stateless decoder's sizes fit together:
+    ``context_size >= 1``, ``vocab_size >= 2`` and ``0 <= blank_id < vocab_size``; ``owner``
+    prefixes the names in the message (e.g. ``"model.decoder."``)."""
+    if context_size < 1:
+        raise ValueError(f"{owner}context_size must be >= 1, got {context_size}")
+    if vocab_size < 2:
+        raise ValueError(f"{owner}vocab_size must be >= 2 (blank + one token), got {vocab_size}")
+    if not 0 <= blank_id < vocab_size:
+        raise ValueError(f"{owner}blank_id must be in [0, {vocab_size}), got {blank_id}")
 
 
 def check_encoder_out(

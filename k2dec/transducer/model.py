@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .common import check_decoder_sizes
+
 __all__ = ["Joiner", "LinearEncoder", "StatelessDecoder", "Transducer"]
 
 
@@ -48,14 +50,9 @@ class StatelessDecoder(nn.Module):
         conv_groups: int | None = None,
     ) -> None:
         super().__init__()
-        if vocab_size < 2:
-            raise ValueError(f"vocab_size must be >= 2 (blank + one token), got {vocab_size}")
+        check_decoder_sizes(blank_id, context_size, vocab_size)
         if decoder_dim < 1:
             raise ValueError(f"decoder_dim must be >= 1, got {decoder_dim}")
-        if not 0 <= blank_id < vocab_size:
-            raise ValueError(f"blank_id must be in [0, {vocab_size}), got {blank_id}")
-        if context_size < 1:
-            raise ValueError(f"context_size must be >= 1, got {context_size}")
         if conv_groups is None:
             conv_groups = decoder_dim // 4 if decoder_dim % 4 == 0 else 1
         if conv_groups < 1 or decoder_dim % conv_groups != 0:

@@ -15,6 +15,7 @@ from k2dec.transducer import (
     GreedySearchConfig,
     ModifiedBeamSearch,
     ModifiedBeamSearchConfig,
+    StatelessDecoder,
     fast_beam_search,
     greedy_search,
     modified_beam_search,
@@ -65,7 +66,15 @@ def test_bad_models(device, search, config_cls):
         search(torch.nn.Linear(2, 2), enc, lens)
     model = random_model(device=device)
     model.decoder.context_size = 0
-    with pytest.raises(ValueError, match="context_size must be >= 1"):
+    with pytest.raises(ValueError, match=r"^model\.decoder\.context_size must be >= 1, got 0"):
+        search(model, enc, lens)
+    model = random_model(device=device)
+    model.decoder.vocab_size = 1
+    with pytest.raises(ValueError, match=r"^model\.decoder\.vocab_size must be >= 2 \(blank"):
+        search(model, enc, lens)
+    model = random_model(vocab_size=4, device=device)
+    model.decoder.blank_id = 4
+    with pytest.raises(ValueError, match=r"^model\.decoder\.blank_id must be in \[0, 4\), got 4"):
         search(model, enc, lens)
     model = random_model(vocab_size=4, device=device)
     model.decoder.vocab_size = 5  # joiner still emits 4 symbols
@@ -142,3 +151,14 @@ def test_wrappers_pass_config_unchanged(device, wrapper, searcher, base, changes
         assert [h.score for h in got] == pytest.approx([h.score for h in want], abs=1e-5)
         # the field matters for this input, so a dropped field would be caught
         assert [(h.tokens, h.score) for h in got] != [(h.tokens, h.score) for h in default], name
+
+
+def test_bad_decoder_sizes():
+    with pytest.raises(ValueError, match=r"^vocab_size must be >= 2 \(blank \+ one token\), got 1"):
+        StatelessDecoder(vocab_size=1, decoder_dim=8, blank_id=0)
+    with pytest.raises(ValueError, match=r"^blank_id must be in \[0, 5\), got -1"):
+        StatelessDecoder(vocab_size=5, decoder_dim=8, blank_id=-1)
+    with pytest.raises(ValueError, match="^context_size must be >= 1, got 0"):
+        StatelessDecoder(vocab_size=5, decoder_dim=8, context_size=0)
+    with pytest.raises(ValueError, match="^decoder_dim must be >= 1, got 0"):
+        StatelessDecoder(vocab_size=5, decoder_dim=0)
