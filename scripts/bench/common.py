@@ -45,6 +45,7 @@ __all__ = [
     "best_wall_and_cpu",
     "clean_error",
     "current_rss_mb",
+    "device_name",
     "equal_wer_rows",
     "interleaved",
     "markdown_table",
@@ -378,6 +379,17 @@ def area_parser(doc: str | None, area: str) -> argparse.ArgumentParser:
 def mode_of(args: argparse.Namespace) -> str:
     """``"smoke"``, ``"quick"`` or ``"full"`` from the arguments of :func:`area_parser`."""
     return "smoke" if args.smoke else "quick" if args.quick else "full"
+
+
+def device_name(device) -> str:
+    """What a report calls the torch ``device`` it ran on: the GPU's name, else the CPU's."""
+    import platform
+
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return platform.processor() or platform.machine()
 
 
 def one_thread() -> None:

@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .common import Report, area_parser, one_thread
+from .common import Report, area_parser, device_name, one_thread
 
 AREA = "large_model"
 SIZES = (1, 16, 64, 256)
@@ -120,8 +120,6 @@ def random_batch(n: int, seed: int, device) -> Batch:
 
 def searches(model, device, seed: int) -> dict[str, Callable]:
     """search name -> search(encoder_out, lengths) returning hypotheses (token or word lists)."""
-    import torch
-
     from k2dec.lattice import LatticeConfig, one_best_decoding
     from k2dec.transducer import FastBeamSearchConfig, fast_beam_search, modified_beam_search
 
@@ -143,7 +141,6 @@ def searches(model, device, seed: int) -> dict[str, Callable]:
         lp = model.ctc_log_probs(enc)
         return [list(h.words) for h in one_best_decoding(lp, lens, HLG, lat_cfg)]
 
-    del torch
     return {"fast_beam_search (trivial graph)": fbs(None), "fast_beam_search (LG)": fbs(LG),
             "modified_beam_search (beam 4)": mbs, "HLG 1best (CTC head)": hlg}
 
@@ -213,12 +210,7 @@ HEADERS = ["search", "streams / batch size", "audio s", "encoder + search s", "o
 
 def write_report(rows: list[list], skipped: list[str], device, n_params: float, repeat: int,
                  out_dir: str | None) -> None:
-    import platform
-
-    import torch
-
-    dev_name = (torch.cuda.get_device_name(device) if device.type == "cuda"
-                else platform.processor() or platform.machine())
+    dev_name = device_name(device)
     rep = Report(
         area=AREA, title=f"An icefall-sized model, encoder included ({device.type})",
         settings=(f"Device: {dev_name} ({device.type}). A seeded random JointModel of "

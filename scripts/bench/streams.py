@@ -21,12 +21,11 @@ before timing; one torch thread on CPU.
 
 from __future__ import annotations
 
-import platform
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .common import Report, area_parser, best_time, one_thread
+from .common import Report, area_parser, best_time, device_name, one_thread
 from .shipped import ShippedBatch, shipped_batch
 
 AREA = "streams"
@@ -108,10 +107,7 @@ def measure(name: str, run: Callable, n: int, inputs: Inputs, repeat: int) -> li
 
 def write_report(rows: list[list], device, device_arg: str, n_avail: int, repeat: int,
                  out_dir: str | None) -> None:
-    import torch
-
-    dev_name = (torch.cuda.get_device_name(device) if device.type == "cuda"
-                else platform.processor() or platform.machine())
+    dev_name = device_name(device)
     rep = Report(
         area=AREA, title=f"Batch scaling: many streams and HLG batch sizes ({device.type})",
         settings=(f"Device: {dev_name} ({device_arg}). The shipped model's encoder outputs "
