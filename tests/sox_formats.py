@@ -13,7 +13,7 @@ import subprocess
 FORMAT_PACKAGES = {"mp3": "libsox-fmt-mp3"}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def sox_formats() -> frozenset[str]:
     """The file formats the installed sox reads and writes (``sox -h``'s "AUDIO FILE
     FORMATS" line); empty when sox is not installed."""

@@ -218,8 +218,8 @@ def prepare_inputs(inputs: Any, sample_rate: Any, config: FeatureConfig,
     """The utterances of ``inputs`` (see the module docstring), in order: a file's result id
     is its stem, as ``k2dec decode --audio-dir`` names it (:func:`k2dec.data.utterance_id`:
     ``spk1/utt7.FLAC`` -> ``utt7``), a waveform's its position in ``inputs``, a recording's
-    its id, a cut's its utterance ids. ``sample_rate`` is that of the waveforms (files, recordings and
-    cuts carry their own).
+    its id, a cut's its utterance ids. ``sample_rate`` is that of the waveforms (files,
+    recordings and cuts carry their own).
 
     Raises:
       TypeError, ValueError: naming the input: an unknown input type, a missing or unreadable
