@@ -404,8 +404,9 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
     then --config). Under torchrun every rank decodes a shard and rank 0 merges.
 
     Exit status: 0 when every cut of every method was decoded; 3 when some could not be
-    (the others are written; one line per method says how many and why); 2 for a usage
-    error found before decoding; 1 for another job on the out dir or a full disk.
+    (the others are written; one line per method says how many and why); 4 when no cut of
+    any method could be decoded; 2 for a usage error found before decoding; 1 for another
+    job on the out dir or a full disk.
     """
     import torch
 
@@ -445,15 +446,22 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
 #: The exit status of a decode (or demo) in which some cuts could not be decoded: everything
 #: that could be decoded is written, and one line per method says how many failed and why.
 FAILED_CUTS_STATUS = 3
+#: The exit status of a decode (or demo) in which no cut of any method could be decoded (every
+#: cut failed at run time: a wrong --max-duration, unreadable audio, ...): nothing to score.
+ALL_FAILED_STATUS = 4
 
 
 def _exit_if_failed(rows) -> None:
     """One line per test set and method with failed cuts (how many, the first one's reason),
-    then exit with :data:`FAILED_CUTS_STATUS`; nothing when every cut was decoded."""
+    then exit with :data:`ALL_FAILED_STATUS` when no cut of any method was decoded, else
+    :data:`FAILED_CUTS_STATUS`; nothing when every cut was decoded."""
     failed = [r for r in rows if r.failed]
     for r in failed:
         click.echo(f"{r.test_set} {r.method}: {len(r.failed)} of {r.num_cuts} cuts failed "
                    f"(first: {r.failed[0]}: {r.first_failure}); see {r.results_path}", err=True)
+    if failed and all(len(r.failed) >= r.num_cuts for r in rows):
+        click.echo("no cut could be decoded (exit status 4)", err=True)
+        click.get_current_context().exit(ALL_FAILED_STATUS)
     if failed:
         click.get_current_context().exit(FAILED_CUTS_STATUS)
 
@@ -655,7 +663,7 @@ def demo_cmd(work_dir, methods, assignments, tune_out, num_utts, seed):
     tune), and writes icefall result files, RESULTS.md and a WER-vs-RTF plot under
     WORK_DIR. A rerun resumes. Without the shipped assets (a wheel install) it decodes
     synthetic posteriors through example graphs instead, and says so. Exit status 3 when
-    some cuts could not be decoded (as k2dec decode).
+    some cuts could not be decoded, 4 when none could (as k2dec decode).
     """
     from .demo import run_demo, tune_shipped
 

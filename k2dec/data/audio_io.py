@@ -134,16 +134,21 @@ class AudioLimits:
             if value is not None:
                 check_positive(f"AudioLimits.{name}", value)
 
+    def check_rate(self, rate: int, where: str, advice: str) -> None:
+        """``ValueError`` when ``rate`` (Hz) is outside the accepted sampling rates: the one
+        check of a file's header and of a waveform's ``sample_rate`` (``where`` says which,
+        ``advice`` what to do)."""
+        if not self.min_sampling_rate <= rate <= self.max_sampling_rate:
+            raise ValueError(
+                f"implausible sampling rate {rate} Hz {where} (accepted: "
+                f"{self.min_sampling_rate}-{self.max_sampling_rate} Hz, AudioLimits); {advice}")
+
     def check(self, rate: int, channels: int, duration: float) -> None:
         """Raise ``ValueError`` (one line saying what to do) if ``duration`` seconds of a
         recording with this sampling rate (Hz) and number of channels are outside these
         limits."""
-        if not self.min_sampling_rate <= rate <= self.max_sampling_rate:
-            raise ValueError(
-                f"implausible sampling rate {rate} Hz in its header (accepted: "
-                f"{self.min_sampling_rate}-{self.max_sampling_rate} Hz, AudioLimits); the "
-                "header is likely corrupt: if the rate is right, resample the file (e.g. "
-                "sox IN -r 16000 OUT)")
+        self.check_rate(rate, "in its header", "the header is likely corrupt: if the rate is "
+                        "right, resample the file (e.g. sox IN -r 16000 OUT)")
         if channels > self.max_channels:
             raise ValueError(f"{channels} channels, more than AudioLimits.max_channels="
                              f"{self.max_channels}; keep the channels to decode (e.g. sox IN "

@@ -117,20 +117,41 @@ def compute_text_perplexity(
 
 def main(argv: Sequence[str] | None = None) -> PerplexityResult:
     """Command-line entry point (``k2dec lm-perplexity``): perplexity of a :func:`train_lm`
-    checkpoint on a text file."""
+    checkpoint or ``export-lm`` file (``--rnn-lm``, as ``k2dec decode`` names it) on a text
+    file spelled by a lang dir's ``bpe.model`` (``--lang-dir``) or a sentencepiece model
+    (``--bpe-model``), as ``k2dec train-token-lm`` takes them."""
     p = argparse.ArgumentParser(
         prog="k2dec lm-perplexity",
-        description="Perplexity of a k2dec LM checkpoint on a text file (BPE tokens).",
+        description="Perplexity of a k2dec neural LM on a text file (BPE tokens).",
     )
-    p.add_argument("--checkpoint", type=Path, required=True, help="A train-lm checkpoint.")
+    p.add_argument("--rnn-lm", type=Path, required=True,
+                   help="A neural LM: a train-lm checkpoint or an export-lm file (as in "
+                        "k2dec decode --rnn-lm).")
     p.add_argument("--text", type=Path, required=True, help="Text, one sentence a line.")
-    p.add_argument("--bpe-model", type=Path, required=True, help="sentencepiece model.")
+    p.add_argument("--lang-dir", type=Path, help="A BPE lang dir: its bpe.model spells the text.")
+    p.add_argument("--bpe-model", type=Path, help="Or the sentencepiece model itself.")
     p.add_argument("--batch-size", type=int, default=50, help="Sentences per forward pass.")
     p.add_argument("--device", default="cpu")
     p.add_argument("--no-progress", action="store_true", help="No tqdm progress bar.")
+    p.add_argument("--checkpoint", type=Path, help=argparse.SUPPRESS)  # the old spelling
     args = p.parse_args(argv)
-    lm = load_lm(args.checkpoint, device=args.device)
-    result = compute_text_perplexity(lm, args.text, args.bpe_model, args.batch_size,
+    if args.checkpoint is not None:
+        p.error("--checkpoint is now --rnn-lm (as in k2dec decode)")
+    bpe_model = _bpe_model(p, args.lang_dir, args.bpe_model)
+    lm = load_lm(args.rnn_lm, device=args.device)
+    result = compute_text_perplexity(lm, args.text, bpe_model, args.batch_size,
                                      progress=not args.no_progress)
-    logger.info("%s on %s: perplexity %.3f", args.checkpoint, args.text, result.perplexity)
+    logger.info("%s on %s: perplexity %.3f", args.rnn_lm, args.text, result.perplexity)
     return result
+
+
+def _bpe_model(parser: argparse.ArgumentParser, lang_dir: Path | None,
+               bpe_model: Path | None) -> Path:
+    """The sentencepiece model of exactly one of ``--lang-dir`` / ``--bpe-model``."""
+    if (lang_dir is None) == (bpe_model is None):
+        parser.error("give exactly one of --lang-dir and --bpe-model")
+    if bpe_model is not None:
+        return bpe_model
+    if not (lang_dir / "bpe.model").is_file():
+        parser.error(f"{lang_dir} has no bpe.model (give --bpe-model)")
+    return lang_dir / "bpe.model"

@@ -37,7 +37,7 @@ from lhotse.features.base import Features
 from lhotse.features.io import MemoryRawWriter
 from lhotse.utils import fastcopy
 
-from ..data import FeatureConfig, utterance_cuts
+from ..data import FeatureConfig, utterance_cuts, utterance_id
 from ..data.audio import read_failure_reason
 from ..data.audio_io import AudioLimits, mono_samples, probe_recording, too_long
 
@@ -72,12 +72,14 @@ def _items(inputs: Any) -> list[Any]:
 
 
 def check_sample_rate(sample_rate: Any) -> int:
-    """``sample_rate`` as an int (Hz); ``TypeError`` / ``ValueError`` saying what is wrong."""
+    """``sample_rate`` as an int (Hz); ``TypeError`` / ``ValueError`` saying what is wrong
+    (outside :class:`~k2dec.data.AudioLimits`' rates: the check ``k2dec decode`` makes of a
+    file's header)."""
     if isinstance(sample_rate, bool) or not isinstance(sample_rate, int | np.integer):
         raise TypeError(f"sample_rate must be an int number of samples per second (e.g. "
                         f"16000), got {type(sample_rate).__name__} {sample_rate!r}")
-    if sample_rate < 1:
-        raise ValueError(f"sample_rate must be >= 1 Hz, got {sample_rate}")
+    AudioLimits().check_rate(int(sample_rate), "given as sample_rate",
+                             "give the waveforms' own rate in samples per second (e.g. 16000)")
     return int(sample_rate)
 
 
@@ -198,19 +200,34 @@ def _cut_inputs(cut: Cut, config: FeatureConfig, max_duration: float) -> list[Pr
     return [PreparedInput(u.id, u) for u in utterance_cuts(CutSet.from_cuts([cut]))]
 
 
+def _check_file_ids(items: Sequence[Any]) -> None:
+    """``ValueError`` naming the paths when two file inputs have one result id (stem)."""
+    seen: dict[str, Any] = {}
+    for x in items:
+        if isinstance(x, str | os.PathLike):
+            utt = utterance_id(Path(x))
+            if utt in seen:
+                raise ValueError(f"{str(seen[utt])!r} and {str(x)!r} have one result id "
+                                 f"{utt!r} (a file's id is its stem, as in k2dec decode "
+                                 "--audio-dir): rename one, or decode them in separate calls")
+            seen[utt] = x
+
+
 def prepare_inputs(inputs: Any, sample_rate: Any, config: FeatureConfig,
                    max_duration: float) -> list[PreparedInput]:
     """The utterances of ``inputs`` (see the module docstring), in order: a file's result id
-    is its path as given, a waveform's its position in ``inputs``, a recording's its id, a
-    cut's its utterance ids. ``sample_rate`` is that of the waveforms (files, recordings and
-    cuts carry their own).
+    is its stem, as ``k2dec decode --audio-dir`` names it (:func:`k2dec.data.utterance_id`:
+    ``spk1/utt7.FLAC`` -> ``utt7``), a waveform's its position in ``inputs``, a recording's
+    its id, a cut's its utterance ids. ``sample_rate`` is that of the waveforms (files,
+    recordings and cuts carry their own).
 
     Raises:
       TypeError, ValueError: naming the input: an unknown input type, a missing or unreadable
-        file, a malformed waveform, waveforms without a valid ``sample_rate``, a cut without
-        usable features or audio.
+        file, two files with one stem, a malformed waveform, waveforms without a valid
+        ``sample_rate``, a cut without usable features or audio.
     """
     items = _items(inputs)
+    _check_file_ids(items)
     rate = None
     if any(isinstance(x, np.ndarray | torch.Tensor) for x in items):
         if sample_rate is None:
@@ -222,7 +239,7 @@ def prepare_inputs(inputs: Any, sample_rate: Any, config: FeatureConfig,
         cut_id = f"k2dec-input-{i}"
         if isinstance(x, str | os.PathLike):
             out.append(_file_cut(cut_id, Path(x), config, max_duration))
-            out[-1] = PreparedInput(str(x), out[-1].cut, out[-1].error)
+            out[-1] = PreparedInput(utterance_id(Path(x)), out[-1].cut, out[-1].error)
         elif isinstance(x, np.ndarray | torch.Tensor):
             samples = waveform_samples(x, f"inputs[{i}]")
             done = _features_cut(cut_id, samples, rate, config, max_duration)

@@ -19,9 +19,10 @@ class RecognitionResult:
     """The hypothesis of one utterance.
 
     Attributes:
-      id: an audio file's path as given, a waveform's position in the inputs (``"0"``,
-        ``"1"``, ...), a cut's utterance id (:func:`k2dec.data.utterance_cuts`), a stream's
-        name.
+      id: an audio file's stem, as ``k2dec decode --audio-dir`` names it
+        (:func:`k2dec.data.utterance_id`: ``spk1/utt7.FLAC`` -> ``utt7``), a waveform's
+        position in the inputs (``"0"``, ``"1"``, ...), a cut's utterance id
+        (:func:`k2dec.data.utterance_cuts`), a stream's name.
       text: the words joined by single spaces (``""`` when the utterance failed).
       words: the words.
       tokens: the token symbols (BPE pieces such as ``"▁THE"``) of the hypothesis, ``None``

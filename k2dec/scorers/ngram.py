@@ -75,17 +75,19 @@ def train_token_arpa(text: str | Path, bpe_model: str | Path, arpa: str | Path,
     ``arpa`` is kept unless ``overwrite``. ``k2dec train-token-lm`` runs this.
 
     Args:
-      text: UTF-8 (optionally gzipped), one sentence per line (blank lines skipped), in the
-        case the BPE model was trained on (a warning says when more than a tenth of the
-        tokens are ``<unk>``).
+      text: UTF-8 (optionally gzipped), one sentence per line (blank lines skipped); put in
+        the BPE model's letter case first (:func:`k2dec.lang.case.match_case`, as decode
+        does with references), so lower-case text trains the same n-gram as upper-case text.
+        A warning says when more than a tenth of the tokens are still ``<unk>``.
       bpe_model: the sentencepiece model of the acoustic model's tokens.
       arpa: the ARPA file to write.
       order: the n-gram order (icefall's LODR: 2).
       overwrite: train again when ``arpa`` exists.
 
     Raises:
-      ValueError: naming the file: a text that is not UTF-8 or has no sentence, a BPE model
-        that cannot be read, an order outside 1..5.
+      ValueError: naming the file: a text that is not UTF-8 or has no sentence, one of whose
+        tokens at least half are ``<unk>`` (:data:`MAX_UNKNOWN_SHARE`: the n-gram would be
+        useless), a BPE model that cannot be read, an order outside 1..5.
     """
     from k2dec.files import copy_as
     from k2dec.graph.ngram import train_arpa
@@ -105,20 +107,31 @@ def train_token_arpa(text: str | Path, bpe_model: str | Path, arpa: str | Path,
         return copy_as(plain, arpa)
 
 
-def _encode_text(text: str | Path, sp, out: Path) -> Path:
-    """Write the non-blank lines of ``text`` as token ids of ``sp`` to ``out``."""
-    from k2dec.files import text_lines
+#: The share of ``<unk>`` tokens at which :func:`train_token_arpa` refuses a text.
+MAX_UNKNOWN_SHARE = 0.5
 
+
+def _encode_text(text: str | Path, sp, out: Path) -> Path:
+    """Write the non-blank lines of ``text``, in ``sp``'s letter case, as token ids of ``sp``
+    to ``out``."""
+    from k2dec.files import text_lines
+    from k2dec.lang.case import bpe_case, match_case
+
+    case = bpe_case(sp)
     sentences = tokens = unknown = 0
     with open(out, "w", encoding="utf-8") as dst:
         for _, line in text_lines(text, "LM text"):
             if line.strip():
-                ids = sp.encode(line.strip())
+                ids = sp.encode(match_case(line.strip(), case))
                 sentences, tokens = sentences + 1, tokens + len(ids)
                 unknown += sum(1 for i in ids if i == sp.unk_id())
                 dst.write(" ".join(map(str, ids)) + "\n")
     if sentences == 0:
         raise ValueError(f"LM text {text} has no sentences")
+    if unknown >= MAX_UNKNOWN_SHARE * tokens:
+        raise ValueError(f"LM text {text}: {unknown} of its {tokens} tokens are <unk> (the "
+                         "BPE model cannot spell it: is it in the BPE model's alphabet?); a "
+                         "token n-gram of it would be useless")
     if unknown > 0.1 * tokens:
         logger.warning("%s: %d of its %d tokens are <unk>: is the text in the case and "
                        "alphabet the BPE model was trained on?", text, unknown, tokens)

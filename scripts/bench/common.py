@@ -62,8 +62,10 @@ __all__ = [
 REPO = Path(__file__).resolve().parents[2]
 #: the shipped model, lang dir, LMs and test sets
 SHIPPED = REPO / "assets" / "librispeech-synth"
-#: graphs, features and peer files built once and reused by every area
-WORK = REPO / "exp" / "bench" / "work"
+#: graphs, features and peer files built once and reused by every area (``K2DEC_BENCH_WORK``
+#: moves them: the test suite points it at a temporary folder, so a test run leaves nothing
+#: in the checkout)
+WORK = Path(os.environ.get("K2DEC_BENCH_WORK") or REPO / "exp" / "bench" / "work")
 
 
 # ------------------------------------------------------------------------------------ memory

@@ -185,3 +185,25 @@ def test_train_token_lm_bad_inputs(bpe_lang, tmp_path, case):
         expect = ["--order", "7 is not in the range 1<=x<=5"]
     _assert_clear(_run(*args), 2, *expect)
     assert not (tmp_path / "out.arpa").exists()
+
+
+def test_train_token_lm_matches_the_bpe_models_case(bpe_lang, tmp_path):
+    """Lower-case text trains the same n-gram as the upper-case text the BPE model was trained
+    on (the case decode gives references); a text the BPE model cannot spell (mostly <unk>)
+    is refused naming the file, not written as a useless n-gram."""
+    lower = tmp_path / "lower.txt"
+    lower.write_text((bpe_lang / "text.txt").read_text().lower())
+    outs = {}
+    for name, text in (("upper", bpe_lang / "text.txt"), ("lower", lower)):
+        outs[name] = tmp_path / f"{name}.arpa"
+        r = _run("train-token-lm", "--lang-dir", str(bpe_lang / "lang"), "--text", str(text),
+                 "-o", str(outs[name]))
+        assert r.exit_code == 0, r.output
+    assert outs["lower"].read_text() == outs["upper"].read_text()
+    greek = tmp_path / "greek.txt"
+    greek.write_text("Η ΓΑΤΑ ΚΑΘΕΤΑΙ\nΟ ΣΚΥΛΟΣ ΤΡΕΧΕΙ\n")
+    out = tmp_path / "greek.arpa"
+    r = _run("train-token-lm", "--lang-dir", str(bpe_lang / "lang"), "--text", str(greek),
+             "-o", str(out))
+    _assert_clear(r, 2, f"LM text {greek}", "tokens are <unk>")
+    assert not out.exists()

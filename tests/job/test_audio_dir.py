@@ -17,10 +17,12 @@ from pathlib import Path
 import kaldialign
 import pytest
 import soundfile as sf
+import torch
 from click.testing import CliRunner
 
 from k2dec.cli import main
 from k2dec.results import read_results
+from tests.sox_formats import sox_lacks
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "assets" / "librispeech-synth"
@@ -37,7 +39,7 @@ pytestmark = [
 ]
 
 # variant -> (sox options, file ending); "opus" is written with soundfile
-VARIANTS = {
+ALL_VARIANTS = {
     "16k": ([], ".wav"),
     "8k": (["-r", "8000"], ".wav"),
     "22k": (["-r", "22050"], ".wav"),
@@ -47,6 +49,9 @@ VARIANTS = {
     "ogg": ([], ".ogg"),
     "opus": (None, ".opus"),
 }
+# the variants this sox can make (test_every_variant_can_be_made skips naming what is missing)
+VARIANTS = {k: v for k, v in ALL_VARIANTS.items()
+            if v[0] is None or sox_lacks(v[1].lstrip(".").lower()) is None}
 # WER (%) a variant may exceed the 16 kHz original by: lossless variants only differ by
 # resampling / downmixing; lossy codecs a little more. Measured on these 10 utterances:
 # 16k 36.3, 44k 36.3, 48k stereo 36.3, mp3 35.4, ogg 40.7, opus 32.7, 8k 69.9.
@@ -111,6 +116,24 @@ def decoded(variants, tmp_path_factory):
     r = _decode("--audio-dir", str(audio), "--text", str(text), "--method", "greedy_search",
                 "--out-dir", str(out))
     return r, out
+
+
+@pytest.mark.parametrize("name", [k for k, v in ALL_VARIANTS.items() if v[0] is not None])
+def test_each_sox_variant_is_made_or_skipped_saying_why(name, tmp_path):
+    """A variant this sox can make is made (and is in the tests); one it cannot make skips
+    here naming the package that adds its format, instead of crashing the fixture."""
+    opts, ending = ALL_VARIANTS[name]
+    reason = sox_lacks(ending.lstrip(".").lower())
+    if reason is not None:
+        assert name not in VARIANTS
+        pytest.skip(f"the {name} variant is not tested: {reason}")
+    flac = _sources()[0][1]
+    out = tmp_path / f"x{ending}"
+    subprocess.run(["sox", str(flac), *opts, str(out), "trim", "0", "1"], check=True,
+                   capture_output=True)
+    info = subprocess.run(["sox", "--i", "-D", str(out)], check=True, capture_output=True,
+                          text=True).stdout
+    assert name in VARIANTS and float(info) == pytest.approx(1.0, abs=0.1)
 
 
 def test_every_file_gets_a_result_or_a_failure(variants, decoded):
@@ -199,10 +222,16 @@ def test_text_needs_audio_dir(tmp_path):
     assert r.exit_code != 0 and "--text goes with --audio-dir" in r.output
 
 
+#: Peak RSS bound (MB) of the 60 s recording's decode, per stack: torch 1.13 (the pinned stack)
+#: peaked at 0.57 GB; torch 2.11 (the modern stack, `make test-modern`) at 1116 MB, most of the
+#: difference the larger torch / k2 libraries and allocator before any audio is read.
+LONG_RECORDING_MAX_RSS_MB = 1024 if int(torch.__version__.split(".")[0]) < 2 else 1280
+
+
 def test_a_long_recording_decodes_in_bounded_memory(tmp_path):
     """60 s of 44.1 kHz stereo (the test utterances one after the other) decodes in one
-    process whose peak RSS stays under 1 GB; with --max-duration below its length it is a
-    failed cut that says why."""
+    process whose peak RSS stays under :data:`LONG_RECORDING_MAX_RSS_MB`; with
+    --max-duration below its length it is a failed cut that says why."""
     d = tmp_path / "in"
     d.mkdir()
     flacs = [str(f) for f in sorted(CORPUS.rglob("*.flac"))[:40]]
@@ -217,11 +246,12 @@ def test_a_long_recording_decodes_in_bounded_memory(tmp_path):
     output = proc.stdout.read().decode()
     _, status, usage = os.wait4(proc.pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0, output
-    assert usage.ru_maxrss < 1024 * 1024, f"peak RSS {usage.ru_maxrss / 1024:.0f} MB"
+    assert usage.ru_maxrss < LONG_RECORDING_MAX_RSS_MB * 1024, \
+        f"peak RSS {usage.ru_maxrss / 1024:.0f} MB (bound {LONG_RECORDING_MAX_RSS_MB} MB)"
     rec = read_results(tmp_path / "out" / "greedy_search" / "results-in.jsonl")["long"]
     assert rec["status"] == "ok" and len(rec["hyp"]) > 50
     r = _decode("--audio-dir", str(d), "--method", "greedy_search", "--max-duration", "30",
                 "--out-dir", str(tmp_path / "short"))
-    assert r.exit_code == 3, (r.output, r.exception)
+    assert r.exit_code == 4, (r.output, r.exception)  # its only cut failed: all failed
     rec = read_results(tmp_path / "short" / "greedy_search" / "results-in.jsonl")["long"]
     assert rec["status"] == "error" and "too long: 60.0 s" in rec["error"]

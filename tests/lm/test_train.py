@@ -140,14 +140,14 @@ def test_main_entry_point(corpus, tmp_path):
                    "--num-steps", "3", "--batch-size", "4", "--tie-weights", "--no-progress"])
     lm = load_lm(result.checkpoint)
     assert isinstance(lm, TransformerLM)
-    ppl = perplexity_main(["--checkpoint", str(result.checkpoint), "--text",
+    ppl = perplexity_main(["--rnn-lm", str(result.checkpoint), "--text",
                            str(corpus / "valid.txt"), "--bpe-model", str(corpus / "bpe.model"),
                            "--no-progress"])
     assert ppl.perplexity == pytest.approx(
         compute_text_perplexity(lm, corpus / "valid.txt", corpus / "bpe.model").perplexity)
     # lower-case text with an upper-case BPE model: the perplexity of the upper-case text
     (tmp_path / "lower.txt").write_text((corpus / "valid.txt").read_text().lower())
-    lower = perplexity_main(["--checkpoint", str(result.checkpoint), "--text",
+    lower = perplexity_main(["--rnn-lm", str(result.checkpoint), "--text",
                              str(tmp_path / "lower.txt"), "--bpe-model",
                              str(corpus / "bpe.model"), "--no-progress"])
     assert (lower.perplexity, lower.num_tokens) == (ppl.perplexity, ppl.num_tokens)

@@ -153,7 +153,9 @@ def test_feature_overrides(setup, tmp_path):
         "decode", "--model", str(setup["jit"]), "--audio-dir", str(setup["audio"]),
         "--method", "greedy_search", "--out-dir", str(tmp_path / "o"),
         "--feature-num-mel-bins", "40"])
-    assert got.exit_code == 3 and "wavs greedy_search: 4 of 4 cuts failed" in got.output, \
+    # every cut of every method failed: exit status 4 (not 3, "some failed")
+    assert got.exit_code == 4 and "wavs greedy_search: 4 of 4 cuts failed" in got.output, \
         got.output
+    assert "no cut could be decoded" in got.output
     records = read_results(tmp_path / "o" / "greedy_search" / "results-wavs.jsonl")
     assert records and all(r["status"] == "error" for r in records.values())

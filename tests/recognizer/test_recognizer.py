@@ -48,14 +48,16 @@ def _same(a: RecognitionResult, b: RecognitionResult, score_tol: float = 0.0) ->
 
 
 def test_files_give_text_tokens_times_and_confidences(rec, by_file):
-    assert [r.id for r in by_file] == [str(f) for f in FILES]
+    # a file's id is its stem, as k2dec decode --audio-dir names it
+    assert [r.id for r in by_file] == [f.stem for f in FILES]
+    paths = {f.stem: f for f in FILES}
     assert all(not r.error and r.words for r in by_file)
     for r in by_file:
         assert r.text == " ".join(r.words)
         assert len(r.tokens) == len(r.timestamps) == len(r.record.tokens)
         assert "".join(r.tokens).replace("\u2581", " ").split() == list(r.words)
         assert all(b >= a for a, b in zip(r.timestamps, r.timestamps[1:]))
-        assert r.timestamps[-1] <= sf.info(r.id).duration  # seconds of 40 ms frames
+        assert r.timestamps[-1] <= sf.info(paths[r.id]).duration  # seconds of 40 ms frames
         assert [w.word for w in r.timed_words] == list(r.words)
         assert all(0.0 <= c <= 1.0 for c in r.confidences)
     assert rec.model.vocab_size == 256 and rec.method == "greedy_search"
@@ -90,7 +92,7 @@ def test_mixed_inputs_keep_their_order(rec, by_file):
     wave = sf.read(FILES[1], dtype="float32")[0]
     out = rec.decode([str(FILES[0]), wave, Recording.from_file(FILES[2]).to_cut()],
                      sample_rate=16000)
-    assert [r.id for r in out][:2] == [str(FILES[0]), "1"]
+    assert [r.id for r in out][:2] == [FILES[0].stem, "1"]
     for a, b in zip(out, by_file[:3]):
         _same(a, b, 1e-4)
     assert rec.decode([]) == []
@@ -162,7 +164,10 @@ BAD_WAVEFORMS = [
     (dict(sample_rate="16000"), TypeError, "sample_rate must be an int .* got str"),
     (dict(sample_rate=True), TypeError, "sample_rate must be an int"),
     (dict(sample_rate=None), ValueError, "waveform inputs need their sample_rate"),
-    (dict(sample_rate=0), ValueError, "sample_rate must be >= 1 Hz, got 0"),
+    # the check k2dec decode makes of a file's header (not "too long: 48000 s" at 1 Hz)
+    (dict(sample_rate=0), ValueError, "implausible sampling rate 0 Hz given as sample_rate"),
+    (dict(sample_rate=1), ValueError, r"implausible sampling rate 1 Hz .*\(accepted: "),
+    (dict(sample_rate=10_000_000), ValueError, "implausible sampling rate 10000000 Hz"),
     (dict(x=np.zeros(0, dtype=np.float32)), ValueError, r"inputs\[0\]: the waveform is empty"),
     (dict(x=np.zeros((2, 16000), dtype=np.float32)), ValueError,
      r"inputs\[0\]: a waveform must be one channel .* got shape \(2, 16000\); average"),
@@ -174,6 +179,14 @@ BAD_WAVEFORMS = [
     (dict(x={"a": 1}), TypeError, "inputs must be an audio file path"),
     (dict(x=42), TypeError, "got int"),
 ]
+
+
+def test_two_files_with_one_stem_are_refused_naming_both(rec, tmp_path):
+    (tmp_path / "a").mkdir()
+    copy = tmp_path / "a" / FILES[0].name
+    copy.write_bytes(FILES[0].read_bytes())
+    with pytest.raises(ValueError, match=f"and '{copy}' have one result id '{FILES[0].stem}'"):
+        rec.decode([FILES[0], copy])
 
 
 @pytest.mark.parametrize("given, error, match", BAD_WAVEFORMS)
