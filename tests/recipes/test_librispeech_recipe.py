@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from k2dec.tools.synth import CorpusConfig, Voice, available_voices, make_corpus
+from k2dec.train.synth import CorpusConfig, Voice, available_voices, make_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("espeak-ng") is None,
