@@ -123,7 +123,7 @@ def _in_train_command(path: Path, node: ast.stmt) -> bool:
 def test_only_training_imports_the_trainers():
     """``k2dec.train`` is imported by itself, the CLI's train commands (inside the command),
     the recipes and the scripts: nothing on the decode path."""
-    bad = [f"{p.relative_to(ROOT)}:{node.lineno} imports {module}"
+    bad = [f"{p.relative_to(ROOT)}:{node.lineno} imports {module} {names}"
            for p in _sources(PACKAGE) if "train" not in p.relative_to(PACKAGE).parts[:1]
            for module, names, node in _imports(p)
            if _imports_training(module, names) and not _in_train_command(p, node)]

@@ -47,7 +47,11 @@ class LossConfig:
 
 @dataclass
 class Losses:
-    """Summed (not averaged) losses of a batch, and what they were summed over."""
+    """Summed (not averaged) losses of a batch, and what they were summed over.
+
+    The losses are float 0-dim tensors on the model's device (``total`` is the weighted sum
+    that training minimises, divided by ``num_tokens``); ``num_frames`` counts encoder frames.
+    """
 
     ctc: torch.Tensor
     transducer_simple: torch.Tensor
