@@ -574,7 +574,7 @@ _PASSTHROUGH = {"ignore_unknown_options": True, "allow_extra_args": True,
 @click.pass_context
 def train_lm_cmd(ctx):
     """Train an RNN or Transformer LM on a text file (BPE tokens); see --help."""
-    from .lm.train import main as train_main
+    from .train.lm_trainer import main as train_main
 
     train_main(ctx.args)
 

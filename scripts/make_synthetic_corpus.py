@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Make the offline LibriSpeech-layout corpus (see ``k2dec.tools.synth`` for layout and details).
+"""Make the offline LibriSpeech-layout corpus (see ``k2dec.train.synth`` for layout and details).
 
 Needs the Debian packages ``flite espeak-ng festival festvox-kdlpc16k festvox-us-slt-hts fortunes
 fortunes-min`` (voices that are missing are skipped). Examples::
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import click
 
-from k2dec.tools.synth import (
+from k2dec.train.synth import (
     DEFAULT_HELD_OUT,
     FORTUNES_DIR,
     VOICE_CATALOG,

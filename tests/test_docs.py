@@ -15,8 +15,8 @@ import k2dec
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "api"
-#: Subpackages that are not decoding API: test factories and the corpus maker.
-NOT_API = {"testing", "tools"}
+#: Subpackages that are not decoding API: test factories.
+NOT_API = {"testing"}
 
 
 def test_every_public_package_has_its_page():

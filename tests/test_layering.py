@@ -105,3 +105,45 @@ def test_the_icefall_drop_in_sits_above_the_methods():
     assert not bad, bad
     assert any(module.startswith("k2dec.methods")
                for p in _sources(PACKAGE / "icefall") for module, _, _ in _imports(p))
+
+
+def _imports_training(module: str, names: tuple[str, ...]) -> bool:
+    return module == "k2dec.train" or module.startswith("k2dec.train.") or (
+        module == "k2dec" and "train" in names)
+
+
+def _in_train_command(path: Path, node: ast.stmt) -> bool:
+    """Inside the body of a CLI command whose name starts with ``train`` (``train-lm``)."""
+    return path == PACKAGE / "cli.py" and any(
+        isinstance(f, ast.FunctionDef) and f.name.startswith("train")
+        and f.lineno <= node.lineno <= (f.end_lineno or f.lineno)
+        for f in ast.parse(path.read_text()).body)
+
+
+def test_only_training_imports_the_trainers():
+    """``k2dec.train`` is imported by itself, the CLI's train commands (inside the command),
+    the recipes and the scripts: nothing on the decode path."""
+    bad = [f"{p.relative_to(ROOT)}:{node.lineno} imports {module} {names}"
+           for p in _sources(PACKAGE) if "train" not in p.relative_to(PACKAGE).parts[:1]
+           for module, names, node in _imports(p)
+           if _imports_training(module, names) and not _in_train_command(p, node)]
+    assert not bad, bad
+    assert any(_imports_training(module, names) for module, names, _ in
+               _imports(PACKAGE / "cli.py")), "the finder no longer sees the train-lm import"
+
+
+def test_decoding_loads_no_training_module():
+    """Importing the package and the decode path (methods, job, Recognizer, CLI) leaves every
+    ``k2dec.train`` module unloaded; a training import then loads them (the check sees them)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, k2dec, k2dec.methods, k2dec.job, k2dec.recognizer, k2dec.model, "
+            "k2dec.lm, k2dec.cli\n"
+            "print(sorted(m for m in sys.modules if m.startswith('k2dec.train')))\n"
+            "import k2dec.train\n"
+            "print(sorted(m for m in sys.modules if m.startswith('k2dec.train')))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert out[0] == "[]", out[0]
+    assert "'k2dec.train.lm_trainer'" in out[1], out[1]

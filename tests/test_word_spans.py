@@ -10,29 +10,7 @@ import torch
 
 from k2dec.best_paths import ctc_token_spans, word_minimum, word_spans
 from k2dec.lang import bpe_word_start_mask, make_symbol_table
-
-
-def _ref_ctc_spans(labels: list[int], blank: int = 0):
-    out = []
-    t = 0
-    while t < len(labels):
-        u = t
-        while u + 1 < len(labels) and labels[u + 1] == labels[t]:
-            u += 1
-        if labels[t] != blank and labels[t] >= 0:
-            out.append((labels[t], t, u + 1))
-        t = u + 1
-    return out
-
-
-def _ref_words(tokens, begin, end, starts):
-    words = []
-    for tok, b, e in zip(tokens, begin, end):
-        if starts[tok] or not words:
-            words.append([b, e])
-        else:
-            words[-1][1] = e
-    return words
+from tests.reference.word_spans import ref_ctc_spans, ref_word_spans
 
 
 def test_ctc_token_spans_and_word_spans_random(device):
@@ -45,13 +23,13 @@ def test_ctc_token_spans_and_word_spans_random(device):
                                  device=device)
         tokens, begin, end = ctc_token_spans(labels)
         for i, r in enumerate(rows):
-            want = _ref_ctc_spans([int(x) for x in r])
+            want = ref_ctc_spans([int(x) for x in r])
             got = list(zip(tokens.tolist()[i], begin.tolist()[i], end.tolist()[i]))
             assert got == want
         wb, we, num = word_spans(tokens, begin, end, starts.to(device))
         for i in range(len(rows)):
-            want = _ref_words(tokens.tolist()[i], begin.tolist()[i], end.tolist()[i],
-                              starts.tolist())
+            want = ref_word_spans(tokens.tolist()[i], begin.tolist()[i], end.tolist()[i],
+                                  starts.tolist())
             assert [list(x) for x in zip(wb.tolist()[i], we.tolist()[i])] == want
             assert int(num[i]) == len(want)
         conf = k2.RaggedTensor(tokens.shape, torch.rand(tokens.values.numel(), device=device))

@@ -2,7 +2,7 @@
 for decoding, :mod:`k2dec.data.decoding`: one utterance per supervision, a bad feature file
 fails its cut), and folders of someone's own audio files (:mod:`k2dec.data.audio`).
 
-The synthetic corpus maker is not decoding and lives with the tools: :mod:`k2dec.tools.synth`.
+The synthetic corpus maker is not decoding and lives with the trainers: :mod:`k2dec.train.synth`.
 """
 
 from .audio import (

@@ -2,7 +2,7 @@
 
 Both score ragged batches of whole token sequences (n-best rescoring), step incrementally with
 a state (shallow fusion; they satisfy :class:`k2dec.aed.IncrementalLM`), report perplexity, and
-are trained on a text file with :func:`train_lm` and loaded back with :func:`load_lm`.
+are trained on a text file with :func:`k2dec.train.train_lm` and loaded back with :func:`load_lm`.
 
 Token convention (icefall BPE): ``<blk>`` = 0, ``<sos/eos>`` = 1, ``<unk>`` = 2.
 
@@ -30,7 +30,6 @@ from .base import NeuralLM, SequenceScores
 from .checkpoint import build_lm, export_lm, load_lm
 from .perplexity import PerplexityResult, compute_perplexity, compute_text_perplexity
 from .rnn import RnnLM, RnnLmConfig, RnnLmState
-from .train import TrainLmConfig, train_lm
 from .transformer import TransformerLM, TransformerLmConfig, TransformerLmState
 
 __all__ = [
@@ -41,7 +40,6 @@ __all__ = [
     "RnnLmConfig",
     "RnnLmState",
     "SequenceScores",
-    "TrainLmConfig",
     "TransformerLM",
     "TransformerLmConfig",
     "TransformerLmState",
@@ -49,5 +47,4 @@ __all__ = [
     "compute_perplexity",
     "compute_text_perplexity",
     "load_lm",
-    "train_lm",
 ]

@@ -18,7 +18,7 @@ class RnnLmConfig:
     """Sizes of an :class:`RnnLM`.
 
     Attributes:
-      vocab_size: ``V`` (icefall's BPE-500 models: 500); :func:`~k2dec.lm.train_lm` sets it from
+      vocab_size: ``V`` (icefall's BPE-500 models: 500); :func:`~k2dec.train.train_lm` sets it from
         the BPE model.
       embedding_dim: token embedding size.
       hidden_dim: LSTM hidden size.

@@ -29,7 +29,7 @@ class TransformerLmConfig:
     """Sizes of a :class:`TransformerLM`.
 
     Attributes:
-      vocab_size: ``V``; :func:`~k2dec.lm.train_lm` sets it from the BPE model.
+      vocab_size: ``V``; :func:`~k2dec.train.train_lm` sets it from the BPE model.
       d_model: embedding and attention size.
       nhead: attention heads (``d_model`` must be divisible by it).
       num_layers: number of (pre-norm) Transformer layers.

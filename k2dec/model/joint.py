@@ -1,5 +1,6 @@
 """The recipes' joint model: a Conformer encoder shared by a CTC head, a stateless
-transducer (pruned RNN-T loss from k2) and an attention decoder.
+transducer and an attention decoder; :func:`export_model` writes it to a file and
+:func:`load_joint_model` reads it back (its training losses are :mod:`k2dec.train.losses`).
 
 Token convention (icefall BPE): ``<blk>`` = 0 (CTC and transducer blank), ``<sos/eos>`` = 1
 (the attention decoder's sos and eos), ``<unk>`` = 2.
@@ -8,20 +9,19 @@ Token convention (icefall BPE): ``<blk>`` = 0 (CTC and transducer blank), ``<sos
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
-import k2
 import torch
 from torch import nn
 
 from ..aed import TransformerDecoder
 from ..data.features import FeatureConfig
+from ..files import checked_config, load_checked_state, load_torch_file
 from ..transducer import Joiner, StatelessDecoder
 from .conformer import ConformerConfig, ConformerEncoder
 from .interface import AcousticModel, EncoderOutput
 
-__all__ = ["JointConfig", "JointModel", "LossConfig", "Losses"]
-
-RNNT_TYPES = ("regular", "modified", "constrained")
+__all__ = ["JointConfig", "JointModel", "export_model", "load_joint_model"]
 
 
 @dataclass(frozen=True)
@@ -49,44 +49,6 @@ class JointConfig:
         return asdict(self)
 
 
-@dataclass(frozen=True)
-class LossConfig:
-    """Loss weights and the pruned RNN-T settings (icefall's defaults).
-
-    ``rnnt_type``: ``"regular"``, ``"modified"`` (one symbol per frame) or ``"constrained"``
-    (one symbol per frame; the frame index advances with each symbol).
-    """
-
-    ctc_weight: float = 0.3
-    transducer_weight: float = 1.0
-    attention_weight: float = 0.3
-    simple_loss_scale: float = 0.5
-    prune_range: int = 5
-    lm_scale: float = 0.25
-    am_scale: float = 0.0
-    rnnt_type: str = "modified"
-    label_smoothing: float = 0.1
-
-    def __post_init__(self) -> None:
-        if self.rnnt_type not in RNNT_TYPES:
-            raise ValueError(f"rnnt_type must be one of {RNNT_TYPES}, got {self.rnnt_type!r}")
-        if self.prune_range < 1:
-            raise ValueError(f"prune_range must be >= 1, got {self.prune_range}")
-
-
-@dataclass
-class Losses:
-    """Summed (not averaged) losses of a batch, and what they were summed over."""
-
-    ctc: torch.Tensor
-    transducer_simple: torch.Tensor
-    transducer_pruned: torch.Tensor
-    attention: torch.Tensor
-    total: torch.Tensor
-    num_frames: int
-    num_tokens: int
-
-
 class JointModel(nn.Module, AcousticModel):
     """Encoder + CTC head + stateless transducer + attention decoder.
 
@@ -107,6 +69,8 @@ class JointModel(nn.Module, AcousticModel):
         self.decoder = StatelessDecoder(cfg.vocab_size, cfg.decoder_dim, blank_id=0,
                                         context_size=cfg.context_size)
         self.joiner = Joiner(d, cfg.decoder_dim, cfg.joiner_dim, cfg.vocab_size)
+        # the simple RNN-T loss's projections (k2dec.train.losses): unused in decoding, kept
+        # so that the shipped model's state dict loads
         self.simple_am_proj = nn.Linear(d, cfg.vocab_size)
         self.simple_lm_proj = nn.Linear(cfg.decoder_dim, cfg.vocab_size)
         self.attention_decoder = TransformerDecoder(
@@ -166,102 +130,24 @@ class JointModel(nn.Module, AcousticModel):
         return EncoderOutput(enc, enc_lens, ctc_log_probs=self.ctc_log_probs(enc).float(),
                              memory=enc, memory_lens=enc_lens)
 
-    def losses(
-        self,
-        features: torch.Tensor,
-        feature_lens: torch.Tensor,
-        tokens: k2.RaggedTensor,
-        cfg: LossConfig = LossConfig(),  # noqa: B008
-    ) -> Losses:
-        """All losses of a batch.
 
-        Args:
-          features: float ``[N, T, F]``; feature_lens: int ``[N]``.
-          tokens: int32 ragged ``[utt][token]`` (no blank, no sos/eos).
-        """
-        if tokens.dim0 != features.size(0):
-            raise ValueError(f"{tokens.dim0} token sequences for {features.size(0)} utterances")
-        enc, enc_lens = self.encoder(features, feature_lens)
-        device = enc.device
-        tokens = tokens.to(device)
-        row_splits = tokens.shape.row_splits(1)
-        y_lens = (row_splits[1:] - row_splits[:-1]).to(torch.int64)
-        if cfg.rnnt_type != "regular" and bool((y_lens > enc_lens).any()):
-            bad = torch.nonzero(y_lens > enc_lens).flatten().tolist()
-            raise ValueError(f"utterances {bad} have more tokens than encoder frames; "
-                             f"rnnt_type={cfg.rnnt_type!r} emits at most one per frame")
-        zero = enc.new_zeros(())
-        # CTC
-        ctc = zero
-        if cfg.ctc_weight > 0:
-            lp = self.ctc_log_probs(enc).transpose(0, 1)  # [T, N, V]
-            ctc = nn.functional.ctc_loss(lp, tokens.values.to(torch.int64), enc_lens, y_lens,
-                                         blank=0, reduction="sum", zero_infinity=True)
-        # pruned RNN-T
-        simple = pruned = zero
-        if cfg.transducer_weight > 0:
-            simple, pruned = self._transducer_losses(enc, enc_lens, tokens, y_lens, cfg)
-        # attention decoder (teacher forcing, label smoothing)
-        att = zero
-        if cfg.attention_weight > 0:
-            att = self._attention_loss(enc, enc_lens, tokens, y_lens, cfg)
-        total = (cfg.ctc_weight * ctc
-                 + cfg.transducer_weight * (cfg.simple_loss_scale * simple + pruned)
-                 + cfg.attention_weight * att)
-        return Losses(ctc, simple, pruned, att, total, int(enc_lens.sum()), int(y_lens.sum()))
-
-    def _transducer_losses(self, enc, enc_lens, tokens, y_lens, cfg: LossConfig):
-        device = enc.device
-        n = enc.size(0)
-        blank = self.decoder.blank_id
-        y_padded = tokens.pad(mode="constant", padding_value=0).to(torch.int64)
-        sos_y = torch.cat([torch.full((n, 1), blank, dtype=torch.int64, device=device),
-                           y_padded], dim=1)
-        # decoder output after every prefix (left-padded context, as in decoding)
-        dec_out = self.decoder(sos_y, need_pad=True)  # [N, S + 1, D]
-        boundary = torch.zeros(n, 4, dtype=torch.int64, device=device)
-        boundary[:, 2] = y_lens
-        boundary[:, 3] = enc_lens
-        lm = self.simple_lm_proj(dec_out)
-        am = self.simple_am_proj(enc)
-        simple, (px_grad, py_grad) = k2.rnnt_loss_smoothed(
-            lm=lm.float(), am=am.float(), symbols=y_padded, termination_symbol=blank,
-            lm_only_scale=cfg.lm_scale, am_only_scale=cfg.am_scale, boundary=boundary,
-            rnnt_type=cfg.rnnt_type, reduction="sum", return_grad=True,
-        )
-        ranges = k2.get_rnnt_prune_ranges(px_grad, py_grad, boundary, cfg.prune_range)
-        am_pruned, lm_pruned = k2.do_rnnt_pruning(
-            am=self.joiner.encoder_proj(enc), lm=self.joiner.decoder_proj(dec_out), ranges=ranges
-        )
-        logits = self.joiner(am_pruned, lm_pruned, project_input=False)
-        pruned = k2.rnnt_loss_pruned(
-            logits=logits.float(), symbols=y_padded, ranges=ranges, termination_symbol=blank,
-            boundary=boundary, rnnt_type=cfg.rnnt_type, reduction="sum",
-        )
-        return simple, pruned
-
-    def _attention_loss(self, enc, enc_lens, tokens, y_lens, cfg: LossConfig):
-        device = enc.device
-        n = enc.size(0)
-        sos = self.cfg.sos_eos_id
-        y_padded = tokens.pad(mode="constant", padding_value=-1).to(torch.int64)
-        width = y_padded.size(1) + 1
-        inp = torch.full((n, width), sos, dtype=torch.int64, device=device)
-        inp[:, 1:] = y_padded.clamp(min=0)
-        target = torch.full((n, width), -100, dtype=torch.int64, device=device)
-        target[:, :-1] = torch.where(y_padded >= 0, y_padded, torch.full_like(y_padded, -100))
-        target[torch.arange(n, device=device), y_lens] = sos  # eos
-        mask = torch.arange(enc.size(1), device=device).unsqueeze(0) >= enc_lens.unsqueeze(1)
-        log_probs = self.attention_decoder(inp, enc, mask)
-        return nn.functional.nll_loss(log_probs.reshape(-1, log_probs.size(-1)),
-                                      target.reshape(-1), ignore_index=-100, reduction="sum") \
-            if cfg.label_smoothing == 0 else _smoothed_nll(log_probs, target, cfg.label_smoothing)
+def export_model(model: JointModel, path: str | Path, half: bool = True,
+                 extra: dict | None = None) -> Path:
+    """A release file: a dict of ``model_config``, ``model`` (the state dict, float16 if
+    ``half``) and the entries of ``extra``; :func:`load_joint_model` reads it back."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: (v.half() if half and v.is_floating_point() else v)
+             for k, v in model.state_dict().items()}
+    torch.save({"model_config": model.cfg.to_dict(), "model": state, **(extra or {})}, path)
+    return path
 
 
-def _smoothed_nll(log_probs: torch.Tensor, target: torch.Tensor, eps: float) -> torch.Tensor:
-    keep = target != -100
-    lp = log_probs[keep]
-    t = target[keep]
-    nll = -lp.gather(1, t.unsqueeze(1)).squeeze(1)
-    smooth = -lp.mean(dim=1)
-    return ((1.0 - eps) * nll + eps * smooth).sum()
+def load_joint_model(path: str | Path, device: torch.device | str = "cpu") -> JointModel:
+    """Rebuild a :class:`JointModel` from an exported file or a training checkpoint
+    (float32, eval mode)."""
+    path = Path(path)
+    ckpt = load_torch_file(path, "k2dec model file", keys=("model_config", "model"))
+    model = JointModel(checked_config(JointConfig, ckpt["model_config"], path))
+    load_checked_state(model, ckpt["model"], path)
+    return model.to(torch.device(device)).eval()

@@ -88,7 +88,7 @@ def load_model(
             module = torch.jit.load(str(path), map_location=device)
             model = IcefallTorchScriptModel(module, tokens=table, feature_config=feature_config)
         else:
-            from .train import load_joint_model
+            from .joint import load_joint_model
 
             model = load_joint_model(path, device)
             model.tokens = table

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 import torch
 
-from k2dec.model import JointConfig, JointModel, average_checkpoints, export_model
+from k2dec.model import JointConfig, JointModel, export_model
 
 
 @click.command()
@@ -24,6 +24,8 @@ from k2dec.model import JointConfig, JointModel, average_checkpoints, export_mod
 @click.option("--float32", is_flag=True, help="Keep float32 weights (default float16).")
 def main(exp_dir: Path, epoch: int, avg: int, out: Path, float32: bool) -> None:
     """Average epoch-(epoch-avg+1) .. epoch-(epoch) and export."""
+    from k2dec.train import average_checkpoints
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     paths = [exp_dir / f"epoch-{e}.pt" for e in range(max(1, epoch - avg + 1), epoch + 1)]
     missing = [str(p) for p in paths if not p.is_file()]

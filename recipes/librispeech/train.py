@@ -19,14 +19,7 @@ from lhotse import CutSet
 
 from k2dec.data import SpecAugmentConfig, make_dataloader
 from k2dec.lang import load_bpe_model
-from k2dec.model import (
-    ConformerConfig,
-    JointConfig,
-    JointModel,
-    LossConfig,
-    TrainConfig,
-    train_joint_model,
-)
+from k2dec.model import ConformerConfig, JointConfig, JointModel
 
 SIZES = {
     "tiny": ConformerConfig(d_model=96, nhead=4, num_layers=4, dim_feedforward=256),
@@ -59,6 +52,8 @@ def _long_enough(cut) -> bool:
 def main(data_dir, lang_dir, exp_dir, train_part, model_size, num_epochs, max_steps,
          max_duration, lr, warmup_steps, rnnt_type, spec_augment, threads):
     """Train (or resume) the joint model."""
+    from k2dec.train import LossConfig, TrainConfig, train_joint_model
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     torch.set_num_threads(threads)
     sp = load_bpe_model(lang_dir / "bpe.model")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import click
 
-from k2dec.lm import RnnLmConfig, TrainLmConfig, TransformerLmConfig, export_lm, train_lm
+from k2dec.lm import RnnLmConfig, TransformerLmConfig, export_lm
 
 
 @click.command()
@@ -51,6 +51,8 @@ def main(data_dir, lang_dir, exp_dir, model_type, num_steps, batch_size, embeddi
          hidden_dim, d_model, num_layers, tie_weights, dropout, num_valid, save_every_n, avg,
          seed):
     """Train an RNN / Transformer LM on data/lm/text.txt and export <exp-dir>/<type>_lm.pt."""
+    from k2dec.train import TrainLmConfig, train_lm
+
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     lines = [ln for ln in (data_dir / "lm" / "text.txt").read_text().splitlines() if ln.strip()]
     if len(lines) <= num_valid:

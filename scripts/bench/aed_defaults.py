@@ -4,7 +4,7 @@
 Sets: the shipped test sets' first 30 utterances (what the demo reports) and the rest (the dev
 utterances ``k2dec demo --tune`` uses), and ``--recordings``: 24 recordings of sentences that no
 shipped split holds (the corpus' dev-clean sentences, from Debian's ``fortunes``, see
-:mod:`k2dec.tools.synth`) spoken by espeak-ng and flite voices at other speaking rates than the
+:mod:`k2dec.train.synth`) spoken by espeak-ng and flite voices at other speaking rates than the
 corpus' (95-250 words a minute, duration stretch 0.7-1.6), every third band-limited to 8 kHz
 (300-3400 Hz, a telephone channel) and every third with white noise at 15 dB SNR. They are made
 once into ``--recordings`` (needs ``espeak-ng``, ``flite``, ``sox`` and ``fortunes``).
@@ -46,7 +46,7 @@ def make_recordings(out: Path, count: int = 24) -> Path:
     """``out/audio/*.wav`` and ``out/text`` (Kaldi text), made once."""
     import soundfile as sf
 
-    from k2dec.tools import synth
+    from k2dec.train import synth
 
     text_file = out / "text"
     if text_file.is_file():

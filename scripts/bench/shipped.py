@@ -101,7 +101,7 @@ def lm_text(work: Path = WORK) -> Path:
     with the corpus maker's own functions and settings, normalized as the recipe does; cached
     under ``work``."""
     from k2dec.data.text import normalize_text
-    from k2dec.tools.synth import (
+    from k2dec.train.synth import (
         FORTUNES_DIR,
         VOICE_CATALOG,
         CorpusConfig,

@@ -11,34 +11,8 @@ import torch
 
 from k2dec.aed import BeamSearchConfig, IncrementalLM, beam_search
 from k2dec.testing.aed import CountingDecoder, TableDecoder, TinyLM, random_decoder
+from tests.aed.beam_problems import assert_same_hyps, random_problem
 from tests.reference.aed_reference import greedy_search, reference_beam_search
-
-FIELDS = ("score", "raw_score", "attention_score", "ctc_score", "lm_score")
-
-
-def _problem(seed, device, n=3, t=7, v=6, c=5, eos_bias=1.0, dtype=torch.float64):
-    g = torch.Generator().manual_seed(seed)
-    dec = random_decoder(v, c, seed, eos_bias=eos_bias, dtype=dtype).to(device)
-    memory = torch.randn(n, t, c, generator=g, dtype=dtype)
-    lens = torch.randint(1, t + 1, (n,), generator=g)
-    lens[0] = t
-    pad = torch.arange(t).unsqueeze(0) >= lens.unsqueeze(1)
-    memory = memory.masked_fill(pad.unsqueeze(2), 50.0)  # padding must not matter
-    ctc = torch.randn(n, t, v, generator=g, dtype=dtype).mul(2).log_softmax(-1)
-    lm = TinyLM(v, seed=seed).to(dtype).to(device).eval()
-    return dec, memory.to(device), lens.to(device), ctc.to(device), lm
-
-
-def _assert_same(got, want, tol):
-    assert len(got) == len(want)
-    for hyps, ref in zip(got, want):
-        assert [h.tokens for h in hyps] == [h.tokens for h in ref]
-        for h, r in zip(hyps, ref):
-            for f in FIELDS:
-                assert getattr(h, f) == pytest.approx(getattr(r, f), abs=tol), f
-            assert h.token_scores == pytest.approx(r.token_scores, abs=tol)
-            assert len(h.token_scores) == len(h.tokens) + 1
-
 
 SWITCHES = {
     "temperature": dict(temperature=1.7),
@@ -86,12 +60,12 @@ def test_matches_reference(case, device):
     kwargs = CASES[case]
     for seed in (case, case + 100):
         beam = 2 + seed % 3
-        dec, memory, lens, ctc, lm = _problem(seed, device, eos_bias=(seed % 4) * 0.7)
+        dec, memory, lens, ctc, lm = random_problem(seed, device, eos_bias=(seed % 4) * 0.7)
         cfg = BeamSearchConfig(beam_size=beam, nbest=beam, **kwargs)
         got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
         want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
         assert any(len(h) > 0 for h in got)
-        _assert_same(got, want, 1e-8)
+        assert_same_hyps(got, want, 1e-8)
 
 
 @pytest.mark.parametrize("name", sorted(SWITCHES))
@@ -99,7 +73,7 @@ def test_every_switch_changes_something(name):
     """Guards the equivalence test against switches that neither implementation applies."""
     changed = False
     for seed in range(4):
-        dec, memory, lens, ctc, lm = _problem(seed, torch.device("cpu"), eos_bias=0.7)
+        dec, memory, lens, ctc, lm = random_problem(seed, torch.device("cpu"), eos_bias=0.7)
         # the random decoders end early: repeats show in hypotheses made to be long
         base = BeamSearchConfig(beam_size=3, nbest=3, min_len=5 if name == "max_repeats" else 0)
         on = dataclasses.replace(base, **SWITCHES[name])
@@ -119,20 +93,21 @@ def test_ctc_eos_rule_matches_reference(always, device):
     ctc_always_score_eos against the reference, on many random cases (N = 1 and N > 1)."""
     for seed in range(12):
         n = 1 if seed % 4 == 0 else 3
-        dec, memory, lens, ctc, lm = _problem(seed, device, n=n, eos_bias=(seed % 3) * 0.6)
+        dec, memory, lens, ctc, lm = random_problem(seed, device, n=n, eos_bias=(seed % 3) * 0.6)
         cfg = BeamSearchConfig(beam_size=1 + seed % 3, nbest=1 + seed % 3,
                                ctc_weight=(0.3, 0.5, 0.8)[seed % 3], ctc_pre_beam=1 + seed % 2,
                                ctc_always_score_eos=always, min_len=seed % 2)
         got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
         want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
-        _assert_same(got, want, 1e-8)
+        assert_same_hyps(got, want, 1e-8)
 
 
 def test_ctc_eos_rule_changes_results():
     """Guards the test above: the switch matters on some of the same kind of cases."""
     changed = 0
     for seed in range(12):
-        dec, memory, lens, ctc, _ = _problem(seed, torch.device("cpu"), eos_bias=(seed % 3) * 0.6)
+        dec, memory, lens, ctc, _ = random_problem(seed, torch.device("cpu"),
+                                                   eos_bias=(seed % 3) * 0.6)
         sigs = []
         for always in (True, False):
             cfg = BeamSearchConfig(beam_size=2, nbest=2, ctc_weight=0.5, ctc_pre_beam=1,
@@ -169,42 +144,42 @@ def test_ctc_eos_rule_hand_worked():
 
 def test_float32_matches_reference(device):
     for seed, kwargs in enumerate([{}, dict(ctc_weight=0.3, lm_scale=0.3, coverage_penalty=0.2)]):
-        dec, memory, lens, ctc, lm = _problem(seed, device, dtype=torch.float32)
+        dec, memory, lens, ctc, lm = random_problem(seed, device, dtype=torch.float32)
         cfg = BeamSearchConfig(beam_size=3, nbest=3, **kwargs)
         got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
         want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
-        _assert_same(got, want, 1e-4)
+        assert_same_hyps(got, want, 1e-4)
 
 
 @pytest.mark.parametrize("kwargs", [{}, dict(ctc_weight=0.3, lm_scale=0.3, coverage_penalty=0.5,
                                              end_detect=True, end_detect_margin=1.0)])
 def test_batch_of_one_equals_batch_of_many(kwargs, device):
-    dec, memory, lens, ctc, lm = _problem(11, device, n=5, t=9)
+    dec, memory, lens, ctc, lm = random_problem(11, device, n=5, t=9)
     cfg = BeamSearchConfig(beam_size=4, nbest=4, **kwargs)
     batched = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
     for i in range(5):
         t = int(lens[i])
         single = beam_search(dec, memory[i : i + 1, :t], lens[i : i + 1], cfg,
                              ctc_log_probs=ctc[i : i + 1, :t], lm=lm)
-        _assert_same([batched[i]], single, 1e-9)
+        assert_same_hyps([batched[i]], single, 1e-9)
 
 
 def test_vocab_smaller_than_beam(device):
-    dec, memory, lens, ctc, lm = _problem(5, device, v=3)
+    dec, memory, lens, ctc, lm = random_problem(5, device, v=3)
     cfg = BeamSearchConfig(beam_size=5, nbest=5)
-    _assert_same(beam_search(dec, memory, lens, cfg),
+    assert_same_hyps(beam_search(dec, memory, lens, cfg),
                  reference_beam_search(dec, memory, lens, cfg), 1e-8)
 
 
 def test_beam_one_is_greedy(device):
     for seed in range(4):
-        dec, memory, lens, _, _ = _problem(seed, device, n=4, eos_bias=seed * 0.5)
+        dec, memory, lens, _, _ = random_problem(seed, device, n=4, eos_bias=seed * 0.5)
         got = beam_search(dec, memory, lens, BeamSearchConfig(beam_size=1))
         assert [h[0].tokens for h in got] == greedy_search(dec, memory, lens)
 
 
 def test_finished_utterances_stop_costing_compute():
-    dec, memory, lens, _, _ = _problem(3, torch.device("cpu"), n=2, t=8)
+    dec, memory, lens, _, _ = random_problem(3, torch.device("cpu"), n=2, t=8)
     lens = torch.tensor([8, 1])
     counting = CountingDecoder(dec)
     beam_search(counting, memory, lens, BeamSearchConfig(beam_size=3))
@@ -214,7 +189,7 @@ def test_finished_utterances_stop_costing_compute():
 
 
 def test_lengths_respect_min_and_max():
-    dec, memory, lens, _, _ = _problem(2, torch.device("cpu"), n=3, eos_bias=3.0)
+    dec, memory, lens, _, _ = random_problem(2, torch.device("cpu"), n=3, eos_bias=3.0)
     cfg = BeamSearchConfig(beam_size=3, nbest=3, min_len=2, max_len_ratio=0.5)
     for i, hyps in enumerate(beam_search(dec, memory, lens, cfg)):
         max_len = max(1, math.floor(int(lens[i]) * 0.5))
@@ -493,24 +468,24 @@ def test_random_switch_combinations_match_reference():
     def check(kwargs, seed):
         kwargs = dict(kwargs)
         kwargs["nbest"] = kwargs["beam_size"]
-        dec, memory, lens, ctc, lm = _problem(seed, torch.device("cpu"), n=2, t=5,
+        dec, memory, lens, ctc, lm = random_problem(seed, torch.device("cpu"), n=2, t=5,
                                               eos_bias=(seed % 3) * 0.8)
         cfg = BeamSearchConfig(**kwargs)
         got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
         want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
-        _assert_same(got, want, 1e-8)
+        assert_same_hyps(got, want, 1e-8)
 
     check()
 
 
 def test_ctc_minus_inf_is_allowed():
     """-inf CTC log-probs (a masked token) are valid input; the token can then never be chosen."""
-    dec, memory, lens, ctc, lm = _problem(4, torch.device("cpu"))
+    dec, memory, lens, ctc, lm = random_problem(4, torch.device("cpu"))
     ctc = ctc.clone()
     ctc[..., 2] = float("-inf")
     cfg = BeamSearchConfig(beam_size=3, nbest=3, ctc_weight=0.5)
     got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc)
-    _assert_same(got, reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc), 1e-8)
+    assert_same_hyps(got, reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc), 1e-8)
     assert all(2 not in h.tokens for hs in got for h in hs)
 
 
@@ -546,14 +521,15 @@ def test_shared_memory_gives_the_same_search(n, device):
     """n-best lists and scores equal those of the per-row memory layout, on searches where
     utterances finish at different steps; the memory is kept once per active utterance."""
     for seed in range(4):
-        dec, memory, lens, ctc, lm = _problem(seed, device, n=n, t=9, eos_bias=0.8 * (seed % 3))
+        dec, memory, lens, ctc, lm = random_problem(seed, device, n=n, t=9,
+                                                    eos_bias=0.8 * (seed % 3))
         cfg = BeamSearchConfig(beam_size=3 + seed % 2, nbest=3, ctc_weight=0.3 * (seed % 2),
                                coverage_penalty=0.2, end_detect=seed % 2 == 1,
                                end_detect_margin=1.0)
         old = beam_search(_PerRowMemory(dec), memory, lens, cfg, ctc_log_probs=ctc)
         rec = _MemoryRecorder(dec)
         new = beam_search(rec, memory, lens, cfg, ctc_log_probs=ctc)
-        _assert_same(new, old, 1e-10)
+        assert_same_hyps(new, old, 1e-10)
         assert rec.seen
         bytes_per_utt = memory.size(1) * dec.d_model * memory.element_size()
         for rows, mem_k_rows, mem_v_rows, nbytes in rec.seen:

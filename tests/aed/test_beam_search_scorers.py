@@ -8,7 +8,7 @@ import torch
 
 from k2dec.aed import BeamSearchConfig, IncrementalLmScorer, beam_search
 from k2dec.scorers import CtcScorer, NeuralLmScorer, WeightedScorer
-from tests.aed.test_beam_search import _assert_same, _problem
+from tests.aed.beam_problems import assert_same_hyps, random_problem
 from tests.reference.aed_reference import reference_beam_search
 from tests.reference.scorers import RefCtc
 from tests.scorers.factories import scorer_pairs
@@ -26,7 +26,7 @@ CASES = {
 def test_matches_reference(device, tmp_path, case):
     kinds, kwargs = CASES[case]
     for seed in (1, 2):
-        dec, memory, lens, ctc, lm = _problem(seed, device, eos_bias=0.7)
+        dec, memory, lens, ctc, lm = random_problem(seed, device, eos_bias=0.7)
         vocab = dec.vocab_size
         scorers, refs = scorer_pairs(kinds, vocab, memory.size(0), seed, device, tmp_path,
                                      score_eos=True)
@@ -39,7 +39,7 @@ def test_matches_reference(device, tmp_path, case):
         want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm,
                                      scorers=refs)
         assert any(len(h) > 0 for h in got)
-        _assert_same(got, want, 1e-7)
+        assert_same_hyps(got, want, 1e-7)
         for hyps, ref in zip(got, want):
             for h, r in zip(hyps, ref):
                 assert h.scorer_scores == pytest.approx(tuple(r.scorer_scores), abs=1e-7)
@@ -84,7 +84,7 @@ def test_ctc_given_as_a_scorer_is_the_joint_ctc():
     """ctc_weight > 0 with the CTC prefix scorer among the scorers (as the method builds it)
     is the same search as with ctc_log_probs; it must match the search's blank, eos and
     batch, and the CTC is given once."""
-    dec, memory, lens, ctc, _ = _problem(3, torch.device("cpu"), eos_bias=0.7)
+    dec, memory, lens, ctc, _ = random_problem(3, torch.device("cpu"), eos_bias=0.7)
     cfg = BeamSearchConfig(beam_size=3, nbest=3, ctc_weight=0.4)
     ws = WeightedScorer(CtcScorer(ctc, lens, 0, dec.eos_id), 0.4)
     given = beam_search(dec, memory, lens, cfg, scorers=[ws])

@@ -14,7 +14,7 @@ from k2dec.data import (
     make_dataloader,
     prepare_manifests,
 )
-from k2dec.tools.synth import (
+from k2dec.train.synth import (
     CorpusConfig,
     Voice,
     available_voices,

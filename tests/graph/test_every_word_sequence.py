@@ -21,9 +21,7 @@ import torch
 from k2dec.graph import (
     HmmTopology,
     build_ctc_topo,
-    build_G,
     build_hmm_topo,
-    build_L,
     build_rescoring_G,
     compile_HCLG,
     compile_HLG,
@@ -34,55 +32,16 @@ from k2dec.graph import (
     refresh_labels_version,
     write_openfst,
 )
-from k2dec.lang import write_lang_dir
-from k2dec.testing.lang import RandomLang, random_lang
-from tests.reference.lattice_paths import best_per_word_sequence
-from tests.reference.ngram import ArpaScorer, lexicon_lm_word_sequences
+from tests.graph.random_lang import RandomCase, decoded_words, icefall_LG
 
-from .random_lang import ctc_realisations, pronunciations, word_sequences
-from .test_hlg import _best, _linear
+from .exhaustive import best_intersection, linear_fsa
+from .random_lang import ctc_realisations, word_sequences
 
 SEEDS = range(8)
 
 
-class Case:
-    """A random lang dir, its ARPA, the reference and the compiled graphs."""
-
-    def __init__(self, seed: int, tmp_path):
-        self.seed = seed
-        self.spec: RandomLang = random_lang(seed)
-        self.lang = write_lang_dir(tmp_path / "lang", [(w, list(p)) for w, p in
-                                                       self.spec.lexicon])
-        self.arpa = tmp_path / "lm.arpa"
-        self.arpa.write_text(self.spec.arpa)
-        self.lm = ArpaScorer(self.arpa)
-        self.G = build_G(self.arpa, self.lang.word_table)
-        self.L = build_L(self.lang.lexicon_disambig, self.lang.token_table,
-                         self.lang.word_table, disambig_self_loops=True)
-        self.ids = (self.lang.first_token_disambig_id, self.lang.first_word_disambig_id)
-
-    def token_sequences(self) -> set[tuple[str, ...]]:
-        """Every spelling of every word sequence of up to 3 words."""
-        out: set[tuple[str, ...]] = set()
-        for seq in word_sequences(self.spec.words, 3):
-            out |= pronunciations(seq, self.spec.lexicon)
-        return out
-
-    def expected(self, tokens: tuple[str, ...]) -> dict[tuple[str, ...], float]:
-        return lexicon_lm_word_sequences(tokens, self.spec.lexicon, self.lm)
-
-    def token_ids(self, tokens: tuple[str, ...]) -> list[int]:
-        return [self.lang.token_table.get(t) for t in tokens]
 
 
-def _decoded(frames: list[list[int]], graph: k2.Fsa, wt: k2.SymbolTable):
-    """For each frame (or token) sequence: {word sequence: best score} over all paths."""
-    out = []
-    for f in frames:
-        inter = k2.connect(k2.intersect(_linear(f), graph, treat_epsilons_specially=False))
-        best = best_per_word_sequence(inter) if inter.num_arcs else {}
-        out.append({tuple(wt.get(w) for w in ws): s for ws, s in best.items()})
-    return out
 
 
 def _assert_same(got: dict, want: dict, what: str, offset: float = 0.0) -> None:
@@ -93,13 +52,13 @@ def _assert_same(got: dict, want: dict, what: str, offset: float = 0.0) -> None:
         assert got[words] == pytest.approx(score + offset, abs=2e-4), (what, words)
 
 
-def _check_HLG(case: Case, HLG: k2.Fsa) -> int:
+def _check_HLG(case: RandomCase, HLG: k2.Fsa) -> int:
     rng = random.Random(case.seed)
     checked = 0
     for tokens in sorted(case.token_sequences()):
         want = case.expected(tokens)
         frames = ctc_realisations(case.token_ids(tokens), rng)
-        for f, got in zip(frames, _decoded(frames, HLG, case.lang.word_table)):
+        for f, got in zip(frames, decoded_words(frames, HLG, case.lang.word_table)):
             _assert_same(got, want, f"seed {case.seed} tokens {tokens} frames {f}")
             checked += 1
     return checked
@@ -107,7 +66,7 @@ def _check_HLG(case: Case, HLG: k2.Fsa) -> int:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_HLG_outputs_every_word_sequence_of_L_o_G(seed, tmp_path):
-    case = Case(seed, tmp_path)
+    case = RandomCase(seed, tmp_path)
     H = build_ctc_topo(case.lang.max_token_id)
     HLG = compile_HLG(H, case.L, case.G, *case.ids)
     assert _check_HLG(case, HLG) > 100
@@ -116,7 +75,7 @@ def test_HLG_outputs_every_word_sequence_of_L_o_G(seed, tmp_path):
         if word in case.spec.unscored:
             continue
         frames = ctc_realisations(case.token_ids(pron), random.Random(0), exhaustive_up_to=0)
-        assert (word,) in _decoded(frames[:1], HLG, case.lang.word_table)[0], word
+        assert (word,) in decoded_words(frames[:1], HLG, case.lang.word_table)[0], word
     assert graph_words(HLG, case.lang.word_table) == set(case.spec.words) - set(
         case.spec.unscored)
 
@@ -127,11 +86,11 @@ def test_LG_outputs_every_word_sequence_of_L_o_G(seed, pushing, tmp_path):
     """LG read through the transducer's trivial topology: plain token sequences. With log
     weight pushing (as ``compile_graph`` builds LG for fast_beam_search) every path's score
     moves by the same constant (minus the log of G's total)."""
-    case = Case(seed, tmp_path)
+    case = RandomCase(seed, tmp_path)
     LG = compile_LG(case.L, case.G, *case.ids, log_weight_pushing=pushing)
     assert not bool((LG.labels == 0).any()), "LG must be epsilon-free"
     seqs = sorted(case.token_sequences())
-    decoded = _decoded([case.token_ids(t) for t in seqs], LG, case.lang.word_table)
+    decoded = decoded_words([case.token_ids(t) for t in seqs], LG, case.lang.word_table)
     offset = None
     for tokens, got in zip(seqs, decoded):
         want = case.expected(tokens)
@@ -144,7 +103,7 @@ def test_LG_outputs_every_word_sequence_of_L_o_G(seed, pushing, tmp_path):
 
 @pytest.mark.parametrize("seed", SEEDS[:4])
 def test_HCLG_outputs_every_word_sequence_of_L_o_G(seed, tmp_path):
-    case = Case(seed, tmp_path)
+    case = RandomCase(seed, tmp_path)
     topo = HmmTopology(num_phones=case.lang.first_token_disambig_id - 1, num_states=2)
     HCLG = compile_HCLG(topo, case.L, case.G, *case.ids)
     rng = random.Random(seed)
@@ -153,34 +112,15 @@ def test_HCLG_outputs_every_word_sequence_of_L_o_G(seed, tmp_path):
     for tokens in seqs:
         frames.append([topo.pdf(p, s) for p in case.token_ids(tokens)
                        for s in range(topo.num_states) for _ in range(rng.randint(1, 2))])
-    for tokens, f, got in zip(seqs, frames, _decoded(frames, HCLG, case.lang.word_table)):
+    for tokens, f, got in zip(seqs, frames, decoded_words(frames, HCLG, case.lang.word_table)):
         _assert_same(got, case.expected(tokens), f"seed {seed} tokens {tokens} frames {f}")
 
 
-def _LG_with_epsilons(case) -> k2.Fsa:
-    """det(L o G) with the disambiguation symbols turned into epsilons (not removed)."""
-    LG = k2.connect(k2.determinize(k2.connect(k2.compose(k2.arc_sort(case.L),
-                                                         k2.arc_sort(case.G)))))
-    labels = LG.labels.clone()
-    labels[labels >= case.ids[0]] = 0
-    refresh_labels_version(LG)
-    LG.labels = labels
-    values = LG.aux_labels.values.clone()
-    values[values >= case.ids[1]] = 0
-    LG.aux_labels = k2.RaggedTensor(LG.aux_labels.shape, values)
-    return LG
 
 
-def _icefall_LG(case) -> k2.Fsa:
-    """LG the way icefall's compile_hlg (and k2dec before issue 14) builds it: disambiguation
-    symbols to epsilon, then k2.remove_epsilon."""
-    LG = refresh_labels_version(k2.remove_epsilon(_LG_with_epsilons(case)))
-    LG = refresh_labels_version(k2.connect(LG))
-    LG.aux_labels = LG.aux_labels.remove_values_leq(0)
-    return k2.arc_sort(LG)
 
 
-def _kaldi_style_HCLG(case: Case, topo: HmmTopology) -> k2.Fsa:
+def _kaldi_style_HCLG(case: RandomCase, topo: HmmTopology) -> k2.Fsa:
     """HCLG the way Kaldi builds it, as a k2 graph with labels ``pdf + 1``: H has a
     self-loop per disambiguation symbol on its loop state, H o det(L o G) keeps the
     symbols, then they become input epsilons (Kaldi's ``fstrmsymbols``) and stay there,
@@ -206,7 +146,7 @@ def _kaldi_style_HCLG(case: Case, topo: HmmTopology) -> k2.Fsa:
 def test_loaded_kaldi_HCLG_with_words_on_epsilon_arcs(seed, tmp_path):
     """load_kaldi_hclg removes the input epsilons of a Kaldi-style HCLG.fst without losing
     any word sequence (k2.remove_epsilon alone loses some: checked on the same graph)."""
-    case = Case(seed, tmp_path)
+    case = RandomCase(seed, tmp_path)
     topo = HmmTopology(num_phones=case.lang.first_token_disambig_id - 1, num_states=2)
     raw = _kaldi_style_HCLG(case, topo)
     lengths = raw.aux_labels.shape.row_splits(1)[1:] - raw.aux_labels.shape.row_splits(1)[:-1]
@@ -224,8 +164,8 @@ def test_loaded_kaldi_HCLG_with_words_on_epsilon_arcs(seed, tmp_path):
     frames = [[topo.pdf(p, s) for p in case.token_ids(t) for s in range(topo.num_states)
                for _ in range(rng.randint(1, 2))] for t in seqs]
     lost = 0
-    for tokens, got, old in zip(seqs, _decoded(frames, HCLG, case.lang.word_table),
-                                _decoded(frames, k2.arc_sort(plain), case.lang.word_table)):
+    for tokens, got, old in zip(seqs, decoded_words(frames, HCLG, case.lang.word_table),
+                                decoded_words(frames, k2.arc_sort(plain), case.lang.word_table)):
         want = case.expected(tokens)
         _assert_same(got, want, f"seed {seed} tokens {tokens}")
         lost += len(set(want) - set(old))
@@ -236,10 +176,10 @@ def test_the_check_catches_the_old_epsilon_removal(tmp_path):
     """The same check fails on icefall's recipe: it loses word sequences (homophones)."""
     lost = 0
     for seed in SEEDS:
-        case = Case(seed, tmp_path / str(seed))
-        LG = _icefall_LG(case)
+        case = RandomCase(seed, tmp_path / str(seed))
+        LG = icefall_LG(case)
         seqs = sorted(case.token_sequences())
-        for tokens, got in zip(seqs, _decoded([case.token_ids(t) for t in seqs], LG,
+        for tokens, got in zip(seqs, decoded_words([case.token_ids(t) for t in seqs], LG,
                                               case.lang.word_table)):
             lost += len(set(case.expected(tokens)) - set(got))
     assert lost > 0
@@ -249,12 +189,12 @@ def test_the_check_catches_the_old_epsilon_removal(tmp_path):
 def test_reference_G_scores_match_kaldilm(seed, tmp_path):
     """The reference's best-path scores are G's (kaldilm) on every word sequence, and the
     random LMs do exercise backoff paths that beat an n-gram's own arc."""
-    case = Case(seed, tmp_path)
+    case = RandomCase(seed, tmp_path)
     G = build_rescoring_G(case.arpa, case.lang.word_table)  # #0 -> epsilon
     wt = case.lang.word_table
     beaten = 0
     for seq in word_sequences(case.spec.words, 3):
-        got, _ = _best(_linear([wt.get(w) for w in seq]), G, eps=True)
+        got, _ = best_intersection(linear_fsa([wt.get(w) for w in seq]), G, eps=True)
         want = case.lm.best_path_logprob(seq)
         if math.isinf(want):
             assert math.isinf(got), seq

@@ -24,7 +24,7 @@ from k2dec.graph import (
 from k2dec.testing.lang import TINY_LEXICON
 from tests.reference.ngram import ArpaScorer
 
-from .test_hlg import _best, _linear, _segmentations, _word_sequences
+from .exhaustive import best_intersection, linear_fsa, tiny_segmentations, tiny_word_sequences
 
 LOOP = 0.6
 
@@ -61,14 +61,14 @@ def test_hclg_scores_words_like_the_arpa_plus_hmm(tiny_lang):
     rng = random.Random(3)
     tt, wt = lang.token_table, lang.word_table
     lex = dict(TINY_LEXICON)
-    for seq in _word_sequences(3):
+    for seq in tiny_word_sequences(3):
         if not seq:
             continue  # zero frames: nothing for dense intersection to consume
         tokens = tuple(t for w in seq for t in lex[w])
-        cands = {s: scorer.sentence_logprob(s) for s in _segmentations(tokens)}
+        cands = {s: scorer.sentence_logprob(s) for s in tiny_segmentations(tokens)}
         best_words = max(cands, key=cands.get)
         frames, hmm_score = _frames(topo, [tt.get(t) for t in tokens], rng)
-        score, path = _best(_linear(frames), HCLG, eps=False)
+        score, path = best_intersection(linear_fsa(frames), HCLG, eps=False)
         assert score == pytest.approx(cands[best_words] + hmm_score, abs=1e-4), seq
         words = [wt.get(i) for i in path.aux_labels.values.tolist() if i > 0]
         assert tuple(words) == best_words
@@ -130,8 +130,8 @@ def test_load_kaldi_hclg_matches_compiled(tiny_lang, tmp_path):
     lex = dict(TINY_LEXICON)
     for seq in [("A", "B"), ("C", "D", "E"), ("BA",), ("AB", "C")]:
         frames, _ = _frames(topo, [tt.get(t) for w in seq for t in lex[w]], rng)
-        s1, p1 = _best(_linear(frames), loaded, eps=False)
-        s2, p2 = _best(_linear(frames), compiled, eps=False)
+        s1, p1 = best_intersection(linear_fsa(frames), loaded, eps=False)
+        s2, p2 = best_intersection(linear_fsa(frames), compiled, eps=False)
         assert s1 == pytest.approx(s2, abs=1e-3)
         assert p1.aux_labels.values.tolist() == p2.aux_labels.values.tolist()
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import random
 
 import k2
@@ -11,46 +10,13 @@ import torch
 
 from k2dec.graph import build_ctc_topo, build_G, build_L, build_rescoring_G, compile_HLG, compile_LG
 from k2dec.testing.lang import TINY_LEXICON
+from tests.graph.exhaustive import (
+    best_intersection,
+    linear_fsa,
+    tiny_segmentations,
+    tiny_word_sequences,
+)
 from tests.reference.ngram import ArpaScorer
-
-WORDS = sorted({w for w, _ in TINY_LEXICON})
-
-
-def _linear(labels: list[int]) -> k2.Fsa:
-    fsa = k2.linear_fsa(labels)
-    if not labels:
-        # k2 1.23.4's intersect crashes on a one-arc FSA (its scores view has
-        # stride 4); an epsilon self-loop changes no best-path score.
-        fsa = k2.add_epsilon_self_loops(fsa)
-    return fsa
-
-
-def _best(a: k2.Fsa, b: k2.Fsa, eps: bool) -> tuple[float, k2.Fsa]:
-    inter = k2.intersect(a, b, treat_epsilons_specially=eps)
-    inter = k2.connect(k2.remove_epsilon_self_loops(inter))
-    if inter.num_arcs == 0:
-        return float("-inf"), inter
-    vec = k2.create_fsa_vec([inter])
-    score = vec.get_tot_scores(use_double_scores=True, log_semiring=False)[0].item()
-    return score, k2.shortest_path(vec, use_double_scores=True)
-
-
-def _word_sequences(max_len: int):
-    yield ()
-    for n in range(1, max_len + 1):
-        yield from itertools.product(WORDS, repeat=n)
-
-
-def _segmentations(tokens: tuple[str, ...]):
-    """Every way to spell ``tokens`` with TINY_LEXICON words."""
-    if not tokens:
-        yield ()
-        return
-    for word, pron in TINY_LEXICON:
-        n = len(pron)
-        if tuple(pron) == tokens[:n]:
-            for rest in _segmentations(tokens[n:]):
-                yield (word,) + rest
 
 
 def test_G_scores_every_sequence_as_the_arpa(tiny_lang):
@@ -60,8 +26,8 @@ def test_G_scores_every_sequence_as_the_arpa(tiny_lang):
     assert torch.equal(G.lm_scores, G.scores)
     wt = lang.word_table
     n = 0
-    for seq in _word_sequences(3):
-        score, _ = _best(_linear([wt.get(w) for w in seq]), G, eps=True)
+    for seq in tiny_word_sequences(3):
+        score, _ = best_intersection(linear_fsa([wt.get(w) for w in seq]), G, eps=True)
         assert score == pytest.approx(scorer.sentence_logprob(seq), abs=1e-4), seq
         n += 1
     assert n == 1 + 7 + 49 + 343
@@ -103,13 +69,13 @@ def test_HLG_maps_ctc_token_sequences_to_the_best_words(tiny_lang):
     tt, wt = lang.token_table, lang.word_table
     lex = {w: p for w, p in TINY_LEXICON}
     checked = 0
-    for seq in _word_sequences(3):
+    for seq in tiny_word_sequences(3):
         tokens = tuple(t for w in seq for t in lex[w])
         # The reference: the best-scoring word sequence spelled by these tokens.
-        cands = {s: scorer.sentence_logprob(s) for s in _segmentations(tokens)}
+        cands = {s: scorer.sentence_logprob(s) for s in tiny_segmentations(tokens)}
         best_words = max(cands, key=cands.get)
         frames = _ctc_frames([tt.get(t) for t in tokens], rng)
-        score, path = _best(_linear(frames), HLG, eps=False)
+        score, path = best_intersection(linear_fsa(frames), HLG, eps=False)
         assert score == pytest.approx(cands[best_words], abs=1e-4), (seq, frames)
         words = [wt.get(i) for i in path.aux_labels.values.tolist() if i > 0]
         assert tuple(words) == best_words
@@ -125,7 +91,7 @@ def test_HLG_rejects_token_sequences_outside_the_lexicon(tiny_lang):
         ids = [tt.get(t) for t in bad]
         # blanks between tokens so that repeats are real repeats
         frames = [x for t in ids for x in (t, 0)]
-        score, _ = _best(_linear(frames), HLG, eps=False)
+        score, _ = best_intersection(linear_fsa(frames), HLG, eps=False)
         assert score == float("-inf"), bad
 
 
@@ -143,7 +109,7 @@ def test_LG_accepts_the_same_word_sequences(tiny_lang):
     lex = {w: p for w, p in TINY_LEXICON}
     for seq in [("A", "B"), ("C", "D", "E"), ("BA",), ()]:
         ids = [tt.get(t) for w in seq for t in lex[w]]
-        score, path = _best(_linear(ids), LG, eps=False)
+        score, path = best_intersection(linear_fsa(ids), LG, eps=False)
         assert score > float("-inf")
         words = [wt.get(i) for i in path.aux_labels.values.tolist() if i > 0]
         # "A B" is also spelled "AB"; the best parse is checked in the HLG test.

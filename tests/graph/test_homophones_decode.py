@@ -16,7 +16,7 @@ from k2dec.transducer import FastBeamSearchConfig, fast_beam_search
 from tests.reference.lattice_paths import enumerate_paths, to_cpu_single
 from tests.reference.ngram import ArpaScorer, lexicon_lm_word_sequences
 
-from .test_every_word_sequence import _icefall_LG
+from .random_lang import icefall_LG
 
 LEXICON = [("READ", ["R", "IY", "D"]), ("REED", ["R", "IY", "D"]), ("RED", ["R", "EH", "D"]),
            ("RE", ["R", "IY"])]
@@ -113,6 +113,6 @@ def test_fast_beam_search_with_LG_outputs_every_word_sequence(device, tmp_path):
     assert ("R", "IY", "D") in seen
     for tokens, words in seen.items():
         assert words == set(lang.expected(tokens)), tokens
-    old_LG = _icefall_LG(lang).to(device)
+    old_LG = icefall_LG(lang).to(device)
     old = _lattice_words(fast_beam_search(model, enc, enc_lens, old_LG, config).lattice, lang)
     assert ("REED",) not in old[("R", "IY", "D")]

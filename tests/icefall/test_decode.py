@@ -101,10 +101,10 @@ def test_nbest_oracle_is_as_close_as_the_method(setup, n):
     texts = [" ".join(lang.word_table.get(w) for w in ref) for ref in inp.ref_words]
     got = ice.get_texts(ice.nbest_oracle(lattice, NUM_PATHS, texts, lang.word_table))
     [want] = _method("nbest-oracle", inp, res, _cfg("nbest-oracle"))
-    from tests.icefall.test_transducer import _distance
+    from tests.reference.lattice_rescore import levenshtein
 
     for g, w, r in zip(got, want.words, inp.ref_words):
-        assert _distance(g, r) == _distance(w, r)
+        assert levenshtein(g, r) == levenshtein(w, r)
 
 
 @pytest.mark.parametrize("n", [1, 3])

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+from dataclasses import asdict
+
 import numpy as np
 import pytest
 import soundfile as sf
@@ -17,8 +20,23 @@ from lhotse import (
 from lhotse.utils import fastcopy
 
 from k2dec.data.features import make_fbank
-from k2dec.graph import compile_graph, train_arpa, write_lexicon_graphs
-from k2dec.lang import bpe_lexicon, bpe_token_table, load_bpe_model, train_bpe_model, write_lang_dir
+from k2dec.graph import (
+    build_rescoring_G,
+    compile_graph,
+    graph_metadata,
+    save_graph,
+    train_arpa,
+    write_lexicon_graphs,
+)
+from k2dec.lang import (
+    LangDir,
+    bpe_lexicon,
+    bpe_token_table,
+    load_bpe_model,
+    train_bpe_model,
+    write_lang_dir,
+)
+from k2dec.lm import RnnLM, RnnLmConfig
 from k2dec.model import ConformerConfig, JointConfig, JointModel, export_model
 
 TEXT = ["THE CAT SAT", "A DOG RAN HOME", "THE DOG SAT ON A MAT", "HOME IS WHERE THE CAT IS",
@@ -65,3 +83,26 @@ def decode_setup(tmp_path_factory):
     model_path = export_model(JointModel(cfg).eval(), d / "model.pt", half=False)
     return {"dir": d, "lang_dir": lang_dir, "cuts": cuts, "cuts_path": cuts_path,
             "model_path": model_path}
+
+
+@pytest.fixture(scope="module")
+def full_setup(decode_setup, tmp_path_factory):
+    """decode_setup plus a rescoring G_4_gram.pt, a small RNN LM and LODR's token bigram:
+    every method runs."""
+    d = tmp_path_factory.mktemp("same_answer")
+    lang_dir = d / "lang"
+    shutil.copytree(decode_setup["lang_dir"], lang_dir)
+    lang = LangDir(lang_dir)
+    arpa = decode_setup["dir"] / "lm.arpa"
+    save_graph(build_rescoring_G(arpa, lang.word_table), lang_dir / "G_4_gram.pt",
+               graph_metadata("G_4_gram", lang.token_table, lang.word_table))
+    torch.manual_seed(0)
+    cfg = RnnLmConfig(vocab_size=24, embedding_dim=8, hidden_dim=8, num_layers=1)
+    lm_path = d / "rnn_lm.pt"
+    torch.save({"model_type": "rnn", "model_config": asdict(cfg),
+                "model": RnnLM(cfg).state_dict()}, lm_path)
+    from k2dec.scorers import train_token_arpa
+
+    lodr = train_token_arpa(decode_setup["dir"] / "text.txt", lang_dir / "bpe.model",
+                            d / "lodr.arpa", order=2)
+    return {**decode_setup, "lang_dir": lang_dir, "lm_path": lm_path, "lodr": lodr}

@@ -8,7 +8,7 @@ import pytest
 from k2dec.job import DecodeConfig, decode_cuts, load_assets
 from k2dec.methods import get_method, list_methods
 from k2dec.results import read_ctm, read_results
-from tests.job.test_same_answer import _config, full_setup  # noqa: F401 (fixture)
+from tests.job.quick_settings import quick_config
 
 
 @pytest.mark.parametrize("method,keys", [
@@ -91,13 +91,13 @@ NO_FRAMES_HERE: set[str] = set()
 
 
 @pytest.mark.parametrize("method", [m.name for m in list_methods()])
-def test_every_method_writes_times_and_confidences_or_is_listed_why(full_setup, tmp_path,  # noqa: F811
+def test_every_method_writes_times_and_confidences_or_is_listed_why(full_setup, tmp_path,
                                                                     method):
     s = full_setup
     assets = load_assets(s["model_path"], s["lang_dir"], lm_paths={"rnn_lm": s["lm_path"]},
                          lodr_arpa=s["lodr"])
     m = get_method(method)
-    summary = decode_cuts(assets, s["cuts"], m, tmp_path, "tiny", _config(m),
+    summary = decode_cuts(assets, s["cuts"], m, tmp_path, "tiny", quick_config(m),
                           config=DecodeConfig(max_duration=3.0, num_buckets=2))
     records = read_results(summary.results_path)
     keys = sorted({k for r in records.values() if r["status"] == "ok" for k in r["hyps"]})

@@ -10,7 +10,7 @@ from k2dec.cli import main
 from k2dec.job import DecodeConfig
 from k2dec.recognizer import Recognizer
 from k2dec.sizes import MAX_DURATION
-from tests.recipes.test_librispeech_recipe import _script
+from tests.recipes.scripts import recipe
 
 
 def _option_default(command, name: str) -> float:
@@ -27,6 +27,6 @@ def test_one_max_duration_default_everywhere():
             Recognizer.from_files).parameters["max_duration"].default,
         "run_demo": inspect.signature(demo.run_demo).parameters["max_duration"].default,
         "tune_shipped": inspect.signature(demo.tune_shipped).parameters["max_duration"].default,
-        "recipes/librispeech/decode.py": _option_default(_script("decode"), "max_duration"),
+        "recipes/librispeech/decode.py": _option_default(recipe("decode"), "max_duration"),
     }
     assert defaults == dict.fromkeys(defaults, MAX_DURATION)

@@ -19,6 +19,7 @@ from lhotse.utils import fastcopy
 
 from k2dec.job import DecodeConfig, check_cuts, decode_cuts, load_assets, plan_methods, run_decode
 from k2dec.results import DiskFullError, LockedError, lock_out_dir, read_results
+from tests.full_disk import tmpfs_usable
 
 REPO = Path(__file__).resolve().parents[2]
 CFG = DecodeConfig(max_duration=10.0, num_buckets=2)  # every cut in one batch
@@ -237,12 +238,6 @@ _DECODE = textwrap.dedent("""
 """)
 
 
-def _tmpfs_usable(d: Path) -> bool:
-    from tests.results.test_jsonl_safety import _tmpfs_usable as usable
-
-    return usable(d)
-
-
 @pytest.mark.parametrize("full", ["tmpfs", "rlimit"])
 def test_a_full_disk_stops_the_job_clearly_and_the_rerun_finishes_identical(
         decode_setup, tmp_path, full):
@@ -264,7 +259,7 @@ def test_a_full_disk_stops_the_job_clearly_and_the_rerun_finishes_identical(
         code, written = errno.EFBIG, out / "1best" / "results-t.jsonl"
     else:
         mnt = tmp_path / "mnt"
-        if not _tmpfs_usable(mnt):
+        if not tmpfs_usable(mnt):
             pytest.skip("cannot mount a tmpfs in a user namespace here (unshare -Urm)")
         # a 64 KiB tmpfs with three 4 KiB pages left after the filler: the out dir's lock
         # file takes one, the job's record of its inputs one, the results file gets the last

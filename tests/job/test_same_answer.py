@@ -7,68 +7,28 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
-import torch
 
-from k2dec.graph import build_rescoring_G, graph_metadata, save_graph
 from k2dec.job import DecodeConfig, decode_cuts, load_assets
-from k2dec.lang import LangDir
-from k2dec.lm import RnnLM, RnnLmConfig
-from k2dec.methods import list_methods, override_config
+from k2dec.methods import list_methods
 from k2dec.results import read_results
+from tests.job.quick_settings import SETTINGS, has_setting, quick_config
 
 REPO = Path(__file__).resolve().parents[2]
 #: batch sizes (seconds of audio per batch): one cut, two or three, all six
 MAX_DURATIONS = (1.6, 3.0, 100.0)
-#: methods whose defaults take minutes on CPU even for these cuts: smaller settings
-SETTINGS = ["num_paths=20", "top_k=10", "lm_scales=0.5,1.0", "attention_scales=0.5"]
-#: and for the methods that have them (the CLI run below refuses settings no method has)
-METHOD_SETTINGS = ["ngram_lm_scales=0.5,1.0", "rnn_lm_scales=0.5"]
 
 
-@pytest.fixture(scope="module")
-def full_setup(decode_setup, tmp_path_factory):
-    """decode_setup plus a rescoring G_4_gram.pt, a small RNN LM and LODR's token bigram:
-    every method runs."""
-    d = tmp_path_factory.mktemp("same_answer")
-    lang_dir = d / "lang"
-    shutil.copytree(decode_setup["lang_dir"], lang_dir)
-    lang = LangDir(lang_dir)
-    arpa = decode_setup["dir"] / "lm.arpa"
-    save_graph(build_rescoring_G(arpa, lang.word_table), lang_dir / "G_4_gram.pt",
-               graph_metadata("G_4_gram", lang.token_table, lang.word_table))
-    torch.manual_seed(0)
-    cfg = RnnLmConfig(vocab_size=24, embedding_dim=8, hidden_dim=8, num_layers=1)
-    lm_path = d / "rnn_lm.pt"
-    torch.save({"model_type": "rnn", "model_config": asdict(cfg),
-                "model": RnnLM(cfg).state_dict()}, lm_path)
-    from k2dec.scorers import train_token_arpa
-
-    lodr = train_token_arpa(decode_setup["dir"] / "text.txt", lang_dir / "bpe.model",
-                            d / "lodr.arpa", order=2)
-    return {**decode_setup, "lang_dir": lang_dir, "lm_path": lm_path, "lodr": lodr}
 
 
-def _config(method):
-    default = method.default_config()
-    return override_config(default, [s for s in SETTINGS + METHOD_SETTINGS if _has(default, s)])
 
 
-def _has(config, setting: str) -> bool:
-    from k2dec.methods import config_field_path
-
-    try:
-        return config_field_path(config, setting.split("=")[0]) is not None
-    except ValueError:
-        return False
 
 
 def _files(out: Path) -> dict[str, bytes]:
@@ -93,7 +53,7 @@ def test_every_method_gives_the_same_files_at_three_batch_sizes(full_setup, tmp_
     assets = load_assets(s["model_path"], s["lang_dir"], lm_paths={"rnn_lm": s["lm_path"]},
                          lodr_arpa=s["lodr"])
     m = [x for x in list_methods() if x.name == method][0]
-    cfg = _config(m)
+    cfg = quick_config(m)
     runs = []
     for max_duration in MAX_DURATIONS:
         out = tmp_path / f"md{max_duration}"
@@ -118,7 +78,7 @@ def _cli(out: Path, s, methods: list[str], max_duration: float) -> list[str]:
     # the CLI refuses a key none of its methods has: only the settings some method reads
     configs = [m.default_config() for m in list_methods() if m.name in methods]
     for setting in SETTINGS:
-        if any(_has(c, setting) for c in configs):
+        if any(has_setting(c, setting) for c in configs):
             cmd += ["--set", setting]
     return cmd
 

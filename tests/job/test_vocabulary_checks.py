@@ -16,9 +16,10 @@ from click.testing import CliRunner
 from k2dec.cli import main
 from k2dec.job import check_lm_vocab, load_assets
 from k2dec.lang import train_bpe_model
-from k2dec.lm import TrainLmConfig, build_lm, export_lm, load_lm, train_lm
+from k2dec.lm import build_lm, export_lm, load_lm
 from k2dec.lm.rnn import RnnLmConfig
 from k2dec.scorers import train_token_arpa
+from k2dec.train import TrainLmConfig, train_lm
 
 VOCAB = 24  # decode_setup's model and lang dir
 

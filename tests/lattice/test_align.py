@@ -11,7 +11,7 @@ import torch
 
 from k2dec.lattice.align import ctc_forced_alignment
 from k2dec.testing.graphs import peaked_log_probs
-from tests.test_word_spans import _ref_ctc_spans
+from tests.reference.word_spans import ref_ctc_spans
 
 
 def _collapse(labels):
@@ -51,7 +51,7 @@ def test_alignment_matches_exhaustive_search(device):
                 assert out.begin.tolist()[i] == [] and out.score[i] == -math.inf
                 continue
             assert float(out.score[i]) == pytest.approx(score, abs=1e-4)
-            spans = _ref_ctc_spans(list(labels))
+            spans = ref_ctc_spans(list(labels))
             assert [s[0] for s in spans] == tokens[i]
             assert out.begin.tolist()[i] == [s[1] for s in spans]
             assert out.end.tolist()[i] == [s[2] for s in spans]

@@ -13,7 +13,7 @@ import torch
 from k2dec.lattice.mbr import DELTA, MbrConfig, mbr_decode
 from k2dec.lattice.posteriors import PosteriorConfig
 from k2dec.testing.lattices import dags_to_vec, random_word_dag
-from tests.lattice.test_rescore import _lattices
+from tests.lattice.graphs import hlg_lattices
 from tests.reference.mbr import (
     exhaustive_mbr,
     expected_edit_distance,
@@ -179,7 +179,7 @@ def test_mbr_on_dense_lattices(device, ragged):
     """Lattices from get_lattice (every arc a frame, words on few arcs; ragged word labels
     spelled out), with an acoustic scale: the recursion on k2's expansion of the lattice equals
     the reference, and the guarantees hold against every path."""
-    lattice = _lattices(device, 5, n=5, ragged=ragged)[0].lattice
+    lattice = hlg_lattices(device, 5, n=5, ragged=ragged)[0].lattice
     post = PosteriorConfig(acoustic_scale=0.5, lm_scale=1.0)
     res = mbr_decode(lattice, MbrConfig(posterior=post))
     expanded = k2.expand_ragged_attributes(lattice) if ragged else lattice

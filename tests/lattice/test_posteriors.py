@@ -26,16 +26,15 @@ from k2dec.lattice.rescore import RescoreConfig, rescore_with_whole_lattice
 from k2dec.testing.lattices import dags_to_vec, empty_fsa, random_word_dag
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import FastBeamSearchConfig, fast_beam_search
-from tests.lattice.test_rescore import _G, _lattices
+from tests.lattice.graphs import bigram_G, hlg_lattices
 from tests.reference.lattice_paths import enumerate_paths
 
-LEXICON = {1: [1], 2: [2], 3: [1, 3], 4: [3, 2]}
 SCALES = [PosteriorConfig(), PosteriorConfig(acoustic_scale=0.3, lm_scale=1.5)]
 
 
 def _hlg_lattices(device, seed=0, ragged=False, lm_scores=True):
     """HLG lattices (tests/lattice/test_rescore.py) and each utterance's number of frames."""
-    result, _ = _lattices(device, seed, ragged=ragged)
+    result, _ = hlg_lattices(device, seed, ragged=ragged)
     if not lm_scores:
         lattice = result.lattice.clone()
         del lattice.lm_scores
@@ -111,7 +110,7 @@ def test_rescored_lattice_frames_and_posteriors(device):
     """Whole-lattice rescoring adds arcs that consume no frame (frame -1): they take the frame
     of the arc before them, and the posteriors of the frame-consuming arcs still sum to 1."""
     result, lengths = _hlg_lattices(device, 2, ragged=True)
-    rescored = rescore_with_whole_lattice(result, _G(device), RescoreConfig(lm_scales=(1.0,)))
+    rescored = rescore_with_whole_lattice(result, bigram_G(device), RescoreConfig(lm_scales=(1.0,)))
     lat = rescored.lattice
     raw = getattr(lat, FRAME_ATTR).to(torch.int64)
     assert bool((raw < 0).any())

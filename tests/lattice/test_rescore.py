@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from k2dec.lattice import LatticeConfig, arcs_per_fsa, get_lattice
+from k2dec.lattice import arcs_per_fsa
 from k2dec.lattice.rescore import (
     RescoreConfig,
     RescoreStatus,
@@ -15,7 +15,7 @@ from k2dec.lattice.rescore import (
     split_scores,
     sweep_lattice_weights,
 )
-from k2dec.testing.graphs import ctc_lexicon_graph, peaked_log_probs
+from tests.lattice.graphs import G_ARCS, bigram_G, hlg_lattices
 from tests.reference.lattice_rescore import (
     g_score,
     lattice_paths,
@@ -23,43 +23,6 @@ from tests.reference.lattice_rescore import (
     rescore_reference,
     weighted_best,
 )
-
-LEXICON = {1: [1], 2: [2], 3: [1, 3], 4: [3, 2]}
-
-# a bigram-with-backoff word acceptor: state 0 = history-less (backoff) state, state w = last
-# word w; epsilon (0) arcs back off to state 0; every state may end.
-G_ARCS = [
-    (0, 1, 1, -1.2), (0, 2, 2, -1.6), (0, 3, 3, -2.3), (0, 4, 4, -2.0), (0, 5, -1, -0.5),
-    (1, 2, 2, -0.3), (1, 0, 0, -1.0), (1, 5, -1, -0.7),
-    (2, 2, 2, -2.5), (2, 3, 3, -0.4), (2, 0, 0, -0.9), (2, 5, -1, -0.2),
-    (3, 1, 1, -0.6), (3, 0, 0, -1.1), (3, 5, -1, -1.5),
-    (4, 4, 4, -0.1), (4, 0, 0, -0.8), (4, 5, -1, -0.9),
-]
-
-
-def _G(device) -> k2.Fsa:
-    text = "\n".join(f"{s} {d} {lab} {sc!r}" for s, d, lab, sc in G_ARCS) + "\n5"
-    G = k2.arc_sort(k2.add_epsilon_self_loops(k2.Fsa.from_str(text, acceptor=True)))
-    G.lm_scores = G.scores.clone()
-    return G.to(device)
-
-
-def _lattices(device, seed=0, n=4, output_beam=5.0, ragged=False):
-    rng = np.random.default_rng(seed)
-    scores = {1: -1.0, 2: -1.4, 3: -2.0, 4: -1.8}
-    HLG = k2.Fsa.from_str(ctc_lexicon_graph(LEXICON, scores), acceptor=False)
-    if ragged:
-        # ragged word labels, as after k2.remove_epsilon; word 3's arcs emit "3 1" (two words)
-        aux = HLG.aux_labels.tolist()
-        HLG.aux_labels = k2.RaggedTensor(
-            [[3, 1] if a == 3 else ([a] if a != 0 else []) for a in aux]
-        )
-    HLG = HLG.to(device)
-    HLG.lm_scores = HLG.scores.clone()
-    lengths = torch.from_numpy(rng.integers(2, 7, size=n))
-    log_probs = peaked_log_probs(rng, n, int(lengths.max()), 4, scale=1.5).to(device)
-    config = LatticeConfig(search_beam=30.0, output_beam=output_beam)
-    return get_lattice(log_probs, lengths, HLG, config), HLG
 
 
 def _paths(lattice, i):
@@ -71,10 +34,10 @@ def _paths(lattice, i):
 
 @pytest.mark.parametrize("ragged", [False, True])
 def test_rescore_matches_path_enumeration(device, ragged):
-    G = _G(device)
+    G = bigram_G(device)
     checked = two_words = 0
     for seed in range(4):
-        result, _ = _lattices(device, seed, ragged=ragged)
+        result, _ = hlg_lattices(device, seed, ragged=ragged)
         lattice = result.lattice
         before = (lattice.scores.clone(), lattice.lm_scores.clone(), lattice.labels.clone())
         res = rescore_with_whole_lattice(result, G, RescoreConfig(lm_scales=(0.5, 1.0, 2.0)))
@@ -115,8 +78,8 @@ def am_total(path, lm_scale):
 
 
 def test_rescore_prunes_before_composing_and_reports(device):
-    result, _ = _lattices(device, seed=1, output_beam=8.0)
-    G = _G(device)
+    result, _ = hlg_lattices(device, seed=1, output_beam=8.0)
+    G = bigram_G(device)
     full = rescore_with_whole_lattice(result, G, RescoreConfig(lm_scales=(1.0,)))
     arcs = arcs_per_fsa(k2.connect(k2.invert(result.lattice))).tolist()
     big = max(range(len(arcs)), key=arcs.__getitem__)
@@ -146,8 +109,8 @@ def test_rescore_prunes_before_composing_and_reports(device):
 def test_rescore_grows_the_lattice_while_the_composition_fits(device):
     """first_arcs tiny: the lattice doubles round by round until all of it is composed (a
     generous budget), giving exactly the unpruned result."""
-    result, _ = _lattices(device, seed=2, output_beam=8.0)
-    G = _G(device)
+    result, _ = hlg_lattices(device, seed=2, output_beam=8.0)
+    G = bigram_G(device)
     full = rescore_with_whole_lattice(result, G, RescoreConfig(lm_scales=(0.5,)))
     grown = rescore_with_whole_lattice(result, G, RescoreConfig(lm_scales=(0.5,), first_arcs=2))
     assert grown.status is RescoreStatus.OK
@@ -158,8 +121,8 @@ def test_rescore_grows_the_lattice_while_the_composition_fits(device):
 
 
 def test_rescore_bad_inputs(device):
-    result, HLG = _lattices(device)
-    G = _G(device)
+    result, HLG = hlg_lattices(device)
+    G = bigram_G(device)
     no_lm = result.lattice.clone()
     del no_lm.lm_scores
     with pytest.raises(ValueError, match="lattice has no lm_scores"):
@@ -181,7 +144,7 @@ def test_rescore_bad_inputs(device):
 
 @pytest.mark.parametrize("ragged", [False, True])
 def test_sweep_matches_path_enumeration(device, ragged):
-    result, _ = _lattices(device, seed=3, n=5, ragged=ragged)
+    result, _ = hlg_lattices(device, seed=3, n=5, ragged=ragged)
     lattice = result.lattice
     rng = np.random.default_rng(0)
     refs = [list(rng.integers(1, 5, size=int(rng.integers(1, 4)))) for _ in range(5)]
@@ -205,7 +168,7 @@ def test_sweep_matches_path_enumeration(device, ragged):
 
 
 def test_sweep_bad_inputs(device):
-    result, _ = _lattices(device, n=2)
+    result, _ = hlg_lattices(device, n=2)
     with pytest.raises(ValueError, match="references has 1 entries but the lattice has 2"):
         sweep_lattice_weights(result, [[1]])
     with pytest.raises(ValueError, match="lm_scales must be a non-empty"):

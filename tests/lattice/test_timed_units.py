@@ -16,16 +16,16 @@ from k2dec.lattice.timed_units import Topology, lattice_timed_units
 from k2dec.testing.graphs import ctc_lexicon_graph, peaked_log_probs
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import FastBeamSearchConfig, fast_beam_search
-from tests.lattice.test_rescore import _G
+from tests.lattice.graphs import bigram_G
 from tests.reference.lattice_paths import enumerate_paths
-from tests.test_word_spans import _ref_ctc_spans, _ref_words
+from tests.reference.word_spans import ref_ctc_spans, ref_word_spans
 
 # tokens 1, 2 begin words; 3, 4 continue them
 LEXICON = {1: [1], 2: [2], 3: [1, 3], 4: [2, 4, 3]}
 WORD_START = torch.tensor([False, True, True, False, False])
 
 
-def _lattices(device, seed, n=5):
+def hlg_lattices(device, seed, n=5):
     rng = np.random.default_rng(seed)
     scores = {1: -1.0, 2: -1.4, 3: -0.8, 4: -0.6}
     HLG = k2.Fsa.from_str(ctc_lexicon_graph(LEXICON, scores), acceptor=False).to(device)
@@ -43,7 +43,7 @@ def _best_path(lattice, i):
 @pytest.mark.parametrize("use_word_start", [True, False])
 def test_ctc_units_match_best_path_frames(device, use_word_start):
     for seed in range(4):
-        result = _lattices(device, seed)
+        result = hlg_lattices(device, seed)
         post = PosteriorConfig(acoustic_scale=0.6)
         units, mbr = lattice_timed_units(
             result, Topology.CTC, MbrConfig(posterior=post, decode_mbr=False),
@@ -59,9 +59,9 @@ def test_ctc_units_match_best_path_frames(device, use_word_start):
         for i in range(result.lattice.shape[0]):
             best = _best_path(result.lattice, i)
             frame_labels = [lab for lab in best.labels if lab >= 0]
-            spans = _ref_ctc_spans(frame_labels)
-            words = _ref_words([s[0] for s in spans], [s[1] for s in spans],
-                               [s[2] for s in spans], WORD_START.tolist())
+            spans = ref_ctc_spans(frame_labels)
+            words = ref_word_spans([s[0] for s in spans], [s[1] for s in spans],
+                                   [s[2] for s in spans], WORD_START.tolist())
             assert len(words) == len(best.words)
             assert list(zip(units.begin.tolist()[i], units.end.tolist()[i])) == [
                 tuple(w) for w in words]
@@ -70,7 +70,7 @@ def test_ctc_units_match_best_path_frames(device, use_word_start):
 
 def test_ctc_mbr_units(device):
     for seed in range(4):
-        result = _lattices(device, 10 + seed, n=6)
+        result = hlg_lattices(device, 10 + seed, n=6)
         config = MbrConfig(posterior=PosteriorConfig(acoustic_scale=0.5))
         units, mbr = lattice_timed_units(result, Topology.CTC, config,
                                          word_start=WORD_START.to(device))
@@ -87,8 +87,8 @@ def test_ctc_mbr_units(device):
 
 
 def test_rescored_lattice_units(device):
-    result = _lattices(device, 3)
-    rescored = rescore_with_whole_lattice(result, _G(device), RescoreConfig(lm_scales=(1.0,)))
+    result = hlg_lattices(device, 3)
+    rescored = rescore_with_whole_lattice(result, bigram_G(device), RescoreConfig(lm_scales=(1.0,)))
     units, _ = lattice_timed_units(rescored.lattice, Topology.CTC,
                                    word_start=WORD_START.to(device))
     hyps = hypotheses_from_lattice(rescored.lattice)
@@ -115,8 +115,8 @@ def test_transducer_units_match_best_path(device, with_graph):
         best = _best_path(lattice, i)
         toks = [(lab, t, t + 1) for t, lab in enumerate(best.labels) if lab > 0]
         if with_graph:
-            want = _ref_words([t[0] for t in toks], [t[1] for t in toks], [t[2] for t in toks],
-                              word_start.tolist())
+            want = ref_word_spans([t[0] for t in toks], [t[1] for t in toks], [t[2] for t in toks],
+                                  word_start.tolist())
             assert units.ids.tolist()[i] == list(best.words)
         else:
             want = [[t[1], t[2]] for t in toks]
@@ -125,7 +125,7 @@ def test_transducer_units_match_best_path(device, with_graph):
 
 
 def test_empty_lattice_and_bad_inputs(device):
-    result = _lattices(device, 0, n=2)
+    result = hlg_lattices(device, 0, n=2)
     HLG = k2.Fsa.from_str(ctc_lexicon_graph(LEXICON, {w: 0.0 for w in LEXICON}),
                           acceptor=False).to(device)
     log_probs = torch.zeros(2, 3, 5, device=device).log_softmax(-1)

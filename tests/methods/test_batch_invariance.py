@@ -19,7 +19,6 @@ from k2dec.methods import (
     override_config,
 )
 from k2dec.testing.transducer import random_batch, random_model
-from tests.methods.test_transducer_methods import tiny_LG  # noqa: F401 (fixture)
 
 #: batch compositions of six utterances
 GROUPINGS = [
@@ -80,7 +79,7 @@ def test_ctc_nbest_methods_do_not_depend_on_the_batch(setup, name):  # noqa: F81
 
 
 @pytest.mark.parametrize("name", TRANSDUCER_NBEST)
-def test_transducer_nbest_methods_do_not_depend_on_the_batch(tiny_LG, name):  # noqa: F811
+def test_transducer_nbest_methods_do_not_depend_on_the_batch(tiny_LG, name):
     _, LG = tiny_LG
     model = random_model(vocab_size=5, dim=8, seed=0)
     lengths = [60, 45, 50, 30, 55, 40]

@@ -20,19 +20,13 @@ from k2dec.methods.ctc import (
     WholeLatticeRescoringConfig,
 )
 from k2dec.nbest import MultiPassConfig, Nbest, NbestConfig, rescore_with_ngram
+from tests.methods.ctc_inputs import random_ctc_inputs
 
 CTC_METHODS = ["1best", "attention-decoder", "ctc-decoding", "ctc-greedy-search", "mbr",
                "multi-pass", "nbest", "nbest-oracle", "nbest-rescoring", "rnn-lm",
                "whole-lattice-rescoring"]
 
 
-def _inputs(seed: int, vocab: int, n: int = 3) -> CtcInputs:
-    g = torch.Generator().manual_seed(seed)
-    lengths = torch.tensor([7, 5, 6][:n])
-    log_probs = (torch.randn(n, 7, vocab, generator=g) * 2).log_softmax(-1)
-    memory = torch.randn(n, 7, 8, generator=g)
-    return CtcInputs(log_probs, lengths, ref_words=[[1, 3], [5], [2, 4]][:n], memory=memory,
-                     memory_lens=lengths)
 
 
 #: the CTC methods with their own configs (tests/methods/test_scorer_methods.py)
@@ -54,7 +48,7 @@ def test_every_ctc_method_runs_and_passes_its_config(setup, name):     # test_mb
                     whole_lattice=RescoreConfig(lm_scales=(0.5, 1.0)))
     cls = get_method(name).config_cls
     cfg = cls(**{k: v for k, v in settings.items() if k in {f.name for f in fields(cls)}})
-    out = get_method(name)(_inputs(1, lang.max_token_id + 1), res, cfg)
+    out = get_method(name)(random_ctc_inputs(1, lang.max_token_id + 1), res, cfg)
     assert out and all(r.config is cfg for r in out)
     for r in out:
         hyps = r.words if r.words is not None else r.tokens
@@ -75,7 +69,7 @@ def test_every_ctc_method_runs_and_passes_its_config(setup, name):     # test_mb
 
 def test_1best_equals_the_lattice_best_path(setup):
     lang, res = setup
-    inp = _inputs(2, lang.max_token_id + 1)
+    inp = random_ctc_inputs(2, lang.max_token_id + 1)
     out = get_method("1best")(inp, res, HlgConfig(hlg_scale=1.0))[0]
     lat = get_lattice(inp.log_probs, inp.log_probs_lens, res.graphs["HLG"],
                       CtcLatticeConfig().lattice)
@@ -84,7 +78,7 @@ def test_1best_equals_the_lattice_best_path(setup):
 
 def test_nbest_rescoring_equals_the_library_call(setup):
     lang, res = setup
-    inp = _inputs(3, lang.max_token_id + 1)
+    inp = random_ctc_inputs(3, lang.max_token_id + 1)
     cfg = NbestRescoringConfig(nbest=NbestConfig(num_paths=30), ngram_lm_scale=0.7,
                                hlg_scale=1.0)
     out = get_method("nbest-rescoring")(inp, res, cfg)
@@ -98,7 +92,7 @@ def test_nbest_rescoring_equals_the_library_call(setup):
 
 def test_multi_pass_at_full_budget_equals_rnn_lm_rescoring(setup):
     lang, res = setup
-    inp = _inputs(4, lang.max_token_id + 1)
+    inp = random_ctc_inputs(4, lang.max_token_id + 1)
     mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, rnn_lm_scale=1.0)
     nbest = NbestConfig(num_paths=30)
     cfg = MultiPassMethodConfig(nbest=nbest, top_k=200, multi_pass=mp)
@@ -109,7 +103,7 @@ def test_multi_pass_at_full_budget_equals_rnn_lm_rescoring(setup):
 
 def test_missing_resources_are_clear_errors(setup):
     lang, res = setup
-    inp = _inputs(5, lang.max_token_id + 1)
+    inp = random_ctc_inputs(5, lang.max_token_id + 1)
     with pytest.raises(ValueError, match="needs the HLG graph"):
         get_method("1best")(inp, Resources())
     with pytest.raises(ValueError, match="needs a neural LM"):
@@ -122,7 +116,7 @@ def test_missing_resources_are_clear_errors(setup):
 
 def test_whole_lattice_rescoring_equals_the_library_call(setup):
     lang, res = setup
-    inp = _inputs(6, lang.max_token_id + 1)
+    inp = random_ctc_inputs(6, lang.max_token_id + 1)
     cfg = WholeLatticeRescoringConfig(whole_lattice_lm_scale=0.6, hlg_scale=1.0)
     out = get_method("whole-lattice-rescoring")(inp, res, cfg)
     HLG = res.graphs["HLG"].clone()
@@ -135,7 +129,7 @@ def test_whole_lattice_rescoring_equals_the_library_call(setup):
 @pytest.mark.parametrize("scale", [0.3, 1.7])
 def test_hlg_scale_scales_the_graph_not_the_callers(setup, scale):
     lang, res = setup
-    inp = _inputs(5, lang.max_token_id + 1)
+    inp = random_ctc_inputs(5, lang.max_token_id + 1)
     before = res.graphs["HLG"].scores.clone()
     out = get_method("1best")(inp, res, HlgConfig(hlg_scale=scale))[0]
     scaled = res.graphs["HLG"].clone()

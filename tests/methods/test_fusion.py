@@ -24,7 +24,7 @@ from k2dec.methods.hotword_biasing import HotwordConfig
 from k2dec.scorers import CtcScorer, NeuralLmScorer, TableScorer, WeightedScorer
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import ModifiedBeamSearchConfig, modified_beam_search
-from tests.aed.test_beam_search import _assert_same, _problem
+from tests.aed.beam_problems import assert_same_hyps, random_problem
 from tests.reference.aed_reference import reference_beam_search
 
 V = 5
@@ -151,7 +151,7 @@ def test_the_toy_scorer_in_the_attention_beam_search():
     changed = 0
     for seed in (1, 2, 3):
         n = 1 if seed == 1 else 3
-        dec, memory, lens, ctc, _ = _problem(seed, CPU, n=n, v=V, eos_bias=0.7)
+        dec, memory, lens, ctc, _ = random_problem(seed, CPU, n=n, v=V, eos_bias=0.7)
         cfg = BeamSearchConfig(beam_size=3, nbest=3, ctc_weight=0.3)
         scorers = build_scorers(res, "test", [("ctc", 0.3), ("toy-unigram", 0.7)], V, CPU,
                                 eos_id=dec.eos_id, ctc_log_probs=ctc, ctc_lens=lens)
@@ -163,7 +163,7 @@ def test_the_toy_scorer_in_the_attention_beam_search():
             [(h.tokens, h.score, h.ctc_score) for h in hs] for hs in by_hand]
         want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc,
                                      scorers=[(RefUnigramBonus(bonus), 0.7, "full")])
-        _assert_same(got, want, 1e-8)
+        assert_same_hyps(got, want, 1e-8)
         for hyps in got:
             for h in hyps:  # (ctc, toy): the toy's part is the tokens' bonuses (0 for eos)
                 assert h.scorer_scores[0] == h.ctc_score
@@ -189,7 +189,7 @@ def test_the_attention_method_builds_its_ctc_and_lm_from_its_fusion_part():
     the same hypotheses as the library call with ctc_log_probs= and lm=; the LM is the one
     every method prefers (rnn_lm over transformer_lm), with its end-of-sentence score."""
     rnn, transformer = _lm("rnn", 0), _lm("transformer", 1)
-    dec, memory, lens, ctc, _ = _problem(4, CPU, v=V, eos_bias=0.7, dtype=torch.float32)
+    dec, memory, lens, ctc, _ = random_problem(4, CPU, v=V, eos_bias=0.7, dtype=torch.float32)
     assert dec.eos_id == dec.sos_id == 4
     search = BeamSearchConfig(beam_size=3, nbest=3, ctc_weight=0.4, lm_scale=0.5)
     cfg = AttentionBeamSearchMethodConfig(search=search)

@@ -23,8 +23,7 @@ from k2dec.testing.lang import tiny_lg
 from k2dec.testing.transducer import random_batch, random_model
 from tests.methods.conftest import method_config
 from tests.reference.lattice_paths import best_per_word_sequence
-from tests.reference.scorers import RefContextGraph
-from tests.scorers.test_word_hotwords import reference_bonus
+from tests.reference.scorers import RefContextGraph, reference_bonus
 
 HOTWORD_METHODS = {
     "1best", "attention-beam-search", "attention-decoder", "beam_search",

@@ -25,7 +25,7 @@ from k2dec.nbest import Nbest, NbestConfig
 from k2dec.scorers import ContextGraph, HotwordScorer, WeightedScorer, hotword_graph
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import FastBeamSearch, FastBeamSearchConfig, fast_beam_search
-from tests.aed.test_beam_search import _assert_same, _problem
+from tests.aed.beam_problems import assert_same_hyps, random_problem
 from tests.reference.aed_reference import reference_beam_search
 from tests.reference.lattice_paths import enumerate_paths
 from tests.reference.scorers import RefContextGraph
@@ -217,7 +217,7 @@ def _aed_res(dec, phrases, device, word_start: bool) -> Resources:
 @pytest.mark.parametrize("n", [1, 3])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_attention_beam_search_matches_the_reference(device, scheme, n, seed):
-    dec, memory, lens, ctc, _ = _problem(seed, device, n=n, eos_bias=0.7)
+    dec, memory, lens, ctc, _ = random_problem(seed, device, n=n, eos_bias=0.7)
     ctc = ctc.float()  # the method aligns the CTC output for token frames
     rng = random.Random(seed)
     phrases = random_phrases(rng, 5, 3, with_scores=True)  # tokens 1..4 (5 is sos/eos)
@@ -243,7 +243,7 @@ def test_attention_beam_search_matches_the_reference(device, scheme, n, seed):
 def test_attention_beam_search_per_utterance_lists(device):
     """Below the method: a HotwordScorer with one list per utterance, against the reference
     with each utterance's own list."""
-    dec, memory, lens, _, _ = _problem(3, device, n=3, eos_bias=0.7)
+    dec, memory, lens, _, _ = random_problem(3, device, n=3, eos_bias=0.7)
     rng = random.Random(3)
     lists = [random_phrases(rng, 5, 2, with_scores=False) for _ in range(3)]
     ws = torch.tensor([False, True, False, True, False, False], device=device)
@@ -255,4 +255,4 @@ def test_attention_beam_search_per_utterance_lists(device):
     for i, p in enumerate(lists):
         ref = (RefContextGraph(p, 2.0, False, 0.5, {1, 3}), 1.0, "full")
         want = reference_beam_search(dec, memory[i:i + 1], lens[i:i + 1], cfg, scorers=[ref])
-        _assert_same(got[i:i + 1], want, 1e-7)
+        assert_same_hyps(got[i:i + 1], want, 1e-7)

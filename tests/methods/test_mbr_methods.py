@@ -24,7 +24,6 @@ from k2dec.testing.lang import TINY_ARPA
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import fast_beam_search
 from k2dec.transducer.joiner_confidences import token_confidences
-from tests.methods.test_transducer_methods import tiny_LG  # noqa: F401
 
 
 def _ctc_inputs(seed: int, vocab: int, n: int = 4) -> CtcInputs:
@@ -122,7 +121,7 @@ def test_mbr_after_whole_lattice_rescoring(tiny_hlg, tmp_path):
                           MbrMethodConfig(rescore=True))
 
 
-def test_fast_beam_search_mbr_methods(tiny_LG, device):  # noqa: F811 (fixture)
+def test_fast_beam_search_mbr_methods(tiny_LG, device):
     _, LG = tiny_LG
     model = random_model(vocab_size=5, seed=3, device=device)
     enc, lens = random_batch([6, 2, 5], seed=3, device=device)

@@ -33,8 +33,7 @@ from k2dec.nbest import (
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import fast_beam_search
 from tests.methods.conftest import method_config
-from tests.methods.test_ctc_methods import _inputs
-from tests.methods.test_transducer_methods import tiny_LG  # noqa: F401
+from tests.methods.ctc_inputs import random_ctc_inputs
 from tests.reference import nbest_confidence as ref
 from tests.reference.lattice_paths import enumerate_paths
 
@@ -56,7 +55,7 @@ def _check(records, words: bool):
 @pytest.mark.parametrize("seed", range(4))
 def test_nbest_confidences_are_nbest_posteriors(setup, seed):
     lang, res = setup
-    inp = _inputs(seed, lang.max_token_id + 1)
+    inp = random_ctc_inputs(seed, lang.max_token_id + 1)
     cfg = HlgNbestConfig(nbest=NbestConfig(num_paths=20), hlg_scale=1.0)
     out = get_method("nbest")(inp, res, cfg)[0]
     _check(out.hyps, words=True)
@@ -85,13 +84,13 @@ def test_records_do_not_depend_on_the_batch(setup, name):
     cfg = method_config(name, nbest=NbestConfig(num_paths=20), ngram_lm_scale=0.5,
                         attention_scale=0.3, rnn_lm_scale=0.5, sweep=True,
                         lm_scales=(0.5, 1.0), attention_scales=(0.3,))
-    inp = _inputs(7, lang.max_token_id + 1)
+    inp = random_ctc_inputs(7, lang.max_token_id + 1)
     batch = get_method(name)(inp, res, cfg)
     for r in batch:
         _check(r.hyps, words=True)
         assert any(not h.error for h in r.hyps)
     for u in range(3):
-        one = _inputs(7, lang.max_token_id + 1)
+        one = random_ctc_inputs(7, lang.max_token_id + 1)
         one = type(one)(one.log_probs[u:u + 1], one.log_probs_lens[u:u + 1],
                         ref_words=one.ref_words[u:u + 1], memory=one.memory[u:u + 1],
                         memory_lens=one.memory_lens[u:u + 1])
@@ -105,7 +104,7 @@ def test_records_do_not_depend_on_the_batch(setup, name):
                                                                  abs=1e-6)
 
 
-def test_fast_beam_search_nbest_methods_carry_frames_and_confidences(tiny_LG, device):  # noqa: F811
+def test_fast_beam_search_nbest_methods_carry_frames_and_confidences(tiny_LG, device):
     _, LG = tiny_LG
     model = random_model(vocab_size=5, seed=5, device=device)
     enc, lens = random_batch([6, 1, 5], seed=5, device=device)
@@ -179,7 +178,7 @@ def _same_records(batch, alone):
 def test_nbest_oracle_confidences_are_lattice_nbest_posteriors(setup, device, seed):
     lang, res = setup
     res = _on(res, device)
-    inp = _with_empty(_inputs(seed, lang.max_token_id + 1), lang, device)
+    inp = _with_empty(random_ctc_inputs(seed, lang.max_token_id + 1), lang, device)
     cfg = HlgNbestConfig(nbest=NbestConfig(num_paths=20, posterior_scale=0.7), hlg_scale=1.0)
     out = get_method("nbest-oracle")(inp, res, cfg)[0]
     _check(out.hyps, words=True)
@@ -256,7 +255,7 @@ def test_fast_beam_search_nbest_oracle_confidences_are_nbest_posteriors(device):
 def test_multi_pass_confidences_at_full_budget_equal_rnn_lm_rescoring(setup, device):
     lang, res = setup
     res = _on(res, device)
-    inp = _with_empty(_inputs(4, lang.max_token_id + 1), lang, device)
+    inp = _with_empty(random_ctc_inputs(4, lang.max_token_id + 1), lang, device)
     mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, rnn_lm_scale=0.5)
     nbest = NbestConfig(num_paths=30)
     cfg = MultiPassMethodConfig(nbest=nbest, top_k=200, multi_pass=mp)
@@ -278,7 +277,7 @@ def test_multi_pass_confidences_at_full_budget_equal_rnn_lm_rescoring(setup, dev
 def test_multi_pass_confidences_are_posteriors_of_the_rescored_paths(setup, device, seed):
     lang, res = setup
     res = _on(res, device)
-    inp = _with_empty(_inputs(seed, lang.max_token_id + 1), lang, device)
+    inp = _with_empty(random_ctc_inputs(seed, lang.max_token_id + 1), lang, device)
     mp = MultiPassConfig(first_k=1, batch_k=1, stop_sigmas=0.5, rnn_lm_scale=0.5)
     cfg = MultiPassMethodConfig(nbest=NbestConfig(num_paths=30, posterior_scale=1.5), top_k=6,
                                 multi_pass=mp)
@@ -328,7 +327,7 @@ def test_no_ngram_token_frames_are_the_best_alignment_of_the_chosen_tokens(setup
                                                                           seed):
     lang, res = setup
     res = _on(res, device)
-    inp = _inputs(seed, lang.max_token_id + 1)
+    inp = random_ctc_inputs(seed, lang.max_token_id + 1)
     inp = CtcInputs(inp.log_probs.to(device), inp.log_probs_lens.to(device),
                     memory=inp.memory.to(device), memory_lens=inp.memory_lens.to(device))
     cfg = NoNgramAttentionConfig(nbest=NbestConfig(num_paths=20, nbest_scale=1.0),

@@ -13,9 +13,6 @@ import k2
 import pytest
 import torch
 
-from k2dec.graph import build_rescoring_G, train_arpa
-from k2dec.lang import TokenWords, write_lang_dir
-from k2dec.lm import RnnLM, RnnLmConfig
 from k2dec.methods import Resources, TransducerInputs, get_method
 from k2dec.methods.transducer import (
     FastBeamSearchNbestRescoringConfig,
@@ -24,35 +21,9 @@ from k2dec.methods.transducer import (
 from k2dec.nbest import DedupKey, Nbest, NbestConfig
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import fast_beam_search
+from tests.methods.piece_lang import LEXICON, PIECES, VOCAB
 from tests.reference.lattice_paths import enumerate_paths
 from tests.reference.lm_reference import score_sequence_by_prefixes
-from tests.reference.ngram import ArpaScorer
-
-#: BPE-like pieces: ids 1..5 (0 is the blank)
-PIECES = ["<unk>", "\u2581A", "B", "\u2581C", "D"]
-LEXICON = [("<UNK>", ["<unk>"]), ("A", ["\u2581A"]), ("AB", ["\u2581A", "B"]),
-           ("C", ["\u2581C"]), ("CD", ["\u2581C", "D"]), ("CBD", ["\u2581C", "B", "D"])]
-VOCAB = len(PIECES) + 1
-
-
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    d = tmp_path_factory.mktemp("nbest_rescoring")
-    lang = write_lang_dir(d / "lang", LEXICON, tokens=PIECES, blank="<blk>")
-    rng = random.Random(0)
-    words = [w for w, _ in LEXICON]
-    (d / "text.txt").write_text("\n".join(" ".join(rng.choice(words) for _ in range(
-        rng.randint(1, 5))) for _ in range(80)) + "\n")
-    arpa = train_arpa(d / "text.txt", d / "lm.arpa", order=2)
-    G = build_rescoring_G(arpa, lang.word_table)
-    torch.manual_seed(0)
-    lm = RnnLM(RnnLmConfig(vocab_size=VOCAB, embedding_dim=8, hidden_dim=8, num_layers=1))
-    with torch.no_grad():
-        for p in lm.parameters():
-            p.mul_(3.0)
-    res = Resources(graphs={"G": G}, lms={"rnn_lm": lm.eval()},
-                    token_words=TokenWords.from_lang_dir(lang))
-    return lang, ArpaScorer(arpa), res
 
 
 def ref_words(tokens: tuple[int, ...]) -> list[str]:
@@ -70,8 +41,8 @@ def ref_words(tokens: tuple[int, ...]) -> list[str]:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_token_words_spell_like_the_hand_reference(setup, seed):
-    lang, _, res = setup
+def test_token_words_spell_like_the_hand_reference(fbs_setup, seed):
+    lang, _, res = fbs_setup
     rng = random.Random(seed)
     seqs = [[rng.randrange(1, VOCAB) for _ in range(rng.randint(0, 7))] for _ in range(20)]
     got = res.token_words(k2.RaggedTensor(seqs, dtype=torch.int32)).tolist()
@@ -81,18 +52,18 @@ def test_token_words_spell_like_the_hand_reference(setup, seed):
                                                  for w in want)
 
 
-def test_token_words_errors(setup):
-    _, _, res = setup
+def test_token_words_errors(fbs_setup):
+    _, _, res = fbs_setup
     with pytest.raises(ValueError, match="token ids must be in"):
         res.token_words(k2.RaggedTensor([[1, 99]], dtype=torch.int32))
     with pytest.raises(TypeError, match="RaggedTensor"):
         res.token_words([[1, 2]])
 
 
-def _reference(setup, inputs, cfg, rnn: bool) -> list[dict[str, tuple[tuple[int, ...], float]]]:
+def _reference(fbs_setup, inputs, cfg, rnn: bool) -> list[dict[str, tuple[tuple[int, ...], float]]]:
     """Per utterance, per setting: the winning token sequence and its total score, among the
     sequences the n-best samples (the same sampler on the same lattice)."""
-    lang, arpa, res = setup
+    lang, arpa, res = fbs_setup
     _, lm = res.neural_lm("test")
     lattice = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens,
                                None, cfg.search).lattice
@@ -126,9 +97,9 @@ def _reference(setup, inputs, cfg, rnn: bool) -> list[dict[str, tuple[tuple[int,
 @pytest.mark.parametrize("rnn", [False, True])
 @pytest.mark.parametrize("lens,seed", [([3], 0), ([3, 1, 2], 1), ([2, 0, 3], 2), ([1], 3),
                                        ([4, 3], 4), ([3, 3, 1, 2], 5)])
-def test_rescoring_picks_the_reference_best_of_the_sampled_sequences(setup, device, rnn, lens,
+def test_rescoring_picks_the_reference_best_of_the_sampled_sequences(fbs_setup, device, rnn, lens,
                                                                     seed):
-    _, _, res = setup
+    _, _, res = fbs_setup
     res = Resources(graphs={"G": res.graphs["G"].to(device)},
                     lms={"rnn_lm": res.lms["rnn_lm"].to(device)}, token_words=res.token_words)
     model = random_model(vocab_size=VOCAB, seed=seed, device=device)
@@ -153,7 +124,7 @@ def test_rescoring_picks_the_reference_best_of_the_sampled_sequences(setup, devi
     alone = method(inputs, res, replace(cfg, sweep=False))
     assert [r.key for r in alone] == [next(iter(out))]
     assert alone[0].hyps == next(iter(out.values())).hyps
-    want = _reference(setup, inputs, cfg, rnn)
+    want = _reference(fbs_setup, inputs, cfg, rnn)
     res.lms["rnn_lm"].to("cpu")
     assert list(out) == list(want[0])
     winners = set()
@@ -168,8 +139,8 @@ def test_rescoring_picks_the_reference_best_of_the_sampled_sequences(setup, devi
     assert len(winners) > len(lens) or max(lens) <= 1
 
 
-def test_missing_resources_are_clear_errors(setup):
-    _, _, res = setup
+def test_missing_resources_are_clear_errors(fbs_setup):
+    _, _, res = fbs_setup
     model = random_model(vocab_size=VOCAB)
     enc, enc_lens = random_batch([3])
     inputs = TransducerInputs(model, enc, enc_lens)

@@ -4,25 +4,20 @@ n-best; each against its definition recomputed here from per-hypothesis referenc
 
 from __future__ import annotations
 
-import random
 from dataclasses import replace
 
 import pytest
 import torch
 
-from k2dec.aed import TransformerDecoder
-from k2dec.lm import RnnLM, RnnLmConfig
-from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method
+from k2dec.methods import Resources, get_method
 from k2dec.methods.ctc_prefix import CtcPrefixAttentionConfig, NoNgramAttentionConfig
 from k2dec.methods.transducer_beam_search import LmRescoreConfig, LmRescoreLodrConfig
-from k2dec.scorers import NeuralLmScorer, TokenNgramScorer, WeightedScorer
-from k2dec.testing.transducer import random_batch, random_model
+from k2dec.scorers import NeuralLmScorer, WeightedScorer
 from k2dec.transducer import ModifiedBeamSearch, ModifiedBeamSearchConfig, modified_beam_search
+from tests.methods.scorer_inputs import ctc_inputs, transducer_inputs
 from tests.reference import nbest_confidence as ref_conf
 from tests.reference.scorers import RefNeuralLm, RefNgram
-from tests.scorers.helpers import token_arpa
 
-VOCAB = 6
 TRANSDUCER = ["beam_search", "modified_beam_search", "modified_beam_search_LODR",
               "modified_beam_search_lm_rescore", "modified_beam_search_lm_rescore_LODR",
               "modified_beam_search_lm_shallow_fusion"]
@@ -31,42 +26,17 @@ CTC = ["attention-decoder-rescoring-no-ngram", "ctc-prefix-beam-search",
        "ctc-prefix-beam-search-shallow-fussion"]
 
 
-@pytest.fixture(scope="module")
-def resources(tmp_path_factory):
-    torch.manual_seed(0)
-    lm = RnnLM(RnnLmConfig(vocab_size=VOCAB, embedding_dim=8, hidden_dim=8, num_layers=1))
-    with torch.no_grad():
-        for p in lm.parameters():
-            p.mul_(3.0)
-    arpa = token_arpa(tmp_path_factory.mktemp("lodr"), random.Random(0), VOCAB, 2)
-    decoder = TransformerDecoder(vocab_size=VOCAB, memory_dim=8, d_model=16, nhead=2,
-                                 num_layers=1, dim_feedforward=16, dropout=0.0).eval()
-    from k2dec.graph import build_ctc_topo
-
-    return Resources(graphs={"H": build_ctc_topo(VOCAB - 1)}, lms={"rnn_lm": lm.eval()},
-                     attention_decoder=decoder, hotwords=(((1, 2), None), ((3,), 1.0)),
-                     lodr=TokenNgramScorer.from_arpa(arpa, VOCAB)), arpa
 
 
-def _transducer_inputs(seed: int = 1):
-    model = random_model(vocab_size=VOCAB, seed=seed)
-    enc, lens = random_batch([6, 1, 4], seed=seed)
-    return TransducerInputs(model, enc, lens)
 
 
-def _ctc_inputs(seed: int = 1, n: int = 3):
-    g = torch.Generator().manual_seed(seed)
-    lengths = torch.tensor([7, 5, 6][:n])
-    log_probs = (torch.randn(n, 7, VOCAB, generator=g) * 2).log_softmax(-1)
-    return CtcInputs(log_probs, lengths, memory=torch.randn(n, 7, 8, generator=g),
-                     memory_lens=lengths)
 
 
 @pytest.mark.parametrize("name", TRANSDUCER + CTC)
 def test_runs_passes_config_and_needs_its_resources(resources, name):
     res, _ = resources
     method = get_method(name)
-    inputs = _transducer_inputs() if name in TRANSDUCER else _ctc_inputs()
+    inputs = transducer_inputs() if name in TRANSDUCER else ctc_inputs()
     cfg = method.default_config()
     out = method(inputs, res, cfg)
     assert out and all(r.config is cfg and len(r.hyps) == 3 for r in out)
@@ -78,7 +48,7 @@ def test_runs_passes_config_and_needs_its_resources(resources, name):
 
 def test_shallow_fusion_and_lodr_compose_the_documented_scorers(resources):
     res, _ = resources
-    inputs = _transducer_inputs(2)
+    inputs = transducer_inputs(2)
     lm = res.lms["rnn_lm"]
     got = get_method("modified_beam_search_LODR")(inputs, Resources(
         lms=res.lms, lodr=res.lodr), None)[0]
@@ -96,7 +66,7 @@ def test_shallow_fusion_and_lodr_compose_the_documented_scorers(resources):
 @pytest.mark.parametrize("lodr", [False, True])
 def test_lm_rescore_picks_the_best_combined_score(resources, lodr):
     res, arpa = resources
-    inputs = _transducer_inputs(3)
+    inputs = transducer_inputs(3)
     search = ModifiedBeamSearch(inputs.model, ModifiedBeamSearchConfig())
     streams = [search.new_stream("cpu", i) for i in range(3)]
     search.decode_chunk(streams, inputs.encoder_out, inputs.encoder_out_lens)
@@ -145,7 +115,7 @@ def test_lm_rescore_picks_the_best_combined_score(resources, lodr):
 
 def test_ctc_attention_rescoring_picks_the_best_combined_score(resources):
     res, _ = resources
-    inputs = _ctc_inputs(4)
+    inputs = ctc_inputs(4)
     cfg = CtcPrefixAttentionConfig(attention_scale=0.1, attention_scales=(0.1, 2.0),
                                    sweep=True)
     out = get_method("ctc-prefix-beam-search-attention-decoder-rescoring")(inputs, res, cfg)
@@ -176,10 +146,10 @@ def test_no_ngram_rescoring_keys(resources):
     res, _ = resources
     cfg = NoNgramAttentionConfig(attention_scale=0.7, attention_scales=(0.5, 0.7, 1.0),
                                  sweep=True)
-    out = get_method("attention-decoder-rescoring-no-ngram")(_ctc_inputs(5), res, cfg)
+    out = get_method("attention-decoder-rescoring-no-ngram")(ctc_inputs(5), res, cfg)
     assert [r.key for r in out] == ["attention_scale_0.7", "attention_scale_0.5",
                                     "attention_scale_1.0"]
     out = get_method("attention-decoder-rescoring-no-ngram")(
-        _ctc_inputs(5), res, NoNgramAttentionConfig())
+        ctc_inputs(5), res, NoNgramAttentionConfig())
     assert [r.key for r in out] == ["attention_scale_1.2"]
     assert all(h.tokens is not None and not h.error for r in out for h in r.hyps)

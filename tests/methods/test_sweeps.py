@@ -9,10 +9,9 @@ import pytest
 from k2dec.methods import TransducerInputs, get_method, list_methods, override_config
 from k2dec.nbest import NbestConfig
 from k2dec.testing.transducer import random_batch, random_model
+from tests.methods import piece_lang, scorer_inputs
 from tests.methods.conftest import method_config
-from tests.methods.test_ctc_methods import _inputs
-from tests.methods.test_nbest_rescoring_methods import setup as fbs_setup  # noqa: F401
-from tests.methods.test_scorer_methods import resources  # noqa: F401
+from tests.methods.ctc_inputs import random_ctc_inputs
 
 SWEEPING = ["attention-decoder", "nbest-rescoring", "rnn-lm", "whole-lattice-rescoring"]
 #: the other methods that weigh scores by scales
@@ -50,11 +49,11 @@ def test_default_is_one_setting_at_the_configured_scales(setup, name):
     lang, res = setup
     method = get_method(name)
     cfg = _config(name)
-    out = method(_inputs(7, lang.max_token_id + 1), res, cfg)
+    out = method(random_ctc_inputs(7, lang.max_token_id + 1), res, cfg)
     assert [r.key for r in out] == [s.key for s in method.settings(cfg)]
     assert len(out) == 1 and method.settings(cfg)[0].assignments == ()
     moved = override_config(cfg, [f"{k}={v + 0.25}" for k, v in method.scale_fields(cfg).items()])
-    assert [r.key for r in method(_inputs(7, lang.max_token_id + 1), res, moved)] == \
+    assert [r.key for r in method(random_ctc_inputs(7, lang.max_token_id + 1), res, moved)] == \
         [s.key for s in method.settings(moved)] != [out[0].key]
 
 
@@ -65,7 +64,7 @@ def test_every_swept_setting_equals_decoding_at_that_setting(setup, name, seed):
     method = get_method(name)
     cfg = _config(name, ngram_lm_scale=0.9, attention_scale=0.7, rnn_lm_scale=0.9,
                   whole_lattice_lm_scale=0.9, sweep=True)
-    inputs = _inputs(seed, lang.max_token_id + 1)
+    inputs = random_ctc_inputs(seed, lang.max_token_id + 1)
     swept = method(inputs, res, cfg)
     settings = method.settings(cfg)
     assert [r.key for r in swept] == [s.key for s in settings]
@@ -97,23 +96,20 @@ OTHER_GRIDS = {
 
 @pytest.mark.parametrize("name", OTHER_SWEEPING)
 def test_other_methods_report_one_setting_and_each_swept_one_is_that_setting(
-        name, resources, fbs_setup):  # noqa: F811
+        name, resources, fbs_setup):
     """The beam-search-list and transducer n-best rescoring methods: one setting by default;
     with ``sweep=true`` every grid point, configured first, each the decode at its
     assignments."""
-    from tests.methods import test_nbest_rescoring_methods as fbs
-    from tests.methods import test_scorer_methods as lists
-
     method = get_method(name)
     if name.startswith("fast_beam_search"):
         res = fbs_setup[2]
-        model = random_model(vocab_size=fbs.VOCAB, seed=3)
+        model = random_model(vocab_size=piece_lang.VOCAB, seed=3)
         enc, lens = random_batch([4, 3, 2], seed=3)
         inputs = TransducerInputs(model, enc, lens)
     else:
         res = resources[0]
-        inputs = (lists._transducer_inputs(3) if name.startswith("modified")
-                  else lists._ctc_inputs(3))
+        inputs = (scorer_inputs.transducer_inputs(3) if name.startswith("modified")
+                  else scorer_inputs.ctc_inputs(3))
     cfg = override_config(method.default_config(), OTHER_GRIDS[name])
     alone = method(inputs, res, cfg)
     assert [r.key for r in alone] == [s.key for s in method.settings(cfg)]

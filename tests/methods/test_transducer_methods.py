@@ -16,7 +16,6 @@ from k2dec.methods.transducer import (
     FastBeamSearchNbestLGConfig,
 )
 from k2dec.nbest import NbestConfig
-from k2dec.testing.lang import tiny_lg
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import FastBeamSearchConfig, fast_beam_search
 from tests.reference.lattice_paths import enumerate_paths
@@ -34,9 +33,6 @@ TRANSDUCER_METHODS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def tiny_LG(tmp_path_factory):
-    return tiny_lg(tmp_path_factory.mktemp("lg"))  # tokens a b c d = 1..4 (vocab 5)
 
 
 #: the transducer methods with scorers (tests/methods/test_scorer_methods.py) and the n-best

@@ -4,17 +4,14 @@ Needs espeak-ng (Debian); skipped with the reason otherwise."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from k2dec.tools.synth import CorpusConfig, Voice, available_voices, make_corpus
+from k2dec.train.synth import CorpusConfig, Voice, available_voices, make_corpus
+from tests.recipes.scripts import recipe
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("espeak-ng") is None,
                                 reason="espeak-ng is not installed (apt-get install espeak-ng)")
 
@@ -30,13 +27,6 @@ The market was full of bread and honey.
 """
 
 
-def _script(name: str):
-    path = ROOT / "recipes" / "librispeech" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"recipe_{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module.main
 
 
 def _run(cmd, args):
@@ -58,21 +48,21 @@ def test_recipe_end_to_end(tmp_path):
                                      num_test_other=1, held_out=("espeak-ng:en-gb@0.9",)),
                 text_dirs=[text_dir], progress=False, voices=voices)
     data = tmp_path / "data"
-    _run(_script("prepare"), ["--corpus-dir", corpus, "--data-dir", data, "--vocab-size", 40])
+    _run(recipe("prepare"), ["--corpus-dir", corpus, "--data-dir", data, "--vocab-size", 40])
     lang = data / "lang_bpe_40"
     for f in ("HLG.pt", "LG.pt", "G_4_gram.pt", "bpe.model", "tokens.txt"):
         assert (lang / f).is_file(), f
     exp = tmp_path / "exp"
-    _run(_script("train"), ["--data-dir", data, "--lang-dir", lang, "--exp-dir", exp,
+    _run(recipe("train"), ["--data-dir", data, "--lang-dir", lang, "--exp-dir", exp,
                             "--num-epochs", 1, "--max-steps", 1, "--max-duration", 30,
                             "--warmup-steps", 1, "--threads", 1, "--no-spec-augment"])
     assert (exp / "checkpoint-1.pt").is_file()
     # one step ends epoch 0 early, so export the step checkpoint as "epoch 1"
     shutil.copy(exp / "checkpoint-1.pt", exp / "epoch-1.pt")
-    _run(_script("export"), ["--exp-dir", exp, "--epoch", 1, "--avg", 1,
+    _run(recipe("export"), ["--exp-dir", exp, "--epoch", 1, "--avg", 1,
                              "--out", exp / "model.pt"])
     out = tmp_path / "decode"
-    r = _run(_script("decode"), ["--data-dir", data, "--lang-dir", lang, "--model",
+    r = _run(recipe("decode"), ["--data-dir", data, "--lang-dir", lang, "--model",
                                  exp / "model.pt", "--out-dir", out, "--method", "1best",
                                  "--method", "greedy_search", "--method",
                                  "attention-beam-search", "--set", "beam_size=2",
@@ -84,12 +74,12 @@ def test_recipe_end_to_end(tmp_path):
     assert (out / "RESULTS.md").is_file()
     # the neural LM stage, and decoding with it
     lm_exp = tmp_path / "rnn_lm"
-    r = _run(_script("train_lm"), ["--data-dir", data, "--lang-dir", lang, "--exp-dir", lm_exp,
+    r = _run(recipe("train_lm"), ["--data-dir", data, "--lang-dir", lang, "--exp-dir", lm_exp,
                                    "--num-steps", 2, "--batch-size", 2, "--embedding-dim", 8,
                                    "--hidden-dim", 8, "--num-layers", 1, "--num-valid", 1,
                                    "--save-every-n", 1, "--avg", 2])
     assert "checkpoint-1.pt, checkpoint-2.pt" in r.output
-    r = _run(_script("decode"), ["--data-dir", data, "--lang-dir", lang, "--model",
+    r = _run(recipe("decode"), ["--data-dir", data, "--lang-dir", lang, "--model",
                                  exp / "model.pt", "--out-dir", out, "--method", "rnn-lm",
                                  "--method", "multi-pass", "--rnn-lm", lm_exp / "rnn_lm.pt",
                                  "--test-set", "test-clean", "--set", "num_paths=5",

@@ -233,3 +233,13 @@ def weighted_final(refs, states) -> float:
 
 def is_close(a: float, b: float, tol: float) -> bool:
     return a == b or (math.isfinite(a) and math.isfinite(b) and abs(a - b) <= tol)
+
+
+def reference_bonus(ref: RefContextGraph, words) -> float:
+    """The bonus of a whole word sequence: every step's bonus or refund, then the refund of
+    an unfinished match."""
+    state, total = ref.start(0), 0.0
+    for w in words:
+        s, state = ref.step(state, w)
+        total += s
+    return total + ref.final(state)

@@ -6,7 +6,7 @@ import pytest
 
 from k2dec.results import save_results, write_error_stats, write_recogs, write_wer_summary
 
-from .test_wer import RESULTS
+from .results_sample import RESULTS
 
 ERRS = """\
 %WER = 57.14

@@ -6,7 +6,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from k2dec.results import LockedError, ResultWriter, lock_out_dir, read_results
+from tests.full_disk import tmpfs_usable
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -117,15 +117,6 @@ _WRITE = textwrap.dedent("""
 """)
 
 
-def _tmpfs_usable(d: Path) -> bool:
-    """True if a tmpfs can be mounted here in a user + mount namespace (no root needed where
-    unprivileged user namespaces are allowed)."""
-    if shutil.which("unshare") is None:
-        return False
-    d.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run(["unshare", "-Urm", "sh", "-c", f"mount -t tmpfs -o size=8k tmpfs {d}"],
-                       capture_output=True)
-    return r.returncode == 0
 
 
 @pytest.mark.parametrize("full", ["tmpfs", "rlimit"])
@@ -143,7 +134,7 @@ def test_a_full_disk_is_a_clear_error_and_the_rerun_finishes_identical(tmp_path,
         code = errno.EFBIG
     else:  # a real full disk: ENOSPC on a 64 KiB tmpfs of which a filler takes 56 KiB
         mnt = tmp_path / "mnt"
-        if not _tmpfs_usable(mnt):
+        if not tmpfs_usable(mnt):
             pytest.skip("cannot mount a tmpfs in a user namespace here (unshare -Urm)")
         inner = mnt / "r.jsonl"
         first = subprocess.run(["unshare", "-Urm", "sh", "-c", f"""

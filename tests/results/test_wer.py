@@ -4,12 +4,7 @@ import kaldialign
 import pytest
 
 from k2dec.results import EPS, align_words, combine_error_runs, compute_wer
-
-RESULTS = [
-    ("a", ["A", "B", "C", "D"], ["A", "X", "C", "D", "E"]),  # B->X, +E
-    ("b", ["A", "B", "C"], ["A"]),                           # -B, -C
-    ("c", [], []),
-]
+from tests.results.results_sample import RESULTS
 
 
 def test_align_words_hand_worked():

@@ -14,20 +14,9 @@ import torch
 
 from k2dec.graph import build_ctc_topo, compile_HLG
 from k2dec.scorers import Hotword, bias_word_graph, encode_hotword_words
-from tests.graph.random_lang import ctc_realisations
-from tests.graph.test_every_word_sequence import Case, _decoded
-from tests.reference.scorers import RefContextGraph
+from tests.graph.random_lang import RandomCase, ctc_realisations, decoded_words
+from tests.reference.scorers import RefContextGraph, reference_bonus
 from tests.scorers.helpers import random_phrases
-
-
-def reference_bonus(ref: RefContextGraph, words) -> float:
-    """The bonus of a whole word sequence: every step's bonus or refund, then the refund of
-    an unfinished match."""
-    state, total = ref.start(0), 0.0
-    for w in words:
-        s, state = ref.step(state, w)
-        total += s
-    return total + ref.final(state)
 
 
 def word_phrases(rng: random.Random, word_ids: list[int], num: int):
@@ -38,7 +27,7 @@ def word_phrases(rng: random.Random, word_ids: list[int], num: int):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_biased_HLG_adds_the_reference_bonus_to_every_word_sequence(seed, tmp_path):
-    case = Case(seed, tmp_path)
+    case = RandomCase(seed, tmp_path)
     HLG = compile_HLG(build_ctc_topo(case.lang.max_token_id), case.L, case.G, *case.ids)
     HLG.lm_scores = HLG.scores.clone()
     wt = case.lang.word_table
@@ -54,7 +43,7 @@ def test_biased_HLG_adds_the_reference_bonus_to_every_word_sequence(seed, tmp_pa
     for tokens in sorted(case.token_sequences()):
         frames = ctc_realisations(case.token_ids(tokens), rng, num_random=1,
                                   exhaustive_up_to=1)[:3]
-        for plain, got in zip(_decoded(frames, HLG, wt), _decoded(frames, biased, wt)):
+        for plain, got in zip(decoded_words(frames, HLG, wt), decoded_words(frames, biased, wt)):
             assert set(got) == set(plain), (tokens, got, plain)
             for words, score in plain.items():
                 bonus = reference_bonus(ref, [wt[w] for w in words])
@@ -65,7 +54,7 @@ def test_biased_HLG_adds_the_reference_bonus_to_every_word_sequence(seed, tmp_pa
 
 
 def test_biased_graph_keeps_lm_scores_without_the_bonus(tmp_path):
-    case = Case(0, tmp_path)
+    case = RandomCase(0, tmp_path)
     HLG = compile_HLG(build_ctc_topo(case.lang.max_token_id), case.L, case.G, *case.ids)
     HLG.lm_scores = HLG.scores.clone()
     wt = case.lang.word_table
@@ -76,7 +65,7 @@ def test_biased_graph_keeps_lm_scores_without_the_bonus(tmp_path):
 
 
 def test_word_graph_inputs_are_checked(tmp_path):
-    case = Case(1, tmp_path)
+    case = RandomCase(1, tmp_path)
     HLG = compile_HLG(build_ctc_topo(case.lang.max_token_id), case.L, case.G, *case.ids)
     wt = case.lang.word_table
     w = [wt[x] for x in case.spec.words]
@@ -97,7 +86,7 @@ def test_word_graph_inputs_are_checked(tmp_path):
 
 
 def test_hotword_words_map_through_words_txt_and_skip_oov(tmp_path, caplog):
-    case = Case(2, tmp_path)
+    case = RandomCase(2, tmp_path)
     wt = case.lang.word_table
     a, b = case.spec.words[:2]
     with caplog.at_level(logging.WARNING, logger="k2dec.scorers.context_graph"):

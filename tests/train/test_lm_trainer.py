@@ -13,15 +13,14 @@ import torch
 from k2dec.lm import (
     RnnLM,
     RnnLmConfig,
-    TrainLmConfig,
     TransformerLM,
     TransformerLmConfig,
     compute_text_perplexity,
     load_lm,
-    train_lm,
 )
 from k2dec.lm.perplexity import main as perplexity_main
-from k2dec.lm.train import epoch_batches, latest_checkpoint, main
+from k2dec.train import TrainLmConfig, latest_checkpoint, train_lm
+from k2dec.train.lm_trainer import epoch_batches, main
 
 SENTENCES = [
     "THE CAT SAT ON THE MAT",
@@ -60,7 +59,7 @@ def _config(corpus, exp_dir, model, **kw) -> TrainLmConfig:
 
 def test_rnn_training_lowers_loss(corpus, tmp_path, caplog, device):
     model = RnnLmConfig(embedding_dim=16, hidden_dim=16, num_layers=1)  # vocab_size from BPE
-    with caplog.at_level(logging.INFO, logger="k2dec.lm.train"):
+    with caplog.at_level(logging.INFO, logger="k2dec.train.lm_trainer"):
         result = train_lm(_config(corpus, tmp_path, model, num_steps=40, device=str(device),
                                   valid_text=corpus / "valid.txt", keep_last_k=2))
     assert result.start_step == 0 and len(result.losses) == 40

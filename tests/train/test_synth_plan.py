@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from k2dec.tools.synth import (
+from k2dec.train.synth import (
     FORTUNES_DIR,
     CorpusConfig,
     Voice,

@@ -3,14 +3,14 @@
 Checkpoints (``exp_dir/checkpoint-{step}.pt``, ``exp_dir/epoch-{n}.pt``) hold the model,
 optimizer and scheduler states, the step and epoch, and the model config, so an interrupted
 run resumes from the newest one. :func:`average_checkpoints` averages the last few (icefall's
-``--avg``), and :func:`export_model` writes a small release file (optionally float16).
+``--avg``), and :func:`k2dec.model.export_model` writes a small release file (optionally
+float16).
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,17 +20,15 @@ import k2
 import torch
 from tqdm import tqdm
 
-from ..files import checked_config, load_checked_state, load_torch_file
-from .joint import JointConfig, JointModel, LossConfig
+from ..model.joint import JointModel
+from .checkpoints import latest_checkpoint, prune_checkpoints
+from .losses import LossConfig, joint_losses
 
 __all__ = [
     "TrainConfig",
     "train_joint_model",
     "batch_to_inputs",
     "average_checkpoints",
-    "export_model",
-    "load_joint_model",
-    "latest_checkpoint",
 ]
 
 logger = logging.getLogger(__name__)
@@ -98,16 +96,6 @@ def _lr_lambda(warmup: int) -> Callable[[int], float]:
     return f
 
 
-def latest_checkpoint(exp_dir: Path) -> Path | None:
-    """The newest ``checkpoint-{step}.pt`` in ``exp_dir`` (by step), if any."""
-    best: tuple[int, Path] | None = None
-    for p in Path(exp_dir).glob("checkpoint-*.pt"):
-        m = re.fullmatch(r"checkpoint-(\d+)\.pt", p.name)
-        if m and (best is None or int(m.group(1)) > best[0]):
-            best = (int(m.group(1)), p)
-    return None if best is None else best[1]
-
-
 def _save(path: Path, model: JointModel, opt, sched, step: int, epoch: int,
           cfg: TrainConfig, batches_done: int = 0) -> None:
     tmp = path.with_suffix(".tmp")
@@ -170,14 +158,14 @@ def train_joint_model(
             if cfg.save_every_n and step % cfg.save_every_n == 0:
                 _save(exp_dir / f"checkpoint-{step}.pt", model, opt, sched, step, epoch, cfg,
                       done)
-                _prune(exp_dir, cfg.keep_last_k)
+                prune_checkpoints(exp_dir, cfg.keep_last_k)
         skip = 0
         if cfg.max_steps is not None and step >= cfg.max_steps:
             _save(exp_dir / f"checkpoint-{step}.pt", model, opt, sched, step, epoch, cfg, done)
             break
         _save(exp_dir / f"epoch-{epoch + 1}.pt", model, opt, sched, step, epoch + 1, cfg)
         _save(exp_dir / f"checkpoint-{step}.pt", model, opt, sched, step, epoch + 1, cfg)
-        _prune(exp_dir, cfg.keep_last_k)
+        prune_checkpoints(exp_dir, cfg.keep_last_k)
     return {"step": step, "epoch": min(cfg.num_epochs, epoch + 1) if cfg.num_epochs else 0,
             "loss_per_token": log.final()}
 
@@ -203,7 +191,7 @@ def _train_step(model: JointModel, batch: dict, encode: Callable[[list[str]], li
                 device: torch.device, opt, sched, cfg: TrainConfig) -> Any:
     """One optimizer step on ``batch``: its losses, or None (no step) when not finite."""
     feats, lens, tokens, _ = batch_to_inputs(batch, encode)
-    losses = model.losses(feats.to(device), lens.to(device), tokens, cfg.loss)
+    losses = joint_losses(model, feats.to(device), lens.to(device), tokens, cfg.loss)
     if not torch.isfinite(losses.total):
         return None
     opt.zero_grad()
@@ -243,15 +231,6 @@ class _LossLog:
         return self.last
 
 
-def _prune(exp_dir: Path, keep: int) -> None:
-    ckpts = sorted(
-        (int(m.group(1)), p) for p in exp_dir.glob("checkpoint-*.pt")
-        if (m := re.fullmatch(r"checkpoint-(\d+)\.pt", p.name))
-    )
-    for _, p in ckpts[:-keep] if keep > 0 else []:
-        p.unlink()
-
-
 def average_checkpoints(paths: list[str | Path]) -> dict[str, torch.Tensor]:
     """Element-wise mean of the ``model`` state dicts in ``paths`` (integer buffers are
     taken from the last checkpoint)."""
@@ -265,25 +244,3 @@ def average_checkpoints(paths: list[str | Path]) -> dict[str, torch.Tensor]:
         else:
             out[name] = value
     return out
-
-
-def export_model(model: JointModel, path: str | Path, half: bool = True,
-                 extra: dict | None = None) -> Path:
-    """A release file: a dict of ``model_config``, ``model`` (the state dict, float16 if
-    ``half``) and the entries of ``extra``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    state = {k: (v.half() if half and v.is_floating_point() else v)
-             for k, v in model.state_dict().items()}
-    torch.save({"model_config": model.cfg.to_dict(), "model": state, **(extra or {})}, path)
-    return path
-
-
-def load_joint_model(path: str | Path, device: torch.device | str = "cpu") -> JointModel:
-    """Rebuild a :class:`JointModel` from an exported file or a training checkpoint
-    (float32, eval mode)."""
-    path = Path(path)
-    ckpt = load_torch_file(path, "k2dec model file", keys=("model_config", "model"))
-    model = JointModel(checked_config(JointConfig, ckpt["model_config"], path))
-    load_checked_state(model, ckpt["model"], path)
-    return model.to(torch.device(device)).eval()

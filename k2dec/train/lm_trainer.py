@@ -17,7 +17,6 @@ import argparse
 import dataclasses
 import logging
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,25 +25,23 @@ import k2
 import torch
 from tqdm import tqdm
 
-from .base import NeuralLM, check_positive_ints
-from .checkpoint import MODEL_TYPES, LmConfig, build_lm
-from .data import encode_text_file
-from .perplexity import PerplexityResult, compute_perplexity
-from .rnn import RnnLM, RnnLmConfig
-from .transformer import TransformerLmConfig
+from ..lm.base import NeuralLM, check_positive_ints
+from ..lm.checkpoint import MODEL_TYPES, LmConfig, build_lm
+from ..lm.data import encode_text_file
+from ..lm.perplexity import PerplexityResult, compute_perplexity
+from ..lm.rnn import RnnLM, RnnLmConfig
+from ..lm.transformer import TransformerLmConfig
+from .checkpoints import latest_checkpoint, prune_checkpoints
 
 __all__ = [
     "TrainLmConfig",
     "TrainLmResult",
     "epoch_batches",
-    "latest_checkpoint",
     "main",
     "train_lm",
 ]
 
 logger = logging.getLogger(__name__)
-
-_CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)\.pt$")
 
 
 @dataclass(frozen=True)
@@ -106,17 +103,6 @@ class TrainLmResult:
     start_step: int
     losses: list[float]
     valid: PerplexityResult | None = None
-
-
-def latest_checkpoint(exp_dir: str | Path) -> Path | None:
-    """The ``checkpoint-<step>.pt`` in ``exp_dir`` with the largest step, or ``None``."""
-    exp_dir = Path(exp_dir)
-    if not exp_dir.is_dir():
-        return None
-    found = [
-        (int(m.group(1)), p) for p in exp_dir.iterdir() if (m := _CHECKPOINT_RE.match(p.name))
-    ]
-    return max(found)[1] if found else None
 
 
 def _check_train_config(config: TrainLmConfig) -> None:
@@ -364,12 +350,7 @@ def _save_checkpoint(
     )
     tmp.replace(path)
     logger.info("saved %s", path)
-    if config.keep_last_k > 0:
-        found = sorted(
-            (int(m.group(1)), p) for p in exp_dir.iterdir() if (m := _CHECKPOINT_RE.match(p.name))
-        )
-        for _, old in found[: -config.keep_last_k]:
-            old.unlink()
+    prune_checkpoints(exp_dir, config.keep_last_k)
     return path
 
 
