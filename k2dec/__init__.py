@@ -8,7 +8,7 @@ from typing import Any
 
 from .deprecation import install_moved_modules
 
-install_moved_modules()  # old import paths of renamed modules (k2dec.best_paths, ...) still work
+install_moved_modules()  # old import paths of renamed modules (k2dec.primitives.best_paths, ...) still work
 
 __version__ = "0.1.0"
 

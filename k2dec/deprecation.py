@@ -5,7 +5,7 @@ model's subsampling), ``encoder_out_lens`` / ``log_probs_lens`` / ``memory_lens`
 that network output, after it). Functions that took a bare ``lengths`` / ``lens`` still accept
 the old keyword, with a :class:`DeprecationWarning`.
 
-Modules renamed to say what they hold (``k2dec.paths`` -> ``k2dec.best_paths``, ...) keep
+Modules renamed to say what they hold (``k2dec.paths`` -> ``k2dec.primitives.best_paths``, ...) keep
 their old import path (:data:`MOVED_MODULES`), and renamed classes their old name
 (:func:`renamed_attributes`); each warns once, with a :class:`DeprecationWarning` that names
 the new place. Renamed config fields (:func:`renamed_fields`: the LM weights took icefall's
@@ -60,7 +60,7 @@ def renamed_parameters(**old_to_new: str) -> Callable[[F], F]:
 
 #: Old import path -> new one of the modules renamed to say what they hold.
 MOVED_MODULES: dict[str, str] = {
-    "k2dec.paths": "k2dec.best_paths",
+    "k2dec.paths": "k2dec.primitives.best_paths",
     "k2dec.lattice.confidence": "k2dec.lattice.timed_units",
     "k2dec.lattice.runner": "k2dec.lattice.parallel",
     "k2dec.methods.hotwords": "k2dec.methods.hotword_biasing",

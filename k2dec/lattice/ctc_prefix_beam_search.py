@@ -28,17 +28,17 @@ from dataclasses import dataclass
 
 import torch
 
-from k2dec.batch_search import (
+from k2dec.deprecation import renamed_parameters
+from k2dec.lattice.dense import validate_log_probs
+from k2dec.primitives.batch_search import (
     column_capacity,
     extend_hash,
     grow_columns,
     num_active_per_frame,
 )
-from k2dec.deprecation import renamed_parameters
-from k2dec.lattice.dense import validate_log_probs
-from k2dec.ragged import add_at, exclusive_cumsum
+from k2dec.primitives.ragged import add_at, exclusive_cumsum
+from k2dec.primitives.sizes import check_int_range
 from k2dec.scorers.base import ScorerSet, WeightedScorer
-from k2dec.sizes import check_int_range
 
 logger = logging.getLogger(__name__)
 

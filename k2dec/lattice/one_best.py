@@ -11,7 +11,6 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from k2dec.best_paths import ctc_collapse, ctc_run_max, path_aux_ids, path_token_ids
 from k2dec.deprecation import renamed_parameters
 from k2dec.lattice.dense import validate_log_probs
 from k2dec.lattice.search import (
@@ -21,7 +20,8 @@ from k2dec.lattice.search import (
     UtteranceReport,
     search_lattices,
 )
-from k2dec.ragged import ragged_from_row_ids
+from k2dec.primitives.best_paths import ctc_collapse, ctc_run_max, path_aux_ids, path_token_ids
+from k2dec.primitives.ragged import ragged_from_row_ids
 
 logger = logging.getLogger(__name__)
 

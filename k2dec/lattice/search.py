@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from k2dec.best_paths import FRAME_ATTR
 from k2dec.deprecation import renamed_parameters
 from k2dec.lattice.dense import (
     PrunedFrames,
@@ -27,7 +26,8 @@ from k2dec.lattice.dense import (
     prune_frames,
     validate_log_probs,
 )
-from k2dec.sizes import check_float_range, check_int_range
+from k2dec.primitives.best_paths import FRAME_ATTR
+from k2dec.primitives.sizes import check_float_range, check_int_range
 
 logger = logging.getLogger(__name__)
 

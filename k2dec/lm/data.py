@@ -27,7 +27,7 @@ def encode_text_file(text: str | Path, sp) -> k2.RaggedTensor:
     Raises:
       ValueError: naming the file (and line): missing, not UTF-8 text, no sentence.
     """
-    from ..files import text_lines
+    from ..primitives.files import text_lines
 
     text = Path(text)
     if not text.is_file():

@@ -18,8 +18,8 @@ import k2
 import torch
 
 from ..deprecation import renamed_parameters
-from ..family import Family
-from ..hypothesis import HypothesisRecord
+from ..primitives.family import Family
+from ..primitives.hypothesis import HypothesisRecord
 
 __all__ = [
     "Family",
@@ -52,8 +52,8 @@ class MethodResult:
     Attributes:
       key: the setting's name: the method name, or a scale key such as
         ``"ngram_lm_scale_0.5"`` for methods that sweep scales (icefall's result keys).
-      hyps: one :class:`~k2dec.hypothesis.HypothesisRecord` per utterance, in the batch's order
-        (``error`` says why an utterance has none).
+      hyps: one :class:`~k2dec.primitives.hypothesis.HypothesisRecord` per utterance, in the batch's
+        order (``error`` says why an utterance has none).
       config: the config object the method ran with (the very object passed in).
     """
 

@@ -18,7 +18,7 @@ import torch
 
 from ..nbest import NbestConfig
 from ..nbest.config import check_posterior_scale
-from ..sizes import check_int_range
+from ..primitives.sizes import check_int_range
 from ..transducer import (
     ModifiedBeamSearchConfig,
     TransducerBeamSearchConfig,

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from ..deprecation import renamed_parameters
-from ..positional import sinusoidal_positions
+from ..primitives.positional import sinusoidal_positions
 
 __all__ = ["ConformerConfig", "Conv2dSubsampling", "ConformerEncoder", "subsampled_lengths"]
 

@@ -5,8 +5,8 @@ An :class:`AcousticModel` turns a padded batch of features into an :class:`Encod
 networks the searches drive: ``transducer`` (an object with icefall's ``.decoder`` /
 ``.joiner``) and ``attention_decoder`` (:class:`k2dec.aed.AttentionDecoder`). What a model
 can decode follows from what it has: ``capabilities`` is the set of method families
-(:class:`k2dec.family.Family`) it supports, and :func:`k2dec.methods.supported_methods` lists
-the named methods. Decode code asks only these questions, never which kind of model it holds.
+(:class:`k2dec.primitives.family.Family`) it supports, and :func:`k2dec.methods.supported_methods`
+lists the named methods. Decode code asks only these questions, never which kind of model it holds.
 
 Implementations: k2dec's own :class:`k2dec.model.JointModel`, icefall TorchScript exports
 (:class:`k2dec.model.IcefallTorchScriptModel`) and sherpa-onnx style ONNX exports
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..data.features import FeatureConfig
-from ..family import Family
+from ..primitives.family import Family
 
 if TYPE_CHECKING:
     import k2
@@ -115,7 +115,7 @@ class AcousticModel:
     ``feature_config.frame_shift`` seconds); :meth:`encode` turns them into about
     ``feature_lens // subsampling_factor`` network output frames (``encoder_out_lens``, exact
     counts in :class:`EncoderOutput`), one every :attr:`output_frame_shift` seconds. Every
-    frame index in a :class:`k2dec.hypothesis.HypothesisRecord` counts output frames.
+    frame index in a :class:`k2dec.primitives.hypothesis.HypothesisRecord` counts output frames.
 
     Attributes:
       kind: a short name of the implementation for messages (``"k2dec"``,

@@ -20,7 +20,7 @@ import k2
 import torch
 from tqdm import tqdm
 
-from ..files import checked_config, load_checked_state, load_torch_file
+from ..primitives.files import checked_config, load_checked_state, load_torch_file
 from .joint import JointConfig, JointModel, LossConfig
 
 __all__ = [

@@ -23,8 +23,8 @@ import k2
 import torch
 
 from ..deprecation import renamed_fields, renamed_parameters
-from ..ragged import add_at
-from ..sizes import check_int_range
+from ..primitives.ragged import add_at
+from ..primitives.sizes import check_int_range
 from .nbest import Nbest, NbestTopK, PathScorer
 
 __all__ = [

@@ -30,7 +30,7 @@ from ..job import (
     read_settings,
 )
 from ..methods import Method, config_field_path, get_method, icefall_compatible
-from ..sizes import MAX_DURATION
+from ..primitives.sizes import MAX_DURATION
 from .inputs import prepare_inputs
 from .result import RecognitionResult, ResultMaker
 

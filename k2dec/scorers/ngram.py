@@ -87,9 +87,9 @@ def train_token_arpa(text: str | Path, bpe_model: str | Path, arpa: str | Path,
       ValueError: naming the file: a text that is not UTF-8 or has no sentence, a BPE model
         that cannot be read, an order outside 1..5.
     """
-    from k2dec.files import copy_as
     from k2dec.graph.ngram import train_arpa
     from k2dec.lang import load_bpe_model
+    from k2dec.primitives.files import copy_as
 
     arpa = Path(arpa)
     if arpa.is_file() and not overwrite:
@@ -107,7 +107,7 @@ def train_token_arpa(text: str | Path, bpe_model: str | Path, arpa: str | Path,
 
 def _encode_text(text: str | Path, sp, out: Path) -> Path:
     """Write the non-blank lines of ``text`` as token ids of ``sp`` to ``out``."""
-    from k2dec.files import text_lines
+    from k2dec.primitives.files import text_lines
 
     sentences = tokens = unknown = 0
     with open(out, "w", encoding="utf-8") as dst:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from k2dec.batch_search import column_capacity, grow_columns
+from k2dec.primitives.batch_search import column_capacity, grow_columns
 from k2dec.scorers.base import ScorerSet
 from k2dec.transducer.common import TransducerNet
 

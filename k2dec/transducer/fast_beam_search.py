@@ -39,10 +39,10 @@ import k2
 import torch
 from torch import nn
 
-from k2dec.batch_search import num_active_per_frame
-from k2dec.best_paths import arc_frames
-from k2dec.ragged import ragged_select
-from k2dec.sizes import check_finite, check_float_range, check_int_range, check_positive
+from k2dec.primitives.batch_search import num_active_per_frame
+from k2dec.primitives.best_paths import arc_frames
+from k2dec.primitives.ragged import ragged_select
+from k2dec.primitives.sizes import check_finite, check_float_range, check_int_range, check_positive
 from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,

@@ -23,9 +23,9 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from k2dec.batch_search import num_active_per_frame
-from k2dec.ragged import exclusive_cumsum
-from k2dec.sizes import check_finite, check_int_range
+from k2dec.primitives.batch_search import num_active_per_frame
+from k2dec.primitives.ragged import exclusive_cumsum
+from k2dec.primitives.sizes import check_finite, check_int_range
 from k2dec.transducer.common import (
     TransducerHypothesis,
     TransducerNet,

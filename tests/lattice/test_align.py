@@ -11,7 +11,7 @@ import torch
 
 from k2dec.lattice.align import ctc_forced_alignment
 from k2dec.testing.graphs import peaked_log_probs
-from tests.test_word_spans import _ref_ctc_spans
+from tests.primitives.test_word_spans import _ref_ctc_spans
 
 
 def _collapse(labels):

@@ -17,8 +17,8 @@ from k2dec.testing.graphs import ctc_lexicon_graph, peaked_log_probs
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import FastBeamSearchConfig, fast_beam_search
 from tests.lattice.test_rescore import _G
+from tests.primitives.test_word_spans import _ref_ctc_spans, _ref_words
 from tests.reference.lattice_paths import enumerate_paths
-from tests.test_word_spans import _ref_ctc_spans, _ref_words
 
 # tokens 1, 2 begin words; 3, 4 continue them
 LEXICON = {1: [1], 2: [2], 3: [1, 3], 4: [2, 4, 3]}
