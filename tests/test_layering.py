@@ -36,19 +36,10 @@ def _sources(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts)
 
 
-def _deprecated_alias(path: Path, node: ast.stmt) -> bool:
-    """The one allowed upward import: inside ``k2dec.model.interface.supported_methods``, the
-    deprecated alias of ``k2dec.methods.supported_methods``."""
-    return path.name == "interface.py" and any(
-        isinstance(f, ast.FunctionDef) and f.name == "supported_methods"
-        and f.lineno <= node.lineno <= (f.end_lineno or f.lineno)
-        for f in ast.parse(path.read_text()).body)
-
-
 def test_the_model_layer_does_not_import_the_methods():
     bad = [f"{p.relative_to(ROOT)}:{node.lineno} imports {module}"
            for p in _sources(PACKAGE / "model") for module, _, node in _imports(p)
-           if module.startswith("k2dec.methods") and not _deprecated_alias(p, node)]
+           if module.startswith("k2dec.methods")]
     assert not bad, bad
 
 

@@ -32,7 +32,6 @@ __all__ = [
     "EncoderOutput",
     "check_features",
     "normalized_log_probs",
-    "supported_methods",
     "token_vocab_size",
 ]
 
@@ -224,19 +223,6 @@ class AcousticModel:
         return (f"{self.kind} model: {caps}; {vocab}; {self.feature_config.num_mel_bins}-bin "
                 f"fbank at {self.feature_config.sampling_rate} Hz, subsampling "
                 f"{self.subsampling_factor}")
-
-
-def supported_methods(model: AcousticModel) -> list[Any]:
-    """Deprecated: :func:`k2dec.methods.supported_methods` (the method registry answers
-    which of its methods a model can run; the model layer does not import it: this alias
-    is the one exception, imported when called)."""
-    import warnings
-
-    from ..methods import supported_methods as registry_supported
-
-    warnings.warn("k2dec.model.supported_methods is deprecated: use "
-                  "k2dec.methods.supported_methods", DeprecationWarning, stacklevel=2)
-    return registry_supported(model)
 
 
 def token_vocab_size(tokens: k2.SymbolTable | None) -> int | None:
