@@ -39,11 +39,11 @@ from k2dec.scorers.base import ScorerSet, WeightedScorer
 from k2dec.transducer.beam_hyps import BeamHyps
 from k2dec.transducer.common import (
     TransducerHypothesis,
-    TransducerNet,
     check_encoder_out,
     check_streams,
     log_probs_from_logits,
 )
+from k2dec.transducer.network import TransducerNet
 
 logger = logging.getLogger(__name__)
 
