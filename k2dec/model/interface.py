@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..data.features import FeatureConfig
+from ..lang.symbols import disambig_ids
 from ..primitives.family import Family
 
 if TYPE_CHECKING:
@@ -230,7 +231,6 @@ def token_vocab_size(tokens: k2.SymbolTable | None) -> int | None:
     disambiguation symbol (``#0``, ``#1``, ...) plus one; ``None`` without a table."""
     if tokens is None:
         return None
-    from ..lang.symbols import disambig_ids
 
     dis = set(disambig_ids(tokens))
     return max((i for i in tokens.ids if i not in dis), default=-1) + 1

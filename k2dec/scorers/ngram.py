@@ -18,6 +18,9 @@ from pathlib import Path
 
 import torch
 
+from k2dec.graph.ngram import check_arpa, train_arpa
+from k2dec.lang import load_bpe_model
+from k2dec.primitives.files import copy_as, text_lines
 from k2dec.scorers.base import TableScorer
 
 __all__ = ["ArpaModel", "TokenNgramScorer", "read_arpa", "train_token_arpa"]
@@ -51,8 +54,6 @@ def read_arpa(path: str | Path) -> ArpaModel:
         refuses (not UTF-8 text, a malformed line, counts that disagree, no ``<s>`` or
         ``</s>``, a missing ``\\end\\``, ...).
     """
-    from k2dec.graph.ngram import check_arpa
-
     prob: dict[tuple[str, ...], float] = {}
     backoff: dict[tuple[str, ...], float] = {}
 
@@ -87,10 +88,6 @@ def train_token_arpa(text: str | Path, bpe_model: str | Path, arpa: str | Path,
       ValueError: naming the file: a text that is not UTF-8 or has no sentence, a BPE model
         that cannot be read, an order outside 1..5.
     """
-    from k2dec.graph.ngram import train_arpa
-    from k2dec.lang import load_bpe_model
-    from k2dec.primitives.files import copy_as
-
     arpa = Path(arpa)
     if arpa.is_file() and not overwrite:
         return arpa
@@ -107,8 +104,6 @@ def train_token_arpa(text: str | Path, bpe_model: str | Path, arpa: str | Path,
 
 def _encode_text(text: str | Path, sp, out: Path) -> Path:
     """Write the non-blank lines of ``text`` as token ids of ``sp`` to ``out``."""
-    from k2dec.primitives.files import text_lines
-
     sentences = tokens = unknown = 0
     with open(out, "w", encoding="utf-8") as dst:
         for _, line in text_lines(text, "LM text"):
