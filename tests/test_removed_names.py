@@ -17,12 +17,13 @@ import k2dec.model
 from k2dec.lattice import ctc_decoding, get_lattice
 from k2dec.methods import CtcInputs
 
+#: the ground floor's old top-level modules (now in k2dec.primitives)
+FLOOR = ["hypothesis", "ragged", "sizes", "files", "positional", "best_paths", "batch_search",
+         "family"]
 OLD_MODULES = ["k2dec.paths", "k2dec.utils", "k2dec.lattice.confidence", "k2dec.lattice.runner",
                "k2dec.methods.hotwords", "k2dec.methods.transducer_lm", "k2dec.nbest.confidence",
                "k2dec.results.confidence", "k2dec.scorers.hotwords",
-               "k2dec.transducer.confidence", "k2dec.hypothesis", "k2dec.ragged", "k2dec.sizes",
-               "k2dec.files", "k2dec.positional", "k2dec.best_paths", "k2dec.batch_search",
-               "k2dec.family"]
+               "k2dec.transducer.confidence"] + [f"k2dec.{name}" for name in FLOOR]
 
 
 PACKAGE = Path(k2dec.__file__).parent
