@@ -6,11 +6,7 @@ subpackages hold the parts it is built from.
 
 from typing import Any
 
-from .deprecation import install_moved_modules
-
-install_moved_modules()  # old import paths of renamed modules (k2dec.best_paths, ...) still work
-
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["Recognizer", "RecognitionResult", "__version__"]
 

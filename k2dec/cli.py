@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .sizes import MAX_DURATION
+from .primitives.sizes import MAX_DURATION
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

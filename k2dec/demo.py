@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from .sizes import MAX_DURATION
+from .primitives.sizes import MAX_DURATION
 
 if TYPE_CHECKING:
     import k2

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..deprecation import renamed_fields
-from ..sizes import check_float_range, check_int_range
+from ..primitives.sizes import check_float_range, check_int_range
 
 __all__ = ["BeamSearchConfig"]
 

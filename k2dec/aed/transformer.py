@@ -14,7 +14,7 @@ import k2
 import torch
 from torch import nn
 
-from ..positional import sinusoidal_positions
+from ..primitives.positional import sinusoidal_positions
 
 __all__ = ["TransformerDecoder"]
 

@@ -63,6 +63,7 @@ from .audio_io import (
     shown_path,
     utterance_id,
 )
+from .decoding import utterance_cuts
 from .features import NUM_MEL_BINS, make_fbank
 
 __all__ = [
@@ -513,8 +514,6 @@ def compute_cut_features(
     Raises:
       ValueError: from :func:`k2dec.data.utterance_cuts`.
     """
-    from .decoding import utterance_cuts
-
     extractor = _default_extractor(extractor)
     _fresh_feature_folder(storage_path)
     out: list[Cut] = []

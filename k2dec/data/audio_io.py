@@ -57,7 +57,7 @@ from lhotse.features.base import FeatureExtractor, Features
 from lhotse.features.io import FeaturesWriter
 from lhotse.utils import fastcopy
 
-from ..sizes import check_positive
+from ..primitives.sizes import check_positive
 
 __all__ = [
     "mono_samples",

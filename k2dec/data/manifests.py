@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lhotse import CutSet, RecordingSet, SupervisionSet
 
-from ..files import text_lines
+from ..primitives.files import text_lines
 
 __all__ = ["MANIFEST_PREFIX", "corpus_parts", "load_cuts", "manifest_path", "prepare_manifests"]
 

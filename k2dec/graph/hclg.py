@@ -20,6 +20,7 @@ import k2
 import torch
 
 from .compile import compile_LG, refresh_labels_version, remove_epsilon_keep_words
+from .openfst import openfst_to_k2, read_openfst
 
 __all__ = [
     "HmmTopology",
@@ -203,8 +204,6 @@ def load_kaldi_hclg(
     Raises:
       ValueError: unreadable files, or a transition id in the graph missing from the table.
     """
-    from .openfst import openfst_to_k2, read_openfst
-
     table = tid2pdf if isinstance(tid2pdf, torch.Tensor) else read_transition_pdf_table(tid2pdf)
     fsa = openfst_to_k2(read_openfst(fst_path), acceptor=False)
     labels = fsa.labels.to(torch.int64)

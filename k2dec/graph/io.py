@@ -15,8 +15,8 @@ from typing import Any
 import k2
 import torch
 
-from ..files import load_torch_file
 from ..lang.symbols import check_vocab_size, disambig_ids, symbol_table_digest
+from ..primitives.files import load_torch_file
 
 __all__ = ["KIND_OF_FILE", "check_graph", "save_graph", "load_graph", "graph_metadata"]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import k2
 import torch
 
-from ..files import plain_file, text_lines
 from ..lang.symbols import write_symbol_table
+from ..primitives.files import plain_file, text_lines
 
 __all__ = ["ArpaInfo", "check_arpa", "build_G", "build_rescoring_G", "train_arpa"]
 

@@ -25,9 +25,9 @@ import torch
 from torch import nn
 
 from ..lm.base import NeuralLM, SequenceScores, pad_with_sos_eos
+from ..primitives.sizes import check_finite
 from ..scorers import NeuralLmScorer, Scorer
 from ..scorers.base import check_rows, emitting_rows
-from ..sizes import check_finite
 
 __all__ = ["IcefallLm", "LmScorer", "ScoreTokenScorer", "fusion_scorer", "sequence_lm"]
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from ..best_paths import path_aux_ids
+from ..primitives.best_paths import path_aux_ids
 
 __all__ = ["DecodingResults", "get_texts", "get_texts_with_timestamp"]
 

@@ -9,10 +9,23 @@ from typing import Any
 
 import torch
 
-from ..graph import GraphType
-from ..lang import LangDir
+from ..graph import GraphType, build_ctc_topo, load_graph
+from ..lang import (
+    LangDir,
+    TokenWords,
+    bpe_case,
+    bpe_token_table,
+    bpe_word_start_mask,
+    check_vocab_size,
+    load_bpe_model,
+    token_inventory_digest,
+    vocabulary_case,
+)
+from ..lm.checkpoint import load_lm
 from ..methods import MethodResult, Resources
+from ..model import find_tokens, load_model
 from ..results import bpe_ids_to_words, token_ids_to_words, word_ids_to_words
+from ..scorers import TokenNgramScorer, encode_hotword_words, encode_hotwords, read_hotwords
 
 __all__ = ["GRAPH_FILES", "DecodeAssets", "check_lm_tokens", "check_lm_vocab", "hypothesis_texts",
            "load_assets", "model_vocab_size", "need_hint", "out_of_vocabulary", "reference_case",
@@ -94,8 +107,6 @@ def load_assets(
       ValueError: a ``graph_dir`` without a lang dir, or one that is not a directory; a file
         that cannot be read or whose vocabulary is not the model's (naming it).
     """
-    from ..lang import load_bpe_model
-
     device = torch.device(device)
     lang = _open_lang(lang_dir, graph_dir)
     model = _load_model(model_path, lang, feature_overrides, device)
@@ -114,8 +125,6 @@ def load_assets(
     if hotwords is not None or lodr_arpa is not None:
         _load_scorer_inputs(res, sp, hotwords, lodr_arpa, device)
     if hotwords is not None and lang is not None and (lang.path / "words.txt").is_file():
-        from ..scorers import encode_hotword_words, read_hotwords
-
         res.sources["hotword_words"] = tuple((tuple(w), s) for w, s in encode_hotword_words(
             read_hotwords(hotwords), lang.word_table))
     return DecodeAssets(model=model, lang=lang, sp=sp, resources=res, tokens=model.tokens)
@@ -133,8 +142,6 @@ def _open_lang(lang_dir: str | Path | None, graph_dir: str | Path | None) -> Lan
 def _load_model(model_path: str | Path, lang: LangDir | None,
                 feature_overrides: dict[str, Any] | None, device: torch.device) -> Any:
     """The acoustic model (with the lang dir's tokens.txt), its features overridden."""
-    from ..model import load_model
-
     tokens = lang.path / "tokens.txt" if lang is not None and (
         lang.path / "tokens.txt").is_file() else None
     model = load_model(model_path, device, tokens=tokens)
@@ -145,8 +152,6 @@ def _load_model(model_path: str | Path, lang: LangDir | None,
 
 def _bpe_model_beside(model_path: str | Path, lang: LangDir | None) -> Path | None:
     """The ``bpe.model`` of the lang dir, else one beside the model's tokens, else None."""
-    from ..model import find_tokens
-
     beside = find_tokens(model_path)
     for folder in ([lang.path] if lang is not None else []) + (
             [beside.parent] if beside is not None else []):
@@ -158,9 +163,6 @@ def _bpe_model_beside(model_path: str | Path, lang: LangDir | None) -> Path | No
 def _load_lang_resources(res: Resources, lang: LangDir, graph_dir: str | Path | None,
                          vocab: int | None, device: torch.device) -> None:
     """Into ``res``: H, the word-start mask and token words of ``lang``, and its graphs."""
-    from ..graph import build_ctc_topo, load_graph
-    from ..lang import TokenWords, bpe_word_start_mask, check_vocab_size
-
     if vocab is not None:
         check_vocab_size(lang.token_table, vocab, lang.path / "tokens.txt")
     res.graphs["H"] = build_ctc_topo(lang.max_token_id, device=device)
@@ -183,8 +185,6 @@ def _load_lms(res: Resources, lm_paths: dict[str, str | Path],
               device: torch.device) -> None:
     """Into ``res.sources`` (by the names of ``lm_paths``): each neural LM, checked against
     the token vocabulary."""
-    from ..lm.checkpoint import load_lm
-
     for name, path in lm_paths.items():
         lm = load_lm(path).to(device).eval()
         check_lm_vocab(lm, path, *token_vocab)
@@ -229,8 +229,6 @@ def check_lm_tokens(lm: Any, path: str | Path, lang: LangDir | None, sp: Any) ->
     Raises:
       ValueError: naming ``path``, the token file and what to do.
     """
-    from ..lang import bpe_token_table, token_inventory_digest
-
     stored = getattr(lm, "tokens_sha256", None)
     size = getattr(lm, "vocab_size", None)
     if not isinstance(stored, str) or not isinstance(size, int):
@@ -252,8 +250,6 @@ def check_lm_tokens(lm: Any, path: str | Path, lang: LangDir | None, sp: Any) ->
 
 def _load_scorer_inputs(res: Resources, sp: Any, hotwords: str | Path | None,
                         lodr_arpa: str | Path | None, device: torch.device) -> None:
-    from ..scorers import TokenNgramScorer, encode_hotwords, read_hotwords
-
     if sp is None:
         given = [f"{opt} {p}" for opt, p in (("--hotwords", hotwords),
                                                ("--lodr-arpa", lodr_arpa)) if p is not None]
@@ -329,8 +325,6 @@ def reference_case(assets: DecodeAssets) -> str | None:
     """The letter case of the vocabulary references are compared with
     (:func:`k2dec.lang.vocabulary_case`): words.txt's, else the BPE model's pieces', else
     the token table's; ``None`` for a vocabulary of mixed or no case."""
-    from ..lang import bpe_case, vocabulary_case
-
     lang = assets.lang
     if lang is not None and (lang.path / "words.txt").is_file():
         return vocabulary_case(lang.word_table.symbols)

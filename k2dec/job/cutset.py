@@ -28,8 +28,8 @@ Under ``torchrun`` each rank decodes every ``world_size``-th utterance into its 
 rank 0 merges the shards.
 
 A decoded cut's line holds ``hyp`` (the first setting's words, for quick reading), ``ref`` and
-``hyps``: per setting, the method's :class:`~k2dec.hypothesis.HypothesisRecord` as JSON (token and
-word ids, frames, score, confidences) plus ``text``, its words.
+``hyps``: per setting, the method's :class:`~k2dec.primitives.hypothesis.HypothesisRecord` as JSON
+(token and word ids, frames, score, confidences) plus ``text``, its words.
 
 Settings whose hypotheses have frames and confidences (every method except the lattice
 best-path ones without posteriors: ``1best``, ``ctc-decoding``, ``whole-lattice-rescoring``,
@@ -57,7 +57,6 @@ from lhotse import CutSet
 from tqdm import tqdm
 
 from ..data import loudest_frames, make_decode_loader, silence_energy, too_long, utterance_cuts
-from ..hypothesis import HypothesisRecord
 from ..lang import match_case
 from ..methods import (
     AedInputs,
@@ -67,6 +66,8 @@ from ..methods import (
     TransducerInputs,
     get_method,
 )
+from ..primitives.hypothesis import HypothesisRecord
+from ..primitives.sizes import MAX_DURATION, check_float_range, check_int_range, check_positive
 from ..results import (
     DISK_FULL_ERRNOS,
     Calibration,
@@ -86,7 +87,6 @@ from ..results import (
     write_results,
 )
 from ..results.ctm import FRAME_SHIFT
-from ..sizes import MAX_DURATION, check_float_range, check_int_range, check_positive
 from .assets import DecodeAssets, hypothesis_texts, reference_case
 from .encoder import JobEncoder
 from .resume import (
@@ -123,8 +123,8 @@ class DecodeConfig:
     Attributes:
       max_duration: seconds of audio per batch; a longer cut is recorded as failed, since
         memory grows with the square of a cut's length. The default,
-        :data:`k2dec.sizes.MAX_DURATION` (200 s), is sized for a 2-core CPU machine with a
-        few GB of memory (icefall's decode scripts batch 600 s on a GPU). What it decides
+        :data:`k2dec.primitives.sizes.MAX_DURATION` (200 s), is sized for a 2-core CPU machine with
+        a few GB of memory (icefall's decode scripts batch 600 s on a GPU). What it decides
         there is the longest recording a job takes whole: one of 200 s stays within a few GB
         (figures: the README's "Bounded memory", BENCHMARKS.md ``memory``). For short
         utterances it matters little: the shipped test sets decoded with the same peak memory

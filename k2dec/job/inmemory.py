@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from lhotse import CutSet
 
 from ..data import make_decode_loader
-from ..hypothesis import HypothesisRecord
 from ..lang import match_case
+from ..primitives.hypothesis import HypothesisRecord
 from .assets import DecodeAssets, reference_case
 from .cutset import DecodeConfig, check_cuts, decode_or_split, silence_check, silenced, todo_cuts
 from .driver import MethodRun

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import k2
 
-from ..files import text_lines
+from ..primitives.files import text_lines
 
 __all__ = [
     "RESERVED_TOKENS",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import k2
 
-from ..files import text_lines
+from ..primitives.files import text_lines
 from .bpe import bpe_lexicon, bpe_token_table, load_bpe_model
 from .lexicon import RESERVED_WORDS, Lexicon, check_lexicon_tokens, is_disambig, read_lexicon
 from .phone import SILENCE_ENTRIES, cmudict_lexicon

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import k2
 
-from ..files import text_lines
+from ..primitives.files import text_lines
 
 __all__ = [
     "read_symbol_table",

@@ -14,7 +14,6 @@ Example (HLG 1best, then whole-lattice rescoring with a 4-gram)::
     rescored = rescore_with_whole_lattice(result, G_4gram, RescoreConfig(lm_scales=(0.5,)))
 """
 
-from k2dec.deprecation import renamed_attributes
 from k2dec.lattice.align import CtcAlignment, ctc_forced_alignment
 from k2dec.lattice.cache import LatticeCache
 from k2dec.lattice.dense import DenseInput, check_vocab, make_dense_fsa_vec
@@ -111,6 +110,3 @@ __all__ = [
     "word_posteriors",
 ]
 
-#: old names of renamed classes (deprecated)
-__getattr__ = renamed_attributes(__name__, DecodeRunner="ParallelOneBestDecoder",
-                                 RunnerStats="WorkerStats")

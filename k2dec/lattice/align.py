@@ -10,10 +10,9 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from k2dec.best_paths import ctc_token_spans
-from k2dec.deprecation import renamed_parameters
 from k2dec.lattice.dense import make_dense_fsa_vec
-from k2dec.ragged import ragged_select
+from k2dec.primitives.best_paths import ctc_token_spans
+from k2dec.primitives.ragged import ragged_select
 
 __all__ = ["CtcAlignment", "ctc_forced_alignment"]
 
@@ -40,7 +39,6 @@ class CtcAlignment:
     score: torch.Tensor
 
 
-@renamed_parameters(lengths="log_probs_lens")
 def ctc_forced_alignment(
     log_probs: torch.Tensor,
     log_probs_lens: torch.Tensor,

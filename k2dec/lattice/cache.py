@@ -24,7 +24,6 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from ..deprecation import renamed_parameters
 from .search import LatticeConfig, LatticeResult, get_lattice
 
 __all__ = ["LatticeCache", "lattice_nbytes"]
@@ -92,7 +91,6 @@ class LatticeCache:
         saved, self._saved = self._saved, 0.0
         return saved
 
-    @renamed_parameters(lengths="log_probs_lens")
     def get_lattice(
         self,
         log_probs: torch.Tensor,

@@ -28,17 +28,16 @@ from dataclasses import dataclass
 
 import torch
 
-from k2dec.batch_search import (
+from k2dec.lattice.dense import validate_log_probs
+from k2dec.primitives.batch_search import (
     column_capacity,
     extend_hash,
     grow_columns,
     num_active_per_frame,
 )
-from k2dec.deprecation import renamed_parameters
-from k2dec.lattice.dense import validate_log_probs
-from k2dec.ragged import add_at, exclusive_cumsum
+from k2dec.primitives.ragged import add_at, exclusive_cumsum
+from k2dec.primitives.sizes import check_int_range
 from k2dec.scorers.base import ScorerSet, WeightedScorer
-from k2dec.sizes import check_int_range
 
 logger = logging.getLogger(__name__)
 
@@ -116,7 +115,6 @@ class _Prefixes:
         return _Prefixes(*fields, states=scorers.cat([a.states, b.states]))
 
 
-@renamed_parameters(lengths="log_probs_lens")
 def ctc_prefix_beam_search(
     log_probs: torch.Tensor,
     log_probs_lens: torch.Tensor,
@@ -128,7 +126,7 @@ def ctc_prefix_beam_search(
     Args:
       log_probs: float ``[N, T, V]`` CTC log-softmax outputs.
       log_probs_lens: int ``[N]`` valid frames of ``log_probs`` per utterance (after
-        subsampling; formerly ``lengths``).
+        subsampling).
       config: options; default ``CtcPrefixBeamSearchConfig()`` (beam 4).
       scorers: weighted :class:`~k2dec.scorers.Scorer` s (neural LM, LODR n-gram, hotwords);
         utterance ``i`` is ``utt=i`` of per-utterance ones.

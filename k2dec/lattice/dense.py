@@ -9,8 +9,6 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from k2dec.deprecation import renamed_parameters
-
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -52,7 +50,6 @@ class DenseInput:
         return inv
 
 
-@renamed_parameters(lengths="log_probs_lens")
 def validate_log_probs(
     log_probs: torch.Tensor,
     log_probs_lens: torch.Tensor,
@@ -67,7 +64,7 @@ def validate_log_probs(
         network output frames, after the model's subsampling (its ``encoder_out_lens``).
         With ``subsampling_factor > 1`` they count frames at that many times the rate of
         ``log_probs`` (icefall's supervision segments count feature frames), and
-        ``num_frames = log_probs_lens // subsampling_factor``. Formerly ``lengths``.
+        ``num_frames = log_probs_lens // subsampling_factor``.
       subsampling_factor: ratio between the frame rate of ``log_probs_lens`` and that of
         ``log_probs`` (1: they count frames of ``log_probs``).
       allow_truncate: how many frames ``num_frames`` may exceed ``T`` by; the excess is
@@ -188,7 +185,6 @@ def check_vocab(graph: k2.Fsa, vocab_size: int) -> None:
         )
 
 
-@renamed_parameters(lengths="log_probs_lens")
 def make_dense_fsa_vec(
     log_probs: torch.Tensor,
     log_probs_lens: torch.Tensor,

@@ -37,7 +37,7 @@ cumulative minimum, its backward counterpart a segmented reverse cumulative sum.
 
 Word times are not taken from the lattice here: k2's determinized graphs (HLG, LG) emit a word
 label where the word becomes unambiguous, often on its last token, so word arcs do not mark
-word boundaries. See :func:`k2dec.best_paths.word_spans` for times from a path's tokens.
+word boundaries. See :func:`k2dec.primitives.best_paths.word_spans` for times from a path's tokens.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ from k2dec.lattice.posteriors import (
 )
 from k2dec.lattice.prune import MAX_LATTICE_ARCS
 from k2dec.lattice.search import LatticeResult, lattice_fsa_vec
-from k2dec.ragged import add_at, ragged_from_row_ids
-from k2dec.sizes import check_int_range
+from k2dec.primitives.ragged import add_at, ragged_from_row_ids
+from k2dec.primitives.sizes import check_int_range
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from k2dec.best_paths import ctc_collapse, ctc_run_max, path_aux_ids, path_token_ids
-from k2dec.deprecation import renamed_parameters
 from k2dec.lattice.dense import validate_log_probs
 from k2dec.lattice.search import (
     LatticeConfig,
@@ -21,7 +19,8 @@ from k2dec.lattice.search import (
     UtteranceReport,
     search_lattices,
 )
-from k2dec.ragged import ragged_from_row_ids
+from k2dec.primitives.best_paths import ctc_collapse, ctc_run_max, path_aux_ids, path_token_ids
+from k2dec.primitives.ragged import ragged_from_row_ids
 
 logger = logging.getLogger(__name__)
 
@@ -180,7 +179,6 @@ def _assemble(
     return out
 
 
-@renamed_parameters(lengths="log_probs_lens")
 def one_best_decoding(
     log_probs: torch.Tensor,
     log_probs_lens: torch.Tensor,
@@ -225,7 +223,6 @@ def one_best_decoding(
     return _hypotheses_from_paths(paths, scores, search.reports, aux_labels, blank_id)
 
 
-@renamed_parameters(lengths="log_probs_lens")
 def ctc_decoding(
     log_probs: torch.Tensor,
     log_probs_lens: torch.Tensor,
@@ -252,7 +249,6 @@ def ctc_decoding(
     )
 
 
-@renamed_parameters(lengths="log_probs_lens")
 def ctc_greedy_search(
     log_probs: torch.Tensor,
     log_probs_lens: torch.Tensor,
@@ -280,7 +276,6 @@ def ctc_greedy_search(
     return _assemble(n, tokens, token_frames, None, None, scores, None)
 
 
-@renamed_parameters(lengths="log_probs_lens")
 def ctc_greedy_token_confidences(
     log_probs: torch.Tensor,
     log_probs_lens: torch.Tensor,

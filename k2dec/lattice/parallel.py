@@ -1,4 +1,4 @@
-"""Multi-process CPU 1best decoding (formerly ``k2dec.lattice.runner``, ``DecodeRunner``).
+"""Multi-process CPU 1best decoding.
 
 On CPU, ``k2.intersect_dense_pruned`` works through a batch's utterances one after another on a
 single core (k2 issue 929), so a large batch leaves the other cores idle.
@@ -31,7 +31,6 @@ import k2
 import numpy as np
 import torch
 
-from k2dec.deprecation import renamed_attributes, renamed_parameters
 from k2dec.lattice.dense import check_vocab, validate_log_probs
 from k2dec.lattice.one_best import AuxLabels, Hypothesis, one_best_decoding
 from k2dec.lattice.search import LatticeConfig, prepare_graph
@@ -40,9 +39,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["ParallelOneBestDecoder", "WorkerStats", "available_cores", "balance_by_frames"]
 
-#: the classes' old names (deprecated)
-__getattr__ = renamed_attributes(__name__, DecodeRunner="ParallelOneBestDecoder",
-                                 RunnerStats="WorkerStats")
 
 _WORKER: dict = {}
 
@@ -184,7 +180,6 @@ class ParallelOneBestDecoder:
                 initargs=(_graph_to_bytes(self.graph), config, aux_labels, blank_id),
             )
 
-    @renamed_parameters(lengths="log_probs_lens")
     def decode(
         self,
         log_probs: torch.Tensor,

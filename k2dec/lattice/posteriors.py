@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 import k2
 import torch
 
-from k2dec.best_paths import FRAME_ATTR
 from k2dec.lattice.search import LatticeResult, lattice_fsa_vec
-from k2dec.ragged import add_at, ragged_from_row_ids
+from k2dec.primitives.best_paths import FRAME_ATTR
+from k2dec.primitives.ragged import add_at, ragged_from_row_ids
 
 __all__ = [
     "PosteriorConfig",

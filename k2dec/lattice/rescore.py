@@ -21,11 +21,11 @@ import k2
 import kaldialign
 import torch
 
-from k2dec.best_paths import FRAME_ATTR
 from k2dec.lattice.one_best import AuxLabels, Hypothesis, hypotheses_from_lattice
 from k2dec.lattice.prune import PruneReport, prune_lattice
 from k2dec.lattice.search import LatticeResult, LatticeStatus, arcs_per_fsa, lattice_fsa_vec
-from k2dec.sizes import check_int_range
+from k2dec.primitives.best_paths import FRAME_ATTR
+from k2dec.primitives.sizes import check_int_range
 
 logger = logging.getLogger(__name__)
 

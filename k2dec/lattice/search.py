@@ -17,8 +17,6 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from k2dec.best_paths import FRAME_ATTR
-from k2dec.deprecation import renamed_parameters
 from k2dec.lattice.dense import (
     PrunedFrames,
     check_vocab,
@@ -27,7 +25,8 @@ from k2dec.lattice.dense import (
     prune_frames,
     validate_log_probs,
 )
-from k2dec.sizes import check_float_range, check_int_range
+from k2dec.primitives.best_paths import FRAME_ATTR
+from k2dec.primitives.sizes import check_float_range, check_int_range
 
 logger = logging.getLogger(__name__)
 
@@ -295,7 +294,6 @@ class PiecewiseLattices:
         return k2.index_fsa(joined, self.index.to(device=joined.device, dtype=torch.int32))
 
 
-@renamed_parameters(lengths="log_probs_lens")
 def get_lattice(
     log_probs: torch.Tensor,
     log_probs_lens: torch.Tensor,
@@ -309,8 +307,8 @@ def get_lattice(
     Args:
       log_probs: float32 ``(N, T, V)`` network outputs (log-softmax or log-likelihoods).
       log_probs_lens: integer ``(N,)`` valid frames of ``log_probs`` per utterance: network
-        output frames, after subsampling (formerly ``lengths``; with ``subsampling_factor >
-        1``, see :func:`~k2dec.lattice.dense.validate_log_probs`).
+        output frames, after subsampling (with ``subsampling_factor > 1``, see
+        :func:`~k2dec.lattice.dense.validate_log_probs`).
       graph: decoding graph (H, HL, HLG, HCLG with pdf/token-id labels): a single Fsa or an
         FsaVec of 1 or N graphs, on ``log_probs.device``; labels must be in ``[-1, V)``.
         Not modified (an arc-sorted copy is made when needed).
@@ -337,7 +335,6 @@ shipped HLG search faster than one call for a whole batch. Every utterance is se
 independently, so the result does not depend on the grouping. GPUs get the whole batch at once."""
 
 
-@renamed_parameters(lengths="log_probs_lens")
 def search_lattices(
     log_probs: torch.Tensor,
     log_probs_lens: torch.Tensor,

@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 import k2
 import torch
 
-from k2dec.deprecation import renamed_parameters
 from k2dec.lattice.dense import check_vocab, dense_rows, validate_log_probs
 from k2dec.lattice.one_best import AuxLabels, Hypothesis, hypotheses_from_lattice
 from k2dec.lattice.search import (
@@ -142,7 +141,6 @@ class StreamingDecoder:
             )
         return self._intersecters[num_streams]
 
-    @renamed_parameters(lengths="log_probs_lens")
     def decode_chunk(
         self,
         streams: list[Stream],
@@ -156,7 +154,6 @@ class StreamingDecoder:
         result = self.decode_chunk_lattice(streams, log_probs, log_probs_lens, last)
         return hypotheses_from_lattice(result, aux_labels=self.aux_labels, blank_id=self.blank_id)
 
-    @renamed_parameters(lengths="log_probs_lens")
     def decode_chunk_lattice(
         self,
         streams: list[Stream],

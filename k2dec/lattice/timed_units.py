@@ -24,7 +24,10 @@ import k2
 import kaldialign
 import torch
 
-from k2dec.best_paths import (
+from k2dec.lattice.mbr import MbrConfig, MbrResult, mbr_decode
+from k2dec.lattice.one_best import AuxLabels
+from k2dec.lattice.search import LatticeResult, lattice_fsa_vec
+from k2dec.primitives.best_paths import (
     FRAME_ATTR,
     arc_frames,
     ctc_token_spans,
@@ -32,10 +35,7 @@ from k2dec.best_paths import (
     path_frames,
     word_spans,
 )
-from k2dec.lattice.mbr import MbrConfig, MbrResult, mbr_decode
-from k2dec.lattice.one_best import AuxLabels
-from k2dec.lattice.search import LatticeResult, lattice_fsa_vec
-from k2dec.ragged import ragged_from_row_ids, ragged_select
+from k2dec.primitives.ragged import ragged_from_row_ids, ragged_select
 
 __all__ = ["ONE_BEST_CONFIDENCES", "TimedUnits", "Topology", "lattice_timed_units", "path_units"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from ..files import checked_config, load_checked_state, load_torch_file
+from ..primitives.files import checked_config, load_checked_state, load_torch_file
 from .base import NeuralLM
 from .rnn import RnnLM, RnnLmConfig
 from .transformer import TransformerLM, TransformerLmConfig

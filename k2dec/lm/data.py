@@ -8,6 +8,9 @@ from pathlib import Path
 import k2
 import torch
 
+from ..lang import bpe_case, match_case
+from ..primitives.files import text_lines
+
 __all__ = ["encode_text_file", "length_sorted_batches"]
 
 
@@ -27,8 +30,6 @@ def encode_text_file(text: str | Path, sp) -> k2.RaggedTensor:
     Raises:
       ValueError: naming the file (and line): missing, not UTF-8 text, no sentence.
     """
-    from ..files import text_lines
-
     text = Path(text)
     if not text.is_file():
         raise ValueError(f"text file {str(text)!r} does not exist")
@@ -36,7 +37,6 @@ def encode_text_file(text: str | Path, sp) -> k2.RaggedTensor:
     lines = [line for line in lines if line]
     if not lines:
         raise ValueError(f"text file {str(text)!r} has no non-empty lines")
-    from k2dec.lang import bpe_case, match_case
 
     case = bpe_case(sp)
     return k2.RaggedTensor(sp.encode([match_case(line, case) for line in lines]),

@@ -13,6 +13,8 @@ import k2
 import torch
 from tqdm import tqdm
 
+from k2dec.lang import load_bpe_model
+
 from .base import NeuralLM
 from .checkpoint import load_lm
 from .data import encode_text_file, length_sorted_batches
@@ -104,8 +106,6 @@ def compute_text_perplexity(
         ``<unk>`` 2).
       batch_size, progress: see :func:`compute_perplexity`.
     """
-    from k2dec.lang import load_bpe_model
-
     sp = load_bpe_model(bpe_model)
     if sp.get_piece_size() != lm.vocab_size:
         raise ValueError(

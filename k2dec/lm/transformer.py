@@ -18,7 +18,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from ..positional import sinusoidal_positions
+from ..primitives.positional import sinusoidal_positions
 from .base import NeuralLM, check_dropout, check_positive_ints, check_row_index
 
 __all__ = ["TransformerLM", "TransformerLmConfig", "TransformerLmState"]
@@ -285,6 +285,6 @@ def _padded(state: TransformerLmState,
 
 def _positions_at(pos: torch.Tensor, dim: int, dtype: torch.dtype) -> torch.Tensor:
     """Float ``[R, dim]`` sinusoidal encodings of positions ``pos`` (int64 ``[R]``), the same
-    numbers as :func:`~k2dec.positional.sinusoidal_positions` gives."""
+    numbers as :func:`~k2dec.primitives.positional.sinusoidal_positions` gives."""
     table = sinusoidal_positions(0, int(pos.max()) + 1, dim, pos.device, dtype)
     return table.index_select(0, pos)

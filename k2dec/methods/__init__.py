@@ -12,7 +12,7 @@ Registration is explicit: each method module registers its methods with
 no method module. A new method module is added to the import list here.
 """
 
-from ..hypothesis import HypothesisRecord
+from ..primitives.hypothesis import HypothesisRecord
 
 # the method modules, each registering its methods (the registry never imports them)
 from . import aed, ctc, ctc_prefix, mbr, transducer, transducer_beam_search  # noqa: F401

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..sizes import check_finite
+from ..primitives.sizes import check_finite
 
 __all__ = ["check_finite", "check_scale_grid", "check_scales", "check_sweep"]
 

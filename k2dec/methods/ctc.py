@@ -9,7 +9,6 @@ from dataclasses import dataclass, field, replace
 import k2
 import torch
 
-from ..hypothesis import HypothesisRecord
 from ..lattice import (
     AuxLabels,
     LatticeConfig,
@@ -35,7 +34,8 @@ from ..nbest import (
     rescore_with_lm,
     rescore_with_ngram,
 )
-from ..sizes import check_int_range, check_positive
+from ..primitives.hypothesis import HypothesisRecord
+from ..primitives.sizes import check_int_range, check_positive
 from .checks import check_finite, check_scale_grid, check_scales, check_sweep
 from .hotword_biasing import HOTWORD_GRAPH_MAX_ARCS, WORD_HOTWORDS_SCORE, word_biased_graph
 from .records import (

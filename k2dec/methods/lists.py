@@ -12,9 +12,9 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from ..hypothesis import HypothesisRecord
 from ..nbest import ATTENTION_CHUNK_CELLS, NbestConfig, chunks
 from ..nbest.list_confidences import nbest_confidences
+from ..primitives.hypothesis import HypothesisRecord
 from ..scorers import Scorer
 from .records import probabilities
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field, replace
 import k2
 import torch
 
-from ..best_paths import path_token_ids
-from ..hypothesis import HypothesisRecord
 from ..lattice import AuxLabels, MbrConfig, Topology, lattice_timed_units
 from ..lattice.prune import prune_lattice
 from ..lattice.rescore import RescoreStatus, rescore_with_whole_lattice
+from ..primitives.best_paths import path_token_ids
+from ..primitives.hypothesis import HypothesisRecord
 from ..transducer import FastBeamSearchConfig, fast_beam_search
 from .checks import check_finite
 from .ctc import WholeLatticeRescoringConfig, hlg_graph

@@ -1,4 +1,4 @@
-"""Each search's own hypothesis type -> :class:`~k2dec.hypothesis.HypothesisRecord`.
+"""Each search's own hypothesis type -> :class:`~k2dec.primitives.hypothesis.HypothesisRecord`.
 
 The search modules keep their own result types (lattice ``Hypothesis``,
 ``TransducerHypothesis``, ``AedHypothesis``, n-best key sequences); the methods convert them
@@ -13,10 +13,10 @@ from collections.abc import Sequence
 import k2
 import torch
 
-from ..hypothesis import HypothesisRecord
 from ..lattice import AuxLabels, Hypothesis, LatticeStatus, TimedUnits, Topology, path_units
 from ..nbest import Nbest, NbestConfig
 from ..nbest.list_confidences import nbest_confidences
+from ..primitives.hypothesis import HypothesisRecord
 from ..transducer import TransducerHypothesis
 
 __all__ = [

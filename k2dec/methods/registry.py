@@ -17,9 +17,8 @@ from typing import Any
 import k2
 import torch
 
-from ..deprecation import renamed_parameters
-from ..family import Family
-from ..hypothesis import HypothesisRecord
+from ..primitives.family import Family
+from ..primitives.hypothesis import HypothesisRecord
 
 __all__ = [
     "Family",
@@ -52,8 +51,8 @@ class MethodResult:
     Attributes:
       key: the setting's name: the method name, or a scale key such as
         ``"ngram_lm_scale_0.5"`` for methods that sweep scales (icefall's result keys).
-      hyps: one :class:`~k2dec.hypothesis.HypothesisRecord` per utterance, in the batch's order
-        (``error`` says why an utterance has none).
+      hyps: one :class:`~k2dec.primitives.hypothesis.HypothesisRecord` per utterance, in the batch's
+        order (``error`` says why an utterance has none).
       config: the config object the method ran with (the very object passed in).
     """
 
@@ -259,7 +258,7 @@ class CtcInputs:
     Attributes:
       log_probs: float32 ``[N, T, V]``.
       log_probs_lens: int ``[N]`` valid frames of ``log_probs`` (after subsampling: the
-        model's ``encoder_out_lens``); formerly ``lengths``, still accepted (deprecated).
+        model's ``encoder_out_lens``).
       ref_words: reference word ids per utterance (oracle methods only).
       memory, memory_lens: encoder output for attention-decoder rescoring.
       lattices: a :class:`k2dec.lattice.LatticeCache` the lattice methods search through
@@ -286,17 +285,6 @@ class CtcInputs:
         return self.lattices.get_lattice(self.log_probs, self.log_probs_lens, graph, config,
                                          subsampling_factor)
 
-
-    @property
-    def lengths(self) -> torch.Tensor:
-        """Deprecated name of :attr:`log_probs_lens`."""
-        warnings.warn("CtcInputs.lengths is deprecated: use CtcInputs.log_probs_lens",
-                      DeprecationWarning, stacklevel=2)
-        return self.log_probs_lens
-
-
-CtcInputs.__init__ = renamed_parameters(lengths="log_probs_lens")(  # type: ignore[method-assign]
-    CtcInputs.__init__)
 
 
 @dataclass

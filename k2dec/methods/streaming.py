@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from ..hypothesis import HypothesisRecord
+from ..primitives.hypothesis import HypothesisRecord
 from .records import from_transducer
 
 __all__ = ["StreamingSearch"]
@@ -34,7 +34,7 @@ __all__ = ["StreamingSearch"]
 class StreamingSearch:
     """A streaming transducer searcher (:class:`k2dec.transducer.GreedySearch`,
     :class:`~k2dec.transducer.ModifiedBeamSearch`, :class:`~k2dec.transducer.FastBeamSearch`)
-    returning :class:`~k2dec.hypothesis.HypothesisRecord` s.
+    returning :class:`~k2dec.primitives.hypothesis.HypothesisRecord` s.
 
     Args:
       searcher: an object with ``new_stream(device)``, ``decode_chunk(streams, encoder_out,

@@ -26,7 +26,7 @@ from ..nbest import (
     neural_scores,
     word_sequence_scores,
 )
-from ..sizes import check_int_range
+from ..primitives.sizes import check_int_range
 from ..transducer import (
     FastBeamSearch,
     FastBeamSearchConfig,

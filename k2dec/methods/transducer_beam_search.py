@@ -1,9 +1,8 @@
-"""The transducer beam searches (icefall's names and defaults; formerly
-``k2dec.methods.transducer_lm``): ``modified_beam_search``, the classic ``beam_search``, and
-modified beam search with a neural LM or LODR: ``modified_beam_search_lm_shallow_fusion``,
-``modified_beam_search_LODR``, ``modified_beam_search_lm_rescore`` and ``..._LODR``; hotword
-biasing (``Resources.hotwords``) in every one that searches with scorers and in
-``modified_beam_search``.
+"""The transducer beam searches (icefall's names and defaults): ``modified_beam_search``, the
+classic ``beam_search``, and modified beam search with a neural LM or LODR:
+``modified_beam_search_lm_shallow_fusion``, ``modified_beam_search_LODR``,
+``modified_beam_search_lm_rescore`` and ``..._LODR``; hotword biasing (``Resources.hotwords``)
+in every one that searches with scorers and in ``modified_beam_search``.
 
 Scores enter as icefall adds them: the ``beam`` best (hypothesis, symbol) pairs are chosen by
 the transducer score, then the chosen tokens get ``lm_scale * log p_LM`` (no end-of-sentence
@@ -18,7 +17,7 @@ import torch
 
 from ..nbest import NbestConfig
 from ..nbest.config import check_posterior_scale
-from ..sizes import check_int_range
+from ..primitives.sizes import check_int_range
 from ..transducer import (
     ModifiedBeamSearchConfig,
     TransducerBeamSearchConfig,

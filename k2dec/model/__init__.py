@@ -3,7 +3,7 @@ Conformer CTC / transducer / attention model, icefall TorchScript exports and sh
 ONNX exports; :func:`load_model` recognises each from its path."""
 
 from .conformer import ConformerConfig, ConformerEncoder, Conv2dSubsampling, subsampled_lengths
-from .interface import AcousticModel, EncoderOutput, check_features, supported_methods
+from .interface import AcousticModel, EncoderOutput, check_features
 from .joint import JointConfig, JointModel, export_model, load_joint_model
 from .loader import find_tokens, load_model
 from .onnx_models import OnnxCtcModel, OnnxSession, OnnxTransducerModel, load_onnx_model
@@ -29,5 +29,4 @@ __all__ = [
     "load_model",
     "load_onnx_model",
     "subsampled_lengths",
-    "supported_methods",
 ]

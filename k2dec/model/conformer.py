@@ -10,8 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ..deprecation import renamed_parameters
-from ..positional import sinusoidal_positions
+from ..primitives.positional import sinusoidal_positions
 
 __all__ = ["ConformerConfig", "Conv2dSubsampling", "ConformerEncoder", "subsampled_lengths"]
 
@@ -42,7 +41,6 @@ class ConformerConfig:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
 
 
-@renamed_parameters(lengths="feature_lens")
 def subsampled_lengths(feature_lens: torch.Tensor) -> torch.Tensor:
     """Frames after :class:`Conv2dSubsampling`: ``((T - 1) // 2 - 1) // 2``."""
     return torch.div(torch.div(feature_lens - 1, 2, rounding_mode="floor") - 1, 2,
@@ -137,7 +135,6 @@ class ConformerEncoder(nn.Module):
     def output_dim(self) -> int:
         return self.cfg.d_model
 
-    @renamed_parameters(lengths="feature_lens")
     def forward(self, x: torch.Tensor, feature_lens: torch.Tensor) -> tuple[torch.Tensor,
                                                                        torch.Tensor]:
         if x.dim() != 3 or x.size(2) != self.cfg.num_features:

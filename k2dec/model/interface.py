@@ -5,8 +5,8 @@ An :class:`AcousticModel` turns a padded batch of features into an :class:`Encod
 networks the searches drive: ``transducer`` (an object with icefall's ``.decoder`` /
 ``.joiner``) and ``attention_decoder`` (:class:`k2dec.aed.AttentionDecoder`). What a model
 can decode follows from what it has: ``capabilities`` is the set of method families
-(:class:`k2dec.family.Family`) it supports, and :func:`k2dec.methods.supported_methods` lists
-the named methods. Decode code asks only these questions, never which kind of model it holds.
+(:class:`k2dec.primitives.family.Family`) it supports, and :func:`k2dec.methods.supported_methods`
+lists the named methods. Decode code asks only these questions, never which kind of model it holds.
 
 Implementations: k2dec's own :class:`k2dec.model.JointModel`, icefall TorchScript exports
 (:class:`k2dec.model.IcefallTorchScriptModel`) and sherpa-onnx style ONNX exports
@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..data.features import FeatureConfig
-from ..family import Family
+from ..lang.symbols import disambig_ids
+from ..primitives.family import Family
 
 if TYPE_CHECKING:
     import k2
@@ -32,7 +33,6 @@ __all__ = [
     "EncoderOutput",
     "check_features",
     "normalized_log_probs",
-    "supported_methods",
     "token_vocab_size",
 ]
 
@@ -115,7 +115,7 @@ class AcousticModel:
     ``feature_config.frame_shift`` seconds); :meth:`encode` turns them into about
     ``feature_lens // subsampling_factor`` network output frames (``encoder_out_lens``, exact
     counts in :class:`EncoderOutput`), one every :attr:`output_frame_shift` seconds. Every
-    frame index in a :class:`k2dec.hypothesis.HypothesisRecord` counts output frames.
+    frame index in a :class:`k2dec.primitives.hypothesis.HypothesisRecord` counts output frames.
 
     Attributes:
       kind: a short name of the implementation for messages (``"k2dec"``,
@@ -226,25 +226,11 @@ class AcousticModel:
                 f"{self.subsampling_factor}")
 
 
-def supported_methods(model: AcousticModel) -> list[Any]:
-    """Deprecated: :func:`k2dec.methods.supported_methods` (the method registry answers
-    which of its methods a model can run; the model layer does not import it: this alias
-    is the one exception, imported when called)."""
-    import warnings
-
-    from ..methods import supported_methods as registry_supported
-
-    warnings.warn("k2dec.model.supported_methods is deprecated: use "
-                  "k2dec.methods.supported_methods", DeprecationWarning, stacklevel=2)
-    return registry_supported(model)
-
-
 def token_vocab_size(tokens: k2.SymbolTable | None) -> int | None:
     """The number of network outputs a token table describes: its largest id that is not a
     disambiguation symbol (``#0``, ``#1``, ...) plus one; ``None`` without a table."""
     if tokens is None:
         return None
-    from ..lang.symbols import disambig_ids
 
     dis = set(disambig_ids(tokens))
     return max((i for i in tokens.ids if i not in dis), default=-1) + 1

@@ -16,7 +16,7 @@ from torch import nn
 
 from ..aed import TransformerDecoder
 from ..data.features import FeatureConfig
-from ..files import checked_config, load_checked_state, load_torch_file
+from ..primitives.files import checked_config, load_checked_state, load_torch_file
 from ..transducer import Joiner, StatelessDecoder
 from .conformer import ConformerConfig, ConformerEncoder
 from .interface import AcousticModel, EncoderOutput

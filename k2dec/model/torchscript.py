@@ -30,6 +30,7 @@ import torch
 
 from ..data.features import FeatureConfig
 from .interface import AcousticModel, EncoderOutput, normalized_log_probs, token_vocab_size
+from .streaming import TorchScriptStreamingEncoder
 
 __all__ = ["IcefallAttentionDecoder", "IcefallTorchScriptModel"]
 
@@ -177,8 +178,6 @@ class IcefallTorchScriptModel(AcousticModel):
         self.subsampling_factor = 4
         self.min_input_frames = 9  # zipformer's Conv2dSubsampling: ((T - 7) // 2 + 1) // 2
         if self.streaming:
-            from .streaming import TorchScriptStreamingEncoder
-
             self.streaming_encoder = TorchScriptStreamingEncoder(encoder)
             self.min_input_frames = 1
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..lattice.prune import MAX_LATTICE_ARCS
-from ..sizes import check_int_range, check_positive
+from ..primitives.sizes import check_int_range, check_positive
 
 __all__ = ["SAMPLERS", "TIE_BREAKS", "NbestConfig", "check_posterior_scale"]
 

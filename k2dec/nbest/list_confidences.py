@@ -24,7 +24,7 @@ from typing import NamedTuple
 import k2
 import torch
 
-from ..ragged import add_at, exclusive_cumsum, ragged_from_row_ids
+from ..primitives.ragged import add_at, exclusive_cumsum, ragged_from_row_ids
 from .config import NbestConfig, check_posterior_scale
 
 __all__ = ["aligned_matches", "list_posteriors", "nbest_confidences"]

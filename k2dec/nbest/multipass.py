@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from ..deprecation import renamed_fields, renamed_parameters
-from ..ragged import add_at
-from ..sizes import check_int_range
+from ..deprecation import renamed_fields
+from ..primitives.ragged import add_at
+from ..primitives.sizes import check_int_range
 from .nbest import Nbest, NbestTopK, PathScorer
 
 __all__ = [
@@ -331,12 +331,11 @@ def _most_promising(z: torch.Tensor, room: torch.Tensor, batch_k: int) -> torch.
     return chosen & torch.isfinite(z)
 
 
-@renamed_parameters(nn_scale="rnn_lm_scale")
 def full_rescore(
     top: NbestTopK, base_scores: torch.Tensor, scorer: PathScorer, rnn_lm_scale: float = 1.0
 ) -> MultiPassResult:
     """Rescore every (non-padding) path in one scorer call: the reference for multi-pass
-    (``rnn_lm_scale``: as :attr:`MultiPassConfig.rnn_lm_scale`; formerly ``nn_scale=``)."""
+    (``rnn_lm_scale``: as :attr:`MultiPassConfig.rnn_lm_scale`)."""
     nbest = top.nbest
     num_utts, k = top.padded.shape
     base = base_scores.to(torch.float64).view(num_utts, k)

@@ -30,9 +30,10 @@ from ..job import (
     read_settings,
 )
 from ..methods import Method, config_field_path, get_method, icefall_compatible
-from ..sizes import MAX_DURATION
+from ..primitives.sizes import MAX_DURATION
 from .inputs import prepare_inputs
 from .result import RecognitionResult, ResultMaker
+from .stream import RecognizerStream
 
 logger = logging.getLogger(__name__)
 
@@ -260,6 +261,4 @@ class Recognizer:
         (a streaming model: a causal zipformer TorchScript export, and a method with a
         streaming search: ``greedy_search``, ``modified_beam_search``,
         ``fast_beam_search``)."""
-        from .stream import RecognizerStream
-
         return RecognizerStream(self, name)

@@ -1,14 +1,14 @@
 """:class:`RecognitionResult`: one utterance's hypothesis with its text, a thin layer over the
-:class:`~k2dec.hypothesis.HypothesisRecord` a method returns."""
+:class:`~k2dec.primitives.hypothesis.HypothesisRecord` a method returns."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..hypothesis import HypothesisRecord
 from ..job import DecodeAssets, DecodeConfig
 from ..job.cutset import CtmSettings, ctm_settings
+from ..primitives.hypothesis import HypothesisRecord
 from ..results import CtmWord, record_ctm_words
 
 __all__ = ["RecognitionResult", "ResultMaker"]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..sizes import check_positive
+from ..primitives.sizes import check_positive
 
 __all__ = ["CtmWord", "frames_to_seconds", "read_ctm", "record_ctm_words", "timed_words",
            "write_ctm"]
@@ -139,8 +139,8 @@ def record_ctm_words(
     frame_shift: float = FRAME_SHIFT,
 ) -> list[CtmWord] | None:
     """The CTM words of one setting of a results line (a
-    :class:`~k2dec.hypothesis.HypothesisRecord` as JSON plus ``text``, its words), or ``None``
-    when the record has no frames and confidences for its words.
+    :class:`~k2dec.primitives.hypothesis.HypothesisRecord` as JSON plus ``text``, its words), or
+    ``None`` when the record has no frames and confidences for its words.
 
     Words with ``word_frames``, ``word_durations`` and ``word_confidences`` are used as they
     are. Otherwise tokens with ``token_frames`` and ``token_confidences`` are grouped into

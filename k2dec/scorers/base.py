@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from ..sizes import check_finite
+from ..primitives.sizes import check_finite
 
 __all__ = ["Scorer", "ScorerSet", "TableScorer", "WeightedScorer", "check_rows", "emitting_rows"]
 

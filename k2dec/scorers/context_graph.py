@@ -59,8 +59,9 @@ import k2
 import torch
 
 from k2dec.graph.compile import refresh_labels_version
+from k2dec.primitives.files import text_lines
+from k2dec.primitives.sizes import check_finite
 from k2dec.scorers.base import TableScorer
-from k2dec.sizes import check_finite
 
 logger = logging.getLogger(__name__)
 
@@ -100,8 +101,6 @@ def read_hotwords(path: str | Path) -> list[Hotword]:
       ValueError: naming the file (and line): a missing file, one that is not UTF-8 text,
         a malformed score, a score without a phrase, or no phrase at all.
     """
-    from k2dec.files import text_lines
-
     path = Path(path)
     out = []
     for lineno, raw in text_lines(path, "hotwords file"):

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 import torch
 
-from k2dec.deprecation import renamed_parameters
 from k2dec.scorers.base import Scorer, check_rows
 
 __all__ = ["CtcPrefixScorer", "CtcPrefixState", "CtcScorer", "CtcScorerState"]
@@ -55,12 +54,11 @@ class CtcPrefixScorer:
     Args:
       log_probs: float ``[N, T, V]`` CTC log-softmax output.
       log_probs_lens: int ``[N]`` valid frames of ``log_probs`` per utterance (after
-        subsampling), each in ``[1, T]`` (formerly ``lens``).
+        subsampling), each in ``[1, T]``.
       blank_id: the CTC blank; it is never a candidate.
       eos_id: the decoder's end-of-sentence id; its score is the full-sequence probability.
     """
 
-    @renamed_parameters(lens="log_probs_lens")
     def __init__(
         self, log_probs: torch.Tensor, log_probs_lens: torch.Tensor, blank_id: int, eos_id: int
     ) -> None:

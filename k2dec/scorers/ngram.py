@@ -18,6 +18,10 @@ from pathlib import Path
 
 import torch
 
+from k2dec.graph.ngram import check_arpa, train_arpa
+from k2dec.lang import load_bpe_model
+from k2dec.lang.case import bpe_case, match_case
+from k2dec.primitives.files import copy_as, text_lines
 from k2dec.scorers.base import TableScorer
 
 __all__ = ["ArpaModel", "TokenNgramScorer", "read_arpa", "train_token_arpa"]
@@ -51,8 +55,6 @@ def read_arpa(path: str | Path) -> ArpaModel:
         refuses (not UTF-8 text, a malformed line, counts that disagree, no ``<s>`` or
         ``</s>``, a missing ``\\end\\``, ...).
     """
-    from k2dec.graph.ngram import check_arpa
-
     prob: dict[tuple[str, ...], float] = {}
     backoff: dict[tuple[str, ...], float] = {}
 
@@ -89,10 +91,6 @@ def train_token_arpa(text: str | Path, bpe_model: str | Path, arpa: str | Path,
         tokens at least half are ``<unk>`` (:data:`MAX_UNKNOWN_SHARE`: the n-gram would be
         useless), a BPE model that cannot be read, an order outside 1..5.
     """
-    from k2dec.files import copy_as
-    from k2dec.graph.ngram import train_arpa
-    from k2dec.lang import load_bpe_model
-
     arpa = Path(arpa)
     if arpa.is_file() and not overwrite:
         return arpa
@@ -114,8 +112,6 @@ MAX_UNKNOWN_SHARE = 0.5
 def _encode_text(text: str | Path, sp, out: Path) -> Path:
     """Write the non-blank lines of ``text``, in ``sp``'s letter case, as token ids of ``sp``
     to ``out``."""
-    from k2dec.files import text_lines
-    from k2dec.lang.case import bpe_case, match_case
 
     case = bpe_case(sp)
     sentences = tokens = unknown = 0

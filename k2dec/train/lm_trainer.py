@@ -25,6 +25,7 @@ import k2
 import torch
 from tqdm import tqdm
 
+from ..lang import bpe_token_table, load_bpe_model, token_inventory_digest
 from ..lm.base import NeuralLM, check_positive_ints
 from ..lm.checkpoint import MODEL_TYPES, LmConfig, build_lm
 from ..lm.data import encode_text_file
@@ -136,8 +137,6 @@ def train_lm(config: TrainLmConfig) -> TrainLmResult:
     ``seed + epoch``), scores them with :meth:`~k2dec.lm.NeuralLM.score_sequences` and takes an
     Adam step on the mean negative log-prob per token (``eos`` included).
     """
-    from k2dec.lang import bpe_token_table, load_bpe_model, token_inventory_digest
-
     _check_train_config(config)
     exp_dir = Path(config.exp_dir)
     device = torch.device(config.device)

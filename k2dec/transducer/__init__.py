@@ -20,7 +20,7 @@ chunk_lens)`` as frames arrive, and ``results(streams)`` for partial or final hy
 
 from k2dec.transducer.beam_hyps import BeamHyps
 from k2dec.transducer.beam_search import TransducerBeamSearchConfig, beam_search
-from k2dec.transducer.common import DecoderCache, TransducerHypothesis, TransducerNet
+from k2dec.transducer.common import TransducerHypothesis
 from k2dec.transducer.fast_beam_search import (
     FastBeamSearch,
     FastBeamSearchConfig,
@@ -36,13 +36,14 @@ from k2dec.transducer.greedy import (
     GreedySearchStream,
     greedy_search,
 )
-from k2dec.transducer.model import Joiner, LinearEncoder, StatelessDecoder, Transducer
+from k2dec.transducer.model import Joiner, LinearEncoder, Transducer
 from k2dec.transducer.modified_beam_search import (
     ModifiedBeamSearch,
     ModifiedBeamSearchConfig,
     ModifiedBeamSearchStream,
     modified_beam_search,
 )
+from k2dec.transducer.network import DecoderCache, StatelessDecoder, TransducerNet
 
 __all__ = [
     "BeamHyps",

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import torch
 
-from k2dec.batch_search import column_capacity, grow_columns
+from k2dec.primitives.batch_search import column_capacity, grow_columns
 from k2dec.scorers.base import ScorerSet
-from k2dec.transducer.common import TransducerNet
+from k2dec.transducer.network import TransducerNet
 
 __all__ = ["BeamHyps"]
 

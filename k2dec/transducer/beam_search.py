@@ -24,16 +24,16 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from k2dec.batch_search import extend_hash
+from k2dec.primitives.batch_search import extend_hash
+from k2dec.primitives.sizes import check_finite, check_int_range, check_positive
 from k2dec.scorers.base import ScorerSet, WeightedScorer
-from k2dec.sizes import check_finite, check_int_range, check_positive
 from k2dec.transducer.beam_hyps import BeamHyps
 from k2dec.transducer.common import (
     TransducerHypothesis,
-    TransducerNet,
     check_encoder_out,
     log_probs_from_logits,
 )
+from k2dec.transducer.network import TransducerNet
 
 logger = logging.getLogger(__name__)
 

@@ -39,17 +39,17 @@ import k2
 import torch
 from torch import nn
 
-from k2dec.batch_search import num_active_per_frame
-from k2dec.best_paths import arc_frames
-from k2dec.ragged import ragged_select
-from k2dec.sizes import check_finite, check_float_range, check_int_range, check_positive
+from k2dec.primitives.batch_search import num_active_per_frame
+from k2dec.primitives.best_paths import arc_frames
+from k2dec.primitives.ragged import ragged_select
+from k2dec.primitives.sizes import check_finite, check_float_range, check_int_range, check_positive
 from k2dec.transducer.common import (
     TransducerHypothesis,
-    TransducerNet,
     check_encoder_out,
     check_streams,
     log_probs_from_logits,
 )
+from k2dec.transducer.network import TransducerNet
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class FastBeamSearchConfig:
         came from (``aux_labels``), where that token is, and so does k2dec then
         (:func:`one_best` reads ``token_labels``, see :class:`FastBeamSearchResult`).
       decoder_tables: run k2dec's decoder as per-token tables
-        (:class:`~k2dec.transducer.common.DecoderTables`: faster, equal up to float
+        (:class:`~k2dec.transducer.network.DecoderTables`: faster, equal up to float
         rounding). False runs the decoder module as icefall does, bit for bit: what
         ``k2.random_paths`` needs to draw icefall's n-best paths from the lattice (it is
         chaotic: last-bit score changes change its samples); ``--icefall-compat`` sets it.

@@ -23,16 +23,16 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from k2dec.batch_search import num_active_per_frame
-from k2dec.ragged import exclusive_cumsum
-from k2dec.sizes import check_finite, check_int_range
+from k2dec.primitives.batch_search import num_active_per_frame
+from k2dec.primitives.ragged import exclusive_cumsum
+from k2dec.primitives.sizes import check_finite, check_int_range
 from k2dec.transducer.common import (
     TransducerHypothesis,
-    TransducerNet,
     check_encoder_out,
     check_streams,
     log_probs_from_logits,
 )
+from k2dec.transducer.network import TransducerNet
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ class GreedySearch:
     """Batched greedy search over a stateless transducer.
 
     Args:
-      model: object with ``.decoder`` and ``.joiner`` (see :mod:`k2dec.transducer.model`).
+      model: object with ``.decoder`` and ``.joiner`` (see :mod:`k2dec.transducer.network`).
       config: search options.
     """
 

@@ -17,8 +17,9 @@ import k2
 import torch
 from torch import nn
 
-from k2dec.ragged import ragged_from_row_ids
-from k2dec.transducer.common import TransducerNet, check_encoder_out, log_probs_from_logits
+from k2dec.primitives.ragged import ragged_from_row_ids
+from k2dec.transducer.common import check_encoder_out, log_probs_from_logits
+from k2dec.transducer.network import TransducerNet
 
 __all__ = ["token_confidences"]
 

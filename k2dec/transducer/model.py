@@ -10,95 +10,16 @@ The search functions in :mod:`k2dec.transducer` accept *any* model that follows 
   optionally with ``model.joiner.encoder_proj`` / ``model.joiner.decoder_proj``.
 
 The classes here are small reference implementations of that interface, used by the tests, the
-benchmark and as a starting point for training code.
+benchmark and as a starting point for training code; the decoder, :class:`StatelessDecoder`,
+lives with the driver that runs it (:mod:`k2dec.transducer.network`).
 """
 
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from .common import check_decoder_sizes
-
-__all__ = ["Joiner", "LinearEncoder", "StatelessDecoder", "Transducer"]
-
-
-class StatelessDecoder(nn.Module):
-    """Stateless prediction network: an embedding of the last ``context_size`` tokens followed by
-    a grouped 1-D convolution over them and a ReLU (Ghodsi et al., 2020; icefall's ``Decoder``).
-
-    Negative token ids (used to fill the initial context) embed to zero. The blank embedding is a
-    learned vector like any other (icefall versions differ on this; the searches do not rely on
-    it).
-
-    Args:
-      vocab_size: number of output symbols ``V`` including blank.
-      decoder_dim: embedding and output dimension ``D``.
-      blank_id: the blank symbol (0 in icefall's models; required to be 0 by fast_beam_search).
-      context_size: number of previous tokens the output depends on (1 = bigram, 2 = trigram).
-      conv_groups: groups of the context convolution; ``None`` means ``decoder_dim // 4`` when
-        ``decoder_dim`` is divisible by 4 (icefall's choice), else 1.
-    """
-
-    def __init__(
-        self,
-        vocab_size: int,
-        decoder_dim: int,
-        blank_id: int = 0,
-        context_size: int = 2,
-        conv_groups: int | None = None,
-    ) -> None:
-        super().__init__()
-        check_decoder_sizes(blank_id, context_size, vocab_size)
-        if decoder_dim < 1:
-            raise ValueError(f"decoder_dim must be >= 1, got {decoder_dim}")
-        if conv_groups is None:
-            conv_groups = decoder_dim // 4 if decoder_dim % 4 == 0 else 1
-        if conv_groups < 1 or decoder_dim % conv_groups != 0:
-            raise ValueError(
-                f"conv_groups must divide decoder_dim={decoder_dim}, got {conv_groups}"
-            )
-        self.vocab_size = vocab_size
-        self.decoder_dim = decoder_dim
-        self.blank_id = blank_id
-        self.context_size = context_size
-        self.embedding = nn.Embedding(vocab_size, decoder_dim)
-        # With context_size == 1 the convolution would be a per-channel scale; icefall skips it,
-        # and so do we (an identity module keeps the module scriptable).
-        self.conv: nn.Module
-        if context_size > 1:
-            self.conv = nn.Conv1d(
-                decoder_dim, decoder_dim, kernel_size=context_size, groups=conv_groups, bias=False
-            )
-        else:
-            self.conv = nn.Identity()
-
-    def forward(self, y: torch.Tensor, need_pad: bool = True) -> torch.Tensor:
-        """Decoder output for each position of ``y``.
-
-        Args:
-          y: int tensor ``[N, U]`` of token ids; negative ids embed to zero.
-          need_pad: if True (training), left-pad with ``context_size - 1`` zero frames so the
-            output has one row per input position; if False (decoding), ``U`` must equal
-            ``context_size`` and the output has one row.
-
-        Returns:
-          float tensor ``[N, U, D]`` (``need_pad=True``) or ``[N, 1, D]`` (``need_pad=False``).
-        """
-        y = y.to(torch.int64)
-        emb = self.embedding(y.clamp(min=0)) * (y >= 0).unsqueeze(-1).to(self.embedding.weight)
-        if self.context_size > 1:
-            x = emb.permute(0, 2, 1)  # [N, D, U]
-            if need_pad:
-                x = F.pad(x, (self.context_size - 1, 0))
-            elif x.size(-1) != self.context_size:
-                raise ValueError(
-                    f"with need_pad=False, y must have context_size={self.context_size} "
-                    f"columns, got {x.size(-1)}"
-                )
-            emb = self.conv(x).permute(0, 2, 1)
-        return F.relu(emb)
+__all__ = ["Joiner", "LinearEncoder", "Transducer"]
 
 
 class Joiner(nn.Module):

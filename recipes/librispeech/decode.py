@@ -35,7 +35,7 @@ from k2dec.job import (
     split_available,
 )
 from k2dec.methods import family_order, list_methods
-from k2dec.sizes import MAX_DURATION
+from k2dec.primitives.sizes import MAX_DURATION
 
 
 def _list_methods(ctx: click.Context, _param: click.Parameter, value: bool) -> None:

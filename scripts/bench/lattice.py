@@ -246,7 +246,8 @@ PROFILED = (
     ("k2.index_fsa (restore the caller's order)", "index_fsa"),
     ("get_tot_scores", "get_tot_scores"),
     ("input validation + DenseFsaVec", ("validate_log_probs", "_dense_subset")),
-    ("best path -> token/word ids (k2dec.best_paths)", ("path_token_ids", "path_aux_ids")),
+    ("best path -> token/word ids (k2dec.primitives.best_paths)",
+     ("path_token_ids", "path_aux_ids")),
     ("Hypothesis records (tolist, assembly)", "_assemble"),
 )
 

@@ -132,7 +132,7 @@ def first_utterance(inputs):
     if isinstance(inputs, AedInputs):
         return AedInputs(inputs.memory[:1], inputs.memory_lens[:1],
                          ctc_log_probs=inputs.ctc_log_probs[:1])
-    return CtcInputs(inputs.log_probs[:1], inputs.lengths[:1],
+    return CtcInputs(inputs.log_probs[:1], inputs.log_probs_lens[:1],
                      memory=None if inputs.memory is None else inputs.memory[:1],
                      memory_lens=None if inputs.memory_lens is None else inputs.memory_lens[:1])
 

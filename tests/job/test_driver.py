@@ -9,7 +9,6 @@ import pytest
 from click.testing import CliRunner
 
 from k2dec.cli import main
-from k2dec.hypothesis import HypothesisRecord
 from k2dec.job import (
     DecodeConfig,
     decode_cuts,
@@ -19,6 +18,7 @@ from k2dec.job import (
     run_decode,
 )
 from k2dec.methods import get_method, list_methods
+from k2dec.primitives.hypothesis import HypothesisRecord
 from k2dec.results import read_results
 
 

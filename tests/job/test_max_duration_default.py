@@ -1,5 +1,5 @@
-"""``max_duration`` has one default (:data:`k2dec.sizes.MAX_DURATION`), the same in the decode
-config, the command line, the Recognizer, the demo and the recipe's decode script."""
+"""``max_duration`` has one default (:data:`k2dec.primitives.sizes.MAX_DURATION`), the same in the
+decode config, the command line, the Recognizer, the demo and the recipe's decode script."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import inspect
 from k2dec import demo
 from k2dec.cli import main
 from k2dec.job import DecodeConfig
+from k2dec.primitives.sizes import MAX_DURATION
 from k2dec.recognizer import Recognizer
-from k2dec.sizes import MAX_DURATION
 from tests.recipes.scripts import recipe
 
 

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import torch
 
-from k2dec.best_paths import FRAME_ATTR
 from k2dec.lattice import LatticeResult
 from k2dec.lattice.posteriors import (
     PosteriorConfig,
@@ -23,6 +22,7 @@ from k2dec.lattice.posteriors import (
     word_posteriors,
 )
 from k2dec.lattice.rescore import RescoreConfig, rescore_with_whole_lattice
+from k2dec.primitives.best_paths import FRAME_ATTR
 from k2dec.testing.lattices import dags_to_vec, empty_fsa, random_word_dag
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import FastBeamSearchConfig, fast_beam_search

@@ -14,7 +14,6 @@ import pytest
 import torch
 
 from k2dec.aed import BeamSearchConfig, beam_search
-from k2dec.hypothesis import HypothesisRecord
 from k2dec.lattice import AuxLabels, Topology, lattice_timed_units
 from k2dec.methods import AedInputs, Resources, TransducerInputs, get_method
 from k2dec.methods.aed import AttentionBeamSearchMethodConfig
@@ -22,6 +21,7 @@ from k2dec.methods.hotword_biasing import HotwordConfig
 from k2dec.methods.mbr import FastBeamSearchMbrConfig
 from k2dec.methods.transducer import FastBeamSearchNbestConfig
 from k2dec.nbest import Nbest, NbestConfig
+from k2dec.primitives.hypothesis import HypothesisRecord
 from k2dec.scorers import ContextGraph, HotwordScorer, WeightedScorer, hotword_graph
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import FastBeamSearch, FastBeamSearchConfig, fast_beam_search

@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from k2dec.aed import BeamSearchConfig, TransformerDecoder, beam_search
-from k2dec.hypothesis import HypothesisRecord
 from k2dec.lattice import (
     Hypothesis,
     LatticeStatus,
@@ -19,6 +18,7 @@ from k2dec.methods import AedInputs, CtcInputs, Resources, TransducerInputs, get
 from k2dec.methods.aed import AttentionBeamSearchMethodConfig
 from k2dec.methods.ctc import HlgConfig
 from k2dec.methods.records import from_ids, from_lattice, from_transducer
+from k2dec.primitives.hypothesis import HypothesisRecord
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import TransducerHypothesis, greedy_search
 

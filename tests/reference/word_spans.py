@@ -1,5 +1,5 @@
 """Per-utterance Python loops for token and word frame spans: the references of
-``k2dec.best_paths.ctc_token_spans`` and ``word_spans``."""
+``k2dec.primitives.best_paths.ctc_token_spans`` and ``word_spans``."""
 
 from __future__ import annotations
 

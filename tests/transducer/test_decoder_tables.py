@@ -21,7 +21,7 @@ from k2dec.transducer import (
     greedy_search,
     modified_beam_search,
 )
-from k2dec.transducer.common import DecoderTables, decode_by_tables
+from k2dec.transducer.network import DecoderTables, decode_by_tables
 
 
 def _every_context(vocab: int, c: int) -> torch.Tensor:

@@ -1,5 +1,5 @@
-"""Token and word frame spans (k2dec.best_paths.ctc_token_spans, word_spans) against per-utterance
-Python loops, and the BPE word-start mask."""
+"""Token and word frame spans (k2dec.primitives.best_paths.ctc_token_spans, word_spans) against
+per-utterance Python loops, and the BPE word-start mask."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from k2dec.best_paths import ctc_token_spans, word_minimum, word_spans
 from k2dec.lang import bpe_word_start_mask, make_symbol_table
+from k2dec.primitives.best_paths import ctc_token_spans, word_minimum, word_spans
 from tests.reference.word_spans import ref_ctc_spans, ref_word_spans
 
 

@@ -1,4 +1,5 @@
-"""k2dec.files: the one place gzip files are opened (text lines, plain copies, .gz outputs)."""
+"""k2dec.primitives.files: the one place gzip files are opened (text lines, plain copies, .gz
+outputs)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import gzip
 
 import pytest
 
-from k2dec.files import copy_as, is_gzip, plain_file, text_lines
+from k2dec.primitives.files import copy_as, is_gzip, plain_file, text_lines
 
 
 @pytest.mark.parametrize("name", ["lm.arpa.gz", "lm.arpa"])

@@ -1,12 +1,13 @@
-"""The shared helpers in k2dec/best_paths.py and k2dec/ragged.py that the lattice code relies on."""
+"""The shared helpers in k2dec/primitives/best_paths.py and k2dec/primitives/ragged.py that the
+lattice code relies on."""
 
 from __future__ import annotations
 
 import k2
 import torch
 
-from k2dec.best_paths import arc_frames, ctc_collapse, path_aux_ids
-from k2dec.ragged import ragged_from_row_ids, ragged_select
+from k2dec.primitives.best_paths import arc_frames, ctc_collapse, path_aux_ids
+from k2dec.primitives.ragged import ragged_from_row_ids, ragged_select
 
 
 def test_ragged_from_row_ids_keeps_empty_rows():

@@ -1,5 +1,5 @@
-"""The one finite / positive number check (k2dec.sizes) and the configs and arguments that use
-it: every one refuses bools, NaN, infinities and non-numbers with the field's name."""
+"""The one finite / positive number check (k2dec.primitives.sizes) and the configs and arguments
+that use it: every one refuses bools, NaN, infinities and non-numbers with the field's name."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from k2dec.data.audio_io import AudioLimits
 from k2dec.job import DecodeConfig
 from k2dec.methods.ctc import HlgConfig, NbestRescoringConfig
 from k2dec.nbest import NbestConfig
+from k2dec.primitives.sizes import check_finite, check_positive
 from k2dec.results.ctm import frames_to_seconds
-from k2dec.sizes import check_finite, check_positive
 from k2dec.transducer.fast_beam_search import FastBeamSearchConfig
 from k2dec.transducer.greedy import GreedySearchConfig
 

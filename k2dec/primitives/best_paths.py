@@ -10,7 +10,7 @@ from __future__ import annotations
 import k2
 import torch
 
-from k2dec.ragged import ragged_from_row_ids, ragged_select
+from k2dec.primitives.ragged import ragged_from_row_ids, ragged_select
 
 __all__ = [
     "FRAME_ATTR",

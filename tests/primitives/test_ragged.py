@@ -1,12 +1,12 @@
-"""k2dec.ragged.add_at: a row's sum depends only on that row's values and their order (not on the
-rest of the batch, not on the run), and equals the sequential sum on the CPU."""
+"""k2dec.primitives.ragged.add_at: a row's sum depends only on that row's values and their order
+(not on the rest of the batch, not on the run), and equals the sequential sum on the CPU."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from k2dec.ragged import add_at
+from k2dec.primitives.ragged import add_at
 
 
 def _sequential(num_rows: int, index: list[int], values: list, dtype) -> torch.Tensor:
