@@ -73,10 +73,12 @@ def check_decoder_sizes(blank_id: int, context_size: int, vocab_size: int,
 
 
 def check_encoder_out(
-    encoder_out: torch.Tensor, encoder_out_lens: torch.Tensor
+    encoder_out: torch.Tensor, encoder_out_lens: torch.Tensor,
+    net: TransducerNet | None = None,
 ) -> torch.Tensor:
-    """Validate a padded batch of encoder frames; return the lengths as int64 on the device of
-    ``encoder_out``."""
+    """Validate a padded batch of encoder frames (float ``[N, T, C]``; with ``net``, also
+    of the joiner's dtype and input width, :meth:`TransducerNet.check_frames`); return the
+    lengths as int64 on the device of ``encoder_out``."""
     if not isinstance(encoder_out, torch.Tensor):
         raise TypeError(f"encoder_out must be a torch.Tensor, got {type(encoder_out).__name__}")
     if encoder_out.dim() != 3:
@@ -108,6 +110,8 @@ def check_encoder_out(
             )
     if encoder_out.numel() > 0 and not all_finite(encoder_out):
         raise ValueError("encoder_out contains NaN or inf")
+    if net is not None:
+        net.check_frames(encoder_out)
     return lens
 
 
@@ -243,6 +247,24 @@ class TransducerNet:
                 frame = encoder_out.reshape(-1, encoder_out.size(-1))[:1]
                 self._joiner_dim = int(self.project_encoder(frame).size(-1))
         return self._joiner_dim
+
+    def check_frames(self, encoder_out: torch.Tensor) -> None:
+        """Raise ``TypeError`` unless ``encoder_out``'s dtype is the joiner's (float32 for a
+        float32 model: a float64 tensor fails deep in a matmul), and ``ValueError`` unless
+        its last dimension ``C`` is the input width of ``joiner.encoder_proj`` (where the
+        joiner has one)."""
+        params = getattr(self.joiner, "parameters", None)
+        first = next((p for p in params() if p.is_floating_point()), None) if params else None
+        if first is not None and encoder_out.dtype != first.dtype:
+            raise TypeError(f"encoder_out has dtype {encoder_out.dtype}, but the model's joiner "
+                            f"computes in {first.dtype}: pass encoder_out.to({first.dtype})")
+        weight = getattr(getattr(self.joiner, "encoder_proj", None), "weight", None)
+        if (self.project and isinstance(weight, torch.Tensor) and weight.dim() == 2
+                and encoder_out.size(-1) != weight.size(1)):
+            raise ValueError(
+                f"encoder_out must have shape [N, T, C] with C = {weight.size(1)} (the input "
+                f"width of the model's joiner.encoder_proj), got shape "
+                f"{tuple(encoder_out.shape)}: is it the output of this model's encoder?")
 
     def initial_context(self, n: int, device: torch.device) -> torch.Tensor:
         """icefall's initial context ``[-1] * (c - 1) + [blank]`` for ``n`` hypotheses,
