@@ -19,6 +19,7 @@ __all__ = ["ArpaInfo", "check_arpa", "build_G", "build_rescoring_G", "train_arpa
 logger = logging.getLogger(__name__)
 
 _SENTENCE_MARKS = ("<s>", "</s>")
+_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,7 @@ class ArpaInfo:
     order: int
     counts: tuple[int, ...]
     vocabulary: frozenset[str]
-    #: the file has Windows line ends (CRLF): readers that take plain files only (kaldilm)
-    #: get a copy with plain newlines
+    #: the file has Windows line ends (CRLF): kaldilm gets a copy with plain newlines
     crlf: bool = False
 
 
@@ -42,7 +42,8 @@ def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None,
     that is not positive, N words, and an optional finite backoff weight below the highest
     order), that no n-gram appears twice, that the counts match, that the unigrams include
     ``<s>`` and ``</s>``, the closing ``\\end\\``, and, with ``word_table``, that every
-    word is in it. Windows line ends (CRLF) are accepted (:attr:`ArpaInfo.crlf`).
+    word is in it. Windows line ends (CRLF) and a byte-order mark are accepted
+    (kaldilm gets a copy without them).
     ``visit(words, log10 prob, log10 backoff or None)`` is called on every n-gram line once
     it is checked (a reader's one pass over the file). kaldilm aborts the whole process
     (SIGABRT) on a ``-inf`` log-prob or backoff and on a missing ``<s>``, and builds a G
@@ -229,10 +230,19 @@ def _check_totals(path: Path, section: int | None, counts: dict[int, int],
                              "sentence can end)")
 
 
+def _starts_with_bom(path: Path) -> bool:
+    """Whether the plain text file ``path`` starts with a UTF-8 byte-order mark."""
+    with open(path, "rb") as f:
+        return f.read(len(_UTF8_BOM)) == _UTF8_BOM
+
+
 def _with_newlines(src: Path, dst: Path) -> Path:
-    """A copy of the text file ``src`` at ``dst`` with CRLF line ends turned into LF."""
+    """A copy of the plain text file ``src`` at ``dst`` with CRLF line ends turned into LF
+    and no UTF-8 byte-order mark."""
     with open(src, "rb") as f, open(dst, "wb") as g:
-        for line in f:
+        for n, line in enumerate(f):
+            if n == 0 and line.startswith(_UTF8_BOM):
+                line = line[len(_UTF8_BOM):]
             g.write(line[:-2] + b"\n" if line.endswith(b"\r\n") else line)
     return dst
 
@@ -246,7 +256,8 @@ def _arpa_to_fst_text(
     words_txt = tmp_dir / "words.txt"
     write_symbol_table(word_table, words_txt)
     with plain_file(arpa, "ARPA file") as plain:  # kaldilm reads plain text only
-        if crlf:  # kaldilm takes the "\r" for part of the last word or number
+        # kaldilm takes a "\r" for part of the last word, and aborts on a byte-order mark
+        if crlf or _starts_with_bom(plain):
             plain = _with_newlines(plain, tmp_dir / "lf.arpa")
         return kaldilm.arpa2fst(
             input_arpa=str(plain),
