@@ -42,12 +42,11 @@ def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None,
     that is not positive, N words, and an optional finite backoff weight below the highest
     order), that no n-gram appears twice, that the counts match, that the unigrams include
     ``<s>`` and ``</s>``, the closing ``\\end\\``, and, with ``word_table``, that every
-    word is in it. Windows line ends (CRLF) and a byte-order mark are accepted
-    (kaldilm gets a copy without them).
-    ``visit(words, log10 prob, log10 backoff or None)`` is called on every n-gram line once
-    it is checked (a reader's one pass over the file). kaldilm aborts the whole process
-    (SIGABRT) on a ``-inf`` log-prob or backoff and on a missing ``<s>``, and builds a G
-    that accepts nothing without ``</s>``. The file may be gzip-compressed.
+    word is in it. CRLF line ends and a byte-order mark are accepted (kaldilm gets a copy
+    without them). ``visit(words, log10 prob, log10 backoff or None)`` is called on every
+    n-gram line once it is checked (a reader's one pass). kaldilm aborts the process on a
+    ``-inf`` log-prob or backoff and on a missing ``<s>``, and builds a G that accepts
+    nothing without ``</s>``. The file may be gzip-compressed.
 
     Raises:
       ValueError: naming file and line.
@@ -55,11 +54,8 @@ def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None,
     path = Path(path)
     counts: dict[int, int] = {}
     seen: dict[int, int] = {}
-    vocab: set[str] = set()
-    unigrams: set[str] = set()
     section: int | None = None  # None: before \data\, 0: in \data\, N: in \N-grams:
-    ended = False
-    crlf = False
+    ended = crlf = False
     keys = _NgramKeys()
     for lineno, raw in text_lines(path, "ARPA file"):
         crlf = crlf or raw.endswith("\r\n")
@@ -88,33 +84,36 @@ def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None,
             continue
         fields = line.split()
         words = _check_ngram(fields, section, len(counts), where, line, word_table)
-        vocab.update(words)
         keys.add(words, lineno)
         if visit is not None:
             visit(tuple(words), float(fields[0]),
                   float(fields[-1]) if len(fields) == section + 2 else None)
-        if section == 1:
-            unigrams.add(words[0])
         seen[section] += 1
-    _check_totals(path, section, counts, seen, ended, unigrams)
+    _check_totals(path, section, counts, seen, ended, keys.unigrams)
     keys.check_unique(path)
-    return ArpaInfo(len(counts), tuple(counts[n] for n in sorted(counts)), frozenset(vocab),
-                    crlf)
+    return ArpaInfo(len(counts), tuple(counts[n] for n in sorted(counts)),
+                    frozenset(keys.vocabulary), crlf)
 
 
 class _NgramKeys:
     """A 64-bit hash and the line of every n-gram read (16 bytes each, so a large LM's
-    n-grams are not held as strings); :meth:`check_unique` finds a repeated n-gram."""
+    n-grams are not held as strings), the words and the unigrams; :meth:`check_unique`
+    finds a repeated n-gram."""
 
     def __init__(self) -> None:
         from array import array
 
         self.hashes = array("q")
         self.lines = array("q")
+        self.vocabulary: set[str] = set()
+        self.unigrams: set[str] = set()
 
     def add(self, words: list[str], lineno: int) -> None:
         self.hashes.append(hash(tuple(words)))
         self.lines.append(lineno)
+        self.vocabulary.update(words)
+        if len(words) == 1:
+            self.unigrams.add(words[0])
 
     def check_unique(self, path: Path) -> None:
         """Raise ``ValueError`` naming the second line of an n-gram that appears twice."""
