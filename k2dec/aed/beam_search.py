@@ -132,6 +132,7 @@ def _validate(
             raise TypeError(f"decoder must implement AttentionDecoder; it has no {attr!r}")
     vocab = decoder.vocab_size
     _check_memory(memory, memory_lens)
+    _check_memory_fits(decoder, memory)
     for name in ("sos_id", "eos_id"):
         value = getattr(decoder, name)
         if not 0 <= value < vocab:
@@ -173,6 +174,24 @@ def _check_memory(memory: torch.Tensor, memory_lens: torch.Tensor) -> None:
         raise ValueError(f"memory_lens must be in [1, {t}], got {memory_lens.tolist()}")
     if not bool(torch.isfinite(memory).all()):
         raise ValueError("memory contains NaN or inf")
+
+
+def _check_memory_fits(decoder: Any, memory: torch.Tensor) -> None:
+    """``memory`` has the dtype of a torch decoder's weights and the width ``C`` it takes
+    (``memory_proj``'s input, else ``d_model``; where the decoder has them): otherwise the
+    first matmul fails with torch's "mat1 and mat2" naming neither."""
+    params = decoder.parameters if isinstance(decoder, torch.nn.Module) else None
+    first = next((p for p in params() if p.is_floating_point()), None) if params else None
+    if first is not None and memory.dtype != first.dtype:
+        raise TypeError(f"memory has dtype {memory.dtype}, but the decoder computes in "
+                        f"{first.dtype}: pass memory.to({first.dtype})")
+    proj = getattr(decoder, "memory_proj", None)
+    width = proj.in_features if isinstance(proj, torch.nn.Linear) else getattr(
+        decoder, "d_model", None)
+    if isinstance(width, int) and memory.size(-1) != width:
+        raise ValueError(f"memory must have shape [N, T, C] with C = {width} (what the "
+                         f"decoder takes), got shape {tuple(memory.shape)}: is it the output "
+                         "of this model's encoder?")
 
 
 def _check_ctc_log_probs(ctc_log_probs: torch.Tensor | None, config: BeamSearchConfig,

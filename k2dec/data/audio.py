@@ -55,6 +55,7 @@ from lhotse.features.io import FeaturesWriter
 from lhotse.utils import fastcopy
 from tqdm import tqdm
 
+from ..primitives.files import text_lines
 from .audio_io import (
     AUDIO_READ_ERRORS,
     AudioLimits,
@@ -257,16 +258,19 @@ def read_kaldi_text(path: str | Path) -> dict[str, str]:
     ``<utt-id> WORD WORD ...`` per line; words are kept as they are, joined by single spaces;
     blank lines are skipped; an id alone on its line has the empty reference.
 
+    The file is UTF-8 (a byte-order mark at its start is dropped), optionally gzipped.
+
     Raises:
-      ValueError: the file does not exist, or an utterance id appears twice (line numbers
-        given).
+      ValueError: the file does not exist, is not UTF-8 text (naming the line), has no
+        utterance at all (WER would be undefined), or an utterance id appears twice (line
+        numbers given).
     """
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"references: no such file: {path}")
     refs: dict[str, str] = {}
     first_line: dict[str, int] = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for n, line in _utf8_lines(path, "references file"):
         parts = line.split(maxsplit=1)
         if not parts:
             continue
@@ -276,7 +280,23 @@ def read_kaldi_text(path: str | Path) -> dict[str, str]:
                              f"line {first_line[utt]}")
         refs[utt] = " ".join(parts[1].split()) if len(parts) > 1 else ""
         first_line[utt] = n
+    if not refs:
+        raise ValueError(f"references file {path} is empty: it needs one '<utt-id> WORD "
+                         "WORD ...' line per utterance (leave --text out to decode without "
+                         "references)")
     return refs
+
+
+def _utf8_lines(path: Path, what: str) -> Iterator[tuple[int, str]]:
+    """:func:`k2dec.primitives.files.text_lines` whose message for a file that is not UTF-8
+    (Latin-1, UTF-16, binary) says what to do."""
+    try:
+        yield from text_lines(path, what)
+    except ValueError as e:
+        if "is not UTF-8" not in str(e) and "NUL bytes" not in str(e):
+            raise
+        raise ValueError(f"{e}; the encoding must be UTF-8 (convert it, e.g. iconv -f "
+                         "latin1 -t utf-8)") from None
 
 
 def load_references(audio_dir: str | Path, text: str | Path | None = None) -> dict[str, str]:

@@ -63,6 +63,7 @@ __all__ = [
     "mono_samples",
     "AUDIO_READ_ERRORS",
     "AudioLimits",
+    "check_sample_values",
     "cut_features",
     "ffmpeg_available",
     "probe_recording",
@@ -387,6 +388,31 @@ def _stored_features(extractor: FeatureExtractor, samples: np.ndarray, rate: int
                     storage_key=writer.write(key, feats))
 
 
+def check_sample_values(samples: np.ndarray, where: str) -> None:
+    """The check of every waveform k2dec computes features of (files on the CLI and in
+    jobs, arrays and tensors given to the Python API): NaN or infinite samples are an error,
+    samples beyond [-1, 1] (int16 values stored as floats, a gain applied twice) a warning
+    naming ``where`` and the peak: such audio decodes, to garbage.
+
+    Args:
+      samples: float samples, any shape.
+      where: the file or input, for the messages.
+
+    Raises:
+      ValueError: NaN or infinite samples (the message gives how many, not ``where``:
+        callers that report failures by file prefix it themselves).
+    """
+    bad = int(np.count_nonzero(~np.isfinite(samples)))
+    if bad:
+        raise ValueError(f"{bad} of {samples.size} samples are NaN or infinite (a float file "
+                         "written from broken data?); fix or remove the file")
+    peak = float(np.abs(samples).max()) if samples.size else 0.0
+    if peak > 1.0:
+        logger.warning("%s: samples reach %.4g; k2dec expects floats in [-1, 1] (int16 values "
+                       "should be divided by 32768): the words decoded are likely wrong", where,
+                       peak)
+
+
 def cut_features(cut: Cut, extractor: FeatureExtractor, writer: FeaturesWriter,
                  limits: AudioLimits = AudioLimits()) -> Cut:  # noqa: B008
     """``cut`` with features (float32 ``[num_frames, num_features]``) computed by
@@ -417,10 +443,9 @@ def cut_features(cut: Cut, extractor: FeatureExtractor, writer: FeaturesWriter,
                          f"{frame:g} s feature frame")
     mono = _mono(cut.resample(rate) if cut.sampling_rate != rate else cut)
     samples = np.atleast_2d(mono.load_audio())
-    bad = int(np.count_nonzero(~np.isfinite(samples)))
-    if bad:
-        raise ValueError(f"{bad} of {samples.size} samples are NaN or infinite (a float file "
-                         "written from broken data?); fix or remove the file")
+    sources = [src.source for rec in _recordings(cut) for src in rec.sources
+               if src.type == "file"]
+    check_sample_values(samples, shown_path(sources[0]) if sources else cut.id)
     start = mono.start if isinstance(mono, MonoCut) else 0.0
     feats = _stored_features(extractor, samples, rate, start, writer, cut.id)
     if isinstance(mono, MonoCut) and isinstance(cut, MonoCut):

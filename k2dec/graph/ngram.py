@@ -19,6 +19,7 @@ __all__ = ["ArpaInfo", "check_arpa", "build_G", "build_rescoring_G", "train_arpa
 logger = logging.getLogger(__name__)
 
 _SENTENCE_MARKS = ("<s>", "</s>")
+_UTF8_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class ArpaInfo:
     order: int
     counts: tuple[int, ...]
     vocabulary: frozenset[str]
+    #: the file has Windows line ends (CRLF): kaldilm gets a copy with plain newlines
+    crlf: bool = False
 
 
 def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None,
@@ -35,14 +38,15 @@ def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None,
                ) -> ArpaInfo:
     """Validate an ARPA file before handing it to kaldilm (whose errors abort).
 
-    Checks the ``\\data\\`` header, every ``\\N-grams:`` section (a finite log10 prob,
-    N words, and an optional finite backoff weight below the highest order), that the
-    counts match, that the unigrams include ``<s>`` and ``</s>``, the closing
-    ``\\end\\``, and, with ``word_table``, that every word is in it. ``visit(words, log10
-    prob, log10 backoff or None)`` is called on every n-gram line once it is checked (a
-    reader's one pass over the file). kaldilm aborts the
-    whole process (SIGABRT) on a ``-inf`` log-prob or backoff and on a missing ``<s>``,
-    and builds a G that accepts nothing without ``</s>``. The file may be gzip-compressed.
+    Checks the ``\\data\\`` header, every ``\\N-grams:`` section (a finite log10 prob
+    that is not positive, N words, and an optional finite backoff weight below the highest
+    order), that no n-gram appears twice, that the counts match, that the unigrams include
+    ``<s>`` and ``</s>``, the closing ``\\end\\``, and, with ``word_table``, that every
+    word is in it. CRLF line ends and a byte-order mark are accepted (kaldilm gets a copy
+    without them). ``visit(words, log10 prob, log10 backoff or None)`` is called on every
+    n-gram line once it is checked (a reader's one pass). kaldilm aborts the process on a
+    ``-inf`` log-prob or backoff and on a missing ``<s>``, and builds a G that accepts
+    nothing without ``</s>``. The file may be gzip-compressed.
 
     Raises:
       ValueError: naming file and line.
@@ -50,11 +54,11 @@ def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None,
     path = Path(path)
     counts: dict[int, int] = {}
     seen: dict[int, int] = {}
-    vocab: set[str] = set()
-    unigrams: set[str] = set()
     section: int | None = None  # None: before \data\, 0: in \data\, N: in \N-grams:
-    ended = False
+    ended = crlf = False
+    keys = _NgramKeys()
     for lineno, raw in text_lines(path, "ARPA file"):
+        crlf = crlf or raw.endswith("\r\n")
         line = raw.strip()
         where = f"{path}:{lineno}"
         if not line:
@@ -80,15 +84,68 @@ def check_arpa(path: str | Path, word_table: k2.SymbolTable | None = None,
             continue
         fields = line.split()
         words = _check_ngram(fields, section, len(counts), where, line, word_table)
-        vocab.update(words)
+        keys.add(words, lineno)
         if visit is not None:
             visit(tuple(words), float(fields[0]),
                   float(fields[-1]) if len(fields) == section + 2 else None)
-        if section == 1:
-            unigrams.add(words[0])
         seen[section] += 1
-    _check_totals(path, section, counts, seen, ended, unigrams)
-    return ArpaInfo(len(counts), tuple(counts[n] for n in sorted(counts)), frozenset(vocab))
+    _check_totals(path, section, counts, seen, ended, keys.unigrams)
+    keys.check_unique(path)
+    return ArpaInfo(len(counts), tuple(counts[n] for n in sorted(counts)),
+                    frozenset(keys.vocabulary), crlf)
+
+
+class _NgramKeys:
+    """A 64-bit hash and the line of every n-gram read (16 bytes each, so a large LM's
+    n-grams are not held as strings), the words and the unigrams; :meth:`check_unique`
+    finds a repeated n-gram."""
+
+    def __init__(self) -> None:
+        from array import array
+
+        self.hashes = array("q")
+        self.lines = array("q")
+        self.vocabulary: set[str] = set()
+        self.unigrams: set[str] = set()
+
+    def add(self, words: list[str], lineno: int) -> None:
+        self.hashes.append(hash(tuple(words)))
+        self.lines.append(lineno)
+        self.vocabulary.update(words)
+        if len(words) == 1:
+            self.unigrams.add(words[0])
+
+    def check_unique(self, path: Path) -> None:
+        """Raise ``ValueError`` naming the second line of an n-gram that appears twice."""
+        import numpy as np
+
+        h = np.frombuffer(self.hashes, dtype=np.int64)
+        order = np.argsort(h, kind="stable")
+        same = np.flatnonzero(h[order][1:] == h[order][:-1])
+        if same.size == 0:
+            return
+        lines = np.frombuffer(self.lines, dtype=np.int64)
+        pairs = sorted((int(lines[order[i]]), int(lines[order[i + 1]])) for i in same)
+        wanted = {n for pair in pairs for n in pair}
+        words = _ngram_words(path, wanted)
+        for first, second in pairs:
+            if words[first] == words[second]:  # else two n-grams with the same 64-bit hash
+                raise ValueError(f"{path}:{second}: the n-gram {' '.join(words[second])!r} "
+                                 f"appears again (first on line {first}); an ARPA file lists "
+                                 "each n-gram once")
+
+
+def _ngram_words(path: Path, wanted: set[int]) -> dict[int, tuple[str, ...]]:
+    """The words of the n-gram lines ``wanted`` of an ARPA file (already checked)."""
+    out: dict[int, tuple[str, ...]] = {}
+    order = 0
+    for lineno, raw in text_lines(path, "ARPA file"):
+        line = raw.strip()
+        if line.startswith("\\") and line.endswith("-grams:"):
+            order = int(line[1 : -len("-grams:")])
+        elif lineno in wanted:
+            out[lineno] = tuple(line.split()[1 : order + 1])
+    return out
 
 
 def _section_header(line: str, where: str, counts: dict[int, int], section: int) -> int:
@@ -140,6 +197,9 @@ def _check_ngram(fields: list[str], section: int, order: int, where: str, line: 
                 f"{where}: {x!r} is not a finite log10 value (an impossible n-gram "
                 "is left out of the file, or given a large negative value such as "
                 "-99)")
+    if float(fields[0]) > 0:
+        raise ValueError(f"{where}: log10 probability {fields[0]} is positive (a "
+                         "probability above 1); the first field is log10 p <= 0")
     words = fields[1 : section + 1]
     for w in words:
         if word_table is not None and w not in _SENTENCE_MARKS and w not in word_table:
@@ -158,7 +218,7 @@ def _check_totals(path: Path, section: int | None, counts: dict[int, int],
     if not counts:
         raise ValueError(f"{path}: \\data\\ declares no n-gram counts")
     if not ended:
-        raise ValueError(f"{path}: missing \\end\\ (truncated file?)")
+        raise ValueError(f"{path}: missing \\end\\ after its last line (truncated file?)")
     for n, c in counts.items():
         if seen.get(n, 0) != c:
             raise ValueError(f"{path}: \\data\\ says ngram {n}={c} but found {seen.get(n, 0)}")
@@ -169,14 +229,35 @@ def _check_totals(path: Path, section: int | None, counts: dict[int, int],
                              "sentence can end)")
 
 
+def _starts_with_bom(path: Path) -> bool:
+    """Whether the plain text file ``path`` starts with a UTF-8 byte-order mark."""
+    with open(path, "rb") as f:
+        return f.read(len(_UTF8_BOM)) == _UTF8_BOM
+
+
+def _with_newlines(src: Path, dst: Path) -> Path:
+    """A copy of the plain text file ``src`` at ``dst`` with CRLF line ends turned into LF
+    and no UTF-8 byte-order mark."""
+    with open(src, "rb") as f, open(dst, "wb") as g:
+        for n, line in enumerate(f):
+            if n == 0 and line.startswith(_UTF8_BOM):
+                line = line[len(_UTF8_BOM):]
+            g.write(line[:-2] + b"\n" if line.endswith(b"\r\n") else line)
+    return dst
+
+
 def _arpa_to_fst_text(
-    arpa: Path, word_table: k2.SymbolTable, max_order: int, disambig: bool, tmp_dir: Path
+    arpa: Path, word_table: k2.SymbolTable, max_order: int, disambig: bool, tmp_dir: Path,
+    crlf: bool = False,
 ) -> str:
     import kaldilm
 
     words_txt = tmp_dir / "words.txt"
     write_symbol_table(word_table, words_txt)
     with plain_file(arpa, "ARPA file") as plain:  # kaldilm reads plain text only
+        # kaldilm takes a "\r" for part of the last word, and aborts on a byte-order mark
+        if crlf or _starts_with_bom(plain):
+            plain = _with_newlines(plain, tmp_dir / "lf.arpa")
         return kaldilm.arpa2fst(
             input_arpa=str(plain),
             disambig_symbol="#0" if disambig else "",
@@ -212,7 +293,7 @@ def build_G(
         raise ValueError(f"max_order must be -1 or >= 1, got {max_order}")
     logger.info("building G from %s (order %d, max_order %d)", arpa, info.order, max_order)
     with tempfile.TemporaryDirectory() as tmp:
-        text = _arpa_to_fst_text(arpa, word_table, max_order, True, Path(tmp))
+        text = _arpa_to_fst_text(arpa, word_table, max_order, True, Path(tmp), info.crlf)
     G = k2.Fsa.from_openfst(text, acceptor=False)
     return k2.arc_sort(G)
 

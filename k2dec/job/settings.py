@@ -107,7 +107,7 @@ def read_settings(path: str | Path) -> DecodeSettings:
     path = Path(path)
     try:
         data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
         raise ValueError(f"settings file {path}: not a readable JSON file: {e}") from None
     if not isinstance(data, dict):
         raise ValueError(f"settings file {path}: expected a JSON object, got "

@@ -80,7 +80,7 @@ def export_lm(
         path = Path(c)
         if not path.is_file():
             raise ValueError(f"checkpoint {str(path)!r} does not exist")
-        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        ckpt = load_torch_file(path, "LM checkpoint")
         if not isinstance(ckpt, dict) or ckpt.get("model_type") not in MODEL_TYPES:
             raise ValueError(f"{str(path)!r} is not a k2dec LM checkpoint")
         head = (ckpt["model_type"], ckpt["model_config"], ckpt.get("tokens_sha256"))

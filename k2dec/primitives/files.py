@@ -15,14 +15,15 @@ from __future__ import annotations
 import contextlib
 import gzip
 import logging
+import pickle
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["checked_config", "copy_as", "is_gzip", "load_checked_state", "load_torch_file",
-           "plain_file", "read_text", "text_lines"]
+__all__ = ["UnsafeFileError", "checked_config", "copy_as", "is_gzip", "load_checked_state",
+           "load_torch_file", "plain_file", "read_text", "text_lines"]
 
 logger = logging.getLogger(__name__)
 
@@ -117,8 +118,69 @@ def read_text(path: str | Path, what: str) -> str:
     return "".join(line for _, line in text_lines(path, what))
 
 
+#: the only globals a k2dec torch file may name (module, name): tensors, their storages (torch
+#: resolves ``torch.*Storage`` itself), ordered dicts, dtypes/sizes, torch's version string
+#: (graph metadata) and k2's ragged tensors (a graph's ragged ``aux_labels``).
+_SAFE_GLOBALS = frozenset({
+    ("torch._utils", "_rebuild_tensor_v2"), ("torch._utils", "_rebuild_parameter"),
+    ("torch._utils", "_rebuild_tensor"), ("collections", "OrderedDict"),
+    ("torch", "Size"), ("torch.torch_version", "TorchVersion"), ("_k2.ragged", "RaggedTensor"),
+    ("builtins", "set"), ("builtins", "frozenset"),
+})
+
+
+class UnsafeFileError(ValueError):
+    """A torch file that names a global outside :data:`_SAFE_GLOBALS` (loading it would run
+    or import code)."""
+
+
+def _restricted_pickle_module(path: Path, what: str) -> Any:
+    """A ``pickle_module`` for ``torch.serialization._load`` whose unpickler resolves only
+    :data:`_SAFE_GLOBALS` and torch dtypes: the weights-only loading of torch >= 2, which
+    torch 1.13's ``weights_only=True`` cannot do for k2dec's files (it refuses every Python
+    float, so a checkpoint's config) and which its ``pickle_module`` argument cannot replace
+    (torch 1.13 ignores it without ``weights_only``)."""
+    import types
+
+    import torch
+
+    class Unpickler(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            if (module, name) in _SAFE_GLOBALS:
+                return super().find_class(module, name)
+            if module == "torch" and isinstance(getattr(torch, name, None), torch.dtype):
+                return getattr(torch, name)
+            raise UnsafeFileError(
+                f"{what} {path} holds a {module}.{name} object; k2dec loads only tensors and "
+                "plain data (unpickling other objects can run code). If you trust the file, "
+                "load it with torch.load(..., weights_only=False) and save its tensors and "
+                "plain values again")
+
+    return types.SimpleNamespace(Unpickler=Unpickler, load=pickle.load)
+
+
+def _safe_torch_load(path: Path, what: str) -> Any:
+    """The object of a torch zip file (what ``torch.save`` writes since torch 1.6), unpickled
+    with :func:`_restricted_pickle_module`, tensors on CPU."""
+    from torch import serialization as ser
+
+    with open(path, "rb") as f:
+        if not ser._is_zipfile(f):
+            raise ValueError("not a torch zip archive (torch.save's format)")
+        with ser._open_zipfile_reader(f) as archive:
+            if ser._is_torchscript_zip(archive):
+                raise UnsafeFileError(
+                    f"{what} {path} is a TorchScript archive (a program), not saved tensors; "
+                    "a TorchScript model is loaded as a model (--model / load_model)")
+            return ser._load(archive, "cpu", _restricted_pickle_module(path, what),
+                             encoding="utf-8")
+
+
 def load_torch_file(path: str | Path, what: str, keys: tuple[str, ...] = ()) -> Any:
-    """``torch.load(path, map_location="cpu")`` with errors that name the file.
+    """The tensors and plain data (dicts, lists, numbers, strings) a ``torch.save`` file
+    holds, loaded on CPU without unpickling anything else (as ``torch.load(path,
+    weights_only=True)``, see :func:`_restricted_pickle_module`), with errors that name the
+    file.
 
     Args:
       path: the file.
@@ -126,13 +188,10 @@ def load_torch_file(path: str | Path, what: str, keys: tuple[str, ...] = ()) -> 
       keys: when given, the file must hold a dict with these keys.
 
     Raises:
-      ValueError: a missing file, a directory, an empty or truncated file, a file torch
-        cannot read (not a torch-saved object: text, gzip, ...), or a missing key.
+      ValueError: a missing file, a directory, an empty, truncated or corrupt file, a file
+        torch cannot read (not a torch-saved object: text, gzip, ...), a file holding other
+        objects than tensors and plain data (:class:`UnsafeFileError`), or a missing key.
     """
-    import pickle
-
-    import torch
-
     path = Path(path)
     if not path.exists():
         raise ValueError(f"{what} {path} does not exist")
@@ -141,11 +200,12 @@ def load_torch_file(path: str | Path, what: str, keys: tuple[str, ...] = ()) -> 
     if path.stat().st_size == 0:
         raise ValueError(f"{what} {path} is empty")
     try:
-        obj = torch.load(path, map_location="cpu", weights_only=False)
+        obj = _safe_torch_load(path, what)
+    except UnsafeFileError:
+        raise
     except (pickle.UnpicklingError, EOFError, RuntimeError, OSError, ValueError, TypeError,
             AttributeError, ImportError, IndexError, KeyError, UnicodeDecodeError) as e:
-        kind = "gzip-compressed" if is_gzip(path) else "not a torch-saved file"
-        raise ValueError(f"{what} {path} cannot be read ({kind}?): "
+        raise ValueError(f"{what} {path} cannot be read ({_unreadable_kind(path, e)}?): "
                          f"{type(e).__name__}: {str(e)[:200]}") from None
     if keys:
         if not isinstance(obj, dict):
@@ -156,6 +216,17 @@ def load_torch_file(path: str | Path, what: str, keys: tuple[str, ...] = ()) -> 
             raise ValueError(f"{path} is not a {what} (no {', '.join(missing)}; keys: "
                              f"{', '.join(map(str, list(obj)[:10]))})")
     return obj
+
+
+def _unreadable_kind(path: Path, err: Exception) -> str:
+    """What an unreadable torch file probably is, for the message."""
+    if is_gzip(path):
+        return "gzip-compressed"
+    with open(path, "rb") as f:
+        zipped = f.read(4) == b"PK\x03\x04"
+    if zipped and isinstance(err, RuntimeError | EOFError | pickle.UnpicklingError):
+        return "a torch archive, truncated or corrupt"
+    return "not a torch-saved file"
 
 
 def checked_config(config_cls: type, values: Any, path: str | Path) -> Any:
@@ -174,12 +245,15 @@ def checked_config(config_cls: type, values: Any, path: str | Path) -> Any:
 def load_checked_state(module: Any, state: Any, path: str | Path) -> None:
     """``module.load_state_dict(state)`` (floating tensors cast to float32) with a
     ``ValueError`` naming the checkpoint ``path`` for missing, unexpected or misshapen
-    weights, or weights that are not finite."""
+    weights, weights that are not finite, or a tensor that is not floating (int32, bool,
+    complex, ...) where the module has a floating one (``load_state_dict`` would cast it
+    and the model decode garbage)."""
     import torch
 
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor)
                                               for v in state.values()):
         raise ValueError(f"{path}: its weights are not a dict of tensors")
+    _check_weight_dtypes(module, state, path)
     bad = [k for k, v in state.items() if v.is_floating_point() and
            not bool(torch.isfinite(v).all())]
     if bad:
@@ -190,3 +264,16 @@ def load_checked_state(module: Any, state: Any, path: str | Path) -> None:
     except RuntimeError as e:
         raise ValueError(f"{path}: its weights do not fit the model its config describes: "
                          f"{str(e).strip()[:300]}") from None
+
+
+def _check_weight_dtypes(module: Any, state: dict, path: str | Path) -> None:
+    """Refuse a non-floating tensor in ``state`` where ``module``'s tensor of that name is
+    floating, naming the tensor and its dtype."""
+    own = module.state_dict()
+    for name, value in state.items():
+        target = own.get(name)
+        if target is not None and target.is_floating_point() and not value.is_floating_point():
+            raise ValueError(
+                f"{path}: weight {name!r} has dtype {value.dtype}, expected a floating dtype "
+                f"(float32/float16/bfloat16, as the model's {target.dtype}); a checkpoint with "
+                "integer or complex weights is not a trained model (re-export it)")

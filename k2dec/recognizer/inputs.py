@@ -39,7 +39,13 @@ from lhotse.utils import fastcopy
 
 from ..data import FeatureConfig, utterance_cuts, utterance_id
 from ..data.audio import read_failure_reason
-from ..data.audio_io import AudioLimits, mono_samples, probe_recording, too_long
+from ..data.audio_io import (
+    AudioLimits,
+    check_sample_values,
+    mono_samples,
+    probe_recording,
+    too_long,
+)
 
 __all__ = ["AudioInput", "PreparedInput", "prepare_inputs", "waveform_samples"]
 
@@ -107,11 +113,10 @@ def waveform_samples(x: Any, where: str) -> np.ndarray:
                          "(x.mean(axis=0) for [channels, S]) or pass each channel as a waveform")
     if x.size == 0:
         raise ValueError(f"{where}: the waveform is empty (0 samples)")
-    if not np.isfinite(x).all():
-        raise ValueError(f"{where}: the waveform contains NaN or inf samples")
-    if float(np.abs(x).max()) > 1.0:
-        logger.warning("%s: samples reach %.1f; k2dec expects floats in [-1, 1] (int16 "
-                       "values should be divided by 32768)", where, float(np.abs(x).max()))
+    try:
+        check_sample_values(x, where)
+    except ValueError as e:
+        raise ValueError(f"{where}: {e}") from None
     return x.astype(np.float32, copy=False)
 
 

@@ -97,8 +97,8 @@ def beam_search(
     if not isinstance(config, TransducerBeamSearchConfig):
         raise TypeError(
             f"config must be a TransducerBeamSearchConfig, got {type(config).__name__}")
-    lens = check_encoder_out(encoder_out, encoder_out_lens)
     net = TransducerNet(model)
+    lens = check_encoder_out(encoder_out, encoder_out_lens, net)
     search = _ClassicSearch(net, config, ScorerSet(scorers, net.vocab_size))
     with torch.no_grad():
         return search.run(encoder_out, lens)

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
+
+if TYPE_CHECKING:  # network.py imports this module
+    from .network import TransducerNet
 
 __all__ = ["TransducerHypothesis", "all_finite", "check_encoder_out", "check_streams",
            "log_probs_from_logits"]
@@ -33,10 +37,12 @@ class TransducerHypothesis:
 
 
 def check_encoder_out(
-    encoder_out: torch.Tensor, encoder_out_lens: torch.Tensor
+    encoder_out: torch.Tensor, encoder_out_lens: torch.Tensor,
+    net: TransducerNet | None = None,
 ) -> torch.Tensor:
-    """Validate a padded batch of encoder frames; return the lengths as int64 on the device of
-    ``encoder_out``."""
+    """Validate a padded batch of encoder frames (float ``[N, T, C]``; with ``net``, also
+    of the joiner's dtype and input width, :meth:`TransducerNet.check_frames`); return the
+    lengths as int64 on the device of ``encoder_out``."""
     if not isinstance(encoder_out, torch.Tensor):
         raise TypeError(f"encoder_out must be a torch.Tensor, got {type(encoder_out).__name__}")
     if encoder_out.dim() != 3:
@@ -68,6 +74,8 @@ def check_encoder_out(
             )
     if encoder_out.numel() > 0 and not all_finite(encoder_out):
         raise ValueError("encoder_out contains NaN or inf")
+    if net is not None:
+        net.check_frames(encoder_out)
     return lens
 
 

@@ -312,7 +312,7 @@ class FastBeamSearch:
         k2 streams object is terminated (flushing state to the individual streams) and rebuilt
         over the remaining ones, so no stream ever consumes a padding frame.
         """
-        lens = check_encoder_out(encoder_out, encoder_out_lens)
+        lens = check_encoder_out(encoder_out, encoder_out_lens, self.net)
         self._decode(streams, encoder_out, lens)
 
     def _decode(
@@ -524,7 +524,7 @@ def fast_beam_search(
       :class:`FastBeamSearchResult` (lattice, one-best hyps, the config).
     """
     search = FastBeamSearch(model, decoding_graph, config)
-    lens = check_encoder_out(encoder_out, encoder_out_lens)
+    lens = check_encoder_out(encoder_out, encoder_out_lens, search.net)
     device = encoder_out.device
     streams = [search.new_stream(device) for _ in range(encoder_out.size(0))]
     search._decode(streams, encoder_out, lens)

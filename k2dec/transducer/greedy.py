@@ -113,7 +113,7 @@ class GreedySearch:
           encoder_out_lens: int ``[N]``, the number of valid frames of each stream in this
             chunk, each in ``[0, T]``.
         """
-        lens = check_encoder_out(encoder_out, encoder_out_lens)
+        lens = check_encoder_out(encoder_out, encoder_out_lens, self.net)
         check_streams(streams, encoder_out.size(0), GreedySearchStream)
         self._decode(streams, encoder_out, lens)
 
@@ -293,7 +293,7 @@ def greedy_search(
       ``N`` hypotheses, in input order.
     """
     search = GreedySearch(model, config)
-    lens = check_encoder_out(encoder_out, encoder_out_lens)
+    lens = check_encoder_out(encoder_out, encoder_out_lens, search.net)
     contexts = search.net.initial_context(encoder_out.size(0), encoder_out.device)
     streams = [GreedySearchStream(c) for c in contexts.unbind(0)]
     search._decode(streams, encoder_out, lens)

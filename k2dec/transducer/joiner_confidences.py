@@ -94,8 +94,8 @@ def token_confidences(
     Returns:
       float32 ``k2.RaggedTensor`` ``[utt][token]`` on ``encoder_out.device``.
     """
-    lens = check_encoder_out(encoder_out, encoder_out_lens)
     net = TransducerNet(model)
+    lens = check_encoder_out(encoder_out, encoder_out_lens, net)
     device = encoder_out.device
     tok = _ragged(tokens, "tokens", device)
     times = _ragged(timestamps, "timestamps", device)

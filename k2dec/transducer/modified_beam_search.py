@@ -180,7 +180,7 @@ class ModifiedBeamSearch:
           encoder_out: float ``[N, T, C]`` padded encoder frames of this chunk (not projected).
           encoder_out_lens: int ``[N]`` valid frames of each stream in this chunk.
         """
-        lens = check_encoder_out(encoder_out, encoder_out_lens)
+        lens = check_encoder_out(encoder_out, encoder_out_lens, self.net)
         check_streams(streams, encoder_out.size(0), ModifiedBeamSearchStream)
         if encoder_out.size(0) == 0 or encoder_out.size(1) == 0 or int(lens.max()) == 0:
             return
@@ -377,7 +377,7 @@ def modified_beam_search(
     """
     search = ModifiedBeamSearch(model, config, scorers=scorers,
                                 score_before_topk=score_before_topk)
-    check_encoder_out(encoder_out, encoder_out_lens)
+    check_encoder_out(encoder_out, encoder_out_lens, search.net)
     streams = [search.new_stream(encoder_out.device, i) for i in range(encoder_out.size(0))]
     search.decode_chunk(streams, encoder_out, encoder_out_lens)
     return search.results(streams)

@@ -258,6 +258,24 @@ class TransducerNet:
                 self._joiner_dim = int(self.project_encoder(frame).size(-1))
         return self._joiner_dim
 
+    def check_frames(self, encoder_out: torch.Tensor) -> None:
+        """Raise ``TypeError`` unless ``encoder_out``'s dtype is the joiner's (float32 for a
+        float32 model: a float64 tensor fails deep in a matmul), and ``ValueError`` unless
+        its last dimension ``C`` is the input width of ``joiner.encoder_proj`` (where the
+        joiner has one)."""
+        params = getattr(self.joiner, "parameters", None)
+        first = next((p for p in params() if p.is_floating_point()), None) if params else None
+        if first is not None and encoder_out.dtype != first.dtype:
+            raise TypeError(f"encoder_out has dtype {encoder_out.dtype}, but the model's joiner "
+                            f"computes in {first.dtype}: pass encoder_out.to({first.dtype})")
+        weight = getattr(getattr(self.joiner, "encoder_proj", None), "weight", None)
+        if (self.project and isinstance(weight, torch.Tensor) and weight.dim() == 2
+                and encoder_out.size(-1) != weight.size(1)):
+            raise ValueError(
+                f"encoder_out must have shape [N, T, C] with C = {weight.size(1)} (the input "
+                f"width of the model's joiner.encoder_proj), got shape "
+                f"{tuple(encoder_out.shape)}: is it the output of this model's encoder?")
+
     def initial_context(self, n: int, device: torch.device) -> torch.Tensor:
         """icefall's initial context ``[-1] * (c - 1) + [blank]`` for ``n`` hypotheses,
         int64 ``[n, c]``."""

@@ -261,3 +261,22 @@ def test_features_are_lossless_and_a_rerun_replaces_them(tmp_path):
     with pytest.raises(ValueError, match="notes.txt, which k2dec did not write"):
         cuts_from_audio_dir(folder, feats, progress=False)
     assert (feats / "notes.txt").is_file()
+
+
+@pytest.mark.parametrize("data, match", [
+    ("u1 A\nu2 CAF\xc9\n".encode("latin-1"),
+     r"text:2: references file is not UTF-8 text .*the encoding must be UTF-8"),
+    (b"u1 A\n\x00\x01\xff\n", r"text:2: .*the encoding must be UTF-8"),
+    ("u1 A\n".encode("utf-16"), r"text:1: .*the encoding must be UTF-8"),
+    (b"", r"references file .*text is empty: it needs one '<utt-id> WORD"),
+    (b"\n \n\t\n", r"references file .*text is empty"),
+])
+def test_read_kaldi_text_names_file_and_line_of_what_it_cannot_read(tmp_path, data, match):
+    (tmp_path / "text").write_bytes(data)
+    with pytest.raises(ValueError, match=match):
+        read_kaldi_text(tmp_path / "text")
+
+
+def test_read_kaldi_text_drops_a_byte_order_mark(tmp_path):
+    (tmp_path / "text").write_bytes("\ufeffu1 HELLO\nu2 WORLD\n".encode())
+    assert read_kaldi_text(tmp_path / "text") == {"u1": "HELLO", "u2": "WORLD"}

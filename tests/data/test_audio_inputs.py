@@ -346,3 +346,31 @@ def test_two_names_with_one_id_are_refused_naming_both(tmp_path):
     with pytest.raises(ValueError, match=r"'a_b': a b\.wav, a_b\.flac; the file stem \(spaces "
                                          r"as _\) is the utterance id"):
         scan_audio_dir(d)
+
+
+def test_samples_beyond_one_warn_alike_on_files_and_waveforms(tmp_path, caplog):
+    """One check (``check_sample_values``) on both paths: a float file read for the CLI and
+    a waveform given to the Python API, both far outside [-1, 1], warn with the peak."""
+    import logging
+
+    from lhotse import NumpyFilesWriter, Recording
+
+    from k2dec.data import FeatureConfig
+    from k2dec.data.audio_io import cut_features
+    from k2dec.recognizer.inputs import waveform_samples
+
+    x = (np.random.default_rng(0).standard_normal(16000) * 0.1).astype(np.float32)
+    x[5] = 0.5
+    sf.write(tmp_path / "loud.wav", x * 1e6, 16000, subtype="FLOAT")
+    writer = NumpyFilesWriter(tmp_path / "feats")
+    with caplog.at_level(logging.WARNING):
+        cut_features(Recording.from_file(tmp_path / "loud.wav").to_cut(),
+                     FeatureConfig().extractor(), writer)
+        waveform_samples(x * 1e6, "inputs[0]")
+        cut_features(Recording.from_file(tmp_path / "loud.wav").to_cut().perturb_volume(1e-6),
+                     FeatureConfig().extractor(), writer)
+    warned = [r.getMessage() for r in caplog.records
+              if "expects floats in [-1, 1]" in r.getMessage()]
+    assert len(warned) == 2, warned  # the file scaled back into [-1, 1] does not warn
+    assert warned[0].startswith(f"{tmp_path / 'loud.wav'}: samples reach 5e+05")
+    assert warned[1].startswith("inputs[0]: samples reach 5e+05")

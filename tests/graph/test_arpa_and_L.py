@@ -36,6 +36,14 @@ BAD_ARPAS = [
     # without </s> kaldilm builds a G that accepts nothing
     (TINY_ARPA.replace("ngram 1=9", "ngram 1=8").replace("-1.0 </s>\n", "")
      .replace("-0.3 B </s>\n", "-0.3 B A\n"), "the 1-grams have no </s>"),
+    # a strict reader's checks (kaldilm accepts these and builds a wrong G)
+    (TINY_ARPA.replace("ngram 2=6", "ngram 2=7").replace("-0.5 D E\n", "-0.5 D E\n-0.9 D E\n"),
+     r"lm.arpa:22: the n-gram 'D E' appears again \(first on line 21\)"),
+    (TINY_ARPA.replace("ngram 1=9", "ngram 1=10").replace("-1.3 E -0.25\n",
+                                                          "-1.3 E -0.25\n-0.2 A\n"),
+     r"lm.arpa:15: the n-gram 'A' appears again \(first on line 8\)"),
+    (TINY_ARPA.replace("-1.2 D -0.2", "0.2 D -0.2"), r"lm.arpa:13: log10 probability 0.2 is "
+     "positive"),
 ]
 
 
@@ -133,3 +141,34 @@ def test_gzipped_arpa_builds_the_same_G(tiny_lang, tmp_path):
     assert check_arpa(gz, lang.word_table).counts == (9, 6)
     a, b = build_G(arpa, lang.word_table), build_G(gz, lang.word_table)
     assert torch.equal(a.arcs.values(), b.arcs.values())
+
+
+def test_repeats_are_per_order_and_found_however_far_apart(tiny_lang):
+    """``A`` as a unigram and ``A A`` / ``<s> A`` as bigrams are different n-grams; a repeat
+    is found wherever it is (the check keeps a hash per n-gram, then reads both lines)."""
+    lang, arpa = tiny_lang
+    arpa.write_text(TINY_ARPA.replace("ngram 2=6", "ngram 2=7").replace(
+        "-0.1 A B\n", "-0.1 A B\n-0.15 A A\n"))
+    assert check_arpa(arpa, lang.word_table).counts == (9, 7)
+    arpa.write_text(TINY_ARPA.replace("ngram 2=6", "ngram 2=7").replace(
+        "-0.6 <s> C\n", "-0.6 <s> C\n-0.7 <s> A\n"))
+    with pytest.raises(ValueError, match=r"lm.arpa:23: the n-gram '<s> A' appears again "
+                                         r"\(first on line 17\)"):
+        check_arpa(arpa, lang.word_table)
+
+
+@pytest.mark.parametrize("form", ["crlf", "bom", "crlf+bom+gzip"])
+def test_windows_line_ends_and_a_byte_order_mark_build_the_same_G(tiny_lang, tmp_path, form):
+    """kaldilm reads a CRLF file's ``\\r`` as part of the last field, and aborts the process
+    on a byte-order mark: it gets a plain copy."""
+    import gzip
+
+    lang, arpa = tiny_lang
+    text = TINY_ARPA.replace("\n", "\r\n") if "crlf" in form else TINY_ARPA
+    data = (("\ufeff" if "bom" in form else "") + text).encode()
+    other = tmp_path / "windows.arpa"
+    other.write_bytes(gzip.compress(data) if "gzip" in form else data)
+    assert check_arpa(other, lang.word_table).crlf == ("crlf" in form)
+    a, b = build_G(arpa, lang.word_table), build_G(other, lang.word_table)
+    assert torch.equal(a.arcs.values(), b.arcs.values())
+    assert torch.equal(a.aux_labels, b.aux_labels)

@@ -162,3 +162,27 @@ def test_bad_decoder_sizes():
         StatelessDecoder(vocab_size=5, decoder_dim=8, context_size=0)
     with pytest.raises(ValueError, match="^decoder_dim must be >= 1, got 0"):
         StatelessDecoder(vocab_size=5, decoder_dim=0)
+
+
+@pytest.mark.parametrize("search", ["greedy", "modified_beam_search", "fast_beam_search"])
+@pytest.mark.parametrize("bad, error, match", [
+    ("float64", TypeError, r"encoder_out has dtype torch.float64, but the model's joiner "
+                           r"computes in torch.float32: pass encoder_out.to\(torch.float32\)"),
+    ("width", ValueError, r"encoder_out must have shape \[N, T, C\] with C = 8 \(the input "
+                          r"width of the model's joiner.encoder_proj\), got shape \(2, 4, 6\)"),
+])
+def test_streaming_chunks_of_another_dtype_or_width_are_refused(search, bad, error, match):
+    """The streaming entry points check each chunk as the batch functions check the whole
+    input, before the joiner's matmul fails naming neither."""
+    from k2dec.transducer import FastBeamSearch, GreedySearch, ModifiedBeamSearch
+
+    model = random_model(vocab_size=5, dim=8)
+    enc, lens = random_batch([4, 3], dim=8)
+    enc = enc.double() if bad == "float64" else torch.randn(2, 4, 6)
+    searcher = {"greedy": lambda: GreedySearch(model),
+                "modified_beam_search": lambda: ModifiedBeamSearch(model),
+                "fast_beam_search": lambda: FastBeamSearch(model)}[search]()
+    streams = [searcher.new_stream() for _ in range(2)]
+    with pytest.raises(error, match=match):
+        searcher.decode_chunk(streams, enc, lens)
+    searcher.decode_chunk(streams, random_batch([4, 3], dim=8)[0], lens)  # the stream is intact
