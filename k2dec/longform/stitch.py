@@ -40,32 +40,36 @@ def _ordered(segments: Sequence[Segment]) -> list[int]:
     return order
 
 
-def _same(a: Span, b: Span) -> bool:
-    """The same word seen by two windows: the same label, times overlapping by at least half
-    of the shorter one."""
-    overlap = min(a[2], b[2]) - max(a[1], b[1])
-    return a[0] == b[0] and overlap >= 0.5 * min(a[2] - a[1], b[2] - b[1]) and overlap > 0
+def _same(a: Span, b: Span, tolerance: float) -> bool:
+    """The same word (or token) seen by two windows: the same label, midpoints at most half
+    the shorter one's length apart, or ``tolerance`` seconds (for tokens, which have no
+    length)."""
+    gap = abs((a[1] + a[2]) - (b[1] + b[2])) / 2
+    return a[0] == b[0] and gap <= max(0.5 * min(a[2] - a[1], b[2] - b[1]), tolerance)
 
 
 def _reconcile(left: Sequence[Span], right: Sequence[Span], kept_left: list[int],
-               kept_right: list[int]) -> None:
+               kept_right: list[int], tolerance: float) -> None:
     """Fix the seam between two overlapping neighbours (spans in the recording's clock):
     drop a word both kept; keep (on the left) a word both left to the other."""
-    if kept_left and kept_right and _same(left[kept_left[-1]], right[kept_right[0]]):
+    if kept_left and kept_right and _same(left[kept_left[-1]], right[kept_right[0]], tolerance):
         kept_right.pop(0)
         return
     after = kept_left[-1] + 1 if kept_left else 0
     before = kept_right[0] - 1 if kept_right else len(right) - 1
-    if after < len(left) and before >= 0 and _same(left[after], right[before]):
+    if after < len(left) and before >= 0 and _same(left[after], right[before], tolerance):
         kept_left.append(after)
 
 
-def assign_spans(pieces: Sequence[tuple[Segment, Sequence[Span]]]) -> list[list[int]]:
+def assign_spans(pieces: Sequence[tuple[Segment, Sequence[Span]]], tolerance: float = 0.1
+                 ) -> list[list[int]]:
     """Which spans each segment keeps: per piece (in the order given), the indices of its
     spans kept, in time order.
 
     Args:
       pieces: ``(segment, spans)`` per segment; spans in seconds from the segment's start.
+      tolerance: seconds two windows' placements of one word may differ by (beyond half its
+        length) and still be taken for the same word at a seam.
 
     Raises:
       TypeError: a segment that is not a :class:`Segment`.
@@ -87,7 +91,7 @@ def assign_spans(pieces: Sequence[tuple[Segment, Sequence[Span]]]) -> list[list[
         kept[i] = [k for k, (_, s, e) in enumerate(shifted[i]) if low <= (s + e) / 2 < high]
     for a, b in zip(order, order[1:]):
         if segments[a].end > segments[b].start:
-            _reconcile(shifted[a], shifted[b], kept[a], kept[b])
+            _reconcile(shifted[a], shifted[b], kept[a], kept[b], tolerance)
     return kept
 
 
@@ -135,7 +139,8 @@ def stitch_records(pieces: Sequence[tuple[Segment, HypothesisRecord]],
     records, frames counted from the recording's start.
 
     Tokens are kept by their frame's time, words by their midpoint (``word_frames`` +
-    ``word_durations`` / 2), as :func:`assign_spans` says; per-token / per-word fields follow
+    ``word_durations`` / 2), as :func:`assign_spans` says (two windows' placements of one
+    token may differ by up to ``max(0.1 s, 2 frames)``); per-token / per-word fields follow
     them; a field missing in any segment is ``None``. ``score`` is the sum of the segments'
     scores (``None`` if one has none); ``error`` and ``notes`` join the segments' own, prefixed
     with the segment's times.
@@ -164,10 +169,11 @@ def stitch_records(pieces: Sequence[tuple[Segment, HypothesisRecord]],
                            or (r.words is not None and r.word_frames is None) for r in records):
         raise ValueError("overlapping segments need frames for their tokens and words "
                          "(token_frames / word_frames) to be stitched by time")
+    tolerance = max(0.1, 2 * frame_shift)
     tok = assign_spans([(s, _spans(s, r.tokens, r.token_frames, None, frame_shift))
-                        for s, r in pieces])
+                        for s, r in pieces], tolerance)
     wrd = assign_spans([(s, _spans(s, r.words, r.word_frames, r.word_durations, frame_shift))
-                        for s, r in pieces])
+                        for s, r in pieces], tolerance)
     scores = [r.score for r in records]
     return HypothesisRecord(
         tokens=_joined(records, tok, "tokens"),
