@@ -20,6 +20,7 @@ from the probabilities:
 
 from __future__ import annotations
 
+import array
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -136,7 +137,7 @@ def speech_frames(path: str | Path, block_seconds: float = 30.0
         duration = f.frames / f.samplerate
     model = _silero()
     model.reset_states()
-    probs, energy = [], []
+    probs, energy = array.array("f"), array.array("f")
     carry = np.zeros(0, dtype=np.float32)
     with torch.inference_mode():
         for block in read_blocks(path, block_seconds):
