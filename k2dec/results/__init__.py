@@ -2,7 +2,13 @@
 CTM files, confidence metrics, the locks that keep one job per output, and the per-recording
 writers of timed words: subtitles (SRT/VTT), Praat TextGrids, lhotse word alignments."""
 
-from .alignments import word_dicts, word_supervision, words_from_dicts, write_alignments
+from .alignments import (
+    sorted_words,
+    word_dicts,
+    word_supervision,
+    words_from_dicts,
+    write_alignments,
+)
 from .confidence_eval import (
     Calibration,
     ConfidenceMetrics,
@@ -72,6 +78,7 @@ __all__ = [
     "record_ctm_words",
     "roc_auc",
     "save_results",
+    "sorted_words",
     "subtitle_lines",
     "timed_words",
     "token_ids_to_words",

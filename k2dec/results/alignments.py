@@ -13,10 +13,13 @@ from lhotse.supervision import AlignmentItem
 
 from .ctm import CtmWord
 
-__all__ = ["word_dicts", "word_supervision", "words_from_dicts", "write_alignments"]
+__all__ = ["sorted_words", "word_dicts", "word_supervision", "words_from_dicts", "write_alignments"]
 
 
-def _sorted(words: Sequence[CtmWord]) -> list[CtmWord]:
+def sorted_words(words: Sequence[CtmWord]) -> list[CtmWord]:
+    """``words`` sorted by start, each checked to be a :class:`~k2dec.results.CtmWord`
+    (``TypeError`` naming the index and type otherwise): the input check of every writer of
+    timed words."""
     for i, w in enumerate(words):
         if not isinstance(w, CtmWord):
             raise TypeError(f"words[{i}] must be a CtmWord, got {type(w).__name__}")
@@ -27,7 +30,7 @@ def word_dicts(words: Sequence[CtmWord]) -> list[dict[str, Any]]:
     """Words as ``{"word", "start", "end", "confidence"}`` dicts (seconds, rounded to ms;
     sorted by start): the ``words`` field of a result line."""
     return [{"word": w.word, "start": round(w.start, 3), "end": round(w.start + w.duration, 3),
-             "confidence": round(w.confidence, 4)} for w in _sorted(words)]
+             "confidence": round(w.confidence, 4)} for w in sorted_words(words)]
 
 
 def words_from_dicts(items: Sequence[Mapping[str, Any]]) -> list[CtmWord]:
@@ -44,7 +47,7 @@ def word_supervision(recording_id: str, words: Sequence[CtmWord], duration: floa
     confidence)."""
     if not isinstance(recording_id, str) or not recording_id:
         raise ValueError(f"recording_id must be a non-empty string, got {recording_id!r}")
-    words = _sorted(words)
+    words = sorted_words(words)
     last = max((w.start + w.duration for w in words), default=0.0)
     span = last if duration is None else duration
     if span < last:

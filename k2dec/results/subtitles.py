@@ -16,6 +16,7 @@ from pathlib import Path
 import pysubs2
 
 from ..sizes import check_float_range, check_int_range
+from .alignments import sorted_words
 from .ctm import CtmWord
 
 __all__ = ["SUBTITLE_FORMATS", "SubtitleConfig", "SubtitleLine", "subtitle_lines",
@@ -58,20 +59,13 @@ class SubtitleLine:
     text: str
 
 
-def _checked(words: Sequence[CtmWord]) -> list[CtmWord]:
-    for i, w in enumerate(words):
-        if not isinstance(w, CtmWord):
-            raise TypeError(f"words[{i}] must be a CtmWord, got {type(w).__name__}")
-    return sorted(words, key=lambda w: w.start)
-
-
 def subtitle_lines(words: Sequence[CtmWord],
                    config: SubtitleConfig = SubtitleConfig()  # noqa: B008
                    ) -> list[SubtitleLine]:
     """The subtitle lines of one recording's words (any order; sorted by start), as the
     module docstring says. A single word longer than ``max_chars`` gets a line of its own."""
     groups: list[list[CtmWord]] = []
-    for w in _checked(words):
+    for w in sorted_words(words):
         if groups:
             line = groups[-1]
             last_end = line[-1].start + line[-1].duration

@@ -9,6 +9,7 @@ from pathlib import Path
 from praatio import textgrid
 from praatio.utilities.constants import Interval
 
+from .alignments import sorted_words
 from .ctm import CtmWord
 
 __all__ = ["MIN_INTERVAL", "write_textgrid"]
@@ -19,9 +20,7 @@ MIN_INTERVAL = 0.001
 
 def _intervals(words: Sequence[CtmWord]) -> list[Interval]:
     out: list[Interval] = []
-    for i, w in enumerate(sorted(words, key=lambda w: w.start)):
-        if not isinstance(w, CtmWord):
-            raise TypeError(f"words[{i}] must be a CtmWord, got {type(w).__name__}")
+    for w in sorted_words(words):
         start = max(w.start, out[-1].end if out else 0.0)
         end = max(w.start + w.duration, start + MIN_INTERVAL)
         out.append(Interval(start, end, w.word))
