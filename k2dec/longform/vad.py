@@ -56,7 +56,8 @@ class VadConfig:
       speech_pad: audio kept on each side of a segment, in ``[0, 10]``.
       max_segment: the longest segment, in ``[1, 3600]``; longer speech is split at its
         quietest point.
-      block_seconds: seconds of audio read at a time, in ``[1, 600]`` (memory: one block).
+      block_seconds: seconds of audio read at a time, in ``[1, 600]``, rounded down to whole
+        seconds (memory: one block).
     """
 
     threshold: float = 0.5

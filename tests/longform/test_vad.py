@@ -145,3 +145,17 @@ def test_memory_does_not_grow_with_the_recording(tmp_path):
     short = _peak_kb(tmp_path / "short" / "long.wav")
     long = _peak_kb(tmp_path / "long" / "long.wav")
     assert long - short < 20 * 1024, (short, long)
+
+
+def test_blocks_at_44_1_khz_stereo_are_16_khz_mono_without_drift(tmp_path):
+    rate, seconds = 44100, 7.5
+    t = np.arange(round(rate * seconds)) / rate
+    tone = 0.3 * np.sin(2 * np.pi * 440 * t).astype(np.float32)
+    path = tmp_path / "tone.wav"
+    sf.write(str(path), np.stack([tone, -tone * 0], axis=1), rate)
+    blocks = list(read_blocks(path, block_seconds=2.0))
+    assert [len(b) for b in blocks[:-1]] == [32000, 32000, 32000]
+    assert sum(len(b) for b in blocks) == pytest.approx(16000 * seconds, abs=2)
+    assert all(b.dtype == np.float32 for b in blocks)
+    # channels averaged: the tone at half its amplitude
+    assert np.abs(blocks[1]).max() == pytest.approx(0.15, abs=0.01)
