@@ -121,30 +121,39 @@ def test_bad_input_is_refused(tmp_path):
 
 
 _PEAK = """
-import json, resource, sys
+import json, resource, sys, tracemalloc
 from k2dec.longform import vad_segments
-seg = vad_segments(sys.argv[1])
-print(json.dumps([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, len(seg.segments)]))
+vad_segments(sys.argv[1])  # imports and the model loaded
+tracemalloc.start()  # numpy's arrays (the samples) are traced
+seg = vad_segments(sys.argv[2])
+traced = tracemalloc.get_traced_memory()[1]
+print(json.dumps([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, traced, len(seg.segments)]))
 """
 
 
-def _peak_kb(path: Path) -> int:
-    out = subprocess.run([sys.executable, "-c", _PEAK, str(path)], cwd=REPO, check=True,
-                         capture_output=True, text=True, timeout=900).stdout
-    peak, num = json.loads(out.strip().splitlines()[-1])
+def _peaks(warm: Path, path: Path) -> tuple[int, int]:
+    """Peak RSS (KiB) of a process that segments ``warm`` then ``path``, and the peak of the
+    memory traced while segmenting ``path`` (bytes)."""
+    out = subprocess.run([sys.executable, "-c", _PEAK, str(warm), str(path)], cwd=REPO,
+                         check=True, capture_output=True, text=True, timeout=900).stdout
+    rss, traced, num = json.loads(out.strip().splitlines()[-1])
     assert num > 0
-    return peak
+    return rss, traced
 
 
 def test_memory_does_not_grow_with_the_recording(tmp_path):
-    """10 minutes of audio (float32: 38 MB in memory) need no more memory than 1 minute."""
+    """10 minutes of audio (float32: 38 MB in memory) need no more memory than 1 minute:
+    the traced peak stays within a few blocks, and so does the process's peak RSS."""
     make = load_script("make_long_recording").make_long_recording
-    make(CORPUS, tmp_path / "short", min_duration=60.0)
-    make(CORPUS, tmp_path / "long", min_duration=480.0)
-    assert sf.info(str(tmp_path / "long" / "long.wav")).duration > 600
-    short = _peak_kb(tmp_path / "short" / "long.wav")
-    long = _peak_kb(tmp_path / "long" / "long.wav")
-    assert long - short < 20 * 1024, (short, long)
+    short, long = tmp_path / "short" / "long.wav", tmp_path / "long" / "long.wav"
+    make(CORPUS, short.parent, min_duration=60.0)
+    make(CORPUS, long.parent, min_duration=480.0)
+    assert sf.info(str(long)).duration > 600
+    rss_short, traced_short = _peaks(short, short)
+    rss_long, traced_long = _peaks(short, long)
+    assert traced_long < 12 * 2**20, traced_long  # 30 s blocks: about 2 MB each
+    assert traced_long < 2 * traced_short + 2**20, (traced_short, traced_long)
+    assert rss_long - rss_short < 20 * 1024, (rss_short, rss_long)
 
 
 def test_blocks_at_44_1_khz_stereo_are_16_khz_mono_without_drift(tmp_path):
