@@ -1,6 +1,14 @@
 """Results: hypotheses to words, WER (kaldialign), icefall-format files, RTF, resumable JSONL,
-CTM files, confidence metrics, and the locks that keep one job per output."""
+CTM files, confidence metrics, the locks that keep one job per output, and the per-recording
+writers of timed words: subtitles (SRT/VTT), Praat TextGrids, lhotse word alignments."""
 
+from .alignments import (
+    sorted_words,
+    word_dicts,
+    word_supervision,
+    words_from_dicts,
+    write_alignments,
+)
 from .confidence_eval import (
     Calibration,
     ConfidenceMetrics,
@@ -23,13 +31,23 @@ from .lock import (
     disk_full_error,
     lock_out_dir,
 )
+from .subtitles import (
+    SUBTITLE_FORMATS,
+    SubtitleConfig,
+    SubtitleLine,
+    subtitle_lines,
+    write_subtitles,
+)
 from .text import bpe_ids_to_words, token_ids_to_words, word_ids_to_words
+from .textgrid import MIN_INTERVAL, write_textgrid
 from .timing import RtfTimer
 from .wer import EPS, Result, WerStats, align_words, combine_error_runs, compute_wer
 
 __all__ = [
     "DISK_FULL_ERRNOS",
     "EPS",
+    "MIN_INTERVAL",
+    "SUBTITLE_FORMATS",
     "Calibration",
     "ConfidenceMetrics",
     "CtmWord",
@@ -40,6 +58,8 @@ __all__ = [
     "Result",
     "ResultWriter",
     "RtfTimer",
+    "SubtitleConfig",
+    "SubtitleLine",
     "WerStats",
     "align_words",
     "bpe_ids_to_words",
@@ -58,14 +78,22 @@ __all__ = [
     "record_ctm_words",
     "roc_auc",
     "save_results",
+    "sorted_words",
+    "subtitle_lines",
     "timed_words",
     "token_ids_to_words",
     "wer_results",
     "word_correctness",
+    "word_dicts",
     "word_ids_to_words",
+    "word_supervision",
+    "words_from_dicts",
+    "write_alignments",
     "write_ctm",
     "write_error_stats",
     "write_recogs",
     "write_results",
+    "write_subtitles",
+    "write_textgrid",
     "write_wer_summary",
 ]

@@ -1,0 +1,27 @@
+"""Long recordings: segmenters (a real VAD, :func:`vad_segments`; fixed windows with
+overlap, :func:`window_segments`) and the stitching of per-segment hypotheses by time into one
+per recording (:func:`stitch_words`, :func:`stitch_records`). Knows nothing of the searches:
+the decode job decodes the segments."""
+
+from .segments import Segment, Segmentation
+from .stitch import Span, assign_spans, stitch_records, stitch_words
+from .vad import VAD_FRAME, VAD_RATE, VadConfig, read_blocks, speech_frames, vad_segments
+from .windows import WindowConfig, fixed_windows, window_segments
+
+__all__ = [
+    "VAD_FRAME",
+    "VAD_RATE",
+    "Segment",
+    "Segmentation",
+    "Span",
+    "VadConfig",
+    "WindowConfig",
+    "assign_spans",
+    "fixed_windows",
+    "read_blocks",
+    "speech_frames",
+    "stitch_records",
+    "stitch_words",
+    "vad_segments",
+    "window_segments",
+]
