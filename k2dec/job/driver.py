@@ -45,7 +45,9 @@ from .assets import (
     reference_case,
     text_need,
 )
-from .cutset import DecodeConfig, DecodeSummary, check_cuts, decode_cuts
+from .checks import check_cuts
+from .config import DecodeConfig, DecodeSummary
+from .cutset import decode_cuts
 from .encoder import JobEncoder
 from .resume import JobInputs
 from .settings import DecodeSettings

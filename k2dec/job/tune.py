@@ -34,9 +34,11 @@ from lhotse import CutSet
 
 from ..methods import config_field_path, override_config
 from ..results import Calibration, fit_calibration, normalized_cross_entropy, read_results
-from .cutset import DecodeConfig, check_cuts, ctm_settings, ctm_words
+from .checks import check_cuts
+from .config import DecodeConfig
 from .driver import MethodRun, check_assets, run_decode
 from .encoder import JobEncoder
+from .outputs import ctm_settings, ctm_words
 from .resume import JobInputs
 from .settings import DecodeSettings
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..hypothesis import HypothesisRecord
 from ..job import DecodeAssets, DecodeConfig
-from ..job.cutset import CtmSettings, ctm_settings
+from ..job.outputs import CtmSettings, ctm_settings
 from ..results import CtmWord, record_ctm_words
 
 __all__ = ["RecognitionResult", "ResultMaker"]
