@@ -54,7 +54,7 @@ import torch
 from lhotse import CutSet
 from tqdm import tqdm
 
-from ..data import make_decode_loader
+from ..data import make_decode_loader, split_bad_cuts
 from ..lang import match_case
 from ..methods import Method
 from ..results import (
@@ -67,6 +67,7 @@ from ..results import (
     merge_results,
     read_results,
 )
+from ..results.paths import MAX_TEST_SET_BYTES, job_folder, path_component
 from .assets import DecodeAssets, reference_case
 from .batches import decode_or_split, silence_check, silenced
 from .checks import as_method, check_cuts
@@ -140,7 +141,10 @@ def decode_cuts(
       k2dec.results.DiskFullError: the disk filled up (free space and rerun: it resumes).
     """
     method = as_method(method)
-    failed = dict(failed or {}) if config.rank == 0 else {}
+    test_set = path_component(test_set, "test_set", MAX_TEST_SET_BYTES)
+    suffix = path_component(suffix, "suffix") if suffix else ""
+    cuts, bad = split_bad_cuts(cuts)  # one bad cut fails alone
+    failed = {**dict(failed or {}), **bad} if config.rank == 0 else {}
     utterances = _utterances(assets, method, cuts, failed)
     method_config = method.default_config() if method_config is None else method_config
     refs = {c.id: _ref(c) for c in utterances} | {cut_id: None for cut_id in failed}
@@ -159,13 +163,18 @@ def _decode_in(out_dir: str | Path, assets: DecodeAssets, utterances: CutSet, jo
     """:func:`_decode_locked` with ``out_dir`` locked, a full disk raised as what to do."""
     try:
         with lock_out_dir(out_dir, job.config.rank):
-            return _decode_locked(assets, utterances, job, Path(out_dir) / job.method.name,
+            return _decode_locked(assets, utterances, job, _method_folder(out_dir, job.method),
                                   failed, encoder or JobEncoder(job.config.batch_encoder),
                                   ctm_settings(assets, job.config, calibration))
     except OSError as e:  # results, icefall files: a full disk says what to do
         if e.errno in DISK_FULL_ERRNOS and not isinstance(e, DiskFullError):
             raise disk_full_error(e, e.filename or out_dir) from e
         raise
+
+
+def _method_folder(out_dir: str | Path, method: Method) -> Path:
+    """``out_dir/<method name>``, created (a symlink or a file there is refused)."""
+    return job_folder(Path(out_dir) / path_component(method.name, "method name"))
 
 
 def _utterances(assets: DecodeAssets, method: Method, cuts: CutSet,

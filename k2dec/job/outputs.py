@@ -22,6 +22,7 @@ from ..results import (
     write_ctm,
     write_results,
 )
+from ..results.paths import check_component, replace_text
 from .assets import DecodeAssets
 from .batches import Decoded
 from .config import DecodeConfig
@@ -154,6 +155,7 @@ def write_ctms(records: Mapping[str, Mapping[str, Any]], out_dir: Path, test_set
     tail = f"-{suffix}" if suffix else ""
     per_key, scored = ctm_words(records, ctm)
     for key, utts in per_key.items():
+        check_component(key, "setting key")
         cal = ctm.calibration.get(key)
         if cal is not None:
             utts = {cut: [replace(w, confidence=float(c)) for w, c in
@@ -172,5 +174,5 @@ def write_ctms(records: Mapping[str, Mapping[str, Any]], out_dir: Path, test_set
             how = f"{cal.a:.4f},{cal.b:.4f}" if cal is not None else "-"
             lines.append(f"{key}\t{m.num_words}\t{acc:.2f}\t{m.mean_confidence:.4f}\t"
                          f"{m.nce:.4f}\t{m.auc:.4f}\t{m.ece:.4f}\t{how}\t{raw:.4f}")
-        (out_dir / f"confidence-summary-{test_set}{tail}.txt").write_text("\n".join(lines)
-                                                                         + "\n")
+        replace_text(out_dir / f"confidence-summary-{test_set}{tail}.txt",
+                     "\n".join(lines) + "\n")

@@ -40,6 +40,7 @@ from lhotse import CutSet
 from .. import __version__
 from ..data import too_long
 from ..results import ResultWriter
+from ..results.paths import job_folder, path_component, replace_text
 
 __all__ = ["JobInputs", "JobRecord", "changed_inputs", "content_digest", "cut_digest",
            "is_done", "job_record_path", "move_aside", "no_cut_digest", "open_job_record",
@@ -253,9 +254,7 @@ def read_job_record(results: Path) -> JobRecord | None:
 def write_job_record(results: Path, record: JobRecord) -> None:
     """Write the record beside ``results`` (atomically)."""
     path = job_record_path(results)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(dataclasses.asdict(record), indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)
+    replace_text(path, json.dumps(dataclasses.asdict(record), indent=1, sort_keys=True) + "\n")
 
 
 def changed_inputs(old: JobRecord | None, new: Mapping[str, str]) -> list[str]:
@@ -275,7 +274,8 @@ def open_job_record(results: Path, key: dict[str, str], what: str) -> JobRecord:
     if old is not None and old.inputs == key:
         return old
     if results.is_file():
-        files = [results.parent / name for name in (old.files if old is not None else [])]
+        files = [results.parent / name for name in (old.files if old is not None else [])
+                 if path_component(name, "file name") == name]  # never outside the folder
         aside = move_aside(results, files)
         logger.warning("%s: %s changed since %s was decoded: decoding it again (the old "
                        "results are in %s)", what, ", ".join(changed_inputs(old, key)),
@@ -290,10 +290,9 @@ def move_aside(results: Path, files: Iterable[Path]) -> Path:
     """Move ``results``, its job record and ``files`` (the test set's result files) into
     ``replaced/<name>/`` beside them (replacing an earlier copy there); returns that folder."""
     name = results.name[len("results-"):-len(".jsonl")]
-    aside = results.parent / "replaced" / name
-    if aside.exists():
-        shutil.rmtree(aside)
-    aside.mkdir(parents=True)
+    aside = job_folder(job_folder(results.parent / "replaced") / name)
+    shutil.rmtree(aside)  # a real folder (not a symlink): its links are removed, not followed
+    aside.mkdir()
     for path in [results, job_record_path(results), *files]:
         if path.is_file():
             path.replace(aside / path.name)
