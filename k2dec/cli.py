@@ -336,13 +336,17 @@ def _load_cuts(cuts_path, audio_dir, refs, test_set, feature_dir, runs, extracto
         split_bad_cuts,
     )
     from .job import check_cuts
+    from .job.checks import check_names
     from .results.paths import MAX_TEST_SET_BYTES, job_folder, path_component
 
     limits = AudioLimits(max_duration=max_duration) if max_duration > 0 else AudioLimits()
-    name = test_set or safe_name(cuts_path.name.split(".")[0].replace("librispeech_cuts_", "")
-                                 if cuts_path is not None else audio_dir.name)
-    stem = _checked(path_component, name, "--test-set", MAX_TEST_SET_BYTES)
-    features = _job_errors(job_folder, _job_errors(job_folder, feature_dir) / f"{stem}{shard}")
+    name = test_set if test_set is not None else safe_name(
+        cuts_path.name.split(".")[0].replace("librispeech_cuts_", "")
+        if cuts_path is not None else audio_dir.name)
+    if test_set is not None or set(name) == {"."}:  # one file-name component ("%2E." for "..")
+        name = _checked(path_component, name, "--test-set", MAX_TEST_SET_BYTES)
+    _checked(check_names, name)  # a long folder name: give --test-set
+    features = _job_errors(job_folder, _job_errors(job_folder, feature_dir) / f"{name}{shard}")
     if cuts_path is not None:  # a cut whose fields cannot be decoded fails alone
         cuts, unusable = _checked(split_bad_cuts, _checked(load_cuts, cuts_path))
         if not all(c.has_features for c in cuts):

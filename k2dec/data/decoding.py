@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from lhotse.cut import Cut
 from lhotse.features.io import available_storage_backends
 from lhotse.utils import LOG_EPSILON, fastcopy
 
-from ..results.paths import NAME_MAX, path_component
+from ..results.paths import NAME_MAX, check_component, path_component
 from .features import frame_energies
 from .loader import make_sampler
 
@@ -69,14 +68,10 @@ def _check_id(what: str, value: object) -> None:
             "errs files, CTM) separate fields by whitespace and are UTF-8 text; give it an id "
             "without whitespace or control characters (e.g. CutSet.modify_ids)")
     try:
-        safe = path_component(value, f"cuts: {what} id", MAX_ID_BYTES)
+        path_component(value, f"cuts: {what} id", MAX_ID_BYTES)  # its length
+        check_component(value, f"cuts: {what} id")  # features are stored under it
     except ValueError as e:
         raise ValueError(f"{e} (e.g. CutSet.modify_ids)") from None
-    if safe != value:
-        raise ValueError(
-            f"cuts: {what} id {value!r} cannot be a file name (features are stored under it): "
-            "give it an id without '/', '\\', '%' that is not '.' or '..' (e.g. "
-            "CutSet.modify_ids)")
 
 
 #: The longest cut or supervision id (UTF-8 bytes): a file name with room for an extension.
@@ -134,9 +129,6 @@ def _recording_problem(cut: Cut) -> str:
         if src.type not in AUDIO_SOURCE_TYPES:
             return (f"recording {rec.id!r}: source type {src.type!r} is not one of "
                     f"{', '.join(AUDIO_SOURCE_TYPES)}")
-        if src.type == "file" and not (isinstance(src.source, str)
-                                       and os.path.isfile(src.source)):
-            return f"recording {rec.id!r}: source file {src.source!r} does not exist"
     return ""
 
 
@@ -156,13 +148,13 @@ def split_bad_cuts(cuts: CutSet) -> tuple[CutSet, dict[str, str]]:
     """The cuts whose fields can be decoded, and ``{cut id: why not}`` of the others (a
     duration that is not a positive number, a supervision text that is not a string or a
     supervision outside its cut, a channel the recording lacks, an unknown audio source or
-    feature storage type, a missing recording file), each reason naming the cut and the
-    field: one bad cut fails alone.
+    feature storage type), each reason naming the cut and the field: one bad cut fails alone
+    (a recording or feature file that cannot be read fails its cut when it is read).
 
     Raises:
       TypeError: ``cuts`` is not a CutSet.
       ValueError: a cut or supervision id that cannot be one (not a non-empty string; with
-        whitespace, control characters, ``/``, ``\\`` or ``%``; ``.`` or ``..``; over
+        whitespace, control characters, ``/`` or ``\\``; ``.`` or ``..``; over
         :data:`MAX_ID_BYTES` bytes): results are keyed by it.
     """
     if not isinstance(cuts, CutSet):

@@ -9,8 +9,24 @@ from lhotse import CutSet
 
 from ..data import utterance_cuts
 from ..methods import Method, get_method
+from ..results.paths import MAX_TEST_SET_BYTES, check_component, path_component
 
-__all__ = ["as_method", "check_cuts", "check_references"]
+__all__ = ["as_method", "check_cuts", "check_names", "check_references"]
+
+
+def check_names(test_set: str, suffix: str = "") -> None:
+    """Refuse a test-set name or file-name suffix that cannot be part of a file name in the
+    out dir (``/``, ``\\``, whitespace, control characters, ``.``, ``..``, a test-set name over
+    :data:`k2dec.results.paths.MAX_TEST_SET_BYTES` bytes); the message gives the name to use
+    (:func:`k2dec.results.paths.path_component`, as ``k2dec decode --test-set`` encodes it).
+
+    Raises:
+      TypeError, ValueError: naming the argument and the value.
+    """
+    path_component(test_set, "test_set", MAX_TEST_SET_BYTES)
+    check_component(test_set, "test_set")
+    if suffix:
+        check_component(suffix, "suffix")
 
 
 def check_references(methods: Sequence[str | Method],

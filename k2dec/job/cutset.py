@@ -67,10 +67,10 @@ from ..results import (
     merge_results,
     read_results,
 )
-from ..results.paths import MAX_TEST_SET_BYTES, job_folder, path_component
+from ..results.paths import job_folder, path_component
 from .assets import DecodeAssets, reference_case
 from .batches import decode_or_split, silence_check, silenced
-from .checks import as_method, check_cuts
+from .checks import as_method, check_cuts, check_names
 from .config import DecodeConfig, DecodeSummary
 from .encoder import JobEncoder
 from .outputs import (
@@ -141,11 +141,8 @@ def decode_cuts(
       k2dec.results.DiskFullError: the disk filled up (free space and rerun: it resumes).
     """
     method = as_method(method)
-    test_set = path_component(test_set, "test_set", MAX_TEST_SET_BYTES)
-    suffix = path_component(suffix, "suffix") if suffix else ""
-    cuts, bad = split_bad_cuts(cuts)  # one bad cut fails alone
-    failed = {**dict(failed or {}), **bad} if config.rank == 0 else {}
-    utterances = _utterances(assets, method, cuts, failed)
+    check_names(test_set, suffix)
+    utterances, failed = _utterances(assets, method, cuts, failed, config.rank)
     method_config = method.default_config() if method_config is None else method_config
     refs = {c.id: _ref(c) for c in utterances} | {cut_id: None for cut_id in failed}
     if config.world_size > 1:
@@ -178,9 +175,14 @@ def _method_folder(out_dir: str | Path, method: Method) -> Path:
 
 
 def _utterances(assets: DecodeAssets, method: Method, cuts: CutSet,
-                failed: Mapping[str, str]) -> CutSet:
-    """The utterances of ``cuts`` (:func:`check_cuts`), once the model runs ``method`` and no
-    id of ``failed`` is one of theirs (``ValueError`` otherwise)."""
+                failed: Mapping[str, str] | None, rank: int) -> tuple[CutSet, dict[str, str]]:
+    """The utterances of ``cuts`` (:func:`check_cuts`) whose fields can be decoded, and the
+    failures to record: ``failed`` and the cuts whose fields cannot be decoded
+    (:func:`k2dec.data.split_bad_cuts`: one bad cut fails alone), by rank 0 only; once the
+    model runs ``method`` and no failed id is one of the utterances' (``ValueError``
+    otherwise)."""
+    cuts, bad = split_bad_cuts(cuts)
+    failed = {**dict(failed or {}), **bad} if rank == 0 else {}
     utterances = check_cuts([method], cuts)
     if not assets.model.supports(method):
         raise ValueError(f"method {method.name!r} ({method.family.value}) needs what this "
@@ -189,7 +191,7 @@ def _utterances(assets: DecodeAssets, method: Method, cuts: CutSet,
     if clash:
         raise ValueError(f"failed: ids {clash[:5]} are also ids of cuts to decode; each "
                          "utterance needs its own id")
-    return utterances
+    return utterances, failed
 
 
 def _ref(cut: Any) -> list[str] | None:

@@ -34,7 +34,6 @@ from lhotse import CutSet
 
 from ..methods import config_field_path, override_config
 from ..results import Calibration, fit_calibration, normalized_cross_entropy, read_results
-from ..results.paths import path_component
 from .checks import check_cuts
 from .config import DecodeConfig
 from .driver import MethodRun, check_assets, run_decode
@@ -214,8 +213,7 @@ def _calibrate(assets, dev_sets: Mapping[str, CutSet], method, where: Path, cfg:
     words: dict[str, tuple[list[float], list[bool]]] = {}
     ctm = ctm_settings(assets, config)
     for name in dev_sets:
-        stem = path_component(name, "test set")
-        _, scored = ctm_words(read_results(where / method.name / f"results-{stem}.jsonl"), ctm)
+        _, scored = ctm_words(read_results(where / method.name / f"results-{name}.jsonl"), ctm)
         for k, (confs, correct) in scored.items():
             if k == key or k not in swept:
                 c, y = words.setdefault(k, ([], []))
