@@ -545,9 +545,9 @@ def _tune(assets, refs, runs, cuts_path, audio_dir, test_set, grid, max_duration
 
     name, cuts, _ = _load_cuts(cuts_path, audio_dir, refs, test_set, work_dir / "features",
                                runs, assets.model.feature_config.extractor(), max_duration)
-    return _checked(tune_methods, assets, {name: cuts}, runs, work_dir, grid,
-                    _checked(DecodeConfig, max_duration=max_duration,
-                             silence_db=silence_db)), name
+    return _job_errors(_checked, tune_methods, assets, {name: cuts}, runs, work_dir, grid,
+                       _checked(DecodeConfig, max_duration=max_duration,
+                                silence_db=silence_db)), name
 
 
 def _write_tuned(results, name, config_path, out_path) -> None:

@@ -96,12 +96,17 @@ BAD_FIELDS = {
 }
 
 
+def _decode_second_changed(s, tmp_path, changes: dict):
+    """Decode the setup's cuts with the second one (utt1) changed by ``changes``."""
+    lines = _lines(s)
+    lines[1] = _edit(lines[1], **changes)
+    return _decode(s, tmp_path / "out", "--cuts", str(_manifest(tmp_path, lines)))
+
+
 @pytest.mark.parametrize("name", BAD_FIELDS)
 def test_a_cut_with_a_bad_field_fails_alone_naming_it(decode_setup, tmp_path, name):
     changes, message = BAD_FIELDS[name]
-    lines = _lines(decode_setup)
-    lines[1] = _edit(lines[1], **changes)
-    r = _decode(decode_setup, tmp_path / "out", "--cuts", str(_manifest(tmp_path, lines)))
+    r = _decode_second_changed(decode_setup, tmp_path, changes)
     assert r.exit_code == 3, r.output  # some cuts failed
     assert "Traceback" not in r.output, r.output
     records = read_results(tmp_path / "out" / "greedy_search" / "results-cuts.jsonl")
@@ -125,9 +130,7 @@ BAD_CUTS = {
 @pytest.mark.parametrize("name", BAD_CUTS)
 def test_a_bad_cut_is_a_usage_error_naming_it(decode_setup, tmp_path, name):
     changes, message = BAD_CUTS[name]
-    lines = _lines(decode_setup)
-    lines[1] = _edit(lines[1], **changes)
-    r = _decode(decode_setup, tmp_path / "out", "--cuts", str(_manifest(tmp_path, lines)))
+    r = _decode_second_changed(decode_setup, tmp_path, changes)
     assert r.exit_code == 2, r.output
     assert message in r.output and "Traceback" not in r.output, r.output
     assert not list(tmp_path.rglob("results-*.jsonl"))
