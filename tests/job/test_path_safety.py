@@ -175,3 +175,20 @@ def test_out_dir_problems_are_one_line(decode_setup, world, make, expected):
     assert r.exit_code == 1, (r.output, r.exception)
     assert expected in r.output and "Traceback" not in r.output
     assert len(r.output.strip().splitlines()) == 1, r.output
+
+
+@pytest.mark.parametrize("file_name", ["..wav", "...wav", "%2F.wav"])
+def test_audio_file_names_stay_inside(decode_setup, world, tmp_path, file_name):
+    """Utterance ids from file names: features and results stay inside the out dir."""
+    import shutil
+
+    audio = tmp_path / "audio"
+    audio.mkdir()
+    src = decode_setup["dir"] / "utt0.wav"
+    shutil.copy(src, audio / file_name)
+    shutil.copy(src, audio / "plain.wav")
+    r = _outside_unchanged(world, lambda: CliRunner().invoke(main, [
+        "decode", "--audio-dir", str(audio), "--model", str(decode_setup["model_path"]),
+        "--lang-dir", str(decode_setup["lang_dir"]), "--method", METHOD, "--out-dir",
+        str(world["out"]), "--max-duration", "3"]))
+    assert r.exit_code in (0, 2), (r.output, r.exception)
