@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from pathlib import Path
 
 import click
@@ -325,20 +327,34 @@ def _load_cuts(cuts_path, audio_dir, refs, test_set, feature_dir, runs, extracto
     ``feature_dir/<name><shard>`` by ``extractor``, each recording checked from its header
     first (at most ``max_duration`` seconds); the cuts' references are checked against what
     ``runs`` need."""
-    from .data import AudioLimits, compute_cut_features, cuts_from_audio_dir, load_cuts, safe_name
+    from .data import (
+        AudioLimits,
+        compute_cut_features,
+        cuts_from_audio_dir,
+        load_cuts,
+        safe_name,
+        split_bad_cuts,
+    )
     from .job import check_cuts
+    from .job.checks import check_names
+    from .results.paths import MAX_TEST_SET_BYTES, job_folder, path_component
 
     limits = AudioLimits(max_duration=max_duration) if max_duration > 0 else AudioLimits()
-    if cuts_path is not None:
-        name = test_set or safe_name(cuts_path.name.split(".")[0]
-                                     .replace("librispeech_cuts_", ""))
-        cuts, unusable = _checked(load_cuts, cuts_path), {}
+    name = test_set if test_set is not None else safe_name(
+        cuts_path.name.split(".")[0].replace("librispeech_cuts_", "")
+        if cuts_path is not None else audio_dir.name)
+    if test_set is not None or set(name) == {"."}:  # one file-name component ("%2E." for "..")
+        name = _checked(path_component, name, "--test-set", MAX_TEST_SET_BYTES)
+    _checked(check_names, name)  # a long folder name: give --test-set
+    features = _job_errors(job_folder, _job_errors(job_folder, feature_dir) / f"{name}{shard}")
+    if cuts_path is not None:  # a cut whose fields cannot be decoded fails alone
+        cuts, unusable = _checked(split_bad_cuts, _checked(load_cuts, cuts_path))
         if not all(c.has_features for c in cuts):
-            cuts, unusable = _checked(compute_cut_features, cuts, feature_dir / f"{name}{shard}",
-                                      extractor=extractor, limits=limits)
+            cuts, unreadable = _checked(compute_cut_features, cuts, features,
+                                        extractor=extractor, limits=limits)
+            unusable |= unreadable
     else:
-        name = test_set or safe_name(audio_dir.name)
-        audio = _checked(cuts_from_audio_dir, audio_dir, feature_dir / f"{name}{shard}",
+        audio = _checked(cuts_from_audio_dir, audio_dir, features,
                          references=refs, extractor=extractor, limits=limits)
         cuts, unusable = audio.cuts, audio.failures
     _checked(check_cuts, [r.method for r in runs], cuts)
@@ -439,8 +455,19 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
     rows = _job_errors(run_decode, assets, {name: cuts}, runs, out_dir, cfg,
                        failed={name: unreadable})
     if rank == 0:
-        click.echo("\n" + results_table(rows, all_settings=True))
+        _echo_table("\n" + results_table(rows, all_settings=True))
         _exit_if_failed(rows)
+
+
+def _echo_table(text: str) -> None:
+    """Print the results table; a reader that closed stdout (``k2dec decode ... | head -1``)
+    stops nothing: every result file is complete by now, so the exit status stays that of
+    the job."""
+    try:
+        click.echo(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # what is left unprinted goes nowhere (Python's own recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 #: The exit status of a decode (or demo) in which some cuts could not be decoded: everything
@@ -526,9 +553,9 @@ def _tune(assets, refs, runs, cuts_path, audio_dir, test_set, grid, max_duration
 
     name, cuts, _ = _load_cuts(cuts_path, audio_dir, refs, test_set, work_dir / "features",
                                runs, assets.model.feature_config.extractor(), max_duration)
-    return _checked(tune_methods, assets, {name: cuts}, runs, work_dir, grid,
-                    _checked(DecodeConfig, max_duration=max_duration,
-                             silence_db=silence_db)), name
+    return _job_errors(_checked, tune_methods, assets, {name: cuts}, runs, work_dir, grid,
+                       _checked(DecodeConfig, max_duration=max_duration,
+                                silence_db=silence_db)), name
 
 
 def _write_tuned(results, name, config_path, out_path) -> None:

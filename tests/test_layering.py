@@ -227,7 +227,6 @@ FUNCTION_LEVEL_IMPORTS = {
     "k2dec.model.loader": "a model file loads only its backend's module (onnxruntime, an "
                           "optional dependency, only for ONNX exports)",
     "k2dec.job.settings": "in a module split by issue 35's settings redesign",
-    "k2dec.job.cutset": "in a module split by issue 35 (decode loop / scoring / writers)",
     "k2dec.methods.registry": "in a module split by issue 35 (registry / resources / parser)",
 }
 

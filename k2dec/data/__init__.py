@@ -34,6 +34,7 @@ from .decoding import (
     DecodeDataset,
     loudest_frames,
     make_decode_loader,
+    split_bad_cuts,
     utterance_cuts,
 )
 from .features import (
@@ -55,6 +56,7 @@ from .manifests import (
 from .text import has_digits, normalize_text, split_sentences
 
 __all__ = [
+    "split_bad_cuts",
     "AUDIO_EXTENSIONS",
     "AUDIO_READ_ERRORS",
     "AudioDirCuts",

@@ -28,13 +28,15 @@ import numpy as np
 import torch
 from lhotse import CutSet
 from lhotse.cut import Cut
+from lhotse.features.io import available_storage_backends
 from lhotse.utils import LOG_EPSILON, fastcopy
 
+from ..results.paths import NAME_MAX, check_component, path_component
 from .features import frame_energies
 from .loader import make_sampler
 
-__all__ = ["DecodeBatch", "DecodeDataset", "FEATURE_READ_ERRORS", "loudest_frames",
-           "make_decode_loader", "utterance_cuts"]
+__all__ = ["DecodeBatch", "DecodeDataset", "FEATURE_READ_ERRORS", "MAX_ID_BYTES", "loudest_frames",
+           "make_decode_loader", "split_bad_cuts", "utterance_cuts"]
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +56,8 @@ def _covers(cut: Cut, start: float, duration: float) -> bool:
 
 
 def _check_id(what: str, value: object) -> None:
-    """A cut or supervision id must be usable as a field of the result files."""
+    """A cut or supervision id must be usable as a field of the result files and as a file
+    name (lhotse's feature writers name a cut's file by its id)."""
     if not isinstance(value, str) or not value:
         raise ValueError(f"cuts: {what} id {value!r} must be a non-empty string")
     bad = next((c for c in value if c.isspace() or not c.isprintable()
@@ -64,26 +67,115 @@ def _check_id(what: str, value: object) -> None:
             f"cuts: {what} id {value!r} contains {bad!r}: result files (icefall's recogs and "
             "errs files, CTM) separate fields by whitespace and are UTF-8 text; give it an id "
             "without whitespace or control characters (e.g. CutSet.modify_ids)")
+    try:
+        path_component(value, f"cuts: {what} id", MAX_ID_BYTES)  # its length
+        check_component(value, f"cuts: {what} id")  # features are stored under it
+    except ValueError as e:
+        raise ValueError(f"{e} (e.g. CutSet.modify_ids)") from None
+
+
+#: The longest cut or supervision id (UTF-8 bytes): a file name with room for an extension.
+MAX_ID_BYTES = NAME_MAX - 16
+
+
+def _number(value: object) -> bool:
+    """True for a finite int or float (not a bool, not a str)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) \
+        and math.isfinite(value)
+
+
+def _field_problem(cut: Cut) -> str:
+    """Why a cut (with a valid id) cannot be decoded, naming the field; ``""`` if it can."""
+    if not (_number(cut.duration) and cut.duration > 0):
+        return f"duration {cut.duration!r}: a cut needs a number > 0"
+    if not (_number(getattr(cut, "start", 0.0)) and getattr(cut, "start", 0.0) >= 0):
+        return f"start {cut.start!r}: a cut needs a number >= 0"
+    for sup in cut.supervisions:
+        _check_id(f"cut {cut.id!r}: supervision", sup.id)
+        where = f"supervision {sup.id!r}"
+        if not (_number(sup.start) and _number(sup.duration) and sup.duration > 0):
+            return (f"{where} has start {sup.start!r} and duration {sup.duration!r}; a "
+                    "supervision needs a finite start and a duration > 0")
+        if sup.start >= cut.duration or sup.start + sup.duration <= 0:
+            return (f"{where} ({sup.start:g} s to {sup.start + sup.duration:g} s) lies outside "
+                    f"the cut (0 to {cut.duration:g} s)")
+        if sup.text is not None and not isinstance(sup.text, str):
+            return f"{where}: text {sup.text!r} must be a string"
+    if getattr(cut, "features", None) is not None:  # the audio is not read
+        return _features_problem(cut)
+    return _recording_problem(cut)
+
+
+#: lhotse's audio source types.
+AUDIO_SOURCE_TYPES = ("file", "url", "command", "memory", "shar")
+
+
+def _recording_problem(cut: Cut) -> str:
+    """Why the recording of a cut without features (if it has one) cannot be read, naming
+    the field; ``""`` if it can."""
+    rec = getattr(cut, "recording", None)
+    if rec is None:
+        return ""
+    if not (isinstance(rec.sampling_rate, int) and not isinstance(rec.sampling_rate, bool)
+            and rec.sampling_rate > 0):
+        return f"recording sampling_rate {rec.sampling_rate!r}: must be an int > 0"
+    channels = getattr(cut, "channel", 0)
+    wanted = channels if isinstance(channels, list) else [channels]
+    outside = [c for c in wanted if c not in rec.channel_ids]
+    if outside:
+        return (f"channel {channels!r}: the recording {rec.id!r} has channels "
+                f"{rec.channel_ids}")
+    for src in rec.sources:
+        if src.type not in AUDIO_SOURCE_TYPES:
+            return (f"recording {rec.id!r}: source type {src.type!r} is not one of "
+                    f"{', '.join(AUDIO_SOURCE_TYPES)}")
+    return ""
+
+
+def _features_problem(cut: Cut) -> str:
+    """Why a cut's features cannot be read, naming the field; ``""`` if they can (a missing
+    or corrupt feature file fails when it is read)."""
+    feats = cut.features
+    if feats.storage_type not in available_storage_backends():
+        return (f"features storage_type {feats.storage_type!r} is not one of lhotse's "
+                f"({', '.join(available_storage_backends())})")
+    if not (isinstance(feats.num_frames, int) and feats.num_frames > 0):
+        return f"features num_frames {feats.num_frames!r}: must be an int > 0"
+    return ""
+
+
+def split_bad_cuts(cuts: CutSet) -> tuple[CutSet, dict[str, str]]:
+    """The cuts whose fields can be decoded, and ``{cut id: why not}`` of the others (a
+    duration that is not a positive number, a supervision text that is not a string or a
+    supervision outside its cut, a channel the recording lacks, an unknown audio source or
+    feature storage type), each reason naming the cut and the field: one bad cut fails alone
+    (a recording or feature file that cannot be read fails its cut when it is read).
+
+    Raises:
+      TypeError: ``cuts`` is not a CutSet.
+      ValueError: a cut or supervision id that cannot be one (not a non-empty string; with
+        whitespace, control characters, ``/`` or ``\\``; ``.`` or ``..``; over
+        :data:`MAX_ID_BYTES` bytes): results are keyed by it.
+    """
+    if not isinstance(cuts, CutSet):
+        raise TypeError(f"cuts must be a lhotse CutSet, got {type(cuts).__name__}")
+    good, bad = [], {}
+    for cut in cuts:
+        _check_id("cut", cut.id)
+        why = _field_problem(cut)
+        if why:
+            bad[cut.id] = f"cut {cut.id!r}: {why}: fix or remove it in the manifest"
+        else:
+            good.append(cut)
+    return CutSet.from_cuts(good), bad
 
 
 def _check_cut(cut: Cut) -> None:
-    """Refuse a cut (naming it and the field) whose ids or times cannot be decoded."""
+    """Refuse a cut (naming it and the field) whose ids or fields cannot be decoded."""
     _check_id("cut", cut.id)
-    if not (0 < cut.duration < math.inf):
-        raise ValueError(f"cuts: cut {cut.id!r} has duration {cut.duration!r}; a cut needs a "
-                         "duration > 0: fix or remove it in the manifest")
-    for sup in cut.supervisions:
-        _check_id(f"cut {cut.id!r}: supervision", sup.id)
-        if not (0 < sup.duration < math.inf and math.isfinite(sup.start)):
-            raise ValueError(
-                f"cuts: cut {cut.id!r}: supervision {sup.id!r} has start {sup.start!r} and "
-                f"duration {sup.duration!r}; a supervision needs a finite start and a "
-                "duration > 0: fix or remove it in the manifest")
-        if sup.start >= cut.duration or sup.start + sup.duration <= 0:
-            raise ValueError(
-                f"cuts: cut {cut.id!r}: supervision {sup.id!r} ({sup.start:g} s to "
-                f"{sup.start + sup.duration:g} s) lies outside the cut (0 to "
-                f"{cut.duration:g} s): fix its start or remove it in the manifest")
+    why = _field_problem(cut)
+    if why:
+        raise ValueError(f"cuts: cut {cut.id!r}: {why}: fix or remove it in the manifest")
 
 
 def utterance_cuts(cuts: CutSet) -> CutSet:

@@ -4,7 +4,12 @@
   (:func:`plan_methods`, :func:`run_decode`, :func:`results_table`);
 - :mod:`~k2dec.job.cutset`: one method over one test set -> resumable JSONL results and icefall
   result files (:func:`decode_cuts`: one utterance per supervision, every one recorded, the out
-  dir locked; :func:`check_cuts` refuses repeated utterance ids up front);
+  dir locked), built from :mod:`~k2dec.job.config` (:class:`DecodeConfig`,
+  :class:`DecodeSummary`), :mod:`~k2dec.job.checks` (:func:`check_cuts` refuses repeated
+  utterance ids up front), :mod:`~k2dec.job.batches` (a batch through a method, retried cut by
+  cut, silence), :mod:`~k2dec.job.resume` (what a rerun decodes again),
+  :mod:`~k2dec.job.outputs` (the canonical results file, CTM files) and
+  :mod:`~k2dec.job.scoring` (WERs, icefall's files);
 - :mod:`~k2dec.job.inmemory`: one method over cuts in memory, with the job's batches and
   network pass but no files (:func:`decode_utterances`; behind :class:`k2dec.Recognizer`);
 - :mod:`~k2dec.job.assets`: the model, lang dir, graphs and LMs (:func:`load_assets`);
@@ -25,15 +30,9 @@ from .assets import (
     load_assets,
     need_hint,
 )
-from .cutset import (
-    DecodeConfig,
-    DecodeSummary,
-    check_cuts,
-    check_references,
-    decode_cuts,
-    dist_info,
-    shard_cuts,
-)
+from .checks import check_cuts, check_references
+from .config import DecodeConfig, DecodeSummary, dist_info
+from .cutset import decode_cuts, shard_cuts
 from .driver import (
     MethodRun,
     check_assets,

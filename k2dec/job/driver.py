@@ -26,6 +26,7 @@ from typing import Any
 
 from lhotse import CutSet
 
+from ..data import split_bad_cuts
 from ..lang import match_case
 from ..methods import (
     Method,
@@ -45,7 +46,9 @@ from .assets import (
     reference_case,
     text_need,
 )
-from .cutset import DecodeConfig, DecodeSummary, check_cuts, decode_cuts
+from .checks import check_cuts
+from .config import DecodeConfig, DecodeSummary
+from .cutset import decode_cuts
 from .encoder import JobEncoder
 from .resume import JobInputs
 from .settings import DecodeSettings
@@ -316,9 +319,11 @@ def run_decode(
         decoded.
     """
     check_assets(runs, assets)
+    split = {name: split_bad_cuts(cuts) for name, cuts in test_sets.items()}  # fail alone
+    test_sets = {name: good for name, (good, _) in split.items()}
+    failed = {name: {**(failed or {}).get(name, {}), **bad} for name, (_, bad) in split.items()}
     for name, cuts in test_sets.items():  # repeated utterance ids, missing references
         warn_out_of_vocabulary(assets, check_cuts([r.method for r in runs], cuts), name)
-    failed = failed or {}
     own = encoder is None
     if own:  # one network pass and lattice search per utterance for all the methods (bounded)
         shared = len(runs) > 1
@@ -347,7 +352,7 @@ def warn_out_of_vocabulary(assets: DecodeAssets, utterances: CutSet, name: str) 
     or a vocabulary to check)."""
     case = reference_case(assets)
     words = [match_case(w, case) for c in utterances for s in c.supervisions[:1]
-             for w in (s.text or "").split()]
+             if isinstance(s.text, str) for w in s.text.split()]
     found = out_of_vocabulary(assets, words) if words else None
     if found is None:
         return 0.0

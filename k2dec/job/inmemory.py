@@ -20,9 +20,12 @@ from ..data import make_decode_loader
 from ..lang import match_case
 from ..primitives.hypothesis import HypothesisRecord
 from .assets import DecodeAssets, reference_case
-from .cutset import DecodeConfig, check_cuts, decode_or_split, silence_check, silenced, todo_cuts
+from .batches import decode_or_split, silence_check, silenced
+from .checks import check_cuts
+from .config import DecodeConfig
 from .driver import MethodRun
 from .encoder import JobEncoder
+from .resume import todo_cuts
 
 __all__ = ["DecodedUtterance", "decode_utterances"]
 
@@ -45,7 +48,7 @@ class DecodedUtterance:
 
 
 class _Failures:
-    """What :func:`k2dec.job.cutset.todo_cuts` asks of a results writer, in memory: nothing is
+    """What :func:`k2dec.job.resume.todo_cuts` asks of a results writer, in memory: nothing is
     done yet, failures are kept."""
 
     def __init__(self) -> None:

@@ -35,12 +35,16 @@ from typing import Any
 
 import k2
 import torch
+from lhotse import CutSet
 
 from .. import __version__
+from ..data import too_long
+from ..results import ResultWriter
+from ..results.paths import job_folder, path_component, replace_text
 
 __all__ = ["JobInputs", "JobRecord", "changed_inputs", "content_digest", "cut_digest",
            "is_done", "job_record_path", "move_aside", "no_cut_digest", "open_job_record",
-           "read_job_record", "update_references", "write_job_record"]
+           "read_job_record", "todo_cuts", "update_references", "write_job_record"]
 
 logger = logging.getLogger(__name__)
 
@@ -250,9 +254,7 @@ def read_job_record(results: Path) -> JobRecord | None:
 def write_job_record(results: Path, record: JobRecord) -> None:
     """Write the record beside ``results`` (atomically)."""
     path = job_record_path(results)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(dataclasses.asdict(record), indent=1, sort_keys=True) + "\n")
-    tmp.replace(path)
+    replace_text(path, json.dumps(dataclasses.asdict(record), indent=1, sort_keys=True) + "\n")
 
 
 def changed_inputs(old: JobRecord | None, new: Mapping[str, str]) -> list[str]:
@@ -272,7 +274,8 @@ def open_job_record(results: Path, key: dict[str, str], what: str) -> JobRecord:
     if old is not None and old.inputs == key:
         return old
     if results.is_file():
-        files = [results.parent / name for name in (old.files if old is not None else [])]
+        files = [results.parent / name for name in (old.files if old is not None else [])
+                 if path_component(name, "file name") == name]  # never outside the folder
         aside = move_aside(results, files)
         logger.warning("%s: %s changed since %s was decoded: decoding it again (the old "
                        "results are in %s)", what, ", ".join(changed_inputs(old, key)),
@@ -287,10 +290,9 @@ def move_aside(results: Path, files: Iterable[Path]) -> Path:
     """Move ``results``, its job record and ``files`` (the test set's result files) into
     ``replaced/<name>/`` beside them (replacing an earlier copy there); returns that folder."""
     name = results.name[len("results-"):-len(".jsonl")]
-    aside = results.parent / "replaced" / name
-    if aside.exists():
-        shutil.rmtree(aside)
-    aside.mkdir(parents=True)
+    aside = job_folder(job_folder(results.parent / "replaced") / name)
+    shutil.rmtree(aside)  # a real folder (not a symlink): its links are removed, not followed
+    aside.mkdir()
     for path in [results, job_record_path(results), *files]:
         if path.is_file():
             path.replace(aside / path.name)
@@ -311,3 +313,42 @@ def update_references(records: dict[str, dict[str, Any]], refs: Mapping[str, lis
             rec["ref"] = ref
             changed += 1
     return changed
+
+
+def todo_cuts(cuts: CutSet, failed: Mapping[str, str], writer: ResultWriter, min_frames: int,
+          max_duration: float, retry_failures: bool) -> tuple[CutSet, dict[str, str]]:
+    """The cuts to decode: those not in the results file, or whose line is of another input
+    (:func:`~k2dec.job.resume.cut_digest`), or failed while ``retry_failures``; cuts too
+    short for the model or longer than a batch, and the utterances of ``failed``, are
+    recorded as failed. Returns them and every cut's input digest.
+
+    Raises:
+      ValueError: if no cut to decode has features (cuts of recordings: compute fbank first).
+    """
+    for cut_id, reason in failed.items():
+        digest = no_cut_digest(reason)
+        if not is_done(writer.get(cut_id), digest, retry_failures):
+            writer.forget(cut_id)
+            writer.write_failure(cut_id, reason, input=digest)
+    todo, digests = [], {}
+    for c in cuts:
+        digests[c.id] = digest = cut_digest(c)
+        if is_done(writer.get(c.id), digest, retry_failures):
+            continue
+        writer.forget(c.id)
+        if c.num_frames is not None and c.num_frames < min_frames:
+            writer.write_failure(c.id, f"too short: {c.num_frames} feature frames, the "
+                                       f"model needs at least {min_frames}", input=digest)
+            continue
+        if c.duration > max_duration:
+            # a batch holds at most max_duration seconds: this bounds memory (the
+            # encoder's attention grows with the square of the length)
+            writer.write_failure(c.id, too_long(c.duration, max_duration), input=digest)
+            continue
+        todo.append(c)
+    if todo and not any(c.has_features for c in todo):
+        raise ValueError(f"cuts must have features (cut {todo[0].id} has none): compute them "
+                         "with k2dec.data.compute_cut_features(cuts, storage_path, "
+                         "extractor=model.feature_config.extractor()), as k2dec decode --cuts "
+                         "does for a manifest without features")
+    return CutSet.from_cuts(todo), digests

@@ -34,9 +34,12 @@ from lhotse import CutSet
 
 from ..methods import config_field_path, override_config
 from ..results import Calibration, fit_calibration, normalized_cross_entropy, read_results
-from .cutset import DecodeConfig, check_cuts, ctm_settings, ctm_words
+from ..results.paths import job_folder, replace_text
+from .checks import check_cuts
+from .config import DecodeConfig
 from .driver import MethodRun, check_assets, run_decode
 from .encoder import JobEncoder
+from .outputs import ctm_settings, ctm_words
 from .resume import JobInputs
 from .settings import DecodeSettings
 
@@ -182,9 +185,8 @@ def _tune(assets, dev_sets, run: MethodRun, points, out_dir: Path, config: Decod
         if method.sweeps:
             cfg = replace(cfg, sweep=True)
         digest = hashlib.sha1(repr(cfg).encode()).hexdigest()[:12]
-        where = out_dir / method.name / digest
-        where.mkdir(parents=True, exist_ok=True)
-        (where / "setting.json").write_text(json.dumps({"assignments": list(point)}) + "\n")
+        where = job_folder(job_folder(out_dir / method.name) / digest)
+        replace_text(where / "setting.json", json.dumps({"assignments": list(point)}) + "\n")
         rows = run_decode(assets, dev_sets, [MethodRun(method, cfg)], where, config,
                           encoder=encoder, inputs=inputs)
         for setting in method.settings(cfg):

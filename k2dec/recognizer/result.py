@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..job import DecodeAssets, DecodeConfig
-from ..job.cutset import CtmSettings, ctm_settings
+from ..job.outputs import CtmSettings, ctm_settings
 from ..primitives.hypothesis import HypothesisRecord
 from ..results import CtmWord, record_ctm_words
 

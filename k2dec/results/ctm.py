@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..primitives.sizes import check_positive
+from .paths import replace_file
 
 __all__ = ["CtmWord", "frames_to_seconds", "read_ctm", "record_ctm_words", "timed_words",
            "write_ctm"]
@@ -108,11 +109,9 @@ def write_ctm(
     rows.sort(key=lambda r: (r[0], r[1]))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".partial")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for utt, start, dur, word, conf in rows:
-            f.write(f"{utt} {channel} {start:.3f} {dur:.3f} {word} {conf:.4f}\n")
-    tmp.replace(path)
+    replace_file(path, lambda f: f.writelines(
+        f"{utt} {channel} {start:.3f} {dur:.3f} {word} {conf:.4f}\n"
+        for utt, start, dur, word, conf in rows))
     return path
 
 

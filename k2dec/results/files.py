@@ -16,11 +16,13 @@ WER (they are not in it) in the summary and in each ``errs`` file.
 
 from __future__ import annotations
 
+import io
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from .paths import check_component, replace_file, replace_text
 from .wer import Result, align_words, combine_error_runs, compute_wer
 
 __all__ = [
@@ -39,11 +41,14 @@ def _sorted(results: Sequence[Result]) -> list[tuple[str, list[str], list[str]]]
 
 def write_recogs(path: str | Path, results: Sequence[Result]) -> None:
     """Write a ``recogs`` file: for each cut (sorted by id) a ``ref=`` and a ``hyp=`` line, the
-    words printed as a Python list."""
-    with open(path, "w", encoding="utf-8") as f:
+    words printed as a Python list. The file is replaced, never written through a symlink
+    (:func:`~k2dec.results.paths.replace_file`)."""
+    def write(f: TextIO) -> None:
         for cut_id, ref, hyp in _sorted(results):
             f.write(f"{cut_id}:\tref={ref!r}\n")
             f.write(f"{cut_id}:\thyp={hyp!r}\n")
+
+    replace_file(path, write)
 
 
 def write_error_stats(f: TextIO, test_set: str, results: Sequence[Result],
@@ -111,15 +116,8 @@ def write_wer_summary(path: str | Path, wers: Mapping[str, float], num_failed: i
     that could not be decoded and are not in the WER (``num_cuts``: all cuts, failed ones
     included; ``None``: not known, only the count is written)."""
     failed = f"{num_failed} of {num_cuts}" if num_cuts is not None else f"{num_failed}"
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("settings\tWER\tfailed cuts\n")
-        for key, wer in wers.items():
-            f.write(f"{key}\t{wer}\t{failed}\n")
-
-
-def _check_name(name: str, value: str) -> None:
-    if not isinstance(value, str) or not value or "/" in value or "\0" in value:
-        raise ValueError(f"{name} must be a non-empty file-name fragment, got {value!r}")
+    lines = [f"{key}\t{wer}\t{failed}\n" for key, wer in wers.items()]
+    replace_file(path, lambda f: f.writelines(["settings\tWER\tfailed cuts\n", *lines]))
 
 
 def save_results(
@@ -149,9 +147,9 @@ def save_results(
     Raises:
       ValueError: empty ``results``, a bad name, or a setting without reference words.
     """
-    _check_name("test_set", test_set)
+    check_component(test_set, "test_set")
     if suffix:
-        _check_name("suffix", suffix)
+        check_component(suffix, "suffix")
     if not results:
         raise ValueError("results is empty: no decoding settings to save")
     res_dir = Path(res_dir)
@@ -159,11 +157,12 @@ def save_results(
     tail = f"-{suffix}" if suffix else ""
     wers = {}
     for key, res in results.items():
-        _check_name("key", key)
+        check_component(key, "key")
         ordered = _sorted(res)
         write_recogs(res_dir / f"recogs-{test_set}-{key}{tail}.txt", ordered)
-        with open(res_dir / f"errs-{test_set}-{key}{tail}.txt", "w", encoding="utf-8") as f:
-            wers[key] = write_error_stats(f, f"{test_set}-{key}", ordered, sorted(failed))
+        errs = io.StringIO()
+        wers[key] = write_error_stats(errs, f"{test_set}-{key}", ordered, sorted(failed))
+        replace_text(res_dir / f"errs-{test_set}-{key}{tail}.txt", errs.getvalue())
     if num_cuts is None:
         num_cuts = len(failed) + max(len(r) for r in results.values())
     write_wer_summary(res_dir / f"wer-summary-{test_set}{tail}.txt", wers, len(failed),

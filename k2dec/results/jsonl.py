@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .lock import disk_full_error, flock_or_raise
+from .paths import replace_file, unusable_path
 
 __all__ = ["ResultWriter", "merge_results", "read_results", "wer_results", "write_results"]
 
@@ -115,7 +116,11 @@ class ResultWriter:
         self.path = Path(path)
         self.retry_failed = retry_failed
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd: int | None = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:  # never through a symlink (it could lead out of the out dir)
+            self._fd: int | None = os.open(
+                self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as e:
+            raise unusable_path(e, self.path) from None
         try:
             flock_or_raise(self._fd, self.path, f"results file {self.path}")
             data = _read_all(self._fd)
@@ -283,14 +288,7 @@ def write_results(records: Mapping[str, Mapping[str, Any]], output: str | Path
     """
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)
-    partial = output.with_name(output.name + ".partial")
     ordered = {cut_id: dict(records[cut_id]) for cut_id in sorted(records)}
-    try:
-        with open(partial, "w", encoding="utf-8") as f:
-            for rec in ordered.values():
-                f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    except OSError as e:
-        partial.unlink(missing_ok=True)
-        raise disk_full_error(e, output) from e
-    partial.replace(output)
+    replace_file(output, lambda f: f.writelines(json.dumps(rec, ensure_ascii=False) + "\n"
+                                                for rec in ordered.values()))
     return ordered

@@ -48,7 +48,14 @@ def _unusable(err: OSError, what: str, folder: Path) -> OSError:
         return disk_full_error(err, folder)
     blocker = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()),
                    None)
-    if blocker is not None:
+    dangling = next((p for p in (folder, *folder.parents) if p.is_symlink() and not p.exists()),
+                    None)
+    if dangling is not None:
+        why = (f"{dangling} is a symlink to {os.readlink(dangling)}, which does not exist; "
+               "create that folder or remove the link")
+    elif err.errno == errno.ELOOP:
+        why = f"its lock file in {folder} is a symlink, which k2dec does not follow; remove it"
+    elif blocker is not None:
         why = f"{blocker} is a file, not a folder"
     elif err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         why = f"{folder} is not writable ({err.strerror})"
@@ -88,7 +95,7 @@ def exclusive_lock(path: str | Path, what: str) -> Iterator[Path]:
         else:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
             except OSError as e:
                 raise _unusable(e, what, path.parent) from None
             try:

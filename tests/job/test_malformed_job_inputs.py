@@ -80,9 +80,9 @@ def test_blank_lines_in_a_manifest_are_skipped(decode_setup, tmp_path, layout):
     assert sorted(records) == sorted(x["id"] for x in lines)
 
 
-# -- manifests refused before decoding, naming the cut and the field ----------------------
+# -- a cut with a bad field fails alone, naming the cut and the field ---------------------
 
-BAD_CUTS = {
+BAD_FIELDS = {
     "negative-supervision-duration": (dict(sup_duration=-1.0),
                                       "supervision 'utt1' has start 0.0 and duration -1.0"),
     "zero-supervision-duration": (dict(sup_duration=0.0), "a duration > 0"),
@@ -91,22 +91,46 @@ BAD_CUTS = {
     "supervision-after-the-cut": (dict(sup_start=50.0), "lies outside the cut"),
     "supervision-before-the-cut": (dict(sup_start=-5.0, sup_duration=1.0),
                                    "lies outside the cut"),
-    "zero-cut-duration": (dict(duration=0.0), "has duration 0.0; a cut needs a duration > 0"),
-    "negative-cut-duration": (dict(duration=-2.0), "a cut needs a duration > 0"),
+    "zero-cut-duration": (dict(duration=0.0), "duration 0.0: a cut needs a number > 0"),
+    "negative-cut-duration": (dict(duration=-2.0), "a cut needs a number > 0"),
+}
+
+
+def _decode_second_changed(s, tmp_path, changes: dict):
+    """Decode the setup's cuts with the second one (utt1) changed by ``changes``."""
+    lines = _lines(s)
+    lines[1] = _edit(lines[1], **changes)
+    return _decode(s, tmp_path / "out", "--cuts", str(_manifest(tmp_path, lines)))
+
+
+@pytest.mark.parametrize("name", BAD_FIELDS)
+def test_a_cut_with_a_bad_field_fails_alone_naming_it(decode_setup, tmp_path, name):
+    changes, message = BAD_FIELDS[name]
+    r = _decode_second_changed(decode_setup, tmp_path, changes)
+    assert r.exit_code == 3, r.output  # some cuts failed
+    assert "Traceback" not in r.output, r.output
+    records = read_results(tmp_path / "out" / "greedy_search" / "results-cuts.jsonl")
+    assert records["utt1"]["status"] == "error", records["utt1"]
+    assert "cut 'utt1'" in records["utt1"]["error"] and message in records["utt1"]["error"]
+    assert records["utt0"]["status"] == "ok"
+
+
+# -- manifests refused before decoding, naming the cut and the id -------------------------
+
+BAD_CUTS = {
     "cut-id-with-space": (dict(id="utt 1"), "cut id 'utt 1' contains ' '"),
     "cut-id-with-tab": (dict(id="utt\t1"), "contains '\\t'"),
     "empty-cut-id": (dict(id=""), "cut id '' must be a non-empty string"),
     "supervision-id-with-space": (dict(sup_id="sup one"),
                                   "supervision id 'sup one' contains ' '"),
+    "cut-id-with-slash": (dict(id="../utt1"), "cut id '../utt1' cannot be part of a file name"),
 }
 
 
 @pytest.mark.parametrize("name", BAD_CUTS)
 def test_a_bad_cut_is_a_usage_error_naming_it(decode_setup, tmp_path, name):
     changes, message = BAD_CUTS[name]
-    lines = _lines(decode_setup)
-    lines[1] = _edit(lines[1], **changes)
-    r = _decode(decode_setup, tmp_path / "out", "--cuts", str(_manifest(tmp_path, lines)))
+    r = _decode_second_changed(decode_setup, tmp_path, changes)
     assert r.exit_code == 2, r.output
     assert message in r.output and "Traceback" not in r.output, r.output
     assert not list(tmp_path.rglob("results-*.jsonl"))

@@ -157,7 +157,7 @@ def test_unreadable_feature_files_fail_their_cuts_only(decode_setup, tmp_path):
     assert "cannot read the features: FileNotFoundError" in records["utt0"]["error"]
     assert "missing.lca" in records["utt0"]["error"]
     assert "cannot read the features: ValueError: lilcom" in records["utt2"]["error"]
-    assert "cannot read the features: TypeError" in records["utt3"]["error"]
+    assert "storage_type 'no-such-storage'" in records["utt3"]["error"]  # named up front
     assert "the cut has no features" in records["utt4"]["error"]
     assert all("[extra info]" not in r.get("error", "") for r in records.values())
     # cuts without any features: a usage error, up front

@@ -101,9 +101,9 @@ def test_save_results(tmp_path):
 
 
 def test_save_results_bad_names(tmp_path):
-    with pytest.raises(ValueError, match="test_set must be"):
+    with pytest.raises(ValueError, match="test_set 'a/b' cannot be part of a file name"):
         save_results(tmp_path, "a/b", {"k": RESULTS})
-    with pytest.raises(ValueError, match="key must be"):
+    with pytest.raises(ValueError, match="key must not be empty"):
         save_results(tmp_path, "t", {"": RESULTS})
     with pytest.raises(ValueError, match="results is empty"):
         save_results(tmp_path, "t", {})

@@ -1,0 +1,49 @@
+"""Scoring a finished results file: WERs of every setting (icefall's files:
+:func:`k2dec.results.save_results`), words compared in upper case as icefall scores."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..results import save_results
+from .config import DecodeSummary
+
+__all__ = ["score_results", "scored_words"]
+
+logger = logging.getLogger(__name__)
+
+
+def _words(hyp: Any) -> list[str]:
+    """The words of one setting in a results line (older files stored the word list)."""
+    return hyp["text"] if isinstance(hyp, dict) else hyp
+
+
+def scored_words(words: Sequence[str]) -> list[str]:
+    """Words as they are scored: upper case, as icefall scores (a reference in another case
+    than the vocabulary is not all wrong)."""
+    return [w.upper() for w in words]
+
+
+def score_results(records: Mapping[str, Mapping[str, Any]], path: Path, out_dir: Path,
+                  method: str, test_set: str, rtf: float, suffix: str) -> DecodeSummary:
+    """Write icefall's files (``recogs-``, ``errs-``, ``wer-summary-<test_set>[-<suffix>]``)
+    in ``out_dir`` for the records of the results file ``path``, and sum them up."""
+    failed = sorted(k for k, r in records.items() if r["status"] == "error")
+    by_key: dict[str, list] = {}
+    for cut_id in sorted(records):
+        rec = records[cut_id]
+        if rec["status"] != "ok" or rec.get("ref") is None:
+            continue
+        for key, hyp in rec["hyps"].items():
+            by_key.setdefault(key, []).append((cut_id, scored_words(rec["ref"]),
+                                               scored_words(_words(hyp))))
+    wers = save_results(out_dir, test_set, by_key, suffix=suffix, failed=failed,
+                        num_cuts=len(records)) if by_key else {}
+    first = records[failed[0]]["error"] if failed else ""
+    if failed:  # the summary has them; k2dec decode prints one line per method
+        logger.info("%s: %d cuts could not be decoded (see %s): %s", test_set, len(failed),
+                    path, ", ".join(failed[:10]))
+    return DecodeSummary(method, test_set, wers, rtf, len(records), failed, path, first)
