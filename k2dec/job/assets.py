@@ -252,7 +252,7 @@ def check_lm_tokens(lm: Any, path: str | Path, lang: LangDir | None, sp: Any) ->
 
 def _load_scorer_inputs(res: Resources, sp: Any, hotwords: str | Path | None,
                         lodr_arpa: str | Path | None, device: torch.device) -> None:
-    from ..scorers import TokenNgramScorer, encode_hotwords, read_hotwords
+    from ..scorers import TokenNgramScorer, check_hotword_size, encode_hotwords, read_hotwords
 
     if sp is None:
         given = [f"{opt} {p}" for opt, p in (("--hotwords", hotwords),
@@ -260,8 +260,12 @@ def _load_scorer_inputs(res: Resources, sp: Any, hotwords: str | Path | None,
         raise ValueError(f"{' and '.join(given)}: need the BPE model (bpe.model in --lang-dir "
                          "or beside the model)")
     if hotwords is not None:
-        res.sources["hotwords"] = tuple((tuple(t), s) for t, s in encode_hotwords(
-            read_hotwords(hotwords), sp))
+        phrases = encode_hotwords(read_hotwords(hotwords), sp)
+        try:  # refused before any cut, not when a method first builds its automaton
+            check_hotword_size(phrases)
+        except ValueError as e:
+            raise ValueError(f"--hotwords {hotwords}: {e}") from None
+        res.sources["hotwords"] = tuple((tuple(t), s) for t, s in phrases)
     if lodr_arpa is not None:
         pieces = {sp.id_to_piece(i): i for i in range(sp.get_piece_size())}
         res.sources["lodr"] = TokenNgramScorer.from_arpa(lodr_arpa, sp.get_piece_size(),

@@ -33,10 +33,10 @@ from ..scorers import (
     HotwordScorer,
     WeightedScorer,
     bias_word_graph,
+    check_hotword_score,
     hotword_graph,
 )
 from ..scorers.context_graph import rebuilt_fsa
-from .checks import check_finite
 from .registry import Resources, TransducerInputs
 
 __all__ = ["HOTWORDS_PARTIAL_SHARE", "HOTWORDS_SCORE", "HOTWORDS_WHOLE_WORDS",
@@ -105,8 +105,10 @@ HotwordFields = HotwordConfig
 
 
 def check_hotwords(cfg: HotwordConfig) -> None:
-    """Raise ``ValueError``/``TypeError`` on a bad hotword field."""
-    check_finite("hotwords_score", cfg.hotwords_score)
+    """Raise ``ValueError``/``TypeError`` on a bad hotword field (``hotwords_score``: a
+    finite number in ``[-HOTWORD_MAX_SCORE, HOTWORD_MAX_SCORE]``,
+    :func:`k2dec.scorers.check_hotword_score`)."""
+    check_hotword_score(cfg.hotwords_score, "hotwords_score")
     share = cfg.hotwords_partial_share
     if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
         raise ValueError(f"hotwords_partial_share must be a number in [0, 1], got {share!r}")
@@ -176,6 +178,7 @@ def word_biased_graph(res: Resources, graph: k2.Fsa, score: float,
     are none."""
     if not res.hotword_words:
         return graph
+    check_hotword_score(score, "hotwords_score")
     key = ("word_hotword_graph", id(res.hotword_words), id(graph), float(score), max_arcs)
     if key not in res.cache:
         res.cache[key] = bias_word_graph(graph, res.hotword_words, score, max_arcs)

@@ -25,10 +25,14 @@ Example (an LM and a hotword list in modified beam search)::
 from k2dec.scorers.base import Scorer, ScorerSet, TableScorer, WeightedScorer
 from k2dec.scorers.context_graph import (
     HOTWORD_GRAPH_MAX_ARCS,
+    HOTWORD_MAX_SCORE,
+    HOTWORD_MAX_STATES,
     ContextGraph,
     Hotword,
     HotwordScorer,
     bias_word_graph,
+    check_hotword_score,
+    check_hotword_size,
     encode_hotword_words,
     encode_hotwords,
     hotword_graph,
@@ -40,6 +44,8 @@ from k2dec.scorers.ngram import ArpaModel, TokenNgramScorer, read_arpa, train_to
 
 __all__ = [
     "HOTWORD_GRAPH_MAX_ARCS",
+    "HOTWORD_MAX_SCORE",
+    "HOTWORD_MAX_STATES",
     "ArpaModel",
     "ContextGraph",
     "CtcPrefixScorer",
@@ -56,6 +62,8 @@ __all__ = [
     "TokenNgramScorer",
     "WeightedScorer",
     "bias_word_graph",
+    "check_hotword_score",
+    "check_hotword_size",
     "encode_hotword_words",
     "encode_hotwords",
     "hotword_graph",
