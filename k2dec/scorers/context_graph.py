@@ -369,8 +369,7 @@ class ContextGraph:
         ``[0, 1]``, the share of the bonus a partial match holds). ``S x V`` entries: for
         graphs; :class:`HotwordScorer` computes the rows it needs instead."""
         steps = HotwordSteps([self], vocab_size, strict, word_start, partial)
-        states = torch.arange(self.num_nodes)
-        nxt, score = steps.step(states)
+        nxt, score = steps.dense()
         return nxt, score, steps.final
 
 
@@ -454,6 +453,18 @@ class HotwordSteps:
             self.final = -held if word_start is None else out - held
         else:
             self.final = -held if word_start is None else self.values["keep"] - held
+
+    def dense(self, chunk: int = 4096) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(next, score)``: int64 / float64 ``[S, V]``, every node's :meth:`step`, filled
+        ``chunk`` nodes at a time (no temporaries beyond a chunk)."""
+        s, v = self.goto.graph.numel(), self.goto.root.shape[1]
+        device = self.goto.root.device
+        nxt = torch.empty(s, v, dtype=torch.int64, device=device)
+        score = torch.empty(s, v, dtype=torch.float64, device=device)
+        for start in range(0, s, chunk):
+            states = torch.arange(start, min(s, start + chunk), device=device)
+            nxt[start:start + chunk], score[start:start + chunk] = self.step(states)
+        return nxt, score
 
     def step(self, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(next, score)``: int64 / float64 ``[M, V]`` after each of ``states`` (int64
@@ -550,10 +561,17 @@ def hotword_graph(graph: ContextGraph, vocab_size: int, blank_id: int = 0,
     return k2.arc_sort(fsa).to(torch.device(device))
 
 
+#: Up to this many entries (nodes times tokens) a :class:`HotwordScorer` expands its
+#: automaton into dense tables (``2**25``: 16 bytes each, at most 512 MB; a search step is two
+#: gathers); a larger one computes the rows each step needs (memory linear in the list, a
+#: step several times slower).
+HOTWORD_DENSE_ENTRIES = 2**25
+
+
 class HotwordScorer(TableScorer):
     """Hotword biasing as a scorer (weight 1 gives icefall's behaviour: the bonuses are the
-    graph's scores). A step computes the rows it needs (:class:`HotwordSteps`): memory is
-    linear in the list, not ``S x V``.
+    graph's scores). Up to :data:`HOTWORD_DENSE_ENTRIES` nodes times tokens, dense tables
+    (:attr:`dense`); beyond, a step computes the rows it needs (:class:`HotwordSteps`).
 
     Args:
       graphs: one :class:`ContextGraph` for every utterance, or a sequence with one per
@@ -582,6 +600,9 @@ class HotwordScorer(TableScorer):
         self.steps = HotwordSteps(graphs, vocab_size, strict, word_start, partial, device)
         self.final = self.steps.final
         self.roots = self.steps.roots
+        self.dense = self.final.numel() * vocab_size <= HOTWORD_DENSE_ENTRIES
+        if self.dense:  # a search step is two gathers
+            self.next_state, self.score_table = self.steps.dense()
 
     def init_state(self, utt: torch.Tensor) -> torch.Tensor:
         utt = utt.to(self.roots.device)
@@ -594,17 +615,23 @@ class HotwordScorer(TableScorer):
 
     def score(self, state: torch.Tensor,
               cand: torch.Tensor | None = None) -> tuple[torch.Tensor, None]:
+        if self.dense:
+            return super().score(state, cand)
         if cand is not None:
             raise ValueError(f"{type(self).__name__} scores every token; cand must be None")
         return self.steps.step(state)[1], None
 
     def score_tokens(self, state: torch.Tensor, rows: torch.Tensor,
                      tokens: torch.Tensor) -> tuple[torch.Tensor, None]:
+        if self.dense:
+            return super().score_tokens(state, rows, tokens)
         _, score = self.steps.step(state.index_select(0, rows))
         return score.gather(1, tokens.unsqueeze(1)).squeeze(1), None
 
     def advance(self, state: torch.Tensor, pending: None, rows: torch.Tensor,
                 tokens: torch.Tensor, emit: torch.Tensor | None = None) -> torch.Tensor:
+        if self.dense:
+            return super().advance(state, pending, rows, tokens, emit)
         new = self.select(state, rows)
         nxt, _ = self.steps.step(new)
         moved = nxt.gather(1, tokens.unsqueeze(1)).squeeze(1)

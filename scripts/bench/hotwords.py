@@ -58,13 +58,14 @@ TIME_TARGET = 1.25
 WORKER_TIMEOUT = 900
 
 
-def target_phrases(refs: list[list[str]], n: int = TARGETS) -> list[str]:
-    """The first ``n`` distinct reference bigrams whose words have at least six letters."""
+def target_phrases(refs: list[list[str]], vocab: set[str], n: int = TARGETS) -> list[str]:
+    """The first ``n`` distinct reference bigrams whose words are in ``vocab`` and have at
+    least six letters."""
     out: list[str] = []
     for ref in refs:
         for a, b in zip(ref, ref[1:]):
             p = f"{a} {b}"
-            if len(a) >= 6 and len(b) >= 6 and p not in out:
+            if len(a) >= 6 and len(b) >= 6 and {a, b} <= vocab and p not in out:
                 out.append(p)
                 if len(out) == n:
                     return out
@@ -110,8 +111,7 @@ def biased_stats(refs: list[list[str]], hyps: list[list[str]], targets: list[str
 
 def lexicon_words() -> list[str]:
     lines = (SHIPPED / "lang" / "words.txt").read_text().splitlines()
-    return [w for w in (ln.split()[0] for ln in lines)
-            if w.isalpha() and w.upper() == w and w not in ("<eps>", "<UNK>")]
+    return [w for w in (ln.split()[0] for ln in lines) if w.replace("'", "").isalpha()]
 
 
 def _inputs(name: str, batch):
@@ -137,10 +137,11 @@ def worker(name: str, n: int, cuts: int, work: Path) -> dict:
 
     one_thread()
     batch = shipped_batch(max_cuts=cuts)
-    targets = target_phrases(batch.refs)
+    words = lexicon_words()
+    targets = target_phrases(batch.refs, set(words))
     path = work / f"hotwords-{n}.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(p + "\n" for p in phrase_list(n, targets, lexicon_words())))
+    path.write_text("".join(p + "\n" for p in phrase_list(n, targets, words)))
     method = get_method(name)
     cfg = override_config(method.default_config(), list(BASE_SETS.get(name, ())))
     inputs = _inputs(name, batch)
