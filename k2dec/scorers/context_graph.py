@@ -323,18 +323,12 @@ class ContextGraph:
         root = torch.zeros(vocab_size, dtype=torch.int64)
         for tok, child in self.children[0].items():
             root[tok] = child
-        # a node's row differs from the root's only at the children of its fail chain
-        # (deeper ones first); the root's children are in ``root`` itself
-        diff: list[dict[int, int]] = [{}] * self.num_nodes
-        for node in self._bfs_order:
-            base = diff[self.fail[node]]
-            diff[node] = {**base, **self.children[node]} if self.children[node] else base
-        sizes = torch.tensor([len(d) for d in diff], dtype=torch.int64)
+        sizes = torch.tensor([len(c) for c in self.children], dtype=torch.int64)
         splits = torch.cat([torch.zeros(1, dtype=torch.int64), torch.cumsum(sizes, 0)])
-        tok = torch.tensor([t for d in diff for t in d], dtype=torch.int64)
-        dst = torch.tensor([c for d in diff for c in d.values()], dtype=torch.int64)
+        tok = torch.tensor([t for c in self.children for t in c], dtype=torch.int64)
+        dst = torch.tensor([n for c in self.children for n in c.values()], dtype=torch.int64)
         return GotoRows(root.unsqueeze(0), torch.zeros(self.num_nodes, dtype=torch.int64),
-                        splits, tok, dst)
+                        torch.tensor(self.fail, dtype=torch.int64), splits, tok, dst)
 
     def node_values(self, strict: bool, partial: float = 1.0) -> dict[str, torch.Tensor]:
         """Per node (``[S]`` each): ``held`` (float64, what a partial match holds),
@@ -375,37 +369,52 @@ class ContextGraph:
 
 @dataclass
 class GotoRows:
-    """The transitions of one or more automata over tokens ``[0, V)``, sparse: the row of
-    node ``s`` is the row of its automaton's root (``root[graph[s]]``, int64 ``[L, V]``)
-    but at ``tok[splits[s]:splits[s + 1]]``, where it goes to ``dst[...]`` (int64, flat).
+    """The transitions of one or more automata over tokens ``[0, V)``, sparse (``O(S)``
+    memory): the row of node ``s`` is its automaton's root row (``root[graph[s]]``), then
+    the children of every node on its fail chain written over it, the shallowest first, its
+    own last (the Aho-Corasick ``goto``).
 
     Attributes:
-      root: int64 ``[L, V]``; graph: int64 ``[S]``, each node's automaton; splits: int64
-      ``[S + 1]``; tok, dst: int64 ``[E]``.
+      root: int64 ``[L, V]``; graph: int64 ``[S]``, each node's automaton; fail: int64
+      ``[S]`` (a root fails to itself); splits: int64 ``[S + 1]``; tok, dst: int64 ``[E]``,
+      the children of node ``s`` at ``splits[s]:splits[s + 1]``.
     """
 
     root: torch.Tensor
     graph: torch.Tensor
+    fail: torch.Tensor
     splits: torch.Tensor
     tok: torch.Tensor
     dst: torch.Tensor
 
     def rows(self, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``(goto, root_goto)``: int64 ``[M, V]``, the next node of every token after each
-        of ``states`` (int64 ``[M]``), and the row of each one's root."""
+        of ``states`` (int64 ``[M]``), and the row of each one's root. As many scatters as
+        the longest fail chain among ``states``."""
         root_goto = self.root.index_select(0, self.graph.index_select(0, states))
+        chain = [states]
+        while True:
+            up = self.fail.index_select(0, chain[-1])
+            if torch.equal(up, chain[-1]):
+                break
+            chain.append(up)
         goto = root_goto.clone()
-        start = self.splits.index_select(0, states)
-        counts = self.splits.index_select(0, states + 1) - start
-        total = int(counts.sum()) if counts.numel() else 0
-        if total:
-            row = torch.repeat_interleave(torch.arange(states.numel(), device=states.device),
-                                          counts)
-            first = torch.cumsum(counts, 0) - counts
-            pos = start.repeat_interleave(counts) + torch.arange(
-                total, device=states.device) - first.repeat_interleave(counts)
-            goto[row, self.tok[pos]] = self.dst[pos]
+        for nodes in reversed(chain):
+            self._write_children(goto, nodes)
         return goto, root_goto
+
+    def _write_children(self, goto: torch.Tensor, nodes: torch.Tensor) -> None:
+        """``goto[i, t] = c`` for every child ``c`` by token ``t`` of ``nodes[i]``."""
+        start = self.splits.index_select(0, nodes)
+        counts = self.splits.index_select(0, nodes + 1) - start
+        total = int(counts.sum()) if counts.numel() else 0
+        if not total:
+            return
+        row = torch.repeat_interleave(torch.arange(nodes.numel(), device=nodes.device), counts)
+        first = torch.cumsum(counts, 0) - counts
+        pos = start.repeat_interleave(counts) + torch.arange(
+            total, device=nodes.device) - first.repeat_interleave(counts)
+        goto[row, self.tok[pos]] = self.dst[pos]
 
     @staticmethod
     def cat(parts: Sequence[GotoRows], sizes: Sequence[int]) -> GotoRows:
@@ -416,13 +425,14 @@ class GotoRows:
         return GotoRows(
             torch.cat([p.root + o for p, o in zip(parts, offsets)]),
             torch.cat([p.graph + i for i, p in enumerate(parts)]),
+            torch.cat([p.fail + o for p, o in zip(parts, offsets)]),
             torch.cat([parts[0].splits[:1]] + [p.splits[1:] + e for p, e in zip(parts, edges)]),
             torch.cat([p.tok for p in parts]),
             torch.cat([p.dst + o for p, o in zip(parts, offsets)]))
 
     def to(self, device: torch.device) -> GotoRows:
-        return GotoRows(*(t.to(device) for t in (self.root, self.graph, self.splits, self.tok,
-                                                 self.dst)))
+        return GotoRows(*(t.to(device) for t in (self.root, self.graph, self.fail, self.splits,
+                                                 self.tok, self.dst)))
 
 
 class HotwordSteps:
@@ -583,11 +593,13 @@ class HotwordScorer(TableScorer):
       word_start: bool per token id: whole words only (see the module docstring); None:
         a phrase completes on its last token (icefall).
       partial: the share of a phrase's bonus a partial match holds (icefall: 1).
+      dense_entries: the bound on dense tables (:data:`HOTWORD_DENSE_ENTRIES`).
     """
 
     def __init__(self, graphs: ContextGraph | Sequence[ContextGraph], vocab_size: int,
                  strict: bool = False, device: torch.device | str = "cpu",
-                 word_start: torch.Tensor | None = None, partial: float = 1.0) -> None:
+                 word_start: torch.Tensor | None = None, partial: float = 1.0,
+                 dense_entries: int = HOTWORD_DENSE_ENTRIES) -> None:
         single = isinstance(graphs, ContextGraph)
         graphs = [graphs] if single else list(graphs)
         if not graphs or not all(isinstance(g, ContextGraph) for g in graphs):
@@ -600,7 +612,7 @@ class HotwordScorer(TableScorer):
         self.steps = HotwordSteps(graphs, vocab_size, strict, word_start, partial, device)
         self.final = self.steps.final
         self.roots = self.steps.roots
-        self.dense = self.final.numel() * vocab_size <= HOTWORD_DENSE_ENTRIES
+        self.dense = self.final.numel() * vocab_size <= dense_entries
         if self.dense:  # a search step is two gathers
             self.next_state, self.score_table = self.steps.dense()
 
