@@ -1,0 +1,83 @@
+"""Hotword settings and lists at scale through the methods and the CLI: the bonus' range in
+the method configs, a list too large refused up front (before any cut), and
+``python -m k2dec.cli decode --hotwords FILE`` on the shipped assets with a bad score, a
+lower-case list and a tab before ``:SCORE``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from k2dec.methods.hotword_biasing import HotwordConfig
+
+REPO = Path(__file__).resolve().parents[2]
+SHIPPED = REPO / "assets" / "librispeech-synth"
+AUDIO = SHIPPED / "corpus" / "test-clean" / "101" / "3000" / "101-3000-0000.flac"
+needs_shipped = pytest.mark.skipif(not (SHIPPED / "model.pt").is_file() or not AUDIO.is_file(),
+                                   reason="no shipped model in this checkout")
+
+
+@pytest.mark.parametrize("score", [1e30, float("inf"), float("nan"), -51.0])
+def test_hotwords_score_has_a_range(score):
+    with pytest.raises(ValueError, match=r"^hotwords_score: a hotword score must be a finite "
+                                         r"number in \[-50, 50\]"):
+        HotwordConfig(hotwords_score=score)
+    assert HotwordConfig(hotwords_score=50.0).hotwords_score == 50.0
+
+
+@needs_shipped
+def test_a_list_too_large_is_refused_when_loaded(tmp_path):
+    from k2dec.job import load_assets
+    from k2dec.scorers import HOTWORD_MAX_STATES
+
+    hot = tmp_path / "hot.txt"
+    # every line is many pieces; together more than the bound
+    line = " ".join(["ANTIDISESTABLISHMENTARIANISM"] * 40)
+    count = HOTWORD_MAX_STATES // 200 + 1
+    hot.write_text((line + "\n") * count)
+    with pytest.raises(ValueError, match=rf"^--hotwords {hot}: {count} hotword phrases have "
+                                         r"\d+ tokens: their automaton could have \d+ states, "
+                                         rf"more than the bound {HOTWORD_MAX_STATES}"):
+        load_assets(SHIPPED / "model.pt", SHIPPED / "lang", hotwords=hot)
+
+
+def _decode(tmp_path: Path, name: str, text: str) -> subprocess.CompletedProcess:
+    audio = tmp_path / "audio"
+    if not audio.is_dir():
+        audio.mkdir()
+        shutil.copy(AUDIO, audio / AUDIO.name)
+    hot = tmp_path / f"{name}.txt"
+    hot.write_text(text)
+    return subprocess.run(
+        [sys.executable, "-m", "k2dec.cli", "decode", "--audio-dir", str(audio), "--model",
+         str(SHIPPED / "model.pt"), "--lang-dir", str(SHIPPED / "lang"), "--method",
+         "modified_beam_search", "--hotwords", str(hot), "--out-dir", str(tmp_path / name)],
+        cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def _hyps(out: Path) -> list[tuple[list[str], float]]:
+    (path,) = out.glob("modified_beam_search/results-*.jsonl")
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    return [(r["hyp"], r["hyps"]["modified_beam_search"]["score"]) for r in rows]
+
+
+@needs_shipped
+def test_cli_hotwords_file_checks(tmp_path):
+    bad = _decode(tmp_path, "bad", "GOOD WORDS :2\nBIG BONUS :1e30\n")
+    assert bad.returncode == 2, bad.stderr
+    assert "Traceback" not in bad.stderr
+    assert (f"bad.txt:2: phrase 'BIG BONUS': a hotword score must be a finite number in "
+            "[-50, 50] (HOTWORD_MAX_SCORE), got 1e+30") in bad.stderr
+    # a lower-case list with a tab before its score decodes as the upper-case one
+    # (the utterance is DON'T DISCOUNT FLYING PICKS ...: the phrase earns its bonus)
+    other = _decode(tmp_path, "other", "ZEBRA CROSSING :3\n")
+    upper = _decode(tmp_path, "upper", "DISCOUNT FLYING :3\n")
+    lower = _decode(tmp_path, "lower", "discount Flying\t:3\n")
+    assert other.returncode == upper.returncode == lower.returncode == 0, lower.stderr
+    assert _hyps(tmp_path / "lower") == _hyps(tmp_path / "upper")
+    assert _hyps(tmp_path / "upper")[0][1] > _hyps(tmp_path / "other")[0][1] + 1.0
