@@ -71,7 +71,7 @@ def test_cli_hotwords_file_checks(tmp_path):
     bad = _decode(tmp_path, "bad", "GOOD WORDS :2\nBIG BONUS :1e30\n")
     assert bad.returncode == 2, bad.stderr
     assert "Traceback" not in bad.stderr
-    assert (f"bad.txt:2: phrase 'BIG BONUS': a hotword score must be a finite number in "
+    assert ("bad.txt:2: phrase 'BIG BONUS': a hotword score must be a finite number in "
             "[-50, 50] (HOTWORD_MAX_SCORE), got 1e+30") in bad.stderr
     # a lower-case list with a tab before its score decodes as the upper-case one
     # (the utterance is DON'T DISCOUNT FLYING PICKS ...: the phrase earns its bonus)
