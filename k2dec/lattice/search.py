@@ -9,6 +9,7 @@ no utterance vanishes silently.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 import math
@@ -362,7 +363,11 @@ def search_lattices(
     order = torch.sort(num_frames, descending=True, stable=True).indices
     pending = search.first_pass(order)
     search.retry(pending)
-    return search.result()
+    result = search.result()
+    bias = dict(graph.named_non_tensor_attr()).get("hotword_lattice_bias")
+    if bias is None:  # a graph too large to bias carries its hotword bonus for the lattices
+        return result
+    return dataclasses.replace(result, pieces=tuple(bias(p) for p in result.pieces))
 
 
 class _GroupedSearch:

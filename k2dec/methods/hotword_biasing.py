@@ -36,7 +36,12 @@ from ..scorers import (
     check_hotword_score,
     hotword_graph,
 )
-from ..scorers.context_graph import rebuilt_fsa
+from ..scorers.context_graph import (
+    HotwordGraphTooLarge,
+    LatticeHotwords,
+    lattice_biased_graph,
+    rebuilt_fsa,
+)
 from .registry import Resources, TransducerInputs
 
 __all__ = ["HOTWORDS_PARTIAL_SHARE", "HOTWORDS_SCORE", "HOTWORDS_WHOLE_WORDS",
@@ -175,13 +180,21 @@ def word_biased_graph(res: Resources, graph: k2.Fsa, score: float,
                       max_arcs: int = HOTWORD_GRAPH_MAX_ARCS) -> k2.Fsa:
     """``graph`` (word ids in ``aux_labels``) biased by ``Resources.hotword_words``
     (:func:`k2dec.scorers.bias_word_graph`, ``score`` per word); ``graph`` itself when there
-    are none."""
+    are none. When the biased graph could exceed ``max_arcs`` (a long list of multi-word
+    phrases: checked before building), the bonus goes on the lattices instead
+    (:class:`k2dec.scorers.LatticeHotwords`: the same bonus per path, the search unbiased),
+    through a copy of ``graph`` that carries it."""
     if not res.hotword_words:
         return graph
     check_hotword_score(score, "hotwords_score")
     key = ("word_hotword_graph", id(res.hotword_words), id(graph), float(score), max_arcs)
     if key not in res.cache:
-        res.cache[key] = bias_word_graph(graph, res.hotword_words, score, max_arcs)
+        try:
+            res.cache[key] = bias_word_graph(graph, res.hotword_words, score, max_arcs)
+        except HotwordGraphTooLarge as e:
+            logger.info("%s: biasing the lattices instead of the graph", e)
+            res.cache[key] = lattice_biased_graph(graph, LatticeHotwords(res.hotword_words,
+                                                                         score))
     return res.cache[key]
 
 

@@ -71,13 +71,16 @@ __all__ = [
     "GotoRows",
     "Hotword",
     "HotwordScorer",
+    "HotwordGraphTooLarge",
     "HotwordSteps",
+    "LatticeHotwords",
     "bias_word_graph",
     "check_hotword_score",
     "check_hotword_size",
     "encode_hotword_words",
     "encode_hotwords",
     "hotword_graph",
+    "lattice_biased_graph",
     "read_hotwords",
     "rebuilt_fsa",
 ]
@@ -387,11 +390,19 @@ class GotoRows:
     tok: torch.Tensor
     dst: torch.Tensor
 
-    def rows(self, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def rows(self, states: torch.Tensor, columns: torch.Tensor | None = None
+             ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(goto, root_goto)``: int64 ``[M, V]``, the next node of every token after each
-        of ``states`` (int64 ``[M]``), and the row of each one's root. As many scatters as
+        of ``states`` (int64 ``[M]``), and the row of each one's root; only the tokens
+        ``columns`` (int64 ``[C]``, distinct) when given (``[M, C]``). As many scatters as
         the longest fail chain among ``states``."""
         root_goto = self.root.index_select(0, self.graph.index_select(0, states))
+        col = None
+        if columns is not None:
+            root_goto = root_goto.index_select(1, columns)
+            col = torch.full((self.root.shape[1],), -1, dtype=torch.int64,
+                             device=columns.device)
+            col[columns] = torch.arange(columns.numel(), device=columns.device)
         chain = [states]
         while True:
             up = self.fail.index_select(0, chain[-1])
@@ -400,13 +411,17 @@ class GotoRows:
             chain.append(up)
         goto = root_goto.clone()
         for nodes in reversed(chain):
-            self._write_children(goto, nodes)
+            self._write_children(goto, nodes, col)
         return goto, root_goto
 
-    def _write_children(self, goto: torch.Tensor, nodes: torch.Tensor) -> None:
-        """``goto[i, t] = c`` for every child ``c`` by token ``t`` of ``nodes[i]``."""
+    def _write_children(self, goto: torch.Tensor, nodes: torch.Tensor,
+                        col: torch.Tensor | None) -> None:
+        """``goto[i, t] = c`` for every child ``c`` by token ``t`` of ``nodes[i]`` but the
+        roots (those fail to themselves: their children are in ``goto`` already); with
+        ``col``, in column ``col[t]`` (tokens with ``col[t] < 0`` left out)."""
         start = self.splits.index_select(0, nodes)
         counts = self.splits.index_select(0, nodes + 1) - start
+        counts = counts * (self.fail.index_select(0, nodes) != nodes)
         total = int(counts.sum()) if counts.numel() else 0
         if not total:
             return
@@ -414,7 +429,12 @@ class GotoRows:
         first = torch.cumsum(counts, 0) - counts
         pos = start.repeat_interleave(counts) + torch.arange(
             total, device=nodes.device) - first.repeat_interleave(counts)
-        goto[row, self.tok[pos]] = self.dst[pos]
+        tok = self.tok[pos]
+        if col is not None:
+            tok = col[tok]
+            keep = tok >= 0
+            row, tok, pos = row[keep], tok[keep], pos[keep]
+        goto[row, tok] = self.dst[pos]
 
     @staticmethod
     def cat(parts: Sequence[GotoRows], sizes: Sequence[int]) -> GotoRows:
@@ -476,11 +496,14 @@ class HotwordSteps:
             nxt[start:start + chunk], score[start:start + chunk] = self.step(states)
         return nxt, score
 
-    def step(self, states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def step(self, states: torch.Tensor, columns: torch.Tensor | None = None
+             ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(next, score)``: int64 / float64 ``[M, V]`` after each of ``states`` (int64
-        ``[M]``)."""
-        goto, root_goto = self.goto.rows(states)
+        ``[M]``); ``[M, C]`` for the tokens ``columns`` (int64 ``[C]``) only."""
+        goto, root_goto = self.goto.rows(states, columns)
         v, ws = self.values, self.word_start
+        if ws is not None and columns is not None:
+            ws = ws.index_select(0, columns)
         held = v["held"]
         here = held.index_select(0, states).unsqueeze(1)
         zero = torch.zeros((), dtype=torch.float64, device=held.device)
@@ -650,6 +673,86 @@ class HotwordScorer(TableScorer):
         return moved if emit is None else torch.where(emit, moved, new)
 
 
+class HotwordGraphTooLarge(ValueError):
+    """A hotword-biased word graph would exceed its bound (:func:`bias_word_graph`); the
+    HLG methods then bias their lattices instead (:class:`LatticeHotwords`)."""
+
+
+class LatticeHotwords:
+    """The word-level hotword bonus of :func:`bias_word_graph`, applied to lattices instead
+    of the graph (for lists whose biased graph would be too large): every path of a lattice
+    gets the bonus of its word sequence (non-strict bonus and refund, the final refund of an
+    unfinished phrase), so a path's total is what the biased graph would give it; the search
+    itself is not biased (a path pruned without the bonus stays pruned).
+
+    Per lattice batch, only the automaton's states reachable with the batch's words are
+    expanded, over those words only: memory is linear in the list plus
+    ``reachable states x words in the batch``.
+
+    Args:
+      phrases: ``(word ids, score or None)`` per phrase (:func:`encode_hotword_words`).
+      context_score: the default bonus per word.
+    """
+
+    def __init__(self, phrases: Sequence[tuple[Sequence[int], float | None]],
+                 context_score: float) -> None:
+        phrases = [([int(w) for w in ws], s) for ws, s in phrases if len(ws)]
+        if not phrases or min(min(ws) for ws, _ in phrases) < 1:
+            raise ValueError("LatticeHotwords needs phrases of word ids >= 1")
+        self.other = max(max(ws) for ws, _ in phrases) + 1  # any word in no phrase
+        self.context = ContextGraph(phrases, context_score)
+        self.steps = HotwordSteps([self.context], self.other + 1, strict=False)
+
+    def __call__(self, lattice: k2.Fsa) -> k2.Fsa:
+        """``lattice`` (FsaVec with word ids in ``aux_labels``, at most one per arc) with
+        the bonus in its scores (not in ``lm_scores``), on its device."""
+        cpu = k2.connect(lattice.to("cpu"))  # k2's pruned search leaves dead ends
+        words = _arc_words(cpu).clamp(max=self.other)
+        vocab = torch.unique(words[words > 0])
+        if cpu.num_arcs == 0 or vocab.numel() == 0:
+            return lattice
+        compact = torch.zeros(self.other + 1, dtype=torch.int64)
+        compact[vocab] = torch.arange(1, vocab.numel() + 1)
+        acceptor = self._acceptor(vocab)
+        out = k2.top_sort(_intersect_words(cpu, compact[words], acceptor))
+        if "hotword_lattice_bias" in dict(out.named_non_tensor_attr()):
+            del out.hotword_lattice_bias  # k2 copies the graph's attributes to lattices
+        return out.to(lattice.device)
+
+    def _acceptor(self, vocab: torch.Tensor) -> k2.Fsa:
+        """The automaton's states reachable with ``vocab`` (int64 word ids), an arc for every
+        (state, word of ``vocab`` as ``1..W``) and a final arc refunding an unfinished
+        match."""
+        seen, frontier = {0}, [0]
+        while frontier:
+            nxt, _ = self.steps.step(torch.tensor(frontier), vocab)
+            frontier = sorted(set(nxt.flatten().tolist()) - seen)
+            seen.update(frontier)
+        states = torch.tensor(sorted(seen))
+        nxt, score = self.steps.step(states, vocab)
+        index = torch.full((self.context.num_nodes,), -1, dtype=torch.int64)
+        index[states] = torch.arange(states.numel())
+        n, w = states.numel(), vocab.numel()
+        src = torch.arange(n).repeat_interleave(w + 1)
+        dst = torch.cat([index[nxt], torch.full((n, 1), n)], 1).flatten()
+        labels = torch.cat([torch.arange(1, w + 1).expand(n, w),
+                            torch.full((n, 1), -1)], 1).flatten()
+        scores = torch.cat([score, self.steps.final[states].unsqueeze(1)], 1)
+        arcs = torch.stack([src, dst, labels, torch.zeros_like(src)], 1).to(torch.int32)
+        fsa = k2.Fsa(arcs)
+        fsa.scores = scores.flatten().to(torch.float32)
+        return k2.arc_sort(fsa)
+
+
+def lattice_biased_graph(graph: k2.Fsa, bias: LatticeHotwords) -> k2.Fsa:
+    """A copy of ``graph`` (same arcs and attributes) that carries ``bias`` as its
+    ``hotword_lattice_bias``: :func:`k2dec.lattice.search_lattices` applies it to every
+    lattice searched with it."""
+    out = rebuilt_fsa(graph.to("cpu")).to(graph.device)
+    out.hotword_lattice_bias = bias
+    return out
+
+
 def rebuilt_fsa(fsa: k2.Fsa) -> k2.Fsa:
     """``fsa`` (a single FSA) rebuilt from its arcs tensor, with the same attributes. The
     output of k2 ops such as ``k2.intersect`` / ``k2.arc_sort`` makes every
@@ -748,17 +851,24 @@ def bias_word_graph(graph: k2.Fsa, phrases: Sequence[tuple[Sequence[int], float 
     words = _arc_words(g)
     compact, context, num_labels = _compact_context(words, phrases, context_score)
     _check_biased_size(g.num_arcs, context, num_labels, max_arcs)
-    acceptor = _word_acceptor(context, num_labels)
-    a = g.clone()
-    a.hotword_token_labels = g.labels.clone()
+    out = _intersect_words(g, compact[words], _word_acceptor(context, num_labels))
+    return rebuilt_fsa(k2.arc_sort(out)).to(device)
+
+
+def _intersect_words(fsa: k2.Fsa, labels: torch.Tensor, acceptor: k2.Fsa) -> k2.Fsa:
+    """``fsa`` (CPU, Fsa or FsaVec) intersected with ``acceptor`` on ``labels`` (int64 per
+    arc: the acceptor's label of its word, 0 where none), connected, with ``fsa``'s own
+    labels back."""
+    a = fsa.clone()
+    a.hotword_token_labels = fsa.labels.clone()
     refresh_labels_version(a)
-    a.labels = torch.where(g.labels == -1, -1, compact[words]).to(torch.int32)
+    a.labels = torch.where(fsa.labels == -1, -1, labels).to(torch.int32)
     a = k2.arc_sort(a)
     out = k2.connect(k2.intersect(a, acceptor, treat_epsilons_specially=True))
     refresh_labels_version(out)
     out.labels = out.hotword_token_labels
     del out.hotword_token_labels
-    return rebuilt_fsa(k2.arc_sort(out)).to(device)
+    return out
 
 
 def _checked_phrases(graph: k2.Fsa, phrases: Sequence[tuple[Sequence[int], float | None]],
@@ -788,7 +898,7 @@ def _check_biased_size(graph_arcs: int, context: ContextGraph, num_labels: int,
     for what, arcs in (("hotword-biased graph", graph_arcs * states),
                        ("word acceptor", num_labels * states)):
         if arcs > max_arcs:
-            raise ValueError(
+            raise HotwordGraphTooLarge(
                 f"{context.num_phrases} hotword phrases: the {what} could have {arcs} arcs "
                 f"({states} unfinished-phrase states x {arcs // states}), more than the bound "
                 f"max_arcs={max_arcs}; use fewer multi-word phrases (single words keep the "

@@ -182,3 +182,70 @@ def test_biased_word_graph_size_is_estimated_before_building():
         bias_word_graph(graph, phrases, 1.0, max_arcs=34)
     biased = bias_word_graph(graph, phrases, 1.0, max_arcs=35)
     assert biased.num_arcs >= graph.num_arcs
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lattice_bonus_is_the_biased_graphs(seed, tmp_path):
+    """Every word sequence of a lattice biased by LatticeHotwords has its best score plus the
+    reference bonus of the sequence, as the biased graph gives it (no sequence lost)."""
+    import k2
+
+    from k2dec.graph import build_ctc_topo, compile_HLG
+    from k2dec.scorers import LatticeHotwords
+    from tests.graph.random_lang import ctc_realisations
+    from tests.graph.test_every_word_sequence import Case, _linear, best_per_word_sequence
+    from tests.scorers.test_word_hotwords import reference_bonus, word_phrases
+
+    case = Case(seed, tmp_path)
+    HLG = compile_HLG(build_ctc_topo(case.lang.max_token_id), case.L, case.G, *case.ids)
+    wt = case.lang.word_table
+    rng = random.Random(seed)
+    phrases = word_phrases(rng, [wt[w] for w in case.spec.words], 4)
+    phrases.append(([wt[rng.choice(case.spec.words)]], None))
+    bias = LatticeHotwords(phrases, 1.25)
+    ref = RefContextGraph(phrases, 1.25, strict=False)
+    checked = bonus_seen = 0
+    for tokens in sorted(case.token_sequences()):
+        for f in ctc_realisations(case.token_ids(tokens), rng, num_random=1,
+                                  exhaustive_up_to=1)[:2]:
+            lat = k2.connect(k2.intersect(_linear(f), HLG, treat_epsilons_specially=False))
+            if not lat.num_arcs:
+                continue
+            plain = best_per_word_sequence(lat)
+            got = best_per_word_sequence(bias(k2.create_fsa_vec([lat]))[0])
+            assert set(got) == set(plain), tokens
+            for words, score in plain.items():
+                bonus = reference_bonus(ref, list(words))
+                assert got[words] == pytest.approx(score + bonus, abs=2e-4), (tokens, words)
+                bonus_seen += bonus != 0.0
+            checked += 1
+    assert checked > 20 and bonus_seen > 3, (checked, bonus_seen)
+
+
+def test_a_graph_carrying_a_lattice_bias_biases_every_searched_lattice(tmp_path):
+    import k2
+
+    from k2dec.graph import build_ctc_topo, compile_HLG
+    from k2dec.lattice import LatticeConfig, get_lattice
+    from k2dec.scorers import LatticeHotwords, lattice_biased_graph
+    from tests.graph.test_every_word_sequence import Case
+
+    case = Case(3, tmp_path)
+    HLG = k2.arc_sort(compile_HLG(build_ctc_topo(case.lang.max_token_id), case.L, case.G,
+                                  *case.ids))
+    wt = case.lang.word_table
+    words = [wt[w] for w in case.spec.words]
+    bias = LatticeHotwords([([w], 2.0) for w in words[:3]] + [(words[3:5], None)], 1.0)
+    carrying = lattice_biased_graph(HLG, bias)
+    assert carrying.num_arcs == HLG.num_arcs
+    log_probs = torch.randn(3, 12, case.lang.max_token_id + 1,
+                            generator=torch.Generator().manual_seed(0)).log_softmax(-1)
+    lens = torch.tensor([12, 10, 7])
+    cfg = LatticeConfig(search_beam=30, output_beam=10)
+    got = get_lattice(log_probs, lens, carrying, cfg).lattice
+    want = bias(get_lattice(log_probs, lens, HLG, cfg).lattice)
+    plain = get_lattice(log_probs, lens, HLG, cfg).lattice
+    assert "hotword_lattice_bias" not in dict(got.named_non_tensor_attr())
+    for lat in (got, want):
+        assert torch.allclose(lat.get_tot_scores(True, False), want.get_tot_scores(True, False))
+    assert not torch.equal(got.get_tot_scores(True, False), plain.get_tot_scores(True, False))
