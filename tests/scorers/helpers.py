@@ -100,3 +100,26 @@ def scorer_device(scorer) -> torch.device:
     if hasattr(scorer, "lm"):
         return scorer.lm.device
     return scorer.ctc.x.device
+
+
+class PerUtteranceRef:
+    """The per-hypothesis reference of per-utterance hotword lists: row ``utt`` follows
+    ``RefContextGraph(lists[utt], ...)`` (arguments as :class:`RefContextGraph`)."""
+
+    def __init__(self, lists, context_score: float, strict: bool, partial: float = 1.0,
+                 word_start=None) -> None:
+        from tests.reference.scorers import RefContextGraph
+
+        self.refs = [RefContextGraph(p, context_score, strict, partial, word_start)
+                     for p in lists]
+
+    def start(self, utt):
+        return (utt, 0)
+
+    def step(self, state, token):
+        utt, node = state
+        score, node = self.refs[utt].step(node, token)
+        return score, (utt, node)
+
+    def final(self, state):
+        return self.refs[state[0]].final(state[1])

@@ -26,7 +26,7 @@ from k2dec.scorers import (
     read_hotwords,
 )
 from tests.reference.scorers import RefContextGraph
-from tests.scorers.helpers import check_against_reference, random_phrases
+from tests.scorers.helpers import PerUtteranceRef, check_against_reference, random_phrases
 from tests.scorers.test_scorers import SCHEMES
 
 SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "librispeech-synth"
@@ -48,22 +48,8 @@ def test_sparse_steps_match_the_reference(strict, scheme, seed):
     scorer = HotwordScorer(graphs, vocab, strict=strict, word_start=mask, partial=partial,
                            dense_entries=0)
     assert not scorer.dense
-
-    class PerUtterance:
-        refs = [RefContextGraph(p, 1.5, strict, partial, starts) for p in lists]
-
-        def start(self, utt):
-            return (utt, 0)
-
-        def step(self, state, token):
-            utt, node = state
-            score, node = self.refs[utt].step(node, token)
-            return score, (utt, node)
-
-        def final(self, state):
-            return self.refs[state[0]].final(state[1])
-
-    check_against_reference(scorer, PerUtterance(), [0, 1, 2, 1], vocab, steps=12, seed=seed)
+    ref = PerUtteranceRef(lists, 1.5, strict, partial, starts)
+    check_against_reference(scorer, ref, [0, 1, 2, 1], vocab, steps=12, seed=seed)
 
 
 @pytest.mark.parametrize("strict", [False, True])
