@@ -10,7 +10,9 @@ the unbiased baseline.
 Every (method, N) runs in a fresh process (``--worker``), which reads the list, builds what
 the method needs (hotword graphs, biased graphs), decodes one utterance (the build is cached
 by then) and then all of them, and reports its peak RSS (VmHWM of the whole process: model,
-graphs and all), the first utterance's seconds (build), the decode seconds, U-WER (errors on
+graphs and all), the first utterance's seconds (build), the decode seconds (wall, and CPU at
+one torch thread: the extra time of a list is taken on CPU time, which other work on a
+shared machine does not inflate), U-WER (errors on
 the other reference words plus insertions, over the other reference words) and B-WER (errors
 on the biased words over their number). A list a method refuses up front (its size bound) is
 reported with the message. Methods: one per way hotwords are applied (the scorer in
@@ -18,8 +20,8 @@ reported with the message. Methods: one per way hotwords are applied (the scorer
 ``attention-beam-search``, the token graph of ``fast_beam_search``, LG intersected with it in
 ``fast_beam_search_LG``, the word level in the HLG methods ``1best`` / ``nbest`` / ``mbr``).
 
-Targets: at 10,000 phrases every method's peak RSS is <= 1.5 GB and its decode time at most
-25% above N = 0 (or the list is refused up front with a message, never killed); 100,000
+Targets: at 10,000 phrases every method's peak RSS is <= 1.5 GB and its decode CPU time at
+most 25% above N = 0 (or the list is refused up front with a message, never killed); 100,000
 phrases are refused up front or fit.
 
 Usage (from the repository root)::
@@ -51,7 +53,7 @@ FAMILY = {"modified_beam_search": "transducer", "beam_search": "transducer",
 BASE_SETS = {"attention-beam-search": ("ctc_weight=0.5",)}
 #: (cuts per test set, list sizes, methods) per mode
 MODES = {"full": (20, (0, 100, 1000, 10000), METHODS),
-         "quick": (2, (0, 100), ("modified_beam_search", "1best")),
+         "quick": (1, (0, 100), ("modified_beam_search", "1best")),
          "smoke": (1, (0, 100), ("modified_beam_search",))}
 RSS_TARGET_MB = 1536.0
 TIME_TARGET = 1.25
@@ -155,9 +157,10 @@ def worker(name: str, n: int, cuts: int, work: Path) -> dict:
         t1 = time.perf_counter()
         method(first_utterance(inputs), res, cfg)
         row["build_s"] = time.perf_counter() - t1
-        t2 = time.perf_counter()
+        t2, c2 = time.perf_counter(), time.process_time()
         out = method(inputs, res, cfg)
         row["decode_s"] = time.perf_counter() - t2
+        row["decode_cpu_s"] = time.process_time() - c2
     except ValueError as e:
         row["refused"] = str(e).splitlines()[0][:300]
         row["peak_mb"] = peak_rss_mb()
@@ -188,11 +191,12 @@ def _fmt(row: dict, base: dict | None) -> list:
     if "failed" in row or "refused" in row:
         what = "failed" if "failed" in row else "refused"
         return [row["method"], row["phrases"], row.get("peak_mb") and round(row["peak_mb"]),
-                "", "", "", "", "", f"{what}: {row.get('failed') or row.get('refused')}"]
-    extra = ("" if base is None or "decode_s" not in base
-             else f"{100.0 * (row['decode_s'] / base['decode_s'] - 1):+.0f}")
+                "", "", "", "", "", "", f"{what}: {row.get('failed') or row.get('refused')}"]
+    extra = ("" if base is None or "decode_cpu_s" not in base or row["phrases"] == 0
+             else f"{100.0 * (row['decode_cpu_s'] / base['decode_cpu_s'] - 1):+.0f}")
     return [row["method"], row["phrases"], round(row["peak_mb"]), f"{row['build_s']:.2f}",
-            f"{row['decode_s']:.2f}", extra, f"{row['u_wer']:.2f}", f"{row['b_wer']:.1f}", ""]
+            f"{row['decode_s']:.2f}", f"{row['decode_cpu_s']:.2f}", extra,
+            f"{row['u_wer']:.2f}", f"{row['b_wer']:.1f}", ""]
 
 
 def _targets(report: Report, rows: list[dict], smoke: bool) -> None:
@@ -204,9 +208,9 @@ def _targets(report: Report, rows: list[dict], smoke: bool) -> None:
         ok_mem = "failed" not in row and row.get("peak_mb", 0) <= RSS_TARGET_MB
         report.target(f"{name}, {n} phrases: peak RSS <= 1.5 GB (or refused up front)",
                       f"{row.get('peak_mb') or 0:.0f} MB", None if smoke else ok_mem)
-        if "decode_s" in row and base and "decode_s" in base:
-            ratio = row["decode_s"] / base["decode_s"]
-            report.target(f"{name}, {n} phrases: decode time <= 125% of no hotwords",
+        if "decode_cpu_s" in row and base and "decode_cpu_s" in base:
+            ratio = row["decode_cpu_s"] / base["decode_cpu_s"]
+            report.target(f"{name}, {n} phrases: decode CPU time <= 125% of no hotwords",
                           f"{100 * ratio:.0f}%", None if smoke else ratio <= TIME_TARGET)
 
 
@@ -236,11 +240,13 @@ def main() -> None:
             rows.append(run_worker(name, n, cuts))
             print(json.dumps(rows[-1]), flush=True)
     base = {r["method"]: r for r in rows if r["phrases"] == 0}
-    report.table("Hotword lists at scale: peak RSS (MB, whole process), first utterance "
-                 "(build, s), decode (s), extra decode time over N = 0 (%), U-WER and "
+    report.table("Hotword lists at scale: peak RSS (MB, whole process: model, graphs, "
+                 "lists), first utterance (builds the list's automaton / graphs, wall s), "
+                 "decode of all cuts (wall s; CPU s at one thread, which a busy machine "
+                 "does not inflate), extra decode CPU time over no list (%), U-WER and "
                  "B-WER (%)",
-                 ["method", "phrases", "peak RSS MB", "build s", "decode s", "extra %",
-                  "U-WER", "B-WER", "note"],
+                 ["method", "phrases", "peak RSS MB", "build s", "decode s",
+                  "decode CPU s", "extra CPU %", "U-WER", "B-WER", "note"],
                  [_fmt(r, base.get(r["method"])) for r in rows])
     _targets(report, rows, mode == "smoke")
     report.write(args.report)
