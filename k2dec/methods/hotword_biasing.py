@@ -6,7 +6,9 @@ inside, built once per graph, list, bonus and device (kept in ``Resources.cache`
 - over words (:func:`word_biased_graph`): the HLG methods (``1best``, the n-best family,
   ``whole-lattice-rescoring``, ``mbr``), whose graph is intersected on its word side with the
   word-level automaton of ``Resources.hotword_words`` (:func:`k2dec.scorers.bias_word_graph`:
-  the bonus is per word, and the final arcs refund an unfinished phrase).
+  the bonus is per word, and the final arcs refund an unfinished phrase); a list whose biased
+  graph could pass ``hotwords_max_arcs`` (checked before building) puts the same bonus on
+  each lattice instead (:class:`k2dec.scorers.LatticeHotwords`; the search is not biased).
 
 The bonus is not scaled by the graph's scale (``hlg_scale``, ``ngram_lm_scale``) and is not
 part of ``lm_scores``: n-best rescoring keeps it in the acoustic part ``am = scores -

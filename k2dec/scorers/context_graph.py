@@ -36,14 +36,22 @@ whole words, see :mod:`k2dec.methods.hotword_biasing`):
   root on that word-start token; strict: the bonus of every phrase ending at the node is
   paid on leaving it by a word-start token.
 
-The automaton is expanded into dense tables ``[S, V]`` (next node, score), so a search step is
-two gathers on any device.
+Scale. The trie and its failure links are built in time linear in the list's tokens, once the
+size bound is checked on the token counts (:func:`check_hotword_size`,
+:data:`HOTWORD_MAX_STATES`). A step's next nodes are the root's row with the children of the
+node's fail chain written over it (:class:`GotoRows`, ``O(S)`` memory), and the scores follow
+from per-node values (:class:`HotwordSteps`). :class:`HotwordScorer` expands them into dense
+tables ``[S, V]`` (next node, score: a search step is two gathers on any device) up to
+:data:`HOTWORD_DENSE_ENTRIES`, and computes the rows each step needs beyond. Bonuses are
+finite and at most :data:`HOTWORD_MAX_SCORE` in size (:func:`check_hotword_score`).
 
 Graph searches take the automaton inside their decoding graph instead: :func:`hotword_graph`
 (over tokens, for ``fast_beam_search``; intersected with LG for the LG methods) and
 :func:`bias_word_graph` (over the words of a graph with word outputs, HLG / LG / HCLG, for
 lattice decoding with ``k2.intersect_dense_pruned``; phrases as word ids from
-:func:`encode_hotword_words`).
+:func:`encode_hotword_words`). Both check their size bound before building anything; a
+word list too large to bias the graph with can bias the lattices instead
+(:class:`LatticeHotwords`, carried by the graph: :func:`lattice_biased_graph`).
 """
 
 from __future__ import annotations
