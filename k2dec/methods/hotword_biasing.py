@@ -47,9 +47,9 @@ from ..scorers.context_graph import (
 from .registry import Resources, TransducerInputs
 
 __all__ = ["HOTWORDS_PARTIAL_SHARE", "HOTWORDS_SCORE", "HOTWORDS_WHOLE_WORDS",
-           "HOTWORD_GRAPH_MAX_ARCS", "ICEFALL_HOTWORDS_SCORE", "WORD_HOTWORDS_SCORE",
-           "HotwordConfig", "HotwordFields", "check_hotwords", "hotword_scorers",
-           "token_biased_graph", "transducer_graph", "word_biased_graph"]
+           "HOTWORD_GRAPH_MAX_ARCS", "HOTWORD_LG_MAX_ARCS", "ICEFALL_HOTWORDS_SCORE",
+           "WORD_HOTWORDS_SCORE", "HotwordConfig", "HotwordFields", "check_hotwords",
+           "hotword_scorers", "token_biased_graph", "transducer_graph", "word_biased_graph"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +78,11 @@ HOTWORDS_PARTIAL_SHARE = 0.5
 #: False (a phrase completes on its last token). Needs ``Resources.word_start`` (BPE token
 #: tables); without it phrases complete on their last token.
 HOTWORDS_WHOLE_WORDS = True
+#: Bound on the token hotword graph (states x tokens) that the ``fast_beam_search_*_LG``
+#: methods intersect with LG: ``2**22``, about 1,600 two- or three-word phrases of the
+#: shipped 256-piece model; on the shipped LG 1,000 phrases took 1.1 GB in all and 10,000
+#: took 2.8 GB (BENCHMARKS.md ``hotwords``), past the 1.5 GB target. Checked before building.
+HOTWORD_LG_MAX_ARCS = 2**22
 
 
 @dataclass(frozen=True)
@@ -157,8 +162,10 @@ def token_biased_graph(res: Resources, graph: k2.Fsa | None, cfg: HotwordConfig,
     key = ("hotword_graph", id(res.hotwords), _setting(cfg, res), vocab_size, str(device),
            None if graph is None else id(graph))
     if key not in res.cache:
-        hot = hotword_graph(ContextGraph(res.hotwords, cfg.hotwords_score), vocab_size,
-                            blank_id, "cpu", _hotword_word_start(res, cfg),
+        context = ContextGraph(res.hotwords, cfg.hotwords_score)
+        if graph is not None:
+            _check_lg_size(context, vocab_size)
+        hot = hotword_graph(context, vocab_size, blank_id, "cpu", _hotword_word_start(res, cfg),
                             cfg.hotwords_partial_share)
         if graph is not None:
             del hot.aux_labels  # the graph's own outputs (words) stay
@@ -167,6 +174,19 @@ def token_biased_graph(res: Resources, graph: k2.Fsa | None, cfg: HotwordConfig,
                 base, hot, treat_epsilons_specially=True))))
         res.cache[key] = hot.to(device)
     return res.cache[key]
+
+
+def _check_lg_size(context: ContextGraph, vocab_size: int) -> None:
+    """Refuse (``ValueError`` naming the phrases, the estimate and the bound) a list whose
+    token graph, intersected with LG, could pass the memory target: checked on the trie,
+    before anything is built."""
+    arcs = context.num_nodes * vocab_size
+    if arcs > HOTWORD_LG_MAX_ARCS:
+        raise ValueError(
+            f"{context.num_phrases} hotword phrases: their token graph would have "
+            f"{context.num_nodes} states x {vocab_size} tokens = {arcs} arcs to intersect "
+            f"with LG, more than the bound {HOTWORD_LG_MAX_ARCS} (HOTWORD_LG_MAX_ARCS); use "
+            "fewer phrases, or fast_beam_search (no LG) or modified_beam_search")
 
 
 def transducer_graph(inputs: TransducerInputs, res: Resources, cfg: HotwordConfig,

@@ -81,3 +81,28 @@ def test_cli_hotwords_file_checks(tmp_path):
     assert other.returncode == upper.returncode == lower.returncode == 0, lower.stderr
     assert _hyps(tmp_path / "lower") == _hyps(tmp_path / "upper")
     assert _hyps(tmp_path / "upper")[0][1] > _hyps(tmp_path / "other")[0][1] + 1.0
+
+
+def test_lg_methods_refuse_a_token_graph_too_large_for_lg_before_building():
+    import k2
+    import torch
+
+    from k2dec.methods import Resources
+    from k2dec.methods.hotword_biasing import HOTWORD_LG_MAX_ARCS, token_biased_graph
+
+    vocab = 500
+    per_phrase = 100
+    count = HOTWORD_LG_MAX_ARCS // (vocab * per_phrase) + 1
+    phrases = tuple((tuple(range(1 + i, 1 + i + per_phrase)), None) for i in range(count))
+    res = Resources(hotwords=phrases)
+    lg = k2.arc_sort(k2.Fsa.from_str("0 1 1 0\n1 2 -1 0\n2"))
+    lg.aux_labels = torch.tensor([3, -1], dtype=torch.int32)
+    with pytest.raises(ValueError, match=rf"^{count} hotword phrases: their token graph would "
+                                         rf"have \d+ states x {vocab} tokens = \d+ arcs to "
+                                         rf"intersect with LG, more than the bound "
+                                         rf"{HOTWORD_LG_MAX_ARCS}"):
+        token_biased_graph(res, lg, HotwordConfig(), vocab, 0, torch.device("cpu"))
+    # without LG (fast_beam_search) the same list is its graph
+    small = Resources(hotwords=phrases[:2])
+    assert token_biased_graph(small, lg, HotwordConfig(), vocab, 0,
+                              torch.device("cpu")).num_arcs > 0
