@@ -106,3 +106,48 @@ def test_lg_methods_refuse_a_token_graph_too_large_for_lg_before_building():
     small = Resources(hotwords=phrases[:2])
     assert token_biased_graph(small, lg, HotwordConfig(), vocab, 0,
                               torch.device("cpu")).num_arcs > 0
+
+
+def _ctc_inputs(seed: int, vocab: int, lengths: list[int]):
+    import torch
+
+    from k2dec.methods import CtcInputs
+
+    g = torch.Generator().manual_seed(seed)
+    log_probs = (torch.randn(len(lengths), max(lengths), vocab, generator=g) * 1.5
+                 ).log_softmax(-1)
+    return CtcInputs(log_probs, torch.tensor(lengths))
+
+
+@pytest.mark.parametrize("name", ["1best", "nbest", "mbr"])
+def test_hlg_methods_bias_the_lattices_when_the_biased_graph_is_too_large(setup, name):
+    """hotwords_max_arcs below the biased HLG's estimate: the methods decode through the
+    lattice bias (no error, the graph not rebuilt) and a large bonus brings the hotword into
+    hypotheses (into every one with the biased graph, which biases the search too)."""
+    from k2dec.methods import Resources, get_method
+    from k2dec.methods.ctc import WordHotwordConfig
+    from k2dec.methods.registry import override_config
+
+    lang, res = setup
+    wt = lang.word_table
+    inp = _ctc_inputs(4, lang.max_token_id + 1, [7, 5, 6])
+    method = get_method(name)
+    hot = Resources(graphs=dict(res.graphs), hotword_words=(((wt["C"],), None),))
+    cfg = method.default_config()
+    plain = method(inp, res, cfg)[0]
+    outs = {}
+    for max_arcs in (1, 1 << 26):  # lattice biasing; graph biasing
+        biased = override_config(cfg, [f"hotwords_score={30.0}",
+                                       f"hotwords_max_arcs={max_arcs}"])
+        assert isinstance(getattr(biased, "word_hotwords", None) or biased.ctc.word_hotwords,
+                          WordHotwordConfig)
+        outs[max_arcs] = method(inp, hot, biased)[0]
+    def count(words):
+        return sum(ws.count(wt["C"]) for ws in words)
+
+    assert all(wt["C"] in w for w in outs[1 << 26].words), (name, outs[1 << 26].words)
+    # the lattices hold fewer paths than the graph: more of the hotword, not always
+    assert count(outs[1].words) > count(plain.words), (name, outs[1].words, plain.words)
+    carrying = [g for k, g in hot.cache.items() if k[0] == "word_hotword_graph" and k[-1] == 1]
+    assert carrying and all("hotword_lattice_bias" in dict(g.named_non_tensor_attr())
+                            for g in carrying)
