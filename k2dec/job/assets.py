@@ -25,7 +25,13 @@ from ..lm.checkpoint import load_lm
 from ..methods import MethodResult, Resources
 from ..model import find_tokens, load_model
 from ..results import bpe_ids_to_words, token_ids_to_words, word_ids_to_words
-from ..scorers import TokenNgramScorer, encode_hotword_words, encode_hotwords, read_hotwords
+from ..scorers import (
+    TokenNgramScorer,
+    check_hotword_size,
+    encode_hotword_words,
+    encode_hotwords,
+    read_hotwords,
+)
 
 __all__ = ["GRAPH_FILES", "DecodeAssets", "check_lm_tokens", "check_lm_vocab", "hypothesis_texts",
            "load_assets", "model_vocab_size", "need_hint", "out_of_vocabulary", "reference_case",
@@ -256,8 +262,12 @@ def _load_scorer_inputs(res: Resources, sp: Any, hotwords: str | Path | None,
         raise ValueError(f"{' and '.join(given)}: need the BPE model (bpe.model in --lang-dir "
                          "or beside the model)")
     if hotwords is not None:
-        res.sources["hotwords"] = tuple((tuple(t), s) for t, s in encode_hotwords(
-            read_hotwords(hotwords), sp))
+        phrases = encode_hotwords(read_hotwords(hotwords), sp)
+        try:  # refused before any cut, not when a method first builds its automaton
+            check_hotword_size(phrases)
+        except ValueError as e:
+            raise ValueError(f"--hotwords {hotwords}: {e}") from None
+        res.sources["hotwords"] = tuple((tuple(t), s) for t, s in phrases)
     if lodr_arpa is not None:
         pieces = {sp.id_to_piece(i): i for i in range(sp.get_piece_size())}
         res.sources["lodr"] = TokenNgramScorer.from_arpa(lodr_arpa, sp.get_piece_size(),

@@ -9,6 +9,7 @@ no utterance vanishes silently.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import logging
 import math
@@ -355,11 +356,17 @@ def search_lattices(
     num_frames = validate_log_probs(log_probs, log_probs_lens, subsampling_factor, allow_truncate)
     check_vocab(graph, log_probs.shape[2])
     graph = prepare_graph(graph, log_probs.shape[0], log_probs.device)
+    bias = dict(graph.named_non_tensor_attr()).get("hotword_lattice_bias")
+    if bias is not None:  # the bonus may pick a path off the 1best fast path's narrow lattice
+        output_beam_cap = None
     search = _GroupedSearch(log_probs, num_frames, graph, config, output_beam_cap)
     order = torch.sort(num_frames, descending=True, stable=True).indices
     pending = search.first_pass(order)
     search.retry(pending)
-    return search.result()
+    result = search.result()
+    if bias is None:  # a graph too large to bias carries its hotword bonus for the lattices
+        return result
+    return dataclasses.replace(result, pieces=tuple(bias(p) for p in result.pieces))
 
 
 class _GroupedSearch:

@@ -6,7 +6,9 @@ inside, built once per graph, list, bonus and device (kept in ``Resources.cache`
 - over words (:func:`word_biased_graph`): the HLG methods (``1best``, the n-best family,
   ``whole-lattice-rescoring``, ``mbr``), whose graph is intersected on its word side with the
   word-level automaton of ``Resources.hotword_words`` (:func:`k2dec.scorers.bias_word_graph`:
-  the bonus is per word, and the final arcs refund an unfinished phrase).
+  the bonus is per word, and the final arcs refund an unfinished phrase); a list whose biased
+  graph could pass ``hotwords_max_arcs`` (checked before building) puts the same bonus on
+  each lattice instead (:class:`k2dec.scorers.LatticeHotwords`; the search is not biased).
 
 The bonus is not scaled by the graph's scale (``hlg_scale``, ``ngram_lm_scale``) and is not
 part of ``lm_scores``: n-best rescoring keeps it in the acoustic part ``am = scores -
@@ -33,16 +35,21 @@ from ..scorers import (
     HotwordScorer,
     WeightedScorer,
     bias_word_graph,
+    check_hotword_score,
     hotword_graph,
 )
-from ..scorers.context_graph import rebuilt_fsa
-from .checks import check_finite
+from ..scorers.context_graph import (
+    HotwordGraphTooLarge,
+    LatticeHotwords,
+    lattice_biased_graph,
+    rebuilt_fsa,
+)
 from .registry import Resources, TransducerInputs
 
 __all__ = ["HOTWORDS_PARTIAL_SHARE", "HOTWORDS_SCORE", "HOTWORDS_WHOLE_WORDS",
-           "HOTWORD_GRAPH_MAX_ARCS", "ICEFALL_HOTWORDS_SCORE", "WORD_HOTWORDS_SCORE",
-           "HotwordConfig", "HotwordFields", "check_hotwords", "hotword_scorers",
-           "token_biased_graph", "transducer_graph", "word_biased_graph"]
+           "HOTWORD_GRAPH_MAX_ARCS", "HOTWORD_LG_MAX_ARCS", "ICEFALL_HOTWORDS_SCORE",
+           "WORD_HOTWORDS_SCORE", "HotwordConfig", "HotwordFields", "check_hotwords",
+           "hotword_scorers", "token_biased_graph", "transducer_graph", "word_biased_graph"]
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +78,11 @@ HOTWORDS_PARTIAL_SHARE = 0.5
 #: False (a phrase completes on its last token). Needs ``Resources.word_start`` (BPE token
 #: tables); without it phrases complete on their last token.
 HOTWORDS_WHOLE_WORDS = True
+#: Bound on the token hotword graph (states x tokens) that the ``fast_beam_search_*_LG``
+#: methods intersect with LG: ``2**22``, about 1,600 two- or three-word phrases of the
+#: shipped 256-piece model; on the shipped LG 1,000 phrases took 1.1 GB in all and 10,000
+#: took 2.8 GB (BENCHMARKS.md ``hotwords``), past the 1.5 GB target. Checked before building.
+HOTWORD_LG_MAX_ARCS = 2**22
 
 
 @dataclass(frozen=True)
@@ -105,8 +117,10 @@ HotwordFields = HotwordConfig
 
 
 def check_hotwords(cfg: HotwordConfig) -> None:
-    """Raise ``ValueError``/``TypeError`` on a bad hotword field."""
-    check_finite("hotwords_score", cfg.hotwords_score)
+    """Raise ``ValueError``/``TypeError`` on a bad hotword field (``hotwords_score``: a
+    finite number in ``[-HOTWORD_MAX_SCORE, HOTWORD_MAX_SCORE]``,
+    :func:`k2dec.scorers.check_hotword_score`)."""
+    check_hotword_score(cfg.hotwords_score, "hotwords_score")
     share = cfg.hotwords_partial_share
     if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
         raise ValueError(f"hotwords_partial_share must be a number in [0, 1], got {share!r}")
@@ -148,8 +162,10 @@ def token_biased_graph(res: Resources, graph: k2.Fsa | None, cfg: HotwordConfig,
     key = ("hotword_graph", id(res.hotwords), _setting(cfg, res), vocab_size, str(device),
            None if graph is None else id(graph))
     if key not in res.cache:
-        hot = hotword_graph(ContextGraph(res.hotwords, cfg.hotwords_score), vocab_size,
-                            blank_id, "cpu", _hotword_word_start(res, cfg),
+        context = ContextGraph(res.hotwords, cfg.hotwords_score)
+        if graph is not None:
+            _check_lg_size(context, vocab_size)
+        hot = hotword_graph(context, vocab_size, blank_id, "cpu", _hotword_word_start(res, cfg),
                             cfg.hotwords_partial_share)
         if graph is not None:
             del hot.aux_labels  # the graph's own outputs (words) stay
@@ -158,6 +174,19 @@ def token_biased_graph(res: Resources, graph: k2.Fsa | None, cfg: HotwordConfig,
                 base, hot, treat_epsilons_specially=True))))
         res.cache[key] = hot.to(device)
     return res.cache[key]
+
+
+def _check_lg_size(context: ContextGraph, vocab_size: int) -> None:
+    """Refuse (``ValueError`` naming the phrases, the estimate and the bound) a list whose
+    token graph, intersected with LG, could pass the memory target: checked on the trie,
+    before anything is built."""
+    arcs = context.num_nodes * vocab_size
+    if arcs > HOTWORD_LG_MAX_ARCS:
+        raise ValueError(
+            f"{context.num_phrases} hotword phrases: their token graph would have "
+            f"{context.num_nodes} states x {vocab_size} tokens = {arcs} arcs to intersect "
+            f"with LG, more than the bound {HOTWORD_LG_MAX_ARCS} (HOTWORD_LG_MAX_ARCS); use "
+            "fewer phrases, or fast_beam_search (no LG) or modified_beam_search")
 
 
 def transducer_graph(inputs: TransducerInputs, res: Resources, cfg: HotwordConfig,
@@ -173,12 +202,21 @@ def word_biased_graph(res: Resources, graph: k2.Fsa, score: float,
                       max_arcs: int = HOTWORD_GRAPH_MAX_ARCS) -> k2.Fsa:
     """``graph`` (word ids in ``aux_labels``) biased by ``Resources.hotword_words``
     (:func:`k2dec.scorers.bias_word_graph`, ``score`` per word); ``graph`` itself when there
-    are none."""
+    are none. When the biased graph could exceed ``max_arcs`` (a long list of multi-word
+    phrases: checked before building), the bonus goes on the lattices instead
+    (:class:`k2dec.scorers.LatticeHotwords`: the same bonus per path, the search unbiased),
+    through a copy of ``graph`` that carries it."""
     if not res.hotword_words:
         return graph
+    check_hotword_score(score, "hotwords_score")
     key = ("word_hotword_graph", id(res.hotword_words), id(graph), float(score), max_arcs)
     if key not in res.cache:
-        res.cache[key] = bias_word_graph(graph, res.hotword_words, score, max_arcs)
+        try:
+            res.cache[key] = bias_word_graph(graph, res.hotword_words, score, max_arcs)
+        except HotwordGraphTooLarge as e:
+            logger.info("%s: biasing the lattices instead of the graph", e)
+            res.cache[key] = lattice_biased_graph(graph, LatticeHotwords(res.hotword_words,
+                                                                         score))
     return res.cache[key]
 
 

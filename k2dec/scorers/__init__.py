@@ -25,13 +25,19 @@ Example (an LM and a hotword list in modified beam search)::
 from k2dec.scorers.base import Scorer, ScorerSet, TableScorer, WeightedScorer
 from k2dec.scorers.context_graph import (
     HOTWORD_GRAPH_MAX_ARCS,
+    HOTWORD_MAX_SCORE,
+    HOTWORD_MAX_STATES,
     ContextGraph,
     Hotword,
     HotwordScorer,
+    LatticeHotwords,
     bias_word_graph,
+    check_hotword_score,
+    check_hotword_size,
     encode_hotword_words,
     encode_hotwords,
     hotword_graph,
+    lattice_biased_graph,
     read_hotwords,
 )
 from k2dec.scorers.ctc_prefix import CtcPrefixScorer, CtcPrefixState, CtcScorer, CtcScorerState
@@ -40,6 +46,8 @@ from k2dec.scorers.ngram import ArpaModel, TokenNgramScorer, read_arpa, train_to
 
 __all__ = [
     "HOTWORD_GRAPH_MAX_ARCS",
+    "HOTWORD_MAX_SCORE",
+    "HOTWORD_MAX_STATES",
     "ArpaModel",
     "ContextGraph",
     "CtcPrefixScorer",
@@ -48,6 +56,7 @@ __all__ = [
     "CtcScorerState",
     "Hotword",
     "HotwordScorer",
+    "LatticeHotwords",
     "NeuralLmScorer",
     "NeuralLmScorerState",
     "Scorer",
@@ -56,9 +65,12 @@ __all__ = [
     "TokenNgramScorer",
     "WeightedScorer",
     "bias_word_graph",
+    "check_hotword_score",
+    "check_hotword_size",
     "encode_hotword_words",
     "encode_hotwords",
     "hotword_graph",
+    "lattice_biased_graph",
     "read_arpa",
     "read_hotwords",
     "train_token_arpa",

@@ -46,13 +46,15 @@ GPU_REPORTS = REPO / "docs" / "bench" / "gpu"
 #: checkout: ``scripts/bench/icefall_dropin.py``), shown in the full run's BENCHMARKS.md
 RECORDED_REPORTS = REPO / "docs" / "bench" / "recorded"
 
-AREAS = ("lattice", "ctc_lm", "transducer", "aed", "nbest", "confidence", "scorers", "streams",
-         "memory")
+AREAS = ("lattice", "ctc_lm", "transducer", "aed", "nbest", "confidence", "scorers", "hotwords",
+         "streams", "memory")
 #: per-area subprocess time limit in seconds, by mode
 TIMEOUTS = {"full": 1200, "quick": 300, "smoke": 120}
 #: areas that need longer (memory: every method at 30 s and 60 s, one process per case;
+#: hotwords: nine methods at four list sizes, one process per case;
 #: transducer: five runs of eight searches of k2dec and icefall on two models)
 AREA_TIMEOUTS = {"memory": {"full": 5400, "quick": 1800, "smoke": 300},
+                 "hotwords": {"full": 3600, "quick": 300, "smoke": 120},
                  "transducer": {"full": 3600, "quick": 3000, "smoke": 120}}
 TAIL_LINES = 25
 #: modules of scripts/bench that are not areas (icefall_dropin: run by hand with an icefall

@@ -100,3 +100,37 @@ def scorer_device(scorer) -> torch.device:
     if hasattr(scorer, "lm"):
         return scorer.lm.device
     return scorer.ctc.x.device
+
+
+class PerUtteranceRef:
+    """The per-hypothesis reference of per-utterance hotword lists: row ``utt`` follows
+    ``RefContextGraph(lists[utt], ...)`` (arguments as :class:`RefContextGraph`)."""
+
+    def __init__(self, lists, context_score: float, strict: bool, partial: float = 1.0,
+                 word_start=None) -> None:
+        from tests.reference.scorers import RefContextGraph
+
+        self.refs = [RefContextGraph(p, context_score, strict, partial, word_start)
+                     for p in lists]
+
+    def start(self, utt):
+        return (utt, 0)
+
+    def step(self, state, token):
+        utt, node = state
+        score, node = self.refs[utt].step(node, token)
+        return score, (utt, node)
+
+    def final(self, state):
+        return self.refs[state[0]].final(state[1])
+
+
+def word_phrases(rng: random.Random, word_ids: list[int], num: int):
+    """Random phrases (shared prefixes, contained phrases, own scores) over ``word_ids``."""
+    out = random_phrases(rng, len(word_ids) + 1, num, with_scores=True)
+    return [([word_ids[i - 1] for i in ws], s) for ws, s in out]
+
+
+#: (share of the bonus held by a partial match, word-start token ids or None)
+SCHEMES = {"icefall": (1.0, None), "k2dec": (0.5, (1, 3)), "completion": (0.0, (1, 2, 4)),
+           "whole_words": (1.0, (2, 3))}

@@ -18,8 +18,14 @@ from k2dec.scorers import (
     read_hotwords,
 )
 from k2dec.testing.lm import VOCAB, make_lm
-from tests.reference.scorers import RefContextGraph, RefCtc, RefNeuralLm, RefNgram
-from tests.scorers.helpers import check_against_reference, random_phrases, token_arpa
+from tests.reference.scorers import RefCtc, RefNeuralLm, RefNgram
+from tests.scorers.helpers import (
+    SCHEMES,
+    PerUtteranceRef,
+    check_against_reference,
+    random_phrases,
+    token_arpa,
+)
 
 
 @pytest.mark.parametrize("name", ["rnn", "transformer", "transformer-tied"])
@@ -48,10 +54,6 @@ def test_token_ngram_scorer_bounds_its_tables(tmp_path):
         TokenNgramScorer.from_arpa(arpa, 4)
 
 
-#: (share of the bonus held by a partial match, word-start token ids or None)
-SCHEMES = {"icefall": (1.0, None), "k2dec": (0.5, (1, 3)), "completion": (0.0, (1, 2, 4)),
-           "whole_words": (1.0, (2, 3))}
-
 
 @pytest.mark.parametrize("strict", [False, True])
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
@@ -67,22 +69,8 @@ def test_hotword_scorer(device, strict, scheme, seed):
                                                   torch.tensor(starts))
     scorer = HotwordScorer(graphs, vocab, strict=strict, device=device, word_start=mask,
                            partial=partial)
-
-    class PerUtterance:  # the reference of each row's own list
-        refs = [RefContextGraph(p, 1.5, strict, partial, starts) for p in lists]
-
-        def start(self, utt):
-            return (utt, 0)
-
-        def step(self, state, token):
-            utt, node = state
-            score, node = self.refs[utt].step(node, token)
-            return score, (utt, node)
-
-        def final(self, state):
-            return self.refs[state[0]].final(state[1])
-
-    check_against_reference(scorer, PerUtterance(), [0, 1, 2, 1], vocab, steps=12, seed=seed)
+    ref = PerUtteranceRef(lists, 1.5, strict, partial, starts)  # each row's own list
+    check_against_reference(scorer, ref, [0, 1, 2, 1], vocab, steps=12, seed=seed)
 
 
 def test_broken_partial_match_earns_nothing_and_complete_match_its_bonus():

@@ -16,13 +16,7 @@ from k2dec.graph import build_ctc_topo, compile_HLG
 from k2dec.scorers import Hotword, bias_word_graph, encode_hotword_words
 from tests.graph.random_lang import RandomCase, ctc_realisations, decoded_words
 from tests.reference.scorers import RefContextGraph, reference_bonus
-from tests.scorers.helpers import random_phrases
-
-
-def word_phrases(rng: random.Random, word_ids: list[int], num: int):
-    """Random phrases (shared prefixes, contained phrases, own scores) over ``word_ids``."""
-    out = random_phrases(rng, len(word_ids) + 1, num, with_scores=True)
-    return [([word_ids[i - 1] for i in ws], s) for ws, s in out]
+from tests.scorers.helpers import word_phrases
 
 
 @pytest.mark.parametrize("seed", range(6))
