@@ -20,7 +20,8 @@ Each utterance is encoded once; every setting (``--set``-style ``KEY=VALUE`` lis
 with its WER per set, its count of degenerate hypotheses per set (a token, a word or an
 n-gram of up to 8 repeated 4 or more times in a row, :func:`k2dec.results.is_degenerate` on
 the tokens or the words) and its process CPU seconds (one torch thread). The encoder outputs
-are kept in ``--work-dir/encoded-SET.pt`` for the next run. Usage (repository root):
+are kept in ``--work-dir/encoded-SET.pt`` for the next run (one run at a time per
+``--work-dir``: the features are rewritten in it). Usage (repository root):
 
     python -m scripts.bench.aed_defaults --recordings exp/aed-recordings --real exp/aed-real \\
         --setting ctc_weight=0 --setting ctc_weight=0.3,end_detect=true
