@@ -4,8 +4,8 @@ A search that loops writes the same unit over and over ("ADDDDUALLY", "THEME THE
 "NUMUMUMUMUM"): a tandem repeat, ``n`` items (``1 <= n <= max_ngram``) followed by
 ``min_repeats - 1`` more copies of themselves with nothing in between. Speech can hold a unit said
 three times ("no, no, no"); four copies of a token or of a short n-gram is what a loop writes
-(the demo's table and ``scripts/bench/aed_defaults.py`` count such hypotheses, RESULTS.md
-"Attention beam search defaults"). The check needs no reference.
+(``scripts/bench/aed_defaults.py`` counts such hypotheses, RESULTS.md "Attention beam search
+defaults"). The check needs no reference.
 
 It works on any sequence of comparable items: token ids (``Hypothesis.tokens``), words
 (``text.split()``) or characters (``list(text)``).
