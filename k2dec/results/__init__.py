@@ -1,6 +1,7 @@
 """Results: hypotheses to words, WER (kaldialign), icefall-format files, RTF, resumable JSONL,
-CTM files, confidence metrics, the locks that keep one job per output, and the per-recording
-writers of timed words: subtitles (SRT/VTT), Praat TextGrids, lhotse word alignments."""
+CTM files, confidence metrics, degenerate (looping) hypotheses, the locks that keep one job per
+output, and the per-recording writers of timed words: subtitles (SRT/VTT), Praat TextGrids,
+lhotse word alignments."""
 
 from .alignments import (
     sorted_words,
@@ -21,6 +22,12 @@ from .confidence_eval import (
     word_correctness,
 )
 from .ctm import CtmWord, frames_to_seconds, read_ctm, record_ctm_words, timed_words, write_ctm
+from .degeneracy import (
+    Repeat,
+    count_degenerate,
+    find_repeat,
+    is_degenerate,
+)
 from .files import save_results, write_error_stats, write_recogs, write_wer_summary
 from .jsonl import ResultWriter, merge_results, read_results, wer_results, write_results
 from .lock import (
@@ -55,6 +62,7 @@ __all__ = [
     "LockedError",
     "UnusableDirError",
     "ReliabilityBin",
+    "Repeat",
     "Result",
     "ResultWriter",
     "RtfTimer",
@@ -66,9 +74,12 @@ __all__ = [
     "combine_error_runs",
     "compute_wer",
     "confidence_metrics",
+    "count_degenerate",
     "disk_full_error",
+    "find_repeat",
     "fit_calibration",
     "frames_to_seconds",
+    "is_degenerate",
     "lock_out_dir",
     "merge_results",
     "normalized_cross_entropy",
