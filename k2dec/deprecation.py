@@ -8,8 +8,8 @@ the old keyword, with a :class:`DeprecationWarning`.
 Modules renamed to say what they hold (``k2dec.paths`` -> ``k2dec.best_paths``, ...) keep
 their old import path (:data:`MOVED_MODULES`), and renamed classes their old name
 (:func:`renamed_attributes`); each warns once, with a :class:`DeprecationWarning` that names
-the new place. Renamed config fields (:func:`renamed_fields`: the LM weights took icefall's
-names, ``lm_scale`` / ``rnn_lm_scale``) keep their old names as keywords and settings keys.
+the new place. Renamed settings keys are not aliased: an old key is refused with its new
+name (:data:`k2dec.methods.OLD_KEYS`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ __all__ = [
     "MOVED_MODULES",
     "install_moved_modules",
     "renamed_attributes",
-    "renamed_fields",
     "renamed_parameters",
 ]
 
@@ -118,22 +117,3 @@ def renamed_attributes(module: str, **old_to_new: str) -> Callable[[str], Any]:
         return value
 
     return __getattr__
-
-
-def renamed_fields(**old_to_new: str) -> Callable[[type], type]:
-    """Class decorator (above ``@dataclass``) for a config whose fields were renamed
-    (``lm_weight="lm_scale"``): an old name stays a constructor keyword (with a
-    ``DeprecationWarning``), a read-only attribute, and a ``--set`` / settings-file key
-    (:func:`k2dec.methods.override_config` warns with a ``FutureWarning``, which a command
-    line shows). The class's ``renamed_settings`` maps the old names to the new ones (those of
-    its bases too)."""
-
-    def deco(cls: type) -> type:
-        cls.__init__ = renamed_parameters(**old_to_new)(cls.__init__)  # type: ignore[misc]
-        cls.renamed_settings = {**getattr(cls, "renamed_settings", {}), **old_to_new}
-        for old, new in old_to_new.items():
-            setattr(cls, old, property(lambda self, _new=new: getattr(self, _new),
-                                       doc=f"The old name of ``{new}`` (deprecated)."))
-        return cls
-
-    return deco

@@ -42,7 +42,7 @@ def test_greedy_and_prefix_beam_search_are_the_methods(lens, seed):
     [greedy] = _method("ctc-greedy-search", inp, None)
     assert ice.ctc_greedy_search(inp.log_probs, inp.log_probs_lens) == greedy.tokens
     [prefix] = _method("ctc-prefix-beam-search", inp,
-                       CtcPrefixConfig(search=CtcPrefixBeamSearchConfig(beam=3)))
+                       CtcPrefixConfig(search=CtcPrefixBeamSearchConfig(beam_size=3)))
     got = ice.ctc_prefix_beam_search(inp.log_probs, inp.log_probs_lens, beam=3)
     assert got == prefix.tokens
     lists = ice.ctc_prefix_beam_search(inp.log_probs, inp.log_probs_lens, beam=3, return_nbest=True)

@@ -67,7 +67,7 @@ def test_transducer_searches(setup, batch):
     as_str = [[str(t) for t in h] for h in _run("greedy_search", inputs, None)[0].tokens]
     assert greedy == {"greedy_search": as_str}
     cfg = get_method("modified_beam_search").default_config()
-    want = _run("modified_beam_search", inputs, type(cfg)(search=type(cfg.search)(beam=3)))
+    want = _run("modified_beam_search", inputs, type(cfg)(search=type(cfg.search)(beam_size=3)))
     assert mbs == {"beam_size_3": [[str(t) for t in h] for h in want[0].tokens]}
     cfg = get_method("fast_beam_search").default_config()
     want = _run("fast_beam_search", inputs,

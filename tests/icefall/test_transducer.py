@@ -73,7 +73,7 @@ def test_modified_beam_search_is_the_method_and_icefalls(lens, seed):
     got = ice.modified_beam_search(model, enc, enc_lens, beam=3, return_timestamps=True)
     cfg = get_method("modified_beam_search").default_config()
     [want] = _method("modified_beam_search", model, enc, enc_lens,
-                     type(cfg)(search=type(cfg.search)(beam=3)))
+                     type(cfg)(search=type(cfg.search)(beam_size=3)))
     assert got.hyps == want.tokens and got.timestamps == _frames(want)
     ref = modified_beam_search_icefall(model, enc, enc_lens, beam=3)
     assert got.hyps == [tokens for tokens, _ in ref]

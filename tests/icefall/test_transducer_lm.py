@@ -49,7 +49,7 @@ def test_shallow_fusion_is_the_method_with_k2dec_or_icefall_lms(lms, lens, seed)
     got = ice.modified_beam_search_lm_shallow_fusion(model, enc, enc_lens,
                                                       ice.LmScorer(lm, 0.5), beam=3)
     [want] = _method("modified_beam_search_lm_shallow_fusion", model, enc, enc_lens,
-                     LmShallowFusionConfig(search=ModifiedBeamSearchConfig(beam=3),
+                     LmShallowFusionConfig(search=ModifiedBeamSearchConfig(beam_size=3),
                                            lm_scale=0.5), Resources(lms={"rnn_lm": lm}))
     assert got == want.tokens
     shaped = icefall_shaped.LmScorer(lm, 0.5)  # score_token, one token a call

@@ -222,7 +222,7 @@ def test_attention_beam_search_matches_the_reference(device, scheme, n, seed):
     rng = random.Random(seed)
     phrases = random_phrases(rng, 5, 3, with_scores=True)  # tokens 1..4 (5 is sos/eos)
     share, whole = SCHEMES[scheme]
-    search = BeamSearchConfig(beam_size=3, nbest=3, ctc_weight=0.3 if seed == 2 else 0.0)
+    search = BeamSearchConfig(beam_size=3, num_hyps=3, ctc_weight=0.3 if seed == 2 else 0.0)
     cfg = AttentionBeamSearchMethodConfig(search=search,
                                           hotwords=HotwordConfig(1.5, share, whole))
     out = get_method("attention-beam-search")(AedInputs(memory, lens, ctc),
@@ -249,7 +249,7 @@ def test_attention_beam_search_per_utterance_lists(device):
     ws = torch.tensor([False, True, False, True, False, False], device=device)
     scorer = HotwordScorer([ContextGraph(p, 2.0) for p in lists], 6, device=device,
                            word_start=ws, partial=0.5)
-    cfg = BeamSearchConfig(beam_size=3, nbest=3)
+    cfg = BeamSearchConfig(beam_size=3, num_hyps=3)
     with torch.no_grad():
         got = beam_search(dec, memory, lens, cfg, scorers=[WeightedScorer(scorer, 1.0)])
     for i, p in enumerate(lists):

@@ -125,7 +125,7 @@ def test_decode_config_ranges(kwargs, message):
 
 
 def test_nbest_may_not_exceed_the_beam():
-    BeamSearchConfig(beam_size=4, nbest=4)
+    BeamSearchConfig(beam_size=4, num_hyps=4)
     with pytest.raises(ValueError, match=r"BeamSearchConfig.nbest must be an int in \[1, 4\], "
                                          r"got 5"):
-        BeamSearchConfig(beam_size=4, nbest=5)
+        BeamSearchConfig(beam_size=4, num_hyps=5)
