@@ -28,6 +28,7 @@ from lhotse import CutSet
 
 from ..lang import match_case
 from ..methods import (
+    OLD_KEYS,
     Method,
     Resources,
     config_field_path,
@@ -141,6 +142,9 @@ def _unused(assignments: Sequence[str], used: set[str], methods: Sequence[Method
     if unused:
         out.append(f"no given method has a field for {', '.join(unused)}{where} (the given "
                    f"methods' keys: {_valid_keys(methods)})")
+    old = {k: OLD_KEYS[k] for k in (_target(a)[1].split("=", 1)[0] for a in unused)
+           if k in OLD_KEYS}
+    out += [f"{k!r} was renamed in k2dec 0.2 (now {' or '.join(new)})" for k, new in old.items()]
     return out
 
 

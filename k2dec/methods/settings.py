@@ -17,50 +17,82 @@ from typing import Any
 __all__ = ["OLD_KEYS", "config_field_path", "config_keys", "config_parts", "describe_settings",
            "old_key_error", "override_config", "setting_text"]
 
-#: Keys of k2dec 0.1 and their new names (for error messages only; CHANGELOG.md lists them).
-OLD_KEYS: dict[str, str] = {
-    "beam": "search.beam_size (modified_beam_search, beam_search, ctc-prefix-beam-search: "
-            "hypotheses kept) or search.beam (fast_beam_search family: pruning beam)",
-    "search.beam": "search.beam_size (hypotheses kept; search.beam is the fast_beam_search "
-                   "family's pruning beam)",
-    "nbest": "search.num_hyps (attention-beam-search: hypotheses returned)",
-    "search.nbest": "search.num_hyps",
-    "lm_weight": "search.lm_scale",
-    "hlg_scale": "graph.scale",
-    "ngram_lm_scale": "graph.scale (the LG methods: LG's weight in the search) or "
-                      "rescore.ngram_lm_scale (G's weight in rescoring)",
-    "lm_scale": "fusion.lm_scale (shallow fusion) or rescore.lm_scale (rescoring)",
-    "lodr_scale": "fusion.lodr_scale or rescore.lodr_scale (added: < 0 subtracts; "
-                  "modified_beam_search_lm_rescore_LODR's 0.5 is now -0.5)",
-    "rnn_lm_scale": "rescore.lm_scale (multi-pass: multi_pass.lm_scale)",
-    "rnn_lm_scales": "rescore.lm_scales",
-    "whole_lattice_lm_scale": "rescore.ngram_lm_scale",
-    "whole_lattice.lm_scales": "rescore.ngram_lm_scales",
-    "lm_scales": "rescore.ngram_lm_scales (grid of G's weight) or rescore.lm_scales (grid of "
-                 "the neural LM's weight)",
-    "sweep": "rescore.sweep",
-    "hotwords_score": "hotwords.token_score (bonus per token) or word_hotwords.word_score "
-                      "(bonus per word, the HLG methods)",
-    "hotwords_partial_share": "hotwords.partial_share",
-    "hotwords_whole_words": "hotwords.whole_words",
-    "hotwords_max_arcs": "word_hotwords.max_arcs",
-    "multi_pass.rnn_lm_scale": "multi_pass.lm_scale",
-    "multi_pass.nn_scale": "multi_pass.lm_scale",
-    "nn_scale": "multi_pass.lm_scale",
-    "rescore": "rescore_with_g (mbr)",
-    "mbr.posterior.acoustic_scale": "mbr.am_posterior_scale",
-    "mbr.posterior.lm_scale": "mbr.lm_posterior_scale",
-    "acoustic_scale": "mbr.am_posterior_scale",
+#: Keys of k2dec 0.1 -> their new keys (for error messages only; CHANGELOG.md lists them).
+OLD_KEYS: dict[str, tuple[str, ...]] = {
+    "beam": ("search.beam_size",),
+    "search.beam": ("search.beam_size",),
+    "nbest": ("search.num_hyps",),
+    "search.nbest": ("search.num_hyps",),
+    "lm_weight": ("search.lm_scale",),
+    "search.lm_weight": ("search.lm_scale",),
+    "hlg_scale": ("graph.scale",),
+    "ngram_lm_scale": ("graph.scale",),
+    "lm_scale": ("fusion.lm_scale", "rescore.lm_scale"),
+    "lodr_scale": ("fusion.lodr_scale", "rescore.lodr_scale"),
+    "rnn_lm_scale": ("rescore.lm_scale", "multi_pass.lm_scale"),
+    "rnn_lm_scales": ("rescore.lm_scales",),
+    "whole_lattice_lm_scale": ("rescore.ngram_lm_scale",),
+    "whole_lattice.lm_scales": ("rescore.ngram_lm_scales",),
+    "lm_scales": ("rescore.ngram_lm_scales",),
+    "sweep": ("rescore.sweep",),
+    "hotwords_score": ("hotwords.token_score", "word_hotwords.word_score"),
+    "hotwords_partial_share": ("hotwords.partial_share",),
+    "hotwords_whole_words": ("hotwords.whole_words",),
+    "hotwords_max_arcs": ("word_hotwords.max_arcs",),
+    "multi_pass.rnn_lm_scale": ("multi_pass.lm_scale",),
+    "multi_pass.nn_scale": ("multi_pass.lm_scale",),
+    "nn_scale": ("multi_pass.lm_scale",),
+    "rescore": ("rescore_with_g",),
+    "mbr.posterior.acoustic_scale": ("mbr.am_posterior_scale",),
+    "mbr.posterior.lm_scale": ("mbr.lm_posterior_scale",),
+    "acoustic_scale": ("mbr.am_posterior_scale",),
+    "posterior.acoustic_scale": ("mbr.am_posterior_scale",),
+    "posterior.lm_scale": ("mbr.lm_posterior_scale",),
+}
+
+#: What changed besides the name, for the keys whose meaning was split or whose sign flipped.
+_NOTES = {
+    "beam": "hypotheses kept; search.beam is the fast_beam_search family's pruning beam",
+    "search.beam": "hypotheses kept; search.beam is the fast_beam_search family's pruning "
+                   "beam",
+    "hotwords_score": "the bonus per token, or per word in the HLG methods",
+    "ngram_lm_scale": "LG's weight in the search; rescore.ngram_lm_scale is G's weight in "
+                      "rescoring",
+    "lodr_scale": "added: < 0 subtracts it, so modified_beam_search_lm_rescore_LODR's 0.5 "
+                  "is -0.5",
 }
 
 
-def old_key_error(key: str) -> str | None:
-    """The message for a key of version 0.1 (``beam``, ``hlg_scale``, ``ctc.lattice.X`` of
-    ``mbr``): its new name; None for any other key."""
-    new = OLD_KEYS.get(key)
-    if new is None and key.startswith("ctc."):  # mbr's and the no-ngram method's ctc part
-        new = OLD_KEYS.get(key[4:], key[4:])
-    return None if new is None else f"{key!r} was renamed in k2dec 0.2: use {new}"
+#: The search configs that had ``beam`` (hypotheses kept) in 0.1, and the name ending of the
+#: method configs that had ``ngram_lm_scale`` as LG's weight: their new keys are shared with
+#: methods that never had the old one (the attention search's ``beam_size``, the HLG methods'
+#: ``graph.scale``), where the old key stays an unknown key.
+_HAD_BEAM = ("ModifiedBeamSearchConfig", "TransducerBeamSearchConfig",
+             "CtcPrefixBeamSearchConfig")
+_HAD_NGRAM_LM_SCALE = "LGConfig"
+
+
+def _had(config: Any, key: str) -> bool:
+    if key in ("beam", "search.beam"):
+        return type(getattr(config, "search", None)).__name__ in _HAD_BEAM
+    if key == "ngram_lm_scale":
+        return type(config).__name__.endswith(_HAD_NGRAM_LM_SCALE)
+    return True
+
+
+def old_key_error(config: Any, key: str) -> str | None:
+    """The message for a key of version 0.1 that ``config`` has under a new name
+    (``beam`` of modified_beam_search: ``search.beam_size``; ``ctc.lattice.X`` of ``mbr``:
+    ``lattice.X``); None for any other key."""
+    keys = config_keys(config)
+    new = [k for k in OLD_KEYS.get(key, ()) if k in keys and _had(config, key)]
+    if not new and key.startswith("ctc."):  # mbr's and the no-ngram method's former ctc part
+        rest = key[4:]
+        new = [k for k in OLD_KEYS.get(rest, (rest,)) if k in keys]
+    if not new:
+        return None
+    note = f" ({_NOTES[key]})" if key in _NOTES else ""
+    return f"{key!r} was renamed in k2dec 0.2: use {' or '.join(new)}{note}"
 
 
 def config_parts(config: Any) -> dict[str, dict[str, Any]]:
@@ -111,7 +143,7 @@ def config_field_path(config: Any, key: str) -> list[str] | None:
 
     Raises:
       ValueError: a bare name several parts have (say which: ``part.field``), or a key of
-        version 0.1 (:data:`OLD_KEYS`).
+        version 0.1 that the config has under its new name (:data:`OLD_KEYS`).
     """
     path = key.split(".")
     keys = config_keys(config)
@@ -123,7 +155,7 @@ def config_field_path(config: Any, key: str) -> list[str] | None:
                          f"say which one of {', '.join(found)}")
     if found:
         return found[0].split(".")
-    message = old_key_error(key)
+    message = old_key_error(config, key)
     if message is not None:
         raise ValueError(message)
     return None

@@ -37,7 +37,10 @@ def method_config(name: str, **settings: Any) -> Any:
     (each method's config has only the fields it reads)."""
     cfg = get_method(name).default_config()
     for key, value in settings.items():
-        path = config_field_path(cfg, key)
+        try:
+            path = config_field_path(cfg, key)
+        except ValueError:  # a key of version 0.1 here: not one of this method's
+            path = None
         if path is not None:
             cfg = _replaced(cfg, path, value)
     return cfg
