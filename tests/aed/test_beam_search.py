@@ -492,7 +492,7 @@ def test_random_switch_combinations_match_reference():
     @given(kwargs=_config_strategy(), seed=st.integers(0, 10_000))
     def check(kwargs, seed):
         kwargs = dict(kwargs)
-        kwargs["nbest"] = kwargs["beam_size"]
+        kwargs["num_hyps"] = kwargs["beam_size"]
         dec, memory, lens, ctc, lm = _problem(seed, torch.device("cpu"), n=2, t=5,
                                               eos_bias=(seed % 3) * 0.8)
         cfg = BeamSearchConfig(**kwargs)
