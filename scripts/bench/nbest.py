@@ -395,7 +395,7 @@ def budget_variants(budget: int, scale: float, learned) -> list[tuple]:
     if learned is not None:
         variants.append(("multi-pass, learned predictor", MultiPassConfig(
             first_k=min(2, budget), batch_k=2, max_evaluations=budget,
-            rnn_lm_scale=scale), learned))
+            lm_scale=scale), learned))
     return variants
 
 
