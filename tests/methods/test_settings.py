@@ -135,3 +135,22 @@ def test_describe_settings_groups_them_by_part():
     assert short[0].startswith("settings: subsampling_factor=1")
     assert any(line.startswith("rescore: sweep=false ngram_lm_scale=1.3 ngram_lm_scales=")
                and "[" in line for line in short)
+
+
+def test_the_shipped_settings_and_the_demos_tune_plan_use_the_current_keys():
+    """decode.json's entries and the demo's tune grid each reach a field of their method (a
+    0.1 key would be refused), and the tuned scales land where the demo's table reads them."""
+    from k2dec.demo import SHIPPED_SETTINGS, TUNE_PLAN
+    from k2dec.job import read_settings
+
+    settings = read_settings(SHIPPED_SETTINGS)
+    runs = {r.method.name: r.config
+            for r in plan_methods(list(settings.methods), settings=settings)}
+    assert runs["nbest-rescoring"].rescore.ngram_lm_scale == 0.5
+    assert runs["whole-lattice-rescoring"].rescore.ngram_lm_scale == 0.4
+    assert runs["rnn-lm"].rescore.lm_scale == 0.3 and runs["multi-pass"].multi_pass.lm_scale == 0.3
+    assert runs["attention-beam-search"].search.ctc_weight == 0.5
+    for method, grid in TUNE_PLAN.items():
+        cfg = get_method(method).default_config()
+        for item in grid:
+            assert config_field_path(cfg, item.split("=")[0]) is not None, (method, item)
