@@ -44,7 +44,7 @@ class AttentionBeamSearchMethodConfig:
     ``ctc_weight`` :data:`CTC_WEIGHT`, joint CTC/attention scoring, which needs the model's CTC
     output (``ctc_weight=0``: the attention decoder alone), and ``end_detect``), with hotword
     biasing
-    when hotwords are given: ``hotwords_score`` per token of a hotword (the transducer
+    when hotwords are given: ``hotwords.token_score`` per token of a hotword (the transducer
     searches' non-strict bonus-and-refund; an unfinished match is refunded on ``eos``)."""
 
     search: BeamSearchConfig = field(default_factory=_joint_search)

@@ -123,11 +123,11 @@ class Resources:
         :func:`k2dec.scorers.train_token_arpa`) on the device of the inputs; ``"hotwords"``,
         biasing phrases as token ids with an optional per-phrase score
         (:func:`k2dec.scorers.encode_hotwords` of a ``--hotwords`` file), which the methods
-        that support biasing use when given (each with its config's ``hotwords_score``);
+        that support biasing use when given (each with its ``hotwords.token_score``);
         ``"hotword_words"``, the same phrases as word ids of the lang dir's words.txt
         (:func:`k2dec.scorers.encode_hotword_words`; phrases with words outside words.txt
         are left out), for the methods that bias a graph with word outputs (the HLG methods;
-        each with its config's ``hotwords_score``, per word).
+        each with its ``word_hotwords.word_score``, per word).
       attention_decoder: the AED decoder for attention rescoring / beam search.
       cache: scratch space methods use to keep derived objects (e.g. a scaled LG) across
         batches.
@@ -319,7 +319,7 @@ class Setting:
     Attributes:
       key: the :attr:`MethodResult.key` (``"ngram_lm_scale_0.5"``).
       assignments: ``KEY=VALUE`` strings (:func:`override_config`) that make this setting the
-        configured one (``("ngram_lm_scale=0.5",)``); ``()`` for the configured setting.
+        configured one (``("rescore.ngram_lm_scale=0.5",)``); ``()`` for the configured setting.
     """
 
     key: str
@@ -343,10 +343,10 @@ class Method:
       needs_references: the method reads every utterance's reference (oracle methods); a
         job without references must refuse it before decoding.
       hotwords: the method biases towards ``Resources.hotwords`` / ``hotword_words`` when
-        given (``--hotwords``), with its config's ``hotwords_score``.
-      settings_fn: for methods whose config has a ``sweep`` field (methods that weigh scores
+        given (``--hotwords``), with its ``hotwords`` or ``word_hotwords`` part.
+      settings_fn: for methods whose config has a ``rescore`` part (methods that weigh scores
         by scales: n-best / lattice rescoring), the :class:`Setting` list of a config: the
-        configured scales first, then, with ``sweep=True``, every other point of the
+        configured scales first, then, with ``rescore.sweep``, every other point of the
         config's scale grids, in the order the method returns its results.
       streaming: for methods that also decode chunk by chunk, ``(transducer, resources,
         config, device) -> StreamingSearch`` (:mod:`k2dec.methods.streaming`): the method's
@@ -375,7 +375,7 @@ class Method:
 
     @property
     def sweeps(self) -> bool:
-        """True if the method can report a grid of scale settings (``sweep=True``)."""
+        """True if the method can report a grid of scale settings (``rescore.sweep``)."""
         return self.settings_fn is not None
 
     def scale_fields(self, config: Any = None) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """The settings of methods that weigh scores by scales: ONE configured setting by default,
-the points of a scale grid with ``sweep=True`` (the configured setting still first)."""
+the points of a scale grid with ``rescore.sweep`` (the configured setting still first)."""
 
 from __future__ import annotations
 

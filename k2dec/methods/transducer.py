@@ -78,7 +78,7 @@ def _transducer_nbest() -> NbestConfig:
 class FastBeamSearchLGConfig:
     """``fast_beam_search_LG``: the search through LG with LG's scores times
     ``graph.scale``; when hotwords are given, through LG intersected with the hotword
-    automaton (``hotwords_score`` per token, not scaled)."""
+    automaton (``hotwords.token_score`` per token, not scaled)."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     graph: GraphConfig = field(default_factory=lg_graph)
@@ -90,7 +90,7 @@ class FastBeamSearchNbestConfig:
     """``fast_beam_search_nbest`` and ``fast_beam_search_nbest_oracle``: the search, then
     ``nbest.num_paths`` paths sampled from its lattice; when hotwords are given, the search
     runs on the hotword automaton instead of the trivial graph (as ``fast_beam_search``:
-    ``hotwords_score`` per token, part of every path's score)."""
+    ``hotwords.token_score`` per token, part of every path's score)."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     nbest: NbestConfig = field(default_factory=_transducer_nbest)
@@ -136,7 +136,7 @@ def _greedy(inputs: TransducerInputs, res: Resources, cfg: GreedySearchConfig):
 @dataclass(frozen=True)
 class FastBeamSearchMethodConfig:
     """``fast_beam_search``: the search with the trivial graph, or, when hotwords are given,
-    with the hotword automaton (:func:`k2dec.scorers.hotword_graph`, ``hotwords_score`` per
+    with the hotword automaton (:func:`k2dec.scorers.hotword_graph`, ``hotwords.token_score`` per
     token) as the decoding graph."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)

@@ -66,7 +66,7 @@ RESCORE_LODR_SCALES = tuple(round(0.05 * i, 2) for i in range(1, 20))
 @dataclass(frozen=True)
 class ModifiedBeamSearchMethodConfig:
     """``modified_beam_search``: the search, with hotword biasing when hotwords are given
-    (``hotwords_score``: icefall's ``--context-score``)."""
+    (``hotwords.token_score``: icefall's ``--context-score``)."""
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
