@@ -10,6 +10,7 @@ import torch
 
 import k2dec.icefall as ice
 from k2dec.methods import Resources, TransducerInputs, get_method, icefall_compatible
+from k2dec.methods.parts import GraphConfig
 from k2dec.nbest import NbestConfig
 from k2dec.scorers import ContextGraph
 from k2dec.testing.lang import tiny_lg
@@ -181,7 +182,7 @@ def test_fast_beam_search_nbest_LG_is_the_method(lg, lens, seed):
     got = ice.fast_beam_search_nbest_LG(model, lg, enc, enc_lens, num_paths=20,
                                         return_timestamps=True, **FBS)
     cfg = _nbest_cfg("fast_beam_search_nbest_LG", 20)
-    cfg = type(cfg)(search=cfg.search, nbest=cfg.nbest, ngram_lm_scale=1.0)
+    cfg = type(cfg)(search=cfg.search, nbest=cfg.nbest, graph=GraphConfig(1.0))
     [want] = _method("fast_beam_search_nbest_LG", model, enc, enc_lens, cfg,
                      Resources(graphs={"LG": lg}))
     assert got.hyps == want.words
