@@ -204,10 +204,12 @@ _asset_options = _options(
                       "'PHRASE :SCORE'); used by the methods that support biasing (column "
                       "'hotwords' of --list-methods: the transducer, CTC prefix and attention "
                       "searches, the fast_beam_search family, the HLG methods), with --set "
-                      "hotwords_score=... (default 1.0 per token; 2.0 per word in the HLG "
-                      "methods, whose phrases must be in words.txt). Token-level methods pay "
-                      "half of it while a phrase is incomplete and complete phrases at word "
-                      "ends (--set hotwords_partial_share=1.0 --set hotwords_whole_words=false, "
+                      "hotwords.token_score=... (default 1.0 per token) or "
+                      "word_hotwords.word_score=... (the HLG methods: default 2.0 per word, "
+                      "phrases must be in words.txt). "
+                      "Token-level methods pay half of it while a phrase is incomplete and "
+                      "complete phrases at word ends (--set hotwords.partial_share=1.0 --set "
+                      "hotwords.whole_words=false, "
                       "or --icefall-compat, for icefall's scheme and its 2.0)."),
     click.option("--lodr-arpa", type=click.Path(exists=True, dir_okay=False, path_type=Path),
                  help="A token n-gram ARPA (words = token ids or BPE pieces, plain or "
@@ -222,14 +224,15 @@ _method_options = _options(
     click.option("--method", "methods", multiple=True,
                  help="Decoding method (repeatable); see `k2dec decode --list-methods`."),
     click.option("--set", "assignments", multiple=True,
-                 help="Override a config field, KEY=VALUE (e.g. beam=4, "
-                      "lattice.search_beam=15, ngram_lm_scale=0.5), in every given method "
-                      "whose config has KEY; a bare name reaches a nested field "
-                      "(num_paths=50: nbest.num_paths). A KEY that means different things "
-                      "in the given methods (beam: hypotheses in modified_beam_search, a "
-                      "pruning beam in fast_beam_search) is refused: METHOD:KEY=VALUE sets "
-                      "it for one method (fast_beam_search:beam=10). --list-methods shows "
-                      "each method's keys. Applied after --config."),
+                 help="Override a setting, PART.FIELD=VALUE (e.g. search.beam_size=8, "
+                      "lattice.search_beam=15, rescore.ngram_lm_scale=0.5, "
+                      "fusion.lm_scale=0.3), in every given method that has it; a bare "
+                      "FIELD works where one part of the method has it (num_paths=50: "
+                      "nbest.num_paths). A key means the same in every method "
+                      "(beam_size: hypotheses kept; beam: a pruning beam); "
+                      "METHOD:KEY=VALUE sets it for one method. A key of k2dec 0.1 is "
+                      "refused with its new name. --list-methods and --describe show each "
+                      "method's settings by part. Applied after --config."),
     click.option("--config", "config_path",
                  type=click.Path(exists=True, dir_okay=False, path_type=Path),
                  help="A settings file (JSON; written by k2dec tune): KEY=VALUE "
@@ -396,7 +399,11 @@ def _silence(silence_db: float) -> float | None:
 @main.command("decode")
 @click.option("--list-methods", "list_only", is_flag=True,
               help="List every method: its family, what it needs (graph files, --rnn-lm, "
-                   "references), its default scales and what it does; then exit.")
+                   "references), its default scales, what it does and its settings by "
+                   "part; then exit.")
+@click.option("--describe", "describe", metavar="METHOD",
+              help="Show METHOD's settings, one line per part with their defaults (the "
+                   "keys --set takes), and what it needs; then exit.")
 @_input_options
 @_asset_options
 @_method_options
@@ -406,7 +413,7 @@ def _silence(silence_db: float) -> float | None:
               help="Decode again every cut recorded as failed (without it, only those whose "
                    "cut or --max-duration changed since they failed).")
 @_silence_option
-def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path, lang_dir,
+def decode_cmd(list_only, describe, cuts_path, audio_dir, text_path, test_set, model_path, lang_dir,
                graph_dir, rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path,
                no_model_settings, max_duration, icefall_compat, threads, out_dir, retry_failed,
                silence_db,
@@ -432,6 +439,11 @@ def decode_cmd(list_only, cuts_path, audio_dir, text_path, test_set, model_path,
     changes = _feature_changes(features)
     if list_only:
         _list_methods(model_path, lang_dir, changes)
+        return
+    if describe is not None:
+        from .job import describe_method
+
+        click.echo(_checked(describe_method, describe))
         return
     if out_dir is None:
         raise click.UsageError("--out-dir is required")
@@ -499,7 +511,7 @@ def _exit_if_failed(rows) -> None:
 @_method_options
 @click.option("--grid", multiple=True,
               help="FIELD=V1,V2,... (repeatable): also try these values of a config field "
-                   "(e.g. hlg_scale=0.4,0.6,0.8), every combination, in each method that has "
+                   "(e.g. graph.scale=0.4,0.6,0.8), every combination, in each method that has "
                    "the field.")
 @click.option("--out", "out_path", required=True,
               type=click.Path(dir_okay=False, path_type=Path),
@@ -523,7 +535,7 @@ def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, gr
 
     \b
         k2dec tune --cuts dev.jsonl.gz --model model.pt --lang-dir lang --graph-dir graphs \\
-            --method nbest-rescoring --method 1best --grid hlg_scale=0.4,0.6,0.8 \\
+            --method nbest-rescoring --method 1best --grid graph.scale=0.4,0.6,0.8 \\
             --out tuned.json
         k2dec decode --config tuned.json --method nbest-rescoring ...
     """

@@ -346,8 +346,8 @@ TUNE_PLAN: dict[str, tuple[str, ...]] = {
     "whole-lattice-rescoring": (),
     "attention-decoder": (),
     "rnn-lm": (),
-    "multi-pass": ("multi_pass.rnn_lm_scale=0.3,0.5,0.7,0.9",),
-    "attention-beam-search": ("ctc_weight=0.0,0.3,0.5",),
+    "multi-pass": ("multi_pass.lm_scale=0.3,0.5,0.7,0.9",),
+    "attention-beam-search": ("search.ctc_weight=0.0,0.3,0.5",),
 }
 
 

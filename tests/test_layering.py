@@ -264,17 +264,11 @@ ENTRY_POINTS = {
     "demo": "`k2dec demo` / `make demo`: the main job, a user entry point of its own",
 }
 
-#: Top-level modules on their way out, and where to.
-LEAVING = {
-    "deprecation": "renamed_fields only, removed with the old settings keys (issue 35)",
-}
-
-
 def test_no_top_level_module_but_the_entry_points():
     """Everything else lives in a subpackage named for what it holds (the ground floor, the
     helpers the searches share, in k2dec.primitives)."""
     top = {p.stem for p in PACKAGE.glob("*.py")}
-    assert top <= set(ENTRY_POINTS) | set(LEAVING), sorted(top - set(ENTRY_POINTS) - set(LEAVING))
+    assert top <= set(ENTRY_POINTS), sorted(top - set(ENTRY_POINTS))
     assert set(ENTRY_POINTS) <= top
 
 

@@ -11,9 +11,9 @@ Example (a random decoder, so the hypotheses are arbitrary)::
     >>> memory = torch.randn(2, 6, 8)            # [N, T, C] encoder output
     >>> memory_lens = torch.tensor([6, 4])       # [N] valid frames
     >>> ctc = torch.randn(2, 6, 10).log_softmax(-1)  # [N, T, V] CTC log-probs (blank = 0)
-    >>> config = BeamSearchConfig(beam_size=4, nbest=2, ctc_weight=0.3)
+    >>> config = BeamSearchConfig(beam_size=4, num_hyps=2, ctc_weight=0.3)
     >>> hyps = beam_search(decoder, memory, memory_lens, config, ctc_log_probs=ctc)
-    >>> [len(h) for h in hyps]                   # [N][nbest]
+    >>> [len(h) for h in hyps]                   # [N][num_hyps]
     [2, 2]
     >>> hyps[0][0].score >= hyps[0][1].score
     True

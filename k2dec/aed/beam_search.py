@@ -267,7 +267,7 @@ def beam_search(
         scorers.
 
     Returns:
-      ``[N][<= nbest]`` hypotheses per utterance, best first (fewer than ``nbest``, possibly
+      ``[N][<= num_hyps]`` hypotheses per utterance, best first (fewer than ``num_hyps``, possibly
       none, when fewer ended).
     """
     config = BeamSearchConfig() if config is None else config
@@ -480,7 +480,7 @@ class _BeamSearch:
             scores = self.take_ended(beam, step, rows, token, scores, u)
             beam = self.next_beam(beam, step, rows, token, scores, u)
         logger.debug("aed beam search: %d utterances, %d steps", self.n, u + 1)
-        return _collect(self.ended.chunks, self.n, self.config.nbest)
+        return _collect(self.ended.chunks, self.n, self.config.num_hyps)
 
     def initial_beam(self) -> _Beam:
         n, dtype, device = self.n, self.dtype, self.device

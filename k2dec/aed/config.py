@@ -6,20 +6,18 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from ..deprecation import renamed_fields
 from ..primitives.sizes import check_float_range, check_int_range
 
 __all__ = ["BeamSearchConfig"]
 
 
-@renamed_fields(lm_weight="lm_scale")
 @dataclass(frozen=True)
 class BeamSearchConfig:
     """Switches of :func:`beam_search` (see the module docstring for the exact scoring).
 
     Attributes:
       beam_size: ``B``, live hypotheses per utterance.
-      nbest: hypotheses returned per utterance (``<= beam_size``).
+      num_hyps: hypotheses returned per utterance (``<= beam_size``; formerly ``nbest``).
       max_len_ratio: maximum output length is ``max(1, floor(max_len_ratio * T_n))`` tokens.
       min_len: ``eos`` is not allowed before this many tokens.
       temperature: divides the decoder log-probs before renormalizing.
@@ -47,8 +45,8 @@ class BeamSearchConfig:
         decoder that returns attention. None: no window.
       lm_scale: shallow-fusion LM weight (0 disables; needs an LM: the search's ``lm``
         argument, or an LM among its scorers, which carry their own weights); icefall's name
-        for the weight of a neural LM fused into a search (``--lm-scale``), formerly
-        ``lm_weight`` (still accepted, deprecated).
+        for the weight of a neural LM fused into a search (``--lm-scale``; formerly
+        ``lm_weight``).
       lm_fusion: ``"full"`` adds the LMs (``lm`` and the ``is_lm`` scorers) on all ``B x V``
         scores, ``"pruned"`` only on each hypothesis' ``B`` best candidates.
       end_detect: enable end detection; end_detect_window: ``M``; end_detect_margin: ``D``.
@@ -62,7 +60,7 @@ class BeamSearchConfig:
     """
 
     beam_size: int = 10
-    nbest: int = 1
+    num_hyps: int = 1
     max_len_ratio: float = 1.0
     min_len: int = 0
     temperature: float = 1.0
@@ -101,7 +99,7 @@ class BeamSearchConfig:
                 raise ValueError(f"{name} must be a finite number {op} {low}, got {value!r}")
 
         check_int_range(self, "beam_size", 1, 64)  # memory: beam x frames x model dim
-        check_int_range(self, "nbest", 1, self.beam_size)
+        check_int_range(self, "num_hyps", 1, self.beam_size)
         check_float_range(self, "max_len_ratio", 0.0, 10.0)
         check_int_range(self, "min_len", 0, 10_000)
         _float("temperature", 0.0, strict=True)

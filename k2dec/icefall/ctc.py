@@ -102,7 +102,7 @@ def ctc_greedy_search(
 
 def _search(ctc_output: torch.Tensor, encoder_out_lens: torch.Tensor, beam: int,
             blank_id: int, scorers: list) -> list:
-    cfg = CtcPrefixBeamSearchConfig(beam=int(beam), blank_id=int(blank_id))
+    cfg = CtcPrefixBeamSearchConfig(beam_size=int(beam), blank_id=int(blank_id))
     return k2dec_prefix_search(ctc_output, encoder_out_lens, cfg, scorers)
 
 

@@ -101,7 +101,7 @@ def modified_beam_search(
     scores as icefall); ``context_graph``: hotwords, a k2dec
     :class:`~k2dec.scorers.ContextGraph` or an icefall ``ContextGraph``."""
     check_model(model, "modified_beam_search")
-    cfg = compat(ModifiedBeamSearchConfig(beam=int(beam), temperature=float(temperature),
+    cfg = compat(ModifiedBeamSearchConfig(beam_size=int(beam), temperature=float(temperature),
                                           blank_penalty=float(blank_penalty)))
     scorers = []
     if context_graph is not None:
@@ -129,7 +129,7 @@ def beam_search(
     run for minutes, and only then may the hypotheses differ)."""
     check_model(model, "beam_search")
     lens = check_single(encoder_out, "beam_search")
-    cfg = TransducerBeamSearchConfig(beam=int(beam), temperature=float(temperature),
+    cfg = TransducerBeamSearchConfig(beam_size=int(beam), temperature=float(temperature),
                                      blank_penalty=float(blank_penalty))
     [hyps] = k2dec_beam_search(model, encoder_out, lens, cfg)
     best = hyps[0]

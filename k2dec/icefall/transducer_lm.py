@@ -158,7 +158,7 @@ def fast_beam_search_with_nbest_rnn_rescoring(
 
 def _fusion_search(model, encoder_out, encoder_out_lens, beam: int, scorers: list
                    ) -> list:
-    cfg = compat(ModifiedBeamSearchConfig(beam=int(beam)))
+    cfg = compat(ModifiedBeamSearchConfig(beam_size=int(beam)))
     return k2dec_modified_beam_search(model, encoder_out, encoder_out_lens, cfg,
                                       scorers=scorers)
 
@@ -209,7 +209,7 @@ def modified_beam_search_LODR(
 def _final(model, encoder_out, encoder_out_lens, beam: int, temperature: float
            ) -> tuple[HypothesisLists, torch.Tensor]:
     """Every final hypothesis of modified beam search and its log-prob (float64 ``[H]``)."""
-    cfg = compat(ModifiedBeamSearchConfig(beam=int(beam), temperature=float(temperature)))
+    cfg = compat(ModifiedBeamSearchConfig(beam_size=int(beam), temperature=float(temperature)))
     return final_lists(TransducerInputs(model, encoder_out, encoder_out_lens), cfg)
 
 

@@ -3,7 +3,7 @@
 
 ``k2dec decode``, ``k2dec demo`` and ``recipes/librispeech/decode.py`` all run through it::
 
-    runs = plan_methods(["1best", "modified_beam_search"], ["beam=8", "num_paths=50"])
+    runs = plan_methods(["1best", "modified_beam_search"], ["search.beam_size=8", "num_paths=50"])
     assets = load_assets("model.pt", "data/lang_bpe_256")
     rows = run_decode(assets, {"test-clean": cuts}, runs, "exp/decode")
     print(results_table(rows))
@@ -29,13 +29,14 @@ from lhotse import CutSet
 from ..data import split_bad_cuts
 from ..lang import match_case
 from ..methods import (
+    OLD_KEYS,
     Method,
     Resources,
     config_field_path,
     config_keys,
+    describe_settings,
     get_method,
     override_config,
-    setting_meaning,
 )
 from ..results import Calibration
 from .assets import (
@@ -58,6 +59,7 @@ __all__ = [
     "MethodRun",
     "check_assets",
     "check_resources",
+    "describe_method",
     "method_table",
     "plan_methods",
     "results_table",
@@ -117,46 +119,6 @@ def _resolve(methods: Sequence[str | Method]) -> tuple[list[Method], list[str]]:
     return resolved, problems
 
 
-def _meanings(methods: Sequence[Method], key: str) -> dict[tuple[str, str], dict[str, list]]:
-    """For ``key``, per ``(type, meaning)`` of the field it reaches in each method's config
-    (:func:`k2dec.methods.setting_meaning`): ``{"paths": [...], "methods": [...]}``."""
-    out: dict[tuple[str, str], dict[str, list]] = {}
-    for m in methods:
-        config = m.default_config()
-        try:
-            path = config_field_path(config, key)
-        except ValueError:  # ambiguous in this config: override_config says so
-            continue
-        if path is not None:
-            group = out.setdefault(setting_meaning(config, path), {"paths": [], "methods": []})
-            group["paths"] += [".".join(path)] if ".".join(path) not in group["paths"] else []
-            group["methods"].append(m.name)
-    return out
-
-
-def _two_meanings(methods: Sequence[Method], assignments: Sequence[str]) -> list[str]:
-    """A problem for each key (not ``METHOD:``-qualified) that reaches fields of different
-    types or meanings in the given methods (``beam``: hypotheses kept, an int, in
-    modified_beam_search; a pruning beam, a float, in fast_beam_search)."""
-    problems = []
-    for item in dict.fromkeys(a for a in assignments if _target(a)[0] is None):
-        key = item.split("=", 1)[0]
-        groups = _meanings(methods, key)
-        if len(groups) < 2:
-            continue
-        said = "; ".join(f"{'/'.join(g['paths'])} ({kind}"
-                         f"{'' if means == key.split('.')[-1] else ': ' + means}) in "
-                         f"{', '.join(g['methods'])}" for (kind, means), g in groups.items())
-        paths = [p for g in groups.values() for p in g["paths"]]
-        hint = (f" or the qualified name ({', '.join(paths)})"
-                if len(set(paths)) == len(paths) and key not in paths else "")
-        first = next(iter(groups.values()))["methods"][0]
-        problems.append(f"{item!r}: {key!r} means different things in the given methods: "
-                        f"{said}; say which method with METHOD:KEY=VALUE (e.g. "
-                        f"{first}:{item}){hint}")
-    return problems
-
-
 def _valid_keys(methods: Sequence[Method]) -> str:
     keys = {k for m in methods for k in config_keys(m.default_config())}
     return ", ".join(sorted(keys)) or "none"
@@ -183,6 +145,9 @@ def _unused(assignments: Sequence[str], used: set[str], methods: Sequence[Method
     if unused:
         out.append(f"no given method has a field for {', '.join(unused)}{where} (the given "
                    f"methods' keys: {_valid_keys(methods)})")
+    old = {k: OLD_KEYS[k] for k in (_target(a)[1].split("=", 1)[0] for a in unused)
+           if k in OLD_KEYS}
+    out += [f"{k!r} was renamed in k2dec 0.2 (now {' or '.join(new)})" for k, new in old.items()]
     return out
 
 
@@ -195,11 +160,11 @@ def plan_methods(methods: Sequence[str | Method], assignments: Sequence[str] = (
 
     Args:
       methods: names (icefall's) or :class:`~k2dec.methods.Method` objects, each once.
-      assignments: ``KEY=VALUE`` strings (``beam=8``, ``lattice.search_beam=15``,
-        ``lm_scales=0.5,1.0``, ``fast_beam_search:beam=10``). A key must mean one thing:
-        one that reaches fields of different types or meanings in the given methods
-        (:func:`k2dec.methods.setting_meaning`; ``beam`` of modified_beam_search and of
-        fast_beam_search) is refused; say which method with ``METHOD:KEY``.
+      assignments: ``KEY=VALUE`` strings (``search.beam_size=8``, ``lattice.search_beam=15``,
+        ``lm_scales=0.5,1.0``, ``fast_beam_search:beam=10``). A key means one thing in
+        every method that has it (each part is one class, :data:`k2dec.methods.PARTS`); a
+        key of version 0.1 (``beam`` of modified_beam_search, ``hlg_scale``) is refused
+        with its new name.
       require_used: an assignment that no method's config has is an error (else ignored).
       settings: a settings file's content, applied before ``assignments``: its ``set``
         where the field exists (checked like ``assignments``: one that no given method has
@@ -208,16 +173,14 @@ def plan_methods(methods: Sequence[str | Method], assignments: Sequence[str] = (
 
     Raises:
       ValueError: naming every problem found: unknown or repeated methods, malformed
-        assignments, keys of two meanings, values of the wrong type or rejected by the
-        config, unused assignments (with the keys the given methods have).
+        assignments, renamed keys, values of the wrong type or rejected by the config,
+        unused assignments (with the keys the given methods have).
     """
     resolved, problems = _resolve(methods)
     problems += [f"expected KEY=VALUE, got {a!r}" for a in assignments if "=" not in a]
     assignments = [a for a in assignments if "=" in a]
     settings = settings or DecodeSettings()
     in_file = f" (in the \"set\" of {settings.source or 'the settings'})"
-    problems += _two_meanings(resolved, assignments)
-    problems += [p + in_file for p in _two_meanings(resolved, settings.assignments)]
     runs, used, used_in_file, rejected = [], set(), set(), {}
     for method in resolved:
         default = method.default_config()
@@ -391,13 +354,18 @@ def _needs(method: Method) -> str:
     return ", ".join(dict.fromkeys(needs)) or "-"
 
 
-def _short(value: Any) -> str:
-    """A setting's default as ``--set`` takes it; a long grid by its ends and ``[size]``."""
-    if isinstance(value, tuple):
-        if len(value) > 4:
-            return f"{value[0]:g},...,{value[-1]:g}[{len(value)}]"
-        return ",".join(f"{x:g}" for x in value)
-    return str(value)
+def describe_method(name: str) -> str:
+    """``k2dec decode --describe``: a method's name, family, needs and description, then its
+    settings one line per part with their defaults (:func:`k2dec.methods.describe_settings`).
+
+    Raises:
+      ValueError: an unknown method name (listing the known ones).
+    """
+    m = get_method(name)
+    lines = [f"{m.name} ({m.family.value}; needs: {_needs(m)}; hotwords: "
+             f"{'yes' if m.hotwords else 'no'})", m.description,
+             "settings (--set PART.FIELD=VALUE):"]
+    return "\n".join(lines + [f"  {line}" for line in describe_settings(m.default_config())])
 
 
 def method_table(methods: Sequence[Method]) -> str:
@@ -405,14 +373,14 @@ def method_table(methods: Sequence[Method]) -> str:
     ``--graph-dir`` or the lang dir, ``--rnn-lm``, an attention decoder in the model,
     references for oracle methods), whether it takes ``--hotwords`` (:attr:`Method.hotwords`),
     what it does, its configured scales when it weighs scores by scales (``k2dec tune``
-    tunes them) and its own settings with their defaults (:func:`k2dec.methods.config_keys`:
-    the keys ``--set`` takes)."""
+    tunes them) and its own settings with their defaults, by part
+    (:func:`k2dec.methods.describe_settings`: the keys ``--set`` takes)."""
     rows = []
     for m in methods:
         scales = " ".join(f"{k}={v}" for k, v in m.scale_fields().items())
         what = f"{m.description} Scales: {scales}." if scales else m.description
-        keys = " ".join(f"{k}={_short(v)}" for k, v in config_keys(m.default_config()).items())
-        what += f" Settings (--set KEY=VALUE): {keys}."
+        parts = "; ".join(describe_settings(m.default_config(), short=True))
+        what += f" Settings (--set PART.FIELD=VALUE): {parts}."
         rows.append((m.name, m.family.value, _needs(m), "yes" if m.hotwords else "-", what))
     head = ("method", "family", "needs", "hotwords", "what it does")
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]

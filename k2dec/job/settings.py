@@ -5,8 +5,8 @@
     {
       "set": ["lattice.search_beam=15"],
       "methods": {
-        "nbest-rescoring": ["ngram_lm_scale=0.3"],
-        "attention-decoder": ["ngram_lm_scale=0.3", "attention_scale=0.7"]
+        "nbest-rescoring": ["rescore.ngram_lm_scale=0.3"],
+        "attention-decoder": ["rescore.ngram_lm_scale=0.3", "rescore.attention_scale=0.7"]
       },
       "calibration": {"nbest-rescoring": {"ngram_lm_scale_0.3": [1.42, -0.61]}},
       "tuned": {"nbest-rescoring": {"dev_wer": 35.1, "start_wer": 36.0, ...}}

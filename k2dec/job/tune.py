@@ -1,8 +1,8 @@
 """Pick each method's settings on a dev set (``k2dec tune``).
 
 For every method, the dev sets are decoded once per point of an optional grid of config
-fields (``hlg_scale=0.4,0.6,0.8``), each time with the method's scale sweep switched on when
-it has one (``sweep=True``: every point of its scale grids, see
+fields (``graph.scale=0.4,0.6,0.8``), each time with the method's scale sweep switched on when
+it has one (``rescore.sweep=true``: every point of its scale grids, see
 :meth:`k2dec.methods.Method.settings`). The setting with the lowest mean WER over the dev sets
 wins (ties: the earliest, starting from the configured setting), and its assignments are
 written to a settings file (:mod:`k2dec.job.settings`) that ``k2dec decode --config`` reads,
@@ -11,7 +11,8 @@ reports (fit on the dev words of the chosen setting; the decode job applies it i
 and confidence summaries, like the calibration of lattice confidences in Kaldi recipes)::
 
     runs = plan_methods(["nbest-rescoring", "1best"])
-    results = tune_methods(assets, {"dev": dev_cuts}, runs, "exp/tune", grid=["hlg_scale=0.4,0.6"])
+    results = tune_methods(assets, {"dev": dev_cuts}, runs, "exp/tune",
+                           grid=["graph.scale=0.4,0.6"])
     write_settings(tuned_settings(results), "exp/tuned.json")
 
 Each grid point decodes into its own directory (named by a digest of the method's config, so
@@ -78,7 +79,7 @@ class TuneResult:
 
 
 def parse_grid(grid: Sequence[str]) -> list[tuple[str, list[str]]]:
-    """``["hlg_scale=0.4,0.6"]`` -> ``[("hlg_scale", ["0.4", "0.6"])]``.
+    """``["graph.scale=0.4,0.6"]`` -> ``[("graph.scale", ["0.4", "0.6"])]``.
 
     Raises:
       ValueError: an item without ``=`` or values, or a field given twice.
@@ -183,7 +184,7 @@ def _tune(assets, dev_sets, run: MethodRun, points, out_dir: Path, config: Decod
     for point in points:
         cfg = override_config(run.config, point)
         if method.sweeps:
-            cfg = replace(cfg, sweep=True)
+            cfg = replace(cfg, rescore=replace(cfg.rescore, sweep=True))
         digest = hashlib.sha1(repr(cfg).encode()).hexdigest()[:12]
         where = job_folder(job_folder(out_dir / method.name) / digest)
         replace_text(where / "setting.json", json.dumps({"assignments": list(point)}) + "\n")

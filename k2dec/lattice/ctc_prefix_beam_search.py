@@ -51,15 +51,15 @@ class CtcPrefixBeamSearchConfig:
     """Options of :func:`ctc_prefix_beam_search` (icefall's defaults).
 
     Attributes:
-      beam: prefixes kept per utterance after each frame, and symbols tried per frame.
+      beam_size: prefixes kept per utterance after each frame, and symbols tried per frame.
       blank_id: the CTC blank.
     """
 
-    beam: int = 4
+    beam_size: int = 4
     blank_id: int = 0
 
     def __post_init__(self) -> None:
-        check_int_range(self, "beam", 1, 256)  # candidates: 2 x beam^2 per utterance
+        check_int_range(self, "beam_size", 1, 256)  # candidates: 2 x beam_size^2 per utterance
         if not isinstance(self.blank_id, int) or self.blank_id < 0:
             raise ValueError(f"blank_id must be an int >= 0, got {self.blank_id!r}")
 
@@ -182,7 +182,7 @@ class _Search:
     def _frame(self, hyps: _Prefixes, counts: torch.Tensor,
                t: int) -> tuple[_Prefixes, torch.Tensor]:
         """One frame of the first ``len(counts)`` utterances (in length order)."""
-        beam, blank = self.config.beam, self.config.blank_id
+        beam, blank = self.config.beam_size, self.config.blank_id
         device = self.device
         n = counts.numel()
         splits = exclusive_cumsum(counts)

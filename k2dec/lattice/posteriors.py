@@ -18,7 +18,7 @@ flatten the posteriors (Kaldi's ``lattice-to-ctm-conf`` is usually run with 1/LM
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import k2
 import torch
@@ -49,7 +49,7 @@ class PosteriorConfig:
     """
 
     acoustic_scale: float = 1.0
-    lm_scale: float = field(default=1.0, metadata={"means": "scale of lm_scores in posteriors"})
+    lm_scale: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("acoustic_scale", "lm_scale"):

@@ -17,7 +17,8 @@ from ..primitives.hypothesis import HypothesisRecord
 # the method modules, each registering its methods (the registry never imports them)
 from . import aed, ctc, ctc_prefix, mbr, transducer, transducer_beam_search  # noqa: F401
 from .compat import ICEFALL_NBEST_ILME_SCALE, icefall_compatible, icefall_compatible_part
-from .fusion import Fusion, ScorerRequest, build_scorers, register_scorer, scorer_names
+from .fusion import ScorerRequest, build_scorers, register_scorer, scorer_names
+from .parts import PARTS
 from .registry import (
     NEURAL_LMS,
     NON_GRAPH_NEEDS,
@@ -29,27 +30,31 @@ from .registry import (
     Resources,
     Setting,
     TransducerInputs,
-    config_field_path,
-    config_keys,
     family_order,
     get_method,
     list_methods,
-    override_config,
     register,
-    renamed_key,
-    setting_meaning,
     supported_methods,
+)
+from .settings import (
+    OLD_KEYS,
+    config_field_path,
+    config_keys,
+    config_parts,
+    describe_settings,
+    override_config,
 )
 from .streaming import StreamingSearch
 
 __all__ = [
     "ICEFALL_NBEST_ILME_SCALE",
+    "OLD_KEYS",
+    "PARTS",
     "NEURAL_LMS",
     "NON_GRAPH_NEEDS",
     "AedInputs",
     "CtcInputs",
     "Family",
-    "Fusion",
     "HypothesisRecord",
     "Method",
     "MethodResult",
@@ -61,6 +66,8 @@ __all__ = [
     "build_scorers",
     "config_field_path",
     "config_keys",
+    "config_parts",
+    "describe_settings",
     "family_order",
     "get_method",
     "icefall_compatible",
@@ -69,8 +76,6 @@ __all__ = [
     "override_config",
     "register",
     "register_scorer",
-    "renamed_key",
     "scorer_names",
-    "setting_meaning",
     "supported_methods",
 ]

@@ -13,8 +13,9 @@ import torch
 
 from ..aed import BeamSearchConfig, beam_search
 from ..lattice import ctc_forced_alignment
-from .fusion import Fusion, build_scorers
+from .fusion import build_scorers
 from .hotword_biasing import HotwordConfig
+from .parts import FusionConfig
 from .records import from_aed
 from .registry import AedInputs, Family, MethodResult, Resources, register
 
@@ -43,20 +44,11 @@ class AttentionBeamSearchMethodConfig:
     ``ctc_weight`` :data:`CTC_WEIGHT`, joint CTC/attention scoring, which needs the model's CTC
     output (``ctc_weight=0``: the attention decoder alone), and ``end_detect``), with hotword
     biasing
-    when hotwords are given: ``hotwords_score`` per token of a hotword (the transducer
+    when hotwords are given: ``hotwords.token_score`` per token of a hotword (the transducer
     searches' non-strict bonus-and-refund; an unfinished match is refunded on ``eos``)."""
 
     search: BeamSearchConfig = field(default_factory=_joint_search)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
-
-    @property
-    def fusion(self) -> Fusion:
-        """What the search adds to the attention decoder's scores
-        (:func:`k2dec.methods.fusion.build_scorers`): the CTC prefix scores weighted
-        ``search.ctc_weight`` (the decoder's weight is then ``1 - ctc_weight``) and the
-        neural LM (``Resources.neural_lm``: ``rnn_lm``, else ``transformer_lm``, as in every
-        method) weighted ``search.lm_scale``."""
-        return (("ctc", self.search.ctc_weight), ("lm", self.search.lm_scale))
 
 
 @register("attention-beam-search", Family.AED, AttentionBeamSearchMethodConfig,
@@ -74,7 +66,10 @@ def _attention_beam_search(inputs: AedInputs, res: Resources,
                          f"(joint CTC/attention; default {CTC_WEIGHT}) needs the model's "
                          "CTC output (AedInputs.ctc_log_probs); for a model without one: "
                          "--set ctc_weight=0")
-    scorers = build_scorers(res, "attention-beam-search", cfg.fusion, decoder.vocab_size,
+    # the search's own weights: the CTC prefix scores' and the neural LM's (the decoder's
+    # weight is then 1 - ctc_weight)
+    fusion = FusionConfig(ctc_weight=search.ctc_weight, lm_scale=search.lm_scale)
+    scorers = build_scorers(res, "attention-beam-search", fusion, decoder.vocab_size,
                             inputs.memory.device, cfg.hotwords, eos_id=decoder.eos_id,
                             ctc_log_probs=inputs.ctc_log_probs, ctc_lens=inputs.memory_lens,
                             blank_id=search.ctc_blank_id)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ..primitives.sizes import check_finite
 
-__all__ = ["check_finite", "check_scale_grid", "check_scales", "check_sweep"]
+__all__ = ["check_finite", "check_scales", "check_sweep"]
 
 
 def check_scales(name: str, values: tuple[float, ...]) -> None:
@@ -21,12 +19,3 @@ def check_sweep(value: bool) -> None:
     """Raise ``TypeError`` unless ``value`` (a config's ``sweep``) is a bool."""
     if not isinstance(value, bool):
         raise TypeError(f"sweep must be a bool, got {value!r}")
-
-
-def check_scale_grid(owner: Any, scale: str, scales: str) -> None:
-    """Check a config's swept scale: ``owner.<scale>`` a finite number (``ValueError``),
-    ``owner.sweep`` a bool (``TypeError``) and ``owner.<scales>``, the grid ``sweep`` tries,
-    a non-empty tuple of finite numbers (``ValueError``), in that order."""
-    check_finite(scale, getattr(owner, scale))
-    check_sweep(owner.sweep)
-    check_scales(scales, getattr(owner, scales))

@@ -28,14 +28,14 @@ oracles' edit distances)                                                   the o
                                                       independent of the   (``k2.random_paths``)
                                                       batch)
 ``ModifiedBeamSearchConfig.score_dtype``              "float64"            "float32"
-``hotwords_partial_share`` (token-level hotword        0.5 (half of a       1.0 (all of it on
+``hotwords.partial_share`` (token-level hotword        0.5 (half of a       1.0 (all of it on
 methods, :mod:`k2dec.methods.hotword_biasing`)               phrase's bonus on    the way)
                                                       the way, the rest
                                                       on completion)
-``hotwords_whole_words`` (the same methods)           True (a phrase       False (on its last
+``hotwords.whole_words`` (the same methods)           True (a phrase       False (on its last
                                                       completes at a word  token)
                                                       end)
-``hotwords_score`` (the same methods)                 1.0                  2.0
+``hotwords.token_score`` (the same methods)           1.0                  2.0
                                                                            (``--context-score``)
 ====================================================  ===================  ==================
 
@@ -98,13 +98,13 @@ def _switch(config: Any, method: str) -> Any:
     if is_dataclass(config):
         changes = {}
         names = {f.name for f in fields(config)}
-        if {"hotwords_partial_share", "hotwords_whole_words"} <= names:
-            if config.hotwords_partial_share == HOTWORDS_PARTIAL_SHARE:
-                changes["hotwords_partial_share"] = 1.0
-            if config.hotwords_whole_words == HOTWORDS_WHOLE_WORDS:
-                changes["hotwords_whole_words"] = False
-            if config.hotwords_score == HOTWORDS_SCORE:
-                changes["hotwords_score"] = ICEFALL_HOTWORDS_SCORE
+        if {"partial_share", "whole_words"} <= names:
+            if config.partial_share == HOTWORDS_PARTIAL_SHARE:
+                changes["partial_share"] = 1.0
+            if config.whole_words == HOTWORDS_WHOLE_WORDS:
+                changes["whole_words"] = False
+            if config.token_score == HOTWORDS_SCORE:
+                changes["token_score"] = ICEFALL_HOTWORDS_SCORE
         for f in fields(config):
             value = getattr(config, f.name)
             if is_dataclass(value):

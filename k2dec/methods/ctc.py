@@ -4,7 +4,7 @@ and neural-LM rescoring, oracle and multi-pass rescoring, all on lattices from
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import k2
 import torch
@@ -36,8 +36,12 @@ from ..nbest import (
 )
 from ..primitives.hypothesis import HypothesisRecord
 from ..primitives.sizes import check_int_range, check_positive
-from .checks import check_finite, check_scale_grid, check_scales, check_sweep
-from .hotword_biasing import HOTWORD_GRAPH_MAX_ARCS, WORD_HOTWORDS_SCORE, word_biased_graph
+from .checks import check_finite
+from .hotword_biasing import (
+    WordHotwordConfig,
+    word_biased_graph,
+)
+from .parts import GraphConfig, RescorePart, WholeLatticePart
 from .records import (
     EMPTY_LATTICE,
     from_lattice,
@@ -46,7 +50,7 @@ from .records import (
     oracle_records,
 )
 from .registry import CtcInputs, Family, MethodResult, Resources, Setting, register
-from .scales import grid_settings, scale_points
+from .scales import grid_settings, weight_points
 
 __all__ = [
     "RNN_LM_SCALE",
@@ -59,7 +63,6 @@ __all__ = [
     "NbestRescoringConfig",
     "RnnLmRescoringConfig",
     "WholeLatticeRescoringConfig",
-    "WordHotwordConfig",
 ]
 
 #: Default weight of the neural LM in ``rnn-lm`` and ``multi-pass``.
@@ -73,39 +76,18 @@ def _ctc_lattice() -> LatticeConfig:
 
 def _multi_pass() -> MultiPassConfig:
     """``MultiPassConfig`` with the LM weighted like ``rnn-lm``'s default."""
-    return MultiPassConfig(rnn_lm_scale=RNN_LM_SCALE)
+    return MultiPassConfig(lm_scale=RNN_LM_SCALE)
 
+
+
+def _hlg_graph() -> GraphConfig:
+    """HLG's scores times 0.6 (icefall's ``--hlg-scale``)."""
+    return GraphConfig(scale=0.6)
 
 
 def _check_scale(name: str, value: float, positive: bool = False) -> None:
     """Raise ``ValueError`` unless ``value`` is a finite number (``positive``: also > 0)."""
     (check_positive if positive else check_finite)(name, value)
-
-
-@dataclass(frozen=True)
-class WordHotwordConfig:
-    """Hotword biasing of the HLG methods, the part their configs compose as
-    ``word_hotwords``: used when ``Resources.hotword_words`` are given (``--hotwords``). HLG
-    (after ``hlg_scale``) is intersected with the word-level hotword automaton
-    (:func:`k2dec.scorers.bias_word_graph`).
-
-    Attributes:
-      hotwords_score: the bonus per word of a hotword (a phrase without its own score); not
-        scaled, not in ``lm_scores`` (n-best rescoring keeps it in the acoustic part;
-        whole-lattice rescoring divides that part by its LM scale), refunded for an
-        unfinished phrase. Not the token-level methods' bonus per token.
-      hotwords_max_arcs: bound on the biased HLG's arcs (HLG's arcs times the automaton's
-        unfinished-phrase states; single-word phrases keep HLG's size), checked before it
-        is built.
-    """
-
-    hotwords_score: float = field(default=WORD_HOTWORDS_SCORE,
-                                  metadata={"means": "bonus per word of a hotword"})
-    hotwords_max_arcs: int = HOTWORD_GRAPH_MAX_ARCS
-
-    def __post_init__(self) -> None:
-        check_finite("hotwords_score", self.hotwords_score)
-        check_int_range(self, "hotwords_max_arcs", 1, 1 << 26)
 
 
 @dataclass(frozen=True)
@@ -142,18 +124,19 @@ class HlgConfig(CtcLatticeConfig):
     """``1best``: the lattice search through HLG, with hotword biasing when given.
 
     Attributes:
-      hlg_scale: multiplies HLG's scores (the LM part of the first pass) in every HLG method;
-        0.6 is the default of icefall's current CTC decoding script (``--hlg-scale``; its
-        older conformer_ctc script had none, i.e. 1.0).
-      word_hotwords: the hotword bonus per word (:class:`WordHotwordConfig`).
+      graph: ``graph.scale`` multiplies HLG's scores (the LM part of the first pass) in
+        every HLG method; 0.6 is the default of icefall's current CTC decoding script
+        (``--hlg-scale``; its older conformer_ctc script had none, i.e. 1.0).
+      word_hotwords: the hotword bonus per word
+        (:class:`~k2dec.methods.hotword_biasing.WordHotwordConfig`).
     """
 
-    hlg_scale: float = 0.6
+    graph: GraphConfig = field(default_factory=_hlg_graph)
     word_hotwords: WordHotwordConfig = field(default_factory=WordHotwordConfig)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_scale("hlg_scale", self.hlg_scale, positive=True)
+        check_positive("graph.scale", self.graph.scale)
 
 
 @dataclass(frozen=True)
@@ -168,77 +151,82 @@ class HlgNbestConfig(HlgConfig):
     nbest: NbestConfig = field(default_factory=NbestConfig)
 
 
+def _ngram_rescore() -> RescorePart:
+    """G's weight 1.3 as in icefall's ``pretrained.py``, icefall's grid."""
+    return RescorePart(ngram_lm_scale=1.3, ngram_lm_scales=SCALE_GRID)
+
+
+def _attention_rescore() -> RescorePart:
+    """G's and the attention decoder's weights 1.3 and 1.2 as in icefall's ``pretrained.py``
+    (``--attention-decoder-scale``), icefall's grids."""
+    return RescorePart(ngram_lm_scale=1.3, ngram_lm_scales=SCALE_GRID, attention_scale=1.2,
+                       attention_scales=SCALE_GRID)
+
+
+def _lm_rescore() -> RescorePart:
+    """The neural LM's weight :data:`RNN_LM_SCALE`, icefall's grid."""
+    return RescorePart(lm_scale=RNN_LM_SCALE, lm_scales=SCALE_GRID)
+
+
+def _whole_lattice_rescore() -> RescorePart:
+    """G's weight 1.3 as in icefall's ``pretrained.py``, icefall's whole-lattice grid."""
+    return RescorePart(ngram_lm_scale=1.3, ngram_lm_scales=RescoreConfig().lm_scales)
+
+
 @dataclass(frozen=True)
 class NbestRescoringConfig(HlgNbestConfig):
-    """``nbest-rescoring``: the n-best rescored with G.
+    """``nbest-rescoring``: the n-best rescored with G: ``am + ngram_lm_scale * ngram``.
 
     Methods that weigh scores by scales report ONE setting by default: the configured
-    scales (the ``hyp`` of a results line). With ``sweep=True`` they also report every
+    scales (the ``hyp`` of a results line). With ``rescore.sweep=true`` they also report every
     point of the scale grids, as icefall's decode scripts do; ``k2dec tune`` sweeps on a dev
     set and writes the best scales to a file that ``k2dec decode --config`` reads.
 
     Attributes:
-      ngram_lm_scale: weight of the n-gram LM score (``am + ngram_lm_scale * lm``); 1.3 as in
-        icefall's ``pretrained.py``.
-      sweep: also report every point of ``lm_scales`` after the configured setting.
-      lm_scales: icefall's grid for the LM scale (used with ``sweep``).
+      rescore: ``ngram_lm_scale`` (1.3 as in icefall's ``pretrained.py``) and its grid
+        (:class:`~k2dec.methods.parts.RescorePart`).
     """
 
-    ngram_lm_scale: float = 1.3
-    sweep: bool = False
-    lm_scales: tuple[float, ...] = SCALE_GRID
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_scale_grid(self, "ngram_lm_scale", "lm_scales")
+    rescore: RescorePart = field(default_factory=_ngram_rescore)
 
 
 @dataclass(frozen=True)
 class AttentionRescoringConfig(NbestRescoringConfig):
     """``attention-decoder``: the n-best rescored with the n-gram (G, else HLG's LM scores)
     and the attention decoder: ``am + ngram_lm_scale * ngram + attention_scale *
-    attention``; with ``sweep``, every pair of ``lm_scales`` x ``attention_scales``.
+    attention``; with ``rescore.sweep``, every pair of the two grids.
 
     Attributes:
-      attention_scale: weight of the attention decoder's score; 1.2 as in icefall's
-        ``pretrained.py`` (``--attention-decoder-scale``).
-      attention_scales: icefall's grid for ``attention_scale`` (used with ``sweep``).
+      rescore: ``ngram_lm_scale`` 1.3 and ``attention_scale`` 1.2 (icefall's
+        ``pretrained.py``) with their grids.
       attention_chunk_cells: paths are scored in chunks of at most this many (token, encoder
         frame) cells (memory bound, ~60 bytes per cell).
     """
 
-    attention_scale: float = 1.2
-    attention_scales: tuple[float, ...] = SCALE_GRID
+    rescore: RescorePart = field(default_factory=_attention_rescore)
     attention_chunk_cells: int = ATTENTION_CHUNK_CELLS
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_scale("attention_scale", self.attention_scale)
-        check_scales("attention_scales", self.attention_scales)
         check_int_range(self, "attention_chunk_cells", 1, 1 << 24)
 
 
 @dataclass(frozen=True)
 class RnnLmRescoringConfig(HlgNbestConfig):
     """``rnn-lm``: the n-best rescored with a neural LM (RNN or Transformer):
-    ``am + rnn_lm_scale * nnlm``.
+    ``am + lm_scale * nnlm``.
 
     Attributes:
-      rnn_lm_scale: weight of the neural LM. icefall only sweeps it; 0.5 is the middle of its
-        grid (:data:`k2dec.nbest.NNLM_SCALES`).
-      sweep: also report every point of ``lm_scales`` after the configured setting.
-      lm_scales: icefall's grid for the LM scale (used with ``sweep``).
+      rescore: ``lm_scale``, the neural LM's weight (icefall only sweeps it; 0.5 is the
+        middle of its grid, :data:`k2dec.nbest.NNLM_SCALES`), and its grid.
       lm_batch_size: sequences per neural LM call.
     """
 
-    rnn_lm_scale: float = RNN_LM_SCALE
-    sweep: bool = False
-    lm_scales: tuple[float, ...] = SCALE_GRID
+    rescore: RescorePart = field(default_factory=_lm_rescore)
     lm_batch_size: int = 256
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        check_scale_grid(self, "rnn_lm_scale", "lm_scales")
         check_int_range(self, "lm_batch_size", 1, 4096)
 
 
@@ -247,8 +235,8 @@ class MultiPassMethodConfig(HlgNbestConfig):
     """``multi-pass``: the ``top_k`` paths of the n-best rescored with a neural LM in passes.
 
     Attributes:
-      multi_pass: settings of the passes; its ``rnn_lm_scale`` (the LM's weight) defaults to
-        ``rnn-lm``'s ``rnn_lm_scale``.
+      multi_pass: settings of the passes; its ``lm_scale`` (the LM's weight) defaults to
+        ``rnn-lm``'s ``rescore.lm_scale``.
       top_k: paths kept for the passes.
       lm_batch_size: sequences per neural LM call.
     """
@@ -269,47 +257,45 @@ class WholeLatticeRescoringConfig(HlgConfig):
     with G as a whole.
 
     Attributes:
-      whole_lattice_lm_scale: paths are scored by ``am / s + lm`` (icefall's convention); 1.3
-        as in icefall's ``pretrained.py``.
-      sweep: also report every point of ``whole_lattice.lm_scales`` after the configured one.
-      whole_lattice: memory back-off and the LM-scale grid.
+      rescore: ``ngram_lm_scale`` ``s``: paths are scored by ``am / s + lm`` (icefall's
+        convention, which ranks paths as ``am + s * lm``); 1.3 as in icefall's
+        ``pretrained.py``; and its grid (all > 0).
+      whole_lattice: memory back-off.
     """
 
-    whole_lattice_lm_scale: float = 1.3
-    sweep: bool = False
-    whole_lattice: RescoreConfig = field(default_factory=RescoreConfig)
+    rescore: RescorePart = field(default_factory=_whole_lattice_rescore)
+    whole_lattice: WholeLatticePart = field(default_factory=WholeLatticePart)
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_scale("whole_lattice_lm_scale", self.whole_lattice_lm_scale, positive=True)
-        check_sweep(self.sweep)
+        check_positive("rescore.ngram_lm_scale", self.rescore.ngram_lm_scale)
+        self.whole_lattice.config(self.rescore.ngram_lm_scales)  # its checks
 
 
 def _ngram_settings(cfg: NbestRescoringConfig) -> list[Setting]:
     return grid_settings(
-        {"ngram_lm_scale": scale_points(cfg.ngram_lm_scale, cfg.lm_scales, cfg.sweep)},
-        {"ngram_lm_scale": "ngram_lm_scale"})
+        {"ngram_lm_scale": weight_points(cfg.rescore, "ngram_lm_scale")},
+        {"ngram_lm_scale": "rescore.ngram_lm_scale"})
 
 
 def _attention_settings(cfg: AttentionRescoringConfig) -> list[Setting]:
     return grid_settings(
-        {"ngram_lm_scale": scale_points(cfg.ngram_lm_scale, cfg.lm_scales, cfg.sweep),
-         "attention_scale": scale_points(cfg.attention_scale, cfg.attention_scales,
-                                         cfg.sweep)},
-        {"ngram_lm_scale": "ngram_lm_scale", "attention_scale": "attention_scale"})
+        {"ngram_lm_scale": weight_points(cfg.rescore, "ngram_lm_scale"),
+         "attention_scale": weight_points(cfg.rescore, "attention_scale")},
+        {"ngram_lm_scale": "rescore.ngram_lm_scale",
+         "attention_scale": "rescore.attention_scale"})
 
 
 def _rnn_lm_settings(cfg: RnnLmRescoringConfig) -> list[Setting]:
     return grid_settings(
-        {"rnn_lm_scale": scale_points(cfg.rnn_lm_scale, cfg.lm_scales, cfg.sweep)},
-        {"rnn_lm_scale": "rnn_lm_scale"})
+        {"rnn_lm_scale": weight_points(cfg.rescore, "lm_scale")},
+        {"rnn_lm_scale": "rescore.lm_scale"})
 
 
 def _whole_lattice_settings(cfg: WholeLatticeRescoringConfig) -> list[Setting]:
     return grid_settings(
-        {"lm_scale": scale_points(cfg.whole_lattice_lm_scale, cfg.whole_lattice.lm_scales,
-                                  cfg.sweep)},
-        {"lm_scale": "whole_lattice_lm_scale"})
+        {"lm_scale": weight_points(cfg.rescore, "ngram_lm_scale")},
+        {"lm_scale": "rescore.ngram_lm_scale"})
 
 
 def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcLatticeConfig) -> LatticeResult:
@@ -317,12 +303,12 @@ def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcLatticeConfig) -> Lattice
 
 
 def hlg_graph(res: Resources, method: str, cfg: HlgConfig, lm_scores: bool = False) -> k2.Fsa:
-    """HLG with its scores times ``cfg.hlg_scale`` (see :meth:`Resources.scaled_graph`),
+    """HLG with its scores times ``cfg.graph.scale`` (see :meth:`Resources.scaled_graph`),
     biased towards ``Resources.hotword_words`` when given (``cfg.word_hotwords``:
     :func:`k2dec.methods.hotword_biasing.word_biased_graph`)."""
-    graph = res.scaled_graph("HLG", cfg.hlg_scale, method, lm_scores=lm_scores)
+    graph = res.scaled_graph("HLG", cfg.graph.scale, method, lm_scores=lm_scores)
     hot = cfg.word_hotwords
-    return word_biased_graph(res, graph, hot.hotwords_score, hot.hotwords_max_arcs)
+    return word_biased_graph(res, graph, hot.word_score, hot.max_arcs)
 
 
 @register("ctc-greedy-search", Family.CTC, CtcGreedyConfig)
@@ -359,14 +345,13 @@ def _one_best(inputs: CtcInputs, res: Resources, cfg: HlgConfig):
 @register("whole-lattice-rescoring", Family.CTC, WholeLatticeRescoringConfig, requires=("HLG", "G"),
           settings=_whole_lattice_settings, hotwords=True)
 def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: WholeLatticeRescoringConfig):
-    """HLG lattices rescored with a bigger G (4-gram) as a whole: am / lm_scale + lm."""
+    """HLG lattices rescored with a bigger G (4-gram) as a whole: am / ngram_lm_scale + lm."""
     graph = hlg_graph(res, "whole-lattice-rescoring", cfg, lm_scores=True)
     result = _lattice(inputs, graph, cfg)
     G = res.graph("G", "whole-lattice-rescoring")
     settings = _whole_lattice_settings(cfg)
-    scales = scale_points(cfg.whole_lattice_lm_scale, cfg.whole_lattice.lm_scales, cfg.sweep)
-    out = rescore_with_whole_lattice(result, G, replace(cfg.whole_lattice,
-                                                        lm_scales=tuple(scales)))
+    scales = weight_points(cfg.rescore, "ngram_lm_scale")
+    out = rescore_with_whole_lattice(result, G, cfg.whole_lattice.config(tuple(scales)))
     failed = [lat or (u.reason if u.status is RescoreStatus.FAILED else "")
               for lat, u in zip(lattice_failures(result.reports), out.utterances)]
     notes = [u.reason if u.status is RescoreStatus.PRUNED else "" for u in out.utterances]
@@ -421,7 +406,7 @@ def _nbest_rescoring(inputs: CtcInputs, res: Resources, cfg: NbestRescoringConfi
     """n-best from HLG rescored with a bigger n-gram G: am + ngram_lm_scale * G."""
     result, nbest = _nbest(inputs, res, cfg, "nbest-rescoring", lm_scores=True)
     nbest = _intersected(nbest, cfg)
-    scales = scale_points(cfg.ngram_lm_scale, cfg.lm_scales, cfg.sweep)
+    scales = weight_points(cfg.rescore, "ngram_lm_scale")
     sweep = rescore_with_ngram(nbest, res.graph("G", "nbest-rescoring"), scales)
     return _sweep_results(sweep, _ngram_settings(cfg), lattice_failures(result.reports), cfg,
                           nbest, res)
@@ -457,8 +442,8 @@ def _attention(inputs: CtcInputs, res: Resources, cfg: AttentionRescoringConfig)
     with torch.no_grad():
         sweep = rescore_with_attention_decoder(
             nbest, res.attention_decoder, inputs.memory, inputs.memory_lens,
-            scale_points(cfg.ngram_lm_scale, cfg.lm_scales, cfg.sweep),
-            scale_points(cfg.attention_scale, cfg.attention_scales, cfg.sweep),
+            weight_points(cfg.rescore, "ngram_lm_scale"),
+            weight_points(cfg.rescore, "attention_scale"),
             res.graphs.get("G"),
             max_chunk_cells=cfg.attention_chunk_cells)
     return _sweep_results(sweep, _attention_settings(cfg), lattice_failures(result.reports),
@@ -469,13 +454,12 @@ def _attention(inputs: CtcInputs, res: Resources, cfg: AttentionRescoringConfig)
           settings=_rnn_lm_settings,
           hotwords=True)
 def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: RnnLmRescoringConfig):
-    """n-best from HLG rescored with a neural LM (RNN or Transformer): am + rnn_lm_scale *
-    nnlm."""
+    """n-best from HLG rescored with a neural LM (RNN or Transformer): am + lm_scale * nnlm."""
     _, lm = res.neural_lm("rnn-lm")
     result, nbest = _nbest(inputs, res, cfg, "rnn-lm", lm_scores=True)
     nbest = _intersected(nbest, cfg)
     sweep = rescore_with_lm(nbest, lm_path_scorer(lm, cfg.lm_batch_size),
-                            scale_points(cfg.rnn_lm_scale, cfg.lm_scales, cfg.sweep),
+                            weight_points(cfg.rescore, "lm_scale"),
                             scale_name="rnn_lm_scale")
     return _sweep_results(sweep, _rnn_lm_settings(cfg), lattice_failures(result.reports), cfg,
                           nbest, res)

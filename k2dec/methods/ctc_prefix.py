@@ -15,14 +15,14 @@ from ..lattice import Topology, get_lattice
 from ..lattice.ctc_prefix_beam_search import CtcPrefixBeamSearchConfig, ctc_prefix_beam_search
 from ..nbest import DedupKey, Nbest, NbestConfig, combine_scores, intersected
 from ..nbest.config import check_posterior_scale
-from .checks import check_finite, check_scale_grid
 from .ctc import CtcLatticeConfig
-from .fusion import Fusion, build_scorers
+from .fusion import build_scorers
 from .hotword_biasing import HotwordConfig
 from .lists import HypothesisLists, attention_scores, sweep
+from .parts import FusionConfig, RescorePart
 from .records import from_nbest, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, Setting, register
-from .scales import LM_SCALE, grid_settings, scale_points
+from .scales import LM_SCALE, grid_settings, weight_points
 
 __all__ = [
     "ATTENTION_SCALE",
@@ -56,49 +56,49 @@ class CtcPrefixConfig:
         check_posterior_scale(self.posterior_scale)
 
 
+def _lm_fusion() -> FusionConfig:
+    """icefall's ``--lm-scale`` of shallow fusion (:data:`LM_SCALE`), no LODR."""
+    return FusionConfig(lm_scale=LM_SCALE)
+
+
 @dataclass(frozen=True)
 class CtcPrefixFusionConfig:
-    """``ctc-prefix-beam-search-shallow-fussion``: ``lm_scale`` times a neural LM on every
-    new token, ``lodr_scale`` times LODR's token n-gram (0: off; < 0 subtracts it) and
-    hotwords when given (token confidences as in :class:`CtcPrefixConfig`)."""
+    """``ctc-prefix-beam-search-shallow-fussion``: ``fusion.lm_scale`` times a neural LM on
+    every new token, ``fusion.lodr_scale`` times LODR's token n-gram (0: off; < 0 subtracts
+    it) and hotwords when given (token confidences as in :class:`CtcPrefixConfig`)."""
 
     search: CtcPrefixBeamSearchConfig = field(default_factory=CtcPrefixBeamSearchConfig)
-    lm_scale: float = LM_SCALE
-    lodr_scale: float = 0.0
+    fusion: FusionConfig = field(default_factory=_lm_fusion)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
     posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
-        for name in ("lm_scale", "lodr_scale"):
-            check_finite(name, getattr(self, name))
         check_posterior_scale(self.posterior_scale)
-
-    @property
-    def fusion(self) -> Fusion:
-        """What the search adds (:func:`k2dec.methods.fusion.build_scorers`)."""
-        return (("lm", self.lm_scale), ("lodr", self.lodr_scale))
 
 
 def _prefix8() -> CtcPrefixBeamSearchConfig:
-    """icefall's ``ctc_prefix_beam_search_attention_decoder_rescoring`` uses beam 8."""
-    return CtcPrefixBeamSearchConfig(beam=8)
+    """icefall's ``ctc_prefix_beam_search_attention_decoder_rescoring`` keeps 8 prefixes."""
+    return CtcPrefixBeamSearchConfig(beam_size=8)
+
+
+def _attention_rescore() -> RescorePart:
+    """The attention decoder's weight :data:`ATTENTION_SCALE` with icefall's grid."""
+    return RescorePart(attention_scale=ATTENTION_SCALE, attention_scales=ATTENTION_SCALES)
 
 
 @dataclass(frozen=True)
 class CtcPrefixAttentionConfig:
-    """``ctc-prefix-beam-search-attention-decoder-rescoring``: the ``beam`` prefixes of each
-    utterance rescored as ``ctc + attention_scale * attention`` (token confidences: list
-    posteriors of those scores times ``posterior_scale``); with ``sweep``, also for every
-    other ``s`` of ``attention_scales`` (icefall's grid)."""
+    """``ctc-prefix-beam-search-attention-decoder-rescoring``: the ``beam_size`` prefixes of
+    each utterance rescored as ``ctc + attention_scale * attention`` (the ``rescore`` part;
+    token confidences: list posteriors of those scores times ``posterior_scale``); with
+    ``rescore.sweep``, also for every other ``s`` of ``rescore.attention_scales`` (icefall's
+    grid)."""
 
     search: CtcPrefixBeamSearchConfig = field(default_factory=_prefix8)
-    attention_scale: float = ATTENTION_SCALE
-    sweep: bool = False
-    attention_scales: tuple[float, ...] = ATTENTION_SCALES
+    rescore: RescorePart = field(default_factory=_attention_rescore)
     posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
-        check_scale_grid(self, "attention_scale", "attention_scales")
         check_posterior_scale(self.posterior_scale)
 
 
@@ -108,32 +108,26 @@ def _no_ngram_nbest() -> NbestConfig:
 
 
 @dataclass(frozen=True)
-class NoNgramAttentionConfig:
-    """``attention-decoder-rescoring-no-ngram``: ``nbest.num_paths`` token sequences sampled
-    from the lattice through H, rescored as ``am + attention_scale * attention``; with
-    ``sweep``, also for every other ``s`` of ``attention_scales`` (icefall's grid); ``ctc``:
-    the lattice search through H."""
+class NoNgramAttentionConfig(CtcLatticeConfig):
+    """``attention-decoder-rescoring-no-ngram``: the lattice search through H, then
+    ``nbest.num_paths`` token sequences sampled from it, rescored as ``am + attention_scale *
+    attention`` (the ``rescore`` part); with ``rescore.sweep``, also for every other ``s`` of
+    ``rescore.attention_scales`` (icefall's grid)."""
 
-    ctc: CtcLatticeConfig = field(default_factory=CtcLatticeConfig)
     nbest: NbestConfig = field(default_factory=_no_ngram_nbest)
-    attention_scale: float = ATTENTION_SCALE
-    sweep: bool = False
-    attention_scales: tuple[float, ...] = ATTENTION_SCALES
-
-    def __post_init__(self) -> None:
-        check_scale_grid(self, "attention_scale", "attention_scales")
+    rescore: RescorePart = field(default_factory=_attention_rescore)
 
 
 def _prefix_attention_settings(cfg: CtcPrefixAttentionConfig) -> list[Setting]:
     return grid_settings(
-        {"att": scale_points(cfg.attention_scale, cfg.attention_scales, cfg.sweep)},
-        {"att": "attention_scale"}, key=lambda p: f"attention_scale_{p['att']}")
+        {"att": weight_points(cfg.rescore, "attention_scale")},
+        {"att": "rescore.attention_scale"}, key=lambda p: f"attention_scale_{p['att']}")
 
 
 def _no_ngram_settings(cfg: NoNgramAttentionConfig) -> list[Setting]:
     return grid_settings(
-        {"attention_scale": scale_points(cfg.attention_scale, cfg.attention_scales, cfg.sweep)},
-        {"attention_scale": "attention_scale"})
+        {"attention_scale": weight_points(cfg.rescore, "attention_scale")},
+        {"attention_scale": "rescore.attention_scale"})
 
 
 def _records(lists: HypothesisLists, hyps, key: str, cfg) -> list[MethodResult]:
@@ -151,7 +145,7 @@ def _search(inputs: CtcInputs, cfg: CtcPrefixBeamSearchConfig, scorers) -> list:
 def _prefix(inputs: CtcInputs, res: Resources, cfg: CtcPrefixConfig):
     """CTC prefix beam search (beam 4) on the CTC output, no graph: token ids; hotword
     biasing when Resources.hotwords are given."""
-    scorers = build_scorers(res, "ctc-prefix-beam-search", (), inputs.log_probs.size(2),
+    scorers = build_scorers(res, "ctc-prefix-beam-search", None, inputs.log_probs.size(2),
                             inputs.log_probs.device, cfg.hotwords, strict_hotwords=True)
     hyps = _search(inputs, cfg.search, scorers)
     lists = HypothesisLists.from_lists(hyps, inputs.log_probs.device)
@@ -191,7 +185,7 @@ def _prefix_attention(inputs: CtcInputs, res: Resources, cfg: CtcPrefixAttention
     ctc = torch.tensor([h.ctc_score for hs in hyps for h in hs], dtype=torch.float64,
                        device=lists.utt.device)
     att = attention_scores(res.attention_decoder, inputs.memory, inputs.memory_lens, lists)
-    grid = {"att": scale_points(cfg.attention_scale, cfg.attention_scales, cfg.sweep)}
+    grid = {"att": weight_points(cfg.rescore, "attention_scale")}
     out = sweep(lists, ctc, {"att": att}, grid,
                 lambda b, c, s: b + s["att"] * c["att"], lambda s: f"attention_scale_{s['att']}",
                 cfg.posterior_scale)
@@ -206,7 +200,7 @@ def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
     method = "attention-decoder-rescoring-no-ngram"
     _memory(inputs, res, method)
     result = get_lattice(inputs.log_probs, inputs.log_probs_lens, res.graph("H", method),
-                         cfg.ctc.lattice, cfg.ctc.subsampling_factor)
+                         cfg.lattice, cfg.subsampling_factor)
     # H's aux_labels are the tokens
     nbest = Nbest.from_config(result.lattice, cfg.nbest, DedupKey.WORDS)
     failed = lattice_failures(result.reports)
@@ -218,8 +212,7 @@ def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
     att = attention_scores(res.attention_decoder, inputs.memory, inputs.memory_lens, lists)
     comps = {"am": nbest.tot_scores(), "attention": k2.RaggedTensor(nbest.shape, att.to(
         nbest.device))}
-    grid = {"attention_scale": scale_points(cfg.attention_scale, cfg.attention_scales,
-                                            cfg.sweep)}
+    grid = {"attention_scale": weight_points(cfg.rescore, "attention_scale")}
     out = combine_scores(comps, grid, nbest=nbest)
     # frames from each chosen path's alignment in the H lattice
     records = from_nbest(nbest, [(r.best, r.scores, r.path_scores) for r in out.values()],

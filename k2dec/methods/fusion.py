@@ -1,43 +1,41 @@
 """The scorers a token-level search adds to its scores, built in one place from the
-resources and a method config's fusion part.
+resources and a method config's ``fusion`` part (:class:`~k2dec.methods.parts.FusionConfig`).
 
-A method's fusion part is a list of ``(scorer name, weight)`` pairs (:data:`Fusion`;
-``modified_beam_search_LODR``: ``[("lm", lm_scale), ("lodr", lodr_scale)]``;
-``attention-beam-search``: ``[("ctc", ctc_weight), ("lm", lm_scale)]``).
-:func:`build_scorers` turns it, with the hotword part when the method takes hotwords, into the
+Each scorer name has one builder, registered with :func:`register_scorer` together with the
+field of the fusion part that holds its weight. :func:`build_scorers` turns a fusion part, with
+the hotword part when the method takes hotwords, into the
 :class:`~k2dec.scorers.WeightedScorer` list that ``modified_beam_search``, ``beam_search``,
-``ctc_prefix_beam_search`` and the attention beam search take. Each scorer name has one
-builder, registered with :func:`register_scorer`: a new LM scorer is one function here (or in
-any module) and one registration, and every search can use it.
+``ctc_prefix_beam_search`` and the attention beam search take: one scorer per registered
+name whose weight is not 0, in the order of the fusion part's fields. A new scorer is one
+:class:`~k2dec.scorers.Scorer` class, one registration here (or in any module) and its weight
+field in :class:`FusionConfig`, the one fusion part; no method config changes.
 
-Built-in names:
+Built-in names (weight field):
 
-- ``"lm"``: the neural LM of the resources (:meth:`Resources.neural_lm`: ``rnn_lm``, else
-  ``transformer_lm``, for every method), as :class:`~k2dec.scorers.NeuralLmScorer`: shallow
-  fusion, with the LM's end-of-sentence score in a search that ends hypotheses with ``eos``
-  (the attention beam search) and without it in the others (icefall's transducer and CTC
-  searches never score the end);
-- ``"lodr"``: LODR's token n-gram (``Resources.sources["lodr"]``);
-- ``"ctc"``: the CTC prefix scores of the batch's CTC output
-  (:class:`~k2dec.scorers.CtcScorer`, a partial scorer: the attention beam search only).
+- ``"ctc"`` (``ctc_weight``): the CTC prefix scores of the batch's CTC output
+  (:class:`~k2dec.scorers.CtcScorer`, a partial scorer: the attention beam search only);
+- ``"lm"`` (``lm_scale``): the neural LM of the resources (:meth:`Resources.neural_lm`:
+  ``rnn_lm``, else ``transformer_lm``, for every method), as
+  :class:`~k2dec.scorers.NeuralLmScorer`: shallow fusion, with the LM's end-of-sentence score
+  in a search that ends hypotheses with ``eos`` (the attention beam search) and without it in
+  the others (icefall's transducer and CTC searches never score the end);
+- ``"lodr"`` (``lodr_scale``): LODR's token n-gram (``Resources.sources["lodr"]``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 
 import torch
 
 from ..scorers import CtcScorer, NeuralLmScorer, Scorer, TokenNgramScorer, WeightedScorer
 from .hotword_biasing import HotwordConfig, hotword_scorers
+from .parts import FusionConfig
 from .registry import Resources
 
-__all__ = ["Fusion", "ScorerBuilder", "ScorerRequest", "build_scorers", "register_scorer",
+__all__ = ["ScorerBuilder", "ScorerRequest", "build_scorers", "register_scorer",
            "scorer_names"]
-
-#: ``(scorer name, weight)`` pairs: what a method adds to its search's scores.
-Fusion = Sequence[tuple[str, float]]
 
 
 @dataclass(frozen=True)
@@ -68,16 +66,18 @@ class ScorerRequest:
 #: the resources or the batch lack what the scorer needs.
 ScorerBuilder = Callable[[Resources, ScorerRequest], Scorer]
 
-_BUILDERS: dict[str, ScorerBuilder] = {}
+#: scorer name -> (its builder, the field of :class:`FusionConfig` with its weight)
+_BUILDERS: dict[str, tuple[ScorerBuilder, str]] = {}
 
 
-def register_scorer(name: str) -> Callable[[ScorerBuilder], ScorerBuilder]:
-    """Decorator registering the builder of the scorer called ``name`` (a fusion part's
-    name); ``ValueError`` if the name is taken."""
+def register_scorer(name: str, weight: str) -> Callable[[ScorerBuilder], ScorerBuilder]:
+    """Decorator registering the builder of the scorer called ``name``, weighted by the
+    fusion part's field ``weight`` (a field of :class:`FusionConfig`, or of a subclass that
+    adds it); ``ValueError`` if the name or the field is taken."""
     def deco(fn: ScorerBuilder) -> ScorerBuilder:
-        if name in _BUILDERS:
-            raise ValueError(f"scorer {name!r} is registered twice")
-        _BUILDERS[name] = fn
+        if name in _BUILDERS or weight in {w for _, w in _BUILDERS.values()}:
+            raise ValueError(f"scorer {name!r} (weight {weight!r}) is registered twice")
+        _BUILDERS[name] = (fn, weight)
         return fn
 
     return deco
@@ -88,44 +88,43 @@ def scorer_names() -> list[str]:
     return sorted(_BUILDERS)
 
 
-def build_scorers(res: Resources, method: str, fusion: Fusion, vocab_size: int,
+def build_scorers(res: Resources, method: str, fusion: FusionConfig | None, vocab_size: int,
                   device: torch.device, hotwords: HotwordConfig | None = None,
                   strict_hotwords: bool = False, *, eos_id: int | None = None,
                   ctc_log_probs: torch.Tensor | None = None,
                   ctc_lens: torch.Tensor | None = None,
                   blank_id: int = 0) -> list[WeightedScorer]:
-    """The scorers of one batch of a token-level search: one per ``(name, weight)`` of
-    ``fusion`` whose weight is not 0, in that order, then, with ``hotwords`` (the method's
+    """The scorers of one batch of a token-level search: one per registered scorer whose
+    weight in ``fusion`` (the method's fusion part, a :class:`FusionConfig`; None: none) is
+    not 0, in the order of the fusion part's fields, then, with ``hotwords`` (the method's
     hotword part) and hotwords in the resources, the hotword scorer (weight 1;
     :func:`k2dec.methods.hotword_biasing.hotword_scorers`, ``strict_hotwords``: the strict
     Aho-Corasick match of icefall's CTC biasing). The keyword arguments describe the search
     and the batch (:class:`ScorerRequest`).
 
     Raises:
-      ValueError: an unregistered scorer name, or resources without what a scorer needs
-        (naming ``method``).
+      ValueError: resources without what a scorer needs (naming ``method``).
     """
     request = ScorerRequest(method, vocab_size, device, eos_id, ctc_log_probs, ctc_lens,
                             blank_id)
+    by_field = {weight: build for build, weight in _BUILDERS.values()}
     out = []
-    for name, weight in fusion:
-        if name not in _BUILDERS:
-            raise ValueError(f"{method}: unknown scorer {name!r}; registered: "
-                             f"{', '.join(scorer_names())}")
-        if weight != 0:
-            out.append(WeightedScorer(_BUILDERS[name](res, request), weight))
+    for f in fields(fusion) if fusion is not None else ():
+        weight = getattr(fusion, f.name)
+        if weight != 0 and f.name in by_field:
+            out.append(WeightedScorer(by_field[f.name](res, request), weight))
     if hotwords is not None:
         out += hotword_scorers(res, vocab_size, hotwords, device, strict=strict_hotwords)
     return out
 
 
-@register_scorer("lm")
+@register_scorer("lm", "lm_scale")
 def _neural_lm(res: Resources, req: ScorerRequest) -> NeuralLmScorer:
     _, lm = res.neural_lm(req.method)
     return NeuralLmScorer(lm, score_eos=req.eos_id is not None)
 
 
-@register_scorer("lodr")
+@register_scorer("lodr", "lodr_scale")
 def lodr_scorer(res: Resources, req: ScorerRequest) -> TokenNgramScorer:
     """LODR's token n-gram (``Resources.sources["lodr"]``), checked against the search's
     vocabulary."""
@@ -142,7 +141,7 @@ def lodr_scorer(res: Resources, req: ScorerRequest) -> TokenNgramScorer:
     return lodr
 
 
-@register_scorer("ctc")
+@register_scorer("ctc", "ctc_weight")
 def _ctc_prefix(res: Resources, req: ScorerRequest) -> CtcScorer:
     if req.ctc_log_probs is None or req.ctc_lens is None:
         raise ValueError(f"{req.method} with a CTC weight needs the batch's CTC output "

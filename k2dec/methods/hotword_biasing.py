@@ -7,10 +7,10 @@ inside, built once per graph, list, bonus and device (kept in ``Resources.cache`
   ``whole-lattice-rescoring``, ``mbr``), whose graph is intersected on its word side with the
   word-level automaton of ``Resources.hotword_words`` (:func:`k2dec.scorers.bias_word_graph`:
   the bonus is per word, and the final arcs refund an unfinished phrase); a list whose biased
-  graph could pass ``hotwords_max_arcs`` (checked before building) puts the same bonus on
+  graph could pass ``word_hotwords.max_arcs`` (checked before building) puts the same bonus on
   each lattice instead (:class:`k2dec.scorers.LatticeHotwords`; the search is not biased).
 
-The bonus is not scaled by the graph's scale (``hlg_scale``, ``ngram_lm_scale``) and is not
+The bonus is not scaled by the graph's scale (``graph.scale``) and is not
 part of ``lm_scores``: n-best rescoring keeps it in the acoustic part ``am = scores -
 lm_scores``.
 
@@ -24,11 +24,12 @@ underneath take one graph per utterance: build each utterance's graph with
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import k2
 import torch
 
+from ..primitives.sizes import check_int_range
 from ..scorers import (
     HOTWORD_GRAPH_MAX_ARCS,
     ContextGraph,
@@ -48,7 +49,7 @@ from .registry import Resources, TransducerInputs
 
 __all__ = ["HOTWORDS_PARTIAL_SHARE", "HOTWORDS_SCORE", "HOTWORDS_WHOLE_WORDS",
            "HOTWORD_GRAPH_MAX_ARCS", "HOTWORD_LG_MAX_ARCS", "ICEFALL_HOTWORDS_SCORE",
-           "WORD_HOTWORDS_SCORE", "HotwordConfig", "HotwordFields", "check_hotwords",
+           "WORD_HOTWORDS_SCORE", "HotwordConfig", "WordHotwordConfig", "check_hotwords",
            "hotword_scorers", "token_biased_graph", "transducer_graph", "word_biased_graph"]
 
 logger = logging.getLogger(__name__)
@@ -89,56 +90,76 @@ HOTWORD_LG_MAX_ARCS = 2**22
 class HotwordConfig:
     """Hotword biasing of a token-level method (the transducer, CTC prefix and attention
     searches, the fast_beam_search family), one part every such method's config composes as
-    its ``hotwords`` field (``--set hotwords_score=...`` reaches it). Used when
+    its ``hotwords`` part (``--set hotwords.token_score=...`` reaches it). Used when
     ``Resources.hotwords`` are given (``--hotwords``).
 
     Attributes:
-      hotwords_score: the bonus per token of a phrase without its own score in the hotwords
-        file (:data:`HOTWORDS_SCORE`; icefall's ``--context-score`` is 2.0).
-      hotwords_partial_share: the share of it a token earns while its phrase is incomplete
+      token_score: the bonus per token of a phrase without its own score in the hotwords
+        file (:data:`HOTWORDS_SCORE`; icefall's ``--context-score`` is 2.0); formerly
+        ``hotwords_score``.
+      partial_share: the share of it a token earns while its phrase is incomplete
         (:data:`HOTWORDS_PARTIAL_SHARE`), in ``[0, 1]``.
-      hotwords_whole_words: a phrase completes only at a word end
-        (:data:`HOTWORDS_WHOLE_WORDS`). icefall's scheme is ``hotwords_partial_share=1.0``,
-        ``hotwords_whole_words=false`` with ``hotwords_score=2.0``, which ``--icefall-compat``
-        sets.
+      whole_words: a phrase completes only at a word end (:data:`HOTWORDS_WHOLE_WORDS`).
+        icefall's scheme is ``hotwords.partial_share=1.0``, ``hotwords.whole_words=false``
+        with ``hotwords.token_score=2.0``, which ``--icefall-compat`` sets.
     """
 
-    hotwords_score: float = field(default=HOTWORDS_SCORE,
-                                  metadata={"means": "bonus per token of a hotword"})
-    hotwords_partial_share: float = HOTWORDS_PARTIAL_SHARE
-    hotwords_whole_words: bool = HOTWORDS_WHOLE_WORDS
+    token_score: float = HOTWORDS_SCORE
+    partial_share: float = HOTWORDS_PARTIAL_SHARE
+    whole_words: bool = HOTWORDS_WHOLE_WORDS
 
     def __post_init__(self) -> None:
         check_hotwords(self)
 
 
-#: The former name of :class:`HotwordConfig` (the fields each config used to declare).
-HotwordFields = HotwordConfig
+@dataclass(frozen=True)
+class WordHotwordConfig:
+    """Hotword biasing of the HLG methods, the part their configs compose as
+    ``word_hotwords``: used when ``Resources.hotword_words`` are given (``--hotwords``). HLG
+    (after its ``graph.scale``) is intersected with the word-level hotword automaton
+    (:func:`k2dec.scorers.bias_word_graph`).
+
+    Attributes:
+      word_score: the bonus per word of a hotword (a phrase without its own score); not
+        scaled, not in ``lm_scores`` (n-best rescoring keeps it in the acoustic part;
+        whole-lattice rescoring divides that part by its LM scale), refunded for an
+        unfinished phrase. Not the token-level methods' bonus per token
+        (:attr:`HotwordConfig.token_score`). Formerly ``hotwords_score``.
+      max_arcs: bound on the biased HLG's arcs (HLG's arcs times the automaton's
+        unfinished-phrase states; single-word phrases keep HLG's size), checked before it
+        is built. Formerly ``hotwords_max_arcs``.
+    """
+
+    word_score: float = WORD_HOTWORDS_SCORE
+    max_arcs: int = HOTWORD_GRAPH_MAX_ARCS
+
+    def __post_init__(self) -> None:
+        check_hotword_score(self.word_score, "word_hotwords.word_score")
+        check_int_range(self, "max_arcs", 1, 1 << 26)
 
 
 def check_hotwords(cfg: HotwordConfig) -> None:
-    """Raise ``ValueError``/``TypeError`` on a bad hotword field (``hotwords_score``: a
+    """Raise ``ValueError``/``TypeError`` on a bad hotword field (``token_score``: a
     finite number in ``[-HOTWORD_MAX_SCORE, HOTWORD_MAX_SCORE]``,
     :func:`k2dec.scorers.check_hotword_score`)."""
-    check_hotword_score(cfg.hotwords_score, "hotwords_score")
-    share = cfg.hotwords_partial_share
+    check_hotword_score(cfg.token_score, "hotwords.token_score")
+    share = cfg.partial_share
     if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
-        raise ValueError(f"hotwords_partial_share must be a number in [0, 1], got {share!r}")
-    if not isinstance(cfg.hotwords_whole_words, bool):
-        raise TypeError(f"hotwords_whole_words must be a bool, got "
-                        f"{cfg.hotwords_whole_words!r}")
+        raise ValueError(f"partial_share must be a number in [0, 1], got {share!r}")
+    if not isinstance(cfg.whole_words, bool):
+        raise TypeError(f"whole_words must be a bool, got {cfg.whole_words!r}")
 
 
 def _hotword_word_start(res: Resources, cfg: HotwordConfig) -> torch.Tensor | None:
     """The word-start mask the hotword automaton uses (None: phrases complete on their last
     token)."""
-    if not cfg.hotwords_whole_words:
+    if not cfg.whole_words:
         return None
     if res.word_start is None:
         key = ("hotwords_no_word_start",)
         if key not in res.cache:
             res.cache[key] = True
-            logger.warning("hotwords_whole_words needs Resources.word_start (a BPE token "
+            logger.warning("hotwords.whole_words needs Resources.word_start (a BPE token "
                            "table); hotword phrases complete on their last token")
         return None
     return res.word_start
@@ -146,7 +167,7 @@ def _hotword_word_start(res: Resources, cfg: HotwordConfig) -> torch.Tensor | No
 
 def _setting(cfg: HotwordConfig, res: Resources) -> tuple:
     ws = _hotword_word_start(res, cfg)
-    return (float(cfg.hotwords_score), float(cfg.hotwords_partial_share),
+    return (float(cfg.token_score), float(cfg.partial_share),
             None if ws is None else id(ws))
 
 
@@ -162,11 +183,11 @@ def token_biased_graph(res: Resources, graph: k2.Fsa | None, cfg: HotwordConfig,
     key = ("hotword_graph", id(res.hotwords), _setting(cfg, res), vocab_size, str(device),
            None if graph is None else id(graph))
     if key not in res.cache:
-        context = ContextGraph(res.hotwords, cfg.hotwords_score)
+        context = ContextGraph(res.hotwords, cfg.token_score)
         if graph is not None:
             _check_lg_size(context, vocab_size)
         hot = hotword_graph(context, vocab_size, blank_id, "cpu", _hotword_word_start(res, cfg),
-                            cfg.hotwords_partial_share)
+                            cfg.partial_share)
         if graph is not None:
             del hot.aux_labels  # the graph's own outputs (words) stay
             base = k2.arc_sort(graph.to("cpu"))
@@ -208,7 +229,7 @@ def word_biased_graph(res: Resources, graph: k2.Fsa, score: float,
     through a copy of ``graph`` that carries it."""
     if not res.hotword_words:
         return graph
-    check_hotword_score(score, "hotwords_score")
+    check_hotword_score(score, "word_hotwords.word_score")
     key = ("word_hotword_graph", id(res.hotword_words), id(graph), float(score), max_arcs)
     if key not in res.cache:
         try:
@@ -228,8 +249,8 @@ def hotword_scorers(res: Resources, vocab_size: int, cfg: HotwordConfig, device:
         return []
     key = ("hotwords", id(res.hotwords), _setting(cfg, res), vocab_size, str(device), strict)
     if key not in res.cache:
-        graph = ContextGraph(res.hotwords, context_score=cfg.hotwords_score)
+        graph = ContextGraph(res.hotwords, context_score=cfg.token_score)
         res.cache[key] = HotwordScorer(graph, vocab_size, strict=strict, device=device,
                                        word_start=_hotword_word_start(res, cfg),
-                                       partial=cfg.hotwords_partial_share)
+                                       partial=cfg.partial_share)
     return [WeightedScorer(res.cache[key], 1.0)]

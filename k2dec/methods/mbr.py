@@ -10,59 +10,59 @@ as CTM files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import k2
 import torch
 
-from ..lattice import AuxLabels, MbrConfig, Topology, lattice_timed_units
+from ..lattice import AuxLabels, Topology, lattice_timed_units
 from ..lattice.prune import prune_lattice
 from ..lattice.rescore import RescoreStatus, rescore_with_whole_lattice
 from ..primitives.best_paths import path_token_ids
 from ..primitives.hypothesis import HypothesisRecord
 from ..transducer import FastBeamSearchConfig, fast_beam_search
-from .checks import check_finite
 from .ctc import WholeLatticeRescoringConfig, hlg_graph
 from .hotword_biasing import (
     HotwordConfig,
     transducer_graph,
 )
+from .parts import GraphConfig, MbrPart
 from .records import EMPTY_LATTICE, from_timed_units, lattice_failures
 from .registry import CtcInputs, Family, MethodResult, Resources, TransducerInputs, register
-from .scales import LG_SCALE_MEANS, NGRAM_LM_SCALE, scale_points
+from .scales import lg_graph, weight_points
 
 __all__ = ["FastBeamSearchMbrConfig", "FastBeamSearchMbrLGConfig", "MbrMethodConfig"]
 
 
 @dataclass(frozen=True)
-class MbrMethodConfig:
-    """``mbr``: HLG lattices (``ctc``: pruning, ``hlg_scale``, subsampling), optionally
-    rescored with G (``rescore``; LM scale ``ctc.whole_lattice_lm_scale``, with ``ctc.sweep``
-    also every scale of ``ctc.whole_lattice.lm_scales``), then MBR decoding (``mbr``:
-    posterior scales, iterations, memory budget).
+class MbrMethodConfig(WholeLatticeRescoringConfig):
+    """``mbr``: HLG lattices (``lattice``, ``graph``, ``subsampling_factor``), rescored with
+    G when ``rescore_with_g`` (``rescore.ngram_lm_scale``; with ``rescore.sweep`` also every
+    scale of ``rescore.ngram_lm_scales``; ``whole_lattice``: memory back-off), then MBR
+    decoding (``mbr``: posterior scales, iterations, memory budget).
 
-    With ``rescore`` the scores at LM scale ``s`` are icefall's ``am / s + lm``, and the
-    posteriors scale them as ``mbr.posterior`` says (its acoustic scale multiplies
+    With ``rescore_with_g`` the scores at LM scale ``s`` are icefall's ``am / s + lm``, and
+    the posteriors scale them as ``mbr`` says (its ``am_posterior_scale`` multiplies
     ``am / s``)."""
 
-    ctc: WholeLatticeRescoringConfig = field(default_factory=WholeLatticeRescoringConfig)
-    mbr: MbrConfig = field(default_factory=MbrConfig)
-    rescore: bool = False
+    mbr: MbrPart = field(default_factory=MbrPart)
+    rescore_with_g: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.rescore, bool):
-            raise TypeError(f"rescore must be a bool, got {self.rescore!r}")
+        super().__post_init__()
+        if not isinstance(self.rescore_with_g, bool):
+            raise TypeError(f"rescore_with_g must be a bool, got {self.rescore_with_g!r}")
 
 
-def _units(lattice: k2.Fsa, topology: Topology, mbr: MbrConfig, res: Resources,
+def _units(lattice: k2.Fsa, topology: Topology, mbr: MbrPart, res: Resources,
            aux_labels: AuxLabels = AuxLabels.WORDS):
     """(best path, consensus) :class:`~k2dec.lattice.TimedUnits` of a batch of lattices, and
     per utterance a note when its lattice had more than ``mbr.max_lattice_arcs`` arcs and
     was pruned first (both come from the pruned lattice)."""
     lattice, reports = prune_lattice(lattice, mbr.max_lattice_arcs)
-    best, _ = lattice_timed_units(lattice, topology, replace(mbr, decode_mbr=False),
+    best, _ = lattice_timed_units(lattice, topology, mbr.config(decode_mbr=False),
                                   word_start=res.word_start, aux_labels=aux_labels)
-    consensus, _ = lattice_timed_units(lattice, topology, replace(mbr, decode_mbr=True),
+    consensus, _ = lattice_timed_units(lattice, topology, mbr.config(decode_mbr=True),
                                        word_start=res.word_start, aux_labels=aux_labels)
     return best, consensus, [r.describe() for r in reports], lattice
 
@@ -78,20 +78,19 @@ def _path_tokens(lattice: k2.Fsa, topology: Topology) -> list[list[int]]:
 
 @register("mbr", Family.CTC, MbrMethodConfig, requires=("HLG",), hotwords=True)
 def _mbr(inputs: CtcInputs, res: Resources, cfg: MbrMethodConfig):
-    """HLG lattice (rescored with G when rescore=1), sausages: the MBR consensus and the best
-    path, words with frames and confidences."""
-    graph = hlg_graph(res, "mbr", cfg.ctc, lm_scores=True)
-    result = inputs.get_lattice(graph, cfg.ctc.lattice, cfg.ctc.subsampling_factor)
+    """HLG lattice (rescored with G when rescore_with_g=1), sausages: the MBR consensus and
+    the best path, words with frames and confidences."""
+    graph = hlg_graph(res, "mbr", cfg, lm_scores=True)
+    result = inputs.get_lattice(graph, cfg.lattice, cfg.subsampling_factor)
     failed = lattice_failures(result.reports)
-    if not cfg.rescore:
+    if not cfg.rescore_with_g:
         best, consensus, notes, lat = _units(result.lattice, Topology.CTC, cfg.mbr, res)
         tokens = _path_tokens(lat, Topology.CTC)
         return [MethodResult("mbr", from_timed_units(consensus, True, failed, notes=notes), cfg),
                 MethodResult("1best", from_timed_units(best, True, failed, tokens, notes), cfg)]
-    scales = scale_points(cfg.ctc.whole_lattice_lm_scale, cfg.ctc.whole_lattice.lm_scales,
-                     cfg.ctc.sweep)
+    scales = weight_points(cfg.rescore, "ngram_lm_scale")
     out = rescore_with_whole_lattice(result, res.graph("G", "mbr"),
-                                     replace(cfg.ctc.whole_lattice, lm_scales=tuple(scales)))
+                                     cfg.whole_lattice.config(tuple(scales)))
     if out.status is RescoreStatus.FAILED:
         reason = f"whole-lattice rescoring failed: {out.reason}"
         hyps = tuple(HypothesisRecord.failure(reason, tokens=False, words=True) for _ in failed)
@@ -115,27 +114,24 @@ def _mbr(inputs: CtcInputs, res: Resources, cfg: MbrMethodConfig):
 @dataclass(frozen=True)
 class FastBeamSearchMbrConfig:
     """``fast_beam_search_mbr``: the search with the trivial graph (with hotwords: the
-    hotword automaton, ``hotwords_score`` per token, as ``fast_beam_search``), then MBR over
+    hotword automaton, ``hotwords.token_score`` per token, as ``fast_beam_search``), then MBR over
     tokens (the consensus token sequence, its words read by the BPE model)."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
-    mbr: MbrConfig = field(default_factory=MbrConfig)
+    mbr: MbrPart = field(default_factory=MbrPart)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
 
 @dataclass(frozen=True)
 class FastBeamSearchMbrLGConfig:
-    """``fast_beam_search_mbr_LG``: the search through LG (scores times ``ngram_lm_scale``;
+    """``fast_beam_search_mbr_LG``: the search through LG (scores times ``graph.scale``;
     with hotwords, LG intersected with the hotword automaton as in ``fast_beam_search_LG``),
     then MBR over words."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
-    mbr: MbrConfig = field(default_factory=MbrConfig)
-    ngram_lm_scale: float = field(default=NGRAM_LM_SCALE, metadata=LG_SCALE_MEANS)
+    mbr: MbrPart = field(default_factory=MbrPart)
+    graph: GraphConfig = field(default_factory=lg_graph)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
-
-    def __post_init__(self) -> None:
-        check_finite("ngram_lm_scale", self.ngram_lm_scale)
 
 
 def _transducer_failures(lattice: k2.Fsa) -> list[str]:
@@ -166,7 +162,7 @@ def _fbs_mbr(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMbrCon
 def _fbs_mbr_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMbrLGConfig):
     """fast_beam_search through LG, sausages over words: the MBR consensus and the best path,
     words with frames and confidences (hotword biasing when Resources.hotwords are given)."""
-    graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_mbr_LG")
+    graph = res.scaled_graph("LG", cfg.graph.scale, "fast_beam_search_mbr_LG")
     graph = transducer_graph(inputs, res, cfg.hotwords, graph)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)

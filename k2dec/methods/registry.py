@@ -8,7 +8,6 @@ on method-name strings elsewhere.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass, replace
 from types import MappingProxyType
@@ -36,11 +35,6 @@ __all__ = [
     "list_methods",
     "family_order",
     "supported_methods",
-    "override_config",
-    "config_field_path",
-    "config_keys",
-    "renamed_key",
-    "setting_meaning",
 ]
 
 
@@ -127,11 +121,11 @@ class Resources:
         :func:`k2dec.scorers.train_token_arpa`) on the device of the inputs; ``"hotwords"``,
         biasing phrases as token ids with an optional per-phrase score
         (:func:`k2dec.scorers.encode_hotwords` of a ``--hotwords`` file), which the methods
-        that support biasing use when given (each with its config's ``hotwords_score``);
+        that support biasing use when given (each with its ``hotwords.token_score``);
         ``"hotword_words"``, the same phrases as word ids of the lang dir's words.txt
         (:func:`k2dec.scorers.encode_hotword_words`; phrases with words outside words.txt
         are left out), for the methods that bias a graph with word outputs (the HLG methods;
-        each with its config's ``hotwords_score``, per word).
+        each with its ``word_hotwords.word_score``, per word).
       attention_decoder: the AED decoder for attention rescoring / beam search.
       cache: scratch space methods use to keep derived objects (e.g. a scaled LG) across
         batches.
@@ -312,7 +306,7 @@ class Setting:
     Attributes:
       key: the :attr:`MethodResult.key` (``"ngram_lm_scale_0.5"``).
       assignments: ``KEY=VALUE`` strings (:func:`override_config`) that make this setting the
-        configured one (``("ngram_lm_scale=0.5",)``); ``()`` for the configured setting.
+        configured one (``("rescore.ngram_lm_scale=0.5",)``); ``()`` for the configured setting.
     """
 
     key: str
@@ -336,10 +330,10 @@ class Method:
       needs_references: the method reads every utterance's reference (oracle methods); a
         job without references must refuse it before decoding.
       hotwords: the method biases towards ``Resources.hotwords`` / ``hotword_words`` when
-        given (``--hotwords``), with its config's ``hotwords_score``.
-      settings_fn: for methods whose config has a ``sweep`` field (methods that weigh scores
+        given (``--hotwords``), with its ``hotwords`` or ``word_hotwords`` part.
+      settings_fn: for methods whose config has a ``rescore`` part (methods that weigh scores
         by scales: n-best / lattice rescoring), the :class:`Setting` list of a config: the
-        configured scales first, then, with ``sweep=True``, every other point of the
+        configured scales first, then, with ``rescore.sweep``, every other point of the
         config's scale grids, in the order the method returns its results.
       streaming: for methods that also decode chunk by chunk, ``(transducer, resources,
         config, device) -> StreamingSearch`` (:mod:`k2dec.methods.streaming`): the method's
@@ -368,7 +362,7 @@ class Method:
 
     @property
     def sweeps(self) -> bool:
-        """True if the method can report a grid of scale settings (``sweep=True``)."""
+        """True if the method can report a grid of scale settings (``rescore.sweep``)."""
         return self.settings_fn is not None
 
     def scale_fields(self, config: Any = None) -> dict[str, Any]:
@@ -376,9 +370,9 @@ class Method:
         if self.settings_fn is None:
             return {}
         config = self.default_config() if config is None else config
-        swept = self.settings_fn(replace(config, sweep=True))
+        swept = self.settings_fn(replace(config, rescore=replace(config.rescore, sweep=True)))
         names = dict.fromkeys(a.split("=", 1)[0] for s in swept for a in s.assignments)
-        return {n: _get(config, config_field_path(config, n) or [n]) for n in names}
+        return {n: _get(config, n.split(".")) for n in names}
 
     def settings(self, config: Any = None) -> list[Setting]:
         """The settings :meth:`__call__` returns results for with ``config``, in its order: the
@@ -408,19 +402,20 @@ def register(
     """Decorator adding a method to the registry (its docstring's first paragraph describes it;
     ``needs_references`` marks oracle methods; ``settings`` lists the scale settings of a
     sweeping method, see :attr:`Method.settings_fn`; ``hotwords`` marks methods that bias
-    towards hotwords, whose config then needs a ``hotwords_score``; ``streaming`` builds its
-    chunk-by-chunk search, see :attr:`Method.streaming`)."""
+    towards hotwords, whose config then needs a ``hotwords`` or ``word_hotwords`` part;
+    ``streaming`` builds its chunk-by-chunk search, see :attr:`Method.streaming`)."""
     if not is_dataclass(config_cls) or not config_cls.__dataclass_params__.frozen:
         raise TypeError(f"{config_cls!r} must be a frozen dataclass")
-    if settings is not None and "sweep" not in {f.name for f in fields(config_cls)}:
-        raise TypeError(f"{config_cls.__name__} needs a 'sweep' field for a method that sweeps")
+    if settings is not None and "rescore" not in {f.name for f in fields(config_cls)}:
+        raise TypeError(f"{config_cls.__name__} needs a 'rescore' part (its weights and "
+                        "'sweep') for a method that sweeps")
     try:
         config = config_cls()
     except TypeError as e:
         raise TypeError(f"{config_cls.__name__} needs defaults for every field: {e}") from None
-    if hotwords and config_field_path(config, "hotwords_score") is None:
-        raise TypeError(f"{config_cls.__name__} needs a 'hotwords_score' field for a method "
-                        "that takes hotwords")
+    if hotwords and not ({"hotwords", "word_hotwords"} & {f.name for f in fields(config)}):
+        raise TypeError(f"{config_cls.__name__} needs a 'hotwords' or 'word_hotwords' part "
+                        "for a method that takes hotwords")
 
     def deco(fn: RunFn) -> RunFn:
         if name in _REGISTRY:
@@ -458,195 +453,7 @@ def supported_methods(model: Any) -> list[Method]:
     return [m for m in list_methods() if model.supports(m)]
 
 
-def config_field_path(config: Any, key: str) -> list[str] | None:
-    """Where ``key`` (``"beam"``, ``"lattice.search_beam"``) lands in a (nested, frozen
-    dataclass) config: the dotted path when it names a field, else the one nested field it
-    names from below the top (``num_paths`` -> ``["nbest", "num_paths"]``,
-    ``lattice.output_beam`` -> ``["ctc", "lattice", "output_beam"]``); ``None`` when the
-    config has no such field. The old name of a renamed field (a config's
-    ``renamed_settings``, :func:`k2dec.deprecation.renamed_fields`) lands on the new field
-    (:func:`renamed_key` tells).
-
-    Raises:
-      ValueError: a key that several nested configs have (say which one, ``a.b``).
-    """
-    path = key.split(".")
-    direct = _walk(config, path)
-    if direct is not None:
-        return direct
-    found: list[list[str]] = []
-    for p in _nested_paths(config, path[0]):
-        walked = _walk(config, p + path[1:])
-        if walked is not None and walked not in found:
-            found.append(walked)
-    if len(found) > 1:
-        raise ValueError(f"{key!r} is ambiguous in {type(config).__name__}: say which one of "
-                         f"{', '.join('.'.join(p) for p in found)}")
-    return found[0] if found else None
-
-
-def renamed_key(config: Any, key: str) -> str | None:
-    """The new spelling of ``key`` when it reaches a field of ``config`` by an old name
-    (``multi_pass.nn_scale`` -> ``multi_pass.rnn_lm_scale``, ``lm_weight`` -> ``lm_scale``);
-    ``None`` when it uses none (or reaches no field).
-
-    Raises:
-      ValueError: as :func:`config_field_path`.
-    """
-    path = config_field_path(config, key)
-    if path is None:
-        return None
-    given = key.split(".")
-    new = path[len(path) - len(given):]
-    return ".".join(new) if new != given else None
-
-
-def config_keys(config: Any) -> dict[str, Any]:
-    """``{key: value}`` of every setting of a (nested, frozen dataclass) config: each leaf
-    field under the shortest name :func:`config_field_path` takes to it (the bare field name
-    where no other field has it, else the dotted path from the top: ``search.beam``)."""
-    out = {}
-    for path in _leaf_paths(config):
-        for start in range(len(path) - 1, -1, -1):
-            key = ".".join(path[start:])
-            try:
-                if config_field_path(config, key) == path:
-                    break
-            except ValueError:  # a bare name of several nested fields
-                continue
-        out[key] = _get(config, path)
-    return out
-
-
-def setting_meaning(config: Any, path: list[str]) -> tuple[str, str]:
-    """``(type, meaning)`` of the field at ``path`` of a config: its annotated type, and what
-    its declaration says it means (``metadata={"means": ...}``; default: its name). Two
-    methods' fields of one key with other types or meanings are different settings (a
-    ``--set`` key must say which, :func:`k2dec.job.plan_methods`)."""
-    owner = _get(config, path[:-1])
-    f = next(f for f in fields(owner) if f.name == path[-1])
-    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-    return kind, f.metadata.get("means", f.name)
-
-
-def _leaf_paths(config: Any, prefix: tuple[str, ...] = ()) -> list[list[str]]:
-    out = []
-    for f in fields(config):
-        value = getattr(config, f.name)
-        if is_dataclass(value):
-            out += _leaf_paths(value, prefix + (f.name,))
-        else:
-            out.append([*prefix, f.name])
-    return out
-
-
 def _get(config: Any, path: list[str]) -> Any:
     for name in path:
         config = getattr(config, name)
     return config
-
-
-def _field_name(node: Any, name: str) -> str | None:
-    """The field of the dataclass ``node`` that ``name`` names: itself, or the field an old
-    name was renamed to (``renamed_settings``); ``None`` if neither."""
-    if not is_dataclass(node):
-        return None
-    names = {f.name for f in fields(node)}
-    if name in names:
-        return name
-    new = getattr(type(node), "renamed_settings", {}).get(name)
-    return new if new in names else None
-
-
-def _walk(config: Any, path: list[str]) -> list[str] | None:
-    """``path`` from the top of ``config`` with old names replaced by the fields they name;
-    ``None`` if it does not reach a field."""
-    out, node = [], config
-    for name in path:
-        field_name = _field_name(node, name)
-        if field_name is None:
-            return None
-        out.append(field_name)
-        node = getattr(node, field_name)
-    return out
-
-
-def _nested_paths(config: Any, name: str) -> list[list[str]]:
-    out = []
-    for f in fields(config):
-        value = getattr(config, f.name)
-        if is_dataclass(value):
-            field_name = _field_name(value, name)
-            out += [[f.name, field_name]] if field_name is not None else []
-            out += [[f.name] + p for p in _nested_paths(value, name)]
-    return out
-
-
-def override_config(config: Any, assignments: Sequence[str]) -> Any:
-    """A copy of a (frozen dataclass) config with ``KEY=VALUE`` strings applied, each value
-    typed like the field's current value; ``a.b=1`` reaches into a nested config, a bare name
-    reaches the one nested field of that name (see :func:`config_field_path`), and tuples are
-    comma-separated (``lm_scales=0.5,1.0``). The config's own checks run on the result. An old
-    name of a renamed field still works, with a ``FutureWarning`` naming the new one.
-
-    Raises:
-      ValueError: a malformed assignment, an unknown or ambiguous field, a value of the wrong
-        type (``num_paths=2.7``, an empty tuple), or one the config rejects (``num_paths=0``).
-    """
-    for item in assignments:
-        if "=" not in item:
-            raise ValueError(f"expected KEY=VALUE, got {item!r}")
-        key, value = item.split("=", 1)
-        path = config_field_path(config, key)
-        if path is None:
-            raise ValueError(f"{type(config).__name__} has no field {key!r} "
-                             f"(keys: {', '.join(sorted(config_keys(config)))})")
-        new = renamed_key(config, key)
-        if new is not None:
-            warnings.warn(f"setting {key!r} of {type(config).__name__} is deprecated: it is "
-                          f"now {new!r} (the old name still works)", FutureWarning,
-                          stacklevel=2)
-        try:
-            config = _set_field(config, path, value)
-        except ValueError as e:
-            raise ValueError(f"{item}: {e}") from None
-    return config
-
-
-def _set_field(config: Any, path: list[str], value: str) -> Any:
-    current = getattr(config, path[0])
-    if len(path) > 1:
-        return replace(config, **{path[0]: _set_field(current, path[1:], value)})
-    try:
-        new = _parse(current, value)
-    except ValueError:
-        raise ValueError(f"{path[0]}={value!r} does not fit the field's type "
-                         f"({type(current).__name__})") from None
-    return replace(config, **{path[0]: new})
-
-
-def _parse(current: Any, value: str) -> Any:
-    """``value`` typed like ``current``; ``ValueError`` if it does not fit."""
-    if isinstance(current, bool):
-        if value.lower() not in ("1", "0", "true", "false", "yes", "no"):
-            raise ValueError(value)
-        return value.lower() in ("1", "true", "yes")
-    if isinstance(current, tuple):
-        items = [x for x in value.split(",") if x.strip()]
-        if not items:
-            raise ValueError(value)
-        return tuple(float(x) for x in items)
-    if current is None:
-        return None if value.lower() == "none" else _number(value)
-    if isinstance(current, int):
-        return int(value)  # "2.7" is not an int
-    if isinstance(current, float):
-        return float(value)
-    return value
-
-
-def _number(value: str) -> int | float:
-    try:
-        return int(value)
-    except ValueError:
-        return float(value)

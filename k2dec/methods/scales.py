@@ -1,5 +1,5 @@
 """The settings of methods that weigh scores by scales: ONE configured setting by default,
-the points of a scale grid with ``sweep=True`` (the configured setting still first)."""
+the points of a scale grid with ``rescore.sweep`` (the configured setting still first)."""
 
 from __future__ import annotations
 
@@ -7,19 +7,24 @@ import itertools
 from collections.abc import Callable, Mapping
 
 from ..nbest import scale_key
+from .parts import GraphConfig, RescorePart
 from .registry import Setting
 
-__all__ = ["LG_SCALE_MEANS", "LM_SCALE", "NGRAM_LM_SCALE", "grid_settings", "scale_points"]
+__all__ = ["LM_SCALE", "NGRAM_LM_SCALE", "grid_settings", "lg_graph", "scale_points",
+           "weight_points"]
 
 #: icefall's ``--lm-scale`` for shallow fusion: the neural LM's weight in
 #: ``modified_beam_search_lm_shallow_fusion`` and ``ctc-prefix-beam-search-shallow-fussion``.
 LM_SCALE = 0.3
 #: icefall's ``--ngram-lm-scale`` of the transducer LG methods (``fast_beam_search_LG``,
-#: ``_nbest_LG``, ``_mbr_LG``: LG scores are multiplied by it).
+#: ``_nbest_LG``, ``_mbr_LG``: LG scores are multiplied by it; their ``graph.scale``).
 NGRAM_LM_SCALE = 0.01
-#: What the LG methods' ``ngram_lm_scale`` means (field metadata, see
-#: :func:`k2dec.methods.setting_meaning`): not the weight of G in n-best rescoring.
-LG_SCALE_MEANS = {"means": "scale of LG's scores in the search"}
+
+
+def lg_graph() -> GraphConfig:
+    """The ``graph`` part of the transducer LG methods: LG's scores times
+    :data:`NGRAM_LM_SCALE`."""
+    return GraphConfig(scale=NGRAM_LM_SCALE)
 
 
 def scale_points(configured: float, grid: tuple[float, ...], sweep: bool) -> list[float]:
@@ -28,6 +33,12 @@ def scale_points(configured: float, grid: tuple[float, ...], sweep: bool) -> lis
     if sweep:
         out += [float(x) for x in grid if float(x) != out[0]]
     return out
+
+
+def weight_points(rescore: RescorePart, weight: str) -> list[float]:
+    """:func:`scale_points` of one weight of a ``rescore`` part (``"ngram_lm_scale"``): the
+    configured value, then, with ``rescore.sweep``, the other points of its grid."""
+    return scale_points(getattr(rescore, weight), getattr(rescore, f"{weight}s"), rescore.sweep)
 
 
 def grid_settings(points: Mapping[str, list[float]], fields: Mapping[str, str],

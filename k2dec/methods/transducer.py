@@ -36,15 +36,15 @@ from ..transducer import (
     greedy_search,
 )
 from ..transducer.joiner_confidences import token_confidences
-from .checks import check_finite, check_scale_grid, check_scales
 from .hotword_biasing import (
     HotwordConfig,
     token_biased_graph,
     transducer_graph,
 )
+from .parts import GraphConfig, RescorePart
 from .records import from_nbest, from_transducer, oracle_records
 from .registry import Family, MethodResult, Resources, Setting, TransducerInputs, register
-from .scales import LG_SCALE_MEANS, NGRAM_LM_SCALE, grid_settings, scale_points
+from .scales import NGRAM_LM_SCALE, grid_settings, lg_graph, weight_points
 from .streaming import StreamingSearch
 
 __all__ = [
@@ -77,15 +77,12 @@ def _transducer_nbest() -> NbestConfig:
 @dataclass(frozen=True)
 class FastBeamSearchLGConfig:
     """``fast_beam_search_LG``: the search through LG with LG's scores times
-    ``ngram_lm_scale``; when hotwords are given, through LG intersected with the hotword
-    automaton (``hotwords_score`` per token, not scaled)."""
+    ``graph.scale``; when hotwords are given, through LG intersected with the hotword
+    automaton (``hotwords.token_score`` per token, not scaled)."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
-    ngram_lm_scale: float = field(default=NGRAM_LM_SCALE, metadata=LG_SCALE_MEANS)
+    graph: GraphConfig = field(default_factory=lg_graph)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
-
-    def __post_init__(self) -> None:
-        check_finite("ngram_lm_scale", self.ngram_lm_scale)
 
 
 @dataclass(frozen=True)
@@ -93,7 +90,7 @@ class FastBeamSearchNbestConfig:
     """``fast_beam_search_nbest`` and ``fast_beam_search_nbest_oracle``: the search, then
     ``nbest.num_paths`` paths sampled from its lattice; when hotwords are given, the search
     runs on the hotword automaton instead of the trivial graph (as ``fast_beam_search``:
-    ``hotwords_score`` per token, part of every path's score)."""
+    ``hotwords.token_score`` per token, part of every path's score)."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     nbest: NbestConfig = field(default_factory=_transducer_nbest)
@@ -103,16 +100,13 @@ class FastBeamSearchNbestConfig:
 @dataclass(frozen=True)
 class FastBeamSearchNbestLGConfig:
     """``fast_beam_search_nbest_LG``: the search through LG (scores times
-    ``ngram_lm_scale``; with hotwords, LG intersected with the hotword automaton as in
+    ``graph.scale``; with hotwords, LG intersected with the hotword automaton as in
     ``fast_beam_search_LG``), then an n-best by word sequence."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     nbest: NbestConfig = field(default_factory=_transducer_nbest)
-    ngram_lm_scale: float = field(default=NGRAM_LM_SCALE, metadata=LG_SCALE_MEANS)
+    graph: GraphConfig = field(default_factory=lg_graph)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
-
-    def __post_init__(self) -> None:
-        check_finite("ngram_lm_scale", self.ngram_lm_scale)
 
 
 def with_confidences(inputs: TransducerInputs, hyps, temperature: float,
@@ -142,7 +136,7 @@ def _greedy(inputs: TransducerInputs, res: Resources, cfg: GreedySearchConfig):
 @dataclass(frozen=True)
 class FastBeamSearchMethodConfig:
     """``fast_beam_search``: the search with the trivial graph, or, when hotwords are given,
-    with the hotword automaton (:func:`k2dec.scorers.hotword_graph`, ``hotwords_score`` per
+    with the hotword automaton (:func:`k2dec.scorers.hotword_graph`, ``hotwords.token_score`` per
     token) as the decoding graph."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
@@ -170,9 +164,9 @@ def _fbs(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMethodConf
 @register("fast_beam_search_LG", Family.TRANSDUCER, FastBeamSearchLGConfig, requires=("LG",),
           hotwords=True)
 def _fbs_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchLGConfig):
-    """fast_beam_search with LG (scores times ngram_lm_scale; hotword biasing when
+    """fast_beam_search with LG (scores times graph.scale; hotword biasing when
     Resources.hotwords are given): one-best words."""
-    graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_LG")
+    graph = res.scaled_graph("LG", cfg.graph.scale, "fast_beam_search_LG")
     graph = transducer_graph(inputs, res, cfg.hotwords, graph)
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            cfg.search)
@@ -221,7 +215,7 @@ def _fbs_nbest(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbes
 def _fbs_nbest_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbestLGConfig):
     """fast_beam_search with LG, n-best by word sequence; the word sequence with the best
     log-sum over its alignments wins (hotword biasing when Resources.hotwords are given)."""
-    graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "fast_beam_search_nbest_LG")
+    graph = res.scaled_graph("LG", cfg.graph.scale, "fast_beam_search_nbest_LG")
     graph = transducer_graph(inputs, res, cfg.hotwords, graph)
     _, nbest = _sample(inputs, cfg, graph, DedupKey.WORDS)
     totals = nbest.total_scores_in(log_semiring=True, max_arcs=cfg.nbest.max_intersect_arcs)
@@ -249,39 +243,43 @@ def _fbs_oracle(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbe
     return [MethodResult("fast_beam_search_nbest_oracle", hyps, cfg)]
 
 
+def _ngram_rescore() -> RescorePart:
+    """G's weight :data:`NBEST_RESCORING_SCALE` with icefall's grid."""
+    return RescorePart(ngram_lm_scale=NBEST_RESCORING_SCALE,
+                       ngram_lm_scales=NBEST_RESCORING_SCALES)
+
+
+def _ngram_lm_rescore() -> RescorePart:
+    """G's and the neural LM's weights :data:`NBEST_RESCORING_SCALE` with icefall's grid."""
+    return RescorePart(ngram_lm_scale=NBEST_RESCORING_SCALE,
+                       ngram_lm_scales=NBEST_RESCORING_SCALES, lm_scale=NBEST_RESCORING_SCALE,
+                       lm_scales=NBEST_RESCORING_SCALES)
+
+
 @dataclass(frozen=True)
 class FastBeamSearchNbestRescoringConfig:
     """``fast_beam_search_with_nbest_rescoring``: the search with the trivial graph, an
     n-best by token sequence, each path's words (:class:`k2dec.lang.TokenWords`) scored with
-    the rescoring G: ``am + ngram_lm_scale * ngram``; with ``sweep``, also for every other
-    ``s`` of ``ngram_lm_scales`` (icefall's grid)."""
+    the rescoring G: ``am + ngram_lm_scale * ngram`` (the ``rescore`` part); with
+    ``rescore.sweep``, also for every other ``s`` of ``rescore.ngram_lm_scales`` (icefall's
+    grid)."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     nbest: NbestConfig = field(default_factory=_transducer_nbest)
-    ngram_lm_scale: float = NBEST_RESCORING_SCALE
-    sweep: bool = False
-    ngram_lm_scales: tuple[float, ...] = NBEST_RESCORING_SCALES
-
-    def __post_init__(self) -> None:
-        check_scale_grid(self, "ngram_lm_scale", "ngram_lm_scales")
+    rescore: RescorePart = field(default_factory=_ngram_rescore)
 
 
 @dataclass(frozen=True)
 class FastBeamSearchNbestRnnRescoringConfig(FastBeamSearchNbestRescoringConfig):
     """``fast_beam_search_with_nbest_rnn_rescoring``: as
     :class:`FastBeamSearchNbestRescoringConfig`, plus each path's tokens scored with the
-    neural LM: ``am + ngram_lm_scale * ngram + rnn_lm_scale * rnn_lm``; with ``sweep``, also
-    every other pair of ``ngram_lm_scales`` x ``rnn_lm_scales`` (``lm_batch_size``
-    sequences per LM call)."""
+    neural LM: ``am + ngram_lm_scale * ngram + lm_scale * rnn_lm``; with ``rescore.sweep``,
+    also every other pair of the two grids (``lm_batch_size`` sequences per LM call)."""
 
-    rnn_lm_scale: float = NBEST_RESCORING_SCALE
-    rnn_lm_scales: tuple[float, ...] = NBEST_RESCORING_SCALES
+    rescore: RescorePart = field(default_factory=_ngram_lm_rescore)
     lm_batch_size: int = 256
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        check_finite("rnn_lm_scale", self.rnn_lm_scale)
-        check_scales("rnn_lm_scales", self.rnn_lm_scales)
         check_int_range(self, "lm_batch_size", 1, 4096)
 
 
@@ -311,16 +309,15 @@ def _rescored(nbest: Nbest, components: dict[str, k2.RaggedTensor],
 
 def _rescoring_points(cfg: FastBeamSearchNbestRescoringConfig) -> dict[str, list[float]]:
     """The scale points the rescoring method reports (the configured one first)."""
-    points = {"ngram_lm_scale": scale_points(cfg.ngram_lm_scale, cfg.ngram_lm_scales,
-                                             cfg.sweep)}
+    points = {"ngram_lm_scale": weight_points(cfg.rescore, "ngram_lm_scale")}
     if isinstance(cfg, FastBeamSearchNbestRnnRescoringConfig):
-        points["rnn_lm_scale"] = scale_points(cfg.rnn_lm_scale, cfg.rnn_lm_scales, cfg.sweep)
+        points["rnn_lm_scale"] = weight_points(cfg.rescore, "lm_scale")
     return points
 
 
 def _rescoring_settings(cfg: FastBeamSearchNbestRescoringConfig) -> list[Setting]:
-    points = _rescoring_points(cfg)
-    return grid_settings(points, {name: name for name in points})
+    return grid_settings(_rescoring_points(cfg), {"ngram_lm_scale": "rescore.ngram_lm_scale",
+                                                  "rnn_lm_scale": "rescore.lm_scale"})
 
 
 @register("fast_beam_search_with_nbest_rescoring", Family.TRANSDUCER,
@@ -341,7 +338,7 @@ def _fbs_nbest_rescoring(inputs: TransducerInputs, res: Resources,
 def _fbs_nbest_rnn_rescoring(inputs: TransducerInputs, res: Resources,
                              cfg: FastBeamSearchNbestRnnRescoringConfig):
     """fast_beam_search n-best (trivial graph) rescored with G and a neural LM:
-    am + ngram_lm_scale * ngram + rnn_lm_scale * rnn_lm."""
+    am + ngram_lm_scale * ngram + lm_scale * rnn_lm."""
     method = "fast_beam_search_with_nbest_rnn_rescoring"
     _, lm = res.neural_lm(method)
     nbest, comps = _rescoring_components(inputs, res, cfg, method)

@@ -4,9 +4,10 @@ classic ``beam_search``, and modified beam search with a neural LM or LODR:
 ``modified_beam_search_lm_rescore`` and ``..._LODR``; hotword biasing (``Resources.hotwords``)
 in every one that searches with scorers and in ``modified_beam_search``.
 
-Scores enter as icefall adds them: the ``beam`` best (hypothesis, symbol) pairs are chosen by
-the transducer score, then the chosen tokens get ``lm_scale * log p_LM`` (no end-of-sentence
-score), ``lodr_scale * log p_bigram`` (``lodr_scale`` < 0) and the hotword bonus.
+Scores enter as icefall adds them: the ``beam_size`` best (hypothesis, symbol) pairs are chosen
+by the transducer score, then the chosen tokens get ``fusion.lm_scale * log p_LM`` (no
+end-of-sentence score), ``fusion.lodr_scale * log p_bigram`` (``lodr_scale`` < 0) and the
+hotword bonus.
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ from ..transducer import (
     modified_beam_search,
 )
 from ..transducer.modified_beam_search import ModifiedBeamSearch
-from .checks import check_finite, check_scale_grid, check_scales
-from .fusion import Fusion, ScorerRequest, build_scorers, lodr_scorer
+from .fusion import ScorerRequest, build_scorers, lodr_scorer
 from .hotword_biasing import HotwordConfig
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
+from .parts import FusionConfig, RescorePart
 from .registry import Family, MethodResult, Resources, Setting, TransducerInputs, register
-from .scales import LM_SCALE, grid_settings, scale_points
+from .scales import LM_SCALE, grid_settings, weight_points
 from .streaming import StreamingSearch
 from .transducer import with_confidences
 
@@ -51,24 +52,20 @@ LODR_SCALE = -0.24
 #: The LM scale of ``modified_beam_search_lm_rescore`` and ``..._LODR``: the one icefall's
 #: LM-rescoring documentation decodes with (``--lm-scale 0.43``; its decode script sweeps).
 RESCORE_LM_SCALE = 0.43
-#: The LODR scale of ``modified_beam_search_lm_rescore_LODR``: the middle of icefall's grid
+#: The LODR scale of ``modified_beam_search_lm_rescore_LODR`` as icefall gives it (subtracted;
+#: the config's ``rescore.lodr_scale`` is its negative): the middle of icefall's grid
 #: (:data:`RESCORE_LODR_SCALES`, which is all its decode script has).
 RESCORE_LODR_SCALE = 0.5
 #: icefall's sweeps of ``modified_beam_search_lm_rescore`` and ``..._LODR``.
 RESCORE_LM_SCALES = tuple(round(0.01 * i, 2) for i in range(10, 50))
 RESCORE_LODR_LM_SCALES = tuple(round(0.02 * i, 2) for i in range(2, 30))
 RESCORE_LODR_SCALES = tuple(round(0.05 * i, 2) for i in range(1, 20))
-#: What ``lodr_scale`` means in ``modified_beam_search_lm_rescore_LODR`` (field metadata, see
-#: :func:`k2dec.methods.setting_meaning`): subtracted (> 0), not the LODR weight of the
-#: searches (< 0 subtracts). Its ``lm_scale`` divides the acoustic score, which ranks as the
-#: LM weight of the others does (``am / s + lm`` orders paths as ``am + s * lm``).
-_SUBTRACTED = "l in am / lm_scale + lm - l * lodr"
 
 
 @dataclass(frozen=True)
 class ModifiedBeamSearchMethodConfig:
     """``modified_beam_search``: the search, with hotword biasing when hotwords are given
-    (``hotwords_score``: icefall's ``--context-score``)."""
+    (``hotwords.token_score``: icefall's ``--context-score``)."""
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
@@ -83,98 +80,92 @@ class BeamSearchMethodConfig:
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
 
+def _lm_fusion() -> FusionConfig:
+    """icefall's ``--lm-scale`` of shallow fusion (:data:`LM_SCALE`)."""
+    return FusionConfig(lm_scale=LM_SCALE)
+
+
+def _lodr_fusion() -> FusionConfig:
+    """icefall's LODR setting (:data:`LODR_LM_SCALE`, :data:`LODR_SCALE`)."""
+    return FusionConfig(lm_scale=LODR_LM_SCALE, lodr_scale=LODR_SCALE)
+
+
 @dataclass(frozen=True)
 class LmShallowFusionConfig:
-    """``modified_beam_search_lm_shallow_fusion``: ``lm_scale`` times the neural LM's
-    log-probs on every token (and hotwords when given)."""
+    """``modified_beam_search_lm_shallow_fusion``: ``fusion.lm_scale`` times the neural
+    LM's log-probs on every token (and hotwords when given)."""
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
-    lm_scale: float = LM_SCALE
+    fusion: FusionConfig = field(default_factory=_lm_fusion)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
-
-    def __post_init__(self) -> None:
-        check_finite("lm_scale", self.lm_scale)
-
-    @property
-    def fusion(self) -> Fusion:
-        """What the search adds (:func:`k2dec.methods.fusion.build_scorers`)."""
-        return (("lm", self.lm_scale),)
 
 
 @dataclass(frozen=True)
 class LodrConfig:
-    """``modified_beam_search_LODR``: shallow fusion with the neural LM minus a low-order
-    token n-gram (``lodr_scale`` < 0 subtracts it), and hotwords when given."""
+    """``modified_beam_search_LODR``: shallow fusion with the neural LM plus a low-order
+    token n-gram weighted ``fusion.lodr_scale`` (< 0 subtracts it), and hotwords when
+    given."""
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
-    lm_scale: float = LODR_LM_SCALE
-    lodr_scale: float = LODR_SCALE
+    fusion: FusionConfig = field(default_factory=_lodr_fusion)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
-    def __post_init__(self) -> None:
-        for name in ("lm_scale", "lodr_scale"):
-            check_finite(name, getattr(self, name))
 
-    @property
-    def fusion(self) -> Fusion:
-        """What the search adds (:func:`k2dec.methods.fusion.build_scorers`)."""
-        return (("lm", self.lm_scale), ("lodr", self.lodr_scale))
+def _lm_rescore() -> RescorePart:
+    """icefall's LM-rescoring setting and grid (:data:`RESCORE_LM_SCALE`)."""
+    return RescorePart(lm_scale=RESCORE_LM_SCALE, lm_scales=RESCORE_LM_SCALES)
+
+
+def _lodr_rescore() -> RescorePart:
+    """icefall's LM scale and grid of LODR rescoring; its LODR grid, negated (LODR's weight
+    is added: < 0 subtracts it)."""
+    return RescorePart(lm_scale=RESCORE_LM_SCALE, lm_scales=RESCORE_LODR_LM_SCALES,
+                       lodr_scale=-RESCORE_LODR_SCALE,
+                       lodr_scales=tuple(-s for s in RESCORE_LODR_SCALES))
 
 
 @dataclass(frozen=True)
 class LmRescoreConfig:
     """``modified_beam_search_lm_rescore``: every final hypothesis rescored as
-    ``am + lm_scale * lm`` (LM log-prob with ``eos``); with ``sweep``, also for every other
-    ``s`` of ``lm_scales`` (icefall's grid). Token confidences are list posteriors of those
-    scores times ``posterior_scale`` (:mod:`k2dec.nbest.list_confidences`)."""
+    ``am + lm_scale * lm`` (LM log-prob with ``eos``; the ``rescore`` part); with
+    ``rescore.sweep``, also for every other ``s`` of ``rescore.lm_scales`` (icefall's grid).
+    Token confidences are list posteriors of those scores times ``posterior_scale``
+    (:mod:`k2dec.nbest.list_confidences`)."""
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
-    lm_scale: float = RESCORE_LM_SCALE
-    sweep: bool = False
-    lm_scales: tuple[float, ...] = RESCORE_LM_SCALES
+    rescore: RescorePart = field(default_factory=_lm_rescore)
     lm_batch_size: int = 256
     posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
-        check_scale_grid(self, "lm_scale", "lm_scales")
         check_posterior_scale(self.posterior_scale)
         check_int_range(self, "lm_batch_size", 1, 4096)
 
 
 @dataclass(frozen=True)
-class LmRescoreLodrConfig:
+class LmRescoreLodrConfig(LmRescoreConfig):
     """``modified_beam_search_lm_rescore_LODR``: every final hypothesis rescored as
-    ``am / s + lm - l * lodr`` (icefall's formula; LM and n-gram log-probs with ``eos``) with
-    ``s = lm_scale`` and ``l = lodr_scale``; with ``sweep``, also for every other point of
-    ``lm_scales`` x ``lodr_scales`` (icefall's grids). Token confidences: list posteriors
-    of those scores times ``posterior_scale``."""
+    ``am / s + lm + l * lodr`` (icefall's formula ``am / s + lm - |l| * lodr``; LM and n-gram
+    log-probs with ``eos``) with ``s = rescore.lm_scale`` (the LM's weight relative to the
+    acoustic score: the formula ranks as ``am + s * (lm + l * lodr)``) and ``l =
+    rescore.lodr_scale`` (added, < 0 subtracts: -0.5 is icefall's ``0.5``); with
+    ``rescore.sweep``, also for every other point of the two grids. Token confidences: list
+    posteriors of those scores times ``posterior_scale``."""
 
-    search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
-    lm_scale: float = RESCORE_LM_SCALE
-    lodr_scale: float = field(default=RESCORE_LODR_SCALE, metadata={"means": _SUBTRACTED})
-    sweep: bool = False
-    lm_scales: tuple[float, ...] = RESCORE_LODR_LM_SCALES
-    lodr_scales: tuple[float, ...] = field(default=RESCORE_LODR_SCALES,
-                                           metadata={"means": f"grid of {_SUBTRACTED}"})
-    lm_batch_size: int = 256
-    posterior_scale: float = NbestConfig.posterior_scale
+    rescore: RescorePart = field(default_factory=_lodr_rescore)
 
     def __post_init__(self) -> None:
-        check_finite("lodr_scale", self.lodr_scale)
-        check_scale_grid(self, "lm_scale", "lm_scales")
-        check_posterior_scale(self.posterior_scale)
-        check_scales("lodr_scales", self.lodr_scales)
-        if self.lm_scale == 0 or any(s == 0 for s in self.lm_scales):
-            raise ValueError("lm_scale and lm_scales divide the acoustic score: 0 is not "
-                             "allowed")
-        check_int_range(self, "lm_batch_size", 1, 4096)
+        super().__post_init__()
+        if self.rescore.lm_scale == 0 or any(s == 0 for s in self.rescore.lm_scales):
+            raise ValueError("rescore.lm_scale and rescore.lm_scales divide the acoustic "
+                             "score: 0 is not allowed")
 
 
 def _rescore_points(cfg: LmRescoreConfig | LmRescoreLodrConfig) -> dict[str, list[float]]:
     """The scale points a rescoring method reports (the configured one first)."""
-    points = {"lm": scale_points(cfg.lm_scale, cfg.lm_scales, cfg.sweep)}
+    points = {"lm": weight_points(cfg.rescore, "lm_scale")}
     if isinstance(cfg, LmRescoreLodrConfig):
-        points["lodr"] = scale_points(cfg.lodr_scale, cfg.lodr_scales, cfg.sweep)
+        points["lodr"] = weight_points(cfg.rescore, "lodr_scale")
     return points
 
 
@@ -184,13 +175,16 @@ def _two_places(value: float) -> str:
 
 
 def _rescore_key(point: dict[str, float]) -> str:
-    """icefall's result keys: ``nnlm_scale_0.43`` (``_lodr_scale_0.50`` with LODR)."""
+    """icefall's result keys: ``nnlm_scale_0.43`` (``_lodr_scale_0.50`` with LODR: icefall
+    names the subtracted weight, ``-lodr_scale``)."""
     key = f"nnlm_scale_{_two_places(point['lm'])}"
-    return key + (f"_lodr_scale_{_two_places(point['lodr'])}" if "lodr" in point else "")
+    return key + (f"_lodr_scale_{_two_places(0.0 - point['lodr'])}" if "lodr" in point
+                  else "")
 
 
 def _rescore_settings(cfg: LmRescoreConfig | LmRescoreLodrConfig) -> list[Setting]:
-    return grid_settings(_rescore_points(cfg), {"lm": "lm_scale", "lodr": "lodr_scale"},
+    return grid_settings(_rescore_points(cfg), {"lm": "rescore.lm_scale",
+                                                "lodr": "rescore.lodr_scale"},
                          key=_rescore_key)
 
 
@@ -198,7 +192,7 @@ def _vocab(inputs: TransducerInputs) -> int:
     return int(inputs.model.decoder.vocab_size)
 
 
-def _scorers(inputs: TransducerInputs, res: Resources, method: str, fusion: Fusion,
+def _scorers(inputs: TransducerInputs, res: Resources, method: str, fusion: FusionConfig | None,
              hotwords: HotwordConfig) -> list:
     return build_scorers(res, method, fusion, _vocab(inputs), inputs.encoder_out.device,
                          hotwords)
@@ -211,7 +205,7 @@ def _mbs(inputs: TransducerInputs, cfg: ModifiedBeamSearchConfig, scorers) -> li
 
 def _modified_streaming(model, res: Resources, cfg: ModifiedBeamSearchMethodConfig,
                         device: torch.device) -> StreamingSearch:
-    scorers = build_scorers(res, "modified_beam_search", (), int(model.decoder.vocab_size),
+    scorers = build_scorers(res, "modified_beam_search", None, int(model.decoder.vocab_size),
                             device, cfg.hotwords)
     return StreamingSearch(ModifiedBeamSearch(model, cfg.search, scorers=scorers))
 
@@ -221,7 +215,7 @@ def _modified_streaming(model, res: Resources, cfg: ModifiedBeamSearchMethodConf
 def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchMethodConfig):
     """Modified beam search (at most one symbol per frame, beam 4); hotword biasing when
     Resources.hotwords are given."""
-    scorers = _scorers(inputs, res, "modified_beam_search", (), cfg.hotwords)
+    scorers = _scorers(inputs, res, "modified_beam_search", None, cfg.hotwords)
     hyps = _mbs(inputs, cfg.search, scorers)
     records = with_confidences(inputs, hyps, cfg.search.temperature, cfg.search.blank_penalty)
     return [MethodResult("modified_beam_search", records, cfg)]
@@ -231,7 +225,7 @@ def _modified(inputs: TransducerInputs, res: Resources, cfg: ModifiedBeamSearchM
 def _beam_search(inputs: TransducerInputs, res: Resources, cfg: BeamSearchMethodConfig):
     """The classic transducer beam search (any number of symbols per frame); hotword biasing
     when Resources.hotwords are given."""
-    scorers = _scorers(inputs, res, "beam_search", (), cfg.hotwords)
+    scorers = _scorers(inputs, res, "beam_search", None, cfg.hotwords)
     lists = beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg.search,
                         scorers=scorers)
     records = with_confidences(inputs, [hs[0] for hs in lists], cfg.search.temperature,
@@ -289,14 +283,14 @@ def _lm_rescore(inputs: TransducerInputs, res: Resources, cfg: LmRescoreConfig):
 @register("modified_beam_search_lm_rescore_LODR", Family.TRANSDUCER, LmRescoreLodrConfig,
           requires=("lm", "lodr"), settings=_rescore_settings)
 def _lm_rescore_lodr(inputs: TransducerInputs, res: Resources, cfg: LmRescoreLodrConfig):
-    """Every final hypothesis of modified beam search rescored: am / lm_scale + LM -
-    lodr_scale * bigram."""
+    """Every final hypothesis of modified beam search rescored: am / lm_scale + LM +
+    lodr_scale * bigram (lodr_scale < 0)."""
     _, lm = res.neural_lm("modified_beam_search_lm_rescore_LODR")
     lodr = lodr_scorer(res, ScorerRequest("modified_beam_search_lm_rescore_LODR",
                                           _vocab(inputs), inputs.encoder_out.device))
     lists, am = final_lists(inputs, cfg.search)
     comps = {"lm": lm_scores(lm, lists, cfg.lm_batch_size), "lodr": scorer_scores(lodr, lists)}
     out = sweep(lists, am, comps, _rescore_points(cfg),
-                lambda b, c, s: b / s["lm"] + c["lm"] - s["lodr"] * c["lodr"], _rescore_key,
+                lambda b, c, s: b / s["lm"] + c["lm"] + s["lodr"] * c["lodr"], _rescore_key,
                 cfg.posterior_scale)
     return [MethodResult(k, v, cfg) for k, v in out.items()]

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from ..deprecation import renamed_fields
 from ..primitives.ragged import add_at
 from ..primitives.sizes import check_int_range
 from .nbest import Nbest, NbestTopK, PathScorer
@@ -42,7 +41,6 @@ logger = logging.getLogger(__name__)
 
 
 
-@renamed_fields(nn_scale="rnn_lm_scale")
 @dataclass(frozen=True)
 class MultiPassConfig:
     """Settings of :func:`multi_pass_rescore`.
@@ -54,9 +52,8 @@ class MultiPassConfig:
       stop_sigmas: stop rescoring an utterance when no unrescored path's predicted total is
         within this many standard deviations of beating its current best (``inf``: never
         stop early).
-      rnn_lm_scale: weight of the neural (LM) score in ``base + rnn_lm_scale * nn``: icefall's
-        name for the LM weight of n-best rescoring with a neural LM (``rescore_with_rnn_lm``),
-        formerly ``nn_scale`` (still accepted, deprecated).
+      lm_scale: weight of the neural (LM) score in ``base + lm_scale * nn`` (the weight of a
+        neural LM everywhere in k2dec; formerly ``rnn_lm_scale``, before that ``nn_scale``).
       max_order: longest left context ``get_best_matching_stats`` reports.
     """
 
@@ -64,7 +61,7 @@ class MultiPassConfig:
     batch_k: int = 10
     max_evaluations: int | None = None
     stop_sigmas: float = 3.0
-    rnn_lm_scale: float = 1.0
+    lm_scale: float = 1.0
     max_order: int = 10
 
     def __post_init__(self) -> None:
@@ -82,12 +79,12 @@ class MultiPassResult:
 
     Attributes:
       best: int64 ``[num_utts]``: index of the chosen path in the n-best (``k`` per utterance).
-      scores: float64 ``[num_utts]``: its ``base + rnn_lm_scale * nn``.
+      scores: float64 ``[num_utts]``: its ``base + lm_scale * nn``.
       hyps: its key sequence per utterance.
       evaluations: int64 ``[num_utts]``: paths rescored per utterance.
       passes: number of scorer calls.
       nn_scores: float64 ``[num_paths]``: neural totals (NaN where not rescored).
-      path_scores: float64 ``[num_paths]``: ``base + rnn_lm_scale * nn`` of every rescored path,
+      path_scores: float64 ``[num_paths]``: ``base + lm_scale * nn`` of every rescored path,
         ``-inf`` for the others (the list the choice was made from; the n-best confidences
         of ``multi-pass`` are its posteriors).
     """
@@ -283,18 +280,18 @@ def multi_pass_rescore(
         nn = torch.where(rescored, _per_path(token_scores, pos_path, nbest.num_paths).view(
             num_utts, k), nn)
         evaluated = rescored.sum(dim=1)
-        total = base + config.rnn_lm_scale * nn
+        total = base + config.lm_scale * nn
         best_total = torch.where(rescored, total, torch.full_like(total, -math.inf)).max(1).values
         remaining = ~rescored & ~padded
         active &= (evaluated < budget) & remaining.any(dim=1)
         if not active.any():
             break
         feats = matching_features(nbest, token_scores, rescored.flatten(), config.max_order)
-        z = _sigmas_above(predictor(feats), pos_path, base, best_total, config.rnn_lm_scale)
+        z = _sigmas_above(predictor(feats), pos_path, base, best_total, config.lm_scale)
         z = torch.where(remaining & active.unsqueeze(1), z, torch.full_like(z, -math.inf))
         z = torch.where(z >= -config.stop_sigmas, z, torch.full_like(z, -math.inf))
         select = _most_promising(z, (budget - evaluated).clamp(min=0), config.batch_k)
-    return _finish(top, base, nn, rescored, config.rnn_lm_scale, passes)
+    return _finish(top, base, nn, rescored, config.lm_scale, passes)
 
 
 def _per_path(values: torch.Tensor, pos_path: torch.Tensor, num_paths: int) -> torch.Tensor:
@@ -335,7 +332,7 @@ def full_rescore(
     top: NbestTopK, base_scores: torch.Tensor, scorer: PathScorer, rnn_lm_scale: float = 1.0
 ) -> MultiPassResult:
     """Rescore every (non-padding) path in one scorer call: the reference for multi-pass
-    (``rnn_lm_scale``: as :attr:`MultiPassConfig.rnn_lm_scale`)."""
+    (``rnn_lm_scale``: as :attr:`MultiPassConfig.lm_scale`)."""
     nbest = top.nbest
     num_utts, k = top.padded.shape
     base = base_scores.to(torch.float64).view(num_utts, k)

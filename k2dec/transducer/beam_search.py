@@ -47,25 +47,25 @@ class TransducerBeamSearchConfig:
     """Options of the classic transducer :func:`beam_search` (icefall's defaults).
 
     Attributes:
-      beam: hypotheses kept per utterance after each frame (and ``beam + 1`` symbols tried
+      beam_size: hypotheses kept per utterance after each frame (and ``beam_size + 1`` symbols tried
         per expansion).
       temperature: logits are divided by it before the log-softmax.
       blank_penalty: subtracted from the blank logit before the log-softmax.
       length_norm: pick the final hypothesis by ``log_prob / (context_size + num_tokens)``
         (icefall's ``get_most_probable(length_norm=True)``).
       max_expansions_per_frame: at most this many hypotheses are expanded per utterance and
-        frame (bounds time and memory: ``A`` holds at most ``beam`` plus ``beam`` per
-        expansion); the frame then ends with the ``beam`` best of ``B``.
+        frame (bounds time and memory: ``A`` holds at most ``beam_size`` plus ``beam_size`` per
+        expansion); the frame then ends with the ``beam_size`` best of ``B``.
     """
 
-    beam: int = 4
+    beam_size: int = 4
     temperature: float = 1.0
     blank_penalty: float = 0.0
     length_norm: bool = True
     max_expansions_per_frame: int = 32
 
     def __post_init__(self) -> None:
-        check_int_range(self, "beam", 1, 100)
+        check_int_range(self, "beam_size", 1, 100)
         check_int_range(self, "max_expansions_per_frame", 1, 1000)
         check_positive("temperature", self.temperature)
         check_finite("blank_penalty", self.blank_penalty)
@@ -132,7 +132,7 @@ class _ClassicSearch:
             pops[act] += 1
             done = self._frame_done(a, b, act, pops)
             if done.numel():
-                a, b = _next_frame(a, b, done, self.config.beam)
+                a, b = _next_frame(a, b, done, self.config.beam_size)
                 frame[done] += 1
                 pops[done] = 0
         logger.debug("transducer beam_search: %d utterances, %d iterations", n, iterations)
@@ -152,7 +152,7 @@ class _ClassicSearch:
         blank.log_prob = y.log_prob + log_probs[:, net.blank_id]
         b = b.merge(blank, act)
 
-        k = min(cfg.beam + 1, net.vocab_size)
+        k = min(cfg.beam_size + 1, net.vocab_size)
         top_val, top_tok = log_probs.topk(k, dim=1)
         keep = (top_tok != net.blank_id).view(-1)
         rows = torch.arange(act.numel(), device=act.device).repeat_interleave(k)[keep]
@@ -177,7 +177,8 @@ class _ClassicSearch:
         a_best = a.max_score(act)
         b_scores, b_valid = b.padded_scores(act)
         better = (b_valid & (b_scores > a_best.unsqueeze(1))).sum(dim=1)
-        done = (better >= self.config.beam) | (pops[act] >= self.config.max_expansions_per_frame)
+        cfg = self.config
+        done = (better >= cfg.beam_size) | (pops[act] >= cfg.max_expansions_per_frame)
         return act[done]
 
     def _results(self, a: _Sets) -> list[list[TransducerHypothesis]]:

@@ -64,7 +64,7 @@ class ModifiedBeamSearchConfig:
     """Options of modified beam search (icefall's defaults).
 
     Attributes:
-      beam: number of hypotheses kept per utterance after each frame.
+      beam_size: number of hypotheses kept per utterance after each frame.
       temperature: logits are divided by it before the log-softmax.
       blank_penalty: subtracted from the blank logit before the log-softmax.
       length_norm: pick the final hypothesis by ``log_prob / (context_size + num_tokens)``
@@ -76,14 +76,14 @@ class ModifiedBeamSearchConfig:
         depend on float32 rounding; ``"float32"`` reproduces icefall's ties and rankings.
     """
 
-    beam: int = 4
+    beam_size: int = 4
     temperature: float = 1.0
     blank_penalty: float = 0.0
     length_norm: bool = True
     score_dtype: str = "float64"
 
     def __post_init__(self) -> None:
-        check_int_range(self, "beam", 1, 1000)
+        check_int_range(self, "beam_size", 1, 1000)
         check_positive("temperature", self.temperature)
         check_finite("blank_penalty", self.blank_penalty)
         if not isinstance(self.length_norm, bool):
@@ -185,7 +185,7 @@ class ModifiedBeamSearch:
         if encoder_out.size(0) == 0 or encoder_out.size(1) == 0 or int(lens.max()) == 0:
             return
         device = encoder_out.device
-        beam = self.config.beam
+        beam = self.config.beam_size
         lens_sorted, order = torch.sort(lens, descending=True, stable=True)
         ordered = [streams[i] for i in order.tolist()]
         enc, _, _ = self.net.project_time_major(encoder_out, order, lens_sorted)
@@ -223,7 +223,7 @@ class ModifiedBeamSearch:
         if hyps.decoder_out is None:
             hyps.decoder_out = self.net.decoder_out(hyps.context)
         counts = torch.tensor([p.num_rows for p in parts], dtype=torch.int64, device=device)
-        slot = torch.arange(self.config.beam, device=device)
+        slot = torch.arange(self.config.beam_size, device=device)
         alive = slot < counts.unsqueeze(1)
         index = exclusive_cumsum(counts)[:-1].unsqueeze(1) + torch.minimum(
             slot, counts.unsqueeze(1) - 1)

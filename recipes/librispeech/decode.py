@@ -5,7 +5,7 @@
         --model exp/joint/model.pt --out-dir exp/joint/decode
 
     # one method, with a changed setting
-    python recipes/librispeech/decode.py ... --method modified_beam_search --set beam=8
+    python recipes/librispeech/decode.py ... --method modified_beam_search --set beam_size=8
 
     # every method (icefall's names): its family, what it needs, its settings
     python recipes/librispeech/decode.py --list-methods

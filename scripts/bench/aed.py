@@ -116,7 +116,7 @@ def k2dec_config(beam: int, ctc_weight: float, end_detect: bool = True,
                  always_score_eos: bool = True) -> BeamSearchConfig:
     """k2dec's settings matching ESPnet's (maximum length T; ESPnet's end detection rule;
     ``always_score_eos=False`` matches :func:`peers.espnet_search.eos_prebeamed_ctc_scorer`)."""
-    return BeamSearchConfig(beam_size=beam, nbest=1, max_len_ratio=1.0, ctc_weight=ctc_weight,
+    return BeamSearchConfig(beam_size=beam, num_hyps=1, max_len_ratio=1.0, ctc_weight=ctc_weight,
                             ctc_always_score_eos=always_score_eos, end_detect=end_detect,
                             end_detect_window=END_WINDOW, end_detect_margin=END_MARGIN)
 
@@ -438,7 +438,7 @@ def synthetic_section(args: argparse.Namespace, report: Report) -> None:
     }
     rows = []
     for mode, kwargs in modes.items():
-        cfg = BeamSearchConfig(beam_size=args.beam, nbest=args.beam,
+        cfg = BeamSearchConfig(beam_size=args.beam, num_hyps=args.beam,
                                max_len_ratio=args.max_len_ratio, **kwargs)
 
         def batched(d, cfg=cfg):

@@ -42,7 +42,7 @@ import torch
 from k2dec.aed import BeamSearchConfig, beam_search
 from k2dec.demo import ASSETS, DEMO_CUTS
 from k2dec.job import load_assets
-from k2dec.methods.registry import override_config
+from k2dec.methods import override_config
 from k2dec.results import is_degenerate
 
 #: (engine, voice, words a minute for espeak-ng / duration stretch for flite)

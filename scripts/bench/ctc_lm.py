@@ -43,8 +43,8 @@ from typing import Any
 import torch
 
 from k2dec.lattice import LatticeConfig
-from k2dec.lattice.rescore import RescoreConfig
 from k2dec.methods import CtcInputs, Resources, get_method
+from k2dec.methods.parts import GraphConfig, RescorePart
 from k2dec.nbest import NbestConfig
 from k2dec.results import compute_wer, word_ids_to_words
 
@@ -202,12 +202,11 @@ class K2System:
         sb, ob, ma = beam
         lattice = LatticeConfig(search_beam=sb, output_beam=ob, max_active_states=ma,
                                 **switches)
-        # the HLG scale is applied by resources(lam): the method's own hlg_scale stays 1; every
-        # rescoring scale is reported (sweep), the first one being the configured one
-        return dict(lattice=lattice, hlg_scale=1.0, lm_scales=scales,
-                    nbest=NbestConfig(num_paths), ngram_lm_scale=scales[0],
-                    whole_lattice_lm_scale=scales[0], sweep=True,
-                    whole_lattice=RescoreConfig(lm_scales=scales))
+        # the HLG scale is applied by resources(lam): the method's own graph.scale stays 1;
+        # every rescoring scale is reported (sweep), the first one being the configured one
+        return dict(lattice=lattice, graph=GraphConfig(1.0), nbest=NbestConfig(num_paths),
+                    rescore=RescorePart(sweep=True, ngram_lm_scale=scales[0],
+                                        ngram_lm_scales=tuple(scales)))
 
     def decode(self, method: str, data: Data, lam: float, settings: dict[str, Any]
                ) -> dict[str, list[list[str]]]:

@@ -131,8 +131,7 @@ def _inputs(name: str, batch):
 def worker(name: str, n: int, cuts: int, work: Path) -> dict:
     """One (method, N) in this process: the row's figures (or the refusal's message)."""
     from k2dec.job import hypothesis_texts, load_assets
-    from k2dec.methods import get_method
-    from k2dec.methods.registry import override_config
+    from k2dec.methods import get_method, override_config
 
     from .scorers import first_utterance
     from .shipped import shipped_batch

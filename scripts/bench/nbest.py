@@ -216,6 +216,7 @@ def rescoring_cost(b: ShippedBatch, utts: list[int], report: Report,
 
     from k2dec.methods import CtcInputs, Resources, get_method
     from k2dec.methods.ctc import HlgConfig, NbestRescoringConfig
+    from k2dec.methods.parts import GraphConfig
     from k2dec.nbest import NbestConfig
 
     sel = torch.tensor(utts)
@@ -224,9 +225,9 @@ def rescoring_cost(b: ShippedBatch, utts: list[int], report: Report,
     res = Resources(graphs={"HLG": b.assets.resources.graphs["HLG"],
                             "G": b.assets.resources.graphs["G"]})
     lattice = LatticeConfig(output_beam=OUTPUT_BEAM)
-    cfg = NbestRescoringConfig(lattice=lattice, hlg_scale=HLG_SCALE,
-                               nbest=NbestConfig(num_paths=100), lm_scales=(0.5,))
-    first = HlgConfig(lattice=lattice, hlg_scale=HLG_SCALE)
+    cfg = NbestRescoringConfig(lattice=lattice, graph=GraphConfig(HLG_SCALE),
+                               nbest=NbestConfig(num_paths=100))
+    first = HlgConfig(lattice=lattice, graph=GraphConfig(HLG_SCALE))
     one_best, rescoring = get_method("1best"), get_method("nbest-rescoring")
     original = Nbest.intersect
 
@@ -387,14 +388,14 @@ def baseline_rows(ts: str, d: TestSet, scale: float, counting: CountingScorer, t
 def budget_variants(budget: int, scale: float, learned) -> list[tuple]:
     """(name, config, predictor) of top-b and the multi-pass systems at one budget."""
     variants = [("top-b by base score", MultiPassConfig(
-        first_k=budget, batch_k=1, max_evaluations=budget, rnn_lm_scale=scale), None),
+        first_k=budget, batch_k=1, max_evaluations=budget, lm_scale=scale), None),
         ("multi-pass, parameter-free", MultiPassConfig(
             first_k=min(2, budget), batch_k=2, max_evaluations=budget,
-            rnn_lm_scale=scale), None)]
+            lm_scale=scale), None)]
     if learned is not None:
         variants.append(("multi-pass, learned predictor", MultiPassConfig(
             first_k=min(2, budget), batch_k=2, max_evaluations=budget,
-            rnn_lm_scale=scale), learned))
+            lm_scale=scale), learned))
     return variants
 
 

@@ -50,8 +50,8 @@ from k2dec.methods import (
     Resources,
     TransducerInputs,
     get_method,
+    override_config,
 )
-from k2dec.methods.registry import override_config
 
 from .common import SHIPPED, WORK, Report, area_parser, best_time, mode_of, one_thread, wer
 from .peers import pyctc
@@ -62,7 +62,7 @@ NUM_HOTWORDS = 30
 #: the token-level methods: (bonus scheme, hotwords_score); icefall's scheme pays a phrase's
 #: whole bonus on the way and completes it on its last token, k2dec's default pays half on
 #: the way and completes it at a word end (k2dec.methods.hotword_biasing)
-ICEFALL_SCHEME = ("hotwords_partial_share=1.0", "hotwords_whole_words=false")
+ICEFALL_SCHEME = ("hotwords.partial_share=1.0", "hotwords.whole_words=false")
 HOTWORD_SETTINGS = (("icefall", 1.0), ("icefall", 2.0), ("k2dec", 1.0), ("k2dec", 2.0))
 #: the HLG methods' bonus is per word (a word is ~2-3 BPE tokens of the shipped model)
 WORD_HOTWORD_SCORES = (1.0, 2.0, 4.0)
@@ -283,7 +283,8 @@ def hotword_rows(bench: Bench, name: str, family: str, biased_res: Resources,
             else HOTWORD_SETTINGS)
     rows = []
     for scheme, score in grid:
-        sets = base + (f"hotwords_score={score}",) + (
+        key = "word_hotwords.word_score" if name in WORD_BIASED else "hotwords.token_score"
+        sets = base + (f"{key}={score}",) + (
             ICEFALL_SCHEME if scheme == "icefall" else ())
         t1, out1, w1 = bench.run_warm(name, inputs, biased_res, sets)
         r1, u1 = biasing_stats(bench.refs, bench.words_of(out1[0]), hw_set)
@@ -327,13 +328,13 @@ def ctc_section(bench: Bench) -> None:
     """3. CTC prefix beam search vs HLG vs pyctcdecode."""
     rows = []
     for name in CTC_METHODS:
-        sets = ("hlg_scale=0.4",) if name == "1best" else ()  # the demo's dev-tuned scale
+        sets = ("graph.scale=0.4",) if name == "1best" else ()  # the demo's dev-tuned scale
         seconds, out, scored, best = bench.run(name, bench.cin, bench.res, sets)
         label = f"k2dec {name}" + (" (HLG scores x 0.4, as make demo)" if sets else "")
         rows.append([label, f"{scored[best]:.2f}" + (f" ({best})" if len(out) > 1 else ""),
                      f"{seconds:.2f}"])
     seconds, out, scored, _ = bench.run("ctc-prefix-beam-search", bench.cin, bench.res,
-                                        ("beam=8",))
+                                        ("beam_size=8",))
     rows.insert(2, ["k2dec ctc-prefix-beam-search, beam 8", f"{scored[out[0].key]:.2f}",
                     f"{seconds:.2f}"])
     rows += pyctcdecode_rows(bench)

@@ -61,7 +61,7 @@ def test_matches_reference(case, device):
     for seed in (case, case + 100):
         beam = 2 + seed % 3
         dec, memory, lens, ctc, lm = random_problem(seed, device, eos_bias=(seed % 4) * 0.7)
-        cfg = BeamSearchConfig(beam_size=beam, nbest=beam, **kwargs)
+        cfg = BeamSearchConfig(beam_size=beam, num_hyps=beam, **kwargs)
         got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
         want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
         assert any(len(h) > 0 for h in got)
@@ -75,7 +75,7 @@ def test_every_switch_changes_something(name):
     for seed in range(4):
         dec, memory, lens, ctc, lm = random_problem(seed, torch.device("cpu"), eos_bias=0.7)
         # the random decoders end early: repeats show in hypotheses made to be long
-        base = BeamSearchConfig(beam_size=3, nbest=3, min_len=5 if name == "max_repeats" else 0)
+        base = BeamSearchConfig(beam_size=3, num_hyps=3, min_len=5 if name == "max_repeats" else 0)
         on = dataclasses.replace(base, **SWITCHES[name])
         sigs = []
         for cfg in (base, on):
@@ -94,7 +94,7 @@ def test_ctc_eos_rule_matches_reference(always, device):
     for seed in range(12):
         n = 1 if seed % 4 == 0 else 3
         dec, memory, lens, ctc, lm = random_problem(seed, device, n=n, eos_bias=(seed % 3) * 0.6)
-        cfg = BeamSearchConfig(beam_size=1 + seed % 3, nbest=1 + seed % 3,
+        cfg = BeamSearchConfig(beam_size=1 + seed % 3, num_hyps=1 + seed % 3,
                                ctc_weight=(0.3, 0.5, 0.8)[seed % 3], ctc_pre_beam=1 + seed % 2,
                                ctc_always_score_eos=always, min_len=seed % 2)
         got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
@@ -110,7 +110,7 @@ def test_ctc_eos_rule_changes_results():
                                                    eos_bias=(seed % 3) * 0.6)
         sigs = []
         for always in (True, False):
-            cfg = BeamSearchConfig(beam_size=2, nbest=2, ctc_weight=0.5, ctc_pre_beam=1,
+            cfg = BeamSearchConfig(beam_size=2, num_hyps=2, ctc_weight=0.5, ctc_pre_beam=1,
                                    ctc_always_score_eos=always)
             hyps = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc)
             sigs.append([[(h.tokens, round(h.score, 9)) for h in hs] for hs in hyps])
@@ -145,7 +145,7 @@ def test_ctc_eos_rule_hand_worked():
 def test_float32_matches_reference(device):
     for seed, kwargs in enumerate([{}, dict(ctc_weight=0.3, lm_scale=0.3, coverage_penalty=0.2)]):
         dec, memory, lens, ctc, lm = random_problem(seed, device, dtype=torch.float32)
-        cfg = BeamSearchConfig(beam_size=3, nbest=3, **kwargs)
+        cfg = BeamSearchConfig(beam_size=3, num_hyps=3, **kwargs)
         got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
         want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
         assert_same_hyps(got, want, 1e-4)
@@ -155,7 +155,7 @@ def test_float32_matches_reference(device):
                                              end_detect=True, end_detect_margin=1.0)])
 def test_batch_of_one_equals_batch_of_many(kwargs, device):
     dec, memory, lens, ctc, lm = random_problem(11, device, n=5, t=9)
-    cfg = BeamSearchConfig(beam_size=4, nbest=4, **kwargs)
+    cfg = BeamSearchConfig(beam_size=4, num_hyps=4, **kwargs)
     batched = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
     for i in range(5):
         t = int(lens[i])
@@ -166,7 +166,7 @@ def test_batch_of_one_equals_batch_of_many(kwargs, device):
 
 def test_vocab_smaller_than_beam(device):
     dec, memory, lens, ctc, lm = random_problem(5, device, v=3)
-    cfg = BeamSearchConfig(beam_size=5, nbest=5)
+    cfg = BeamSearchConfig(beam_size=5, num_hyps=5)
     assert_same_hyps(beam_search(dec, memory, lens, cfg),
                  reference_beam_search(dec, memory, lens, cfg), 1e-8)
 
@@ -190,7 +190,7 @@ def test_finished_utterances_stop_costing_compute():
 
 def test_lengths_respect_min_and_max():
     dec, memory, lens, _, _ = random_problem(2, torch.device("cpu"), n=3, eos_bias=3.0)
-    cfg = BeamSearchConfig(beam_size=3, nbest=3, min_len=2, max_len_ratio=0.5)
+    cfg = BeamSearchConfig(beam_size=3, num_hyps=3, min_len=2, max_len_ratio=0.5)
     for i, hyps in enumerate(beam_search(dec, memory, lens, cfg)):
         max_len = max(1, math.floor(int(lens[i]) * 0.5))
         assert hyps
@@ -214,7 +214,7 @@ def test_end_detection_hand_worked():
     # p .5^u * .3 * ... : [0] .15, [0,0] .075, [0,0,0] .0375. With D = 1.5, M = 2:
     # u=2: log(.4/.075) = 1.67 > D but log(.4/.15) = 0.98 < D -> continue;
     # u=3: log(.4/.0375) = 2.37 > D and 1.67 > D -> stop after 4 decoder calls.
-    cfg = BeamSearchConfig(beam_size=2, nbest=2, end_detect=True, end_detect_window=2,
+    cfg = BeamSearchConfig(beam_size=2, num_hyps=2, end_detect=True, end_detect_window=2,
                            end_detect_margin=1.5)
     dec, hyps = _table_search(cfg)
     assert dec.calls == 4
@@ -231,7 +231,7 @@ def test_end_detection_hand_worked():
 def test_eos_threshold_hand_worked():
     # u=0: p(eos) / max other = .4 / .5 = .8 ; after token 0: .3 / .5 = .6 ;
     # after token 1: .2 / .45 = .44.
-    cfg = BeamSearchConfig(beam_size=2, nbest=2, eos_threshold=0.59)
+    cfg = BeamSearchConfig(beam_size=2, num_hyps=2, eos_threshold=0.59)
     _, hyps = _table_search(cfg, num_frames=3)
     assert [h.tokens for h in hyps] == [[], [0]]
     assert [h.score for h in hyps] == pytest.approx([math.log(0.4), math.log(0.5 * 0.3)])
@@ -246,7 +246,7 @@ def test_eos_threshold_hand_worked():
 
 
 def test_max_ended_caps_the_search():
-    cfg = BeamSearchConfig(beam_size=2, nbest=2, max_ended=2)
+    cfg = BeamSearchConfig(beam_size=2, num_hyps=2, max_ended=2)
     dec, hyps = _table_search(cfg)
     assert dec.calls == 2  # [] ends at u=0, [0] at u=1
     assert [h.tokens for h in hyps] == [[], [0]]
@@ -254,13 +254,13 @@ def test_max_ended_caps_the_search():
 
 def test_length_penalties_hand_worked():
     # the same ended set, ranked by score / |y| ([] has |y| = 1, [0] has 2, ...)
-    cfg = BeamSearchConfig(beam_size=2, nbest=2, length_norm=True, max_ended=2)
+    cfg = BeamSearchConfig(beam_size=2, num_hyps=2, length_norm=True, max_ended=2)
     _, hyps = _table_search(cfg)
     assert [h.score for h in hyps] == pytest.approx([math.log(0.4), math.log(0.15) / 2])
-    cfg = BeamSearchConfig(beam_size=2, nbest=2, gnmt_alpha=1.0, max_ended=2)
+    cfg = BeamSearchConfig(beam_size=2, num_hyps=2, gnmt_alpha=1.0, max_ended=2)
     _, hyps = _table_search(cfg)
     assert hyps[1].score == pytest.approx(math.log(0.15) / (7 / 6))
-    cfg = BeamSearchConfig(beam_size=2, nbest=2, length_bonus=1.0, max_ended=2)
+    cfg = BeamSearchConfig(beam_size=2, num_hyps=2, length_bonus=1.0, max_ended=2)
     _, hyps = _table_search(cfg)
     assert [h.tokens for h in hyps] == [[0], []]
     assert hyps[0].score == pytest.approx(math.log(0.15) + 2)
@@ -274,7 +274,7 @@ def test_repeat_guard_hand_worked():
     def search(**kwargs):
         dec = TableDecoder(table, 3, eos_id=2)
         memory = torch.zeros(1, 10, 1, dtype=torch.float64)
-        cfg = BeamSearchConfig(beam_size=1, nbest=1, **kwargs)
+        cfg = BeamSearchConfig(beam_size=1, num_hyps=1, **kwargs)
         return beam_search(dec, memory, torch.tensor([10]), cfg)[0][0]
 
     assert search().tokens == [0] * 10
@@ -372,7 +372,7 @@ def test_coverage_needs_attention():
     [
         (dict(beam_size=0), "beam_size"),
         (dict(beam_size=2.0), "beam_size"),
-        (dict(nbest=3, beam_size=2), "nbest"),
+        (dict(num_hyps=3, beam_size=2), "num_hyps"),
         (dict(max_len_ratio=0.0), "max_len_ratio"),
         (dict(min_len=-1), "min_len"),
         (dict(temperature=0.0), "temperature"),
@@ -467,7 +467,7 @@ def test_random_switch_combinations_match_reference():
     @given(kwargs=_config_strategy(), seed=st.integers(0, 10_000))
     def check(kwargs, seed):
         kwargs = dict(kwargs)
-        kwargs["nbest"] = kwargs["beam_size"]
+        kwargs["num_hyps"] = kwargs["beam_size"]
         dec, memory, lens, ctc, lm = random_problem(seed, torch.device("cpu"), n=2, t=5,
                                               eos_bias=(seed % 3) * 0.8)
         cfg = BeamSearchConfig(**kwargs)
@@ -483,7 +483,7 @@ def test_ctc_minus_inf_is_allowed():
     dec, memory, lens, ctc, lm = random_problem(4, torch.device("cpu"))
     ctc = ctc.clone()
     ctc[..., 2] = float("-inf")
-    cfg = BeamSearchConfig(beam_size=3, nbest=3, ctc_weight=0.5)
+    cfg = BeamSearchConfig(beam_size=3, num_hyps=3, ctc_weight=0.5)
     got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc)
     assert_same_hyps(got, reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc), 1e-8)
     assert all(2 not in h.tokens for hs in got for h in hs)
@@ -523,7 +523,7 @@ def test_shared_memory_gives_the_same_search(n, device):
     for seed in range(4):
         dec, memory, lens, ctc, lm = random_problem(seed, device, n=n, t=9,
                                                     eos_bias=0.8 * (seed % 3))
-        cfg = BeamSearchConfig(beam_size=3 + seed % 2, nbest=3, ctc_weight=0.3 * (seed % 2),
+        cfg = BeamSearchConfig(beam_size=3 + seed % 2, num_hyps=3, ctc_weight=0.3 * (seed % 2),
                                coverage_penalty=0.2, end_detect=seed % 2 == 1,
                                end_detect_margin=1.0)
         old = beam_search(_PerRowMemory(dec), memory, lens, cfg, ctc_log_probs=ctc)

@@ -34,7 +34,7 @@ def test_matches_reference(device, tmp_path, case):
         if case == "partial_ctc":
             scorers.append(WeightedScorer(CtcScorer(ctc, lens, 0, dec.eos_id), 0.5))
             refs.append((RefCtc(ctc.tolist(), lens.tolist(), 0, dec.eos_id), 0.5, "ctc"))
-        cfg = BeamSearchConfig(beam_size=3, nbest=3, **kwargs)
+        cfg = BeamSearchConfig(beam_size=3, num_hyps=3, **kwargs)
         got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm, scorers=scorers)
         want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm,
                                      scorers=refs)
@@ -85,7 +85,7 @@ def test_ctc_given_as_a_scorer_is_the_joint_ctc():
     is the same search as with ctc_log_probs; it must match the search's blank, eos and
     batch, and the CTC is given once."""
     dec, memory, lens, ctc, _ = random_problem(3, torch.device("cpu"), eos_bias=0.7)
-    cfg = BeamSearchConfig(beam_size=3, nbest=3, ctc_weight=0.4)
+    cfg = BeamSearchConfig(beam_size=3, num_hyps=3, ctc_weight=0.4)
     ws = WeightedScorer(CtcScorer(ctc, lens, 0, dec.eos_id), 0.4)
     given = beam_search(dec, memory, lens, cfg, scorers=[ws])
     joint = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc)

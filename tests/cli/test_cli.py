@@ -179,7 +179,7 @@ def test_list_methods_names_every_method_its_family_and_needs():
     for m in list_methods():
         assert rows[m.name].split()[1] == m.family.value
     assert "HLG.pt, G_4_gram.pt" in rows["nbest-rescoring"]
-    assert "ngram_lm_scale=1.3" in rows["nbest-rescoring"]
+    assert "rescore: sweep=false ngram_lm_scale=1.3" in rows["nbest-rescoring"]
     assert "HLG.pt, --rnn-lm" in rows["rnn-lm"] and "HLG.pt, references" in rows["nbest-oracle"]
     assert "LG.pt" in rows["fast_beam_search_nbest_LG"]
     assert "references" in rows["fast_beam_search_nbest_oracle"]
@@ -187,6 +187,19 @@ def test_list_methods_names_every_method_its_family_and_needs():
     assert rows["greedy_search"].split()[2] == "-"
     r = CliRunner().invoke(main, ["decode", "--method", "1best"])
     assert r.exit_code != 0 and "--out-dir is required" in r.output
+
+
+def test_describe_shows_one_methods_settings_by_part():
+    r = CliRunner().invoke(main, ["decode", "--describe", "modified_beam_search_LODR"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.strip().splitlines()
+    assert lines[0].startswith("modified_beam_search_LODR (transducer; needs: --rnn-lm, "
+                               "--lodr-arpa; hotwords: yes)")
+    parts = [line.split(":")[0].strip() for line in lines[3:]]
+    assert parts == ["search", "fusion", "hotwords"]
+    assert "beam_size=4" in lines[3] and "lm_scale=0.42 lodr_scale=-0.24" in lines[4]
+    r = CliRunner().invoke(main, ["decode", "--describe", "nope"])
+    assert r.exit_code == 2 and "unknown decoding method 'nope'" in r.output
 
 
 def test_compile_graph_reads_gzipped_arpa_and_builds_the_rescoring_G(tmp_path, lexicon_file):

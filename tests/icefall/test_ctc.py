@@ -15,6 +15,7 @@ from k2dec.methods.ctc_prefix import (
     CtcPrefixConfig,
     CtcPrefixFusionConfig,
 )
+from k2dec.methods.parts import FusionConfig, RescorePart
 from k2dec.scorers import ContextGraph
 from tests.icefall import icefall_shaped
 from tests.icefall.conftest import VOCAB
@@ -42,7 +43,7 @@ def test_greedy_and_prefix_beam_search_are_the_methods(lens, seed):
     [greedy] = _method("ctc-greedy-search", inp, None)
     assert ice.ctc_greedy_search(inp.log_probs, inp.log_probs_lens) == greedy.tokens
     [prefix] = _method("ctc-prefix-beam-search", inp,
-                       CtcPrefixConfig(search=CtcPrefixBeamSearchConfig(beam=3)))
+                       CtcPrefixConfig(search=CtcPrefixBeamSearchConfig(beam_size=3)))
     got = ice.ctc_prefix_beam_search(inp.log_probs, inp.log_probs_lens, beam=3)
     assert got == prefix.tokens
     lists = ice.ctc_prefix_beam_search(inp.log_probs, inp.log_probs_lens, beam=3, return_nbest=True)
@@ -62,7 +63,7 @@ def test_shallow_fussion_is_the_method(lms, lens):
     got = ice.ctc_prefix_beam_search_shallow_fussion(
         inp.log_probs, inp.log_probs_lens, LODR_lm=lodr, LODR_lm_scale=-0.2,
         NNLM=ice.LmScorer(lm, 0.4), context_graph=ContextGraph(phrases, 2.0))
-    cfg = CtcPrefixFusionConfig(lm_scale=0.4, lodr_scale=-0.2)
+    cfg = CtcPrefixFusionConfig(fusion=FusionConfig(lm_scale=0.4, lodr_scale=-0.2))
     [want] = _method("ctc-prefix-beam-search-shallow-fussion", inp, cfg,
                      Resources(lms={"rnn_lm": lm}, lodr=lodr, hotwords=phrases))
     assert got == want.tokens
@@ -82,7 +83,8 @@ def test_attention_decoder_rescoring_is_the_method(lms, lens):
     got = ice.ctc_prefix_beam_search_attention_decoder_rescoring(
         inp.log_probs, shaped, inp.memory, inp.log_probs_lens, attention_scale=0.7)
     out = _method("ctc-prefix-beam-search-attention-decoder-rescoring", inp,
-                  CtcPrefixAttentionConfig(attention_scale=0.7),
+                  CtcPrefixAttentionConfig(rescore=RescorePart(attention_scale=0.7,
+                                                         attention_scales=(0.7,))),
                   Resources(attention_decoder=decoder))
     assert got == {r.key: r.tokens for r in out}
     grid = ice.ctc_prefix_beam_search_attention_decoder_rescoring(

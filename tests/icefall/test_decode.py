@@ -4,8 +4,6 @@ tiny HLG, at batch sizes 1 and 3."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import k2
 import pytest
 import torch
@@ -13,10 +11,10 @@ import torch
 import k2dec.icefall as ice
 from k2dec.lattice import LatticeConfig
 from k2dec.lattice import get_lattice as k2dec_get_lattice
-from k2dec.lattice.rescore import RescoreConfig
 from k2dec.methods import CtcInputs, Resources, get_method, icefall_compatible
 from k2dec.nbest import DedupKey, Nbest, NbestConfig
 from tests.icefall import icefall_shaped
+from tests.methods.conftest import method_config
 
 BEAMS = dict(search_beam=20.0, output_beam=8.0, min_active_states=30, max_active_states=10000)
 NUM_PATHS = 20
@@ -44,12 +42,9 @@ def _lattice(inp: CtcInputs, graph: k2.Fsa) -> k2.Fsa:
 def _cfg(method: str, **kw):
     """``method``'s own config at icefall's lattice beams, HLG as it is (and n-best sampling of
     ``NUM_PATHS`` paths where the method samples)."""
-    cls = get_method(method).config_cls
-    fields = {f.name for f in dataclasses.fields(cls)}
     nbest = NbestConfig(num_paths=NUM_PATHS, nbest_scale=kw.pop("nbest_scale", 0.5))
-    extra = {"hlg_scale": 1.0, "nbest": nbest}
-    return cls(lattice=LatticeConfig(output_beam=8.0),
-               **{k: v for k, v in extra.items() if k in fields}, **kw)
+    return method_config(method, lattice=LatticeConfig(output_beam=8.0), scale=1.0,
+                         nbest=nbest, **kw)
 
 
 def _method(name, inp, res, cfg):
@@ -128,8 +123,7 @@ def test_rescore_with_whole_lattice_is_the_method(setup, n):
     lattice = _lattice(inp, res.graphs["HLG"])
     got = ice.rescore_with_whole_lattice(lattice, res.graphs["G"], [0.6, 1.2])
     for s in (0.6, 1.2):
-        cfg = _cfg("whole-lattice-rescoring", whole_lattice_lm_scale=s,
-                   whole_lattice=RescoreConfig(lm_scales=(s,)))
+        cfg = _cfg("whole-lattice-rescoring", ngram_lm_scale=s)
         [want] = _method("whole-lattice-rescoring", inp, res, cfg)
         assert ice.get_texts(got[f"lm_scale_{s}"]) == want.words
     rescored = ice.rescore_with_whole_lattice(lattice, res.graphs["G"])

@@ -14,6 +14,7 @@ import torch
 from k2dec.lattice import LatticeConfig
 from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method, icefall_compatible
 from k2dec.methods.ctc import HlgConfig, NbestRescoringConfig
+from k2dec.methods.parts import GraphConfig, RescorePart
 from k2dec.nbest import NbestConfig
 from k2dec.transducer import FastBeamSearchConfig
 from tests.icefall import icefall_style_decode as script
@@ -67,7 +68,7 @@ def test_transducer_searches(setup, batch):
     as_str = [[str(t) for t in h] for h in _run("greedy_search", inputs, None)[0].tokens]
     assert greedy == {"greedy_search": as_str}
     cfg = get_method("modified_beam_search").default_config()
-    want = _run("modified_beam_search", inputs, type(cfg)(search=type(cfg.search)(beam=3)))
+    want = _run("modified_beam_search", inputs, type(cfg)(search=type(cfg.search)(beam_size=3)))
     assert mbs == {"beam_size_3": [[str(t) for t in h] for h in want[0].tokens]}
     cfg = get_method("fast_beam_search").default_config()
     want = _run("fast_beam_search", inputs,
@@ -86,12 +87,14 @@ def test_hlg_decoding_with_nbest_rescoring(setup, batch):
                                        lang.word_table, HLG=res.graphs["HLG"],
                                        G=res.graphs["G"])
         inputs = CtcInputs(model.ctc_output(enc), enc_lens)
-    cfg = HlgConfig(lattice=LatticeConfig(output_beam=8.0), hlg_scale=1.0)
+    cfg = HlgConfig(lattice=LatticeConfig(output_beam=8.0), graph=GraphConfig(1.0))
     words = _run("1best", inputs, cfg, res)[0].words
     assert one == {"no_rescore": [[lang.word_table[w] for w in h] for h in words]}
     assert list(resc) == ["lm_scale_0.5", "lm_scale_1.0", "lm_scale_2.0"]
     for s in (0.5, 1.0, 2.0):
-        cfg_s = NbestRescoringConfig(lattice=cfg.lattice, hlg_scale=1.0,
-                                     nbest=NbestConfig(num_paths=30), ngram_lm_scale=s)
+        cfg_s = NbestRescoringConfig(lattice=cfg.lattice, graph=GraphConfig(1.0),
+                                     nbest=NbestConfig(num_paths=30),
+                                     rescore=RescorePart(ngram_lm_scale=s,
+                                                         ngram_lm_scales=(s,)))
         words = _run("nbest-rescoring", inputs, cfg_s, res)[0].words
         assert resc[f"lm_scale_{s}"] == [[lang.word_table[w] for w in h] for h in words]

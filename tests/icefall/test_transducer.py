@@ -10,6 +10,7 @@ import torch
 
 import k2dec.icefall as ice
 from k2dec.methods import Resources, TransducerInputs, get_method, icefall_compatible
+from k2dec.methods.parts import GraphConfig
 from k2dec.nbest import NbestConfig
 from k2dec.scorers import ContextGraph
 from k2dec.testing.lang import tiny_lg
@@ -74,7 +75,7 @@ def test_modified_beam_search_is_the_method_and_icefalls(lens, seed):
     got = ice.modified_beam_search(model, enc, enc_lens, beam=3, return_timestamps=True)
     cfg = get_method("modified_beam_search").default_config()
     [want] = _method("modified_beam_search", model, enc, enc_lens,
-                     type(cfg)(search=type(cfg.search)(beam=3)))
+                     type(cfg)(search=type(cfg.search)(beam_size=3)))
     assert got.hyps == want.tokens and got.timestamps == _frames(want)
     ref = modified_beam_search_icefall(model, enc, enc_lens, beam=3)
     assert got.hyps == [tokens for tokens, _ in ref]
@@ -175,7 +176,7 @@ def test_fast_beam_search_nbest_LG_is_the_method(lg, lens, seed):
     got = ice.fast_beam_search_nbest_LG(model, lg, enc, enc_lens, num_paths=20,
                                         return_timestamps=True, **FBS)
     cfg = _nbest_cfg("fast_beam_search_nbest_LG", 20)
-    cfg = type(cfg)(search=cfg.search, nbest=cfg.nbest, ngram_lm_scale=1.0)
+    cfg = type(cfg)(search=cfg.search, nbest=cfg.nbest, graph=GraphConfig(1.0))
     [want] = _method("fast_beam_search_nbest_LG", model, enc, enc_lens, cfg,
                      Resources(graphs={"LG": lg}))
     assert got.hyps == want.words

@@ -16,6 +16,7 @@ from k2dec.graph import build_rescoring_G
 from k2dec.graph.ngram import train_arpa
 from k2dec.lang import TokenWords
 from k2dec.methods import Resources, TransducerInputs, get_method, icefall_compatible
+from k2dec.methods.parts import FusionConfig, RescorePart
 from k2dec.methods.transducer import (
     FastBeamSearchNbestRescoringConfig,
     FastBeamSearchNbestRnnRescoringConfig,
@@ -49,8 +50,9 @@ def test_shallow_fusion_is_the_method_with_k2dec_or_icefall_lms(lms, lens, seed)
     got = ice.modified_beam_search_lm_shallow_fusion(model, enc, enc_lens,
                                                       ice.LmScorer(lm, 0.5), beam=3)
     [want] = _method("modified_beam_search_lm_shallow_fusion", model, enc, enc_lens,
-                     LmShallowFusionConfig(search=ModifiedBeamSearchConfig(beam=3),
-                                           lm_scale=0.5), Resources(lms={"rnn_lm": lm}))
+                     LmShallowFusionConfig(search=ModifiedBeamSearchConfig(beam_size=3),
+                                           fusion=FusionConfig(lm_scale=0.5)),
+                     Resources(lms={"rnn_lm": lm}))
     assert got == want.tokens
     shaped = icefall_shaped.LmScorer(lm, 0.5)  # score_token, one token a call
     assert ice.modified_beam_search_lm_shallow_fusion(model, enc, enc_lens, shaped,
@@ -76,7 +78,7 @@ def test_lodr_is_the_method(lms, lens, seed):
     got = ice.modified_beam_search_LODR(model, enc, enc_lens, lodr, -0.3, ice.LmScorer(lm, 0.4),
                                         context_graph=ContextGraph(phrases, 2.0))
     [want] = _method("modified_beam_search_LODR", model, enc, enc_lens,
-                     LodrConfig(lm_scale=0.4, lodr_scale=-0.3),
+                     LodrConfig(fusion=FusionConfig(lm_scale=0.4, lodr_scale=-0.3)),
                      Resources(lms={"rnn_lm": lm}, lodr=lodr, hotwords=phrases))
     assert got == want.tokens
 
@@ -88,7 +90,8 @@ def test_lm_rescore_is_the_method(lms, lens):
     got = ice.modified_beam_search_lm_rescore(model, enc, enc_lens, ice.LmScorer(lm),
                                               [0.1, 0.5, 2.0])
     out = _method("modified_beam_search_lm_rescore", model, enc, enc_lens,
-                  LmRescoreConfig(lm_scale=0.1, sweep=True, lm_scales=(0.1, 0.5, 2.0)),
+                  LmRescoreConfig(rescore=RescorePart(lm_scale=0.1, sweep=True,
+                                                      lm_scales=(0.1, 0.5, 2.0))),
                   Resources(lms={"rnn_lm": lm}))
     assert list(got) == ["nnlm_scale_0.10", "nnlm_scale_0.50", "nnlm_scale_2.00"]
     assert got == {r.key: r.tokens for r in out}
@@ -137,8 +140,9 @@ def test_lm_rescore_lodr_is_the_method_with_k2dec_or_kenlm_ngrams(lms):
                                                    lodr, _Pieces(), [0.5, 1.0])
     scales = tuple(round(0.05 * i, 2) for i in range(1, 20))
     out = _method("modified_beam_search_lm_rescore_LODR", model, enc, enc_lens,
-                  LmRescoreLodrConfig(lm_scale=0.5, lodr_scale=scales[0], sweep=True,
-                                      lm_scales=(0.5, 1.0), lodr_scales=scales),
+                  LmRescoreLodrConfig(rescore=RescorePart(  # LODR's weight added: < 0
+                      lm_scale=0.5, lodr_scale=-scales[0], sweep=True, lm_scales=(0.5, 1.0),
+                      lodr_scales=tuple(-s for s in scales))),
                   Resources(lms={"rnn_lm": lm}, lodr=lodr))
     assert len(got) == 38 and "nnlm_scale_0.50_lodr_scale_0.95" in got
     assert got == {r.key: r.tokens for r in out}
@@ -166,7 +170,8 @@ def words(tmp_path_factory):
 
 
 def _rescoring_cfg(cls, **scales):
-    return cls(search=FastBeamSearchConfig(**FBS), nbest=NbestConfig(num_paths=20), **scales)
+    return cls(search=FastBeamSearchConfig(**FBS), nbest=NbestConfig(num_paths=20),
+               rescore=RescorePart(**scales))
 
 
 @pytest.mark.parametrize("lens", BATCHES)
@@ -198,8 +203,8 @@ def test_fast_beam_search_with_nbest_rnn_rescoring_is_the_method(words, lms):
                                                          rnn_lm_model=lm, **kw)
     out = _method("fast_beam_search_with_nbest_rnn_rescoring", model, enc, enc_lens,
                   _rescoring_cfg(FastBeamSearchNbestRnnRescoringConfig, ngram_lm_scale=0.5,
-                                 rnn_lm_scale=0.3, sweep=True, ngram_lm_scales=(0.5,),
-                                 rnn_lm_scales=(0.3, 1.0)),
+                                 lm_scale=0.3, sweep=True, ngram_lm_scales=(0.5,),
+                                 lm_scales=(0.3, 1.0)),
                   Resources(graphs={"G": G}, token_words=token_words, lms={"rnn_lm": lm}))
     assert list(got) == ["ngram_lm_scale_0.5_rnn_lm_scale_0.3",
                          "ngram_lm_scale_0.5_rnn_lm_scale_1.0"]

@@ -6,9 +6,9 @@ from __future__ import annotations
 from k2dec.methods import override_config
 
 #: methods whose defaults take minutes on CPU even for these cuts: smaller settings
-SETTINGS = ["num_paths=20", "top_k=10", "lm_scales=0.5,1.0", "attention_scales=0.5"]
+SETTINGS = ["num_paths=20", "top_k=10", "attention_scales=0.5"]
 #: and for the methods that have them (the CLI refuses settings no method has)
-METHOD_SETTINGS = ["ngram_lm_scales=0.5,1.0", "rnn_lm_scales=0.5"]
+METHOD_SETTINGS = ["ngram_lm_scales=0.5,1.0", "lm_scales=0.5,1.0"]
 
 
 def quick_config(method):

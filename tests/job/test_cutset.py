@@ -61,7 +61,7 @@ def test_cli_decode(decode_setup, tmp_path):
     r = CliRunner().invoke(main, [
         "decode", "--cuts", str(s["cuts_path"]), "--model", str(s["model_path"]),
         "--lang-dir", str(s["lang_dir"]), "--method", "greedy_search", "--method",
-        "modified_beam_search", "--set", "beam=2", "--out-dir", str(tmp_path),
+        "modified_beam_search", "--set", "beam_size=2", "--out-dir", str(tmp_path),
         "--max-duration", "3"])
     assert r.exit_code == 3, (r.output, r.exception)  # utt5 is too short
     assert "greedy_search" in r.output and "modified_beam_search" in r.output

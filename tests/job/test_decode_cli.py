@@ -65,7 +65,7 @@ def test_hyp_is_the_configured_setting_also_in_a_sweep(decode_setup, bare_lang, 
     lang, gdir = bare_lang
     r = _decode(s, tmp_path, "--lang-dir", str(lang), "--graph-dir", str(gdir), "--method",
                 "nbest-rescoring", "--set", "num_paths=5", "--set", "ngram_lm_scale=0.7",
-                "--set", "sweep=true", "--set", "lm_scales=0.1,3.0")
+                "--set", "sweep=true", "--set", "ngram_lm_scales=0.1,3.0")
     assert r.exit_code == 3, r.output  # the fixture's too short cut
     lines = read_results(tmp_path / "nbest-rescoring" / "results-cuts.jsonl")
     ok = [rec for rec in lines.values() if rec["status"] == "ok"]

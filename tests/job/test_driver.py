@@ -24,11 +24,11 @@ from k2dec.results import read_results
 
 def test_plan_applies_assignments_where_the_field_is():
     runs = plan_methods(["nbest", "modified_beam_search", "fast_beam_search_nbest_LG"],
-                        ["modified_beam_search:beam=8", "fast_beam_search_nbest_LG:beam=8",
-                         "num_paths=7", "lattice.search_beam=12"])
+                        ["beam_size=8", "fast_beam_search_nbest_LG:beam=8", "num_paths=7",
+                         "lattice.search_beam=12"])
     cfg = {r.method.name: r.config for r in runs}
     assert cfg["nbest"].nbest.num_paths == 7 and cfg["nbest"].lattice.search_beam == 12.0
-    assert cfg["modified_beam_search"].search.beam == 8
+    assert cfg["modified_beam_search"].search.beam_size == 8
     assert cfg["fast_beam_search_nbest_LG"].search.beam == 8.0
     assert cfg["fast_beam_search_nbest_LG"].nbest.num_paths == 7
     assert [r.method for r in runs] == [get_method("nbest"), get_method("modified_beam_search"),
@@ -56,32 +56,31 @@ def test_plan_refuses_bad_input(methods, assignments, message):
 
 
 def test_a_key_means_one_thing_in_the_given_methods():
-    """A key that reaches fields of other types or meanings in the given methods is refused
-    (saying which and how to name one); METHOD:KEY sets one method's; a key of the same
-    meaning in every method is fine."""
+    """Every key means one thing (each part is one class): a plain key applies to every
+    given method that has it; METHOD:KEY sets one method's; a key of version 0.1 that a given
+    method has under a new name is refused, naming it."""
     with pytest.raises(ValueError) as e:
         plan_methods(["modified_beam_search", "fast_beam_search"], ["beam=8"])
     said = str(e.value)
-    assert "'beam' means different things in the given methods" in said
-    assert "search.beam (int) in modified_beam_search" in said
-    assert "search.beam (float) in fast_beam_search" in said
-    assert "modified_beam_search:beam=8" in said
-    with pytest.raises(ValueError, match="search.beam .* fast_beam_search"):  # dotted too
-        plan_methods(["modified_beam_search", "fast_beam_search"], ["search.beam=8"])
-    with pytest.raises(ValueError) as e:  # per word in HLG methods, per token elsewhere
-        plan_methods(["1best", "modified_beam_search"], ["hotwords_score=3"])
-    assert "bonus per word" in str(e.value) and "bonus per token" in str(e.value)
-    assert "word_hotwords.hotwords_score, hotwords.hotwords_score" in str(e.value)
+    assert "'beam' was renamed in k2dec 0.2: use search.beam_size" in said
+    assert "(in modified_beam_search)" in said
     runs = {r.method.name: r.config for r in plan_methods(
-        ["1best", "modified_beam_search"], ["word_hotwords.hotwords_score=3",
-                                            "modified_beam_search:hotwords_score=1.5"])}
-    assert runs["1best"].word_hotwords.hotwords_score == 3.0
-    assert runs["modified_beam_search"].hotwords.hotwords_score == 1.5
-    with pytest.raises(ValueError, match="scale of LG's scores"):
+        ["1best", "modified_beam_search"], ["word_hotwords.word_score=3",
+                                            "hotwords.token_score=1.5"])}
+    assert runs["1best"].word_hotwords.word_score == 3.0
+    assert runs["modified_beam_search"].hotwords.token_score == 1.5
+    with pytest.raises(ValueError, match="'hotwords_score' was renamed in k2dec 0.2: use "
+                                         "word_hotwords.word_score"):
+        plan_methods(["1best", "modified_beam_search"], ["hotwords_score=3"])
+    runs = plan_methods(["fast_beam_search_LG", "1best"], ["graph.scale=0.5"])
+    assert [r.config.graph.scale for r in runs] == [0.5, 0.5]  # the graph's weight in both
+    with pytest.raises(ValueError, match="'ngram_lm_scale' was renamed .* graph.scale"):
         plan_methods(["fast_beam_search_LG", "nbest-rescoring"], ["ngram_lm_scale=0.5"])
     runs = plan_methods(["modified_beam_search", "beam_search", "ctc-prefix-beam-search"],
-                        ["beam=6", "temperature=1.5"])  # hypotheses kept in all three
-    assert [r.config.search.beam for r in runs] == [6, 6, 6]
+                        ["beam_size=6", "temperature=1.5"])  # hypotheses kept in all three
+    assert [r.config.search.beam_size for r in runs] == [6, 6, 6]
+    assert plan_methods(["fast_beam_search", "modified_beam_search"],
+                        ["fast_beam_search:beam=8"])[0].config.search.beam == 8.0
     with pytest.raises(ValueError, match="'nope:beam=3' names no given method"):
         plan_methods(["fast_beam_search"], ["nope:beam=3"])
     with pytest.raises(ValueError, match="no given method has a field for "
@@ -96,20 +95,36 @@ def test_unused_keys_are_refused_with_the_keys_there_are():
                                              "hotwords_score=5"])
     assert "no given method has a field for attention_scale=2.0, num_paths=7, " \
            "hotwords_score=5 (the given methods' keys: subsampling_factor)" in str(e.value)
+    assert "'hotwords_score' was renamed in k2dec 0.2 (now hotwords.token_score or " \
+           "word_hotwords.word_score)" in str(e.value)
 
 
-def test_list_methods_shows_each_methods_own_settings():
-    from k2dec.job import method_table
+def test_list_methods_shows_each_methods_own_settings_by_part():
+    from k2dec.job import describe_method, method_table
     from k2dec.methods import config_keys
 
     rows = {line.split()[0]: line for line in method_table(list_methods()).splitlines()[1:]}
-    greedy = rows["ctc-greedy-search"].split("Settings (--set KEY=VALUE): ")[1]
-    assert greedy == "subsampling_factor=1."
+    head = "Settings (--set PART.FIELD=VALUE): "
+    greedy = rows["ctc-greedy-search"].split(head)[1]
+    assert greedy == "settings: subsampling_factor=1."
     for m in list_methods():
-        own = rows[m.name].split("Settings (--set KEY=VALUE): ")[1]
-        assert [kv.split("=")[0] for kv in own.rstrip(".").split()] == \
-            list(config_keys(m.default_config())), m.name
+        keys = []
+        for part in rows[m.name].split(head)[1].rstrip(".").split("; "):
+            name, values = part.split(": ")
+            prefix = "" if name == "settings" else f"{name}."
+            keys += [prefix + kv.split("=")[0] for kv in values.split()]
+        assert sorted(keys) == sorted(config_keys(m.default_config())), m.name
     assert "attention_scale" not in rows["1best"] and "num_paths" not in rows["1best"]
+    assert "rescore: sweep=false ngram_lm_scale=1.3 ngram_lm_scales=" in rows["nbest-rescoring"]
+    described = describe_method("fast_beam_search_LG").splitlines()
+    assert described[0] == "fast_beam_search_LG (transducer; needs: LG.pt; hotwords: yes)"
+    assert described[3:] == ["  search: beam=20.0 max_contexts=8 max_states=64 "
+                             "temperature=1.0 blank_penalty=0.0 ilme_scale=0.0 "
+                             "allow_partial=false termination_frame=true "
+                             "decoder_tables=true", "  graph: scale=0.01",
+                             "  hotwords: token_score=1.0 partial_share=0.5 whole_words=true"]
+    with pytest.raises(ValueError, match="unknown decoding method 'nope'"):
+        describe_method("nope")
 
 
 def _cli(s, out, *extra):
@@ -192,12 +207,14 @@ def test_a_settings_file_set_is_checked_like_set(decode_setup, tmp_path):
     assert not list(tmp_path.rglob("*.jsonl"))
     # a field of another given method is no error; the demo's plan ignores unused ones
     runs = plan_methods(["greedy_search", "modified_beam_search"],
-                        settings=DecodeSettings(("beam=8",)))
-    assert runs[1].config.search.beam == 8
-    with pytest.raises(ValueError, match="no given method has a field for beam=8"):
-        plan_methods(["greedy_search"], settings=DecodeSettings(("beam=8",)))
-    assert plan_methods(["greedy_search"], settings=DecodeSettings(("beam=8",)),
+                        settings=DecodeSettings(("beam_size=8",)))
+    assert runs[1].config.search.beam_size == 8
+    with pytest.raises(ValueError, match="no given method has a field for beam_size=8"):
+        plan_methods(["greedy_search"], settings=DecodeSettings(("beam_size=8",)))
+    assert plan_methods(["greedy_search"], settings=DecodeSettings(("beam_size=8",)),
                         require_used=False)[0].assignments == ()
+    with pytest.raises(ValueError, match="'beam' was renamed .* \\(in modified_beam_search\\)"):
+        plan_methods(["modified_beam_search"], settings=DecodeSettings(("beam=8",)))
 
 
 def test_the_table_shows_the_configured_setting_never_the_lowest_wer(tmp_path):

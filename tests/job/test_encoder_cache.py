@@ -157,8 +157,8 @@ def test_tuning_encodes_each_utterance_once(decode_setup, tmp_path, monkeypatch)
     calls = []
     encode = assets.model.encode
     monkeypatch.setattr(assets.model, "encode", lambda f, n: calls.append(1) or encode(f, n))
-    # (every tuned method must have the grid's field: ctc-greedy-search has no hlg_scale)
+    # (every tuned method must have the grid's field: ctc-greedy-search has no graph.scale)
     runs = plan_methods(["1best", "nbest"])
-    tune_methods(assets, {"dev": s["cuts"]}, runs, tmp_path, ["hlg_scale=0.3,0.6"],
+    tune_methods(assets, {"dev": s["cuts"]}, runs, tmp_path, ["graph.scale=0.3,0.6"],
                  DecodeConfig(max_duration=3.0, num_buckets=2))
     assert len(calls) == len(s["cuts"]) - 1  # four settings, one pass per utterance

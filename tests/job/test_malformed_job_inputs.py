@@ -237,8 +237,8 @@ def test_a_read_only_out_dir(decode_setup, tmp_path):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--method", "modified_beam_search", "--set", "beam=1000000000"],
-     "ModifiedBeamSearchConfig.beam must be an int in [1, 1000], got 1000000000"),
+    (["--method", "modified_beam_search", "--set", "beam_size=1000000000"],
+     "ModifiedBeamSearchConfig.beam_size must be an int in [1, 1000], got 1000000000"),
     (["--method", "nbest", "--set", "num_paths=10000000"],
      "NbestConfig.num_paths must be an int in [1, 10000], got 10000000"),
     (["--method", "nbest", "--set", "num_paths=1000000000"],

@@ -64,14 +64,14 @@ def test_a_changed_setting_decodes_again_and_changed_references_only_rescore(
     rec, text = audio
     out = tmp_path / "out"
     method = ["--method", "modified_beam_search", "--method", "1best"]
-    first = _decode(s, rec, text, out, *method, "--set", "beam=1")
+    first = _decode(s, rec, text, out, *method, "--set", "beam_size=1")
     assert first.exit_code == 0, first.output
     results = out / "modified_beam_search" / "results-rec.jsonl"
     before = read_results(results)
     rtf = {m: _rows(first.output)[m][4] for m in ("modified_beam_search", "1best")}
     # an unchanged rerun resumes: the same files, the recorded RTF (not nan)
     with caplog.at_level(logging.INFO, logger="k2dec.job"):
-        again = _decode(s, rec, text, out, *method, "--set", "beam=1")
+        again = _decode(s, rec, text, out, *method, "--set", "beam_size=1")
     assert again.exit_code == 0, again.output
     assert read_results(results) == before
     assert {m: _rows(again.output)[m][4] for m in rtf} == rtf and "nan" not in again.output
@@ -82,7 +82,7 @@ def test_a_changed_setting_decodes_again_and_changed_references_only_rescore(
     text.write_text("".join(f"utt{i} {TEXT[(i + 1) % 5]}\n" for i in range(5)))
     one_best = _hyps(out / "1best" / "results-rec.jsonl")
     with caplog.at_level(logging.INFO, logger="k2dec.job"):
-        changed = _decode(s, rec, text, out, *method, "--set", "beam=8")
+        changed = _decode(s, rec, text, out, *method, "--set", "beam_size=8")
     assert changed.exit_code == 0, changed.output
     lines = [r.getMessage() for r in caplog.records if "decoding it again" in r.getMessage()]
     assert len(lines) == 1 and lines[0].startswith("rec modified_beam_search: config changed")
@@ -91,7 +91,7 @@ def test_a_changed_setting_decodes_again_and_changed_references_only_rescore(
     assert "rec 1best: 5 references changed since they were decoded" in caplog.text
     assert _hyps(out / "1best" / "results-rec.jsonl") == one_best
     # what a fresh job with the new setting and references gives, WERs included
-    fresh = _decode(s, rec, text, tmp_path / "fresh", *method, "--set", "beam=8")
+    fresh = _decode(s, rec, text, tmp_path / "fresh", *method, "--set", "beam_size=8")
     for m in ("modified_beam_search", "1best"):
         got = read_results(out / m / "results-rec.jsonl")
         assert _lines(out / m / "results-rec.jsonl") == \
@@ -175,7 +175,7 @@ def test_the_key_names_each_input_and_follows_its_content(decode_setup, tmp_path
     assert set(keys["greedy_search"]) >= {"k2dec", "method", "config", "features", "model",
                                           "tokens", "bpe"}
     other = JobInputs(assets).key(runs["1best"].method,
-                                  plan_methods(["1best"], ["hlg_scale=0.5"])[0].config)
+                                  plan_methods(["1best"], ["graph.scale=0.5"])[0].config)
     assert [k for k in other if other[k] != keys["1best"][k]] == ["config"]
     graph = assets.resources.graphs["HLG"]
     before = content_digest(graph)

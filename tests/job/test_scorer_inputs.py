@@ -40,11 +40,12 @@ def test_cli_decode_with_hotwords_and_lodr(decode_setup, tmp_path):
             "--method", "ctc-prefix-beam-search", "--method", "1best", "--method", "mbr",
             "--method", "fast_beam_search_nbest_LG", "--hotwords", str(hot), "--lodr-arpa",
             str(arpa), "--out-dir", str(tmp_path / "out"), "--max-duration", "3"]
-    # a bonus per token in the token-level methods, per word in the HLG ones: say which
+    # a bonus per token in the token-level methods, per word in the HLG ones: two names
     r = CliRunner().invoke(main, [*args, "--set", "hotwords_score=1.5"])
-    assert r.exit_code == 2 and "means different things" in r.output, r.output
-    r = CliRunner().invoke(main, [*args, "--set", "hotwords.hotwords_score=1.5",
-                                  "--set", "word_hotwords.hotwords_score=1.5"])
+    assert r.exit_code == 2 and "'hotwords_score' was renamed in k2dec 0.2" in r.output, \
+        r.output
+    r = CliRunner().invoke(main, [*args, "--set", "token_score=1.5",
+                                  "--set", "word_hotwords.word_score=1.5"])
     assert r.exit_code == 3, (r.output, r.exception)  # utt5 is too short
     for m in ("modified_beam_search", "ctc-prefix-beam-search", "1best", "mbr",
               "fast_beam_search_nbest_LG"):

@@ -43,7 +43,7 @@ def _brute_force_best(assets, cuts, run, points, tmp_path):
     """WER of every (grid point, scale) setting, each decoded on its own (no sweep)."""
     wers = {}
     for point in points:
-        cfg = override_config(run.config, [*point, *(["sweep=true"] if run.method.sweeps
+        cfg = override_config(run.config, [*point, *(["rescore.sweep=true"] if run.method.sweeps
                                                      else [])])
         for setting in run.method.settings(cfg):
             single = override_config(run.config, [*point, *setting.assignments])
@@ -58,12 +58,12 @@ def test_tune_chooses_the_best_setting_of_a_brute_force_search(decode_setup, gra
     s = decode_setup
     assets = load_assets(s["model_path"], s["lang_dir"], graph_dir=graphs)
     runs = plan_methods(["nbest-rescoring", "1best"],
-                        ["lm_scales=0.1,1.0,4.0", "num_paths=5", "ngram_lm_scale=0.5"])
+                        ["ngram_lm_scales=0.1,1.0,4.0", "num_paths=5", "ngram_lm_scale=0.5"])
     results = tune_methods(assets, {"dev": s["cuts"]}, runs, tmp_path / "tune",
-                           ["hlg_scale=0.3,0.6"], CFG)
+                           ["graph.scale=0.3,0.6"], CFG)
     assert [r.method for r in results] == ["nbest-rescoring", "1best"]
     for run, result in zip(runs, results):
-        points = [(), ("hlg_scale=0.3",)]  # hlg_scale=0.6 is the default: no new point
+        points = [(), ("graph.scale=0.3",)]  # graph.scale=0.6 is the default: no new point
         wers = _brute_force_best(assets, s["cuts"], run, points, tmp_path / run.method.name)
         assert result.num_settings == len(wers)
         assert result.dev_wer == pytest.approx(min(wers.values()))
@@ -84,7 +84,7 @@ def test_tune_writes_a_file_that_decode_reads(decode_setup, graphs, tmp_path):
               str(s["lang_dir"]), "--graph-dir", str(graphs), "--max-duration", "3"]
     r = CliRunner().invoke(main, ["tune", *common, "--method", "whole-lattice-rescoring",
                                   "--method", "nbest-rescoring", "--set", "num_paths=5",
-                                  "--set", "lm_scales=0.1,1.0,4.0", "--out", str(out)])
+                                  "--set", "ngram_lm_scales=0.1,1.0,4.0", "--out", str(out)])
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tuned.json"]  # nothing else
     data = json.loads(out.read_text())
@@ -102,24 +102,24 @@ def test_tune_writes_a_file_that_decode_reads(decode_setup, graphs, tmp_path):
         assert float(row[3]) == pytest.approx(tuned[row[1]], abs=0.006)
     # --set on the command line wins over the file
     plan = plan_methods(["nbest-rescoring"], ["ngram_lm_scale=0.77"], settings=settings)
-    assert plan[0].config.ngram_lm_scale == 0.77 and plan[0].config.nbest.num_paths == 5
+    assert plan[0].config.rescore.ngram_lm_scale == 0.77 and plan[0].config.nbest.num_paths == 5
 
 
 def test_settings_files_apply_in_order_and_bad_ones_are_refused(tmp_path):
-    settings = DecodeSettings(("num_paths=9", "beam=3"),
-                              {"nbest": ("num_paths=11",), "1best": ("hlg_scale=0.9",)})
+    settings = DecodeSettings(("num_paths=9", "beam_size=3"),
+                              {"nbest": ("num_paths=11",), "1best": ("graph.scale=0.9",)})
     path = write_settings(settings, tmp_path / "s.json")
     back = read_settings(path)
     assert back == settings
     runs = {r.method.name: r for r in plan_methods(
-        ["nbest", "greedy_search", "nbest-oracle", "modified_beam_search"], ["hlg_scale=0.7"],
+        ["nbest", "greedy_search", "nbest-oracle", "modified_beam_search"], ["graph.scale=0.7"],
         settings=back)}
-    assert runs["modified_beam_search"].config.search.beam == 3
+    assert runs["modified_beam_search"].config.search.beam_size == 3
     assert runs["nbest"].config.nbest.num_paths == 11  # per method after the global set
     assert runs["nbest-oracle"].config.nbest.num_paths == 9
-    assert runs["nbest"].config.hlg_scale == 0.7 and runs["nbest-oracle"].config.hlg_scale == 0.7
-    assert runs["greedy_search"].assignments == ()  # "beam" is no field of greedy search
-    assert runs["nbest"].assignments == ("num_paths=9", "num_paths=11", "hlg_scale=0.7")
+    assert runs["nbest"].config.graph.scale == runs["nbest-oracle"].config.graph.scale == 0.7
+    assert runs["greedy_search"].assignments == ()  # "beam_size" is no field of greedy search
+    assert runs["nbest"].assignments == ("num_paths=9", "num_paths=11", "graph.scale=0.7")
     bad = {"x.json": ("{", "not a readable JSON file"),
            "y.json": ('{"sets": []}', "unknown keys sets"),
            "z.json": ('{"methods": {"nope": []}}', "unknown decoding method 'nope'"),
@@ -136,9 +136,9 @@ def test_settings_files_apply_in_order_and_bad_ones_are_refused(tmp_path):
 
 @pytest.mark.parametrize("methods, grid, message", [
     (["greedy_search"], [], "nothing to tune for greedy_search"),
-    (["1best"], ["hlg_scale=0.6"], "nothing to tune for 1best"),  # the default: no change
+    (["1best"], ["graph.scale=0.6"], "nothing to tune for 1best"),  # the default: no change
     (["nbest-rescoring"], ["nope=1,2"], "no given method has a field for the grid nope"),
-    (["nbest-rescoring"], ["hlg_scale="], "expected FIELD=V1,V2,... for a grid"),
+    (["nbest-rescoring"], ["graph.scale="], "expected FIELD=V1,V2,... for a grid"),
     (["fast_beam_search_LG"], ["beam=4,8"], "method 'fast_beam_search_LG' needs the LG graph"),
 ])
 def test_tune_refuses_before_decoding(decode_setup, tmp_path, methods, grid, message):
@@ -159,19 +159,19 @@ def test_tune_needs_references(decode_setup, tmp_path):
     assets = load_assets(s["model_path"], s["lang_dir"])
     with pytest.raises(ValueError, match="tuning needs references, but 6 cuts of 'dev'"):
         tune_methods(assets, {"dev": cuts}, plan_methods(["1best"]), tmp_path,
-                     ["hlg_scale=0.5,1.0"], CFG)
+                     ["graph.scale=0.5,1.0"], CFG)
 
 
 def test_tuned_settings_keep_the_other_methods_of_the_starting_file():
     from k2dec.job import TuneResult
 
-    base = DecodeSettings(("beam=3",), {"rnn-lm": ("rnn_lm_scale=0.1",),
-                                        "nbest-rescoring": ("ngram_lm_scale=9",)})
+    base = DecodeSettings(("beam_size=3",), {"rnn-lm": ("rescore.lm_scale=0.1",),
+                                             "nbest-rescoring": ("ngram_lm_scale=9",)})
     r = TuneResult("nbest-rescoring", ("ngram_lm_scale=0.3",), ("ngram_lm_scale=0.3",), 10.0,
                    12.0, 17)
     out = tuned_settings([r], ["dev"], base)
-    assert out.assignments == ("beam=3",)
-    assert out.methods == {"rnn-lm": ("rnn_lm_scale=0.1",),
+    assert out.assignments == ("beam_size=3",)
+    assert out.methods == {"rnn-lm": ("rescore.lm_scale=0.1",),
                            "nbest-rescoring": ("ngram_lm_scale=0.3",)}
     assert out.tuned["nbest-rescoring"]["dev_wer"] == 10.0
     assert not math.isnan(out.tuned["nbest-rescoring"]["start_wer"])
@@ -208,10 +208,10 @@ def test_tune_calibrates_the_chosen_settings_confidences_and_decode_applies_it(
 
     s = decode_setup
     assets = load_assets(s["model_path"], s["lang_dir"], graph_dir=graphs)
-    runs = (plan_methods(["nbest-rescoring"], ["lm_scales=0.1,1.0,4.0", "num_paths=5"])
+    runs = (plan_methods(["nbest-rescoring"], ["ngram_lm_scales=0.1,1.0,4.0", "num_paths=5"])
             + plan_methods(["mbr"]))
     results = tune_methods(assets, {"dev": s["cuts"]}, runs, tmp_path / "tune",
-                           ["acoustic_scale=0.5,1.0"], CFG)
+                           ["am_posterior_scale=0.5,1.0"], CFG)
     settings = tuned_settings(results, ["dev"],
                               base=DecodeSettings(calibration={
                                   "nbest-rescoring": {"stale": Calibration(2.0, 1.0)},
@@ -274,7 +274,7 @@ def test_tune_keeps_its_decodes_only_in_a_work_dir_on_request(decode_setup, tmp_
     s = decode_setup
     args = ["tune", "--cuts", str(s["cuts_path"]), "--model", str(s["model_path"]),
             "--lang-dir", str(s["lang_dir"]), "--max-duration", "3", "--method", "1best",
-            "--grid", "hlg_scale=0.4,0.8"]
+            "--grid", "graph.scale=0.4,0.8"]
     work = tmp_path / "work"
     first = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "a.json"), "--work-dir",
                                       str(work)])

@@ -39,7 +39,7 @@ def test_matches_reference(device, tmp_path, kinds, beam):
     lens = [8, 1, 5, 8]
     x, lengths = _problem(beam + len(kinds), lens, vocab, device)
     scorers, refs = scorer_pairs(kinds, vocab, len(lens), beam, device, tmp_path, strict=True)
-    got = ctc_prefix_beam_search(x, lengths, CtcPrefixBeamSearchConfig(beam=beam), scorers)
+    got = ctc_prefix_beam_search(x, lengths, CtcPrefixBeamSearchConfig(beam_size=beam), scorers)
     for i, n in enumerate(lens):
         want = ctc_prefix_beam_search_reference(x[i, :n].double().tolist(), beam,
                                                 scorers=refs, utt=i)
@@ -52,7 +52,7 @@ def test_no_pruning_gives_exact_ctc_probabilities():
     all alignments (brute force)."""
     vocab, frames = 3, 4
     x, lengths = _problem(0, [frames], vocab, "cpu")
-    hyps = ctc_prefix_beam_search(x, lengths, CtcPrefixBeamSearchConfig(beam=40))[0]
+    hyps = ctc_prefix_beam_search(x, lengths, CtcPrefixBeamSearchConfig(beam_size=40))[0]
     totals: dict = {}
     for path in itertools.product(range(vocab), repeat=frames):
         out, prev = [], None
@@ -72,7 +72,7 @@ def test_no_pruning_gives_exact_ctc_probabilities():
 
 def test_config_and_input_validation():
     with pytest.raises(ValueError, match="beam"):
-        CtcPrefixBeamSearchConfig(beam=0)
+        CtcPrefixBeamSearchConfig(beam_size=0)
     x, lengths = _problem(0, [3], 4, "cpu")
     with pytest.raises(ValueError, match="blank_id"):
         ctc_prefix_beam_search(x, lengths, CtcPrefixBeamSearchConfig(blank_id=7))

@@ -24,7 +24,7 @@ def test_shallow_fusion_matches_reference(name, lm_fusion, device):
         g = torch.Generator().manual_seed(seed)
         memory = torch.randn(3, 6, 5, generator=g, dtype=torch.float64).to(device)
         lens = torch.tensor([6, 3, 5], device=device)
-        config = BeamSearchConfig(beam_size=3, nbest=3, lm_scale=0.5, lm_fusion=lm_fusion)
+        config = BeamSearchConfig(beam_size=3, num_hyps=3, lm_scale=0.5, lm_fusion=lm_fusion)
         got = beam_search(decoder, memory, lens, config, lm=lm)
         want = reference_beam_search(decoder, memory, lens, config, lm=lm)
         assert any(len(h) > 0 for h in got)

@@ -40,11 +40,15 @@ def setup(tiny_hlg, tmp_path_factory):  # noqa: F811
 
 def method_config(name: str, **settings: Any) -> Any:
     """The method's default config with each of ``settings`` that it has (a field of its own,
-    or the one nested field of that name, as ``--set`` finds it); the others are left out
+    a part, or the one field of that name in a part, as ``--set`` finds it); the others are
+    left out
     (each method's config has only the fields it reads)."""
     cfg = get_method(name).default_config()
     for key, value in settings.items():
-        path = config_field_path(cfg, key)
+        try:  # a whole part (nbest=NbestConfig(...)) or a settings key
+            path = [key] if hasattr(cfg, key) else config_field_path(cfg, key)
+        except ValueError:  # a key of version 0.1 here: not one of this method's
+            path = None
         if path is not None:
             cfg = _replaced(cfg, path, value)
     return cfg

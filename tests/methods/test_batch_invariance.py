@@ -14,7 +14,7 @@ from k2dec.methods import (
     CtcInputs,
     Resources,
     TransducerInputs,
-    config_field_path,
+    config_keys,
     get_method,
     override_config,
 )
@@ -59,9 +59,12 @@ def test_ctc_nbest_methods_do_not_depend_on_the_batch(setup, name):  # noqa: F81
     memory = [torch.randn(t, 8, generator=g) for t in lengths]
     refs = [[1, 3], [5], [2, 4], [1], [3, 3, 2], [4]]
     default = get_method(name).default_config()
-    cfg = override_config(default, [a for a in ("num_paths=30", "lm_scales=0.3,1.0",
-                                                "attention_scales=0.5", "top_k=6")
-                                    if config_field_path(default, a.split("=")[0])])
+    keys = config_keys(default)
+    cfg = override_config(default, [a for a in ("nbest.num_paths=30",
+                                                "rescore.ngram_lm_scales=0.3,1.0",
+                                                "rescore.lm_scales=0.3,1.0",
+                                                "rescore.attention_scales=0.5", "top_k=6")
+                                    if a.split("=")[0] in keys])
 
     def run(idx):
         lens = torch.tensor([lengths[i] for i in idx])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import fields
 
 import pytest
 import torch
@@ -19,7 +18,9 @@ from k2dec.methods.ctc import (
     RnnLmRescoringConfig,
     WholeLatticeRescoringConfig,
 )
+from k2dec.methods.parts import GraphConfig
 from k2dec.nbest import MultiPassConfig, Nbest, NbestConfig, rescore_with_ngram
+from tests.methods.conftest import method_config
 from tests.methods.ctc_inputs import random_ctc_inputs
 
 CTC_METHODS = ["1best", "attention-decoder", "ctc-decoding", "ctc-greedy-search", "mbr",
@@ -42,12 +43,10 @@ def test_registry_lists_the_ctc_methods():
 @pytest.mark.parametrize("name", [m for m in CTC_METHODS if m != "mbr"])  # own config: see
 def test_every_ctc_method_runs_and_passes_its_config(setup, name):     # test_mbr_methods
     lang, res = setup
-    settings = dict(nbest=NbestConfig(num_paths=20), ngram_lm_scale=0.5, attention_scale=0.3,
-                    rnn_lm_scale=0.5, whole_lattice_lm_scale=0.5, sweep=True,
-                    lm_scales=(0.5, 1.0), attention_scales=(0.3,), top_k=5,
-                    whole_lattice=RescoreConfig(lm_scales=(0.5, 1.0)))
-    cls = get_method(name).config_cls
-    cfg = cls(**{k: v for k, v in settings.items() if k in {f.name for f in fields(cls)}})
+    cfg = method_config(name, nbest=NbestConfig(num_paths=20), ngram_lm_scale=0.5,
+                        attention_scale=0.3, lm_scale=0.5, sweep=True,
+                        ngram_lm_scales=(0.5, 1.0), lm_scales=(0.5, 1.0),
+                        attention_scales=(0.3,), top_k=5)
     out = get_method(name)(random_ctc_inputs(1, lang.max_token_id + 1), res, cfg)
     assert out and all(r.config is cfg for r in out)
     for r in out:
@@ -70,7 +69,7 @@ def test_every_ctc_method_runs_and_passes_its_config(setup, name):     # test_mb
 def test_1best_equals_the_lattice_best_path(setup):
     lang, res = setup
     inp = random_ctc_inputs(2, lang.max_token_id + 1)
-    out = get_method("1best")(inp, res, HlgConfig(hlg_scale=1.0))[0]
+    out = get_method("1best")(inp, res, HlgConfig(graph=GraphConfig(1.0)))[0]
     lat = get_lattice(inp.log_probs, inp.log_probs_lens, res.graphs["HLG"],
                       CtcLatticeConfig().lattice)
     assert out.words == [list(h.words) for h in hypotheses_from_lattice(lat)]
@@ -79,8 +78,9 @@ def test_1best_equals_the_lattice_best_path(setup):
 def test_nbest_rescoring_equals_the_library_call(setup):
     lang, res = setup
     inp = random_ctc_inputs(3, lang.max_token_id + 1)
-    cfg = NbestRescoringConfig(nbest=NbestConfig(num_paths=30), ngram_lm_scale=0.7,
-                               hlg_scale=1.0)
+    cfg = method_config("nbest-rescoring", nbest=NbestConfig(num_paths=30),
+                        ngram_lm_scale=0.7, scale=1.0)
+    assert isinstance(cfg, NbestRescoringConfig)
     out = get_method("nbest-rescoring")(inp, res, cfg)
     HLG = res.graphs["HLG"].clone()
     HLG.lm_scores = HLG.scores.clone()
@@ -93,11 +93,13 @@ def test_nbest_rescoring_equals_the_library_call(setup):
 def test_multi_pass_at_full_budget_equals_rnn_lm_rescoring(setup):
     lang, res = setup
     inp = random_ctc_inputs(4, lang.max_token_id + 1)
-    mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, rnn_lm_scale=1.0)
+    mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, lm_scale=1.0)
     nbest = NbestConfig(num_paths=30)
     cfg = MultiPassMethodConfig(nbest=nbest, top_k=200, multi_pass=mp)
     multi = get_method("multi-pass")(inp, res, cfg)[0]
-    full = get_method("rnn-lm")(inp, res, RnnLmRescoringConfig(nbest=nbest, rnn_lm_scale=1.0))[0]
+    rnn = method_config("rnn-lm", nbest=nbest, lm_scale=1.0)
+    assert isinstance(rnn, RnnLmRescoringConfig)
+    full = get_method("rnn-lm")(inp, res, rnn)[0]
     assert multi.words == full.words
 
 
@@ -117,7 +119,8 @@ def test_missing_resources_are_clear_errors(setup):
 def test_whole_lattice_rescoring_equals_the_library_call(setup):
     lang, res = setup
     inp = random_ctc_inputs(6, lang.max_token_id + 1)
-    cfg = WholeLatticeRescoringConfig(whole_lattice_lm_scale=0.6, hlg_scale=1.0)
+    cfg = method_config("whole-lattice-rescoring", ngram_lm_scale=0.6, scale=1.0)
+    assert isinstance(cfg, WholeLatticeRescoringConfig)
     out = get_method("whole-lattice-rescoring")(inp, res, cfg)
     HLG = res.graphs["HLG"].clone()
     HLG.lm_scores = HLG.scores.clone()
@@ -127,19 +130,19 @@ def test_whole_lattice_rescoring_equals_the_library_call(setup):
 
 
 @pytest.mark.parametrize("scale", [0.3, 1.7])
-def test_hlg_scale_scales_the_graph_not_the_callers(setup, scale):
+def test_graph_scale_scales_the_graph_not_the_callers(setup, scale):
     lang, res = setup
     inp = random_ctc_inputs(5, lang.max_token_id + 1)
     before = res.graphs["HLG"].scores.clone()
-    out = get_method("1best")(inp, res, HlgConfig(hlg_scale=scale))[0]
+    out = get_method("1best")(inp, res, HlgConfig(graph=GraphConfig(scale)))[0]
     scaled = res.graphs["HLG"].clone()
     scaled.scores = before * scale
     lat = get_lattice(inp.log_probs, inp.log_probs_lens, scaled, CtcLatticeConfig().lattice)
     assert out.words == [list(h.words) for h in hypotheses_from_lattice(lat)]
     assert torch.equal(res.graphs["HLG"].scores, before)
     # n-gram rescoring sees the scaled graph's lm_scores (am = tot - lm stays acoustic)
-    cfg = NbestRescoringConfig(hlg_scale=scale, nbest=NbestConfig(num_paths=30),
-                               ngram_lm_scale=0.7)
+    cfg = method_config("nbest-rescoring", scale=scale, nbest=NbestConfig(num_paths=30),
+                        ngram_lm_scale=0.7)
     got = get_method("nbest-rescoring")(inp, res, cfg)[0].words
     scaled.lm_scores = scaled.scores.clone()
     lat = get_lattice(inp.log_probs, inp.log_probs_lens, scaled, cfg.lattice).lattice
@@ -147,7 +150,10 @@ def test_hlg_scale_scales_the_graph_not_the_callers(setup, scale):
     assert got == rescore_with_ngram(nbest, res.graphs["G"], [0.7])["ngram_lm_scale_0.7"].hyps
 
 
-def test_hlg_scale_must_be_positive():
-    for bad in (0.0, -1.0, math.inf, math.nan):
-        with pytest.raises(ValueError, match="hlg_scale must be > 0 and finite"):
-            HlgConfig(hlg_scale=bad)
+def test_graph_scale_must_be_positive():
+    for bad in (0.0, -1.0):
+        with pytest.raises(ValueError, match="graph.scale must be > 0 and finite"):
+            HlgConfig(graph=GraphConfig(bad))
+    for bad in (math.inf, math.nan):
+        with pytest.raises(ValueError, match="scale must be a finite number"):
+            HlgConfig(graph=GraphConfig(bad))

@@ -1,8 +1,11 @@
 """build_scorers: a method's fusion part and hotwords -> the scorers of a token-level search;
-a new scorer is one builder and one registration, and every search can use it (the CTC prefix
-beam search, modified beam search and the attention beam search below)."""
+a new scorer is one builder, one registration and its weight in the fusion part, and every
+search can use it (the CTC prefix beam search, modified beam search and the attention beam
+search below); no method config changes."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, fields
 
 import pytest
 import torch
@@ -21,6 +24,7 @@ from k2dec.methods import (
 )
 from k2dec.methods.aed import AttentionBeamSearchMethodConfig
 from k2dec.methods.hotword_biasing import HotwordConfig
+from k2dec.methods.parts import FusionConfig
 from k2dec.scorers import CtcScorer, NeuralLmScorer, TableScorer, WeightedScorer
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import ModifiedBeamSearchConfig, modified_beam_search
@@ -48,7 +52,14 @@ class UnigramBonus(TableScorer):
 BUILT: list[UnigramBonus] = []
 
 
-@register_scorer("toy-unigram")
+@dataclass(frozen=True)
+class ToyFusion(FusionConfig):
+    """The fusion part with the toy scorer's weight (a new scorer's one field)."""
+
+    toy_scale: float = 0.0
+
+
+@register_scorer("toy-unigram", "toy_scale")
 def _toy(res: Resources, req: ScorerRequest) -> UnigramBonus:
     if "toy" not in res.sources:
         raise ValueError(f"{req.method} needs the toy bonus in Resources.sources['toy']")
@@ -85,9 +96,9 @@ def test_the_registered_toy_scorer_is_added_by_two_searches():
     res = Resources(sources={"toy": bonus})
     # CTC prefix beam search: each prefix's score is its CTC score plus 0.7 * its bonuses
     x, lens = _log_probs(0, [7, 1, 5])
-    scorers = build_scorers(res, "test", [("toy-unigram", 0.7)], V, torch.device("cpu"))
+    scorers = build_scorers(res, "test", ToyFusion(toy_scale=0.7), V, torch.device("cpu"))
     assert [(s.scorer, s.weight) for s in scorers] == [(BUILT[-1], 0.7)]
-    hyps = ctc_prefix_beam_search(x, lens, CtcPrefixBeamSearchConfig(beam=4), scorers)
+    hyps = ctc_prefix_beam_search(x, lens, CtcPrefixBeamSearchConfig(beam_size=4), scorers)
     checked = 0
     for per_utt in hyps:
         for h in per_utt:
@@ -99,9 +110,9 @@ def test_the_registered_toy_scorer_is_added_by_two_searches():
     # token but blank leaves fewer tokens (the candidates are chosen by the transducer score)
     model = random_model(vocab_size=V, seed=1)
     enc, enc_lens = random_batch([6, 1, 4], seed=1)
-    cfg = ModifiedBeamSearchConfig(beam=4)
+    cfg = ModifiedBeamSearchConfig(beam_size=4)
     got = modified_beam_search(model, enc, enc_lens, cfg, scorers=build_scorers(
-        res, "test", [("toy-unigram", 0.7)], V, torch.device("cpu")))
+        res, "test", ToyFusion(toy_scale=0.7), V, torch.device("cpu")))
     by_hand = modified_beam_search(model, enc, enc_lens, cfg,
                                    scorers=[WeightedScorer(UnigramBonus(bonus), 0.7)])
     assert [h.tokens for h in got] == [h.tokens for h in by_hand]
@@ -109,7 +120,7 @@ def test_the_registered_toy_scorer_is_added_by_two_searches():
     penalty = Resources(sources={"toy": torch.tensor([0.0] + [-1000.0] * (V - 1))})
     plain = modified_beam_search(model, enc, enc_lens, cfg)
     quiet = modified_beam_search(model, enc, enc_lens, cfg, scorers=build_scorers(
-        penalty, "test", [("toy-unigram", 1.0)], V, torch.device("cpu")))
+        penalty, "test", ToyFusion(toy_scale=1.0), V, torch.device("cpu")))
     assert sum(map(len, (h.tokens for h in quiet))) < sum(map(len, (h.tokens for h in plain)))
 
 
@@ -117,30 +128,34 @@ def test_fusion_order_zero_weights_and_hotwords():
     lm = RnnLM(RnnLmConfig(vocab_size=V, embedding_dim=4, hidden_dim=4, num_layers=1)).eval()
     res = Resources(lms={"rnn_lm": lm}, hotwords=(((1, 2), None),))
     cpu = torch.device("cpu")
-    out = build_scorers(res, "m", [("lm", 0.3)], V, cpu, HotwordConfig())
+    out = build_scorers(res, "m", FusionConfig(lm_scale=0.3), V, cpu, HotwordConfig())
     assert isinstance(out[0].scorer, NeuralLmScorer) and out[0].weight == 0.3
     assert out[0].scorer.score_eos is False and out[1].weight == 1.0 and len(out) == 2
-    assert build_scorers(res, "m", [("lm", 0.0)], V, cpu) == []  # weight 0: not built
-    assert len(build_scorers(res, "m", (), V, cpu, HotwordConfig())) == 1
-    assert build_scorers(Resources(lms={"rnn_lm": lm}), "m", (), V, cpu, HotwordConfig()) == []
+    assert build_scorers(res, "m", FusionConfig(), V, cpu) == []  # weight 0: not built
+    assert len(build_scorers(res, "m", None, V, cpu, HotwordConfig())) == 1
+    assert build_scorers(Resources(lms={"rnn_lm": lm}), "m", None, V, cpu,
+                         HotwordConfig()) == []
+    # the order of the fusion part's fields (ctc, lm, lodr), whatever the weights
+    assert [f.name for f in fields(FusionConfig)] == ["ctc_weight", "lm_scale", "lodr_scale"]
 
 
 @pytest.mark.parametrize("fusion, res, message", [
-    ([("nope", 1.0)], Resources(), "m: unknown scorer 'nope'; registered: "),
-    ([("lm", 0.3)], Resources(), "m needs a neural LM"),
-    ([("lodr", -0.2)], Resources(), "m with a LODR scale needs LODR's token n-gram"),
-    ([("lodr", -0.2)], Resources(lodr=object()), "a TokenNgramScorer"),
-    ([("toy-unigram", 1.0)], Resources(), "m needs the toy bonus"),
-    ([("ctc", 0.3)], Resources(), "m with a CTC weight needs the batch's CTC output"),
+    (FusionConfig(lm_scale=0.3), Resources(), "m needs a neural LM"),
+    (FusionConfig(lodr_scale=-0.2), Resources(), "m with a LODR scale needs LODR's token n-gram"),
+    (FusionConfig(lodr_scale=-0.2), Resources(lodr=object()), "a TokenNgramScorer"),
+    (ToyFusion(toy_scale=1.0), Resources(), "m needs the toy bonus"),
+    (FusionConfig(ctc_weight=0.3), Resources(), "m with a CTC weight needs the batch's CTC output"),
 ])
 def test_missing_scorers_are_clear_errors(fusion, res, message):
     with pytest.raises(ValueError, match=message):
         build_scorers(res, "m", fusion, V, torch.device("cpu"))
 
 
-def test_a_name_is_registered_once():
-    with pytest.raises(ValueError, match="scorer 'lm' is registered twice"):
-        register_scorer("lm")(_toy)
+def test_a_name_and_a_weight_are_registered_once():
+    with pytest.raises(ValueError, match="scorer 'lm' \\(weight 'nope'\\) is registered twice"):
+        register_scorer("lm", "nope")(_toy)
+    with pytest.raises(ValueError, match="scorer 'mine' \\(weight 'lm_scale'\\) is registered"):
+        register_scorer("mine", "lm_scale")(_toy)
 
 
 def test_the_toy_scorer_in_the_attention_beam_search():
@@ -152,8 +167,8 @@ def test_the_toy_scorer_in_the_attention_beam_search():
     for seed in (1, 2, 3):
         n = 1 if seed == 1 else 3
         dec, memory, lens, ctc, _ = random_problem(seed, CPU, n=n, v=V, eos_bias=0.7)
-        cfg = BeamSearchConfig(beam_size=3, nbest=3, ctc_weight=0.3)
-        scorers = build_scorers(res, "test", [("ctc", 0.3), ("toy-unigram", 0.7)], V, CPU,
+        cfg = BeamSearchConfig(beam_size=3, num_hyps=3, ctc_weight=0.3)
+        scorers = build_scorers(res, "test", ToyFusion(ctc_weight=0.3, toy_scale=0.7), V, CPU,
                                 eos_id=dec.eos_id, ctc_log_probs=ctc, ctc_lens=lens)
         assert isinstance(scorers[0].scorer, CtcScorer) and scorers[1].scorer is BUILT[-1]
         got = beam_search(dec, memory, lens, cfg, scorers=scorers)
@@ -185,15 +200,14 @@ def _lm(kind: str, seed: int) -> RnnLM | TransformerLM:
 
 
 def test_the_attention_method_builds_its_ctc_and_lm_from_its_fusion_part():
-    """attention-beam-search: ("ctc", ctc_weight), ("lm", lm_scale) through build_scorers,
+    """attention-beam-search: its ctc_weight and lm_scale through build_scorers,
     the same hypotheses as the library call with ctc_log_probs= and lm=; the LM is the one
     every method prefers (rnn_lm over transformer_lm), with its end-of-sentence score."""
     rnn, transformer = _lm("rnn", 0), _lm("transformer", 1)
     dec, memory, lens, ctc, _ = random_problem(4, CPU, v=V, eos_bias=0.7, dtype=torch.float32)
     assert dec.eos_id == dec.sos_id == 4
-    search = BeamSearchConfig(beam_size=3, nbest=3, ctc_weight=0.4, lm_scale=0.5)
+    search = BeamSearchConfig(beam_size=3, num_hyps=3, ctc_weight=0.4, lm_scale=0.5)
     cfg = AttentionBeamSearchMethodConfig(search=search)
-    assert cfg.fusion == (("ctc", 0.4), ("lm", 0.5))
     both = Resources(attention_decoder=dec, sources={"transformer_lm": transformer,
                                                      "rnn_lm": rnn})
     out = get_method("attention-beam-search")(AedInputs(memory, lens, ctc), both, cfg)[0]
@@ -203,7 +217,8 @@ def test_the_attention_method_builds_its_ctc_and_lm_from_its_fusion_part():
     assert out.tokens == [list(nb[0].tokens) for nb in want]
     assert [r.score for r in out.hyps] == pytest.approx([nb[0].score for nb in want], abs=1e-5)
     assert [[h.tokens for h in hs] for hs in want] != [[h.tokens for h in hs] for hs in other]
-    lm = build_scorers(both, "m", [("lm", 0.5)], V, CPU, eos_id=4)[0].scorer
+    lm = build_scorers(both, "m", FusionConfig(lm_scale=0.5), V, CPU, eos_id=4)[0].scorer
     assert isinstance(lm, NeuralLmScorer) and lm.lm is rnn and lm.score_eos and lm.is_lm
     with pytest.raises(ValueError, match="m: CTC prefix scores are a partial scorer"):
-        build_scorers(both, "m", [("ctc", 0.3)], V, CPU, ctc_log_probs=ctc, ctc_lens=lens)
+        build_scorers(both, "m", FusionConfig(ctc_weight=0.3), V, CPU, ctc_log_probs=ctc,
+                      ctc_lens=lens)

@@ -11,11 +11,18 @@ import torch
 
 from k2dec.lattice import LatticeConfig, get_lattice, hypotheses_from_lattice
 from k2dec.lattice.dense import make_dense_fsa_vec
-from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method, list_methods
-from k2dec.methods.ctc import HlgConfig, WholeLatticeRescoringConfig, WordHotwordConfig
-from k2dec.methods.hotword_biasing import HotwordConfig
+from k2dec.methods import (
+    CtcInputs,
+    Resources,
+    TransducerInputs,
+    config_field_path,
+    get_method,
+    list_methods,
+)
+from k2dec.methods.ctc import HlgConfig
+from k2dec.methods.hotword_biasing import HotwordConfig, WordHotwordConfig
 from k2dec.methods.mbr import FastBeamSearchMbrLGConfig, MbrMethodConfig
-from k2dec.methods.registry import config_field_path
+from k2dec.methods.parts import GraphConfig
 from k2dec.methods.transducer import FastBeamSearchNbestLGConfig
 from k2dec.nbest import NbestConfig
 from k2dec.scorers import bias_word_graph
@@ -43,7 +50,8 @@ def test_the_methods_that_take_hotwords_say_so():
     assert got == HOTWORD_METHODS
     for name in got:
         cfg = get_method(name).default_config()
-        assert config_field_path(cfg, "hotwords_score") is not None, name
+        assert (config_field_path(cfg, "hotwords.token_score") is not None
+                or config_field_path(cfg, "word_hotwords.word_score") is not None), name
 
 
 def _phrases(wt):
@@ -67,13 +75,13 @@ def test_1best_with_hotwords_is_the_best_word_sequence_plus_its_reference_bonus(
     lang, res = setup
     wt = lang.word_table
     phrases = _phrases(wt)
-    cfg = HlgConfig(lattice=WIDE, word_hotwords=WordHotwordConfig(1.5), hlg_scale=0.8)
+    cfg = HlgConfig(lattice=WIDE, word_hotwords=WordHotwordConfig(1.5), graph=GraphConfig(0.8))
     inp = _inputs(seed, lang.max_token_id + 1, lengths)
     hres = Resources(graphs=dict(res.graphs), hotword_words=phrases)
     out = get_method("1best")(inp, hres, cfg)[0]
     # reference: every word sequence of the unpruned plain-HLG lattice, plus its bonus
     scaled = res.graphs["HLG"].clone()
-    scaled.scores = scaled.scores * cfg.hlg_scale
+    scaled.scores = scaled.scores * cfg.graph.scale
     scaled = k2.create_fsa_vec([k2.arc_sort(scaled)])
     ref = RefContextGraph([(list(w), s) for w, s in phrases], 1.5, strict=False)
     changed = 0
@@ -98,7 +106,7 @@ def test_hlg_methods_search_the_biased_graph(setup):
     lang, res = setup
     phrases = _phrases(lang.word_table)
     inp = _inputs(3, lang.max_token_id + 1, [7, 5, 6])
-    cfg = dict(nbest=NbestConfig(num_paths=20), hotwords_score=2.5, hlg_scale=0.7, top_k=5)
+    cfg = dict(nbest=NbestConfig(num_paths=20), word_score=2.5, scale=0.7, top_k=5)
     scaled = res.graphs["HLG"].clone()
     scaled.scores = scaled.scores * 0.7
     scaled.lm_scores = res.graphs["HLG"].lm_scores * 0.7
@@ -107,16 +115,15 @@ def test_hlg_methods_search_the_biased_graph(setup):
                      attention_decoder=res.attention_decoder, hotword_words=phrases)
     direct = Resources(graphs={**res.graphs, "HLG": biased}, lms=res.lms,
                        attention_decoder=res.attention_decoder)
-    plain_cfg = dict(nbest=cfg["nbest"], hlg_scale=1.0, top_k=5)
+    plain_cfg = dict(nbest=cfg["nbest"], scale=1.0, top_k=5)
     for name in ("1best", "nbest", "nbest-rescoring", "rnn-lm", "multi-pass", "attention-decoder",
                  "whole-lattice-rescoring"):
         got = get_method(name)(inp, hres, method_config(name, **cfg))
         want = get_method(name)(inp, direct, method_config(name, **plain_cfg))
         assert [r.words for r in got] == [r.words for r in want], name
-    got = get_method("mbr")(inp, hres, MbrMethodConfig(ctc=WholeLatticeRescoringConfig(
-        word_hotwords=WordHotwordConfig(2.5), hlg_scale=0.7)))
-    want = get_method("mbr")(inp, direct, MbrMethodConfig(
-        ctc=WholeLatticeRescoringConfig(hlg_scale=1.0)))
+    got = get_method("mbr")(inp, hres, MbrMethodConfig(
+        word_hotwords=WordHotwordConfig(2.5), graph=GraphConfig(0.7)))
+    want = get_method("mbr")(inp, direct, MbrMethodConfig(graph=GraphConfig(1.0)))
     assert [r.words for r in got] == [r.words for r in want]
     # one biased graph per setting, reused by every method
     assert len([k for k in hres.cache if k[0] == "word_hotword_graph"]) == 2  # w/o lm_scores
@@ -131,8 +138,8 @@ def test_a_large_bonus_puts_the_hotword_into_every_hypothesis(setup):
     out = get_method("1best")(inp, hres, HlgConfig(word_hotwords=WordHotwordConfig(30.0)))[0]
     assert all(wt["C"] in w for w in out.words)
     assert out.words != plain.words
-    with pytest.raises(ValueError, match="hotwords_score must be a finite number"):
-        WordHotwordConfig(hotwords_score=float("nan"))
+    with pytest.raises(ValueError, match="word_score must be a finite number"):
+        WordHotwordConfig(word_score=float("nan"))
 
 
 def test_per_utterance_hotword_lists_through_one_graph_per_utterance(setup):
@@ -168,16 +175,16 @@ def test_LG_nbest_and_mbr_search_the_biased_LG(tiny_LG, name, cfg_cls):
     enc, enc_lens = random_batch([4, 1, 3], seed=1)
     inputs = TransducerInputs(model, enc, enc_lens)
     res = Resources(graphs={"LG": LG}, hotwords=hotwords)
-    got = get_method(name)(inputs, res, cfg_cls(hotwords=HotwordConfig(hotwords_score=3.0)))
+    got = get_method(name)(inputs, res, cfg_cls(hotwords=HotwordConfig(token_score=3.0)))
     biased = [g for k, g in res.cache.items() if k[0] == "hotword_graph"]
     assert len(biased) == 1  # the same graph fast_beam_search_LG builds (same cache key)
     get_method("fast_beam_search_LG")(inputs, res, get_method(
-        "fast_beam_search_LG").config_cls(hotwords=HotwordConfig(hotwords_score=3.0)))
+        "fast_beam_search_LG").config_cls(hotwords=HotwordConfig(token_score=3.0)))
     assert len([k for k in res.cache if k[0] == "hotword_graph"]) == 1
     want = get_method(name)(inputs, Resources(graphs={"LG": biased[0]}),
-                            cfg_cls(ngram_lm_scale=1.0))
+                            cfg_cls(graph=GraphConfig(1.0)))
     assert [r.words for r in got] == [r.words for r in want]
     plain = get_method(name)(inputs, Resources(graphs={"LG": LG}),
-                             cfg_cls(hotwords=HotwordConfig(hotwords_score=3.0)))
-    big = get_method(name)(inputs, res, cfg_cls(hotwords=HotwordConfig(hotwords_score=12.0)))
+                             cfg_cls(hotwords=HotwordConfig(token_score=3.0)))
+    big = get_method(name)(inputs, res, cfg_cls(hotwords=HotwordConfig(token_score=12.0)))
     assert [r.words for r in big] != [r.words for r in plain]

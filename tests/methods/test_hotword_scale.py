@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from k2dec.methods.hotword_biasing import HotwordConfig
+from k2dec.methods.hotword_biasing import HotwordConfig, WordHotwordConfig
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "assets" / "librispeech-synth"
@@ -23,11 +23,14 @@ needs_shipped = pytest.mark.skipif(not (SHIPPED / "model.pt").is_file() or not A
 
 
 @pytest.mark.parametrize("score", [1e30, float("inf"), float("nan"), -51.0])
-def test_hotwords_score_has_a_range(score):
-    with pytest.raises(ValueError, match=r"^hotwords_score: a hotword score must be a finite "
-                                         r"number in \[-50, 50\]"):
-        HotwordConfig(hotwords_score=score)
-    assert HotwordConfig(hotwords_score=50.0).hotwords_score == 50.0
+def test_hotword_scores_have_a_range(score):
+    with pytest.raises(ValueError, match=r"^hotwords.token_score: a hotword score must be a "
+                                         r"finite number in \[-50, 50\]"):
+        HotwordConfig(token_score=score)
+    assert HotwordConfig(token_score=50.0).token_score == 50.0
+    with pytest.raises(ValueError, match=r"^word_hotwords.word_score: a hotword score must "):
+        WordHotwordConfig(word_score=score)
+    assert WordHotwordConfig(word_score=-50.0).word_score == -50.0
 
 
 @needs_shipped
@@ -121,12 +124,10 @@ def _ctc_inputs(seed: int, vocab: int, lengths: list[int]):
 
 @pytest.mark.parametrize("name", ["1best", "nbest", "mbr"])
 def test_hlg_methods_bias_the_lattices_when_the_biased_graph_is_too_large(setup, name):
-    """hotwords_max_arcs below the biased HLG's estimate: the methods decode through the
+    """word_hotwords.max_arcs below the biased HLG's estimate: the methods decode through the
     lattice bias (no error, the graph not rebuilt) and a large bonus brings the hotword into
     hypotheses (into every one with the biased graph, which biases the search too)."""
-    from k2dec.methods import Resources, get_method
-    from k2dec.methods.ctc import WordHotwordConfig
-    from k2dec.methods.registry import override_config
+    from k2dec.methods import Resources, get_method, override_config
 
     lang, res = setup
     wt = lang.word_table
@@ -137,10 +138,9 @@ def test_hlg_methods_bias_the_lattices_when_the_biased_graph_is_too_large(setup,
     plain = method(inp, res, cfg)[0]
     outs = {}
     for max_arcs in (1, 1 << 26):  # lattice biasing; graph biasing
-        biased = override_config(cfg, [f"hotwords_score={30.0}",
-                                       f"hotwords_max_arcs={max_arcs}"])
-        assert isinstance(getattr(biased, "word_hotwords", None) or biased.ctc.word_hotwords,
-                          WordHotwordConfig)
+        biased = override_config(cfg, [f"word_hotwords.word_score={30.0}",
+                                       f"word_hotwords.max_arcs={max_arcs}"])
+        assert isinstance(biased.word_hotwords, WordHotwordConfig)
         outs[max_arcs] = method(inp, hot, biased)[0]
     def count(words):
         return sum(ws.count(wt["C"]) for ws in words)

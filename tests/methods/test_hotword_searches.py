@@ -119,9 +119,8 @@ def test_mbr_decodes_the_biased_lattice(device, scheme, lens):
     mbr, best = get_method("fast_beam_search_mbr")(inputs, res, cfg)
     lattice = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens,
                                _biased_graph(res), cfg.search).lattice
-    units, _ = lattice_timed_units(lattice, Topology.TRANSDUCER, replace(cfg.mbr,
-                                   decode_mbr=True), word_start=res.word_start,
-                                   aux_labels=AuxLabels.TOKENS)
+    units, _ = lattice_timed_units(lattice, Topology.TRANSDUCER, cfg.mbr.config(decode_mbr=True),
+                                   word_start=res.word_start, aux_labels=AuxLabels.TOKENS)
     assert mbr.tokens == units.ids.tolist()
     one = get_method("fast_beam_search")(inputs, res, _fbs_config(cfg))[0]
     assert best.tokens == one.tokens
@@ -222,7 +221,7 @@ def test_attention_beam_search_matches_the_reference(device, scheme, n, seed):
     rng = random.Random(seed)
     phrases = random_phrases(rng, 5, 3, with_scores=True)  # tokens 1..4 (5 is sos/eos)
     share, whole = SCHEMES[scheme]
-    search = BeamSearchConfig(beam_size=3, nbest=3, ctc_weight=0.3 if seed == 2 else 0.0)
+    search = BeamSearchConfig(beam_size=3, num_hyps=3, ctc_weight=0.3 if seed == 2 else 0.0)
     cfg = AttentionBeamSearchMethodConfig(search=search,
                                           hotwords=HotwordConfig(1.5, share, whole))
     out = get_method("attention-beam-search")(AedInputs(memory, lens, ctc),
@@ -249,7 +248,7 @@ def test_attention_beam_search_per_utterance_lists(device):
     ws = torch.tensor([False, True, False, True, False, False], device=device)
     scorer = HotwordScorer([ContextGraph(p, 2.0) for p in lists], 6, device=device,
                            word_start=ws, partial=0.5)
-    cfg = BeamSearchConfig(beam_size=3, nbest=3)
+    cfg = BeamSearchConfig(beam_size=3, num_hyps=3)
     with torch.no_grad():
         got = beam_search(dec, memory, lens, cfg, scorers=[WeightedScorer(scorer, 1.0)])
     for i, p in enumerate(lists):

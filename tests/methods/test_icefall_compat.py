@@ -110,11 +110,11 @@ def test_icefall_compatible_configs():
     assert mbs.search.score_dtype == "float32"
     for cfg in (mbs, nbest, icefall_compatible(get_method("attention-beam-search"))):
         hot = cfg.hotwords
-        assert (hot.hotwords_partial_share, hot.hotwords_whole_words) == (1.0, False)
-        assert hot.hotwords_score == 2.0  # icefall's --context-score (k2dec's: 1.0)
+        assert (hot.partial_share, hot.whole_words) == (1.0, False)
+        assert hot.token_score == 2.0  # icefall's --context-score (k2dec's: 1.0)
     biased = override_config(get_method("beam_search").default_config(),
-                             ["hotwords_partial_share=0.3"])
-    assert icefall_compatible("beam_search", biased).hotwords.hotwords_partial_share == 0.3
+                             ["hotwords.partial_share=0.3"])
+    assert icefall_compatible("beam_search", biased).hotwords.partial_share == 0.3
     explicit = replace(get_method("fast_beam_search_nbest").default_config(),
                        search=FastBeamSearchConfig(ilme_scale=0.3))
     assert icefall_compatible("fast_beam_search_nbest", explicit).search.ilme_scale == 0.3
@@ -130,8 +130,8 @@ def test_icefall_compatible_configs():
     assert NbestConfig().sampler == "hashed"
     assert ModifiedBeamSearchConfig().score_dtype == "float64"
     default = get_method("modified_beam_search").default_config()
-    assert (default.hotwords.hotwords_partial_share,
-            default.hotwords.hotwords_whole_words) == (0.5, True)
+    assert (default.hotwords.partial_share,
+            default.hotwords.whole_words) == (0.5, True)
 
 
 def _nbest_with_scores(rows: list[list[float]]):
@@ -225,7 +225,7 @@ def test_modified_beam_search_float32_is_icefalls():
         model = random_model(vocab_size=5, seed=seed)
         enc, enc_lens = random_batch(lens, seed=seed)
         with torch.no_grad():
-            want = modified_beam_search_icefall(model, enc, enc_lens, beam=cfg.beam)
+            want = modified_beam_search_icefall(model, enc, enc_lens, beam=cfg.beam_size)
             got = modified_beam_search(model, enc, enc_lens, cfg)
         for h, (tokens, score) in zip(got, want):
             assert h.tokens == tokens

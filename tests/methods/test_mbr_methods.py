@@ -16,10 +16,10 @@ from k2dec.lattice import (
     get_lattice,
     lattice_timed_units,
 )
-from k2dec.lattice.rescore import RescoreConfig
 from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method
 from k2dec.methods.ctc import HlgConfig, WholeLatticeRescoringConfig
 from k2dec.methods.mbr import FastBeamSearchMbrLGConfig, MbrMethodConfig
+from k2dec.methods.parts import GraphConfig, MbrPart, RescorePart
 from k2dec.testing.lang import TINY_ARPA
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import fast_beam_search
@@ -55,14 +55,13 @@ def _check_records(records, words: bool):
 def test_mbr_method_equals_the_library(tiny_hlg):
     lang, HLG, _ = tiny_hlg
     post = PosteriorConfig(acoustic_scale=0.7)
-    cfg = MbrMethodConfig(ctc=WholeLatticeRescoringConfig(hlg_scale=0.8),
-                          mbr=MbrConfig(posterior=post))
+    cfg = MbrMethodConfig(graph=GraphConfig(0.8), mbr=MbrPart(am_posterior_scale=0.7))
     res = Resources(graphs={"HLG": HLG})
     inputs = _ctc_inputs(0, lang.max_token_id + 1)
     mbr, best = get_method("mbr")(inputs, res, cfg)
     assert (mbr.key, best.key) == ("mbr", "1best") and mbr.config is cfg
     graph = res.scaled_graph("HLG", 0.8, "test", lm_scores=True)
-    lattice = get_lattice(inputs.log_probs, inputs.log_probs_lens, graph, cfg.ctc.lattice)
+    lattice = get_lattice(inputs.log_probs, inputs.log_probs_lens, graph, cfg.lattice)
     for decode_mbr, out in ((True, mbr), (False, best)):
         units, _ = lattice_timed_units(lattice, Topology.CTC,
                                        MbrConfig(posterior=post, decode_mbr=decode_mbr))
@@ -70,7 +69,7 @@ def test_mbr_method_equals_the_library(tiny_hlg):
         _same([list(r.word_confidences) for r in out.hyps], units.confidences.tolist())
         assert [list(r.word_frames) for r in out.hyps] == units.begin.tolist()
         _check_records(out.hyps, words=True)
-    one_best = get_method("1best")(inputs, res, HlgConfig(hlg_scale=0.8))[0]
+    one_best = get_method("1best")(inputs, res, HlgConfig(graph=GraphConfig(0.8)))[0]
     assert best.words == one_best.words and best.tokens == one_best.tokens
 
 
@@ -79,12 +78,12 @@ def test_mbr_bounds_the_lattice_and_says_so(tiny_hlg, cap):
     from k2dec.lattice import prune_lattice
 
     lang, HLG, _ = tiny_hlg
-    cfg = MbrMethodConfig(mbr=MbrConfig(max_lattice_arcs=cap))
+    cfg = MbrMethodConfig(mbr=MbrPart(max_lattice_arcs=cap))
     res = Resources(graphs={"HLG": HLG})
     inputs = _ctc_inputs(1, lang.max_token_id + 1)
     mbr, best = get_method("mbr")(inputs, res, cfg)
-    graph = res.scaled_graph("HLG", cfg.ctc.hlg_scale, "test", lm_scores=True)
-    lattice = get_lattice(inputs.log_probs, inputs.log_probs_lens, graph, cfg.ctc.lattice).lattice
+    graph = res.scaled_graph("HLG", cfg.graph.scale, "test", lm_scores=True)
+    lattice = get_lattice(inputs.log_probs, inputs.log_probs_lens, graph, cfg.lattice).lattice
     pruned, reports = prune_lattice(lattice, cap)
     assert any(r.pruned for r in reports) or cap == 40
     for decode_mbr, out in ((True, mbr), (False, best)):
@@ -95,6 +94,8 @@ def test_mbr_bounds_the_lattice_and_says_so(tiny_hlg, cap):
         assert all(("pruned" in r.notes) == rep.pruned for r, rep in zip(out.hyps, reports))
     with pytest.raises(ValueError, match="max_lattice_arcs"):
         MbrConfig(max_lattice_arcs=0)
+    with pytest.raises(ValueError, match="max_lattice_arcs"):
+        MbrPart(max_lattice_arcs=0)
 
 
 def test_mbr_after_whole_lattice_rescoring(tiny_hlg, tmp_path):
@@ -102,10 +103,10 @@ def test_mbr_after_whole_lattice_rescoring(tiny_hlg, tmp_path):
     (tmp_path / "lm.arpa").write_text(TINY_ARPA)
     G = build_rescoring_G(tmp_path / "lm.arpa", lang.word_table)
     res = Resources(graphs={"HLG": HLG, "G": G})
-    ctc = WholeLatticeRescoringConfig(whole_lattice_lm_scale=0.5, sweep=True,
-                                      whole_lattice=RescoreConfig(lm_scales=(0.5, 1.0)))
+    rescore = RescorePart(sweep=True, ngram_lm_scale=0.5, ngram_lm_scales=(0.5, 1.0))
+    ctc = WholeLatticeRescoringConfig(rescore=rescore)
     inputs = _ctc_inputs(1, lang.max_token_id + 1)
-    out = get_method("mbr")(inputs, res, MbrMethodConfig(ctc=ctc, rescore=True))
+    out = get_method("mbr")(inputs, res, MbrMethodConfig(rescore=rescore, rescore_with_g=True))
     assert [r.key for r in out] == ["mbr_lm_scale_0.5", "lm_scale_0.5", "mbr_lm_scale_1.0",
                                     "lm_scale_1.0"]
     plain = {r.key: r for r in get_method("whole-lattice-rescoring")(inputs, res, ctc)}
@@ -114,11 +115,11 @@ def test_mbr_after_whole_lattice_rescoring(tiny_hlg, tmp_path):
         if not r.key.startswith("mbr"):
             assert r.words == plain[r.key].words
     # without the sweep: the configured scale only
-    one = get_method("mbr")(inputs, res, MbrMethodConfig(rescore=True))
+    one = get_method("mbr")(inputs, res, MbrMethodConfig(rescore_with_g=True))
     assert [r.key for r in one] == ["mbr_lm_scale_1.3", "lm_scale_1.3"]
     with pytest.raises(ValueError, match="needs the G graph"):
         get_method("mbr")(inputs, Resources(graphs={"HLG": HLG}),
-                          MbrMethodConfig(rescore=True))
+                          MbrMethodConfig(rescore_with_g=True))
 
 
 def test_fast_beam_search_mbr_methods(tiny_LG, device):
@@ -136,14 +137,14 @@ def test_fast_beam_search_mbr_methods(tiny_LG, device):
     _check_records(mbr.hyps, words=False)
     _check_records(best.hyps, words=False)
 
-    cfg = FastBeamSearchMbrLGConfig(mbr=MbrConfig(posterior=PosteriorConfig(0.5)))
+    cfg = FastBeamSearchMbrLGConfig(mbr=MbrPart(am_posterior_scale=0.5))
     mbr, best = get_method("fast_beam_search_mbr_LG")(inputs, res, cfg)
     assert (mbr.key, best.key) == ("fast_beam_search_mbr_LG", "fast_beam_search_LG")
     plain = get_method("fast_beam_search_LG")(inputs, res)[0]
     assert best.words == plain.words and best.tokens == plain.tokens
-    graph = res.scaled_graph("LG", cfg.ngram_lm_scale, "test")
+    graph = res.scaled_graph("LG", cfg.graph.scale, "test")
     lattice = fast_beam_search(model, enc, lens, graph, cfg.search).lattice
-    units, _ = lattice_timed_units(lattice, Topology.TRANSDUCER, cfg.mbr)
+    units, _ = lattice_timed_units(lattice, Topology.TRANSDUCER, cfg.mbr.config())
     assert mbr.words == units.ids.tolist()
     _check_records(mbr.hyps, words=True)
     _check_records(best.hyps, words=True)
@@ -162,12 +163,13 @@ def test_transducer_searches_carry_confidences(device):
         _same([list(r.token_confidences) for r in out.hyps], want.tolist())
 
 
-def test_overrides_reach_the_nested_ctc_config():
+def test_overrides_reach_the_mbr_parts():
     from k2dec.methods import override_config
 
-    cfg = override_config(MbrMethodConfig(), ["lattice.output_beam=4", "hlg_scale=0.4",
-                                              "acoustic_scale=0.5", "rescore=1"])
-    assert cfg.ctc.lattice.output_beam == 4.0 and cfg.ctc.hlg_scale == 0.4
-    assert cfg.mbr.posterior.acoustic_scale == 0.5 and cfg.rescore is True
+    cfg = override_config(MbrMethodConfig(), ["lattice.output_beam=4", "graph.scale=0.4",
+                                              "am_posterior_scale=0.5", "rescore_with_g=1"])
+    assert cfg.lattice.output_beam == 4.0 and cfg.graph.scale == 0.4
+    assert cfg.mbr.am_posterior_scale == 0.5 and cfg.rescore_with_g is True
+    assert cfg.mbr.config().posterior == PosteriorConfig(0.5, 1.0)
     with pytest.raises(ValueError, match="no field"):
         override_config(MbrMethodConfig(), ["lattice.nope=1"])

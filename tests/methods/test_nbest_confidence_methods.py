@@ -15,12 +15,11 @@ from k2dec.methods import CtcInputs, Resources, TransducerInputs, get_method
 from k2dec.methods.ctc import (
     HlgNbestConfig,
     MultiPassMethodConfig,
-    RnnLmRescoringConfig,
-    WholeLatticeRescoringConfig,
     _select_utts,
 )
 from k2dec.methods.ctc_prefix import NoNgramAttentionConfig
 from k2dec.methods.mbr import MbrMethodConfig
+from k2dec.methods.parts import GraphConfig, RescorePart
 from k2dec.methods.transducer import FastBeamSearchNbestConfig, FastBeamSearchNbestLGConfig
 from k2dec.nbest import (
     DedupKey,
@@ -56,7 +55,7 @@ def _check(records, words: bool):
 def test_nbest_confidences_are_nbest_posteriors(setup, seed):
     lang, res = setup
     inp = random_ctc_inputs(seed, lang.max_token_id + 1)
-    cfg = HlgNbestConfig(nbest=NbestConfig(num_paths=20), hlg_scale=1.0)
+    cfg = HlgNbestConfig(nbest=NbestConfig(num_paths=20), graph=GraphConfig(1.0))
     out = get_method("nbest")(inp, res, cfg)[0]
     _check(out.hyps, words=True)
     lat = get_lattice(inp.log_probs, inp.log_probs_lens, res.graphs["HLG"], cfg.lattice).lattice
@@ -70,8 +69,7 @@ def test_nbest_confidences_are_nbest_posteriors(setup, seed):
         if not r.error:
             assert list(r.word_confidences) == pytest.approx(w, abs=1e-9)
     # where the n-best chooses the lattice's best word sequence, it has the best path's frames
-    ctc = WholeLatticeRescoringConfig(hlg_scale=1.0)
-    best = get_method("mbr")(inp, res, MbrMethodConfig(ctc=ctc))[1]
+    best = get_method("mbr")(inp, res, MbrMethodConfig(graph=GraphConfig(1.0)))[1]
     for a, b in zip(out.hyps, best.hyps):
         if not a.error and a.words == b.words:
             assert a.word_frames == b.word_frames
@@ -82,8 +80,9 @@ def test_nbest_confidences_are_nbest_posteriors(setup, seed):
 def test_records_do_not_depend_on_the_batch(setup, name):
     lang, res = setup
     cfg = method_config(name, nbest=NbestConfig(num_paths=20), ngram_lm_scale=0.5,
-                        attention_scale=0.3, rnn_lm_scale=0.5, sweep=True,
-                        lm_scales=(0.5, 1.0), attention_scales=(0.3,))
+                        attention_scale=0.3, lm_scale=0.5, sweep=True,
+                        ngram_lm_scales=(0.5, 1.0), lm_scales=(0.5, 1.0),
+                        attention_scales=(0.3,))
     inp = random_ctc_inputs(7, lang.max_token_id + 1)
     batch = get_method(name)(inp, res, cfg)
     for r in batch:
@@ -179,7 +178,8 @@ def test_nbest_oracle_confidences_are_lattice_nbest_posteriors(setup, device, se
     lang, res = setup
     res = _on(res, device)
     inp = _with_empty(random_ctc_inputs(seed, lang.max_token_id + 1), lang, device)
-    cfg = HlgNbestConfig(nbest=NbestConfig(num_paths=20, posterior_scale=0.7), hlg_scale=1.0)
+    cfg = HlgNbestConfig(nbest=NbestConfig(num_paths=20, posterior_scale=0.7),
+                         graph=GraphConfig(1.0))
     out = get_method("nbest-oracle")(inp, res, cfg)[0]
     _check(out.hyps, words=True)
     # the same list as the nbest methods: sampled, intersected, by lattice score
@@ -256,12 +256,12 @@ def test_multi_pass_confidences_at_full_budget_equal_rnn_lm_rescoring(setup, dev
     lang, res = setup
     res = _on(res, device)
     inp = _with_empty(random_ctc_inputs(4, lang.max_token_id + 1), lang, device)
-    mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, rnn_lm_scale=0.5)
+    mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, lm_scale=0.5)
     nbest = NbestConfig(num_paths=30)
     cfg = MultiPassMethodConfig(nbest=nbest, top_k=200, multi_pass=mp)
     multi = get_method("multi-pass")(inp, res, cfg)[0].hyps
-    full = get_method("rnn-lm")(inp, res, RnnLmRescoringConfig(nbest=nbest,
-                                                               rnn_lm_scale=0.5))[0].hyps
+    full = get_method("rnn-lm")(inp, res, method_config("rnn-lm", nbest=nbest,
+                                                        lm_scale=0.5))[0].hyps
     _check(multi, words=True)
     assert multi[3].error.startswith("no path survived") and full[3].error == multi[3].error
     for a, b in zip(multi, full):
@@ -278,14 +278,14 @@ def test_multi_pass_confidences_are_posteriors_of_the_rescored_paths(setup, devi
     lang, res = setup
     res = _on(res, device)
     inp = _with_empty(random_ctc_inputs(seed, lang.max_token_id + 1), lang, device)
-    mp = MultiPassConfig(first_k=1, batch_k=1, stop_sigmas=0.5, rnn_lm_scale=0.5)
+    mp = MultiPassConfig(first_k=1, batch_k=1, stop_sigmas=0.5, lm_scale=0.5)
     cfg = MultiPassMethodConfig(nbest=NbestConfig(num_paths=30, posterior_scale=1.5), top_k=6,
                                 multi_pass=mp)
     out = get_method("multi-pass")(inp, res, cfg)[0].hyps
     _check(out, words=True)
     # the method's list: the top_k of the intersected n-best, the paths the passes rescored
     HLG = res.graphs["HLG"].clone()
-    HLG.scores = HLG.scores * cfg.hlg_scale
+    HLG.scores = HLG.scores * cfg.graph.scale
     HLG.lm_scores = HLG.scores.clone()
     lat = get_lattice(inp.log_probs, inp.log_probs_lens, HLG, cfg.lattice).lattice
     nbest = Nbest.from_config(lat, cfg.nbest).intersect(max_arcs=cfg.nbest.max_intersect_arcs)
@@ -331,9 +331,10 @@ def test_no_ngram_token_frames_are_the_best_alignment_of_the_chosen_tokens(setup
     inp = CtcInputs(inp.log_probs.to(device), inp.log_probs_lens.to(device),
                     memory=inp.memory.to(device), memory_lens=inp.memory_lens.to(device))
     cfg = NoNgramAttentionConfig(nbest=NbestConfig(num_paths=20, nbest_scale=1.0),
-                                 attention_scales=(0.3, 2.0))
+                                 rescore=RescorePart(attention_scale=1.2,
+                                                     attention_scales=(0.3, 2.0)))
     out = get_method("attention-decoder-rescoring-no-ngram")(inp, res, cfg)
-    lat = get_lattice(inp.log_probs, inp.log_probs_lens, res.graphs["H"], cfg.ctc.lattice).lattice
+    lat = get_lattice(inp.log_probs, inp.log_probs_lens, res.graphs["H"], cfg.lattice).lattice
     checked = 0
     for r in out:
         _check(r.hyps, words=False)

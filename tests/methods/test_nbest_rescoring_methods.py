@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from k2dec.methods import Resources, TransducerInputs, get_method
+from k2dec.methods.parts import RescorePart
 from k2dec.methods.transducer import (
     FastBeamSearchNbestRescoringConfig,
     FastBeamSearchNbestRnnRescoringConfig,
@@ -80,8 +81,8 @@ def _reference(fbs_setup, inputs, cfg, rnn: bool) -> list[dict[str, tuple[tuple[
             nn = sum(score_sequence_by_prefixes(lm, list(s))) if rnn else 0.0
             rows.append((s, am[s], ngram, nn))
         best = {}
-        for n in cfg.ngram_lm_scales:
-            for r in (cfg.rnn_lm_scales if rnn else (None,)):
+        for n in cfg.rescore.ngram_lm_scales:
+            for r in (cfg.rescore.lm_scales if rnn else (None,)):
                 key = f"ngram_lm_scale_{n}" + (f"_rnn_lm_scale_{r}" if rnn else "")
                 totals = [a + (n * g if n else 0.0) + (r * x if r else 0.0)
                           for _, a, g, x in rows]
@@ -109,19 +110,19 @@ def test_rescoring_picks_the_reference_best_of_the_sampled_sequences(fbs_setup, 
     # the configured scales first, the sweep's other points after them
     if rnn:
         cfg = FastBeamSearchNbestRnnRescoringConfig(
-            nbest=NbestConfig(num_paths=20), ngram_lm_scale=scales[0], ngram_lm_scales=scales,
-            rnn_lm_scale=0.0, rnn_lm_scales=(0.0, 0.5, 2.0), sweep=True)
+            nbest=NbestConfig(num_paths=20), rescore=RescorePart(
+                ngram_lm_scale=scales[0], ngram_lm_scales=scales, lm_scale=0.0,
+                lm_scales=(0.0, 0.5, 2.0), sweep=True))
         name = "fast_beam_search_with_nbest_rnn_rescoring"
     else:
-        cfg = FastBeamSearchNbestRescoringConfig(nbest=NbestConfig(num_paths=20),
-                                                 ngram_lm_scale=scales[0],
-                                                 ngram_lm_scales=scales, sweep=True)
+        cfg = FastBeamSearchNbestRescoringConfig(nbest=NbestConfig(num_paths=20), rescore=(
+            RescorePart(ngram_lm_scale=scales[0], ngram_lm_scales=scales, sweep=True)))
         name = "fast_beam_search_with_nbest_rescoring"
     method = get_method(name)
     out = {r.key: r for r in method(inputs, res, cfg)}
     assert list(out) == [s.key for s in method.settings(cfg)]
     # without the sweep: the configured setting alone, the same hypotheses
-    alone = method(inputs, res, replace(cfg, sweep=False))
+    alone = method(inputs, res, replace(cfg, rescore=replace(cfg.rescore, sweep=False)))
     assert [r.key for r in alone] == [next(iter(out))]
     assert alone[0].hyps == next(iter(out.values())).hyps
     want = _reference(fbs_setup, inputs, cfg, rnn)
@@ -153,6 +154,8 @@ def test_missing_resources_are_clear_errors(fbs_setup):
         get_method("fast_beam_search_with_nbest_rnn_rescoring")(
             inputs, Resources(graphs=res.graphs, token_words=res.token_words))
     with pytest.raises(ValueError, match="ngram_lm_scales"):
-        FastBeamSearchNbestRescoringConfig(ngram_lm_scales=())
-    with pytest.raises(ValueError, match="rnn_lm_scales"):
-        FastBeamSearchNbestRnnRescoringConfig(rnn_lm_scales=(float("nan"),))
+        FastBeamSearchNbestRescoringConfig(rescore=RescorePart(ngram_lm_scale=0.1,
+                                                               ngram_lm_scales=()))
+    with pytest.raises(ValueError, match="lm_scales"):
+        FastBeamSearchNbestRnnRescoringConfig(rescore=RescorePart(
+            lm_scale=0.1, lm_scales=(float("nan"),)))

@@ -17,6 +17,7 @@ from k2dec.lattice import (
 from k2dec.methods import AedInputs, CtcInputs, Resources, TransducerInputs, get_method
 from k2dec.methods.aed import AttentionBeamSearchMethodConfig
 from k2dec.methods.ctc import HlgConfig
+from k2dec.methods.parts import GraphConfig
 from k2dec.methods.records import from_ids, from_lattice, from_transducer
 from k2dec.primitives.hypothesis import HypothesisRecord
 from k2dec.testing.transducer import random_batch, random_model
@@ -62,7 +63,7 @@ def test_1best_record_is_the_lattice_hypothesis(tiny_hlg):
     g = torch.Generator().manual_seed(3)
     lengths = torch.tensor([7, 5, 1])
     log_probs = (torch.randn(3, 7, lang.max_token_id + 1, generator=g) * 2).log_softmax(-1)
-    cfg = HlgConfig(hlg_scale=1.0)
+    cfg = HlgConfig(graph=GraphConfig(1.0))
     out = get_method("1best")(CtcInputs(log_probs, lengths), Resources(graphs={"HLG": HLG}),
                               cfg)[0]
     want = hypotheses_from_lattice(get_lattice(log_probs, lengths, HLG, cfg.lattice))

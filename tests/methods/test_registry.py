@@ -1,81 +1,13 @@
-"""The registry's config overrides and Resources: what a method lacks, scaled graphs."""
+"""The registry's Resources: what a method lacks, scorer sources, scaled graphs (the settings
+parser: tests/methods/test_settings.py)."""
 
 from __future__ import annotations
-
-import warnings
 
 import k2
 import pytest
 import torch
 
-from k2dec.aed import BeamSearchConfig
-from k2dec.job import plan_methods
-from k2dec.lattice.rescore import RescoreConfig
-from k2dec.methods import (
-    Resources,
-    config_field_path,
-    config_keys,
-    get_method,
-    override_config,
-    renamed_key,
-)
-from k2dec.methods.transducer import FastBeamSearchNbestLGConfig
-from k2dec.nbest import MultiPassConfig, NbestConfig
-
-
-def test_bare_names_reach_the_one_nested_field():
-    cfg = FastBeamSearchNbestLGConfig()
-    assert config_field_path(cfg, "num_paths") == ["nbest", "num_paths"]
-    assert config_field_path(cfg, "beam") == ["search", "beam"]
-    assert config_field_path(cfg, "ngram_lm_scale") == ["ngram_lm_scale"]
-    assert config_field_path(cfg, "search.beam") == ["search", "beam"]
-    assert config_field_path(cfg, "nope") is None
-    assert config_field_path(cfg, "search.nope") is None
-    new = override_config(cfg, ["num_paths=7", "beam=3", "nbest.nbest_scale=0.25"])
-    assert (new.nbest.num_paths, new.search.beam, new.nbest.nbest_scale) == (7, 3.0, 0.25)
-    assert cfg.nbest.num_paths == 200  # the input is not changed
-    # a top-level field wins over a nested one of the same name
-    from dataclasses import dataclass, field
-
-    @dataclass(frozen=True)
-    class Both:
-        lm_scales: tuple[float, ...] = (1.0,)
-        whole_lattice: RescoreConfig = field(default_factory=RescoreConfig)
-
-    both = override_config(Both(), ["lm_scales=0.5"])
-    assert both.lm_scales == (0.5,) and both.whole_lattice.lm_scales != (0.5,)
-
-
-def test_ambiguous_bare_name_is_an_error():
-    from dataclasses import dataclass, field
-
-    @dataclass(frozen=True)
-    class Two:
-        a: NbestConfig = field(default_factory=NbestConfig)
-        b: NbestConfig = field(default_factory=NbestConfig)
-
-    with pytest.raises(ValueError, match="'num_paths' is ambiguous in Two: say which one of "
-                                         "a.num_paths, b.num_paths"):
-        override_config(Two(), ["num_paths=3"])
-    assert override_config(Two(), ["b.num_paths=3"]).b.num_paths == 3
-
-
-@pytest.mark.parametrize("assignment, message", [
-    ("num_paths=2.7", "num_paths='2.7' does not fit the field's type \\(int\\)"),
-    ("num_paths=0", r"NbestConfig.num_paths must be an int in \[1, 10000\], got 0"),
-    ("nbest_scale=0", "nbest_scale must be > 0 and finite, got 0.0"),
-    ("nbest_scale=inf", "nbest_scale must be > 0 and finite"),
-    ("lm_scales=", "lm_scales='' does not fit"),
-    ("lm_scales=,", "lm_scales=',' does not fit"),
-    ("top_k=0", r"MultiPassMethodConfig.top_k must be an int in \[1, 10000\], got 0"),
-    ("hlg_scale=-1", "hlg_scale must be > 0 and finite"),
-    ("lattice.search_beam=x", "search_beam='x' does not fit"),
-])
-def test_bad_values_are_clear_errors(assignment, message):
-    with pytest.raises(ValueError, match=message) as e:
-        method = "nbest-rescoring" if assignment.startswith("lm_scales") else "multi-pass"
-        override_config(get_method(method).default_config(), [assignment])
-    assert str(e.value).startswith(assignment)
+from k2dec.methods import Resources, get_method
 
 
 def test_resources_say_what_a_method_lacks():
@@ -153,64 +85,3 @@ def test_scaled_graph_scales_scores_and_lm_scores_once(with_lm_scores):
     assert (res.scaled_graph("G", 1.0, "m", lm_scores=True) is graph) == with_lm_scores
     with pytest.raises(ValueError, match="method 'm' needs the LG graph"):
         res.scaled_graph("LG", 0.5, "m")
-
-
-#: (method, old key, new key, field path, value): LM weights renamed to icefall's names
-RENAMED = [
-    ("attention-beam-search", "lm_weight", "lm_scale", ["search", "lm_scale"], 0.25),
-    ("attention-beam-search", "search.lm_weight", "search.lm_scale", ["search", "lm_scale"],
-     0.25),
-    ("multi-pass", "nn_scale", "rnn_lm_scale", ["multi_pass", "rnn_lm_scale"], 0.7),
-    ("multi-pass", "multi_pass.nn_scale", "multi_pass.rnn_lm_scale",
-     ["multi_pass", "rnn_lm_scale"], 0.7),
-]
-
-
-@pytest.mark.parametrize("method, old, new, path, value", RENAMED)
-def test_old_setting_names_are_deprecated_aliases(method, old, new, path, value):
-    """An old key sets the renamed field (warning with its new name, as a FutureWarning that a
-    command line shows); the method's keys list only the new name."""
-    default = get_method(method).default_config()
-    assert config_field_path(default, old) == config_field_path(default, new) == path
-    assert renamed_key(default, old) == new and renamed_key(default, new) is None
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        want = override_config(default, [f"{new}={value}"])
-    with pytest.warns(FutureWarning, match=rf"setting '{old}' of {type(default).__name__} is "
-                                           rf"deprecated: it is now '{new}'"):
-        got = override_config(default, [f"{old}={value}"])
-    assert got == want and got != default
-    keys = config_keys(default)
-    assert path[-1] in keys and old.split(".")[-1] not in keys
-
-
-def test_old_setting_names_keep_the_key_meaning_check():
-    """A renamed key means what the new one means: the plan refuses a bare key of two meanings
-    (the attention search's LM weight vs MBR's posterior LM scale) and applies one meaning to
-    every method that has it."""
-    with pytest.raises(ValueError, match="'lm_scale' means different things"):
-        plan_methods(["attention-beam-search", "mbr"], ["lm_scale=0.3"])
-    runs = plan_methods(["attention-beam-search", "modified_beam_search_lm_shallow_fusion"],
-                        ["lm_scale=0.3"])
-    assert [r.config.search.lm_scale if r.method.name == "attention-beam-search"
-            else r.config.lm_scale for r in runs] == [0.3, 0.3]
-    runs = plan_methods(["multi-pass", "rnn-lm"], ["rnn_lm_scale=0.4"])
-    assert runs[0].config.multi_pass.rnn_lm_scale == runs[1].config.rnn_lm_scale == 0.4
-    with pytest.warns(FutureWarning, match="'lm_weight'"):
-        runs = plan_methods(["attention-beam-search", "mbr"], ["lm_weight=0.2"])
-    assert runs[0].config.search.lm_scale == 0.2  # mbr has no lm_weight: untouched
-    assert runs[1].config == get_method("mbr").default_config()
-
-
-def test_renamed_config_fields_keep_their_old_keywords_and_attributes():
-    with pytest.warns(DeprecationWarning, match=r"__init__\(lm_weight=...\) is deprecated: the "
-                                                r"parameter is now lm_scale"):
-        cfg = BeamSearchConfig(lm_weight=0.3)
-    assert cfg == BeamSearchConfig(lm_scale=0.3) and cfg.lm_weight == 0.3
-    with pytest.warns(DeprecationWarning, match="now rnn_lm_scale"):
-        mp = MultiPassConfig(nn_scale=0.6)
-    assert mp == MultiPassConfig(rnn_lm_scale=0.6) and mp.nn_scale == 0.6
-    with pytest.raises(TypeError, match="got both lm_scale= and its old name lm_weight="):
-        BeamSearchConfig(lm_weight=0.3, lm_scale=0.3)
-    with pytest.raises(ValueError, match="lm_scale must be a finite number >= 0"):
-        BeamSearchConfig(lm_scale=-1.0)

@@ -11,6 +11,7 @@ import torch
 
 from k2dec.methods import Resources, get_method
 from k2dec.methods.ctc_prefix import CtcPrefixAttentionConfig, NoNgramAttentionConfig
+from k2dec.methods.parts import RescorePart
 from k2dec.methods.transducer_beam_search import LmRescoreConfig, LmRescoreLodrConfig
 from k2dec.scorers import NeuralLmScorer, WeightedScorer
 from k2dec.transducer import ModifiedBeamSearch, ModifiedBeamSearchConfig, modified_beam_search
@@ -40,7 +41,7 @@ def test_runs_passes_config_and_needs_its_resources(resources, name):
     cfg = method.default_config()
     out = method(inputs, res, cfg)
     assert out and all(r.config is cfg and len(r.hyps) == 3 for r in out)
-    # at its defaults a method reports its configured setting only (grids: sweep=True)
+    # at its defaults a method reports its configured setting only (grids: rescore.sweep)
     assert [r.key for r in out] == [s.key for s in method.settings(cfg)] == [out[0].key]
     assert res.missing(method.requires) == ()
     assert Resources().missing(method.requires) == tuple(method.requires)
@@ -81,20 +82,23 @@ def test_lm_rescore_picks_the_best_combined_score(resources, lodr):
         return acc + ref.final(state)
 
     if lodr:
-        cfg = LmRescoreLodrConfig(lm_scale=0.2, lodr_scale=0.3, lm_scales=(0.2, 0.6),
-                                  lodr_scales=(0.3, 0.9), sweep=True)
+        # LODR's weight is added: -0.3 subtracts, icefall's "lodr_scale_0.30"
+        cfg = LmRescoreLodrConfig(rescore=RescorePart(
+            lm_scale=0.2, lodr_scale=-0.3, lm_scales=(0.2, 0.6), lodr_scales=(-0.3, -0.9),
+            sweep=True))
         method = get_method("modified_beam_search_lm_rescore_LODR")
-        points = [(f"nnlm_scale_{s:.2f}_lodr_scale_{lo:.2f}", s, lo) for s in cfg.lm_scales
-                  for lo in cfg.lodr_scales]
+        points = [(f"nnlm_scale_{s:.2f}_lodr_scale_{-lo:.2f}", s, lo)
+                  for s in cfg.rescore.lm_scales for lo in cfg.rescore.lodr_scales]
     else:
-        cfg = LmRescoreConfig(lm_scale=0.1, lm_scales=(0.1, 0.9), sweep=True)
+        cfg = LmRescoreConfig(rescore=RescorePart(lm_scale=0.1, lm_scales=(0.1, 0.9),
+                                                  sweep=True))
         method = get_method("modified_beam_search_lm_rescore")
-        points = [(f"nnlm_scale_{s:.2f}", s, None) for s in cfg.lm_scales]
+        points = [(f"nnlm_scale_{s:.2f}", s, None) for s in cfg.rescore.lm_scales]
     out = method(inputs, res, cfg)
     by_key = {r.key: r for r in out}
     assert list(by_key) == [p[0] for p in points] == [s.key for s in method.settings(cfg)]
     # the configured setting alone without the sweep
-    alone = method(inputs, res, replace(cfg, sweep=False))
+    alone = method(inputs, res, replace(cfg, rescore=replace(cfg.rescore, sweep=False)))
     assert [r.key for r in alone] == [points[0][0]] and alone[0].hyps == out[0].hyps
     for key, s, lo in points:
         for u, hyps in enumerate(nbests):
@@ -102,7 +106,7 @@ def test_lm_rescore_picks_the_best_combined_score(resources, lodr):
                 lm = total(ref_lm, h.tokens)
                 if lo is None:
                     return h.score + s * lm
-                return h.score / s + lm - lo * total(ref_ng, h.tokens)
+                return h.score / s + lm + lo * total(ref_ng, h.tokens)
             best = max(hyps, key=combined)
             assert list(by_key[key].hyps[u].tokens) == best.tokens, (key, u)
             # confidences: the n-best posteriors under this point's combined scores
@@ -116,8 +120,8 @@ def test_lm_rescore_picks_the_best_combined_score(resources, lodr):
 def test_ctc_attention_rescoring_picks_the_best_combined_score(resources):
     res, _ = resources
     inputs = ctc_inputs(4)
-    cfg = CtcPrefixAttentionConfig(attention_scale=0.1, attention_scales=(0.1, 2.0),
-                                   sweep=True)
+    cfg = CtcPrefixAttentionConfig(rescore=RescorePart(
+        attention_scale=0.1, attention_scales=(0.1, 2.0), sweep=True))
     out = get_method("ctc-prefix-beam-search-attention-decoder-rescoring")(inputs, res, cfg)
     assert [r.key for r in out] == ["attention_scale_0.1", "attention_scale_2.0"]
     from k2dec.lattice.ctc_prefix_beam_search import ctc_prefix_beam_search
@@ -144,8 +148,8 @@ def test_ctc_attention_rescoring_picks_the_best_combined_score(resources):
 
 def test_no_ngram_rescoring_keys(resources):
     res, _ = resources
-    cfg = NoNgramAttentionConfig(attention_scale=0.7, attention_scales=(0.5, 0.7, 1.0),
-                                 sweep=True)
+    cfg = NoNgramAttentionConfig(rescore=RescorePart(
+        attention_scale=0.7, attention_scales=(0.5, 0.7, 1.0), sweep=True))
     out = get_method("attention-decoder-rescoring-no-ngram")(ctc_inputs(5), res, cfg)
     assert [r.key for r in out] == ["attention_scale_0.7", "attention_scale_0.5",
                                     "attention_scale_1.0"]

@@ -13,15 +13,17 @@ from k2dec.lattice import LatticeConfig
 
 # (method, --set key, owning class, low, high, int?, low end open?)
 SIZES = [
-    ("modified_beam_search", "search.beam", "ModifiedBeamSearchConfig", 1, 1000, True, False),
-    ("beam_search", "search.beam", "TransducerBeamSearchConfig", 1, 100, True, False),
+    ("modified_beam_search", "search.beam_size", "ModifiedBeamSearchConfig", 1, 1000, True,
+     False),
+    ("beam_search", "search.beam_size", "TransducerBeamSearchConfig", 1, 100, True, False),
     ("beam_search", "max_expansions_per_frame", "TransducerBeamSearchConfig", 1, 1000, True,
      False),
     ("greedy_search", "max_sym_per_frame", "GreedySearchConfig", 1, 100, True, False),
     ("fast_beam_search", "search.beam", "FastBeamSearchConfig", 0, 1e5, False, True),
     ("fast_beam_search", "max_contexts", "FastBeamSearchConfig", 1, 256, True, False),
     ("fast_beam_search", "max_states", "FastBeamSearchConfig", 1, 4096, True, False),
-    ("ctc-prefix-beam-search", "search.beam", "CtcPrefixBeamSearchConfig", 1, 256, True, False),
+    ("ctc-prefix-beam-search", "search.beam_size", "CtcPrefixBeamSearchConfig", 1, 256, True,
+     False),
     ("1best", "search_beam", "LatticeConfig", 0, 1e5, False, True),
     ("1best", "output_beam", "LatticeConfig", 0, 1e5, False, True),
     ("1best", "token_top_k", "LatticeConfig", 1, 100_000, True, False),
@@ -37,7 +39,7 @@ SIZES = [
     ("rnn-lm", "lm_batch_size", "RnnLmRescoringConfig", 1, 4096, True, False),
     ("attention-decoder", "attention_chunk_cells", "AttentionRescoringConfig", 1, 1 << 24, True,
      False),
-    ("1best", "hotwords_max_arcs", "WordHotwordConfig", 1, 1 << 26, True, False),
+    ("1best", "word_hotwords.max_arcs", "WordHotwordConfig", 1, 1 << 26, True, False),
     ("whole-lattice-rescoring", "max_input_arcs", "RescoreConfig", 1, 10_000_000, True, False),
     ("whole-lattice-rescoring", "max_rescored_arcs", "RescoreConfig", 1, 10_000_000, True,
      False),
@@ -124,8 +126,8 @@ def test_decode_config_ranges(kwargs, message):
         DecodeConfig(**kwargs)
 
 
-def test_nbest_may_not_exceed_the_beam():
-    BeamSearchConfig(beam_size=4, nbest=4)
-    with pytest.raises(ValueError, match=r"BeamSearchConfig.nbest must be an int in \[1, 4\], "
+def test_num_hyps_may_not_exceed_the_beam():
+    BeamSearchConfig(beam_size=4, num_hyps=4)
+    with pytest.raises(ValueError, match=r"BeamSearchConfig.num_hyps must be an int in \[1, 4\], "
                                          r"got 5"):
-        BeamSearchConfig(beam_size=4, nbest=5)
+        BeamSearchConfig(beam_size=4, num_hyps=5)

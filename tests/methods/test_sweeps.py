@@ -1,5 +1,5 @@
 """Methods that weigh scores by scales report the configured scales (one setting) by default;
-with ``sweep=True`` every point of their grids, configured first, in the order of
+with ``rescore.sweep=true`` every point of their grids, configured first, in the order of
 ``Method.settings``; each point's assignments, applied without the sweep, reproduce it."""
 
 from __future__ import annotations
@@ -25,23 +25,24 @@ OTHER_SWEEPING = ["attention-decoder-rescoring-no-ngram",
 def test_the_sweeping_methods_are_the_ones_with_scales():
     assert [m.name for m in list_methods() if m.sweeps] == sorted(SWEEPING + OTHER_SWEEPING)
     assert get_method("modified_beam_search_lm_rescore_LODR").scale_fields() == {
-        "lm_scale": 0.43, "lodr_scale": 0.5}
+        "rescore.lm_scale": 0.43, "rescore.lodr_scale": -0.5}
     assert get_method("fast_beam_search_with_nbest_rnn_rescoring").scale_fields() == {
-        "ngram_lm_scale": 0.05, "rnn_lm_scale": 0.05}
+        "rescore.ngram_lm_scale": 0.05, "rescore.lm_scale": 0.05}
     assert get_method("attention-decoder-rescoring-no-ngram").scale_fields() == {
-        "attention_scale": 1.2}
-    assert get_method("nbest-rescoring").scale_fields() == {"ngram_lm_scale": 1.3}
-    assert get_method("attention-decoder").scale_fields() == {"ngram_lm_scale": 1.3,
-                                                              "attention_scale": 1.2}
+        "rescore.attention_scale": 1.2}
+    assert get_method("nbest-rescoring").scale_fields() == {"rescore.ngram_lm_scale": 1.3}
+    assert get_method("attention-decoder").scale_fields() == {
+        "rescore.ngram_lm_scale": 1.3, "rescore.attention_scale": 1.2}
     assert get_method("whole-lattice-rescoring").scale_fields() == {
-        "whole_lattice_lm_scale": 1.3}
+        "rescore.ngram_lm_scale": 1.3}
     assert get_method("1best").scale_fields() == {}
     assert [s.key for s in get_method("1best").settings()] == ["1best"]
 
 
 def _config(name: str, **kw):
-    return method_config(name, nbest=NbestConfig(num_paths=20), lm_scales=(0.3, 1.3, 2.0),
-                         attention_scales=(0.5, 1.2), **kw)
+    grid = (0.3, 1.3, 2.0)
+    return method_config(name, nbest=NbestConfig(num_paths=20), ngram_lm_scales=grid,
+                         lm_scales=grid, attention_scales=(0.5, 1.2), **kw)
 
 
 @pytest.mark.parametrize("name", SWEEPING)
@@ -62,8 +63,7 @@ def test_default_is_one_setting_at_the_configured_scales(setup, name):
 def test_every_swept_setting_equals_decoding_at_that_setting(setup, name, seed):
     lang, res = setup
     method = get_method(name)
-    cfg = _config(name, ngram_lm_scale=0.9, attention_scale=0.7, rnn_lm_scale=0.9,
-                  whole_lattice_lm_scale=0.9, sweep=True)
+    cfg = _config(name, ngram_lm_scale=0.9, attention_scale=0.7, lm_scale=0.9, sweep=True)
     inputs = random_ctc_inputs(seed, lang.max_token_id + 1)
     swept = method(inputs, res, cfg)
     settings = method.settings(cfg)
@@ -86,11 +86,11 @@ OTHER_GRIDS = {
     "fast_beam_search_with_nbest_rescoring": ["ngram_lm_scale=0.3",
                                               "ngram_lm_scales=-0.5,1.0,3.0", "num_paths=20"],
     "fast_beam_search_with_nbest_rnn_rescoring": [
-        "ngram_lm_scale=0.3", "ngram_lm_scales=-0.5,3.0", "rnn_lm_scale=0.5",
-        "rnn_lm_scales=0.0,2.0", "num_paths=20"],
+        "ngram_lm_scale=0.3", "ngram_lm_scales=-0.5,3.0", "lm_scale=0.5",
+        "lm_scales=0.0,2.0", "num_paths=20"],
     "modified_beam_search_lm_rescore": ["lm_scale=0.3", "lm_scales=0.1,0.9"],
-    "modified_beam_search_lm_rescore_LODR": ["lm_scale=0.3", "lodr_scale=0.2",
-                                             "lm_scales=0.1,0.9", "lodr_scales=0.2,0.8"],
+    "modified_beam_search_lm_rescore_LODR": ["lm_scale=0.3", "lodr_scale=-0.2",
+                                             "lm_scales=0.1,0.9", "lodr_scales=-0.2,-0.8"],
 }
 
 

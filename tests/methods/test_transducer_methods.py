@@ -110,7 +110,7 @@ def test_nbest_LG_picks_the_best_log_sum_word_sequence(tiny_LG, seed):
     out = get_method("fast_beam_search_nbest_LG")(TransducerInputs(model, enc, enc_lens),
                                                   res, cfg)[0]
     graph = LG.clone()
-    graph.scores = LG.scores * cfg.ngram_lm_scale
+    graph.scores = LG.scores * cfg.graph.scale
     lattice = fast_beam_search(model, enc, enc_lens, graph, cfg.search).lattice
     for u in range(2):
         totals: dict[tuple[int, ...], list[float]] = {}
@@ -157,9 +157,11 @@ def test_override_config():
                                                    "allow_partial=true"])
     assert (cfg.beam, cfg.max_states, cfg.allow_partial) == (4.0, 32, True)
     assert isinstance(cfg.beam, float) and isinstance(cfg.max_states, int)
-    c2 = override_config(NbestRescoringConfig(), ["lattice.search_beam=15", "lm_scales=0.5,1.0"])
-    assert c2.lattice.search_beam == 15.0 and c2.lm_scales == (0.5, 1.0)
+    c2 = override_config(NbestRescoringConfig(), ["lattice.search_beam=15",
+                                                  "ngram_lm_scales=0.5,1.0"])
+    assert c2.lattice.search_beam == 15.0 and c2.rescore.ngram_lm_scales == (0.5, 1.0)
     for bad, msg in [(["nope=1"], "has no field 'nope'"), (["beam"], "expected KEY=VALUE"),
+                     (["search.beam.x=1"], "has no field 'search.beam.x'"),
                      (["beam=x"], "does not fit"), (["allow_partial=maybe"], "does not fit")]:
         with pytest.raises(ValueError, match=msg):
             override_config(FastBeamSearchConfig(), bad)
@@ -170,8 +172,8 @@ def test_icefall_defaults_of_the_composed_configs():
         c = cls()
         assert (c.nbest.num_paths, c.nbest.nbest_scale) == (200, 0.5)
         assert c.search == FastBeamSearchConfig()
-    assert FastBeamSearchNbestLGConfig().ngram_lm_scale == 0.01
-    assert FastBeamSearchLGConfig().ngram_lm_scale == 0.01
+    assert FastBeamSearchNbestLGConfig().graph.scale == 0.01
+    assert FastBeamSearchLGConfig().graph.scale == 0.01
     assert NbestConfig() == NbestConfig(num_paths=100, nbest_scale=0.5)
 
 
@@ -200,14 +202,14 @@ def test_LG_with_hotwords_adds_the_reference_bonus_to_every_token_sequence(tiny_
                     word_start=word_start)
     model = random_model(vocab_size=5, seed=seed)
     enc, enc_lens = random_batch([4, 1, 3], seed=seed)
-    cfg = FastBeamSearchLGConfig(hotwords=HotwordConfig(hotwords_score=1.5))
+    cfg = FastBeamSearchLGConfig(hotwords=HotwordConfig(token_score=1.5))
     out = get_method("fast_beam_search_LG")(TransducerInputs(model, enc, enc_lens), res, cfg)[0]
     biased = [g for k, g in res.cache.items() if k[0] == "hotword_graph"]
     assert len(biased) == 1
     scaled = LG.clone()
-    scaled.scores = LG.scores * cfg.ngram_lm_scale
+    scaled.scores = LG.scores * cfg.graph.scale
     ref = RefContextGraph(phrases, 1.5, strict=False,
-                          partial=cfg.hotwords.hotwords_partial_share,
+                          partial=cfg.hotwords.partial_share,
                           word_start=None if word_start is None else {1, 3})
     checked = 0
     for _ in range(60):
@@ -230,7 +232,7 @@ def test_LG_with_hotwords_adds_the_reference_bonus_to_every_token_sequence(tiny_
     # hotwords with a large bonus change the result
     big = get_method("fast_beam_search_LG")(
         TransducerInputs(model, enc, enc_lens), res,
-        FastBeamSearchLGConfig(hotwords=HotwordConfig(hotwords_score=8.0)))
+        FastBeamSearchLGConfig(hotwords=HotwordConfig(token_score=8.0)))
     plain = get_method("fast_beam_search_LG")(TransducerInputs(model, enc, enc_lens),
                                               Resources(graphs={"LG": LG}))
     assert big[0].tokens != plain[0].tokens or seed > 1

@@ -60,7 +60,7 @@ def test_budget_of_all_paths_equals_full_rescoring(tiny_hlg, seed, first_k, batc
     vocab = len(lang.word_table)
     full = full_rescore(top, base, BigramScorer(vocab, seed), rnn_lm_scale=0.7)
     cfg = MultiPassConfig(first_k=first_k, batch_k=batch_k, max_evaluations=None,
-                          stop_sigmas=math.inf, rnn_lm_scale=0.7)
+                          stop_sigmas=math.inf, lm_scale=0.7)
     scorer = BigramScorer(vocab, seed)
     multi = multi_pass_rescore(top, base, scorer, cfg)
     assert multi.best.tolist() == full.best.tolist()

@@ -214,7 +214,9 @@ BAD_SETTINGS = [
     (dict(method=3), TypeError, "method must be a method name"),
     (dict(method="greedy_search", nosuch=3), ValueError,
      "method 'greedy_search' has no setting 'nosuch'; its settings are max_sym_per_frame"),
-    (dict(method="modified_beam_search", beam=2.5), ValueError, "does not fit the field"),
+    (dict(method="modified_beam_search", beam_size=2.5), ValueError, "does not fit the field"),
+    (dict(method="modified_beam_search", beam=4), ValueError,
+     "'beam' was renamed in k2dec 0.2: use search.beam_size"),
     (dict(method="fast_beam_search", num_paths=10), ValueError, "no setting 'num_paths'"),
     (dict(method="greedy_search", max_sym_per_frame=0), ValueError, "max_sym_per_frame"),
     (dict(method="1best"), ValueError, "method '1best' needs the HLG graph"),
@@ -235,8 +237,8 @@ def test_bad_methods_and_settings_are_refused(rec, given, error, match):
 def test_settings_reach_the_method_config(rec):
     fbs = rec.with_method("fast_beam_search", beam=8, max_contexts=16)
     assert fbs.config.search.beam == 8.0 and fbs.config.search.max_contexts == 16
-    mbs = rec.with_method("modified_beam_search", **{"search.beam": 6})
-    assert mbs.config.search.beam == 6
+    mbs = rec.with_method("modified_beam_search", **{"search.beam_size": 6})
+    assert mbs.config.search.beam_size == 6
     compat = Recognizer(rec.assets, "fast_beam_search", icefall_compat=True)
     assert compat.config.search.termination_frame is False
     assert fbs.assets is rec.assets
@@ -244,12 +246,13 @@ def test_settings_reach_the_method_config(rec):
 
 def test_a_settings_file_applies_like_decode_config(rec, tmp_path):
     path = tmp_path / "settings.json"
-    path.write_text(json.dumps({"set": ["beam=5"], "methods": {
-        "modified_beam_search": ["beam=7"]}}))
+    path.write_text(json.dumps({"set": ["beam_size=5"], "methods": {
+        "modified_beam_search": ["beam_size=7"]}}))
     mbs = Recognizer(rec.assets, "modified_beam_search", settings_file=path)
-    assert mbs.config.search.beam == 7
-    over = Recognizer(rec.assets, "modified_beam_search", {"beam": 3}, settings_file=path)
-    assert over.config.search.beam == 3
+    assert mbs.config.search.beam_size == 7
+    over = Recognizer(rec.assets, "modified_beam_search", {"beam_size": 3},
+                      settings_file=path)
+    assert over.config.search.beam_size == 3
 
 
 # --- the same words as `k2dec decode` ----------------------------------------------------

@@ -293,7 +293,7 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
                     if count == config.end_detect_window:
                         break
             ended.sort(key=lambda e: -e.score)
-            results.append(ended[: config.nbest])
+            results.append(ended[: config.num_hyps])
     return results
 
 

@@ -29,7 +29,7 @@ def test_matches_reference(device, tmp_path, seed):
     enc, enc_lens = random_batch(lens, seed=seed, device=device)
     kinds = ["", "r", "nh"][seed % 3] if seed >= 3 else ""
     scorers, refs = scorer_pairs(kinds, vocab, len(lens), seed, device, tmp_path)
-    config = TransducerBeamSearchConfig(beam=beam, max_expansions_per_frame=max_exp,
+    config = TransducerBeamSearchConfig(beam_size=beam, max_expansions_per_frame=max_exp,
                                         length_norm=bool(seed % 2))
     got = beam_search(model, enc, enc_lens, config, scorers=scorers)
     for i, n in enumerate(lens):
@@ -45,13 +45,13 @@ def test_several_symbols_per_frame(device):
     """Unlike modified beam search, the classic search may emit many tokens on one frame."""
     model = random_model(vocab_size=5, context_size=2, seed=11, scale=3.0, device=device)
     enc, enc_lens = random_batch([3, 3], seed=11, device=device)
-    hyps = beam_search(model, enc, enc_lens, TransducerBeamSearchConfig(beam=4))
+    hyps = beam_search(model, enc, enc_lens, TransducerBeamSearchConfig(beam_size=4))
     times = [h.timestamps for hs in hyps for h in hs]
     assert any(len(t) > len(set(t)) for t in times)
 
 
 def test_config_validation():
     with pytest.raises(ValueError, match="beam"):
-        TransducerBeamSearchConfig(beam=0)
+        TransducerBeamSearchConfig(beam_size=0)
     with pytest.raises(ValueError, match="max_expansions_per_frame"):
         TransducerBeamSearchConfig(max_expansions_per_frame=0)

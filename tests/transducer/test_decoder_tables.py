@@ -87,7 +87,7 @@ def test_searches_give_the_same_hypotheses_with_and_without_tables(seed, monkeyp
         with torch.no_grad():
             return ([h.tokens for h in greedy_search(model, enc, lens)],
                     [h.tokens for h in modified_beam_search(
-                        model, enc, lens, ModifiedBeamSearchConfig(beam=3))],
+                        model, enc, lens, ModifiedBeamSearchConfig(beam_size=3))],
                     [h.tokens for h in fast_beam_search(
                         model, enc, lens, None, FastBeamSearchConfig()).hyps])
 

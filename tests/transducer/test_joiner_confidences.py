@@ -37,7 +37,7 @@ def test_greedy_and_modified_confidences(device, seed):
     lens = [6, 1, 0, 9, 4][: 1 + seed * 2]
     enc, enc_lens = random_batch(lens, seed=seed, device=device)
     for hyps in (greedy_search(model, enc, enc_lens, GreedySearchConfig(max_sym_per_frame=2)),
-                 modified_beam_search(model, enc, enc_lens, ModifiedBeamSearchConfig(beam=3))):
+                 modified_beam_search(model, enc, enc_lens, ModifiedBeamSearchConfig(beam_size=3))):
         got = token_confidences(model, enc, enc_lens, [h.tokens for h in hyps],
                                 [h.timestamps for h in hyps])
         assert got.dim0 == len(lens)

@@ -40,7 +40,7 @@ def test_matches_per_utterance_reference(device, seed):
     lens = [9, 0, 1, 6, 9, 3]
     enc, enc_lens = random_batch(lens, seed=seed, device=device)
     config = ModifiedBeamSearchConfig(
-        beam=beam, temperature=temperature, blank_penalty=penalty, length_norm=bool(seed % 2)
+        beam_size=beam, temperature=temperature, blank_penalty=penalty, length_norm=bool(seed % 2)
     )
     search = ModifiedBeamSearch(model, config)
     streams = [search.new_stream(device) for _ in lens]
@@ -66,7 +66,7 @@ def test_huge_beam_gives_exact_sequence_probabilities(device, seed):
     vocab_size, num_frames = 3, 4
     model = random_model(vocab_size=vocab_size, context_size=2, seed=seed, device=device)
     enc, enc_lens = random_batch([num_frames], seed=seed, device=device)
-    config = ModifiedBeamSearchConfig(beam=vocab_size**num_frames)
+    config = ModifiedBeamSearchConfig(beam_size=vocab_size**num_frames)
     search = ModifiedBeamSearch(model, config)
     streams = [search.new_stream(device)]
     search.decode_chunk(streams, enc, enc_lens)
@@ -94,7 +94,7 @@ def test_streaming_chunks_equal_offline(device, seed):
     model = random_model(vocab_size=5, context_size=2, seed=seed, device=device)
     lens = [13, 5, 9]
     enc, enc_lens = random_batch(lens, seed=seed, device=device)
-    config = ModifiedBeamSearchConfig(beam=3 + seed)
+    config = ModifiedBeamSearchConfig(beam_size=3 + seed)
     search = ModifiedBeamSearch(model, config)
     offline_streams = [search.new_stream(device) for _ in lens]
     search.decode_chunk(offline_streams, enc, enc_lens)
@@ -130,7 +130,7 @@ def test_all_blank(device):
 
 def test_config_validation():
     with pytest.raises(ValueError, match="beam"):
-        ModifiedBeamSearchConfig(beam=0)
+        ModifiedBeamSearchConfig(beam_size=0)
     with pytest.raises(ValueError, match="temperature"):
         ModifiedBeamSearchConfig(temperature=0.0)
     with pytest.raises(ValueError, match="blank_penalty"):

@@ -35,7 +35,7 @@ def test_matches_reference(device, tmp_path, kinds, before):
     lens = [7, 0, 1, 5, 7]
     enc, enc_lens = random_batch(lens, seed=seed, device=device)
     scorers, refs = scorer_pairs(kinds, vocab, len(lens), seed, device, tmp_path)
-    config = ModifiedBeamSearchConfig(beam=3, length_norm=bool(seed % 2))
+    config = ModifiedBeamSearchConfig(beam_size=3, length_norm=bool(seed % 2))
     search = ModifiedBeamSearch(model, config, scorers=scorers, score_before_topk=before)
     streams = [search.new_stream(device, i) for i in range(len(lens))]
     search.decode_chunk(streams, enc, enc_lens)
@@ -57,11 +57,11 @@ def test_streaming_equals_offline(device, tmp_path, kinds):
     lens = [9, 4, 0, 7]
     enc, enc_lens = random_batch(lens, seed=5, device=device)
     scorers, _ = scorer_pairs(kinds, vocab, len(lens), 5, device, tmp_path)
-    search = ModifiedBeamSearch(model, ModifiedBeamSearchConfig(beam=4), scorers=scorers)
+    search = ModifiedBeamSearch(model, ModifiedBeamSearchConfig(beam_size=4), scorers=scorers)
     streams = [search.new_stream(device, i) for i in range(len(lens))]
     for order, chunk, chunk_lens, _ in random_chunks(enc, lens, seed=5, shuffle=True):
         search.decode_chunk([streams[i] for i in order], chunk, chunk_lens)
-    offline = modified_beam_search(model, enc, enc_lens, ModifiedBeamSearchConfig(beam=4),
+    offline = modified_beam_search(model, enc, enc_lens, ModifiedBeamSearchConfig(beam_size=4),
                                    scorers=scorers)
     for got, want in zip(search.results(streams), offline):
         assert (got.tokens, got.timestamps) == (want.tokens, want.timestamps)

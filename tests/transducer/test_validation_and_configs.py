@@ -109,7 +109,7 @@ def test_config_validation():
 
 def test_icefall_defaults():
     assert GreedySearchConfig() == GreedySearchConfig(max_sym_per_frame=1, blank_penalty=0.0)
-    assert ModifiedBeamSearchConfig().beam == 4
+    assert ModifiedBeamSearchConfig().beam_size == 4
     c = FastBeamSearchConfig()
     assert (c.beam, c.max_contexts, c.max_states) == (20.0, 8, 64)
     assert c.ilme_scale == 0.0
@@ -128,7 +128,7 @@ def test_icefall_defaults():
             modified_beam_search,
             ModifiedBeamSearch,
             ModifiedBeamSearchConfig(),
-            {"beam": 1, "temperature": 0.5, "blank_penalty": 1.5, "length_norm": False,
+            {"beam_size": 1, "temperature": 0.5, "blank_penalty": 1.5, "length_norm": False,
              "score_dtype": "float32"},
         ),
     ],

@@ -1,0 +1,182 @@
+"""The parts every method config is made of: ``search`` (the search's own config) plus the
+named parts below, each defined once here and reused by every method that has it, each
+owning its own scales.
+
+A settings key is ``part.field`` (``fusion.lm_scale``, ``graph.scale``,
+``hotwords.token_score``, ``nbest.num_paths``) or a top-level field of the method config;
+no key is deeper (:mod:`k2dec.methods.settings`). :data:`PARTS` maps each part name to its
+one class; tests/methods/test_parts.py checks that every registered method's config uses
+exactly these classes, so a key means the same thing in every method that has it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..lattice import LatticeConfig, MbrConfig
+from ..lattice.mbr import MAX_LATTICE_ARCS
+from ..lattice.posteriors import PosteriorConfig
+from ..lattice.rescore import RescoreConfig
+from ..nbest import MultiPassConfig, NbestConfig
+from ..primitives.sizes import check_finite
+from .checks import check_scales, check_sweep
+from .hotword_biasing import HotwordConfig, WordHotwordConfig
+
+__all__ = ["PARTS", "FusionConfig", "GraphConfig", "MbrPart", "RescorePart",
+           "WholeLatticePart"]
+
+#: The weights of :class:`RescorePart`, each with its grid (``<weight>s``).
+RESCORE_WEIGHTS = ("ngram_lm_scale", "lm_scale", "lodr_scale", "attention_scale")
+
+
+@dataclass(frozen=True)
+class FusionConfig:
+    """The weights of the scorers a token-level search adds to its score (the ``fusion``
+    part): each weight multiplies a log-score that is ADDED to the hypotheses' scores
+    (a negative weight subtracts it); 0 leaves the scorer out. The searches take them as
+    :class:`~k2dec.scorers.WeightedScorer` objects built by
+    :func:`k2dec.methods.build_scorers`, one per registered scorer whose weight is not 0,
+    in the order of these fields.
+
+    Attributes:
+      ctc_weight: the CTC prefix scores' weight (joint CTC/attention decoding; the attention
+        beam search only).
+      lm_scale: the neural LM's weight (shallow fusion; icefall's ``--lm-scale``).
+      lodr_scale: LODR's token n-gram weight (< 0: subtracted, icefall's
+        ``--ngram-lm-scale -0.24`` of its LODR decoding).
+    """
+
+    ctc_weight: float = 0.0
+    lm_scale: float = 0.0
+    lodr_scale: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("ctc_weight", "lm_scale", "lodr_scale"):
+            check_finite(name, getattr(self, name))
+
+
+@dataclass(frozen=True)
+class GraphConfig:
+    """The decoding graph inside a search (the ``graph`` part of the HLG and LG methods).
+
+    Attributes:
+      scale: multiplies the graph's scores (HLG's or LG's: the LM part of the first pass);
+        the HLG methods' 0.6 is icefall's ``--hlg-scale``, the transducer LG methods' 0.01
+        icefall's ``--ngram-lm-scale`` of ``fast_beam_search_*LG``. Formerly ``hlg_scale``
+        and (LG) ``ngram_lm_scale``.
+    """
+
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_finite("scale", self.scale)
+
+
+@dataclass(frozen=True)
+class RescorePart:
+    """The weights of n-best, list and lattice rescoring (the ``rescore`` part) and their
+    grids: a path's score is its first-pass (acoustic) score plus each weight times its
+    component's log-score (a negative weight subtracts it). A method has the weights of the
+    components it rescores with; the others are None and are not among its settings
+    (:meth:`settings_fields`).
+
+    Attributes:
+      sweep: also report every point of the grids (the product of the grids of the method's
+        weights) after the configured setting, as icefall's decode scripts do; ``k2dec tune``
+        sweeps on a dev set.
+      ngram_lm_scale: the word n-gram G's weight (icefall's ``--ngram-lm-scale`` of n-best
+        rescoring; whole-lattice rescoring, where icefall calls it ``lm_scale``, applies it
+        as ``am / s + lm``, which ranks paths as ``am + s * lm``).
+      lm_scale: the neural LM's weight (``modified_beam_search_lm_rescore_LODR`` applies it as
+        ``am / s + lm + lodr_scale * lodr``, icefall's formula, which ranks paths as
+        ``s * (...)``: there ``lodr_scale`` weighs LODR relative to the LM).
+      lodr_scale: LODR's token n-gram weight (< 0 subtracts it, as in the searches).
+      attention_scale: the attention decoder's weight.
+      ngram_lm_scales, lm_scales, lodr_scales, attention_scales: the grids ``sweep`` tries
+        (icefall's).
+    """
+
+    sweep: bool = False
+    ngram_lm_scale: float | None = None
+    ngram_lm_scales: tuple[float, ...] = ()
+    lm_scale: float | None = None
+    lm_scales: tuple[float, ...] = ()
+    lodr_scale: float | None = None
+    lodr_scales: tuple[float, ...] = ()
+    attention_scale: float | None = None
+    attention_scales: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in RESCORE_WEIGHTS:
+            if getattr(self, name) is not None:
+                check_finite(name, getattr(self, name))
+        check_sweep(self.sweep)
+        for name in RESCORE_WEIGHTS:
+            if getattr(self, name) is not None:
+                check_scales(f"{name}s", getattr(self, f"{name}s"))
+            elif getattr(self, f"{name}s"):
+                raise ValueError(f"{name}s is a grid of {name}, which this config has not")
+
+    def settings_fields(self) -> tuple[str, ...]:
+        """The fields a method reads: ``sweep`` and each of its weights with its grid."""
+        used = [n for n in RESCORE_WEIGHTS if getattr(self, n) is not None]
+        return ("sweep", *(f for n in used for f in (n, f"{n}s")))
+
+
+@dataclass(frozen=True)
+class WholeLatticePart:
+    """The memory bounds of whole-lattice rescoring (the ``whole_lattice`` part; see
+    :class:`k2dec.lattice.rescore.RescoreConfig`, which it makes with the method's scales)."""
+
+    max_input_arcs: int = RescoreConfig.max_input_arcs
+    max_rescored_arcs: int = RescoreConfig.max_rescored_arcs
+    first_arcs: int = RescoreConfig.first_arcs
+
+    def config(self, lm_scales: tuple[float, ...]) -> RescoreConfig:
+        """The :class:`~k2dec.lattice.rescore.RescoreConfig` of these bounds and scales."""
+        return RescoreConfig(lm_scales=lm_scales, max_input_arcs=self.max_input_arcs,
+                             max_rescored_arcs=self.max_rescored_arcs,
+                             first_arcs=self.first_arcs)
+
+
+@dataclass(frozen=True)
+class MbrPart:
+    """Minimum Bayes risk decoding of a lattice (the ``mbr`` part; see
+    :class:`k2dec.lattice.MbrConfig`, which :meth:`config` makes).
+
+    Attributes:
+      am_posterior_scale, lm_posterior_scale: multiply the acoustic part of the arc scores and
+        their ``lm_scores`` before posteriors are computed (formerly ``posterior.acoustic_scale``
+        and ``posterior.lm_scale``).
+      max_iterations, max_cells, max_lattice_arcs: as in :class:`k2dec.lattice.MbrConfig`.
+    """
+
+    am_posterior_scale: float = 1.0
+    lm_posterior_scale: float = 1.0
+    max_iterations: int = 100
+    max_cells: int = 1 << 23
+    max_lattice_arcs: int | None = MAX_LATTICE_ARCS
+
+    def __post_init__(self) -> None:
+        self.config()  # its checks
+
+    def config(self, decode_mbr: bool = True) -> MbrConfig:
+        """The :class:`~k2dec.lattice.MbrConfig` of these settings."""
+        posterior = PosteriorConfig(self.am_posterior_scale, self.lm_posterior_scale)
+        return MbrConfig(posterior, decode_mbr, self.max_iterations, self.max_cells,
+                         self.max_lattice_arcs)
+
+
+#: Part name -> its one class (every method config field but ``search`` is one of these).
+PARTS: dict[str, type] = {
+    "fusion": FusionConfig,
+    "graph": GraphConfig,
+    "hotwords": HotwordConfig,
+    "word_hotwords": WordHotwordConfig,
+    "lattice": LatticeConfig,
+    "nbest": NbestConfig,
+    "mbr": MbrPart,
+    "multi_pass": MultiPassConfig,
+    "rescore": RescorePart,
+    "whole_lattice": WholeLatticePart,
+}
