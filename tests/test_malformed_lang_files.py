@@ -194,9 +194,9 @@ HOTWORD_CASES: list[Case] = [
     ("bad score", "hotwords.txt", "HELLO\nWORLD :high\n", read_hotwords, ValueError,
      "{name}:2: bad score 'high'"),
     ("inf score", "hotwords.txt", "HELLO :inf\n", read_hotwords, ValueError,
-     "{name}:1: score must be finite"),
+     "{name}:1: phrase 'HELLO': a hotword score must be a finite number in [-50, 50]"),
     ("nan score", "hotwords.txt", "A B\nHELLO :nan\n", read_hotwords, ValueError,
-     "{name}:2: score must be finite"),
+     "{name}:2: phrase 'HELLO': a hotword score must be a finite number in [-50, 50]"),
     ("score without a phrase", "hotwords.txt", "HELLO\n:2.5\n", read_hotwords, ValueError,
      "{name}:2: a score with no phrase"),
     ("NUL bytes", "hotwords.txt", b"HELLO\x00\n", read_hotwords, ValueError,
@@ -376,12 +376,16 @@ def test_train_token_arpa_writes_a_scorer_the_model_can_use(tmp_path, bpe, caplo
     assert seen == {i for line in ("THE CAT SAT", "A DOG RAN HOME") for i in sp.encode(line)}
     scorer = TokenNgramScorer.from_arpa(arpa, sp.get_piece_size())
     assert scorer.vocab_size == sp.get_piece_size()
-    # an existing file is kept unless overwrite; lower-case text is mostly <unk>: a warning
-    lower = _write(tmp_path / "lower.txt", "the cat sat\n")
-    assert train_token_arpa(lower, bpe, arpa) == arpa and read_arpa(arpa).prob == model.prob
-    with caplog.at_level("WARNING"):
-        train_token_arpa(lower, bpe, arpa, overwrite=True)
-    assert "are <unk>" in caplog.text and read_arpa(arpa).prob != model.prob
+    # an existing file is kept unless overwrite; lower-case text is put in the BPE model's
+    # case (the same n-gram); a text it cannot spell (mostly <unk>) is refused
+    lower = _write(tmp_path / "lower.txt", "the cat sat\n\na dog ran home\n" * 3)
+    other = _write(tmp_path / "other.txt", "THE CAT\n")
+    assert train_token_arpa(other, bpe, arpa) == arpa and read_arpa(arpa).prob == model.prob
+    train_token_arpa(lower, bpe, arpa, overwrite=True)
+    assert read_arpa(arpa).prob == model.prob
+    greek = _write(tmp_path / "greek.txt", "Η ΓΑΤΑ ΚΑΘΕΤΑΙ\n")
+    with pytest.raises(ValueError, match="tokens are <unk>"):
+        train_token_arpa(greek, bpe, tmp_path / "greek.arpa")
 
 
 def test_the_reference_arpa_still_reads():

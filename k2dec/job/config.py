@@ -103,6 +103,9 @@ class DecodeSummary:
         they are not in the WERs.
       results_path: the JSONL file.
       first_failure: the reason the first of ``failed`` (by id) could not be decoded.
+      degenerate: decoded utterances whose hypothesis (the configured setting's) holds a
+        word or token, or an n-gram of them, repeated 4 times in a row
+        (:func:`k2dec.results.is_degenerate`: a search looping on audio it does not know).
     """
 
     method: str
@@ -113,6 +116,7 @@ class DecodeSummary:
     failed: list[str]
     results_path: Path
     first_failure: str = ""
+    degenerate: int = 0
 
     @property
     def headline(self) -> tuple[str, float]:

@@ -332,15 +332,18 @@ def warn_out_of_vocabulary(assets: DecodeAssets, utterances: CutSet, name: str) 
 def results_table(rows: Sequence[DecodeSummary], all_settings: bool = False) -> str:
     """A Markdown table: per test set and method the WER of its configured setting (with
     ``all_settings``: of every setting it reported, in the method's order; a sweep's),
-    the RTF and the cuts that could not be decoded (not in the WER; ``N of M``). Rows keep
-    the given order: nothing is sorted or picked by WER."""
-    lines = ["| test set | method | setting | WER % | RTF | failed cuts (not in WER) |",
-             "| --- | --- | --- | ---: | ---: | ---: |"]
+    the RTF, the cuts that could not be decoded (not in the WER; ``N of M``) and the
+    degenerate hypotheses of its configured setting (:attr:`DecodeSummary.degenerate`: a
+    looping search shows here even without references). Rows keep the given order: nothing
+    is sorted or picked by WER."""
+    lines = ["| test set | method | setting | WER % | RTF | failed cuts (not in WER) | "
+             "degenerate hyps |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
     for s in rows:
         settings = list(s.wers.items()) if all_settings else [s.headline]
         for key, wer in settings or [s.headline]:
             lines.append(f"| {s.test_set} | {s.method} | {key} | {wer:.2f} | {s.rtf:.4f} | "
-                         f"{len(s.failed)} of {s.num_cuts} |")
+                         f"{len(s.failed)} of {s.num_cuts} | {s.degenerate} |")
     return "\n".join(lines)
 
 

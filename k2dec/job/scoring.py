@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..results import save_results
+from ..results import is_degenerate, save_results
 from .config import DecodeSummary
 
 __all__ = ["score_results", "scored_words"]
@@ -46,4 +46,17 @@ def score_results(records: Mapping[str, Mapping[str, Any]], path: Path, out_dir:
     if failed:  # the summary has them; k2dec decode prints one line per method
         logger.info("%s: %d cuts could not be decoded (see %s): %s", test_set, len(failed),
                     path, ", ".join(failed[:10]))
-    return DecodeSummary(method, test_set, wers, rtf, len(records), failed, path, first)
+    return DecodeSummary(method, test_set, wers, rtf, len(records), failed, path, first,
+                         _degenerate(records))
+
+
+def _degenerate(records: Mapping[str, Mapping[str, Any]]) -> int:
+    """Decoded records whose configured setting (the first of ``hyps``) is degenerate in its
+    words or its tokens (:func:`k2dec.results.is_degenerate`: "BOSSSS" repeats a token)."""
+    return sum(_looping(next(iter(r["hyps"].values())))
+               for r in records.values() if r["status"] == "ok" and r["hyps"])
+
+
+def _looping(hyp: Any) -> bool:
+    tokens = hyp.get("tokens", ()) if isinstance(hyp, dict) else ()
+    return is_degenerate(_words(hyp)) or is_degenerate(tokens)

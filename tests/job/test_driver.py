@@ -163,9 +163,9 @@ def test_run_decode_equals_decode_cuts_and_makes_the_table(decode_setup, tmp_pat
     assert rows[0].wers == one.wers and rows[0].headline == ("1best", one.wers["1best"])
     table = results_table(rows).splitlines()
     assert table[0] == ("| test set | method | setting | WER % | RTF | failed cuts (not in "
-                        "WER) |")
+                        "WER) | degenerate hyps |")
     assert table[2].startswith(f"| a | 1best | 1best | {one.wers['1best']:.2f} | ")
-    assert table[2].endswith(" | 1 of 6 |") and len(table) == 2 + 4
+    assert table[2].endswith(" | 1 of 6 | 0 |") and len(table) == 2 + 4
     with pytest.raises(ValueError, match="method 'fast_beam_search_LG' needs the LG graph"):
         run_decode(load_assets(s["model_path"]), {"a": s["cuts"]},
                    plan_methods(["fast_beam_search_LG"]), tmp_path / "x", cfg)
@@ -225,11 +225,12 @@ def test_the_table_shows_the_configured_setting_never_the_lowest_wer(tmp_path):
     rows = [DecodeSummary("m", "t", {"lm_scale_0.5": 40.0, "lm_scale_0.1": 10.0,
                                      "lm_scale_3.0": 90.0}, 0.5, 30, ["x", "y"],
                           tmp_path / "r.jsonl", "ValueError: too long"),
-            DecodeSummary("a", "t", {"a": 20.0}, 0.25, 30, [], tmp_path / "q.jsonl")]
+            DecodeSummary("a", "t", {"a": 20.0}, 0.25, 30, [], tmp_path / "q.jsonl",
+                          degenerate=3)]
     assert rows[0].headline == ("lm_scale_0.5", 40.0)
     table = results_table(rows).splitlines()[2:]
-    assert table == ["| t | m | lm_scale_0.5 | 40.00 | 0.5000 | 2 of 30 |",
-                     "| t | a | a | 20.00 | 0.2500 | 0 of 30 |"]
+    assert table == ["| t | m | lm_scale_0.5 | 40.00 | 0.5000 | 2 of 30 | 0 |",
+                     "| t | a | a | 20.00 | 0.2500 | 0 of 30 | 3 |"]
     swept = results_table(rows, all_settings=True).splitlines()[2:]
     assert [line.split(" | ")[2] for line in swept] == ["lm_scale_0.5", "lm_scale_0.1",
                                                        "lm_scale_3.0", "a"]
