@@ -69,7 +69,7 @@ class GraphConfig:
     scale: float = 1.0
 
     def __post_init__(self) -> None:
-        check_finite("scale", self.scale)
+        check_finite("graph.scale", self.scale)
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,7 @@ def test_a_large_bonus_puts_the_hotword_into_every_hypothesis(setup):
     out = get_method("1best")(inp, hres, HlgConfig(word_hotwords=WordHotwordConfig(30.0)))[0]
     assert all(wt["C"] in w for w in out.words)
     assert out.words != plain.words
-    with pytest.raises(ValueError, match="word_score must be a finite number"):
+    with pytest.raises(ValueError, match="word_score: a hotword score must be a finite number"):
         WordHotwordConfig(word_score=float("nan"))
 
 

@@ -11,6 +11,7 @@ import pytest
 from k2dec.data.audio_io import AudioLimits
 from k2dec.job import DecodeConfig
 from k2dec.methods.ctc import HlgConfig, NbestRescoringConfig
+from k2dec.methods.parts import GraphConfig, RescorePart
 from k2dec.nbest import NbestConfig
 from k2dec.primitives.sizes import check_finite, check_positive
 from k2dec.results.ctm import frames_to_seconds
@@ -46,7 +47,6 @@ def test_check_positive_refuses_the_rest(value):
 @pytest.mark.parametrize("make, field", [
     (lambda v: NbestConfig(nbest_scale=v), "nbest_scale"),
     (lambda v: NbestConfig(posterior_scale=v), "posterior_scale"),
-    (lambda v: HlgConfig(hlg_scale=v), "hlg_scale"),
     (lambda v: FastBeamSearchConfig(temperature=v), "temperature"),
     (lambda v: DecodeConfig(frame_shift=v), "frame_shift"),
     (lambda v: AudioLimits(max_duration=v), "AudioLimits.max_duration"),
@@ -58,8 +58,19 @@ def test_positive_fields_use_the_one_check(make, field, value):
         make(value)
 
 
+@pytest.mark.parametrize("value, message", [
+    (0.0, "> 0 and finite"), (-1.0, "> 0 and finite"), (math.nan, "a finite number"),
+    (math.inf, "a finite number"), (True, "a finite number")])
+def test_the_hlg_scale_is_finite_and_positive(value, message):
+    """graph.scale is any finite weight (LG's may be small or negative in a sweep); the HLG
+    methods' must also be > 0 (a lattice search through HLG with its scores negated)."""
+    with pytest.raises(ValueError, match=rf"^graph.scale must be {message}, got "):
+        HlgConfig(graph=GraphConfig(value))
+
+
 @pytest.mark.parametrize("make, field", [
-    (lambda v: NbestRescoringConfig(ngram_lm_scale=v), "ngram_lm_scale"),
+    (lambda v: NbestRescoringConfig(rescore=RescorePart(ngram_lm_scale=v)), "ngram_lm_scale"),
+    (lambda v: GraphConfig(v), "graph.scale"),
     (lambda v: GreedySearchConfig(blank_penalty=v), "blank_penalty"),
     (lambda v: FastBeamSearchConfig(ilme_scale=v), "ilme_scale"),
 ])
