@@ -191,6 +191,9 @@ def _set_field(config: Any, path: list[str], value: str) -> Any:
     current = getattr(config, path[0])
     if len(path) > 1:
         return replace(config, **{path[0]: _set_field(current, path[1:], value)})
+    field_type = next(f.type for f in fields(config) if f.name == path[0])
+    if value.lower() == "none" and "None" in str(field_type):  # an Optional field: off
+        return replace(config, **{path[0]: None})
     try:
         new = _parse(current, value)
     except ValueError:

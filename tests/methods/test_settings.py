@@ -154,3 +154,17 @@ def test_the_shipped_settings_and_the_demos_tune_plan_use_the_current_keys():
         cfg = get_method(method).default_config()
         for item in grid:
             assert config_field_path(cfg, item.split("=")[0]) is not None, (method, item)
+
+
+def test_none_turns_off_an_optional_field_whatever_its_default():
+    """``KEY=none`` sets an Optional field to None even when its default is a number
+    (attention-beam-search's repetition guard); a field that cannot be None refuses it."""
+    from k2dec.methods import get_method, override_config
+
+    cfg = get_method("attention-beam-search").default_config()
+    assert cfg.search.max_repeats == 3
+    assert override_config(cfg, ["search.max_repeats=none"]).search.max_repeats is None
+    assert override_config(cfg, ["search.max_repeats=5"]).search.max_repeats == 5
+    with pytest.raises(ValueError, match="beam_size='none' does not fit the field's type"):
+        override_config(get_method("modified_beam_search").default_config(),
+                        ["search.beam_size=none"])
