@@ -28,7 +28,7 @@ from .assets import DecodeAssets
 from .batches import Decoded
 from .config import DecodeConfig
 from .resume import update_references
-from .scoring import scored_words
+from .scoring import scored_word, scored_words
 
 __all__ = ["CtmSettings", "ctm_settings", "ctm_words", "result_files", "write_canonical",
            "write_ctms", "write_decoded"]
@@ -139,8 +139,9 @@ def ctm_words(records: Mapping[str, Mapping[str, Any]], ctm: CtmSettings
             if rec.get("ref") is not None:
                 confs, correct = scored.setdefault(key, ([], []))
                 confs += [w.confidence for w in words]
+                # one entry per CTM word: a word that is only punctuation stays (as itself)
                 correct += word_correctness(scored_words(rec["ref"]),
-                                            scored_words([w.word for w in words]))
+                                            [scored_word(w.word) for w in words])
     return per_key, scored
 
 

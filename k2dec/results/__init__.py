@@ -45,12 +45,20 @@ from .subtitles import (
     subtitle_lines,
     write_subtitles,
 )
-from .text import bpe_ids_to_words, token_ids_to_words, word_ids_to_words
+from .text import (
+    SCORING_NORMALIZATION,
+    bpe_ids_to_words,
+    scoring_words,
+    token_ids_to_words,
+    word_ids_to_words,
+)
 from .textgrid import MIN_INTERVAL, write_textgrid
 from .timing import RtfTimer
 from .wer import EPS, Result, WerStats, align_words, combine_error_runs, compute_wer
 
 __all__ = [
+    "SCORING_NORMALIZATION",
+    "scoring_words",
     "DISK_FULL_ERRNOS",
     "EPS",
     "MIN_INTERVAL",

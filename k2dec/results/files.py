@@ -110,13 +110,15 @@ def write_error_stats(f: TextIO, test_set: str, results: Sequence[Result],
 
 
 def write_wer_summary(path: str | Path, wers: Mapping[str, float], num_failed: int = 0,
-                      num_cuts: int | None = None) -> None:
+                      num_cuts: int | None = None, note: str | None = None) -> None:
     """Write a ``wer-summary`` file: ``settings\\tWER\\tfailed cuts``, then per setting, in the
     given order (never sorted by WER), ``key\\twer\\t<num_failed> of <num_cuts>``: the cuts
     that could not be decoded and are not in the WER (``num_cuts``: all cuts, failed ones
-    included; ``None``: not known, only the count is written)."""
+    included; ``None``: not known, only the count is written); ``note``, when given, is a
+    last line starting with ``#`` (e.g. how the words were normalized before scoring)."""
     failed = f"{num_failed} of {num_cuts}" if num_cuts is not None else f"{num_failed}"
     lines = [f"{key}\t{wer}\t{failed}\n" for key, wer in wers.items()]
+    lines += [f"# {note}\n"] if note else []
     replace_file(path, lambda f: f.writelines(["settings\tWER\tfailed cuts\n", *lines]))
 
 
@@ -127,6 +129,7 @@ def save_results(
     suffix: str = "",
     failed: Sequence[str] = (),
     num_cuts: int | None = None,
+    note: str | None = None,
 ) -> dict[str, float]:
     """Write the recogs and errs files of each decoding setting and the test set's WER summary.
 
@@ -140,6 +143,7 @@ def save_results(
         beside it in the summary and the errs files.
       num_cuts: the test set's cuts, for the summary's ``<failed> of <num_cuts>`` (default:
         the failed ones and those of the setting with the most results).
+      note: a last ``#`` line of the summary (:func:`write_wer_summary`).
 
     Returns:
       ``{key: WER in percent}``, as in the summary file.
@@ -166,5 +170,5 @@ def save_results(
     if num_cuts is None:
         num_cuts = len(failed) + max(len(r) for r in results.values())
     write_wer_summary(res_dir / f"wer-summary-{test_set}{tail}.txt", wers, len(failed),
-                      num_cuts)
+                      num_cuts, note)
     return wers

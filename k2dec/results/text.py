@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["bpe_ids_to_words", "token_ids_to_words", "word_ids_to_words"]
+__all__ = ["SCORING_NORMALIZATION", "bpe_ids_to_words", "scoring_words", "token_ids_to_words",
+           "word_ids_to_words"]
 
 BPE_SPACE = "\u2581"
 """sentencepiece's word-start marker ("▁")."""
@@ -88,3 +90,29 @@ def bpe_ids_to_words(hyps: Sequence[Sequence[int]], sp: Any) -> list[list[str]]:
             if not 0 <= i < size:
                 raise ValueError(f"hyps: token id {i} is outside the BPE model's [0, {size})")
     return [sp.decode(h).split() for h in lists]
+
+
+#: What :func:`scoring_words` does to words before WER, as result files say it.
+SCORING_NORMALIZATION = "upper case, punctuation at the start and end of each word removed"
+
+
+def _is_punctuation(ch: str) -> bool:
+    return unicodedata.category(ch).startswith("P")
+
+
+def scoring_words(words: Sequence[str]) -> list[str]:
+    """Words as WER compares them: upper case (as icefall scores), with punctuation at the
+    start and end of each word removed (``"Hello?"`` -> ``HELLO``, ``"Oh,"`` -> ``OH``; inner
+    marks stay: ``DON'T``, ``WELL-KNOWN``) and words that were only punctuation (``"--"``)
+    dropped, as Whisper-style normalizers do before scoring; :data:`SCORING_NORMALIZATION`
+    says it in words."""
+    out = []
+    for w in words:
+        start, end = 0, len(w)
+        while start < end and _is_punctuation(w[start]):
+            start += 1
+        while end > start and _is_punctuation(w[end - 1]):
+            end -= 1
+        if start < end:
+            out.append(w[start:end].upper())
+    return out
