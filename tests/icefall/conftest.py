@@ -4,18 +4,13 @@ n-grams, hotwords and the CTC resources shared by the ``k2dec.icefall`` tests.""
 
 from __future__ import annotations
 
-import random
-
 import pytest
-import torch
 
-from k2dec.aed import TransformerDecoder
-from k2dec.lm import RnnLM, RnnLmConfig
 from k2dec.scorers import TokenNgramScorer
 from k2dec.testing.transducer import random_batch, random_model
 from tests.methods.conftest import setup  # noqa: F401 (the CTC resources)
 from tests.nbest.conftest import tiny_hlg  # noqa: F401
-from tests.scorers.helpers import token_arpa
+from tests.scorers.helpers import seeded_lms
 
 VOCAB = 6
 #: padded batches: more than one utterance (one of length 1), and a single utterance
@@ -33,15 +28,8 @@ def model_and_batch(lens: list[int], seed: int, vocab: int = VOCAB):
 def lms(tmp_path_factory):
     """A k2dec RNN LM (float32, sharpened), LODR's token bigram (a TokenNgramScorer) and an
     attention decoder over the transducer's ``VOCAB`` tokens."""
-    torch.manual_seed(0)
-    lm = RnnLM(RnnLmConfig(vocab_size=VOCAB, embedding_dim=8, hidden_dim=8, num_layers=1))
-    with torch.no_grad():
-        for p in lm.parameters():
-            p.mul_(3.0)
-    arpa = token_arpa(tmp_path_factory.mktemp("lodr"), random.Random(0), VOCAB, 2)
-    decoder = TransformerDecoder(vocab_size=VOCAB, memory_dim=8, d_model=16, nhead=2,
-                                 num_layers=1, dim_feedforward=16, dropout=0.0).eval()
-    return lm.eval(), TokenNgramScorer.from_arpa(arpa, VOCAB), decoder
+    lm, arpa, decoder = seeded_lms(VOCAB, tmp_path_factory.mktemp("lodr"))
+    return lm, TokenNgramScorer.from_arpa(arpa, VOCAB), decoder
 
 
 __all__ = ["BATCHES", "VOCAB", "model_and_batch", "setup", "tiny_hlg"]

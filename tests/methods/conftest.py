@@ -18,7 +18,7 @@ from k2dec.testing.lang import TINY_ARPA, tiny_lg
 from tests.methods import piece_lang, scorer_inputs
 from tests.nbest.conftest import tiny_hlg  # noqa: F401
 from tests.reference.ngram import ArpaScorer
-from tests.scorers.helpers import token_arpa
+from tests.scorers.helpers import seeded_lms
 
 
 @pytest.fixture(scope="module")
@@ -65,15 +65,8 @@ def resources(tmp_path_factory):
     """The scorer methods' resources over :data:`scorer_inputs.VOCAB` tokens (an RNN LM, an
     attention decoder, H, hotwords, LODR's token bigram) and the bigram's ARPA path."""
     V = scorer_inputs.VOCAB
-    torch.manual_seed(0)
-    lm = RnnLM(RnnLmConfig(vocab_size=V, embedding_dim=8, hidden_dim=8, num_layers=1))
-    with torch.no_grad():
-        for p in lm.parameters():
-            p.mul_(3.0)
-    arpa = token_arpa(tmp_path_factory.mktemp("lodr"), random.Random(0), V, 2)
-    decoder = TransformerDecoder(vocab_size=V, memory_dim=8, d_model=16, nhead=2,
-                                 num_layers=1, dim_feedforward=16, dropout=0.0).eval()
-    return Resources(graphs={"H": build_ctc_topo(V - 1)}, lms={"rnn_lm": lm.eval()},
+    lm, arpa, decoder = seeded_lms(V, tmp_path_factory.mktemp("lodr"))
+    return Resources(graphs={"H": build_ctc_topo(V - 1)}, lms={"rnn_lm": lm},
                      attention_decoder=decoder, hotwords=(((1, 2), None), ((3,), 1.0)),
                      lodr=TokenNgramScorer.from_arpa(arpa, V)), arpa
 

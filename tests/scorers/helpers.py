@@ -8,7 +8,9 @@ from pathlib import Path
 
 import torch
 
+from k2dec.aed import TransformerDecoder
 from k2dec.graph.ngram import train_arpa
+from k2dec.lm import RnnLM, RnnLmConfig
 from tests.reference.scorers import is_close
 
 
@@ -134,3 +136,19 @@ def word_phrases(rng: random.Random, word_ids: list[int], num: int):
 #: (share of the bonus held by a partial match, word-start token ids or None)
 SCHEMES = {"icefall": (1.0, None), "k2dec": (0.5, (1, 3)), "completion": (0.0, (1, 2, 4)),
            "whole_words": (1.0, (2, 3))}
+
+
+def seeded_lms(vocab: int, lodr_dir: Path) -> tuple[RnnLM, Path, TransformerDecoder]:
+    """What the fusion tests score with over ``vocab`` tokens, the same on every call: a
+    sharpened RNN LM (torch seed 0, weights x3), LODR's token bigram written as an ARPA file
+    into ``lodr_dir`` (:func:`token_arpa`, seed 0) and an attention decoder, both in eval
+    mode."""
+    torch.manual_seed(0)
+    lm = RnnLM(RnnLmConfig(vocab_size=vocab, embedding_dim=8, hidden_dim=8, num_layers=1))
+    with torch.no_grad():
+        for p in lm.parameters():
+            p.mul_(3.0)
+    arpa = token_arpa(lodr_dir, random.Random(0), vocab, 2)
+    decoder = TransformerDecoder(vocab_size=vocab, memory_dim=8, d_model=16, nhead=2,
+                                 num_layers=1, dim_feedforward=16, dropout=0.0).eval()
+    return lm.eval(), arpa, decoder
