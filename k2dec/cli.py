@@ -649,15 +649,13 @@ def export_lm_cmd(checkpoints, output):
 def train_token_lm_cmd(text, lang_dir, bpe_model, order, output):
     """Train the token n-gram that the LODR methods subtract (decode --lodr-arpa): every line
     of TEXT as BPE token ids, a Kneser-Ney n-gram over them (kaldingram)."""
+    from .lang import bpe_model_path
     from .scorers import read_arpa, train_token_arpa
 
-    if (lang_dir is None) == (bpe_model is None):
-        raise click.UsageError("give exactly one of --lang-dir and --bpe-model")
-    if bpe_model is None:
-        bpe_model = lang_dir / "bpe.model"
-        if not bpe_model.is_file():
-            raise click.UsageError(f"{lang_dir} has no bpe.model (a token n-gram is over BPE "
-                                   "pieces; give --bpe-model)")
+    try:
+        bpe_model = bpe_model_path(lang_dir, bpe_model)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
     path = _checked(train_token_arpa, text, bpe_model, output, order=order, overwrite=True)
     model = read_arpa(path)
     counts = [sum(1 for k in model.prob if len(k) == n) for n in range(1, model.order + 1)]

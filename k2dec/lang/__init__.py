@@ -2,6 +2,7 @@
 
 from .bpe import (
     bpe_lexicon,
+    bpe_model_path,
     bpe_token_table,
     bpe_word_start_mask,
     load_bpe_model,
@@ -49,6 +50,7 @@ __all__ = [
     "disambig_ids",
     "lexicon_tokens",
     "lexicon_words",
+    "bpe_model_path",
     "load_bpe_model",
     "make_symbol_table",
     "match_case",

@@ -15,8 +15,8 @@ import torch
 from .lexicon import Lexicon
 from .symbols import make_symbol_table
 
-__all__ = ["train_bpe_model", "load_bpe_model", "bpe_token_table", "bpe_lexicon",
-           "bpe_word_start_mask"]
+__all__ = ["train_bpe_model", "load_bpe_model", "bpe_model_path", "bpe_token_table",
+           "bpe_lexicon", "bpe_word_start_mask"]
 
 WORD_START = "\u2581"
 """sentencepiece's word-start marker ("▁") at the beginning of a piece."""
@@ -54,6 +54,24 @@ def train_bpe_model(
         minloglevel=2,
     )
     return model
+
+
+def bpe_model_path(lang_dir: Path | None, bpe_model: Path | None) -> Path:
+    """The sentencepiece model a command was given: ``bpe_model`` itself, or a BPE lang dir's
+    ``bpe.model`` (the ``--lang-dir`` / ``--bpe-model`` pair of ``k2dec train-token-lm`` and
+    ``k2dec lm-perplexity``).
+
+    Raises:
+      ValueError: neither or both given; a lang dir without ``bpe.model``.
+    """
+    if (lang_dir is None) == (bpe_model is None):
+        raise ValueError("give exactly one of --lang-dir and --bpe-model")
+    if bpe_model is not None:
+        return Path(bpe_model)
+    path = Path(lang_dir) / "bpe.model"
+    if not path.is_file():
+        raise ValueError(f"{lang_dir} has no bpe.model (give --bpe-model)")
+    return path
 
 
 def load_bpe_model(path: str | Path):

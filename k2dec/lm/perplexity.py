@@ -13,7 +13,7 @@ import k2
 import torch
 from tqdm import tqdm
 
-from k2dec.lang import load_bpe_model
+from k2dec.lang import bpe_model_path, load_bpe_model
 
 from .base import NeuralLM
 from .checkpoint import load_lm
@@ -137,21 +137,13 @@ def main(argv: Sequence[str] | None = None) -> PerplexityResult:
     args = p.parse_args(argv)
     if args.checkpoint is not None:
         p.error("--checkpoint is now --rnn-lm (as in k2dec decode)")
-    bpe_model = _bpe_model(p, args.lang_dir, args.bpe_model)
+    try:
+        bpe_model = bpe_model_path(args.lang_dir, args.bpe_model)
+    except ValueError as e:
+        p.error(str(e))
     lm = load_lm(args.rnn_lm, device=args.device)
     result = compute_text_perplexity(lm, args.text, bpe_model, args.batch_size,
                                      progress=not args.no_progress)
     logger.info("%s on %s: perplexity %.3f", args.rnn_lm, args.text, result.perplexity)
     return result
 
-
-def _bpe_model(parser: argparse.ArgumentParser, lang_dir: Path | None,
-               bpe_model: Path | None) -> Path:
-    """The sentencepiece model of exactly one of ``--lang-dir`` / ``--bpe-model``."""
-    if (lang_dir is None) == (bpe_model is None):
-        parser.error("give exactly one of --lang-dir and --bpe-model")
-    if bpe_model is not None:
-        return bpe_model
-    if not (lang_dir / "bpe.model").is_file():
-        parser.error(f"{lang_dir} has no bpe.model (give --bpe-model)")
-    return lang_dir / "bpe.model"
