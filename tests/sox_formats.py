@@ -26,10 +26,12 @@ def sox_formats() -> frozenset[str]:
     return frozenset()
 
 
-def sox_lacks(fmt: str) -> str | None:
-    """Why sox cannot make ``fmt`` files here (the skip reason), or None when it can."""
+def sox_lacks(file_name: str) -> str | None:
+    """Why sox cannot make a file of this name here (the skip reason; its format is its
+    ending, any case: ``x.MP3``, ``.mp3``), or None when it can."""
     if shutil.which("sox") is None:
         return "sox is not installed (Debian package sox)"
+    fmt = file_name.rsplit(".", 1)[-1].lower()
     if fmt in sox_formats():
         return None
     package = FORMAT_PACKAGES.get(fmt)

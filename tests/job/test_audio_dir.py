@@ -51,7 +51,7 @@ ALL_VARIANTS = {
 }
 # the variants this sox can make (test_every_variant_can_be_made skips naming what is missing)
 VARIANTS = {k: v for k, v in ALL_VARIANTS.items()
-            if v[0] is None or sox_lacks(v[1].lstrip(".").lower()) is None}
+            if v[0] is None or sox_lacks(v[1]) is None}
 # WER (%) a variant may exceed the 16 kHz original by: lossless variants only differ by
 # resampling / downmixing; lossy codecs a little more. Measured on these 10 utterances:
 # 16k 36.3, 44k 36.3, 48k stereo 36.3, mp3 35.4, ogg 40.7, opus 32.7, 8k 69.9.
@@ -123,7 +123,7 @@ def test_each_sox_variant_is_made_or_skipped_saying_why(name, tmp_path):
     """A variant this sox can make is made (and is in the tests); one it cannot make skips
     here naming the package that adds its format, instead of crashing the fixture."""
     opts, ending = ALL_VARIANTS[name]
-    reason = sox_lacks(ending.lstrip(".").lower())
+    reason = sox_lacks(ending)
     if reason is not None:
         assert name not in VARIANTS
         pytest.skip(f"the {name} variant is not tested: {reason}")
