@@ -60,6 +60,7 @@ from .audio_io import (
     AUDIO_READ_ERRORS,
     AudioLimits,
     cut_features,
+    id_clashes,
     probe_recording,
     shown_path,
     utterance_id,
@@ -223,10 +224,7 @@ def scan_audio_dir(audio_dir: str | Path,
     if not audio:
         raise ValueError(f"no audio files ({', '.join(sorted(wanted))}, any case) under "
                          f"{shown_path(audio_dir)}")
-    by_id: dict[str, list[Path]] = {}
-    for p, _ in audio:
-        by_id.setdefault(utterance_id(p), []).append(p)
-    clashes = {u: ps for u, ps in by_id.items() if len(ps) > 1}
+    clashes = id_clashes([p for p, _ in audio])
     if clashes:
         utt, paths = next(iter(clashes.items()))
         raise ValueError(

@@ -43,7 +43,7 @@ import re
 import shlex
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +66,7 @@ __all__ = [
     "check_sample_values",
     "cut_features",
     "ffmpeg_available",
+    "id_clashes",
     "probe_recording",
     "safe_name",
     "shown_path",
@@ -184,6 +185,15 @@ def utterance_id(path: str | Path) -> str:
     made safe by :func:`safe_name` (``"my talk.wav"`` -> ``my_talk``, ``b"caf\\xe9.wav"`` ->
     ``caf%E9``): result files separate fields by whitespace and are UTF-8."""
     return safe_name(Path(path).stem)
+
+
+def id_clashes(paths: Sequence[str | Path]) -> dict[str, list[str | Path]]:
+    """``{utterance id: its paths}`` of the ids (:func:`utterance_id`) that more than one of
+    ``paths`` has, in the order of ``paths``: files that would share one result line."""
+    by_id: dict[str, list[str | Path]] = {}
+    for path in paths:
+        by_id.setdefault(utterance_id(path), []).append(path)
+    return {utt: ps for utt, ps in by_id.items() if len(ps) > 1}
 
 
 def ffmpeg_available() -> bool:

@@ -42,6 +42,7 @@ from ..data.audio import read_failure_reason
 from ..data.audio_io import (
     AudioLimits,
     check_sample_values,
+    id_clashes,
     mono_samples,
     probe_recording,
     too_long,
@@ -207,15 +208,12 @@ def _cut_inputs(cut: Cut, config: FeatureConfig, max_duration: float) -> list[Pr
 
 def _check_file_ids(items: Sequence[Any]) -> None:
     """``ValueError`` naming the paths when two file inputs have one result id (stem)."""
-    seen: dict[str, Any] = {}
-    for x in items:
-        if isinstance(x, str | os.PathLike):
-            utt = utterance_id(Path(x))
-            if utt in seen:
-                raise ValueError(f"{str(seen[utt])!r} and {str(x)!r} have one result id "
-                                 f"{utt!r} (a file's id is its stem, as in k2dec decode "
-                                 "--audio-dir): rename one, or decode them in separate calls")
-            seen[utt] = x
+    clashes = id_clashes([x for x in items if isinstance(x, str | os.PathLike)])
+    if clashes:
+        utt, (first, second, *_) = next(iter(clashes.items()))
+        raise ValueError(f"{str(first)!r} and {str(second)!r} have one result id {utt!r} (a "
+                         "file's id is its stem, as in k2dec decode --audio-dir): rename one, "
+                         "or decode them in separate calls")
 
 
 def prepare_inputs(inputs: Any, sample_rate: Any, config: FeatureConfig,

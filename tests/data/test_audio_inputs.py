@@ -374,3 +374,17 @@ def test_samples_beyond_one_warn_alike_on_files_and_waveforms(tmp_path, caplog):
     assert len(warned) == 2, warned  # the file scaled back into [-1, 1] does not warn
     assert warned[0].startswith(f"{tmp_path / 'loud.wav'}: samples reach 5e+05")
     assert warned[1].startswith("inputs[0]: samples reach 5e+05")
+
+
+def test_two_files_with_one_utterance_id_are_refused_naming_both(tmp_path):
+    """The stem is the utterance id (spaces as _): two files that would share one result line
+    stop the folder before anything is read, naming both; one file per id passes."""
+    for name in ("a/x.wav", "b/x.flac", "c/my talk.wav", "c/my_talk.ogg", "d/y.wav"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"")
+    with pytest.raises(ValueError, match=r"^2 utterance ids belong to more than one file under "
+                                         r".*, e\.g\. 'x': a/x\.wav, b/x\.flac; the file stem"):
+        scan_audio_dir(tmp_path)
+    for name in ("b/x.flac", "c/my_talk.ogg"):
+        (tmp_path / name).unlink()
+    assert sorted(scan_audio_dir(tmp_path).files) == ["my_talk", "x", "y"]
