@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from ..methods.lists import HypothesisLists, lm_scores, scorer_scores, sweep
-from ..methods.registry import TransducerInputs
+from ..methods.resources import TransducerInputs
 from ..methods.transducer_beam_search import final_lists
 from ..nbest import (
     DedupKey,

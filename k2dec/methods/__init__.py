@@ -20,21 +20,23 @@ from .compat import ICEFALL_NBEST_ILME_SCALE, icefall_compatible, icefall_compat
 from .fusion import ScorerRequest, build_scorers, register_scorer, scorer_names
 from .parts import PARTS
 from .registry import (
-    NEURAL_LMS,
-    NON_GRAPH_NEEDS,
-    AedInputs,
-    CtcInputs,
     Family,
     Method,
     MethodResult,
-    Resources,
     Setting,
-    TransducerInputs,
     family_order,
     get_method,
     list_methods,
     register,
     supported_methods,
+)
+from .resources import (
+    NEURAL_LMS,
+    NON_GRAPH_NEEDS,
+    AedInputs,
+    CtcInputs,
+    Resources,
+    TransducerInputs,
 )
 from .settings import (
     OLD_KEYS,

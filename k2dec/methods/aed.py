@@ -17,7 +17,8 @@ from .fusion import build_scorers
 from .hotword_biasing import HotwordConfig
 from .parts import FusionConfig
 from .records import from_aed
-from .registry import AedInputs, Family, MethodResult, Resources, register
+from .registry import Family, MethodResult, register
+from .resources import AedInputs, Resources
 
 __all__ = ["CTC_WEIGHT", "GNMT_ALPHA", "MAX_REPEATS", "REPEAT_SPAN",
            "AttentionBeamSearchMethodConfig"]

@@ -49,7 +49,8 @@ from .records import (
     lattice_failures,
     oracle_records,
 )
-from .registry import CtcInputs, Family, MethodResult, Resources, Setting, register
+from .registry import Family, MethodResult, Setting, register
+from .resources import CtcInputs, Resources
 from .scales import grid_settings, weight_points
 
 __all__ = [

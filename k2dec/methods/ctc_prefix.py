@@ -21,7 +21,8 @@ from .hotword_biasing import HotwordConfig
 from .lists import HypothesisLists, attention_scores, sweep
 from .parts import FusionConfig, RescorePart
 from .records import from_nbest, lattice_failures
-from .registry import CtcInputs, Family, MethodResult, Resources, Setting, register
+from .registry import Family, MethodResult, Setting, register
+from .resources import CtcInputs, Resources
 from .scales import LM_SCALE, grid_settings, weight_points
 
 __all__ = [

@@ -32,7 +32,7 @@ import torch
 from ..scorers import CtcScorer, NeuralLmScorer, Scorer, TokenNgramScorer, WeightedScorer
 from .hotword_biasing import HotwordConfig, hotword_scorers
 from .parts import FusionConfig
-from .registry import Resources
+from .resources import Resources
 
 __all__ = ["ScorerBuilder", "ScorerRequest", "build_scorers", "register_scorer",
            "scorer_names"]

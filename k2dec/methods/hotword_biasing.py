@@ -45,7 +45,7 @@ from ..scorers.context_graph import (
     lattice_biased_graph,
     rebuilt_fsa,
 )
-from .registry import Resources, TransducerInputs
+from .resources import Resources, TransducerInputs
 
 __all__ = ["HOTWORDS_PARTIAL_SHARE", "HOTWORDS_SCORE", "HOTWORDS_WHOLE_WORDS",
            "HOTWORD_GRAPH_MAX_ARCS", "HOTWORD_LG_MAX_ARCS", "ICEFALL_HOTWORDS_SCORE",

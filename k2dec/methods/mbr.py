@@ -28,7 +28,8 @@ from .hotword_biasing import (
 )
 from .parts import GraphConfig, MbrPart
 from .records import EMPTY_LATTICE, from_timed_units, lattice_failures
-from .registry import CtcInputs, Family, MethodResult, Resources, TransducerInputs, register
+from .registry import Family, MethodResult, register
+from .resources import CtcInputs, Resources, TransducerInputs
 from .scales import lg_graph, weight_points
 
 __all__ = ["FastBeamSearchMbrConfig", "FastBeamSearchMbrLGConfig", "MbrMethodConfig"]

@@ -43,7 +43,8 @@ from .hotword_biasing import (
 )
 from .parts import GraphConfig, RescorePart
 from .records import from_nbest, from_transducer, oracle_records
-from .registry import Family, MethodResult, Resources, Setting, TransducerInputs, register
+from .registry import Family, MethodResult, Setting, register
+from .resources import Resources, TransducerInputs
 from .scales import NGRAM_LM_SCALE, grid_settings, lg_graph, weight_points
 from .streaming import StreamingSearch
 

@@ -30,7 +30,8 @@ from .fusion import ScorerRequest, build_scorers, lodr_scorer
 from .hotword_biasing import HotwordConfig
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
 from .parts import FusionConfig, RescorePart
-from .registry import Family, MethodResult, Resources, Setting, TransducerInputs, register
+from .registry import Family, MethodResult, Setting, register
+from .resources import Resources, TransducerInputs
 from .scales import LM_SCALE, grid_settings, weight_points
 from .streaming import StreamingSearch
 from .transducer import with_confidences

@@ -45,7 +45,8 @@ import k2
 import torch
 
 from k2dec.methods import get_method
-from k2dec.methods.registry import MethodResult, Resources, TransducerInputs
+from k2dec.methods.registry import MethodResult
+from k2dec.methods.resources import Resources, TransducerInputs
 
 from . import plots
 from .common import (

@@ -89,7 +89,7 @@ def _k2dec_method(name: str, x: SearchInputs, graphs: dict, **config_changes) ->
     from dataclasses import replace
 
     from k2dec.methods import get_method, icefall_compatible
-    from k2dec.methods.registry import Resources, TransducerInputs
+    from k2dec.methods.resources import Resources, TransducerInputs
 
     method = get_method(name)
     config = icefall_compatible(method)
