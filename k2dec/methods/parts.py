@@ -19,7 +19,7 @@ from ..lattice.posteriors import PosteriorConfig
 from ..lattice.rescore import RescoreConfig
 from ..nbest import MultiPassConfig, NbestConfig
 from ..primitives.sizes import check_finite
-from .checks import check_scales, check_sweep
+from .checks import check_lodr_weight, check_scales, check_sweep
 from .hotword_biasing import HotwordConfig, WordHotwordConfig
 
 __all__ = ["PARTS", "FusionConfig", "GraphConfig", "MbrPart", "RescorePart",
@@ -42,8 +42,8 @@ class FusionConfig:
       ctc_weight: the CTC prefix scores' weight (joint CTC/attention decoding; the attention
         beam search only).
       lm_scale: the neural LM's weight (shallow fusion; icefall's ``--lm-scale``).
-      lodr_scale: LODR's token n-gram weight (< 0: subtracted, icefall's
-        ``--ngram-lm-scale -0.24`` of its LODR decoding).
+      lodr_scale: LODR's token n-gram weight, added, so ``<= 0`` (icefall's
+        ``--ngram-lm-scale -0.24`` of its LODR decoding); a positive one is a ``ValueError``.
     """
 
     ctc_weight: float = 0.0
@@ -51,8 +51,9 @@ class FusionConfig:
     lodr_scale: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("ctc_weight", "lm_scale", "lodr_scale"):
-            check_finite(name, getattr(self, name))
+        for name in ("ctc_weight", "lm_scale"):
+            check_finite(f"fusion.{name}", getattr(self, name))
+        check_lodr_weight("fusion.lodr_scale", self.lodr_scale)
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,9 @@ class RescorePart:
       lm_scale: the neural LM's weight (``modified_beam_search_lm_rescore_LODR`` applies it as
         ``am / s + lm + lodr_scale * lodr``, icefall's formula, which ranks paths as
         ``s * (...)``: there ``lodr_scale`` weighs LODR relative to the LM).
-      lodr_scale: LODR's token n-gram weight (< 0 subtracts it, as in the searches).
+      lodr_scale: LODR's token n-gram weight, added as in the searches, so ``<= 0`` (0.1's
+        subtracted ``0.5`` is ``-0.5``); a positive one, or a positive point of
+        ``lodr_scales``, is a ``ValueError``.
       attention_scale: the attention decoder's weight.
       ngram_lm_scales, lm_scales, lodr_scales, attention_scales: the grids ``sweep`` tries
         (icefall's).
@@ -111,6 +114,10 @@ class RescorePart:
             if getattr(self, name) is not None:
                 check_finite(name, getattr(self, name))
         check_sweep(self.sweep)
+        if self.lodr_scale is not None:
+            check_lodr_weight("rescore.lodr_scale", self.lodr_scale)
+            for point in self.lodr_scales:
+                check_lodr_weight("rescore.lodr_scales", point)
         for name in RESCORE_WEIGHTS:
             if getattr(self, name) is not None:
                 check_scales(f"{name}s", getattr(self, f"{name}s"))

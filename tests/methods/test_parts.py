@@ -89,6 +89,28 @@ def test_lodr_weights_add_in_searches_and_rescoring_alike():
     assert all(s < 0 for s in rescore.lodr_scales)
 
 
+@pytest.mark.parametrize("method, key", [
+    ("modified_beam_search_LODR", "fusion.lodr_scale"),
+    ("ctc-prefix-beam-search-shallow-fussion", "fusion.lodr_scale"),
+    ("modified_beam_search_lm_rescore_LODR", "rescore.lodr_scale"),
+    ("modified_beam_search_lm_rescore_LODR", "rescore.lodr_scales"),
+])
+def test_a_positive_lodr_weight_is_refused(method, key):
+    """0.1's rescore.lodr_scale=0.5 was subtracted; the weight is added now, so a positive
+    value (which would add LODR's scores) is refused naming the key, never silently used."""
+    from k2dec.methods import get_method, override_config
+
+    config = get_method(method).default_config()
+    value = "-0.3,0.5" if key.endswith("s") else "0.5"
+    with pytest.raises(ValueError, match=rf"{key} must be <= 0, got 0\.5: the LODR weight is "
+                                         r"added to the score; give a negative value "
+                                         r"\(e\.g\. -0\.5 for 0\.1's subtracted 0\.5\)$"):
+        override_config(config, [f"{key}={value}"])
+    negative = "-0.3,-0.5" if key.endswith("s") else "-0.5"
+    for ok in (negative, "0.0" if not key.endswith("s") else "-0.1,0.0"):
+        override_config(config, [f"{key}={ok}"])
+
+
 def test_rescore_lists_only_the_weights_a_method_has():
     assert RescorePart(lm_scale=0.5, lm_scales=(0.5,)).settings_fields() == (
         "sweep", "lm_scale", "lm_scales")
