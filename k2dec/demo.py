@@ -347,7 +347,7 @@ TUNE_PLAN: dict[str, tuple[str, ...]] = {
     "attention-decoder": (),
     "rnn-lm": (),
     "multi-pass": ("multi_pass.lm_scale=0.3,0.5,0.7,0.9",),
-    "attention-beam-search": ("search.ctc_weight=0.0,0.3,0.5",),
+    "attention-beam-search": ("fusion.ctc_weight=0.0,0.3,0.5",),
 }
 
 

@@ -9,13 +9,13 @@ hypothesis of their utterance, so that every row's states describe a real prefix
 that are done are dropped from the batch, so they stop costing compute.
 
 Everything added to the decoder's score is a weighted :class:`~k2dec.scorers.Scorer`, one list
-as in the other token-level searches (``scorers``; ``k2dec.methods.build_scorers`` builds it
-from a method's fusion part): the CTC prefix scores of joint CTC/attention decoding are a
-*partial* scorer (:class:`~k2dec.scorers.CtcScorer`, scoring pre-selected candidates only), an
-LM is a scorer whose ``is_lm`` is set (:class:`~k2dec.scorers.NeuralLmScorer`), hotword lists
-and n-grams are full scorers. The ``ctc_log_probs`` and ``lm`` arguments are shorthands that
-add a :class:`~k2dec.scorers.CtcScorer` weighted ``ctc_weight`` and an
-:class:`~k2dec.aed.IncrementalLmScorer` weighted ``lm_scale`` in front of ``scorers``.
+as in the other token-level searches (``scorers``, the search's only way to take anything
+besides the decoder; ``k2dec.methods.build_scorers`` builds it from a method's ``fusion``
+part): the CTC prefix scores of joint CTC/attention decoding are a *partial* scorer
+(:class:`~k2dec.scorers.CtcScorer`, scoring pre-selected candidates only), whose weight is
+the CTC weight ``ctc_weight`` below, an LM is a scorer whose ``is_lm`` is set
+(:class:`~k2dec.scorers.NeuralLmScorer` of a :class:`~k2dec.lm.NeuralLM`), hotword lists and
+n-grams are full scorers.
 
 Per step ``t = 1, 2, ...`` every live prefix has ``u = t - 1`` tokens after ``sos``. The score of
 a candidate token ``c`` after prefix ``g`` is computed in this order:
@@ -26,13 +26,14 @@ a candidate token ``c`` after prefix ``g`` is computed in this order:
    ``p(eos) >= gamma * max_{c != eos} p(c)`` under the temperature-scaled decoder distribution).
    When ``u`` reaches the utterance's maximum length only ``eos`` is allowed (``min_len`` and
    the threshold do not apply then). ``sos`` (when it differs from ``eos``) is always masked, and
-   the CTC blank ``ctc_blank_id`` is masked when ``ctc_weight > 0``. With ``max_repeats = R``, a
+   the CTC blank ``ctc_blank_id`` is masked when there is a CTC scorer. With ``max_repeats = R``, a
    token that would make the prefix end with a span of ``p <= repeat_span`` tokens repeated
    ``R + 1`` times in a row is masked (``eos`` never is).
-3. ``s = (1 - ctc_weight) * a`` (the decoder's weight in joint CTC/attention decoding; ``a``
-   when ``ctc_weight == 0``), plus ``w_i * score_i`` of every full scorer in list order (their
-   ``eos`` column is their final score, e.g. an LM's or an n-gram's ``log p(</s> | prefix)``),
-   except the LMs (``is_lm``) when ``lm_fusion == "pruned"``.
+3. ``s = (1 - ctc_weight) * a`` (the decoder's weight in joint CTC/attention decoding, with
+   ``ctc_weight`` the sum of the CTC scorers' weights, at most 1; ``a`` without one), plus
+   ``w_i * score_i`` of every full scorer in list order (their ``eos`` column is their final
+   score, e.g. an LM's or an n-gram's ``log p(</s> | prefix)``), except the LMs (``is_lm``)
+   when ``lm_fusion == "pruned"``.
 4. Partial scorers (CTC): the ``ctc_pre_beam`` best tokens of ``s`` per hypothesis (all tokens
    when ``ctc_weight == 1``: there is no attention score to pre-select by) get ``+ w_i *
    score_i`` of each partial scorer, e.g. ``ctc_weight * (log psi(g + c) - log psi(g))``; all
@@ -73,8 +74,7 @@ from typing import Any
 import torch
 
 from k2dec.aed.config import BeamSearchConfig
-from k2dec.aed.interface import AttentionDecoder, IncrementalLM
-from k2dec.aed.lm_scorer import IncrementalLmScorer
+from k2dec.aed.interface import AttentionDecoder
 from k2dec.aed.scoring import end_detected, final_scores, token_mask
 from k2dec.scorers.base import ScorerSet, WeightedScorer
 from k2dec.scorers.ctc_prefix import CtcScorer
@@ -97,10 +97,9 @@ class AedHypothesis:
       token_scores: ``len(tokens) + 1`` combined per-token scores, the last one for ``eos``.
       attention_score: sum of the (temperature-scaled) decoder log-probs of the tokens and eos.
       ctc_score: CTC log-probability of the tokens: the unweighted scores of the CTC scorers
-        (:class:`~k2dec.scorers.CtcScorer`, ``ctc_log_probs``) over the tokens and eos (0
-        without CTC).
-      lm_score: the unweighted scores of the LMs (``is_lm`` scorers, ``lm``) over the tokens
-        and eos (0 without an LM).
+        (:class:`~k2dec.scorers.CtcScorer`) over the tokens and eos (0 without CTC).
+      lm_score: the unweighted scores of the LMs (``is_lm`` scorers) over the tokens and eos
+        (0 without an LM).
       scorer_scores: the unweighted sum of each of ``scorers``' scores over the tokens and
         eos, in the order of ``scorers``.
     """
@@ -120,8 +119,6 @@ def _validate(
     memory: torch.Tensor,
     memory_lens: torch.Tensor,
     config: BeamSearchConfig,
-    ctc_log_probs: torch.Tensor | None,
-    lm: Any,
     scorers: Sequence[WeightedScorer],
 ) -> None:
     """The inputs of :func:`beam_search`, checked before any decoding."""
@@ -138,25 +135,11 @@ def _validate(
         if not 0 <= value < vocab:
             raise ValueError(f"decoder.{name} must be in [0, {vocab}), got {value}")
     ScorerSet(scorers, vocab, allow_partial=True)  # their types and vocabularies
-    ctc_scorers = [ws.scorer for ws in scorers if isinstance(ws.scorer, CtcScorer)]
-    if config.ctc_weight > 0:
-        if ctc_log_probs is None and ctc_scorers:
-            _check_ctc_scorers(ctc_scorers, config, memory.size(0), decoder.eos_id)
-        else:
-            _check_ctc_log_probs(ctc_log_probs, config, memory, vocab, decoder.eos_id)
-            if ctc_scorers:
-                raise ValueError("ctc_weight > 0 with ctc_log_probs and a CtcScorer in "
-                                 "scorers: give the CTC output once")
-    if config.lm_scale > 0 and (lm is not None or not any(ws.scorer.is_lm for ws in scorers)):
-        if lm is None:
-            raise ValueError(f"lm_scale={config.lm_scale} needs an lm (or an LM scorer in "
-                             "scorers), got None")
-        if not hasattr(lm, "step") or not hasattr(lm, "select_state"):
-            raise TypeError("lm must implement IncrementalLM (step and select_state)")
-        if lm.vocab_size != vocab:
-            raise ValueError(
-                f"lm.vocab_size ({lm.vocab_size}) must equal decoder.vocab_size ({vocab})"
-            )
+    ctc = [ws for ws in scorers if isinstance(ws.scorer, CtcScorer)]
+    if ctc:
+        _check_ctc_scorers(ctc, config, memory, decoder.eos_id)
+
+
 def _check_memory(memory: torch.Tensor, memory_lens: torch.Tensor) -> None:
     """``memory`` is a finite float ``[N, T, C]`` tensor, ``memory_lens`` ints in ``[1, T]``."""
     if not isinstance(memory, torch.Tensor) or memory.dim() != 3:
@@ -194,46 +177,32 @@ def _check_memory_fits(decoder: Any, memory: torch.Tensor) -> None:
                          "of this model's encoder?")
 
 
-def _check_ctc_log_probs(ctc_log_probs: torch.Tensor | None, config: BeamSearchConfig,
-                         memory: torch.Tensor, vocab: int, eos_id: int) -> None:
-    """The CTC log-probs that ``ctc_weight > 0`` needs, and the CTC blank."""
+def ctc_weight_of(scorers: Sequence[WeightedScorer]) -> float:
+    """The CTC weight of joint CTC/attention decoding: the sum of the weights of the
+    :class:`~k2dec.scorers.CtcScorer` s among ``scorers`` (0 without one)."""
+    return sum(ws.weight for ws in scorers if isinstance(ws.scorer, CtcScorer))
+
+
+def _check_ctc_scorers(ctc: Sequence[WeightedScorer], config: BeamSearchConfig,
+                       memory: torch.Tensor, eos_id: int) -> None:
+    """The CTC scorers of joint decoding read this batch's utterances (and frames), with the
+    config's blank and the decoder's eos, and weigh at most 1 together (the decoder's
+    weight is 1 minus theirs)."""
     n, t = memory.shape[:2]
-    if ctc_log_probs is None:
-        raise ValueError(f"ctc_weight={config.ctc_weight} needs ctc_log_probs (or a CtcScorer "
-                         "in scorers), got None")
-    if not isinstance(ctc_log_probs, torch.Tensor) or ctc_log_probs.device != memory.device:
-        raise ValueError(
-            f"ctc_log_probs must be a tensor on memory's device {memory.device}, got "
-            f"{getattr(ctc_log_probs, 'device', type(ctc_log_probs))}"
-        )
-    if ctc_log_probs.dim() != 3 or tuple(ctc_log_probs.shape) != (n, t, vocab):
-        raise ValueError(
-            f"ctc_log_probs must have shape [N, T, V] = {(n, t, vocab)}, "
-            f"got {tuple(ctc_log_probs.shape)}"
-        )
-    if not ctc_log_probs.is_floating_point():
-        raise TypeError(f"ctc_log_probs must be a float tensor, got {ctc_log_probs.dtype}")
-    if bool((torch.isnan(ctc_log_probs) | (ctc_log_probs == float("inf"))).any()):
-        raise ValueError("ctc_log_probs contains NaN or +inf (pass log-softmax outputs)")
-    if config.ctc_blank_id >= vocab or config.ctc_blank_id == eos_id:
-        raise ValueError(
-            f"ctc_blank_id must be in [0, {vocab}) and differ from eos_id "
-            f"{eos_id}, got {config.ctc_blank_id}"
-        )
-
-
-
-
-def _check_ctc_scorers(ctc: Sequence[CtcScorer], config: BeamSearchConfig, n: int,
-                       eos_id: int) -> None:
-    """The CTC scorers of joint decoding (``ctc_weight > 0`` without ``ctc_log_probs``) read
-    this batch's ``n`` utterances, with the config's blank and the decoder's eos."""
-    for sc in ctc:
-        got = (sc.ctc.x.size(1), sc.ctc.blank_id, sc.ctc.eos_id)
+    weight = ctc_weight_of(ctc)
+    if not 0 < weight <= 1:
+        raise ValueError(f"the CtcScorer weights in scorers (the CTC weight of joint "
+                         f"CTC/attention decoding) must sum to a value in (0, 1], got {weight}")
+    for ws in ctc:
+        x = ws.scorer.ctc.x
+        if x.device != memory.device:
+            raise ValueError(f"a CtcScorer in scorers is on {x.device}, memory on "
+                             f"{memory.device}")
+        got = (x.size(1), ws.scorer.ctc.blank_id, ws.scorer.ctc.eos_id)
         if got != (n, config.ctc_blank_id, eos_id):
             raise ValueError(f"a CtcScorer in scorers has (utterances, blank_id, eos_id) = "
                              f"{got}; the search has {(n, config.ctc_blank_id, eos_id)} "
-                             "(ctc_blank_id, decoder.eos_id)")
+                             "(memory's utterances, ctc_blank_id, decoder.eos_id)")
 
 
 def beam_search(
@@ -241,8 +210,6 @@ def beam_search(
     memory: torch.Tensor,
     memory_lens: torch.Tensor,
     config: BeamSearchConfig | None = None,
-    ctc_log_probs: torch.Tensor | None = None,
-    lm: IncrementalLM | None = None,
     scorers: Sequence[WeightedScorer] = (),
 ) -> list[list[AedHypothesis]]:
     """Batched attention beam search.
@@ -253,18 +220,12 @@ def beam_search(
       memory: float ``[N, T, C]`` encoder output (padded).
       memory_lens: int ``[N]`` valid frames per utterance, in ``[1, T]``.
       config: the search switches; default ``BeamSearchConfig()``.
-      ctc_log_probs: float ``[N, T, V]`` CTC log-softmax output (same frames as ``memory``):
-        with ``config.ctc_weight > 0``, a :class:`~k2dec.scorers.CtcScorer` of it weighted
-        ``ctc_weight`` scores the candidates (ignored when ``ctc_weight == 0``). Joint
-        decoding needs it, or a :class:`~k2dec.scorers.CtcScorer` in ``scorers``.
-      lm: an :class:`~k2dec.aed.IncrementalLM`: with ``config.lm_scale > 0`` its
-        :class:`~k2dec.aed.IncrementalLmScorer` weighted ``lm_scale`` is added (ignored when
-        ``lm_scale == 0``); an LM can also be given in ``scorers``
-        (:class:`~k2dec.scorers.NeuralLmScorer`).
       scorers: the weighted :class:`~k2dec.scorers.Scorer` s added to the decoder's score
-        (the module docstring says how each kind enters), e.g. a CTC prefix scorer, a neural
-        LM, a hotword list, a token n-gram; utterance ``i`` is ``utt=i`` of per-utterance
-        scorers.
+        (the module docstring says how each kind enters), e.g. joint CTC/attention decoding's
+        :class:`~k2dec.scorers.CtcScorer` of the batch's CTC log-probs (weighted by the CTC
+        weight, in ``(0, 1]``), a :class:`~k2dec.scorers.NeuralLmScorer` (shallow fusion), a
+        hotword list, a token n-gram; utterance ``i`` is ``utt=i`` of per-utterance scorers.
+        :func:`k2dec.methods.build_scorers` builds them from a method's ``fusion`` part.
 
     Returns:
       ``[N][<= num_hyps]`` hypotheses per utterance, best first (fewer than ``num_hyps``, possibly
@@ -272,23 +233,14 @@ def beam_search(
     """
     config = BeamSearchConfig() if config is None else config
     scorers = tuple(scorers)
-    _validate(decoder, memory, memory_lens, config, ctc_log_probs, lm, scorers)
-    for name, module in (("decoder", decoder), ("lm", lm)):
-        if isinstance(module, torch.nn.Module) and module.training:
-            logger.warning("%s is in training mode (dropout active); call .eval() first", name)
+    _validate(decoder, memory, memory_lens, config, scorers)
+    if isinstance(decoder, torch.nn.Module) and decoder.training:
+        logger.warning("decoder is in training mode (dropout active); call .eval() first")
     with torch.no_grad():
         if memory.size(0) == 0:
             return []
-        given = []
-        if config.ctc_weight > 0 and ctc_log_probs is not None:
-            ctc = CtcScorer(ctc_log_probs, memory_lens, config.ctc_blank_id, decoder.eos_id)
-            given.append(WeightedScorer(ctc, config.ctc_weight))
-        if config.lm_scale > 0 and lm is not None:
-            lm_scorer = IncrementalLmScorer(lm, decoder.sos_id, decoder.eos_id)
-            given.append(WeightedScorer(lm_scorer, config.lm_scale))
-        everything = ScorerSet(given + list(scorers), decoder.vocab_size, allow_partial=True)
-        return _BeamSearch(decoder, memory, memory_lens, config, everything,
-                           len(given)).run()
+        everything = ScorerSet(list(scorers), decoder.vocab_size, allow_partial=True)
+        return _BeamSearch(decoder, memory, memory_lens, config, everything).run()
 
 
 @dataclass
@@ -433,10 +385,7 @@ class _EndedSet:
 
 class _BeamSearch:
     """One batched attention beam search (see the module docstring): fixed inputs, the
-    per-step scoring, the top-``B`` choice and the end conditions.
-
-    ``scorers``: every scorer of the search, the first ``num_given`` of them made from the
-    ``ctc_log_probs`` / ``lm`` arguments (not reported in ``scorer_scores``)."""
+    per-step scoring, the top-``B`` choice and the end conditions."""
 
     def __init__(
         self,
@@ -445,7 +394,6 @@ class _BeamSearch:
         memory_lens: torch.Tensor,
         config: BeamSearchConfig,
         scorers: ScorerSet,
-        num_given: int,
     ) -> None:
         self.decoder, self.config, self.scorers = decoder, config, scorers
         self.memory = memory
@@ -460,12 +408,12 @@ class _BeamSearch:
         frames = torch.arange(self.num_frames, device=self.device)
         self.pad_mask = frames.unsqueeze(0) >= self.memory_lens.unsqueeze(1)
         kinds = [ws.scorer for ws in scorers.scorers]
+        self.ctc_weight = ctc_weight_of(scorers.scorers)
         self.ctc_parts = [1 + i for i, s in enumerate(kinds) if isinstance(s, CtcScorer)]
         lms = tuple(i for i, s in enumerate(kinds) if s.is_lm)
         self.lm_parts = [1 + i for i in lms]
         self.pruned = lms if config.lm_fusion == "pruned" else ()
         self.summed = tuple(i for i in scorers.full if i not in self.pruned)
-        self.caller_parts = 1 + num_given  # the first part of the caller's scorers
         self.ended = _EndedSet(self.n, int(self.max_len.max()), self.dtype, self.device)
         self._rows_of_memory = torch.arange(self.n, device=self.device)
         self._mem, self._mem_mask = memory, self.pad_mask
@@ -543,8 +491,9 @@ class _BeamSearch:
         config = self.config
         log_probs, att, dec_state = self._decoder_step(beam, u)
         forced = self.max_len.index_select(0, beam.row_utt) == u  # [M]
-        mask = token_mask(log_probs, forced, u, self.sos, self.eos, config, beam.ys[:, 1:])
-        s = log_probs * (1.0 - config.ctc_weight) if config.ctc_weight > 0 else log_probs
+        mask = token_mask(log_probs, forced, u, self.sos, self.eos, config, beam.ys[:, 1:],
+                          ctc=bool(self.ctc_parts))
+        s = log_probs * (1.0 - self.ctc_weight) if self.ctc_parts else log_probs
         parts, pending = self._full_scores(beam)
         summed = self.scorers.weighted([parts[i] for i in self.summed], self.summed, self.dtype)
         if summed is not None:
@@ -593,7 +542,7 @@ class _BeamSearch:
         ``pending`` are filled in place); other tokens become ``-inf``."""
         config, vocab, eos = self.config, self.vocab, self.eos
         # pure CTC (weight 1) has no attention score to pre-select with: score all tokens
-        k = vocab if config.ctc_weight == 1.0 else min(config.pre_beam, vocab)
+        k = vocab if self.ctc_weight == 1.0 else min(config.pre_beam, vocab)
         cand = s.topk(k, dim=1).indices  # [M, K]
         window = None
         if config.ctc_window is not None and self.ctc_parts:
@@ -675,7 +624,7 @@ class _BeamSearch:
                 att=parts[:, 0],
                 ctc=_column_sum(parts, self.ctc_parts),
                 lm=_column_sum(parts, self.lm_parts),
-                extra=parts[:, self.caller_parts:],
+                extra=parts[:, 1:],
             ),
             u,
         )

@@ -26,12 +26,11 @@ class BeamSearchConfig:
       gnmt_alpha: GNMT length penalty exponent (0 disables).
       coverage_penalty: GNMT coverage penalty weight ``beta`` (0 disables).
       eos_threshold: ``gamma`` of the eos threshold rule (0 disables).
-      ctc_weight: ``lambda`` of joint CTC/attention decoding: the decoder's log-probs are
-        weighted ``1 - lambda`` and the CTC prefix scores ``lambda`` (0 disables; needs CTC
-        log-probs, or a :class:`~k2dec.scorers.CtcScorer` among the search's scorers).
       ctc_pre_beam: candidate tokens per hypothesis scored by CTC (by every partial scorer);
-        None means ``floor(1.5 * beam_size)``. Ignored when ``ctc_weight == 1`` (all tokens
-        are scored).
+        None means ``floor(1.5 * beam_size)``. Ignored when the CTC weight is 1 (all tokens
+        are scored). (The CTC weight ``lambda`` of joint CTC/attention decoding is the weight
+        of the :class:`~k2dec.scorers.CtcScorer` among the search's scorers, a method's
+        ``fusion.ctc_weight``; the decoder's log-probs are weighted ``1 - lambda``.)
       ctc_always_score_eos: with CTC prefix scoring (partial scorers), ``eos`` is always a
         candidate of every hypothesis (scored with the CTC probability that the output is
         exactly the prefix), also when it is not among the ``ctc_pre_beam`` best tokens, as
@@ -39,16 +38,14 @@ class BeamSearchConfig:
         default). False: ``eos`` competes only when pre-selected, like every other token.
         Tokens the token rules forbid (e.g. ``eos`` before ``min_len``) stay forbidden
         either way.
-      ctc_blank_id: the CTC blank id (masked when ``ctc_weight > 0``).
+      ctc_blank_id: the CTC blank id (masked when the search has a CTC scorer, whose blank
+        it must be).
       ctc_window: if set, CTC lets a new token be first emitted only within this many frames
         of the step's attention peak (argmax of the decoder's cross-attention); needs a
         decoder that returns attention. None: no window.
-      lm_scale: shallow-fusion LM weight (0 disables; needs an LM: the search's ``lm``
-        argument, or an LM among its scorers, which carry their own weights); icefall's name
-        for the weight of a neural LM fused into a search (``--lm-scale``; formerly
-        ``lm_weight``).
-      lm_fusion: ``"full"`` adds the LMs (``lm`` and the ``is_lm`` scorers) on all ``B x V``
-        scores, ``"pruned"`` only on each hypothesis' ``B`` best candidates.
+      lm_fusion: ``"full"`` adds the LMs (the ``is_lm`` scorers, e.g. a
+        :class:`~k2dec.scorers.NeuralLmScorer` weighted by a method's ``fusion.lm_scale``) on
+        all ``B x V`` scores, ``"pruned"`` only on each hypothesis' ``B`` best candidates.
       end_detect: enable end detection; end_detect_window: ``M``; end_detect_margin: ``D``.
       max_ended: stop an utterance once it has this many ended hypotheses (None: no cap); all
         hypotheses that end in the step reaching the cap are kept.
@@ -69,12 +66,10 @@ class BeamSearchConfig:
     gnmt_alpha: float = 0.0
     coverage_penalty: float = 0.0
     eos_threshold: float = 0.0
-    ctc_weight: float = 0.0
     ctc_pre_beam: int | None = None
     ctc_always_score_eos: bool = True
     ctc_blank_id: int = 0
     ctc_window: int | None = None
-    lm_scale: float = 0.0
     lm_fusion: Literal["full", "pruned"] = "full"
     end_detect: bool = False
     end_detect_window: int = 3
@@ -111,9 +106,6 @@ class BeamSearchConfig:
             raise ValueError("use either length_norm or gnmt_alpha > 0, not both")
         _float("coverage_penalty", 0.0, strict=False)
         _float("eos_threshold", 0.0, strict=False)
-        _float("ctc_weight", 0.0, strict=False)
-        if self.ctc_weight > 1:
-            raise ValueError(f"ctc_weight must be in [0, 1], got {self.ctc_weight}")
         check_int_range(self, "ctc_pre_beam", 1, 1000, optional=True)
         if not isinstance(self.ctc_always_score_eos, bool):
             raise TypeError(
@@ -121,7 +113,6 @@ class BeamSearchConfig:
             )
         _int("ctc_blank_id", 0)
         check_int_range(self, "ctc_window", 0, 100_000, optional=True)
-        _float("lm_scale", 0.0, strict=False)
         if self.lm_fusion not in ("full", "pruned"):
             raise ValueError(f"lm_fusion must be 'full' or 'pruned', got {self.lm_fusion!r}")
         if not isinstance(self.end_detect, bool):

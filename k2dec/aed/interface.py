@@ -1,6 +1,8 @@
-"""The protocols the attention beam search talks to: an attention decoder and an incremental LM.
+"""The protocol of the decoder the attention beam search talks to (an LM reaches the search
+as a scorer: :class:`~k2dec.scorers.NeuralLmScorer` of a :class:`~k2dec.lm.NeuralLM`, the one
+LM protocol).
 
-Both are incremental: the search calls ``step`` once per output position for all live
+The decoder is incremental: the search calls ``step`` once per output position for all live
 hypotheses of all utterances at once (``M = N_active * B`` rows), and reorders the returned
 state with ``select_state`` when hypotheses are pruned, extended or dropped.
 
@@ -19,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import k2
 import torch
 
-__all__ = ["AttentionDecoder", "IncrementalLM"]
+__all__ = ["AttentionDecoder"]
 
 
 @runtime_checkable
@@ -83,35 +85,4 @@ class AttentionDecoder(Protocol):
           float ragged ``[seq][token]`` with ``len + 1`` log-probs per sequence (the last for
           ``eos``).
         """
-        ...
-
-
-@runtime_checkable
-class IncrementalLM(Protocol):
-    """An external LM for shallow fusion in :func:`k2dec.aed.beam_search`.
-
-    The search passes the same prefixes it passes to the decoder, so ``tokens[:, 0]`` is the
-    decoder's ``sos_id`` and ``log_probs[:, decoder.eos_id]`` is read as the LM's end-of-sentence
-    score; an LM with a different symbol inventory maps ids inside its ``step``.
-
-    Attributes:
-      vocab_size: must equal the decoder's ``vocab_size``.
-    """
-
-    vocab_size: int
-
-    def step(self, tokens: torch.Tensor, state: Any) -> tuple[torch.Tensor, Any]:
-        """Score the next token of every prefix.
-
-        Args:
-          tokens: int64 ``[M, u]``, the whole prefixes (see the class docstring).
-          state: ``None`` on the first call, otherwise the (selected) previous state.
-
-        Returns:
-          ``(log_probs, state)`` with ``log_probs`` float ``[M, V]`` normalized log-probs.
-        """
-        ...
-
-    def select_state(self, state: Any, index: torch.Tensor) -> Any:
-        """Return the state of rows ``index`` (int64 ``[M']``), in order."""
         ...

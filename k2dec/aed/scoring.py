@@ -76,12 +76,13 @@ def repeat_mask(tokens: torch.Tensor, vocab: int, config: BeamSearchConfig) -> t
 
 def token_mask(
     log_probs: torch.Tensor, forced: torch.Tensor, u: int, sos: int, eos: int,
-    config: BeamSearchConfig, prefixes: torch.Tensor | None = None,
+    config: BeamSearchConfig, prefixes: torch.Tensor | None = None, ctc: bool = False,
 ) -> torch.Tensor:
     """Bool ``[M, V]``, True for tokens not allowed after a ``u``-token prefix (the token
     rules of the module docstring); ``forced`` (bool ``[M]``) marks rows at maximum length;
     ``prefixes`` (int64 ``[M, u]``, the tokens after ``sos``) are needed for
-    :attr:`~BeamSearchConfig.max_repeats`."""
+    :attr:`~BeamSearchConfig.max_repeats`; ``ctc``: the search has CTC prefix scores (the
+    blank :attr:`~BeamSearchConfig.ctc_blank_id` is masked)."""
     num_rows, vocab = log_probs.shape
     eos_ok = torch.full((num_rows,), u >= config.min_len, dtype=torch.bool,
                         device=log_probs.device)
@@ -95,7 +96,7 @@ def token_mask(
     mask[:, eos] = ~eos_ok
     if sos != eos:
         mask[:, sos] = True
-    if config.ctc_weight > 0:
+    if ctc:
         mask[:, config.ctc_blank_id] = True
     repeats = repeat_mask(prefixes, vocab, config) if prefixes is not None else None
     if repeats is not None:

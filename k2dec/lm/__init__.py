@@ -1,7 +1,8 @@
 """Neural language models over BPE tokens: an LSTM LM and a causal Transformer LM.
 
-Both score ragged batches of whole token sequences (n-best rescoring), step incrementally with
-a state (shallow fusion; they satisfy :class:`k2dec.aed.IncrementalLM`), report perplexity, and
+Both are a :class:`NeuralLM`, the one LM interface every search and rescorer takes: they score
+ragged batches of whole token sequences (n-best rescoring), step incrementally with a state
+(shallow fusion, in a search as a :class:`~k2dec.scorers.NeuralLmScorer`), report perplexity, and
 are trained on a text file with :func:`k2dec.train.train_lm` and loaded back with :func:`load_lm`.
 
 Token convention (icefall BPE): ``<blk>`` = 0, ``<sos/eos>`` = 1, ``<unk>`` = 2.

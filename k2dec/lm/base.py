@@ -1,5 +1,11 @@
-"""What every neural token LM in :mod:`k2dec.lm` shares: input checks, whole-sequence scoring of
-ragged batches, and the incremental ``step`` used for shallow fusion.
+"""The one neural LM interface of k2dec, :class:`NeuralLM`, and what every neural token LM
+shares: input checks, whole-sequence scoring of ragged batches (n-best rescoring), the
+incremental ``step`` and the row-wise ``start`` / ``advance`` of shallow fusion.
+
+Every search and rescorer that uses a neural LM takes a :class:`NeuralLM` (the attention beam
+search too, as a :class:`~k2dec.scorers.NeuralLmScorer`); an LM of one's own is a subclass
+that implements the methods below, and icefall's ``LmScorer`` wraps one
+(:class:`k2dec.icefall.LmScorer`).
 
 Token convention (icefall BPE): ``<blk>`` = 0, ``<sos/eos>`` = 1 (start and end of sentence share
 one id), ``<unk>`` = 2. A sentence ``w_1 .. w_n`` is scored as
@@ -73,10 +79,15 @@ def check_token_ids(name: str, values: torch.Tensor, vocab_size: int) -> None:
 
 
 class NeuralLM(nn.Module):
-    """Base class of :class:`~k2dec.lm.RnnLM` and :class:`~k2dec.lm.TransformerLM`.
+    """The neural LM interface (the one LM protocol of k2dec) and base class of
+    :class:`~k2dec.lm.RnnLM` and :class:`~k2dec.lm.TransformerLM`: whole-sequence scoring
+    (:meth:`score_sequences`), incremental scoring of whole prefixes (:meth:`step`) and
+    row-wise shallow fusion (:meth:`start`, :meth:`advance`, :meth:`select_state`,
+    :meth:`cat_states`, what :class:`~k2dec.scorers.NeuralLmScorer` calls in every
+    token-level search, the attention beam search included).
 
-    It satisfies :class:`k2dec.aed.IncrementalLM` structurally (``vocab_size``, ``step``,
-    ``select_state``) without importing :mod:`k2dec.aed`.
+    A subclass implements :meth:`_run`, :meth:`num_consumed`, :meth:`num_rows`,
+    :meth:`select_state`, :meth:`_advance_rows` and :meth:`cat_states`.
 
     Attributes:
       vocab_size: ``V``, the size of the output distribution (including ``<blk>``).

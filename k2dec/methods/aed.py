@@ -1,7 +1,8 @@
-"""Attention encoder-decoder methods: the vectorized beam search, with what its config's fusion
-part adds (joint CTC prefix scoring and LM shallow fusion, switched on by the search config's
-weights) and hotword biasing (a hotword scorer, when hotwords are given), all scorers built by
-:func:`k2dec.methods.build_scorers` as for the other token-level searches."""
+"""Attention encoder-decoder methods: the vectorized beam search, with what its config's
+``fusion`` part adds (joint CTC prefix scoring, ``fusion.ctc_weight``; LM shallow fusion,
+``fusion.lm_scale``; LODR, ``fusion.lodr_scale``) and hotword biasing (a hotword scorer, when
+hotwords are given), all scorers built by :func:`k2dec.methods.build_scorers` as for the
+other token-level searches."""
 
 from __future__ import annotations
 
@@ -44,27 +45,36 @@ REPEAT_SPAN = 8
 GNMT_ALPHA = 0.6
 
 
-def _joint_search() -> BeamSearchConfig:
-    """The method's search: joint CTC/attention scoring, ESPnet's end detection (its
-    default when the maximum length is the number of encoder frames), which stops a search
-    whose longer hypotheses only get worse (the same results on the shipped test sets at half
-    the CPU time), a repetition guard (:data:`MAX_REPEATS`, :data:`REPEAT_SPAN`) and GNMT's
-    length penalty (:data:`GNMT_ALPHA`)."""
-    return BeamSearchConfig(ctc_weight=CTC_WEIGHT, end_detect=True, max_repeats=MAX_REPEATS,
-                            repeat_span=REPEAT_SPAN, gnmt_alpha=GNMT_ALPHA)
+def _search() -> BeamSearchConfig:
+    """The method's search: ESPnet's end detection (its default when the maximum length is
+    the number of encoder frames), which stops a search whose longer hypotheses only get
+    worse (the same results on the shipped test sets at half the CPU time), a repetition
+    guard (:data:`MAX_REPEATS`, :data:`REPEAT_SPAN`) and GNMT's length penalty
+    (:data:`GNMT_ALPHA`)."""
+    return BeamSearchConfig(end_detect=True, max_repeats=MAX_REPEATS, repeat_span=REPEAT_SPAN,
+                            gnmt_alpha=GNMT_ALPHA)
+
+
+def _joint_fusion() -> FusionConfig:
+    """The method's fusion part: joint CTC/attention scoring (``ctc_weight``
+    :data:`CTC_WEIGHT`)."""
+    return FusionConfig(ctc_weight=CTC_WEIGHT)
 
 
 @dataclass(frozen=True)
 class AttentionBeamSearchMethodConfig:
     """``attention-beam-search``: the search (:class:`k2dec.aed.BeamSearchConfig`, here with
-    ``ctc_weight`` :data:`CTC_WEIGHT`, joint CTC/attention scoring, which needs the model's CTC
-    output (``ctc_weight=0``: the attention decoder alone), ``end_detect``, ``max_repeats``
-    :data:`MAX_REPEATS` over spans of up to :data:`REPEAT_SPAN` tokens and ``gnmt_alpha``
-    :data:`GNMT_ALPHA`), with hotword biasing when hotwords are given:
-    ``hotwords.token_score`` per token of a hotword (the transducer
-    searches' non-strict bonus-and-refund; an unfinished match is refunded on ``eos``)."""
+    ``end_detect``, ``max_repeats`` :data:`MAX_REPEATS` over spans of up to
+    :data:`REPEAT_SPAN` tokens and ``gnmt_alpha`` :data:`GNMT_ALPHA`), the scorers added to
+    its score (``fusion``: ``ctc_weight`` :data:`CTC_WEIGHT`, joint CTC/attention scoring,
+    which needs the model's CTC output (``fusion.ctc_weight=0``: the attention decoder
+    alone; the decoder's weight is ``1 - ctc_weight``), ``lm_scale`` a neural LM's,
+    ``lodr_scale`` LODR's), with hotword biasing when hotwords are given:
+    ``hotwords.token_score`` per token of a hotword (the transducer searches'
+    non-strict bonus-and-refund; an unfinished match is refunded on ``eos``)."""
 
-    search: BeamSearchConfig = field(default_factory=_joint_search)
+    search: BeamSearchConfig = field(default_factory=_search)
+    fusion: FusionConfig = field(default_factory=_joint_fusion)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
 
 
@@ -72,20 +82,17 @@ class AttentionBeamSearchMethodConfig:
           requires=("attention_decoder",), hotwords=True)
 def _attention_beam_search(inputs: AedInputs, res: Resources,
                            cfg: AttentionBeamSearchMethodConfig):
-    """Batched beam search over utterances x beams; CTC prefix scoring when ctc_weight > 0
-    (needs AedInputs.ctc_log_probs), LM fusion when lm_scale > 0 (needs a neural LM);
-    hotword biasing when Resources.hotwords are given."""
+    """Batched beam search over utterances x beams; CTC prefix scoring when
+    fusion.ctc_weight > 0 (needs AedInputs.ctc_log_probs), LM fusion when fusion.lm_scale > 0
+    (needs a neural LM); hotword biasing when Resources.hotwords are given."""
     if res.attention_decoder is None:
         raise ValueError("attention-beam-search needs Resources.attention_decoder")
-    search, decoder = cfg.search, res.attention_decoder
-    if search.ctc_weight > 0 and inputs.ctc_log_probs is None:
-        raise ValueError(f"attention-beam-search with ctc_weight={search.ctc_weight} "
+    search, decoder, fusion = cfg.search, res.attention_decoder, cfg.fusion
+    if fusion.ctc_weight > 0 and inputs.ctc_log_probs is None:
+        raise ValueError(f"attention-beam-search with fusion.ctc_weight={fusion.ctc_weight} "
                          f"(joint CTC/attention; default {CTC_WEIGHT}) needs the model's "
                          "CTC output (AedInputs.ctc_log_probs); for a model without one: "
-                         "--set ctc_weight=0")
-    # the search's own weights: the CTC prefix scores' and the neural LM's (the decoder's
-    # weight is then 1 - ctc_weight)
-    fusion = FusionConfig(ctc_weight=search.ctc_weight, lm_scale=search.lm_scale)
+                         "--set fusion.ctc_weight=0")
     scorers = build_scorers(res, "attention-beam-search", fusion, decoder.vocab_size,
                             inputs.memory.device, cfg.hotwords, eos_id=decoder.eos_id,
                             ctc_log_probs=inputs.ctc_log_probs, ctc_lens=inputs.memory_lens,

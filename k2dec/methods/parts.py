@@ -39,9 +39,11 @@ class FusionConfig:
     in the order of these fields.
 
     Attributes:
-      ctc_weight: the CTC prefix scores' weight (joint CTC/attention decoding; the attention
-        beam search only).
-      lm_scale: the neural LM's weight (shallow fusion; icefall's ``--lm-scale``).
+      ctc_weight: the CTC prefix scores' weight, in ``[0, 1]`` (joint CTC/attention
+        decoding, where the attention decoder's weight is ``1 - ctc_weight``; the attention
+        beam search only; formerly its ``search.ctc_weight``).
+      lm_scale: the neural LM's weight (shallow fusion; icefall's ``--lm-scale``; the
+        attention beam search's former ``search.lm_scale``).
       lodr_scale: LODR's token n-gram weight, added, so ``<= 0`` (icefall's
         ``--ngram-lm-scale -0.24`` of its LODR decoding); a positive one is a ``ValueError``.
     """
@@ -53,6 +55,8 @@ class FusionConfig:
     def __post_init__(self) -> None:
         for name in ("ctc_weight", "lm_scale"):
             check_finite(f"fusion.{name}", getattr(self, name))
+        if not 0 <= self.ctc_weight <= 1:  # the attention decoder is weighted 1 - ctc_weight
+            raise ValueError(f"fusion.ctc_weight must be in [0, 1], got {self.ctc_weight!r}")
         check_lodr_weight("fusion.lodr_scale", self.lodr_scale)
 
 

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import random
 
 import pytest
 import torch
 
-from k2dec.aed import BeamSearchConfig, IncrementalLM, beam_search
+from k2dec.aed import BeamSearchConfig, beam_search
+from k2dec.lm import NeuralLM
+from k2dec.scorers import CtcScorer, NeuralLmScorer, WeightedScorer
 from k2dec.testing.aed import CountingDecoder, TableDecoder, TinyLM, random_decoder
-from tests.aed.beam_problems import assert_same_hyps, random_problem
-from tests.reference.aed_reference import greedy_search, reference_beam_search
+from tests.aed.beam_problems import assert_same_hyps, random_problem, ref, run, setup, with_
+from tests.reference.aed_reference import greedy_search
 
 SWITCHES = {
     "temperature": dict(temperature=1.7),
@@ -61,9 +62,9 @@ def test_matches_reference(case, device):
     for seed in (case, case + 100):
         beam = 2 + seed % 3
         dec, memory, lens, ctc, lm = random_problem(seed, device, eos_bias=(seed % 4) * 0.7)
-        cfg = BeamSearchConfig(beam_size=beam, num_hyps=beam, **kwargs)
-        got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
-        want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+        cfg = setup(beam_size=beam, num_hyps=beam, **kwargs)
+        got = run(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+        want = ref(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
         assert any(len(h) > 0 for h in got)
         assert_same_hyps(got, want, 1e-8)
 
@@ -75,12 +76,12 @@ def test_every_switch_changes_something(name):
     for seed in range(4):
         dec, memory, lens, ctc, lm = random_problem(seed, torch.device("cpu"), eos_bias=0.7)
         # the random decoders end early: repeats show in hypotheses made to be long
-        base = BeamSearchConfig(beam_size=3, num_hyps=3, min_len=5 if name == "max_repeats" else 0)
-        on = dataclasses.replace(base, **SWITCHES[name])
+        base = setup(beam_size=3, num_hyps=3, min_len=5 if name == "max_repeats" else 0)
+        on = with_(base, **SWITCHES[name])
         sigs = []
         for cfg in (base, on):
             counting = CountingDecoder(dec)
-            hyps = beam_search(counting, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+            hyps = run(counting, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
             sigs.append(([[(h.tokens, round(h.score, 9)) for h in hs] for hs in hyps],
                          counting.rows))
         changed |= sigs[0] != sigs[1]
@@ -94,11 +95,11 @@ def test_ctc_eos_rule_matches_reference(always, device):
     for seed in range(12):
         n = 1 if seed % 4 == 0 else 3
         dec, memory, lens, ctc, lm = random_problem(seed, device, n=n, eos_bias=(seed % 3) * 0.6)
-        cfg = BeamSearchConfig(beam_size=1 + seed % 3, num_hyps=1 + seed % 3,
+        cfg = setup(beam_size=1 + seed % 3, num_hyps=1 + seed % 3,
                                ctc_weight=(0.3, 0.5, 0.8)[seed % 3], ctc_pre_beam=1 + seed % 2,
                                ctc_always_score_eos=always, min_len=seed % 2)
-        got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
-        want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+        got = run(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+        want = ref(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
         assert_same_hyps(got, want, 1e-8)
 
 
@@ -110,9 +111,9 @@ def test_ctc_eos_rule_changes_results():
                                                    eos_bias=(seed % 3) * 0.6)
         sigs = []
         for always in (True, False):
-            cfg = BeamSearchConfig(beam_size=2, num_hyps=2, ctc_weight=0.5, ctc_pre_beam=1,
+            cfg = setup(beam_size=2, num_hyps=2, ctc_weight=0.5, ctc_pre_beam=1,
                                    ctc_always_score_eos=always)
-            hyps = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc)
+            hyps = run(dec, memory, lens, cfg, ctc_log_probs=ctc)
             sigs.append([[(h.tokens, round(h.score, 9)) for h in hs] for hs in hyps])
         changed += sigs[0] != sigs[1]
     assert changed >= 3
@@ -127,16 +128,16 @@ def test_ctc_eos_rule_hand_worked():
     frame = [0.9, 0.05, 0.03, 0.02]
     ctc = torch.tensor([[frame, frame]], dtype=torch.float64).log()
     memory = torch.zeros(1, 2, 1, dtype=torch.float64)
-    cfg = BeamSearchConfig(beam_size=1, ctc_weight=0.5, ctc_pre_beam=1)
+    cfg = setup(beam_size=1, ctc_weight=0.5, ctc_pre_beam=1)
     # eos always scored: at u=0 ending (.5 log(.199 * .81) = -0.91) beats token 1, the only
     # pre-selected token (.5 log(.5 * .095) = -1.52)
-    (hyp,) = beam_search(dec, memory, torch.tensor([2]), cfg, ctc_log_probs=ctc)[0]
+    (hyp,) = run(dec, memory, torch.tensor([2]), cfg, ctc_log_probs=ctc)[0]
     assert hyp.tokens == []
     assert hyp.score == pytest.approx(0.5 * math.log(0.199 * 0.81))
     assert hyp.ctc_score == pytest.approx(math.log(0.81))
     # eos pre-beamed only: [1] is the only candidate, then eos is the best token after it
-    cfg = dataclasses.replace(cfg, ctc_always_score_eos=False)
-    (hyp,) = beam_search(dec, memory, torch.tensor([2]), cfg, ctc_log_probs=ctc)[0]
+    cfg = with_(cfg, ctc_always_score_eos=False)
+    (hyp,) = run(dec, memory, torch.tensor([2]), cfg, ctc_log_probs=ctc)[0]
     assert hyp.tokens == [1]
     assert hyp.score == pytest.approx(0.5 * math.log(0.5 * 0.799 * 0.0925))
     assert hyp.ctc_score == pytest.approx(math.log(0.0925))
@@ -145,9 +146,9 @@ def test_ctc_eos_rule_hand_worked():
 def test_float32_matches_reference(device):
     for seed, kwargs in enumerate([{}, dict(ctc_weight=0.3, lm_scale=0.3, coverage_penalty=0.2)]):
         dec, memory, lens, ctc, lm = random_problem(seed, device, dtype=torch.float32)
-        cfg = BeamSearchConfig(beam_size=3, num_hyps=3, **kwargs)
-        got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
-        want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+        cfg = setup(beam_size=3, num_hyps=3, **kwargs)
+        got = run(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+        want = ref(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
         assert_same_hyps(got, want, 1e-4)
 
 
@@ -155,26 +156,26 @@ def test_float32_matches_reference(device):
                                              end_detect=True, end_detect_margin=1.0)])
 def test_batch_of_one_equals_batch_of_many(kwargs, device):
     dec, memory, lens, ctc, lm = random_problem(11, device, n=5, t=9)
-    cfg = BeamSearchConfig(beam_size=4, num_hyps=4, **kwargs)
-    batched = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+    cfg = setup(beam_size=4, num_hyps=4, **kwargs)
+    batched = run(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
     for i in range(5):
         t = int(lens[i])
-        single = beam_search(dec, memory[i : i + 1, :t], lens[i : i + 1], cfg,
+        single = run(dec, memory[i : i + 1, :t], lens[i : i + 1], cfg,
                              ctc_log_probs=ctc[i : i + 1, :t], lm=lm)
         assert_same_hyps([batched[i]], single, 1e-9)
 
 
 def test_vocab_smaller_than_beam(device):
     dec, memory, lens, ctc, lm = random_problem(5, device, v=3)
-    cfg = BeamSearchConfig(beam_size=5, num_hyps=5)
-    assert_same_hyps(beam_search(dec, memory, lens, cfg),
-                 reference_beam_search(dec, memory, lens, cfg), 1e-8)
+    cfg = setup(beam_size=5, num_hyps=5)
+    assert_same_hyps(run(dec, memory, lens, cfg),
+                 ref(dec, memory, lens, cfg), 1e-8)
 
 
 def test_beam_one_is_greedy(device):
     for seed in range(4):
         dec, memory, lens, _, _ = random_problem(seed, device, n=4, eos_bias=seed * 0.5)
-        got = beam_search(dec, memory, lens, BeamSearchConfig(beam_size=1))
+        got = run(dec, memory, lens, setup(beam_size=1))
         assert [h[0].tokens for h in got] == greedy_search(dec, memory, lens)
 
 
@@ -182,7 +183,7 @@ def test_finished_utterances_stop_costing_compute():
     dec, memory, lens, _, _ = random_problem(3, torch.device("cpu"), n=2, t=8)
     lens = torch.tensor([8, 1])
     counting = CountingDecoder(dec)
-    beam_search(counting, memory, lens, BeamSearchConfig(beam_size=3))
+    run(counting, memory, lens, setup(beam_size=3))
     # step 1: 2 rows; step 2: utterance 1 (max length 1) ends -> 3 rows from then on
     assert counting.calls == 9
     assert counting.rows == 2 + 2 * 3 + 7 * 3
@@ -190,8 +191,8 @@ def test_finished_utterances_stop_costing_compute():
 
 def test_lengths_respect_min_and_max():
     dec, memory, lens, _, _ = random_problem(2, torch.device("cpu"), n=3, eos_bias=3.0)
-    cfg = BeamSearchConfig(beam_size=3, num_hyps=3, min_len=2, max_len_ratio=0.5)
-    for i, hyps in enumerate(beam_search(dec, memory, lens, cfg)):
+    cfg = setup(beam_size=3, num_hyps=3, min_len=2, max_len_ratio=0.5)
+    for i, hyps in enumerate(run(dec, memory, lens, cfg)):
         max_len = max(1, math.floor(int(lens[i]) * 0.5))
         assert hyps
         for h in hyps:
@@ -205,7 +206,7 @@ TABLE = {None: [0.5, 0.1, 0.4], 0: [0.5, 0.2, 0.3], 1: [0.45, 0.35, 0.2]}
 def _table_search(cfg, num_frames=10):
     dec = TableDecoder(TABLE, 3, eos_id=2)
     memory = torch.zeros(1, num_frames, 1, dtype=torch.float64)
-    hyps = beam_search(dec, memory, torch.tensor([num_frames]), cfg)[0]
+    hyps = run(dec, memory, torch.tensor([num_frames]), cfg)[0]
     return dec, hyps
 
 
@@ -214,39 +215,39 @@ def test_end_detection_hand_worked():
     # p .5^u * .3 * ... : [0] .15, [0,0] .075, [0,0,0] .0375. With D = 1.5, M = 2:
     # u=2: log(.4/.075) = 1.67 > D but log(.4/.15) = 0.98 < D -> continue;
     # u=3: log(.4/.0375) = 2.37 > D and 1.67 > D -> stop after 4 decoder calls.
-    cfg = BeamSearchConfig(beam_size=2, num_hyps=2, end_detect=True, end_detect_window=2,
+    cfg = setup(beam_size=2, num_hyps=2, end_detect=True, end_detect_window=2,
                            end_detect_margin=1.5)
     dec, hyps = _table_search(cfg)
     assert dec.calls == 4
     assert [h.tokens for h in hyps] == [[], [0]]
     assert [h.score for h in hyps] == pytest.approx([math.log(0.4), math.log(0.15)])
     # margin 2.0: u=3 has 2.37 and 1.67 -> continue; u=4: log(.4/.01875)=3.06, 2.37 -> stop
-    dec, _ = _table_search(dataclasses.replace(cfg, end_detect_margin=2.0))
+    dec, _ = _table_search(with_(cfg, end_detect_margin=2.0))
     assert dec.calls == 5
     # without end detection the search runs to the maximum length (10 tokens + eos)
-    dec, _ = _table_search(dataclasses.replace(cfg, end_detect=False))
+    dec, _ = _table_search(with_(cfg, end_detect=False))
     assert dec.calls == 11
 
 
 def test_eos_threshold_hand_worked():
     # u=0: p(eos) / max other = .4 / .5 = .8 ; after token 0: .3 / .5 = .6 ;
     # after token 1: .2 / .45 = .44.
-    cfg = BeamSearchConfig(beam_size=2, num_hyps=2, eos_threshold=0.59)
+    cfg = setup(beam_size=2, num_hyps=2, eos_threshold=0.59)
     _, hyps = _table_search(cfg, num_frames=3)
     assert [h.tokens for h in hyps] == [[], [0]]
     assert [h.score for h in hyps] == pytest.approx([math.log(0.4), math.log(0.5 * 0.3)])
     # gamma .61 forbids eos after token 0 (and 1): [0] cannot end; [0, 0] cannot end either.
-    _, hyps = _table_search(dataclasses.replace(cfg, eos_threshold=0.61), num_frames=3)
+    _, hyps = _table_search(with_(cfg, eos_threshold=0.61), num_frames=3)
     assert [h.tokens for h in hyps] == [[], [0, 0, 0]]
     assert hyps[1].score == pytest.approx(math.log(0.5 * 0.5 * 0.5 * 0.3))
     # gamma .81 also forbids the empty hypothesis; at the maximum length eos is forced
-    _, hyps = _table_search(dataclasses.replace(cfg, eos_threshold=0.81), num_frames=3)
+    _, hyps = _table_search(with_(cfg, eos_threshold=0.81), num_frames=3)
     assert [h.tokens for h in hyps] == [[0, 0, 0], [0, 0, 1]]
     assert hyps[0].score == pytest.approx(math.log(0.5 * 0.5 * 0.5 * 0.3))
 
 
 def test_max_ended_caps_the_search():
-    cfg = BeamSearchConfig(beam_size=2, num_hyps=2, max_ended=2)
+    cfg = setup(beam_size=2, num_hyps=2, max_ended=2)
     dec, hyps = _table_search(cfg)
     assert dec.calls == 2  # [] ends at u=0, [0] at u=1
     assert [h.tokens for h in hyps] == [[], [0]]
@@ -254,13 +255,13 @@ def test_max_ended_caps_the_search():
 
 def test_length_penalties_hand_worked():
     # the same ended set, ranked by score / |y| ([] has |y| = 1, [0] has 2, ...)
-    cfg = BeamSearchConfig(beam_size=2, num_hyps=2, length_norm=True, max_ended=2)
+    cfg = setup(beam_size=2, num_hyps=2, length_norm=True, max_ended=2)
     _, hyps = _table_search(cfg)
     assert [h.score for h in hyps] == pytest.approx([math.log(0.4), math.log(0.15) / 2])
-    cfg = BeamSearchConfig(beam_size=2, num_hyps=2, gnmt_alpha=1.0, max_ended=2)
+    cfg = setup(beam_size=2, num_hyps=2, gnmt_alpha=1.0, max_ended=2)
     _, hyps = _table_search(cfg)
     assert hyps[1].score == pytest.approx(math.log(0.15) / (7 / 6))
-    cfg = BeamSearchConfig(beam_size=2, num_hyps=2, length_bonus=1.0, max_ended=2)
+    cfg = setup(beam_size=2, num_hyps=2, length_bonus=1.0, max_ended=2)
     _, hyps = _table_search(cfg)
     assert [h.tokens for h in hyps] == [[0], []]
     assert hyps[0].score == pytest.approx(math.log(0.15) + 2)
@@ -274,8 +275,8 @@ def test_repeat_guard_hand_worked():
     def search(**kwargs):
         dec = TableDecoder(table, 3, eos_id=2)
         memory = torch.zeros(1, 10, 1, dtype=torch.float64)
-        cfg = BeamSearchConfig(beam_size=1, num_hyps=1, **kwargs)
-        return beam_search(dec, memory, torch.tensor([10]), cfg)[0][0]
+        cfg = setup(beam_size=1, num_hyps=1, **kwargs)
+        return run(dec, memory, torch.tensor([10]), cfg)[0][0]
 
     assert search().tokens == [0] * 10
     # at most 2 copies of any 1-token span: the third 0 is masked, 1 takes its place
@@ -310,12 +311,32 @@ def test_repeat_mask_matches_the_reference_rule():
 
 def test_empty_batch():
     dec = random_decoder(5, 3, seed=0)
-    assert beam_search(dec, torch.zeros(0, 4, 3, dtype=torch.float64),
+    assert run(dec, torch.zeros(0, 4, 3, dtype=torch.float64),
                        torch.zeros(0, dtype=torch.int64)) == []
 
 
-def test_lm_protocol():
-    assert isinstance(TinyLM(5), IncrementalLM)
+def test_one_lm_protocol():
+    """An LM reaches the search as a scorer of a k2dec.lm.NeuralLM; k2dec.aed has no LM
+    protocol of its own, and the search no lm= / ctc_log_probs= shorthands."""
+    import k2dec.aed
+
+    assert isinstance(TinyLM(5), NeuralLM)
+    assert not hasattr(k2dec.aed, "IncrementalLM") and not hasattr(k2dec.aed,
+                                                                    "IncrementalLmScorer")
+    dec, memory, lens, ctc, lm = random_problem(0, torch.device("cpu"))
+    for old in (dict(ctc_log_probs=ctc), dict(lm=lm)):
+        with pytest.raises(TypeError, match=next(iter(old))):
+            beam_search(dec, memory, lens, BeamSearchConfig(), **old)
+    for old in ("ctc_weight", "lm_scale"):
+        with pytest.raises(TypeError, match=old):
+            BeamSearchConfig(**{old: 0.3})
+
+
+def _ctc(weight, n=2):
+    """A CTC scorer of ``n`` utterances of 4 frames over the 5 tokens of :func:`_bad`'s
+    decoder (blank 0, eos 4)."""
+    ctc = torch.zeros(n, 4, 5, dtype=torch.float64).log_softmax(-1)
+    return WeightedScorer(CtcScorer(ctc, torch.tensor([4, 2, 3][:n]), 0, 4), weight)
 
 
 def _bad(**overrides):
@@ -338,21 +359,16 @@ def _bad(**overrides):
         (dict(memory=torch.full((2, 4, 3), float("nan"))), ValueError, "NaN"),
         (dict(config=dict(beam_size=2)), TypeError, "BeamSearchConfig"),
         (dict(decoder=object()), TypeError, "AttentionDecoder"),
-        (dict(config=BeamSearchConfig(ctc_weight=0.3)), ValueError, "needs ctc_log_probs"),
-        (dict(config=BeamSearchConfig(ctc_weight=0.3), ctc_log_probs=torch.zeros(2, 4, 6)),
-         ValueError, "ctc_log_probs must have shape"),
-        (dict(config=BeamSearchConfig(ctc_weight=0.3),
-              ctc_log_probs=torch.full((2, 4, 5), float("nan"))), ValueError, "ctc_log_probs cont"),
-        (dict(config=BeamSearchConfig(ctc_weight=0.3),
-              ctc_log_probs=torch.zeros(2, 4, 5, dtype=torch.int64)), TypeError, "ctc_log_probs"),
-        (dict(config=BeamSearchConfig(ctc_weight=0.3), ctc_log_probs=[[0.0]]), ValueError,
-         "ctc_log_probs must be a tensor"),
-        (dict(config=BeamSearchConfig(ctc_weight=0.3, ctc_blank_id=4),
-              ctc_log_probs=torch.zeros(2, 4, 5)), ValueError, "ctc_blank_id"),
-        (dict(config=BeamSearchConfig(lm_scale=0.3)), ValueError, "needs an lm"),
-        (dict(config=BeamSearchConfig(lm_scale=0.3), lm=TinyLM(7)), ValueError,
-         "lm.vocab_size"),
-        (dict(config=BeamSearchConfig(lm_scale=0.3), lm=object()), TypeError, "IncrementalLM"),
+        (dict(scorers=[_ctc(0.7), _ctc(0.6)]), ValueError,
+         r"CtcScorer weights .* must sum to a value in \(0, 1\], got 1\.29"),
+        (dict(scorers=[_ctc(-0.3)]), ValueError, r"must sum to a value in \(0, 1\], got -0\.3"),
+        (dict(config=BeamSearchConfig(beam_size=2, ctc_blank_id=3), scorers=[_ctc(0.3)]),
+         ValueError, r"\(utterances, blank_id, eos_id\) = \(2, 0, 4\); the search has "
+                     r"\(2, 3, 4\) \(memory's utterances, ctc_blank_id"),
+        (dict(scorers=[_ctc(0.3, n=3)]), ValueError, r"= \(3, 0, 4\); the search has \(2, 0, 4\)"),
+        (dict(scorers=[WeightedScorer(NeuralLmScorer(TinyLM(7)), 0.3)]), ValueError,
+         r"scorers\[0\] \(NeuralLmScorer\) scores"),
+        (dict(scorers=[(TinyLM(5), 0.3)]), TypeError, r"scorers\[0\] must be a WeightedScorer"),
     ],
 )
 def test_bad_inputs(overrides, exc, match):
@@ -381,9 +397,7 @@ def test_coverage_needs_attention():
         (dict(gnmt_alpha=-1.0), "gnmt_alpha"),
         (dict(coverage_penalty=-0.1), "coverage_penalty"),
         (dict(eos_threshold=-1.0), "eos_threshold"),
-        (dict(ctc_weight=1.5), "ctc_weight"),
         (dict(ctc_pre_beam=0), "ctc_pre_beam"),
-        (dict(lm_scale=-0.5), "lm_scale"),
         (dict(lm_fusion="shallow"), "lm_fusion"),
         (dict(end_detect_window=0), "end_detect_window"),
         (dict(max_ended=0), "max_ended"),
@@ -470,9 +484,9 @@ def test_random_switch_combinations_match_reference():
         kwargs["num_hyps"] = kwargs["beam_size"]
         dec, memory, lens, ctc, lm = random_problem(seed, torch.device("cpu"), n=2, t=5,
                                               eos_bias=(seed % 3) * 0.8)
-        cfg = BeamSearchConfig(**kwargs)
-        got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
-        want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+        cfg = setup(**kwargs)
+        got = run(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+        want = ref(dec, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
         assert_same_hyps(got, want, 1e-8)
 
     check()
@@ -483,9 +497,9 @@ def test_ctc_minus_inf_is_allowed():
     dec, memory, lens, ctc, lm = random_problem(4, torch.device("cpu"))
     ctc = ctc.clone()
     ctc[..., 2] = float("-inf")
-    cfg = BeamSearchConfig(beam_size=3, num_hyps=3, ctc_weight=0.5)
-    got = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc)
-    assert_same_hyps(got, reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc), 1e-8)
+    cfg = setup(beam_size=3, num_hyps=3, ctc_weight=0.5)
+    got = run(dec, memory, lens, cfg, ctc_log_probs=ctc)
+    assert_same_hyps(got, ref(dec, memory, lens, cfg, ctc_log_probs=ctc), 1e-8)
     assert all(2 not in h.tokens for hs in got for h in hs)
 
 
@@ -523,16 +537,16 @@ def test_shared_memory_gives_the_same_search(n, device):
     for seed in range(4):
         dec, memory, lens, ctc, lm = random_problem(seed, device, n=n, t=9,
                                                     eos_bias=0.8 * (seed % 3))
-        cfg = BeamSearchConfig(beam_size=3 + seed % 2, num_hyps=3, ctc_weight=0.3 * (seed % 2),
+        cfg = setup(beam_size=3 + seed % 2, num_hyps=3, ctc_weight=0.3 * (seed % 2),
                                coverage_penalty=0.2, end_detect=seed % 2 == 1,
                                end_detect_margin=1.0)
-        old = beam_search(_PerRowMemory(dec), memory, lens, cfg, ctc_log_probs=ctc)
+        old = run(_PerRowMemory(dec), memory, lens, cfg, ctc_log_probs=ctc)
         rec = _MemoryRecorder(dec)
-        new = beam_search(rec, memory, lens, cfg, ctc_log_probs=ctc)
+        new = run(rec, memory, lens, cfg, ctc_log_probs=ctc)
         assert_same_hyps(new, old, 1e-10)
         assert rec.seen
         bytes_per_utt = memory.size(1) * dec.d_model * memory.element_size()
         for rows, mem_k_rows, mem_v_rows, nbytes in rec.seen:
             assert mem_k_rows == mem_v_rows <= n
-            assert rows == mem_k_rows * cfg.beam_size  # one memory row per utterance
+            assert rows == mem_k_rows * cfg.search.beam_size  # one memory row per utterance
             assert nbytes == mem_k_rows * bytes_per_utt  # not rows * bytes_per_utt

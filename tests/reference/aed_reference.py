@@ -138,18 +138,22 @@ SCORER_KINDS = ("full", "lm", "ctc")
 
 
 def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=None, lm=None,
-                          scorers=()):
-    """Per-hypothesis beam search; same arguments and result layout as ``beam_search``
-    (a list per utterance of ``RefHyp``, best first). ``scorers``: ``[(reference scorer,
-    weight, kind)]`` (tests/reference/scorers.py; ``kind`` one of :data:`SCORER_KINDS`);
-    ``eos`` gets their final scores."""
+                          scorers=(), ctc_weight=0.0, lm_scale=0.0):
+    """Per-hypothesis beam search; the result layout of ``beam_search`` (a list per
+    utterance of ``RefHyp``, best first). Joint CTC/attention decoding with its own CTC
+    prefix probabilities of ``ctc_log_probs`` weighted ``ctc_weight``, shallow fusion with
+    ``lm`` (its ``step`` on whole prefixes) weighted ``lm_scale``, and ``scorers``:
+    ``[(reference scorer, weight, kind)]`` (tests/reference/scorers.py; ``kind`` one of
+    :data:`SCORER_KINDS`); ``eos`` gets their final scores. The decoder is weighted
+    ``1 - `` the CTC weights (``ctc_weight`` and the "ctc" scorers')."""
     results = []
     vocab, sos, eos = decoder.vocab_size, decoder.sos_id, decoder.eos_id
     beam = config.beam_size
-    use_ctc = config.ctc_weight > 0 and ctc_log_probs is not None
-    use_lm = config.lm_scale > 0 and lm is not None
+    use_ctc = ctc_weight > 0 and ctc_log_probs is not None
+    use_lm = lm_scale > 0 and lm is not None
     kinds = [kind for _, _, kind in scorers]
     assert set(kinds) <= set(SCORER_KINDS), kinds
+    total_ctc = (ctc_weight if use_ctc else 0.0) + sum(w for _, w, k in scorers if k == "ctc")
     pruned_kind = "lm" if config.lm_fusion == "pruned" else None
     with torch.no_grad():
         for n in range(memory.size(0)):
@@ -194,13 +198,13 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
                         allowed = (c == eos and eos_ok) or (c != eos and not forced)
                         if c == sos and sos != eos:
                             allowed = False
-                        if config.ctc_weight > 0 and c == config.ctc_blank_id:
+                        if total_ctc > 0 and c == config.ctc_blank_id:
                             allowed = False
                         if c != eos and completes_repeat(h.tokens + [c], config):
                             allowed = False
-                        v = a[c] * (1.0 - config.ctc_weight) if config.ctc_weight > 0 else a[c]
+                        v = a[c] * (1.0 - total_ctc) if total_ctc > 0 else a[c]
                         if use_lm and config.lm_fusion == "full":
-                            v += config.lm_scale * lm_lp[c]
+                            v += lm_scale * lm_lp[c]
                         for (_, w, kind), e in zip(scorers, extra):
                             v += 0.0 if kind in ("ctc", pruned_kind) else w * e[c]
                         s.append(v if allowed else NEG_INF)
@@ -211,7 +215,7 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
                         window = (peak - config.ctc_window, peak + config.ctc_window)
                     if use_ctc or "ctc" in kinds:
                         # the CTC (joint and given as scorers) scores the same candidates
-                        pre_beam = vocab if config.ctc_weight == 1.0 else config.pre_beam
+                        pre_beam = vocab if total_ctc == 1.0 else config.pre_beam
                         keep = set(_top(s, min(pre_beam, vocab)))
                         if config.ctc_always_score_eos and s[eos] > NEG_INF:
                             keep.add(eos)  # ending always competes (ESPnet's rule)
@@ -232,7 +236,7 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
                                 wins = h.windows + [window] if use_window else None
                                 psi = ctc_prefix_logprob(x, h.tokens + [c], blank, wins)
                             delta[c] = psi - psi_g if psi > NEG_INF else NEG_INF
-                            s[c] += config.ctc_weight * delta[c]
+                            s[c] += ctc_weight * delta[c]
                     if config.lm_fusion == "pruned" and (use_lm or "lm" in kinds):
                         keep = set(_top(s, min(beam, vocab)))
                         for c in range(vocab):
@@ -241,7 +245,7 @@ def reference_beam_search(decoder, memory, memory_lens, config, ctc_log_probs=No
                                 continue
                             for (_, w, kind), e in zip(scorers, extra):
                                 s[c] += w * e[c] if kind == "lm" else 0.0
-                            s[c] += config.lm_scale * lm_lp[c] if use_lm else 0.0
+                            s[c] += lm_scale * lm_lp[c] if use_lm else 0.0
                     for c in range(vocab):
                         if s[c] == NEG_INF:
                             continue
