@@ -53,7 +53,7 @@ from typing import Any
 import torch
 
 from k2dec.aed import BeamSearchConfig, TransformerDecoder, beam_search
-from k2dec.testing.aed import CountingDecoder, TinyLM
+from k2dec.testing.aed import CountingDecoder, TinyLM, joint_scorers
 
 from . import plots
 from .common import (
@@ -112,11 +112,12 @@ class StateCopyTimer:
         return out
 
 
-def k2dec_config(beam: int, ctc_weight: float, end_detect: bool = True,
+def k2dec_config(beam: int, end_detect: bool = True,
                  always_score_eos: bool = True) -> BeamSearchConfig:
     """k2dec's settings matching ESPnet's (maximum length T; ESPnet's end detection rule;
-    ``always_score_eos=False`` matches :func:`peers.espnet_search.eos_prebeamed_ctc_scorer`)."""
-    return BeamSearchConfig(beam_size=beam, num_hyps=1, max_len_ratio=1.0, ctc_weight=ctc_weight,
+    ``always_score_eos=False`` matches :func:`peers.espnet_search.eos_prebeamed_ctc_scorer`);
+    the CTC weight is the CTC scorer's (:func:`k2dec.testing.aed.joint_scorers`)."""
+    return BeamSearchConfig(beam_size=beam, num_hyps=1, max_len_ratio=1.0,
                             ctc_always_score_eos=always_score_eos, end_detect=end_detect,
                             end_detect_window=END_WINDOW, end_detect_margin=END_MARGIN)
 
@@ -126,14 +127,14 @@ def run_k2dec(batch: Any, beam: int, ctc_weight: float, repeats: int,
     """k2dec's batched search over all utterances of ``batch`` (a shipped.ShippedBatch or
     anything with the same attributes)."""
     decoder = StateCopyTimer(batch.assets.model.attention_decoder)
-    cfg = k2dec_config(beam, ctc_weight, end_detect, always_score_eos)
-    ctc = batch.ctc_log_probs if ctc_weight > 0 else None
+    cfg = k2dec_config(beam, end_detect, always_score_eos)
+    scorers = joint_scorers(batch.assets.model.attention_decoder, batch.encoder_lens,
+                            batch.ctc_log_probs, ctc_weight)
 
     def decode():
         decoder.cpu_seconds = 0.0
         with torch.no_grad():
-            return beam_search(decoder, batch.encoder_out, batch.encoder_lens, cfg,
-                               ctc_log_probs=ctc)
+            return beam_search(decoder, batch.encoder_out, batch.encoder_lens, cfg, scorers)
 
     with track_peak_rss() as mem:
         seconds, cpu, hyps = best_wall_and_cpu(repeats, decode)
@@ -439,17 +440,18 @@ def synthetic_section(args: argparse.Namespace, report: Report) -> None:
     rows = []
     for mode, kwargs in modes.items():
         cfg = BeamSearchConfig(beam_size=args.beam, num_hyps=args.beam,
-                               max_len_ratio=args.max_len_ratio, **kwargs)
+                               max_len_ratio=args.max_len_ratio)
 
-        def batched(d, cfg=cfg):
-            return beam_search(d, memory, lens, cfg, ctc_log_probs=ctc, lm=lm)
+        def batched(d, cfg=cfg, kwargs=kwargs):
+            return beam_search(d, memory, lens, cfg,
+                               joint_scorers(dec, lens, ctc, lm=lm, **kwargs))
 
-        def per_utt(d, cfg=cfg):
+        def per_utt(d, cfg=cfg, kwargs=kwargs):
             out = []
             for i in range(memory.size(0)):
-                t = int(lens[i])
-                out += beam_search(d, memory[i : i + 1, :t], lens[i : i + 1], cfg,
-                                   ctc_log_probs=ctc[i : i + 1, :t], lm=lm)
+                t, one = int(lens[i]), lens[i : i + 1]
+                out += beam_search(d, memory[i : i + 1, :t], one, cfg,
+                                   joint_scorers(dec, one, ctc[i : i + 1, :t], lm=lm, **kwargs))
             return out
 
         with torch.no_grad():

@@ -15,13 +15,14 @@ with its own English model, ``requirements/bench-peer.txt``) for codec2-examples
 is installed (else none: the degenerate count needs no reference) and the words alsa-utils'
 files say ("Front Left").
 
-Each utterance is encoded once; every setting (``--set``-style ``KEY=VALUE`` lists of
-:class:`k2dec.aed.BeamSearchConfig` fields) then searches each utterance alone and is reported
-with its WER per set, its count of degenerate hypotheses per set (a token, a word or an
-n-gram of up to 8 repeated 4 or more times in a row, :func:`k2dec.results.is_degenerate` on
-the tokens or the words) and its process CPU seconds (one torch thread). The encoder outputs
-are kept in ``--work-dir/encoded-SET.pt`` for the next run (one run at a time per
-``--work-dir``: the features are rewritten in it). Usage (repository root):
+Each utterance is encoded once; every setting (``--set``-style ``KEY=VALUE`` lists of the
+attention method's fields: ``ctc_weight`` is ``fusion.ctc_weight``, the others the search's)
+then searches each utterance alone and is reported with its WER per set, its count of
+degenerate hypotheses per set (a token, a word or an n-gram of up to 8 repeated 4 or more times
+in a row, :func:`k2dec.results.is_degenerate` on the tokens or the words) and its process CPU
+seconds (one torch thread). The encoder outputs are kept in ``--work-dir/encoded-SET.pt`` for
+the next run (one run at a time per ``--work-dir``: the features are rewritten in it). Usage
+(repository root):
 
     python -m scripts.bench.aed_defaults --recordings exp/aed-recordings --real exp/aed-real \\
         --setting ctc_weight=0 --setting ctc_weight=0.3,end_detect=true
@@ -43,7 +44,10 @@ from k2dec.aed import BeamSearchConfig, beam_search
 from k2dec.demo import ASSETS, DEMO_CUTS
 from k2dec.job import load_assets
 from k2dec.methods import override_config
+from k2dec.methods.aed import AttentionBeamSearchMethodConfig
+from k2dec.methods.parts import FusionConfig
 from k2dec.results import is_degenerate
+from k2dec.testing.aed import joint_scorers
 
 #: (engine, voice, words a minute for espeak-ng / duration stretch for flite)
 VOICES = [("espeak", "en-us+m3", 110), ("espeak", "en-us+f2", 230), ("espeak", "en-gb+m7", 140),
@@ -199,7 +203,7 @@ def encoded_sets(work: Path, recordings: Path | None, real: Path | None = None):
     return assets, out
 
 
-def measure(assets, sets, config: BeamSearchConfig):
+def measure(assets, sets, config: AttentionBeamSearchMethodConfig):
     """``({set: WER % or None}, {set: degenerate hypotheses}, process CPU seconds,
     {set: [(hypothesis words, degenerate)]})`` of one setting; WER over the utterances with a
     reference."""
@@ -212,8 +216,9 @@ def measure(assets, sets, config: BeamSearchConfig):
         errors = words = bad = 0
         hyps_out[name] = []
         for ref, memory, lens, ctc in items:
-            hyps = beam_search(assets.model.attention_decoder, memory, lens, config,
-                               ctc_log_probs=ctc if config.ctc_weight > 0 else None)[0]
+            decoder = assets.model.attention_decoder
+            hyps = beam_search(decoder, memory, lens, config.search, joint_scorers(
+                decoder, lens, ctc, config.fusion.ctc_weight))[0]
             tokens = list(hyps[0].tokens) if hyps else []
             hyp = sp.decode(tokens).split()
             looped = is_degenerate(tokens) or is_degenerate(hyp)
@@ -252,7 +257,9 @@ def main(argv: list[str] | None = None) -> None:
           + " | degenerate | CPU s |")
     print("| --- | " + " | ".join("---:" for _ in sets) + " | ---: | ---: |")
     for setting in settings:
-        config = override_config(BeamSearchConfig(), setting.split(","))
+        config = override_config(AttentionBeamSearchMethodConfig(BeamSearchConfig(),
+                                                                  FusionConfig()),
+                                 setting.split(","))
         wers, degenerate, seconds, hyps = measure(assets, sets, config)
         cells = [f"{'-' if wers[s] is None else f'{wers[s]:.2f}'} ({degenerate[s]})"
                  for s in sets]

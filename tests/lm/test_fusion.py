@@ -1,6 +1,6 @@
-"""The LMs plug into the attention beam search as shallow-fusion LMs: the batched search (which
-steps with state and reorders it with select_state) agrees with the per-hypothesis reference
-search (which steps every prefix from scratch)."""
+"""The LMs plug into the attention beam search as shallow-fusion LMs (a NeuralLmScorer): the
+batched search (which advances rows with state and reorders it with select_state) agrees with
+the per-hypothesis reference search (which steps every prefix from scratch)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from k2dec.aed import BeamSearchConfig, TransformerDecoder, beam_search
+from k2dec.scorers import NeuralLmScorer, WeightedScorer
 from k2dec.testing.lm import VOCAB, make_lm
 from tests.reference.aed_reference import reference_beam_search
 
@@ -24,9 +25,10 @@ def test_shallow_fusion_matches_reference(name, lm_fusion, device):
         g = torch.Generator().manual_seed(seed)
         memory = torch.randn(3, 6, 5, generator=g, dtype=torch.float64).to(device)
         lens = torch.tensor([6, 3, 5], device=device)
-        config = BeamSearchConfig(beam_size=3, num_hyps=3, lm_scale=0.5, lm_fusion=lm_fusion)
-        got = beam_search(decoder, memory, lens, config, lm=lm)
-        want = reference_beam_search(decoder, memory, lens, config, lm=lm)
+        config = BeamSearchConfig(beam_size=3, num_hyps=3, lm_fusion=lm_fusion)
+        got = beam_search(decoder, memory, lens, config,
+                          [WeightedScorer(NeuralLmScorer(lm, score_eos=True), 0.5)])
+        want = reference_beam_search(decoder, memory, lens, config, lm=lm, lm_scale=0.5)
         assert any(len(h) > 0 for h in got)
         assert all(h.lm_score < 0 for hs in got for h in hs)  # the LM took part
         assert [[h.tokens for h in hs] for hs in got] == [[h.tokens for h in hs] for hs in want]

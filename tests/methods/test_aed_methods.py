@@ -10,6 +10,8 @@ from k2dec.aed import BeamSearchConfig, TransformerDecoder, beam_search
 from k2dec.lm import RnnLM, RnnLmConfig
 from k2dec.methods import AedInputs, Family, Resources, get_method, list_methods
 from k2dec.methods.aed import AttentionBeamSearchMethodConfig as Cfg
+from k2dec.methods.parts import FusionConfig
+from k2dec.testing.aed import joint_scorers
 
 
 def _setup(seed: int = 0):
@@ -28,20 +30,20 @@ def test_listed():
     assert [m.name for m in list_methods(Family.AED)] == ["attention-beam-search"]
 
 
-@pytest.mark.parametrize("cfg", [BeamSearchConfig(beam_size=3),
-                                 BeamSearchConfig(beam_size=3, ctc_weight=0.3),
-                                 BeamSearchConfig(beam_size=3, lm_scale=0.5)])
-def test_method_equals_the_library_call(cfg):
+@pytest.mark.parametrize("fusion", [FusionConfig(), FusionConfig(ctc_weight=0.3),
+                                    FusionConfig(lm_scale=0.5),
+                                    FusionConfig(ctc_weight=0.4, lm_scale=0.2)])
+def test_method_equals_the_library_call(fusion):
     dec, lm, inp = _setup()
-    method_cfg = Cfg(search=cfg)
+    cfg = BeamSearchConfig(beam_size=3)
+    method_cfg = Cfg(search=cfg, fusion=fusion)
     out = get_method("attention-beam-search")(inp, Resources(lms={"rnn_lm": lm},
                                                              attention_decoder=dec),
                                               method_cfg)[0]
     assert out.config is method_cfg
     with torch.no_grad():
-        want = beam_search(dec, inp.memory, inp.memory_lens, cfg,
-                           ctc_log_probs=inp.ctc_log_probs if cfg.ctc_weight else None,
-                           lm=lm if cfg.lm_scale else None)
+        want = beam_search(dec, inp.memory, inp.memory_lens, cfg, joint_scorers(
+            dec, inp.memory_lens, inp.ctc_log_probs, fusion.ctc_weight, lm, fusion.lm_scale))
     assert out.tokens == [list(nb[0].tokens) for nb in want]
 
 
@@ -50,14 +52,17 @@ def test_missing_pieces():
     m = get_method("attention-beam-search")
     with pytest.raises(ValueError, match="needs Resources.attention_decoder"):
         m(inp, Resources())
-    with pytest.raises(ValueError, match=r"ctc_weight=0.5 .* needs the model's CTC output "
-                                         r"\(AedInputs.ctc_log_probs\); .* --set ctc_weight=0"):
+    with pytest.raises(ValueError, match=r"fusion.ctc_weight=0.5 .* needs the model's CTC "
+                                         r"output \(AedInputs.ctc_log_probs\); .* --set "
+                                         r"fusion.ctc_weight=0"):
         m(AedInputs(inp.memory, inp.memory_lens), Resources(attention_decoder=dec),
-          Cfg(BeamSearchConfig(ctc_weight=0.5)))
-    with pytest.raises(ValueError, match=r"ctc_weight=0.3 \(joint CTC/attention"):
+          Cfg(fusion=FusionConfig(ctc_weight=0.5)))
+    with pytest.raises(ValueError, match=r"fusion.ctc_weight=0.3 \(joint CTC/attention"):
         m(AedInputs(inp.memory, inp.memory_lens), Resources(attention_decoder=dec))
     with pytest.raises(ValueError, match="needs a neural LM"):
-        m(inp, Resources(attention_decoder=dec), Cfg(BeamSearchConfig(lm_scale=0.5)))
+        m(inp, Resources(attention_decoder=dec), Cfg(fusion=FusionConfig(lm_scale=0.5)))
+    with pytest.raises(ValueError, match=r"fusion.ctc_weight must be in \[0, 1\], got 1.5"):
+        FusionConfig(ctc_weight=1.5)
 
 
 def test_frames_and_confidences():
@@ -82,5 +87,6 @@ def test_frames_and_confidences():
     # without CTC log-probs the tokens have no frames
     bare = get_method("attention-beam-search")(AedInputs(inp.memory, inp.memory_lens),
                                                Resources(attention_decoder=dec),
-                                               Cfg(BeamSearchConfig(beam_size=3)))[0]
+                                               Cfg(BeamSearchConfig(beam_size=3),
+                                                   FusionConfig(ctc_weight=0.0)))[0]
     assert all(r.token_frames is None and r.token_confidences is not None for r in bare.hyps)

@@ -26,6 +26,7 @@ from k2dec.methods.aed import AttentionBeamSearchMethodConfig
 from k2dec.methods.hotword_biasing import HotwordConfig
 from k2dec.methods.parts import FusionConfig
 from k2dec.scorers import CtcScorer, NeuralLmScorer, TableScorer, WeightedScorer
+from k2dec.testing.aed import joint_scorers
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import ModifiedBeamSearchConfig, modified_beam_search
 from tests.aed.beam_problems import assert_same_hyps, random_problem
@@ -167,23 +168,25 @@ def test_the_toy_scorer_in_the_attention_beam_search():
     for seed in (1, 2, 3):
         n = 1 if seed == 1 else 3
         dec, memory, lens, ctc, _ = random_problem(seed, CPU, n=n, v=V, eos_bias=0.7)
-        cfg = BeamSearchConfig(beam_size=3, num_hyps=3, ctc_weight=0.3)
+        cfg = BeamSearchConfig(beam_size=3, num_hyps=3)
         scorers = build_scorers(res, "test", ToyFusion(ctc_weight=0.3, toy_scale=0.7), V, CPU,
                                 eos_id=dec.eos_id, ctc_log_probs=ctc, ctc_lens=lens)
         assert isinstance(scorers[0].scorer, CtcScorer) and scorers[1].scorer is BUILT[-1]
         got = beam_search(dec, memory, lens, cfg, scorers=scorers)
-        by_hand = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc,
-                              scorers=[WeightedScorer(UnigramBonus(bonus), 0.7)])
+        ctc_by_hand = joint_scorers(dec, lens, ctc, 0.3)
+        by_hand = beam_search(dec, memory, lens, cfg, scorers=[
+            *ctc_by_hand, WeightedScorer(UnigramBonus(bonus), 0.7)])
         assert [[(h.tokens, h.score, h.ctc_score) for h in hs] for hs in got] == [
             [(h.tokens, h.score, h.ctc_score) for h in hs] for hs in by_hand]
         want = reference_beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc,
-                                     scorers=[(RefUnigramBonus(bonus), 0.7, "full")])
+                                     scorers=[(RefUnigramBonus(bonus), 0.7, "full")],
+                                     ctc_weight=0.3)
         assert_same_hyps(got, want, 1e-8)
         for hyps in got:
             for h in hyps:  # (ctc, toy): the toy's part is the tokens' bonuses (0 for eos)
                 assert h.scorer_scores[0] == h.ctc_score
                 assert h.scorer_scores[1] == pytest.approx(sum(bonus[t] for t in h.tokens))
-        plain = beam_search(dec, memory, lens, cfg, ctc_log_probs=ctc)
+        plain = beam_search(dec, memory, lens, cfg, ctc_by_hand)
         changed += [[h.tokens for h in hs] for hs in got] != [
             [h.tokens for h in hs] for hs in plain]
     assert changed
@@ -200,20 +203,23 @@ def _lm(kind: str, seed: int) -> RnnLM | TransformerLM:
 
 
 def test_the_attention_method_builds_its_ctc_and_lm_from_its_fusion_part():
-    """attention-beam-search: its ctc_weight and lm_scale through build_scorers,
-    the same hypotheses as the library call with ctc_log_probs= and lm=; the LM is the one
-    every method prefers (rnn_lm over transformer_lm), with its end-of-sentence score."""
+    """attention-beam-search: its fusion.ctc_weight and fusion.lm_scale through
+    build_scorers, the same hypotheses as the library call with a CtcScorer and a
+    NeuralLmScorer; the LM is the one every method prefers (rnn_lm over transformer_lm), with
+    its end-of-sentence score."""
     rnn, transformer = _lm("rnn", 0), _lm("transformer", 1)
     dec, memory, lens, ctc, _ = random_problem(4, CPU, v=V, eos_bias=0.7, dtype=torch.float32)
     assert dec.eos_id == dec.sos_id == 4
-    search = BeamSearchConfig(beam_size=3, num_hyps=3, ctc_weight=0.4, lm_scale=0.5)
-    cfg = AttentionBeamSearchMethodConfig(search=search)
+    search = BeamSearchConfig(beam_size=3, num_hyps=3)
+    cfg = AttentionBeamSearchMethodConfig(search=search,
+                                          fusion=FusionConfig(ctc_weight=0.4, lm_scale=0.5))
     both = Resources(attention_decoder=dec, sources={"transformer_lm": transformer,
                                                      "rnn_lm": rnn})
     out = get_method("attention-beam-search")(AedInputs(memory, lens, ctc), both, cfg)[0]
     with torch.no_grad():
-        want = beam_search(dec, memory, lens, search, ctc_log_probs=ctc, lm=rnn)
-        other = beam_search(dec, memory, lens, search, ctc_log_probs=ctc, lm=transformer)
+        want = beam_search(dec, memory, lens, search, joint_scorers(dec, lens, ctc, 0.4, rnn, 0.5))
+        other = beam_search(dec, memory, lens, search,
+                            joint_scorers(dec, lens, ctc, 0.4, transformer, 0.5))
     assert out.tokens == [list(nb[0].tokens) for nb in want]
     assert [r.score for r in out.hyps] == pytest.approx([nb[0].score for nb in want], abs=1e-5)
     assert [[h.tokens for h in hs] for hs in want] != [[h.tokens for h in hs] for hs in other]

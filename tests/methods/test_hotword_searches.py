@@ -19,10 +19,12 @@ from k2dec.methods import AedInputs, Resources, TransducerInputs, get_method
 from k2dec.methods.aed import AttentionBeamSearchMethodConfig
 from k2dec.methods.hotword_biasing import HotwordConfig
 from k2dec.methods.mbr import FastBeamSearchMbrConfig
+from k2dec.methods.parts import FusionConfig
 from k2dec.methods.transducer import FastBeamSearchNbestConfig
 from k2dec.nbest import Nbest, NbestConfig
 from k2dec.primitives.hypothesis import HypothesisRecord
 from k2dec.scorers import ContextGraph, HotwordScorer, WeightedScorer, hotword_graph
+from k2dec.testing.aed import joint_scorers
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import FastBeamSearch, FastBeamSearchConfig, fast_beam_search
 from tests.aed.beam_problems import assert_same_hyps, random_problem
@@ -221,17 +223,19 @@ def test_attention_beam_search_matches_the_reference(device, scheme, n, seed):
     rng = random.Random(seed)
     phrases = random_phrases(rng, 5, 3, with_scores=True)  # tokens 1..4 (5 is sos/eos)
     share, whole = SCHEMES[scheme]
-    search = BeamSearchConfig(beam_size=3, num_hyps=3, ctc_weight=0.3 if seed == 2 else 0.0)
-    cfg = AttentionBeamSearchMethodConfig(search=search,
+    search = BeamSearchConfig(beam_size=3, num_hyps=3)
+    ctc_weight = 0.3 if seed == 2 else 0.0
+    cfg = AttentionBeamSearchMethodConfig(search=search, fusion=FusionConfig(ctc_weight),
                                           hotwords=HotwordConfig(1.5, share, whole))
     out = get_method("attention-beam-search")(AedInputs(memory, lens, ctc),
                                               _aed_res(dec, phrases, device, True), cfg)[0]
     ref = (RefContextGraph(phrases, 1.5, False, share, {1, 3} if whole else None), 1.0, "full")
-    want = reference_beam_search(dec, memory, lens, search, ctc_log_probs=ctc, scorers=[ref])
+    want = reference_beam_search(dec, memory, lens, search, ctc_log_probs=ctc, scorers=[ref],
+                                 ctc_weight=ctc_weight)
     assert out.tokens == [w[0].tokens for w in want]
     assert [r.score for r in out.hyps] == pytest.approx([w[0].score for w in want], abs=1e-6)
     with torch.no_grad():
-        plain = beam_search(dec, memory, lens, search, ctc_log_probs=ctc)
+        plain = beam_search(dec, memory, lens, search, joint_scorers(dec, lens, ctc, ctc_weight))
     none = get_method("attention-beam-search")(AedInputs(memory, lens, ctc),
                                                Resources(attention_decoder=dec, hotwords=()),
                                                cfg)[0]

@@ -64,7 +64,7 @@ def test_every_field_name_has_one_type_across_all_methods():
 
 def test_each_weight_name_lives_in_one_part_kind():
     """A weight's name says what it weighs: the LM weight is ``lm_scale`` in the fusion and
-    rescore parts (and in multi_pass and the attention search); G's weight in rescoring is
+    rescore parts (and in multi_pass); G's weight in rescoring is
     ``rescore.ngram_lm_scale``; a graph's own weight inside a search is ``graph.scale``."""
     parts_of: dict[str, set[str]] = defaultdict(set)
     for method in METHODS:
@@ -74,7 +74,8 @@ def test_each_weight_name_lives_in_one_part_kind():
     assert parts_of["ngram_lm_scale"] == {"rescore"}
     assert parts_of["scale"] == {"graph"}
     assert parts_of["lodr_scale"] == {"fusion", "rescore"}
-    assert parts_of["lm_scale"] == {"fusion", "rescore", "multi_pass", "search"}
+    assert parts_of["lm_scale"] == {"fusion", "rescore", "multi_pass"}
+    assert parts_of["ctc_weight"] == {"fusion"}
     assert parts_of["token_score"] == {"hotwords"} and parts_of["word_score"] == {"word_hotwords"}
 
 

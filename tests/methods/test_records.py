@@ -17,7 +17,7 @@ from k2dec.lattice import (
 from k2dec.methods import AedInputs, CtcInputs, Resources, TransducerInputs, get_method
 from k2dec.methods.aed import AttentionBeamSearchMethodConfig
 from k2dec.methods.ctc import HlgConfig
-from k2dec.methods.parts import GraphConfig
+from k2dec.methods.parts import FusionConfig, GraphConfig
 from k2dec.methods.records import from_ids, from_lattice, from_transducer
 from k2dec.primitives.hypothesis import HypothesisRecord
 from k2dec.testing.transducer import random_batch, random_model
@@ -90,7 +90,8 @@ def test_transducer_and_aed_records_carry_frames_and_scores():
     cfg = BeamSearchConfig(beam_size=3)
     out = get_method("attention-beam-search")(AedInputs(memory, mlens),
                                               Resources(attention_decoder=dec),
-                                              AttentionBeamSearchMethodConfig(cfg))[0]
+                                              AttentionBeamSearchMethodConfig(
+                                                  cfg, FusionConfig(ctc_weight=0.0)))[0]
     with torch.no_grad():
         want = beam_search(dec, memory, mlens, cfg)
     assert [r.score for r in out.hyps] == pytest.approx([nb[0].score for nb in want])

@@ -80,7 +80,9 @@ OLD = [
     ("fast_beam_search_LG", "ngram_lm_scale=0.02", "graph.scale"),
     ("1best", "hotwords_score=1.0", "word_hotwords.word_score"),
     ("modified_beam_search", "hotwords_partial_share=1.0", "hotwords.partial_share"),
-    ("attention-beam-search", "lm_weight=0.3", "search.lm_scale"),
+    ("attention-beam-search", "lm_weight=0.3", "fusion.lm_scale"),
+    ("attention-beam-search", "search.lm_scale=0.3", "fusion.lm_scale"),
+    ("attention-beam-search", "search.ctc_weight=0.5", "fusion.ctc_weight"),
     ("attention-beam-search", "nbest=2", "search.num_hyps"),
     ("mbr", "ctc.lattice.search_beam=15", "lattice.search_beam"),
     ("mbr", "ctc.whole_lattice_lm_scale=0.4", "rescore.ngram_lm_scale"),
@@ -123,7 +125,7 @@ def test_one_key_applies_with_one_meaning_to_every_method_that_has_it():
         plan_methods(["modified_beam_search", "fast_beam_search"], ["beam=8"])
     runs = plan_methods(["attention-beam-search", "modified_beam_search_lm_shallow_fusion",
                          "rnn-lm"], ["lm_scale=0.3"])
-    assert (runs[0].config.search.lm_scale, runs[1].config.fusion.lm_scale,
+    assert (runs[0].config.fusion.lm_scale, runs[1].config.fusion.lm_scale,
             runs[2].config.rescore.lm_scale) == (0.3, 0.3, 0.3)
 
 
@@ -149,7 +151,7 @@ def test_the_shipped_settings_and_the_demos_tune_plan_use_the_current_keys():
     assert runs["nbest-rescoring"].rescore.ngram_lm_scale == 0.5
     assert runs["whole-lattice-rescoring"].rescore.ngram_lm_scale == 0.4
     assert runs["rnn-lm"].rescore.lm_scale == 0.3 and runs["multi-pass"].multi_pass.lm_scale == 0.3
-    assert runs["attention-beam-search"].search.ctc_weight == 0.5
+    assert runs["attention-beam-search"].fusion.ctc_weight == 0.5
     for method, grid in TUNE_PLAN.items():
         cfg = get_method(method).default_config()
         for item in grid:

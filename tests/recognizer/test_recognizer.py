@@ -349,9 +349,9 @@ def test_the_models_settings_file_is_applied_as_by_k2dec_decode(rec):
     model_settings=False and with_method keep to what was chosen."""
     shipped = rec.with_method("attention-beam-search")
     assert shipped.settings_file == ASSETS / "decode.json"
-    assert shipped.config.search.ctc_weight == 0.5
+    assert shipped.config.fusion.ctc_weight == 0.5
     bare = Recognizer.from_files(ASSETS / "model.pt", ASSETS / "lang", model_settings=False,
                                  method="attention-beam-search")
     default = get_method("attention-beam-search").default_config()
     assert bare.settings_file is None
-    assert bare.config.search.ctc_weight == default.search.ctc_weight != 0.5
+    assert bare.config.fusion.ctc_weight == default.fusion.ctc_weight != 0.5
