@@ -41,7 +41,7 @@ from .hotword_biasing import (
     WordHotwordConfig,
     word_biased_graph,
 )
-from .parts import GraphConfig, RescorePart, WholeLatticePart
+from .parts import LM_BATCH_SIZE, GraphConfig, RescorePart, WholeLatticePart
 from .records import (
     EMPTY_LATTICE,
     from_lattice,
@@ -57,6 +57,7 @@ __all__ = [
     "RNN_LM_SCALE",
     "AttentionRescoringConfig",
     "CtcGreedyConfig",
+    "CtcGreedySearchConfig",
     "CtcLatticeConfig",
     "HlgConfig",
     "HlgNbestConfig",
@@ -92,8 +93,8 @@ def _check_scale(name: str, value: float, positive: bool = False) -> None:
 
 
 @dataclass(frozen=True)
-class CtcGreedyConfig:
-    """``ctc-greedy-search``.
+class CtcGreedySearchConfig:
+    """The search of ``ctc-greedy-search`` (:func:`k2dec.lattice.ctc_greedy_search`).
 
     Attributes:
       subsampling_factor: of ``log_probs`` relative to the graph's frame rate (1: none).
@@ -106,10 +107,18 @@ class CtcGreedyConfig:
 
 
 @dataclass(frozen=True)
-class CtcLatticeConfig(CtcGreedyConfig):
+class CtcGreedyConfig:
+    """``ctc-greedy-search``: its search (``search.subsampling_factor``)."""
+
+    search: CtcGreedySearchConfig = field(default_factory=CtcGreedySearchConfig)
+
+
+@dataclass(frozen=True)
+class CtcLatticeConfig:
     """``ctc-decoding``: a lattice search (through H).
 
     Attributes:
+      subsampling_factor: of ``log_probs`` relative to the graph's frame rate (1: none).
       lattice: pruning of ``k2.intersect_dense_pruned``: icefall's defaults except
         ``output_beam`` 4 instead of 8. Lattices of a weak acoustic model are dense: at 8,
         the shipped model's whole-lattice rescoring with its 4-gram ran slower than real time
@@ -117,7 +126,11 @@ class CtcLatticeConfig(CtcGreedyConfig):
         the README's defaults table). The 1best path is the same at any ``output_beam``.
     """
 
+    subsampling_factor: int = 1
     lattice: LatticeConfig = field(default_factory=_ctc_lattice)
+
+    def __post_init__(self) -> None:
+        check_int_range(self, "subsampling_factor", 1, 16)
 
 
 @dataclass(frozen=True)
@@ -161,12 +174,12 @@ def _attention_rescore() -> RescorePart:
     """G's and the attention decoder's weights 1.3 and 1.2 as in icefall's ``pretrained.py``
     (``--attention-decoder-scale``), icefall's grids."""
     return RescorePart(ngram_lm_scale=1.3, ngram_lm_scales=SCALE_GRID, attention_scale=1.2,
-                       attention_scales=SCALE_GRID)
+                       attention_scales=SCALE_GRID, attention_chunk_cells=ATTENTION_CHUNK_CELLS)
 
 
 def _lm_rescore() -> RescorePart:
     """The neural LM's weight :data:`RNN_LM_SCALE`, icefall's grid."""
-    return RescorePart(lm_scale=RNN_LM_SCALE, lm_scales=SCALE_GRID)
+    return RescorePart(lm_scale=RNN_LM_SCALE, lm_scales=SCALE_GRID, lm_batch_size=LM_BATCH_SIZE)
 
 
 def _whole_lattice_rescore() -> RescorePart:
@@ -199,17 +212,12 @@ class AttentionRescoringConfig(NbestRescoringConfig):
 
     Attributes:
       rescore: ``ngram_lm_scale`` 1.3 and ``attention_scale`` 1.2 (icefall's
-        ``pretrained.py``) with their grids.
-      attention_chunk_cells: paths are scored in chunks of at most this many (token, encoder
-        frame) cells (memory bound, ~60 bytes per cell).
+        ``pretrained.py``) with their grids; ``attention_chunk_cells``: paths are scored in
+        chunks of at most this many (token, encoder frame) cells (memory bound, ~60 bytes
+        per cell).
     """
 
     rescore: RescorePart = field(default_factory=_attention_rescore)
-    attention_chunk_cells: int = ATTENTION_CHUNK_CELLS
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_int_range(self, "attention_chunk_cells", 1, 1 << 24)
 
 
 @dataclass(frozen=True)
@@ -219,16 +227,11 @@ class RnnLmRescoringConfig(HlgNbestConfig):
 
     Attributes:
       rescore: ``lm_scale``, the neural LM's weight (icefall only sweeps it; 0.5 is the
-        middle of its grid, :data:`k2dec.nbest.NNLM_SCALES`), and its grid.
-      lm_batch_size: sequences per neural LM call.
+        middle of its grid, :data:`k2dec.nbest.NNLM_SCALES`), and its grid;
+        ``lm_batch_size``: sequences per neural LM call.
     """
 
     rescore: RescorePart = field(default_factory=_lm_rescore)
-    lm_batch_size: int = 256
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_int_range(self, "lm_batch_size", 1, 4096)
 
 
 @dataclass(frozen=True)
@@ -316,10 +319,11 @@ def hlg_graph(res: Resources, method: str, cfg: HlgConfig, lm_scores: bool = Fal
 def _greedy(inputs: CtcInputs, res: Resources, cfg: CtcGreedyConfig):
     """Per-frame argmax, repeats merged, blanks removed: token ids (each token's confidence:
     its largest frame posterior over its run)."""
+    factor = cfg.search.subsampling_factor
     hyps = ctc_greedy_search(inputs.log_probs, inputs.log_probs_lens,
-                             subsampling_factor=cfg.subsampling_factor)
+                             subsampling_factor=factor)
     conf = ctc_greedy_token_confidences(inputs.log_probs, inputs.log_probs_lens,
-                                        subsampling_factor=cfg.subsampling_factor)
+                                        subsampling_factor=factor)
     records = from_lattice(hyps, words=False, failed=[""] * len(hyps),
                            token_confidences=conf.tolist())
     return [MethodResult("ctc-greedy-search", records, cfg)]
@@ -446,7 +450,7 @@ def _attention(inputs: CtcInputs, res: Resources, cfg: AttentionRescoringConfig)
             weight_points(cfg.rescore, "ngram_lm_scale"),
             weight_points(cfg.rescore, "attention_scale"),
             res.graphs.get("G"),
-            max_chunk_cells=cfg.attention_chunk_cells)
+            max_chunk_cells=cfg.rescore.attention_chunk())
     return _sweep_results(sweep, _attention_settings(cfg), lattice_failures(result.reports),
                           cfg, nbest, res)
 
@@ -459,7 +463,7 @@ def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: RnnLmRescoringConfig):
     _, lm = res.neural_lm("rnn-lm")
     result, nbest = _nbest(inputs, res, cfg, "rnn-lm", lm_scores=True)
     nbest = _intersected(nbest, cfg)
-    sweep = rescore_with_lm(nbest, lm_path_scorer(lm, cfg.lm_batch_size),
+    sweep = rescore_with_lm(nbest, lm_path_scorer(lm, cfg.rescore.lm_batch()),
                             weight_points(cfg.rescore, "lm_scale"),
                             scale_name="rnn_lm_scale")
     return _sweep_results(sweep, _rnn_lm_settings(cfg), lattice_failures(result.reports), cfg,

@@ -35,24 +35,23 @@ from .scales import lg_graph, weight_points
 __all__ = ["FastBeamSearchMbrConfig", "FastBeamSearchMbrLGConfig", "MbrMethodConfig"]
 
 
+def _mbr_part() -> MbrPart:
+    """MBR decoding of the HLG lattice as it is (``rescore_with_g`` false)."""
+    return MbrPart(rescore_with_g=False)
+
+
 @dataclass(frozen=True)
 class MbrMethodConfig(WholeLatticeRescoringConfig):
     """``mbr``: HLG lattices (``lattice``, ``graph``, ``subsampling_factor``), rescored with
-    G when ``rescore_with_g`` (``rescore.ngram_lm_scale``; with ``rescore.sweep`` also every
-    scale of ``rescore.ngram_lm_scales``; ``whole_lattice``: memory back-off), then MBR
+    G when ``mbr.rescore_with_g`` (``rescore.ngram_lm_scale``; with ``rescore.sweep`` also
+    every scale of ``rescore.ngram_lm_scales``; ``whole_lattice``: memory back-off), then MBR
     decoding (``mbr``: posterior scales, iterations, memory budget).
 
-    With ``rescore_with_g`` the scores at LM scale ``s`` are icefall's ``am / s + lm``, and
-    the posteriors scale them as ``mbr`` says (its ``am_posterior_scale`` multiplies
+    With ``mbr.rescore_with_g`` the scores at LM scale ``s`` are icefall's ``am / s + lm``,
+    and the posteriors scale them as ``mbr`` says (its ``am_posterior_scale`` multiplies
     ``am / s``)."""
 
-    mbr: MbrPart = field(default_factory=MbrPart)
-    rescore_with_g: bool = False
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if not isinstance(self.rescore_with_g, bool):
-            raise TypeError(f"rescore_with_g must be a bool, got {self.rescore_with_g!r}")
+    mbr: MbrPart = field(default_factory=_mbr_part)  # rescore_with_g None: false
 
 
 def _units(lattice: k2.Fsa, topology: Topology, mbr: MbrPart, res: Resources,
@@ -79,12 +78,12 @@ def _path_tokens(lattice: k2.Fsa, topology: Topology) -> list[list[int]]:
 
 @register("mbr", Family.CTC, MbrMethodConfig, requires=("HLG",), hotwords=True)
 def _mbr(inputs: CtcInputs, res: Resources, cfg: MbrMethodConfig):
-    """HLG lattice (rescored with G when rescore_with_g=1), sausages: the MBR consensus and
+    """HLG lattice (rescored with G when mbr.rescore_with_g=1), sausages: the MBR consensus and
     the best path, words with frames and confidences."""
     graph = hlg_graph(res, "mbr", cfg, lm_scores=True)
     result = inputs.get_lattice(graph, cfg.lattice, cfg.subsampling_factor)
     failed = lattice_failures(result.reports)
-    if not cfg.rescore_with_g:
+    if not cfg.mbr.rescore_with_g:
         best, consensus, notes, lat = _units(result.lattice, Topology.CTC, cfg.mbr, res)
         tokens = _path_tokens(lat, Topology.CTC)
         return [MethodResult("mbr", from_timed_units(consensus, True, failed, notes=notes), cfg),

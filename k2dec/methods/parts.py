@@ -11,14 +11,14 @@ exactly these classes, so a key means the same thing in every method that has it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from ..lattice import LatticeConfig, MbrConfig
 from ..lattice.mbr import MAX_LATTICE_ARCS
 from ..lattice.posteriors import PosteriorConfig
 from ..lattice.rescore import RescoreConfig
-from ..nbest import MultiPassConfig, NbestConfig
-from ..primitives.sizes import check_finite
+from ..nbest import ATTENTION_CHUNK_CELLS, MultiPassConfig, NbestConfig
+from ..primitives.sizes import check_finite, check_int_range
 from .checks import check_lodr_weight, check_scales, check_sweep
 from .hotword_biasing import HotwordConfig, WordHotwordConfig
 
@@ -27,6 +27,14 @@ __all__ = ["PARTS", "FusionConfig", "GraphConfig", "MbrPart", "RescorePart",
 
 #: The weights of :class:`RescorePart`, each with its grid (``<weight>s``).
 RESCORE_WEIGHTS = ("ngram_lm_scale", "lm_scale", "lodr_scale", "attention_scale")
+
+#: The memory bounds of :class:`RescorePart`: the sequences per neural LM call and the
+#: cells per attention-decoder chunk (None: not a bound of the method; the method's
+#: default then applies).
+RESCORE_BOUNDS = ("lm_batch_size", "attention_chunk_cells")
+
+#: Sequences per neural LM call when the rescore part gives no ``lm_batch_size``.
+LM_BATCH_SIZE = 256
 
 
 @dataclass(frozen=True)
@@ -101,6 +109,11 @@ class RescorePart:
       attention_scale: the attention decoder's weight.
       ngram_lm_scales, lm_scales, lodr_scales, attention_scales: the grids ``sweep`` tries
         (icefall's).
+      lm_batch_size: sequences per neural LM call (a method that rescores with a neural LM;
+        None there: :data:`LM_BATCH_SIZE`); formerly a top-level field.
+      attention_chunk_cells: the attention decoder scores paths in chunks of at most this many
+        (token, encoder frame) cells, ~60 bytes each (``attention-decoder``; None there:
+        :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`); formerly a top-level field.
     """
 
     sweep: bool = False
@@ -112,8 +125,12 @@ class RescorePart:
     lodr_scales: tuple[float, ...] = ()
     attention_scale: float | None = None
     attention_scales: tuple[float, ...] = ()
+    lm_batch_size: int | None = None
+    attention_chunk_cells: int | None = None
 
     def __post_init__(self) -> None:
+        check_int_range(self, "lm_batch_size", 1, 4096, optional=True)
+        check_int_range(self, "attention_chunk_cells", 1, 1 << 24, optional=True)
         for name in RESCORE_WEIGHTS:
             if getattr(self, name) is not None:
                 check_finite(name, getattr(self, name))
@@ -129,9 +146,22 @@ class RescorePart:
                 raise ValueError(f"{name}s is a grid of {name}, which this config has not")
 
     def settings_fields(self) -> tuple[str, ...]:
-        """The fields a method reads: ``sweep`` and each of its weights with its grid."""
+        """The fields a method reads: ``sweep``, each of its weights with its grid, its
+        memory bounds."""
         used = [n for n in RESCORE_WEIGHTS if getattr(self, n) is not None]
-        return ("sweep", *(f for n in used for f in (n, f"{n}s")))
+        bounds = [n for n in RESCORE_BOUNDS if getattr(self, n) is not None]
+        return ("sweep", *(f for n in used for f in (n, f"{n}s")), *bounds)
+
+    def lm_batch(self) -> int:
+        """Sequences per neural LM call: ``lm_batch_size``, else :data:`LM_BATCH_SIZE`."""
+        return LM_BATCH_SIZE if self.lm_batch_size is None else self.lm_batch_size
+
+    def attention_chunk(self) -> int:
+        """Cells per attention-decoder chunk: ``attention_chunk_cells``, else
+        :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`."""
+        if self.attention_chunk_cells is None:
+            return ATTENTION_CHUNK_CELLS
+        return self.attention_chunk_cells
 
 
 @dataclass(frozen=True)
@@ -160,6 +190,9 @@ class MbrPart:
         their ``lm_scores`` before posteriors are computed (formerly ``posterior.acoustic_scale``
         and ``posterior.lm_scale``).
       max_iterations, max_cells, max_lattice_arcs: as in :class:`k2dec.lattice.MbrConfig`.
+      rescore_with_g: the HLG lattice is rescored with G (``rescore.ngram_lm_scale``) before
+        MBR decoding (the ``mbr`` method; None for the methods that have no G to rescore
+        with: not among their settings); formerly a top-level field of ``mbr``.
     """
 
     am_posterior_scale: float = 1.0
@@ -167,9 +200,17 @@ class MbrPart:
     max_iterations: int = 100
     max_cells: int = 1 << 23
     max_lattice_arcs: int | None = MAX_LATTICE_ARCS
+    rescore_with_g: bool | None = None
 
     def __post_init__(self) -> None:
         self.config()  # its checks
+        if self.rescore_with_g is not None and not isinstance(self.rescore_with_g, bool):
+            raise TypeError(f"mbr.rescore_with_g must be a bool, got {self.rescore_with_g!r}")
+
+    def settings_fields(self) -> tuple[str, ...]:
+        """The fields a method reads (``rescore_with_g`` only where it is not None)."""
+        names = [f.name for f in fields(self)]
+        return tuple(n for n in names if n != "rescore_with_g" or self.rescore_with_g is not None)
 
     def config(self, decode_mbr: bool = True) -> MbrConfig:
         """The :class:`~k2dec.lattice.MbrConfig` of these settings."""

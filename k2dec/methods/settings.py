@@ -44,7 +44,7 @@ OLD_KEYS: dict[str, tuple[str, ...]] = {
     "multi_pass.rnn_lm_scale": ("multi_pass.lm_scale",),
     "multi_pass.nn_scale": ("multi_pass.lm_scale",),
     "nn_scale": ("multi_pass.lm_scale",),
-    "rescore": ("rescore_with_g",),
+    "rescore": ("mbr.rescore_with_g",),
     "mbr.posterior.acoustic_scale": ("mbr.am_posterior_scale",),
     "mbr.posterior.lm_scale": ("mbr.lm_posterior_scale",),
     "acoustic_scale": ("mbr.am_posterior_scale",),

@@ -26,7 +26,6 @@ from ..nbest import (
     neural_scores,
     word_sequence_scores,
 )
-from ..primitives.sizes import check_int_range
 from ..transducer import (
     FastBeamSearch,
     FastBeamSearchConfig,
@@ -41,7 +40,7 @@ from .hotword_biasing import (
     token_biased_graph,
     transducer_graph,
 )
-from .parts import GraphConfig, RescorePart
+from .parts import LM_BATCH_SIZE, GraphConfig, RescorePart
 from .records import from_nbest, from_transducer, oracle_records
 from .registry import Family, MethodResult, Setting, register
 from .resources import Resources, TransducerInputs
@@ -56,6 +55,7 @@ __all__ = [
     "FastBeamSearchNbestLGConfig",
     "FastBeamSearchNbestRescoringConfig",
     "FastBeamSearchNbestRnnRescoringConfig",
+    "GreedySearchMethodConfig",
     "NBEST_RESCORING_SCALES",
 ]
 
@@ -121,16 +121,26 @@ def with_confidences(inputs: TransducerInputs, hyps, temperature: float,
     return from_transducer(hyps, token_confidences=conf.tolist())
 
 
-def _greedy_streaming(model, res: Resources, cfg: GreedySearchConfig,
+@dataclass(frozen=True)
+class GreedySearchMethodConfig:
+    """``greedy_search``: the search (:class:`k2dec.transducer.GreedySearchConfig`:
+    ``search.max_sym_per_frame``, ``search.blank_penalty``; icefall's defaults)."""
+
+    search: GreedySearchConfig = field(default_factory=GreedySearchConfig)
+
+
+def _greedy_streaming(model, res: Resources, cfg: GreedySearchMethodConfig,
                       device: torch.device) -> StreamingSearch:
-    return StreamingSearch(GreedySearch(model, cfg))
+    return StreamingSearch(GreedySearch(model, cfg.search))
 
 
-@register("greedy_search", Family.TRANSDUCER, GreedySearchConfig, streaming=_greedy_streaming)
-def _greedy(inputs: TransducerInputs, res: Resources, cfg: GreedySearchConfig):
+@register("greedy_search", Family.TRANSDUCER, GreedySearchMethodConfig,
+          streaming=_greedy_streaming)
+def _greedy(inputs: TransducerInputs, res: Resources, cfg: GreedySearchMethodConfig):
     """Greedy search (batched; max_sym_per_frame symbols per frame)."""
-    hyps = greedy_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, cfg)
-    records = with_confidences(inputs, hyps, 1.0, cfg.blank_penalty)  # no temperature
+    search = cfg.search
+    hyps = greedy_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, search)
+    records = with_confidences(inputs, hyps, 1.0, search.blank_penalty)  # no temperature
     return [MethodResult("greedy_search", records, cfg)]
 
 
@@ -254,7 +264,7 @@ def _ngram_lm_rescore() -> RescorePart:
     """G's and the neural LM's weights :data:`NBEST_RESCORING_SCALE` with icefall's grid."""
     return RescorePart(ngram_lm_scale=NBEST_RESCORING_SCALE,
                        ngram_lm_scales=NBEST_RESCORING_SCALES, lm_scale=NBEST_RESCORING_SCALE,
-                       lm_scales=NBEST_RESCORING_SCALES)
+                       lm_scales=NBEST_RESCORING_SCALES, lm_batch_size=LM_BATCH_SIZE)
 
 
 @dataclass(frozen=True)
@@ -275,13 +285,10 @@ class FastBeamSearchNbestRnnRescoringConfig(FastBeamSearchNbestRescoringConfig):
     """``fast_beam_search_with_nbest_rnn_rescoring``: as
     :class:`FastBeamSearchNbestRescoringConfig`, plus each path's tokens scored with the
     neural LM: ``am + ngram_lm_scale * ngram + lm_scale * rnn_lm``; with ``rescore.sweep``,
-    also every other pair of the two grids (``lm_batch_size`` sequences per LM call)."""
+    also every other pair of the two grids (``rescore.lm_batch_size`` sequences per LM
+    call)."""
 
     rescore: RescorePart = field(default_factory=_ngram_lm_rescore)
-    lm_batch_size: int = 256
-
-    def __post_init__(self) -> None:
-        check_int_range(self, "lm_batch_size", 1, 4096)
 
 
 def _rescoring_components(inputs: TransducerInputs, res: Resources,
@@ -343,5 +350,5 @@ def _fbs_nbest_rnn_rescoring(inputs: TransducerInputs, res: Resources,
     method = "fast_beam_search_with_nbest_rnn_rescoring"
     _, lm = res.neural_lm(method)
     nbest, comps = _rescoring_components(inputs, res, cfg, method)
-    comps["rnn_lm"] = neural_scores(nbest, lm_path_scorer(lm, cfg.lm_batch_size))
+    comps["rnn_lm"] = neural_scores(nbest, lm_path_scorer(lm, cfg.rescore.lm_batch()))
     return _rescored(nbest, comps, _rescoring_points(cfg), cfg)

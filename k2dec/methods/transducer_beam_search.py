@@ -18,7 +18,6 @@ import torch
 
 from ..nbest import NbestConfig
 from ..nbest.config import check_posterior_scale
-from ..primitives.sizes import check_int_range
 from ..transducer import (
     ModifiedBeamSearchConfig,
     TransducerBeamSearchConfig,
@@ -29,7 +28,7 @@ from ..transducer.modified_beam_search import ModifiedBeamSearch
 from .fusion import ScorerRequest, build_scorers, lodr_scorer
 from .hotword_biasing import HotwordConfig
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
-from .parts import FusionConfig, RescorePart
+from .parts import LM_BATCH_SIZE, FusionConfig, RescorePart
 from .registry import Family, MethodResult, Setting, register
 from .resources import Resources, TransducerInputs
 from .scales import LM_SCALE, grid_settings, weight_points
@@ -114,7 +113,8 @@ class LodrConfig:
 
 def _lm_rescore() -> RescorePart:
     """icefall's LM-rescoring setting and grid (:data:`RESCORE_LM_SCALE`)."""
-    return RescorePart(lm_scale=RESCORE_LM_SCALE, lm_scales=RESCORE_LM_SCALES)
+    return RescorePart(lm_scale=RESCORE_LM_SCALE, lm_scales=RESCORE_LM_SCALES,
+                       lm_batch_size=LM_BATCH_SIZE)
 
 
 def _lodr_rescore() -> RescorePart:
@@ -122,7 +122,8 @@ def _lodr_rescore() -> RescorePart:
     is added: < 0 subtracts it)."""
     return RescorePart(lm_scale=RESCORE_LM_SCALE, lm_scales=RESCORE_LODR_LM_SCALES,
                        lodr_scale=-RESCORE_LODR_SCALE,
-                       lodr_scales=tuple(-s for s in RESCORE_LODR_SCALES))
+                       lodr_scales=tuple(-s for s in RESCORE_LODR_SCALES),
+                       lm_batch_size=LM_BATCH_SIZE)
 
 
 @dataclass(frozen=True)
@@ -135,12 +136,10 @@ class LmRescoreConfig:
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
     rescore: RescorePart = field(default_factory=_lm_rescore)
-    lm_batch_size: int = 256
     posterior_scale: float = NbestConfig.posterior_scale
 
     def __post_init__(self) -> None:
         check_posterior_scale(self.posterior_scale)
-        check_int_range(self, "lm_batch_size", 1, 4096)
 
 
 @dataclass(frozen=True)
@@ -275,7 +274,7 @@ def _lm_rescore(inputs: TransducerInputs, res: Resources, cfg: LmRescoreConfig):
     """Every final hypothesis of modified beam search rescored: am + lm_scale * neural LM."""
     _, lm = res.neural_lm("modified_beam_search_lm_rescore")
     lists, am = final_lists(inputs, cfg.search)
-    out = sweep(lists, am, {"lm": lm_scores(lm, lists, cfg.lm_batch_size)},
+    out = sweep(lists, am, {"lm": lm_scores(lm, lists, cfg.rescore.lm_batch())},
                 _rescore_points(cfg), lambda b, c, s: b + s["lm"] * c["lm"], _rescore_key,
                 cfg.posterior_scale)
     return [MethodResult(k, v, cfg) for k, v in out.items()]
@@ -290,7 +289,8 @@ def _lm_rescore_lodr(inputs: TransducerInputs, res: Resources, cfg: LmRescoreLod
     lodr = lodr_scorer(res, ScorerRequest("modified_beam_search_lm_rescore_LODR",
                                           _vocab(inputs), inputs.encoder_out.device))
     lists, am = final_lists(inputs, cfg.search)
-    comps = {"lm": lm_scores(lm, lists, cfg.lm_batch_size), "lodr": scorer_scores(lodr, lists)}
+    comps = {"lm": lm_scores(lm, lists, cfg.rescore.lm_batch()),
+             "lodr": scorer_scores(lodr, lists)}
     out = sweep(lists, am, comps, _rescore_points(cfg),
                 lambda b, c, s: b / s["lm"] + c["lm"] + s["lodr"] * c["lodr"], _rescore_key,
                 cfg.posterior_scale)

@@ -11,6 +11,7 @@ import torch
 import k2dec.icefall as ice
 from k2dec.methods import Resources, TransducerInputs, get_method, icefall_compatible
 from k2dec.methods.parts import GraphConfig
+from k2dec.methods.transducer import GreedySearchMethodConfig
 from k2dec.nbest import NbestConfig
 from k2dec.scorers import ContextGraph
 from k2dec.testing.lang import tiny_lg
@@ -40,7 +41,7 @@ def test_greedy_search_batch_is_the_greedy_method(lens, seed):
     got = ice.greedy_search_batch(model, enc, enc_lens, blank_penalty=0.5,
                                   return_timestamps=True)
     [want] = _method("greedy_search", model, enc, enc_lens,
-                     GreedySearchConfig(blank_penalty=0.5))
+                     GreedySearchMethodConfig(GreedySearchConfig(blank_penalty=0.5)))
     assert got.hyps == want.tokens and got.timestamps == _frames(want)
     assert ice.greedy_search_batch(model, enc, enc_lens, blank_penalty=0.5) == want.tokens
     # scores: each token's joiner logit, recomputed token by token
@@ -57,7 +58,8 @@ def test_greedy_search_batch_is_the_greedy_method(lens, seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_single_utterance_searches(seed):
     model, enc, enc_lens = model_and_batch([9], seed)
-    [want] = _method("greedy_search", model, enc, enc_lens, GreedySearchConfig(2))
+    [want] = _method("greedy_search", model, enc, enc_lens,
+                     GreedySearchMethodConfig(GreedySearchConfig(2)))
     got = ice.greedy_search(model, enc, max_sym_per_frame=2, return_timestamps=True)
     assert got.hyps == want.tokens and got.timestamps == _frames(want)
     assert ice.greedy_search(model, enc, 2) == want.tokens[0]

@@ -106,7 +106,8 @@ def test_mbr_after_whole_lattice_rescoring(tiny_hlg, tmp_path):
     rescore = RescorePart(sweep=True, ngram_lm_scale=0.5, ngram_lm_scales=(0.5, 1.0))
     ctc = WholeLatticeRescoringConfig(rescore=rescore)
     inputs = _ctc_inputs(1, lang.max_token_id + 1)
-    out = get_method("mbr")(inputs, res, MbrMethodConfig(rescore=rescore, rescore_with_g=True))
+    out = get_method("mbr")(inputs, res,
+                            MbrMethodConfig(rescore=rescore, mbr=MbrPart(rescore_with_g=True)))
     assert [r.key for r in out] == ["mbr_lm_scale_0.5", "lm_scale_0.5", "mbr_lm_scale_1.0",
                                     "lm_scale_1.0"]
     plain = {r.key: r for r in get_method("whole-lattice-rescoring")(inputs, res, ctc)}
@@ -115,11 +116,11 @@ def test_mbr_after_whole_lattice_rescoring(tiny_hlg, tmp_path):
         if not r.key.startswith("mbr"):
             assert r.words == plain[r.key].words
     # without the sweep: the configured scale only
-    one = get_method("mbr")(inputs, res, MbrMethodConfig(rescore_with_g=True))
+    one = get_method("mbr")(inputs, res, MbrMethodConfig(mbr=MbrPart(rescore_with_g=True)))
     assert [r.key for r in one] == ["mbr_lm_scale_1.3", "lm_scale_1.3"]
     with pytest.raises(ValueError, match="needs the G graph"):
         get_method("mbr")(inputs, Resources(graphs={"HLG": HLG}),
-                          MbrMethodConfig(rescore_with_g=True))
+                          MbrMethodConfig(mbr=MbrPart(rescore_with_g=True)))
 
 
 def test_fast_beam_search_mbr_methods(tiny_LG, device):
@@ -169,7 +170,7 @@ def test_overrides_reach_the_mbr_parts():
     cfg = override_config(MbrMethodConfig(), ["lattice.output_beam=4", "graph.scale=0.4",
                                               "am_posterior_scale=0.5", "rescore_with_g=1"])
     assert cfg.lattice.output_beam == 4.0 and cfg.graph.scale == 0.4
-    assert cfg.mbr.am_posterior_scale == 0.5 and cfg.rescore_with_g is True
+    assert cfg.mbr.am_posterior_scale == 0.5 and cfg.mbr.rescore_with_g is True
     assert cfg.mbr.config().posterior == PosteriorConfig(0.5, 1.0)
     with pytest.raises(ValueError, match="no field"):
         override_config(MbrMethodConfig(), ["lattice.nope=1"])

@@ -86,7 +86,7 @@ OLD = [
     ("attention-beam-search", "nbest=2", "search.num_hyps"),
     ("mbr", "ctc.lattice.search_beam=15", "lattice.search_beam"),
     ("mbr", "ctc.whole_lattice_lm_scale=0.4", "rescore.ngram_lm_scale"),
-    ("mbr", "rescore=1", "rescore_with_g"),
+    ("mbr", "rescore=1", "mbr.rescore_with_g"),
     ("mbr", "mbr.posterior.lm_scale=0.5", "mbr.lm_posterior_scale"),
     ("attention-decoder-rescoring-no-ngram", "ctc.lattice.output_beam=8",
      "lattice.output_beam"),

@@ -50,7 +50,7 @@ def test_registry_names_and_errors():
     with pytest.raises(ValueError, match="unknown decoding method 'nope'; known:"):
         get_method("nope")
     m = get_method("greedy_search")
-    with pytest.raises(TypeError, match="takes a GreedySearchConfig"):
+    with pytest.raises(TypeError, match="takes a GreedySearchMethodConfig"):
         m(None, Resources(), FastBeamSearchConfig())
     assert all(m.description for m in list_methods())
 
