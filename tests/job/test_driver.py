@@ -106,7 +106,7 @@ def test_list_methods_shows_each_methods_own_settings_by_part():
     rows = {line.split()[0]: line for line in method_table(list_methods()).splitlines()[1:]}
     head = "Settings (--set PART.FIELD=VALUE): "
     greedy = rows["ctc-greedy-search"].split(head)[1]
-    assert greedy == "settings: subsampling_factor=1."
+    assert greedy == "search: subsampling_factor=1."
     for m in list_methods():
         keys = []
         for part in rows[m.name].split(head)[1].rstrip(".").split("; "):

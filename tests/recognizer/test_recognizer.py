@@ -213,7 +213,7 @@ BAD_SETTINGS = [
     (dict(method="no_such_method"), ValueError, "unknown decoding method 'no_such_method'"),
     (dict(method=3), TypeError, "method must be a method name"),
     (dict(method="greedy_search", nosuch=3), ValueError,
-     "method 'greedy_search' has no setting 'nosuch'; its settings are max_sym_per_frame"),
+     "method 'greedy_search' has no setting 'nosuch'; its settings are search.max_sym_per_frame"),
     (dict(method="modified_beam_search", beam_size=2.5), ValueError, "does not fit the field"),
     (dict(method="modified_beam_search", beam=4), ValueError,
      "'beam' was renamed in k2dec 0.2: use search.beam_size"),
