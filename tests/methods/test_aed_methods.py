@@ -90,3 +90,35 @@ def test_frames_and_confidences():
                                                Cfg(BeamSearchConfig(beam_size=3),
                                                    FusionConfig(ctc_weight=0.0)))[0]
     assert all(r.token_frames is None and r.token_confidences is not None for r in bare.hyps)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_lodr_is_a_fusion_scorer_of_the_attention_search(tmp_path, seed):
+    """fusion.lodr_scale adds LODR's token n-gram (Resources.sources['lodr']) as a full
+    scorer beside the CTC prefix scores: the method's hypotheses are the library call's with
+    the same scorers and the reference search's, and differ from those without LODR."""
+    from k2dec.scorers import WeightedScorer
+    from tests.aed.beam_problems import random_problem, ref, setup
+    from tests.scorers.factories import scorer_pairs
+
+    cpu = torch.device("cpu")
+    dec, memory, lens, ctc, _ = random_problem(seed, cpu, eos_bias=0.7)
+    ctc = ctc.float()  # the method aligns the CTC output for token frames
+    [lodr_ws], [(ref_lodr, weight)] = scorer_pairs("n", dec.vocab_size, 3, seed, cpu,
+                                                   tmp_path)
+    lodr = lodr_ws.scorer
+    search = BeamSearchConfig(beam_size=3, num_hyps=3)
+    res = Resources(attention_decoder=dec, sources={"lodr": lodr})
+    method = get_method("attention-beam-search")
+    out = method(AedInputs(memory, lens, ctc), res,
+                 Cfg(search, FusionConfig(ctc_weight=0.3, lodr_scale=weight)))[0]
+    plain = method(AedInputs(memory, lens, ctc), res, Cfg(search, FusionConfig(ctc_weight=0.3)))[0]
+    with torch.no_grad():
+        want = beam_search(dec, memory, lens, search,
+                           [*joint_scorers(dec, lens, ctc, 0.3), WeightedScorer(lodr, weight)])
+    reference = ref(dec, memory, lens, setup(beam_size=3, num_hyps=3, ctc_weight=0.3),
+                    ctc_log_probs=ctc, scorers=[(ref_lodr, weight, "full")])
+    assert out.tokens == [list(nb[0].tokens) for nb in want] == [r[0].tokens for r in reference]
+    assert [r.score for r in out.hyps] == pytest.approx([r[0].score for r in reference],
+                                                       abs=1e-5)
+    assert weight < 0 and [r.score for r in out.hyps] != [r.score for r in plain.hyps]
