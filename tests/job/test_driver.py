@@ -94,7 +94,7 @@ def test_unused_keys_are_refused_with_the_keys_there_are():
         plan_methods(["ctc-greedy-search"], ["attention_scale=2.0", "num_paths=7",
                                              "hotwords_score=5"])
     assert "no given method has a field for attention_scale=2.0, num_paths=7, " \
-           "hotwords_score=5 (the given methods' keys: subsampling_factor)" in str(e.value)
+           "hotwords_score=5 (the given methods' keys: search.subsampling_factor)" in str(e.value)
     assert "'hotwords_score' was renamed in k2dec 0.2 (now hotwords.token_score or " \
            "word_hotwords.word_score)" in str(e.value)
 
