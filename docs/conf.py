@@ -19,7 +19,7 @@ sys.path.insert(0, str(HERE / "_ext"))
 import k2dec  # noqa: E402
 
 project = "k2dec"
-copyright = "the k2dec authors"  # noqa: A001 (Sphinx's name)
+copyright = "2026, the k2dec authors"  # noqa: A001 (Sphinx's name)
 author = "the k2dec authors"
 release = version = k2dec.__version__
 extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon",
