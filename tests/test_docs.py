@@ -48,7 +48,8 @@ def test_every_public_package_has_its_page():
     packages = [m.name for m in pkgutil.iter_modules(k2dec.__path__) if m.ispkg]
     missing = [p for p in packages if p not in NOT_API
                and f".. automodule:: k2dec.{p}\n" not in documented]
-    assert not missing, f"add '.. automodule:: k2dec.<name>' to a page of {DOCS / 'api'} for {missing}"
+    assert not missing, (f"add '.. automodule:: k2dec.<name>' to a page of {DOCS / 'api'} "
+                         f"for {missing}")
 
 
 def test_readme_method_list_is_the_registrys():
@@ -283,9 +284,10 @@ def test_rendered_page_has_no_broken_link(built_docs, tmp_path, name):
 def test_broken_link_check_finds_a_broken_link(built_docs, tmp_path):
     page = built_docs / "guide" / ".k2dec-broken.html"
     page.write_text('<a href="methods.html#method-no-such">x</a><a href="nowhere.html">y</a>'
-                    '<a href="methods-lattice.html#method-1best">ok</a><a href="https://k2-fsa.org">z</a>')
+                    '<a href="methods-lattice.html#method-1best">ok</a>'
+                    '<a href="https://k2-fsa.org">z</a>')
     try:
-        assert broken_links(built_docs, page) == ["methods.html#method-no-such (no #method-no-such)",
-                                                 "nowhere.html (no file)"]
+        assert broken_links(built_docs, page) == [
+            "methods.html#method-no-such (no #method-no-such)", "nowhere.html (no file)"]
     finally:
         page.unlink()

@@ -100,7 +100,8 @@ def first_sentence(text: str) -> str:
 
 def readme_methods_block() -> str:
     """The README's method list: one Markdown table row per registered method."""
-    rows = [README_BEGIN, "", "| method | family | needs | what it does |", "| --- | --- | --- | --- |"]
+    rows = [README_BEGIN, "", "| method | family | needs | what it does |",
+            "| --- | --- | --- | --- |"]
     for m in _methods():
         what = first_sentence(m.description).replace("|", "\\|")
         rows.append(f"| `{m.name}` | {m.family.value} | {needs(m)} | {what} |")
