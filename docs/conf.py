@@ -26,6 +26,8 @@ extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon",
               "sphinx.ext.viewcode", "sphinx_click", "k2dec_docs"]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
+# "--set" and "--lang-dir" in generated table text stay two hyphens (no en dashes)
+smartquotes = False
 # Google-style sections (Args, Returns, Raises, Attributes) as the docstrings write them
 napoleon_google_docstring = True
 napoleon_numpy_docstring = False

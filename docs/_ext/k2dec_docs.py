@@ -118,16 +118,19 @@ def rewrite_readme(text: str) -> str:
 
 # --- Sphinx -------------------------------------------------------------------------------
 
-def _sphinx_parts():  # imported lazily: the README functions above need no Sphinx
+try:  # the README functions above need no Sphinx
     from docutils import nodes
-    from docutils.parsers.rst import directives
     from sphinx.util.docutils import SphinxDirective
+except ImportError:  # pragma: no cover
+    nodes = SphinxDirective = None
 
-    return nodes, directives, SphinxDirective
+HEAD = ["method", "family", "needs", "hotwords", "what it does"]
+WIDTHS = [22, 9, 16, 7, 46]
 
 
-def _table(nodes: Any, head: list[str], rows: list[list[Any]], widths: list[int]) -> Any:
-    table = nodes.table(classes=["k2dec-methods"])
+def _table(head: list[str], rows: list[list[Any]], widths: list[int],
+           kind: str = "k2dec-methods") -> Any:
+    table = nodes.table(classes=[kind])
     group = nodes.tgroup(cols=len(head))
     table += group
     for w in widths:
@@ -141,9 +144,8 @@ def _table(nodes: Any, head: list[str], rows: list[list[Any]], widths: list[int]
             r += entry
         return r
 
-    thead = nodes.thead()
+    thead, tbody = nodes.thead(), nodes.tbody()
     thead += row(head)
-    tbody = nodes.tbody()
     for cells in rows:
         tbody += row(cells)
     group += thead
@@ -151,122 +153,127 @@ def _table(nodes: Any, head: list[str], rows: list[list[Any]], widths: list[int]
     return table
 
 
-def _code(nodes: Any, text: str) -> Any:
-    return nodes.literal(text=text)
+def _facts(m: Any) -> Any:
+    facts = nodes.paragraph()
+    need = needs(m) if m.requires or m.needs_references else "the model only"
+    for label, text in (("Family: ", f"{m.family.value}. "), ("Needs: ", f"{need}. "),
+                        ("Hotwords: ", "yes. " if m.hotwords else "no. ")):
+        facts += nodes.strong(text=label)
+        facts += nodes.Text(text)
+    if m.sweeps:
+        facts += nodes.strong(text="Scales (k2dec tune): ")
+        facts += nodes.Text(", ".join(f"{k}={v}" for k, v in m.scale_fields().items()) + ".")
+    return facts
+
+
+def _settings(m: Any) -> Any:
+    """``m``'s settings by part: part, ``--set`` key, default."""
+    from k2dec.methods.settings import setting_text
+
+    rows = []
+    for part, values in sorted(_parts(m).items(), key=lambda x: x[0] != ""):
+        for name, value in values.items():
+            key = f"{part}.{name}" if part else name
+            rows.append([part or "(top level)", nodes.literal(text=key),
+                         nodes.literal(text=setting_text(value, short=True))])
+    if not rows:
+        return nodes.paragraph(text="No settings.")
+    head = ["part", nodes.literal(text="--set KEY=VALUE"), "default"]
+    return _table(head, rows, [14, 34, 30], kind="k2dec-settings")
+
+
+def _section(m: Any, note: str | None) -> Any:
+    """A method's section: title (anchor ``method-NAME``), facts, description, when to choose
+    it, settings."""
+    sec = nodes.section(ids=[f"method-{m.name}"], names=[f"method-{m.name}"])
+    title = nodes.title()
+    title += nodes.literal(text=m.name)
+    sec += title
+    sec += _facts(m)
+    sec += nodes.paragraph(text=m.description)
+    if note:
+        choose = nodes.paragraph()
+        choose += nodes.strong(text="When to choose it: ")
+        choose += nodes.Text(note)
+        sec += choose
+    sec += _settings(m)
+    return sec
+
+
+class _MethodDirective(SphinxDirective or object):
+    def link(self, m: Any) -> Any:
+        target = PAGES[home(m)]
+        uri = ""
+        if target != self.env.docname:
+            uri = self.env.app.builder.get_relative_uri(self.env.docname, target)
+        p = nodes.paragraph()
+        ref = nodes.reference(refuri=f"{uri}#method-{m.name}", internal=True)
+        ref += nodes.literal(text=m.name)
+        p += ref
+        return p
+
+    def summary(self, methods: list[Any]) -> Any:
+        rows = [[self.link(m), m.family.value, needs(m), "yes" if m.hotwords else "-",
+                 first_sentence(m.description)] for m in methods]
+        return _table(HEAD, rows, WIDTHS)
+
+    def page(self) -> str:
+        page = self.arguments[0]
+        if page not in PAGES:
+            raise self.error(f"unknown page {page!r}; one of {', '.join(PAGES)}")
+        return page
+
+
+class MethodsTable(_MethodDirective):
+    """``k2dec-methods-table``: every registered method in one table."""
+
+    def run(self) -> list[Any]:
+        return [self.summary(_methods())]
+
+
+class MethodsAlso(_MethodDirective):
+    """``k2dec-methods-also PAGE``: the methods of other pages that also belong to PAGE."""
+
+    required_arguments = 1
+
+    def run(self) -> list[Any]:
+        page = self.page()
+        return [self.summary([m for m in _methods() if page in also_on(m)])]
+
+
+class Methods(_MethodDirective):
+    """``k2dec-methods PAGE``: a section per method whose home is PAGE; the content's
+    ``name: note`` lines (continued on indented lines) say when to choose each."""
+
+    required_arguments = 1
+    has_content = True
+
+    def notes(self, page: str, names: set[str]) -> dict[str, str]:
+        notes: dict[str, str] = {}
+        for line in self.content:
+            if not line.strip():
+                continue
+            if line[:1].isspace() and notes:
+                last = list(notes)[-1]
+                notes[last] += " " + line.strip()
+                continue
+            name, sep, text = line.partition(": ")
+            if not sep or name not in names:
+                raise self.error(f"{name!r} is not a registered method of the {page!r} page "
+                                 f"({', '.join(sorted(names))})")
+            notes[name] = text.strip()
+        return notes
+
+    def run(self) -> list[Any]:
+        page = self.page()
+        if PAGES[page] != self.env.docname:
+            raise self.error(f"page {page!r} is {PAGES[page]!r}, not {self.env.docname!r}")
+        methods = [m for m in _methods() if home(m) == page]
+        notes = self.notes(page, {m.name for m in methods})
+        return [_section(m, notes.get(m.name)) for m in methods]
 
 
 def setup(app: Any) -> dict[str, Any]:
-    nodes, directives, SphinxDirective = _sphinx_parts()
-
-    class _MethodDirective(SphinxDirective):
-        def link(self, m: Any) -> Any:
-            target = PAGES[home(m)]
-            uri = ""
-            if target != self.env.docname:
-                uri = self.env.app.builder.get_relative_uri(self.env.docname, target)
-            p = nodes.paragraph()
-            ref = nodes.reference(refuri=f"{uri}#method-{m.name}", internal=True)
-            ref += _code(nodes, m.name)
-            p += ref
-            return p
-
-        def summary_rows(self, methods: list[Any]) -> list[list[Any]]:
-            return [[self.link(m), m.family.value, needs(m), "yes" if m.hotwords else "-",
-                     first_sentence(m.description)] for m in methods]
-
-    class MethodsTable(_MethodDirective):
-        """Every registered method in one table."""
-
-        def run(self) -> list[Any]:
-            for page in PAGES.values():
-                self.env.note_dependency(str(Path(self.env.srcdir, page + ".md")))
-            head = ["method", "family", "needs", "hotwords", "what it does"]
-            return [_table(nodes, head, self.summary_rows(_methods()), [22, 9, 16, 7, 46])]
-
-    class MethodsAlso(_MethodDirective):
-        """The methods of other pages that also belong to this one."""
-
-        required_arguments = 1
-
-        def run(self) -> list[Any]:
-            page = self.arguments[0]
-            if page not in PAGES:
-                raise self.error(f"unknown page {page!r}; one of {', '.join(PAGES)}")
-            methods = [m for m in _methods() if page in also_on(m)]
-            head = ["method", "family", "needs", "hotwords", "what it does"]
-            return [_table(nodes, head, self.summary_rows(methods), [22, 9, 16, 7, 46])]
-
-    class Methods(_MethodDirective):
-        """A section per method whose home is the page given, with ``name: note`` content."""
-
-        required_arguments = 1
-        has_content = True
-
-        def notes(self, page: str, methods: list[Any]) -> dict[str, str]:
-            names = {m.name for m in methods}
-            notes: dict[str, str] = {}
-            for line in self.content:
-                if not line.strip():
-                    continue
-                if line[:1].isspace() and notes:
-                    last = list(notes)[-1]
-                    notes[last] += " " + line.strip()
-                    continue
-                name, sep, text = line.partition(": ")
-                if not sep or name not in names:
-                    raise self.error(f"{name!r} is not a registered method of the {page!r} "
-                                     f"page ({', '.join(sorted(names))})")
-                notes[name] = text.strip()
-            return notes
-
-        def section(self, m: Any, note: str | None) -> Any:
-            sec = nodes.section(ids=[f"method-{m.name}"], names=[f"method-{m.name}"])
-            title = nodes.title()
-            title += _code(nodes, m.name)
-            sec += title
-            facts = nodes.paragraph()
-            facts += nodes.strong(text="Family: ")
-            facts += nodes.Text(f"{m.family.value}. ")
-            facts += nodes.strong(text="Needs: ")
-            facts += nodes.Text(f"{needs(m)}. ")
-            facts += nodes.strong(text="Hotwords: ")
-            facts += nodes.Text("yes. " if m.hotwords else "no. ")
-            if m.sweeps:
-                scales = ", ".join(f"{k}={v}" for k, v in m.scale_fields().items())
-                facts += nodes.strong(text="Scales (k2dec tune): ")
-                facts += nodes.Text(scales + ".")
-            sec += facts
-            sec += nodes.paragraph(text=m.description)
-            if note:
-                choose = nodes.paragraph()
-                choose += nodes.strong(text="When to choose it: ")
-                choose += nodes.Text(note)
-                sec += choose
-            sec += self.settings(m)
-            return sec
-
-        def settings(self, m: Any) -> Any:
-            from k2dec.methods.settings import setting_text
-
-            rows = []
-            for part, values in sorted(_parts(m).items(), key=lambda x: x[0] != ""):
-                for name, value in values.items():
-                    key = f"{part}.{name}" if part else name
-                    rows.append([part or "(top level)", _code(nodes, key),
-                                 _code(nodes, setting_text(value, short=True))])
-            if not rows:
-                return nodes.paragraph(text="No settings.")
-            return _table(nodes, ["part", "--set key", "default"], rows, [14, 34, 30])
-
-        def run(self) -> list[Any]:
-            page = self.arguments[0]
-            if page not in PAGES or PAGES[page] != self.env.docname:
-                raise self.error(f"page {page!r} is {PAGES.get(page)!r}, not "
-                                 f"{self.env.docname!r}")
-            methods = [m for m in _methods() if home(m) == page]
-            notes = self.notes(page, methods)
-            return [self.section(m, notes.get(m.name)) for m in methods]
-
     app.add_directive("k2dec-methods-table", MethodsTable)
     app.add_directive("k2dec-methods", Methods)
     app.add_directive("k2dec-methods-also", MethodsAlso)
