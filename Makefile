@@ -31,7 +31,7 @@ clean-venv:
 # exp/docs/html/ (tests/test_docs.py builds it the same way).
 docs: $(STAMP)
 	$(PY) -m sphinx -W --keep-going -q -b html docs exp/docs/html
-	@echo "API reference: exp/docs/html/index.html"
+	@echo "user guide and API reference: exp/docs/html/index.html"
 
 # `make bench` (BENCHMARKS.md + docs/bench/*.png; `make bench BENCH_ARGS=--quick` for a short
 # run under exp/bench-quick/). Peer decoders are installed once into the venv; a failed install

@@ -116,6 +116,32 @@ def built_docs(tmp_path_factory) -> Path:
     return out
 
 
+def _build_tiny(tmp_path: Path, notes: str) -> subprocess.CompletedProcess:
+    """A two-page Sphinx project with the AED method page, its directive holding ``notes``."""
+    pytest.importorskip("myst_parser", reason="myst-parser is in the docs extra")
+    src = tmp_path / "src"
+    (src / "guide").mkdir(parents=True)
+    (src / "conf.py").write_text(f"import sys\nsys.path[:0] = [{str(DOCS / '_ext')!r}, "
+                                 f"{str(ROOT)!r}]\nextensions = ['myst_parser', 'k2dec_docs']\n")
+    (src / "index.md").write_text("# x\n\n```{toctree}\nguide/methods-aed\n```\n")
+    (src / "guide" / "methods-aed.md").write_text(
+        f"# AED\n\n```{{k2dec-methods}} aed\n{notes}```\n")
+    return subprocess.run([sys.executable, "-m", "sphinx", "-W", "-q", "-b", "html", str(src),
+                           str(tmp_path / "html")], capture_output=True, text=True, timeout=300)
+
+
+def test_method_notes_must_name_the_pages_methods(tmp_path):
+    """A "when to choose it" note for a method the page does not hold fails the build; a
+    good one appears in the method's section."""
+    bad = _build_tiny(tmp_path / "bad", "no-such-method: never\n")
+    assert bad.returncode != 0
+    assert "'no-such-method' is not a registered method of the 'aed' page" in bad.stderr
+    good = _build_tiny(tmp_path / "good", "attention-beam-search: a note\n  that goes on\n")
+    assert good.returncode == 0, good.stderr
+    page = (tmp_path / "good" / "html" / "guide" / "methods-aed.html").read_text()
+    assert 'id="method-attention-beam-search"' in page and "a note that goes on" in page
+
+
 def test_api_reference_builds_without_warnings(built_docs):
     page = (built_docs / "api" / "recognizer.html").read_text()
     for name in ("k2dec.recognizer.Recognizer.from_files", "k2dec.recognizer.RecognizerStream",
