@@ -101,6 +101,30 @@ def test_readme_figures_link_to_where_they_were_measured():
             assert "RESULTS.md" in para or "BENCHMARKS.md" in para, para
 
 
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def test_markdown_links_resolve():
+    """Relative links of the README and the guide name files of the checkout, and their
+    ``#anchors`` headings of those files (as GitHub renders them)."""
+    bad = []
+    for page in [ROOT / "README.md", *sorted((DOCS / "guide").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            if not file.exists():
+                bad.append(f"{page.name}: {target} (no file)")
+            elif anchor and file.suffix == ".md" and anchor not in {
+                    _slug(h) for h in re.findall(r"^#+ (.+)$", file.read_text(), re.M)}:
+                bad.append(f"{page.name}: {target} (no heading)")
+    assert not bad, bad
+
+
 @pytest.fixture(scope="module")
 def built_docs(tmp_path_factory) -> Path:
     """The docs as ``make docs`` builds them (warnings as errors)."""
