@@ -26,8 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 #: Subpackages that are not decoding API: test factories.
 NOT_API = {"testing"}
-#: The pages the browser check renders (the methods table and a generated family page).
-RENDERED = ("index.html", "guide/methods.html", "guide/methods-transducer.html")
+#: The pages the browser check renders (the methods table, a generated family page, the
+#: CLI reference with its long option lines).
+RENDERED = ("index.html", "guide/methods.html", "guide/methods-transducer.html", "guide/cli.html")
 #: Window widths (CSS pixels) the rendered pages must fit: a laptop and a narrow window.
 WIDTHS = (1280, 800)
 README_MAX_LINES = 250
