@@ -27,11 +27,11 @@ test: lint
 clean-venv:
 	rm -rf $(VENV)
 
-# The API reference from the docstrings (Sphinx: autodoc + napoleon), warnings as errors, into
+# The user guide and API reference (Sphinx: MyST, autodoc, sphinx-click), warnings as errors, into
 # exp/docs/html/ (tests/test_docs.py builds it the same way).
 docs: $(STAMP)
-	$(PY) -m sphinx -W --keep-going -q -b html docs/api exp/docs/html
-	@echo "API reference: exp/docs/html/index.html"
+	$(PY) -m sphinx -W --keep-going -q -b html docs exp/docs/html
+	@echo "user guide and API reference: exp/docs/html/index.html"
 
 # `make bench` (BENCHMARKS.md + docs/bench/*.png; `make bench BENCH_ARGS=--quick` for a short
 # run under exp/bench-quick/). Peer decoders are installed once into the venv; a failed install
