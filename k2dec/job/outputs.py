@@ -37,17 +37,19 @@ logger = logging.getLogger(__name__)
 
 
 def write_decoded(writer: ResultWriter, cut_id: str, ref: list[str], decoded: Decoded,
-                  digest: str) -> None:
+                  digest: str, extra: Mapping[str, Any] | None = None) -> None:
     """One utterance's line: its hypotheses by setting (the first setting's words as
-    ``hyp``), or its failure; ``digest``: its cut's (:func:`~k2dec.job.resume.cut_digest`)."""
+    ``hyp``), or its failure; ``digest``: its cut's (:func:`~k2dec.job.resume.cut_digest`);
+    ``extra``: further fields (a long utterance's segments, :mod:`k2dec.job.longform`)."""
     hyps, failed = decoded
+    extra = dict(extra or {})
     if failed:
-        writer.write_failure(cut_id, failed, input=digest)
+        writer.write_failure(cut_id, failed, input=digest, **extra)
         return
     first = next(iter(hyps.values()))[1]
     writer.write(cut_id, hyp=first, ref=ref or None,
                  hyps={key: {"text": words, **rec.to_json()} for key, (rec, words) in
-                       hyps.items()}, input=digest)
+                       hyps.items()}, input=digest, **extra)
 
 
 def result_files(out_dir: Path, test_set: str, suffix: str,
