@@ -55,6 +55,7 @@ from .assets import DecodeAssets, hypothesis_texts
 from .batches import Decoded, decode_or_split, silenced
 from .config import DecodeConfig
 from .encoder import JobEncoder
+from .outputs import word_start_mask
 
 __all__ = ["LongDecoded", "decode_long", "dropped_speech", "is_long", "long_key",
            "output_frame_shift", "segment_utterance"]
@@ -224,12 +225,14 @@ def _empty(rec: HypothesisRecord, note: str) -> HypothesisRecord:
 
 def _stitched(pieces: list[tuple[Segment, Decoded]], grid: float, assets: DecodeAssets,
               notes: str) -> Decoded:
+    word_start = word_start_mask(assets)
     for seg, (_, error) in pieces:
         if error:
             return {}, f"segment {seg.start:.2f}-{seg.end:.2f} s: {error}"
     out = {}
     for key in pieces[0][1][0]:
-        rec = stitch_records([(seg, hyps[key][0]) for seg, (hyps, _) in pieces], grid)
+        rec = stitch_records([(seg, hyps[key][0]) for seg, (hyps, _) in pieces], grid,
+                             word_start)
         if notes:
             rec = replace(rec, notes="; ".join(n for n in (notes, rec.notes) if n))
         out[key] = (rec, _words(rec, assets))

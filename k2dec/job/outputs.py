@@ -30,8 +30,8 @@ from .config import DecodeConfig
 from .resume import update_references
 from .scoring import scored_word, scored_words
 
-__all__ = ["CtmSettings", "ctm_settings", "ctm_words", "result_files", "write_canonical",
-           "write_ctms", "write_decoded"]
+__all__ = ["CtmSettings", "ctm_settings", "ctm_words", "result_files", "word_start_mask",
+           "write_canonical", "write_ctms", "write_decoded"]
 
 logger = logging.getLogger(__name__)
 
@@ -97,11 +97,11 @@ class CtmSettings:
 def ctm_settings(assets: DecodeAssets, config: DecodeConfig,
                  calibration: Mapping[str, Calibration] | None = None) -> CtmSettings:
     """The :class:`CtmSettings` of a job with these assets and config."""
-    return CtmSettings(_ctm_word_start(assets), _subsampling(assets, config), config.frame_shift,
+    return CtmSettings(word_start_mask(assets), _subsampling(assets, config), config.frame_shift,
                        dict(calibration or {}))
 
 
-def _ctm_word_start(assets: DecodeAssets) -> list[bool] | None:
+def word_start_mask(assets: DecodeAssets) -> list[bool] | None:
     """Which token ids begin a word (for CTM words of token-level hypotheses):
     ``Resources.word_start``, else :func:`k2dec.lang.bpe_word_start_mask` of the BPE
     model's pieces or of the tokens.txt beside an icefall / sherpa-onnx model."""
