@@ -65,7 +65,8 @@ class DecodeConfig:
         ``long_file_recog``). Such an utterance is never refused for its length: its segments
         are decoded in batches and stitched into one record.
       segment_max: seconds; utterances up to this long are decoded whole (as before), longer
-        ones in segments of at most this long (plus context for windows), in ``[1, 600]``.
+        ones in segments of at most this long (plus context for windows; a VAD segment may
+        exceed it by the last sliver, under 1 s, of a run split at the cap), in ``[1, 600]``.
       segment_context: seconds of extra audio on each side of a window (``"windows"``).
       output_formats: further files to write from the results (:mod:`k2dec.job.exports`):
         any of ``srt``, ``vtt``, ``ctm``, ``jsonl``, ``textgrid``, ``lhotse``.

@@ -13,7 +13,9 @@ For such an utterance (a whole long recording, typically):
    range: ``Cut.truncate``); segments go through :func:`k2dec.job.batches.decode_or_split`
    and :func:`~k2dec.job.batches.silenced` in batches of at most ``max_duration`` seconds,
    as short utterances do, so every method (lattices, n-best, MBR, LODR, hotwords, LM
-   fusion, confidences) works per segment;
+   fusion, confidences) works per segment; a segment that fails (unreadable features, an
+   empty lattice) is left out, said in the record's notes and the log (the recording fails
+   only when every segment does);
 3. per setting, the segments' records are stitched by time
    (:func:`k2dec.longform.stitch_records`) into one
    :class:`~k2dec.primitives.hypothesis.HypothesisRecord` whose frames count from the
@@ -21,9 +23,8 @@ For such an utterance (a whole long recording, typically):
 
 Speech the VAD dropped (runs shorter than its minimum) is never silent: its total goes into
 the record (``dropped_speech``), its notes, the log and the job's summary. A recording in
-which the VAD finds no speech gets an empty hypothesis whose notes say so. A segment that
-fails fails its recording (naming the segment). Oracle methods, which need a reference per
-segment, fail such a recording with that reason.
+which the VAD finds no speech gets an empty hypothesis whose notes say so. Oracle methods,
+which need a reference per segment, fail such a recording with that reason.
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ __all__ = ["LongDecoded", "decode_long", "dropped_speech", "is_long", "long_key"
            "output_frame_shift", "segment_utterance"]
 
 logger = logging.getLogger(__name__)
+
+#: Seconds below which the last piece of a speech run split at the cap joins the piece
+#: before it (a sliver too short for the model would fail).
+_MIN_PIECE = 1.0
 
 
 def is_long(cut: Cut, config: DecodeConfig) -> bool:
@@ -110,6 +115,9 @@ def _on_grid(seg: Segmentation, grid: float) -> Segmentation:
             s = Segment(round(math.floor(s.start / grid + 1e-6) * grid, 6), s.end)
             if out and out[-1].end > s.start:  # pieces of one speech run: still a tiling
                 out[-1] = Segment(out[-1].start, s.start)
+            if out and out[-1].end >= s.start and s.duration < _MIN_PIECE:
+                out[-1] = Segment(out[-1].start, s.end)  # a sliver of a split run: joined
+                continue
         out.append(s)
     return replace(seg, segments=tuple(out))
 
@@ -201,13 +209,15 @@ def _decode_segments(method: Method, method_config: Any, assets: DecodeAssets, c
             try:
                 rows.append(_features(cut, segments[i]))
             except (ValueError, OSError, RuntimeError) as e:
-                out.append(({}, f"cannot read the features of segment {segments[i].start:.2f}-"
-                                f"{segments[i].end:.2f} s: {type(e).__name__}: {e}"))
-                return out
-        feats, lens = _padded(rows)
-        decoded = decode_or_split(method, method_config, assets, feats, lens,
-                                  [[] for _ in idx], encoder)
-        out += silenced(decoded, feats, lens, silence)
+                rows.append(f"cannot read its features: {type(e).__name__}: {e}")
+        read = [r for r in rows if not isinstance(r, str)]
+        done: list[Decoded] = []
+        if read:
+            feats, lens = _padded(read)
+            done = silenced(decode_or_split(method, method_config, assets, feats, lens,
+                                            [[] for _ in read], encoder), feats, lens, silence)
+        done.reverse()
+        out += [({}, r) if isinstance(r, str) else done.pop() for r in rows]
     return out
 
 
@@ -226,9 +236,14 @@ def _empty(rec: HypothesisRecord, note: str) -> HypothesisRecord:
 def _stitched(pieces: list[tuple[Segment, Decoded]], grid: float, assets: DecodeAssets,
               notes: str) -> Decoded:
     word_start = word_start_mask(assets)
-    for seg, (_, error) in pieces:
-        if error:
-            return {}, f"segment {seg.start:.2f}-{seg.end:.2f} s: {error}"
+    failed = [f"segment {seg.start:.2f}-{seg.end:.2f} s: {error}"
+              for seg, (_, error) in pieces if error]
+    pieces = [p for p in pieces if not p[1][1]]
+    if not pieces:
+        return {}, failed[0]
+    if failed:  # the others are kept; what is missing is said, never silent
+        notes = "; ".join(n for n in (notes, f"{len(failed)} segments failed, their words "
+                                             f"are missing ({'; '.join(failed)})") if n)
     out = {}
     for key in pieces[0][1][0]:
         rec = stitch_records([(seg, hyps[key][0]) for seg, (hyps, _) in pieces], grid,
@@ -265,6 +280,10 @@ def decode_long(method: Method, method_config: Any, assets: DecodeAssets, cut: C
         return LongDecoded(decoded, (), seg.dropped_speech, 0.0)
     decoded = _decode_segments(method, method_config, assets, cut, segments, config, encoder,
                                silence)
+    for s, (_, error) in zip(segments, decoded):
+        if error:
+            logger.warning("cut %s: segment %.2f-%.2f s failed, its words are missing: %s",
+                           cut.id, s.start, s.end, error)
     try:
         result = _stitched(list(zip(segments, decoded)), grid, assets, seg.notes)
     except ValueError as e:

@@ -86,7 +86,8 @@ def decoded(long_setup, tmp_path_factory):
 def test_long_form_wer_is_that_of_the_utterances(decoded, method):
     long, rec, utts = decoded[method]
     assert rec["status"] == "ok", rec.get("error")
-    assert len(rec["segments"]) >= 4 and all(b - a <= 10.0 for a, b in rec["segments"])
+    # at most segment_max (a split run's last sliver under 1 s joins the piece before it)
+    assert len(rec["segments"]) >= 4 and all(b - a <= 11.0 for a, b in rec["segments"])
     assert long.num_cuts == 1 and utts.num_cuts == NUM_UTTS and not long.failed
     assert long.headline[1] <= utts.headline[1] + WER_MARGIN, (long.wers, utts.wers)
     assert rec["dropped_speech"] == 0 and long.dropped_speech == 0
@@ -172,8 +173,33 @@ def test_segments_start_on_the_model_frame_grid(long_setup):
     assert seg.segments
     for s in seg.segments:
         assert abs(s.start / 0.04 - round(s.start / 0.04)) < 1e-6, s
-        assert s.duration <= 10.0 + 0.04
+        assert s.duration <= 10.0 + 1.0
     assert all(a.end <= b.start for a, b in zip(seg.segments, seg.segments[1:]))
+
+
+def test_a_failing_segment_leaves_the_others_and_says_so(long_setup, tmp_path, monkeypatch,
+                                                        caplog):
+    """The features of the third segment cannot be read: its words are missing, the other
+    segments' are kept, and the record's notes and the log say which segment failed."""
+    import k2dec.job.longform as longform
+
+    real = longform._features
+
+    def third_fails(cut, seg):
+        if 8.0 <= seg.start < 13.0:
+            raise OSError("disk error")
+        return real(cut, seg)
+
+    monkeypatch.setattr(longform, "_features", third_fails)
+    summary = _decode(long_setup, long_setup[1], "greedy_search", tmp_path / "out",
+                      segment_max=10.0)
+    rec = read_results(summary.results_path)["long"]
+    assert rec["status"] == "ok" and len(rec["hyp"]) > 40, rec.get("error")
+    notes = rec["hyps"]["greedy_search"]["notes"]
+    assert "1 segments failed" in notes and "disk error" in notes
+    assert "failed, its words are missing" in caplog.text
+    words = _ctm_words(summary, "greedy_search")
+    assert not any(8.4 <= w.start < 12.5 for w in words)
 
 
 def test_a_recording_without_speech_has_an_empty_result(long_setup, tmp_path):
