@@ -130,7 +130,7 @@ def accuracy(mode: str, rep: Report) -> list[bool]:
 
     num = ACCURACY_UTTS[mode]
     folder = recording(None, num)
-    sups = SupervisionSet.from_file(folder / "supervisions.jsonl")
+    sups = sorted(SupervisionSet.from_file(folder / "supervisions.jsonl"), key=lambda s: s.start)
     text = (folder / "text").read_text().split(maxsplit=1)
     utt_dir = WORK / AREA / f"utt-files-{num or 'all'}"
     refs = {}
