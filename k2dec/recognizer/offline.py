@@ -112,7 +112,9 @@ class Recognizer:
         applied before ``settings`` as ``k2dec decode --config`` applies it.
       icefall_compat: icefall's choices where k2dec's defaults differ (``--icefall-compat``).
       max_duration: seconds of audio per batch (``--max-duration``); a longer recording is a
-        failed result.
+        failed result unless it is longer than ``segment_max`` (30 s,
+        :attr:`k2dec.job.DecodeConfig.segment_max`): such a recording is decoded in segments
+        and stitched, whatever its length.
       batch_encoder: run the network on whole padded batches (faster on a GPU) instead of on
         each utterance alone (what ``k2dec decode`` does; results then do not depend on the
         batch).
