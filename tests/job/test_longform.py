@@ -8,6 +8,7 @@ libraries."""
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import statistics
 import subprocess
@@ -283,3 +284,20 @@ def test_the_config_refuses_bad_segment_settings():
         DecodeConfig(segment_max=0.5)
     with pytest.raises(ValueError, match="output_formats"):
         DecodeConfig(output_formats=("pdf",))
+
+
+def test_same_words_at_any_batch_size_and_after_a_rerun(long_setup, decoded, tmp_path, caplog):
+    """The segments in batches of at most 12 s (one or two segments) give the words, times
+    and segments of the default batches (all in one); a rerun decodes nothing again."""
+    _, rec, _ = decoded["fast_beam_search_nbest_LG"]
+    small = _decode(long_setup, long_setup[1], "fast_beam_search_nbest_LG", tmp_path,
+                    segment_max=10.0, max_duration=12.0)
+    got = read_results(small.results_path)["long"]
+    assert got["hyp"] == rec["hyp"] and got["segments"] == rec["segments"]
+    key = next(iter(rec["hyps"]))
+    assert got["hyps"][key]["word_frames"] == rec["hyps"][key]["word_frames"]
+    with caplog.at_level(logging.INFO, logger="k2dec.job"):
+        again = _decode(long_setup, long_setup[1], "fast_beam_search_nbest_LG", tmp_path,
+                        segment_max=10.0, max_duration=12.0)
+    assert "1 utterances, 0 to decode" in caplog.text
+    assert again.results_path.read_bytes() == small.results_path.read_bytes()
