@@ -243,7 +243,9 @@ _method_options = _options(
                       "--config is given."),
     click.option("--max-duration", default=MAX_DURATION, show_default=True,
                  type=click.FloatRange(min=0.0, min_open=True, max=100_000.0),
-                 help="Seconds of audio per batch (> 0); a longer recording is a failed cut."),
+                 help="Seconds of audio per batch (> 0); a longer recording is a failed cut "
+                      "(decode: unless it is longer than --segment-max: then it is decoded "
+                      "in segments)."),
     click.option("--icefall-compat", is_flag=True,
                  help="icefall's choices where k2dec's defaults differ: no termination frame "
                       "in fast_beam_search, ILME 0.1 in fast_beam_search_nbest/_oracle, the "
@@ -328,7 +330,8 @@ def _load_cuts(cuts_path, audio_dir, refs, test_set, feature_dir, runs, extracto
     """``(test-set name, cuts, {utt id: why unusable})`` from --cuts or --audio-dir; features
     an audio folder or a manifest's cuts of recordings lack are computed into
     ``feature_dir/<name><shard>`` by ``extractor``, each recording checked from its header
-    first (at most ``max_duration`` seconds); the cuts' references are checked against what
+    first (at most ``max_duration`` seconds; 0: any length, as ``k2dec decode`` takes: the
+    job decodes a long one in segments); the cuts' references are checked against what
     ``runs`` need."""
     from .data import (
         AudioLimits,
@@ -413,10 +416,26 @@ def _silence(silence_db: float) -> float | None:
               help="Decode again every cut recorded as failed (without it, only those whose "
                    "cut or --max-duration changed since they failed).")
 @_silence_option
+@click.option("--segmenter", type=click.Choice(["vad", "windows"]), default="vad",
+              show_default=True,
+              help="How a recording longer than --segment-max is cut for decoding: a voice "
+                   "activity detector (silero-vad; speech it drops is reported) or fixed "
+                   "windows with 2 s of context on each side (for audio without pauses). Its "
+                   "words are stitched into one result per recording, times in its clock.")
+@click.option("--segment-max", default=30.0, show_default=True,
+              type=click.FloatRange(1.0, 600.0),
+              help="Seconds: a longer recording is decoded in segments of at most this long "
+                   "(any length is accepted; --max-duration then bounds a batch of segments).")
+@click.option("--output-format", "output_formats", multiple=True,
+              type=click.Choice(["srt", "vtt", "ctm", "jsonl", "textgrid", "lhotse"]),
+              help="Also write these (repeatable), for the configured setting: srt / vtt / "
+                   "textgrid one file per recording (<out-dir>/<method>/<format>-<test-set>/), "
+                   "jsonl (words with start, end, confidence) and lhotse (supervisions with "
+                   "word alignments) one file per test set; ctm files are always written.")
 def decode_cmd(list_only, describe, cuts_path, audio_dir, text_path, test_set, model_path, lang_dir,
                graph_dir, rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path,
                no_model_settings, max_duration, icefall_compat, threads, out_dir, retry_failed,
-               silence_db,
+               silence_db, segmenter, segment_max, output_formats,
                **features):
     """Decode cuts (--cuts) or a folder of audio files (--audio-dir) with one or more methods.
 
@@ -453,7 +472,8 @@ def decode_cmd(list_only, describe, cuts_path, audio_dir, text_path, test_set, m
     world_size, rank = dist_info()
     cfg = _checked(DecodeConfig, max_duration=max_duration, retry_failed=retry_failed,
                    world_size=world_size, rank=rank,
-                   silence_db=_silence(silence_db))
+                   silence_db=_silence(silence_db), segmenter=segmenter,
+                   segment_max=segment_max, output_formats=tuple(output_formats))
     assets, refs = _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir,
                              graph_dir, rnn_lm, hotwords, lodr_arpa, changes)
     # one job per out dir, from before an audio folder's features are computed into it
@@ -462,7 +482,7 @@ def decode_cmd(list_only, describe, cuts_path, audio_dir, text_path, test_set, m
         torch.distributed.init_process_group("gloo")
     name, cuts, unreadable = _load_cuts(cuts_path, audio_dir, refs, test_set,
                                         out_dir / "features", runs,
-                                        assets.model.feature_config.extractor(), max_duration,
+                                        assets.model.feature_config.extractor(), 0,
                                         f".rank{rank}" if world_size > 1 else "")
     rows = _job_errors(run_decode, assets, {name: cuts}, runs, out_dir, cfg,
                        failed={name: unreadable})

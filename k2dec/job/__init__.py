@@ -8,8 +8,11 @@
   :class:`DecodeSummary`), :mod:`~k2dec.job.checks` (:func:`check_cuts` refuses repeated
   utterance ids up front), :mod:`~k2dec.job.batches` (a batch through a method, retried cut by
   cut, silence), :mod:`~k2dec.job.resume` (what a rerun decodes again),
-  :mod:`~k2dec.job.outputs` (the canonical results file, CTM files) and
-  :mod:`~k2dec.job.scoring` (WERs, icefall's files);
+  :mod:`~k2dec.job.outputs` (the canonical results file, CTM files),
+  :mod:`~k2dec.job.scoring` (WERs, icefall's files), :mod:`~k2dec.job.longform` (an
+  utterance longer than ``segment_max`` decoded in VAD segments or windows through the same
+  batches and stitched into one record in its clock) and :mod:`~k2dec.job.exports` (the
+  ``--output-format`` files: SRT, WebVTT, TextGrid, word JSONL, lhotse supervisions);
 - :mod:`~k2dec.job.inmemory`: one method over cuts in memory, with the job's batches and
   network pass but no files (:func:`decode_utterances`; behind :class:`k2dec.Recognizer`);
 - :mod:`~k2dec.job.assets`: the model, lang dir, graphs and LMs (:func:`load_assets`);
@@ -31,7 +34,7 @@ from .assets import (
     need_hint,
 )
 from .checks import check_cuts, check_references
-from .config import DecodeConfig, DecodeSummary, dist_info
+from .config import OUTPUT_FORMATS, SEGMENTERS, DecodeConfig, DecodeSummary, dist_info
 from .cutset import decode_cuts, shard_cuts
 from .driver import (
     MethodRun,
@@ -57,6 +60,8 @@ from .tune import TuneResult, parse_grid, tune_methods, tuned_settings
 
 __all__ = [
     "GRAPH_FILES",
+    "OUTPUT_FORMATS",
+    "SEGMENTERS",
     "DecodeAssets",
     "check_lm_tokens",
     "check_lm_vocab",

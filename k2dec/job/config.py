@@ -11,7 +11,12 @@ from pathlib import Path
 from ..primitives.sizes import MAX_DURATION, check_float_range, check_int_range, check_positive
 from ..results.ctm import FRAME_SHIFT
 
-__all__ = ["DecodeConfig", "DecodeSummary", "dist_info"]
+__all__ = ["OUTPUT_FORMATS", "SEGMENTERS", "DecodeConfig", "DecodeSummary", "dist_info"]
+
+#: The formats of :attr:`DecodeConfig.output_formats` (:mod:`k2dec.job.exports`).
+OUTPUT_FORMATS = ("srt", "vtt", "ctm", "jsonl", "textgrid", "lhotse")
+#: The segmenters of long utterances (:attr:`DecodeConfig.segmenter`).
+SEGMENTERS = ("vad", "windows")
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,19 @@ class DecodeConfig:
         whose ``notes`` say so) instead of what a model may hallucinate from digital silence
         or faint hiss. -60 dBFS catches digital silence and noise near the quantization
         floor; speech counts as silent below about -53 dBFS RMS. ``None`` turns it off.
+      segmenter: how an utterance longer than ``segment_max`` is cut into segments
+        (:mod:`k2dec.job.longform`): ``"vad"`` (silero-vad over its audio file, segments of at
+        most ``segment_max`` seconds split at the quietest point; where the cut has no whole
+        audio file, fixed windows) or ``"windows"`` (cores of ``segment_max`` seconds with
+        ``segment_context`` seconds of context on each side, as icefall's
+        ``long_file_recog``). Such an utterance is never refused for its length: its segments
+        are decoded in batches and stitched into one record.
+      segment_max: seconds; utterances up to this long are decoded whole (as before), longer
+        ones in segments of at most this long (plus context for windows; a VAD segment may
+        exceed it by the last sliver, under 1 s, of a run split at the cap), in ``[1, 600]``.
+      segment_context: seconds of extra audio on each side of a window (``"windows"``).
+      output_formats: further files to write from the results (:mod:`k2dec.job.exports`):
+        any of ``srt``, ``vtt``, ``ctm``, ``jsonl``, ``textgrid``, ``lhotse``.
     """
 
     max_duration: float = MAX_DURATION
@@ -65,12 +83,24 @@ class DecodeConfig:
     frame_shift: float = FRAME_SHIFT
     subsampling_factor: int | None = None
     silence_db: float | None = -60.0
+    segmenter: str = "vad"
+    segment_max: float = 30.0
+    segment_context: float = 2.0
+    output_formats: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_float_range(self, "max_duration", 0.0, 100_000.0)
         check_int_range(self, "num_buckets", 1, 1000)
         check_float_range(self, "silence_db", -200.0, 0.0, low_open=False, optional=True)
         check_positive("frame_shift", self.frame_shift)
+        if self.segmenter not in SEGMENTERS:
+            raise ValueError(f"segmenter must be one of {SEGMENTERS}, got {self.segmenter!r}")
+        check_float_range(self, "segment_max", 1.0, 600.0, low_open=False)
+        check_float_range(self, "segment_context", 0.0, 30.0, low_open=False)
+        if not isinstance(self.output_formats, tuple) or any(
+                f not in OUTPUT_FORMATS for f in self.output_formats):
+            raise ValueError(f"output_formats must be a tuple of {OUTPUT_FORMATS}, got "
+                             f"{self.output_formats!r}")
         if self.subsampling_factor is not None and (
                 isinstance(self.subsampling_factor, bool)
                 or not isinstance(self.subsampling_factor, int) or self.subsampling_factor < 1):
@@ -106,6 +136,8 @@ class DecodeSummary:
       degenerate: decoded utterances whose hypothesis (the configured setting's) holds a
         word or token, or an n-gram of them, repeated 4 times in a row
         (:func:`k2dec.results.is_degenerate`: a search looping on audio it does not know).
+      dropped_speech: seconds of speech the VAD found but dropped (runs shorter than its
+        minimum) in the utterances decoded in segments (:mod:`k2dec.job.longform`).
     """
 
     method: str
@@ -117,6 +149,7 @@ class DecodeSummary:
     results_path: Path
     first_failure: str = ""
     degenerate: int = 0
+    dropped_speech: float = 0.0
 
     @property
     def headline(self) -> tuple[str, float]:

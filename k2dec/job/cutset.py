@@ -46,7 +46,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,8 @@ from .batches import decode_or_split, silence_check, silenced
 from .checks import as_method, check_cuts, check_names
 from .config import DecodeConfig, DecodeSummary
 from .encoder import JobEncoder
+from .exports import write_outputs
+from .longform import decode_long, dropped_speech, is_long, long_key
 from .outputs import (
     CtmSettings,
     ctm_settings,
@@ -145,12 +147,13 @@ def decode_cuts(
     utterances, failed = _utterances(assets, method, cuts, failed, config.rank)
     method_config = method.default_config() if method_config is None else method_config
     refs = {c.id: _ref(c) for c in utterances} | {cut_id: None for cut_id in failed}
+    durations = {c.id: c.duration for c in utterances}
     if config.world_size > 1:
         utterances = shard_cuts(utterances, config.world_size, config.rank)
     job = _Job(method, method_config, config, test_set, suffix,
                (inputs or JobInputs(assets)).key(method, method_config, config.batch_encoder,
                                                  config.silence_db),
-               refs, reference_case(assets))
+               refs, reference_case(assets), durations)
     return _decode_in(out_dir, assets, utterances, job, failed, encoder, calibration)
 
 
@@ -219,6 +222,7 @@ class _Job:
     key: dict[str, str]
     refs: dict[str, list[str] | None]
     case: str | None = None
+    durations: dict[str, float] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -239,7 +243,8 @@ def _decode_locked(assets: DecodeAssets, cuts: CutSet, job: _Job, out_dir: Path,
     with ResultWriter(path, retry_failed=config.retry_failed) as writer:
         retry = config.retry_failed or record.max_duration != config.max_duration
         todo, digests = todo_cuts(cuts, failed, writer, assets.model.min_input_frames,
-                              config.max_duration, retry)
+                                  config.max_duration, retry, config.segment_max,
+                                  long_key(config))
         logger.info("%s: %d utterances, %d to decode", job.name, len(cuts) + len(failed),
                     len(todo))
         if len(todo):
@@ -259,7 +264,10 @@ def _decode_locked(assets: DecodeAssets, cuts: CutSet, job: _Job, out_dir: Path,
     final = read_results(merged)
     summary = score_results(final, merged, out_dir, job.method.name, job.test_set, record.rtf,
                             job.suffix)
+    summary = replace(summary, dropped_speech=dropped_speech(final, job.name))
     write_ctms(final, out_dir, job.test_set, job.suffix, ctm)
+    write_outputs(final, out_dir, job.test_set, job.suffix, ctm, job.config.output_formats,
+                  job.durations)
     record.files = result_files(out_dir, job.test_set, job.suffix, final)
     write_job_record(merged, record)
     return summary
@@ -272,6 +280,17 @@ def _decode_todo(assets: DecodeAssets, todo: CutSet, job: _Job, writer: ResultWr
     config = job.config
     frames_per_second = assets.model.feature_config.frames_per_second
     silence = silence_check(assets, config)
+    long = CutSet.from_cuts(c for c in todo if is_long(c, config))
+    todo = CutSet.from_cuts(c for c in todo if not is_long(c, config))
+    for cut in tqdm(long, desc=f"{job.name} (long, in segments)", unit="recording"):
+        start = time.perf_counter()
+        done = decode_long(job.method, job.method_config, assets, cut, config, encoder, silence)
+        record.decode_seconds += time.perf_counter() - start + encoder.take_saved_seconds()
+        record.audio_seconds += cut.duration
+        write_decoded(writer, cut.id, job.refs.get(cut.id) or [], done.decoded,
+                      digests[cut.id], done.extra())
+    if not len(todo):
+        return
     loader = make_decode_loader(todo, config.max_duration, config.num_buckets)
     with tqdm(total=len(todo), desc=job.name, unit="cut") as bar:
         for batch in loader:

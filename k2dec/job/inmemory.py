@@ -25,6 +25,7 @@ from .checks import check_cuts
 from .config import DecodeConfig
 from .driver import MethodRun
 from .encoder import JobEncoder
+from .longform import decode_long, is_long
 from .resume import todo_cuts
 
 __all__ = ["DecodedUtterance", "decode_utterances"]
@@ -40,11 +41,17 @@ class DecodedUtterance:
       hyps: ``{setting key: (record, words)}`` in the method's order (the configured setting
         first); empty when the utterance failed.
       error: why the utterance has no hypothesis (``""`` when it has one).
+      segments: ``(start, end)`` seconds of the segments an utterance longer than
+        ``segment_max`` was decoded in (:mod:`k2dec.job.longform`; its record's frames
+        count from its start); ``()`` for one decoded whole.
+      dropped_speech: seconds of speech the VAD dropped in it.
     """
 
     id: str
     hyps: dict[str, tuple[HypothesisRecord, list[str]]] = field(default_factory=dict)
     error: str = ""
+    segments: tuple[tuple[float, float], ...] = ()
+    dropped_speech: float = 0.0
 
 
 class _Failures:
@@ -71,10 +78,18 @@ def _batches(assets: DecodeAssets, cuts: CutSet, run: MethodRun, config: DecodeC
              encoder: JobEncoder, failures: _Failures) -> Iterator[DecodedUtterance]:
     """The decoded utterances of ``cuts`` (checked), batch by batch."""
     todo, _ = todo_cuts(cuts, {}, failures, assets.model.min_input_frames, config.max_duration,
-                    retry_failures=True)
+                        retry_failures=True, segment_max=config.segment_max)
     if not len(todo):
         return
     silence, case = silence_check(assets, config), reference_case(assets)
+    for cut in (c for c in todo if is_long(c, config)):  # in segments, stitched
+        done = decode_long(run.method, run.config, assets, cut, config, encoder, silence)
+        hyps, error = done.decoded
+        yield DecodedUtterance(cut.id, {} if error else hyps, error, done.segments,
+                               done.dropped_speech)
+    todo = CutSet.from_cuts(c for c in todo if not is_long(c, config))
+    if not len(todo):
+        return
     for batch in make_decode_loader(todo, config.max_duration, config.num_buckets):
         for cut_id, reason in batch.failed.items():
             failures.write_failure(cut_id, reason)
@@ -99,7 +114,9 @@ def decode_utterances(assets: DecodeAssets, cuts: CutSet, run: MethodRun,
         :func:`k2dec.data.utterance_cuts` (a cut with several supervisions gives one per
         supervision).
       run: the method and its config (:func:`k2dec.job.plan_methods`).
-      config: ``max_duration`` (seconds per batch; a longer utterance fails) and
+      config: ``max_duration`` (seconds per batch; a longer utterance fails unless it is
+        longer than ``segment_max``: then it is decoded in segments and stitched, as a
+        decode job does), ``segmenter`` / ``segment_max`` / ``segment_context`` and
         ``batch_encoder`` / ``num_buckets`` as in a decode job; the file settings are unused.
       encoder: the network pass to use (e.g. one whose cache several calls share); default:
         a new one without cache (each utterance through the network alone, as the job does).

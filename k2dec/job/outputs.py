@@ -30,24 +30,26 @@ from .config import DecodeConfig
 from .resume import update_references
 from .scoring import scored_word, scored_words
 
-__all__ = ["CtmSettings", "ctm_settings", "ctm_words", "result_files", "write_canonical",
-           "write_ctms", "write_decoded"]
+__all__ = ["CtmSettings", "ctm_settings", "ctm_words", "result_files", "word_start_mask",
+           "write_canonical", "write_ctms", "write_decoded"]
 
 logger = logging.getLogger(__name__)
 
 
 def write_decoded(writer: ResultWriter, cut_id: str, ref: list[str], decoded: Decoded,
-                  digest: str) -> None:
+                  digest: str, extra: Mapping[str, Any] | None = None) -> None:
     """One utterance's line: its hypotheses by setting (the first setting's words as
-    ``hyp``), or its failure; ``digest``: its cut's (:func:`~k2dec.job.resume.cut_digest`)."""
+    ``hyp``), or its failure; ``digest``: its cut's (:func:`~k2dec.job.resume.cut_digest`);
+    ``extra``: further fields (a long utterance's segments, :mod:`k2dec.job.longform`)."""
     hyps, failed = decoded
+    extra = dict(extra or {})
     if failed:
-        writer.write_failure(cut_id, failed, input=digest)
+        writer.write_failure(cut_id, failed, input=digest, **extra)
         return
     first = next(iter(hyps.values()))[1]
     writer.write(cut_id, hyp=first, ref=ref or None,
                  hyps={key: {"text": words, **rec.to_json()} for key, (rec, words) in
-                       hyps.items()}, input=digest)
+                       hyps.items()}, input=digest, **extra)
 
 
 def result_files(out_dir: Path, test_set: str, suffix: str,
@@ -95,11 +97,11 @@ class CtmSettings:
 def ctm_settings(assets: DecodeAssets, config: DecodeConfig,
                  calibration: Mapping[str, Calibration] | None = None) -> CtmSettings:
     """The :class:`CtmSettings` of a job with these assets and config."""
-    return CtmSettings(_ctm_word_start(assets), _subsampling(assets, config), config.frame_shift,
+    return CtmSettings(word_start_mask(assets), _subsampling(assets, config), config.frame_shift,
                        dict(calibration or {}))
 
 
-def _ctm_word_start(assets: DecodeAssets) -> list[bool] | None:
+def word_start_mask(assets: DecodeAssets) -> list[bool] | None:
     """Which token ids begin a word (for CTM words of token-level hypotheses):
     ``Resources.word_start``, else :func:`k2dec.lang.bpe_word_start_mask` of the BPE
     model's pieces or of the tokens.txt beside an icefall / sherpa-onnx model."""

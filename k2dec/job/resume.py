@@ -316,11 +316,16 @@ def update_references(records: dict[str, dict[str, Any]], refs: Mapping[str, lis
 
 
 def todo_cuts(cuts: CutSet, failed: Mapping[str, str], writer: ResultWriter, min_frames: int,
-          max_duration: float, retry_failures: bool) -> tuple[CutSet, dict[str, str]]:
+          max_duration: float, retry_failures: bool, segment_max: float | None = None,
+          long_key: str = "") -> tuple[CutSet, dict[str, str]]:
     """The cuts to decode: those not in the results file, or whose line is of another input
     (:func:`~k2dec.job.resume.cut_digest`), or failed while ``retry_failures``; cuts too
     short for the model or longer than a batch, and the utterances of ``failed``, are
     recorded as failed. Returns them and every cut's input digest.
+
+    A cut longer than ``segment_max`` (not ``None``) is decoded in segments
+    (:mod:`k2dec.job.longform`): never too long, and its digest also holds ``long_key``
+    (the segmenter's settings), so a rerun with other settings decodes it again.
 
     Raises:
       ValueError: if no cut to decode has features (cuts of recordings: compute fbank first).
@@ -332,7 +337,11 @@ def todo_cuts(cuts: CutSet, failed: Mapping[str, str], writer: ResultWriter, min
             writer.write_failure(cut_id, reason, input=digest)
     todo, digests = [], {}
     for c in cuts:
-        digests[c.id] = digest = cut_digest(c)
+        long = segment_max is not None and c.duration > segment_max
+        digest = cut_digest(c)
+        if long:
+            digest = content_digest([digest, long_key])
+        digests[c.id] = digest
         if is_done(writer.get(c.id), digest, retry_failures):
             continue
         writer.forget(c.id)
@@ -340,7 +349,7 @@ def todo_cuts(cuts: CutSet, failed: Mapping[str, str], writer: ResultWriter, min
             writer.write_failure(c.id, f"too short: {c.num_frames} feature frames, the "
                                        f"model needs at least {min_frames}", input=digest)
             continue
-        if c.duration > max_duration:
+        if c.duration > max_duration and not long:
             # a batch holds at most max_duration seconds: this bounds memory (the
             # encoder's attention grows with the square of the length)
             writer.write_failure(c.id, too_long(c.duration, max_duration), input=digest)

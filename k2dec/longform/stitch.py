@@ -133,8 +133,38 @@ def _joined(records: Sequence[HypothesisRecord], kept: Sequence[list[int]], name
     return tuple(x for p in parts for x in p)
 
 
+def _token_words(record: HypothesisRecord, word_start: Sequence[bool]) -> list[list[int]]:
+    """Indices of a record's tokens grouped into words: a token that begins a word (by
+    ``word_start``, a token id out of its range counts as one) starts a group."""
+    groups: list[list[int]] = []
+    for k, tok in enumerate(record.tokens or ()):
+        if not groups or not 0 <= tok < len(word_start) or word_start[tok]:
+            groups.append([k])
+        else:
+            groups[-1].append(k)
+    return groups
+
+
+def _kept_tokens(pieces: Sequence[tuple[Segment, HypothesisRecord]], frame_shift: float,
+                 tolerance: float, word_start: Sequence[bool] | None) -> list[list[int]]:
+    """Per piece, the indices of its tokens kept: token by token, or (with ``word_start``
+    and timed tokens) whole words of tokens, each word by its span's midpoint, so that a
+    word that straddles a seam comes whole from one segment."""
+    if word_start is None or any(r.tokens is not None and r.token_frames is None
+                                 for _, r in pieces):
+        return assign_spans([(s, _spans(s, r.tokens, r.token_frames, None, frame_shift))
+                             for s, r in pieces], tolerance)
+    groups = [_token_words(r, word_start) for _, r in pieces]
+    spans = [(s, [(tuple(r.tokens[k] for k in g), r.token_frames[g[0]] * frame_shift,
+                   (r.token_frames[g[-1]] + 1) * frame_shift) for g in gs])
+             for (s, r), gs in zip(pieces, groups)]
+    kept = assign_spans(spans, tolerance)
+    return [[k for i in ks for k in gs[i]] for ks, gs in zip(kept, groups)]
+
+
 def stitch_records(pieces: Sequence[tuple[Segment, HypothesisRecord]],
-                   frame_shift: float) -> HypothesisRecord:
+                   frame_shift: float, word_start: Sequence[bool] | None = None
+                   ) -> HypothesisRecord:
     """One recording's :class:`~k2dec.primitives.hypothesis.HypothesisRecord` from its segments'
     records, frames counted from the recording's start.
 
@@ -149,6 +179,10 @@ def stitch_records(pieces: Sequence[tuple[Segment, HypothesisRecord]],
       pieces: ``(segment, record)`` per segment, frames counted from the segment's start; a
         segment's start must be a whole number of frames.
       frame_shift: seconds per frame of the records (e.g. 0.04: 10 ms features, subsampling 4).
+      word_start: per token id, whether it begins a word (BPE's ``▁`` pieces,
+        :func:`k2dec.lang.bpe_word_start_mask`); given, tokens are kept a whole word at a
+        time (by the word's midpoint), so a word straddling a seam is not made of one
+        window's first pieces and the other's last ones.
 
     Raises:
       ValueError: ``frame_shift`` <= 0; a segment start that is not a whole number of frames;
@@ -170,8 +204,7 @@ def stitch_records(pieces: Sequence[tuple[Segment, HypothesisRecord]],
         raise ValueError("overlapping segments need frames for their tokens and words "
                          "(token_frames / word_frames) to be stitched by time")
     tolerance = max(0.1, 2 * frame_shift)
-    tok = assign_spans([(s, _spans(s, r.tokens, r.token_frames, None, frame_shift))
-                        for s, r in pieces], tolerance)
+    tok = _kept_tokens(pieces, frame_shift, tolerance, word_start)
     wrd = assign_spans([(s, _spans(s, r.words, r.word_frames, r.word_durations, frame_shift))
                         for s, r in pieces], tolerance)
     scores = [r.score for r in records]

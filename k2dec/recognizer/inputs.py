@@ -37,7 +37,7 @@ from lhotse.features.base import Features
 from lhotse.features.io import MemoryRawWriter
 from lhotse.utils import fastcopy
 
-from ..data import FeatureConfig, utterance_cuts, utterance_id
+from ..data import FeatureConfig, split_bad_cuts, utterance_cuts, utterance_id
 from ..data.audio import read_failure_reason
 from ..data.audio_io import (
     AudioLimits,
@@ -167,7 +167,7 @@ def _file_cut(cut_id: str, path: Path, config: FeatureConfig,
                          f"{path}: not a file (decode a folder with k2dec decode --audio-dir "
                          "or pass its files)")
     try:  # the header's checks of a decode job (rate, truncation, memory) before reading
-        rec = probe_recording(path, cut_id, AudioLimits())
+        rec = probed = probe_recording(path, cut_id, AudioLimits())
         failed = _too_long(cut_id, rec.duration, max_duration)
         if failed is not None:
             return failed
@@ -176,8 +176,12 @@ def _file_cut(cut_id: str, path: Path, config: FeatureConfig,
         samples = mono_samples(rec)
     except Exception as e:  # lhotse's backends raise many types; name the file
         raise ValueError(f"{path}: cannot read the audio: {read_failure_reason(e)}") from None
-    return _features_cut(cut_id, waveform_samples(samples, str(path)), config.sampling_rate,
+    done = _features_cut(cut_id, waveform_samples(samples, str(path)), config.sampling_rate,
                          config, max_duration)
+    if done.cut is None or rec.num_channels != 1:
+        return done
+    # the file's recording stays with its features: the VAD of a long one reads the file
+    return PreparedInput(done.result_id, fastcopy(done.cut, recording=probed))
 
 
 def _cut_inputs(cut: Cut, config: FeatureConfig, max_duration: float) -> list[PreparedInput]:
@@ -249,7 +253,9 @@ def prepare_inputs(inputs: Any, sample_rate: Any, config: FeatureConfig,
             out.append(PreparedInput(str(i), done.cut, done.error))
         elif isinstance(x, Recording | Cut):
             cut = x.to_cut() if isinstance(x, Recording) else x
-            out += _cut_inputs(cut, config, max_duration)
+            _, bad = split_bad_cuts(CutSet.from_cuts([cut]))  # a malformed cut fails alone
+            out += [PreparedInput(cut.id, None, bad[cut.id])] if bad else \
+                _cut_inputs(cut, config, max_duration)
         else:
             raise TypeError(f"inputs[{i}]: expected an audio file path, a waveform (numpy "
                             f"array or torch tensor), a lhotse Recording or Cut, got "

@@ -112,7 +112,9 @@ class Recognizer:
         applied before ``settings`` as ``k2dec decode --config`` applies it.
       icefall_compat: icefall's choices where k2dec's defaults differ (``--icefall-compat``).
       max_duration: seconds of audio per batch (``--max-duration``); a longer recording is a
-        failed result.
+        failed result unless it is longer than ``segment_max`` (30 s,
+        :attr:`k2dec.job.DecodeConfig.segment_max`): such a recording is decoded in segments
+        and stitched, whatever its length.
       batch_encoder: run the network on whole padded batches (faster on a GPU) instead of on
         each utterance alone (what ``k2dec decode`` does; results then do not depend on the
         batch).
@@ -231,16 +233,20 @@ class Recognizer:
           one :class:`~k2dec.recognizer.RecognitionResult` per file and waveform, and per
           utterance of each cut, in the order of ``inputs``. Utterances are batched (at most
           ``max_duration`` seconds per batch) and each goes through the network alone, so a
-          result does not depend on the other inputs. A recording that cannot be decoded
-          (too long, too short, an empty lattice) has ``error`` set and no words. The
+          result does not depend on the other inputs. A recording longer than
+          ``segment_max`` (30 s) is decoded in segments (silero-vad on its file, else fixed
+          windows) and stitched into one result in its clock, as ``k2dec decode`` does
+          (:mod:`k2dec.job.longform`; ``segments`` says where). A recording that cannot be
+          decoded (longer than ``max_duration`` but not than ``segment_max``, too short, an
+          empty lattice, a malformed cut: naming the field) has ``error`` set and no words. The
           features of all inputs of one call are held in memory (32 KB per second of audio
           at 80 bins, 100 frames per second): decode very long lists in parts.
 
         Raises:
           TypeError, ValueError: a malformed input, named, before anything is decoded.
         """
-        prepared = prepare_inputs(inputs, sample_rate, self.model.feature_config,
-                                  self.decode_config.max_duration)
+        # any length: a recording longer than segment_max is decoded in segments
+        prepared = prepare_inputs(inputs, sample_rate, self.model.feature_config, math.inf)
         from lhotse import CutSet
 
         cuts = CutSet.from_cuts(p.cut for p in prepared if p.cut is not None)
@@ -253,7 +259,7 @@ class Recognizer:
                 out.append(self._results(p.result_id, None, [], d.error if d else p.error))
                 continue
             record, words = next(iter(d.hyps.values()))  # the configured setting
-            out.append(self._results(p.result_id, record, words))
+            out.append(self._results(p.result_id, record, words, segments=d.segments))
         return out
 
     def create_stream(self, name: str = "stream") -> Any:

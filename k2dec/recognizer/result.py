@@ -37,6 +37,8 @@ class RecognitionResult:
         confidences), as ``k2dec decode`` writes it to ``results-*.jsonl``.
       error: why there is no hypothesis (too short, too long, an empty lattice, ...); ``""``
         when there is one.
+      segments: ``(start, end)`` seconds of the segments a long recording was decoded in
+        (times and frames are in the recording's clock); ``()`` when decoded whole.
     """
 
     id: str
@@ -47,6 +49,7 @@ class RecognitionResult:
     timed_words: tuple[CtmWord, ...] | None
     record: HypothesisRecord
     error: str = ""
+    segments: tuple[tuple[float, float], ...] = ()
 
     @property
     def confidences(self) -> tuple[float, ...] | None:
@@ -74,7 +77,8 @@ class ResultMaker:
         self.symbol = _symbols(assets)
 
     def __call__(self, result_id: str, record: HypothesisRecord | None, words: list[str],
-                 error: str = "") -> RecognitionResult:
+                 error: str = "", segments: tuple[tuple[float, float], ...] = ()
+                 ) -> RecognitionResult:
         if record is None or error:
             return RecognitionResult(result_id, "", (), None, None, None,
                                      record or HypothesisRecord(error=error), error)
@@ -86,7 +90,8 @@ class ResultMaker:
         timed = record_ctm_words({**record.to_json(), "text": words}, self.ctm.word_start,
                                  self.ctm.subsampling_factor, self.ctm.frame_shift)
         return RecognitionResult(result_id, " ".join(words), tuple(words), tokens, timestamps,
-                                 tuple(timed) if timed is not None else None, record)
+                                 tuple(timed) if timed is not None else None, record,
+                                 segments=tuple(segments))
 
 
 def _symbols(assets: DecodeAssets) -> Callable[[int], str] | None:

@@ -47,13 +47,15 @@ GPU_REPORTS = REPO / "docs" / "bench" / "gpu"
 RECORDED_REPORTS = REPO / "docs" / "bench" / "recorded"
 
 AREAS = ("lattice", "ctc_lm", "transducer", "aed", "nbest", "confidence", "scorers", "hotwords",
-         "streams", "memory")
+         "streams", "memory", "longform")
 #: per-area subprocess time limit in seconds, by mode
 TIMEOUTS = {"full": 1200, "quick": 300, "smoke": 120}
 #: areas that need longer (memory: every method at 30 s and 60 s, one process per case;
 #: hotwords: nine methods at four list sizes, one process per case;
-#: transducer: five runs of eight searches of k2dec and icefall on two models)
+#: transducer: five runs of eight searches of k2dec and icefall on two models;
+#: longform: four methods on recordings of up to 60 minutes, one process per case)
 AREA_TIMEOUTS = {"memory": {"full": 5400, "quick": 1800, "smoke": 300},
+                 "longform": {"full": 7200, "quick": 1800, "smoke": 600},
                  "hotwords": {"full": 3600, "quick": 300, "smoke": 120},
                  "transducer": {"full": 3600, "quick": 3000, "smoke": 120}}
 TAIL_LINES = 25

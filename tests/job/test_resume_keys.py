@@ -137,7 +137,7 @@ def test_failed_cuts_are_retried_once_the_reason_may_be_gone(decode_setup, audio
         with caplog.at_level(logging.INFO, logger="k2dec.job"):
             r = _decode(s, rec, text, out, "--method", "greedy_search", "--max-duration", "1")
         assert r.exit_code == 3 and "rec greedy_search: 3 of 5 cuts failed (first: utt0: " \
-            f"{rec / 'utt0.wav'}: too long: 1.2 s" in r.output, r.output
+            "too long: 1.2 s" in r.output, r.output
     assert "rec greedy_search: 5 utterances, 0 to decode" in caplog.text
     r = _decode(s, rec, text, out, "--method", "greedy_search")
     assert r.exit_code == 0, r.output

@@ -153,3 +153,21 @@ def test_record_stitching_refuses_untimed_overlaps_and_odd_starts():
         stitch_records([(Segment(0.01, 2.0), untimed)], 0.04)
     with pytest.raises(ValueError, match="frame_shift"):
         stitch_records([], 0.0)
+
+
+def test_a_word_of_tokens_straddling_a_seam_comes_whole_from_one_window():
+    """A word of two tokens spans 9.92-10.08 s across the seam at 10 s; the left window hears
+    it as tokens 5 6, the right as 3 7. Token by token the result would be the chimera 5 7
+    (each token kept by its own time); by words it comes whole from the window owning its
+    midpoint (10.0 s: the right), and whole from the left once it moves left of the seam."""
+    fs = 0.04
+    word_start = [False, True, True, True, True, True, False, False]
+    left, right = Segment(0.0, 12.0, 0.0, 10.0), Segment(8.0, 20.0, 10.0, 20.0)
+    rl = HypothesisRecord(tokens=(1, 5, 6), token_frames=(100, 248, 251))
+    rr = HypothesisRecord(tokens=(3, 7, 2), token_frames=(48, 51, 200))
+    assert stitch_records([(left, rl), (right, rr)], fs).tokens == (1, 5, 7, 2)
+    by_word = stitch_records([(left, rl), (right, rr)], fs, word_start)
+    assert by_word.tokens == (1, 3, 7, 2) and by_word.token_frames == (100, 248, 251, 400)
+    rl2 = HypothesisRecord(tokens=(1, 5, 6), token_frames=(100, 246, 249))
+    rr2 = HypothesisRecord(tokens=(3, 7, 2), token_frames=(46, 49, 200))
+    assert stitch_records([(left, rl2), (right, rr2)], fs, word_start).tokens == (1, 5, 6, 2)

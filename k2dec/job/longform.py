@@ -1,0 +1,292 @@
+"""Utterances longer than :attr:`~k2dec.job.DecodeConfig.segment_max`: decoded in segments
+through the job's own batch path, stitched back into one record in the recording's clock.
+
+For such an utterance (a whole long recording, typically):
+
+1. it is cut into segments (:func:`segment_utterance`): silero-vad over its audio file
+   (:func:`k2dec.longform.vad_segments`, the file read in blocks; segments of at most
+   ``segment_max`` seconds, split at the quietest point) or fixed windows with context
+   (:func:`k2dec.longform.fixed_windows`); segment starts are rounded down to the model's
+   output frame grid (``frame_shift * subsampling_factor``, 40 ms for the shipped model), so
+   the stitched frames are exact;
+2. each segment's features are its frames of the utterance's features (lhotse reads the
+   range: ``Cut.truncate``); segments go through :func:`k2dec.job.batches.decode_or_split`
+   and :func:`~k2dec.job.batches.silenced` in batches of at most ``max_duration`` seconds,
+   as short utterances do, so every method (lattices, n-best, MBR, LODR, hotwords, LM
+   fusion, confidences) works per segment; a segment that fails (unreadable features, an
+   empty lattice) is left out, said in the record's notes and the log (the recording fails
+   only when every segment does);
+3. per setting, the segments' records are stitched by time
+   (:func:`k2dec.longform.stitch_records`) into one
+   :class:`~k2dec.primitives.hypothesis.HypothesisRecord` whose frames count from the
+   utterance's start; its words come from it as any record's do.
+
+Speech the VAD dropped (runs shorter than its minimum) is never silent: its total goes into
+the record (``dropped_speech``), its notes, the log and the job's summary. A recording in
+which the VAD finds no speech gets an empty hypothesis whose notes say so. Oracle methods,
+which need a reference per segment, fail such a recording with that reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import torch
+from lhotse.cut import Cut
+from lhotse.utils import LOG_EPSILON
+
+from ..longform import (
+    Segment,
+    Segmentation,
+    VadConfig,
+    WindowConfig,
+    fixed_windows,
+    stitch_records,
+    vad_segments,
+)
+from ..methods import Method
+from ..primitives.hypothesis import HypothesisRecord
+from .assets import DecodeAssets, hypothesis_texts
+from .batches import Decoded, decode_or_split, silenced
+from .config import DecodeConfig
+from .encoder import JobEncoder
+from .outputs import word_start_mask
+
+__all__ = ["LongDecoded", "decode_long", "dropped_speech", "is_long", "long_key",
+           "output_frame_shift", "segment_utterance"]
+
+logger = logging.getLogger(__name__)
+
+#: Seconds below which the last piece of a speech run split at the cap joins the piece
+#: before it (a sliver too short for the model would fail).
+_MIN_PIECE = 1.0
+
+
+def is_long(cut: Cut, config: DecodeConfig) -> bool:
+    """Whether ``cut`` is decoded in segments (longer than ``config.segment_max``)."""
+    return cut.duration > config.segment_max
+
+
+def long_key(config: DecodeConfig) -> str:
+    """What a long utterance's results depend on besides its cut: the segmenter's settings
+    (part of its input digest: a rerun with others decodes it again)."""
+    return (f"{config.segmenter}:{config.segment_max:g}:{config.segment_context:g}:"
+            f"{config.max_duration:g}")
+
+
+def dropped_speech(records: Mapping[str, Mapping[str, Any]], name: str) -> float:
+    """Seconds of speech the VAD dropped in a results file's records (logged under the
+    job's ``name`` when there is some)."""
+    total = sum(float(r.get("dropped_speech") or 0.0) for r in records.values())
+    if total > 0:
+        logger.warning("%s: %.2f s of speech the VAD found was dropped (runs shorter than its "
+                       "minimum speech length); see dropped_speech in the results file", name,
+                       total)
+    return total
+
+
+def output_frame_shift(assets: DecodeAssets, config: DecodeConfig) -> float:
+    """Seconds per network output frame: the grid segment starts are rounded to."""
+    sub = config.subsampling_factor or int(assets.model.subsampling_factor)
+    return config.frame_shift * sub
+
+
+def _audio_file(cut: Cut) -> str | None:
+    """The audio file of a cut that is its whole single-file recording, else ``None``."""
+    rec = getattr(cut, "recording", None)
+    if rec is None or len(rec.sources) != 1 or rec.sources[0].type != "file":
+        return None
+    if cut.start > 1e-6 or abs(cut.duration - rec.duration) > 0.02:
+        return None
+    return rec.sources[0].source
+
+
+def _on_grid(seg: Segmentation, grid: float) -> Segmentation:
+    """``seg`` with every segment's start rounded down to a multiple of ``grid`` seconds."""
+    out: list[Segment] = []
+    for s in seg.segments:
+        if s.core_start is None:
+            s = Segment(round(math.floor(s.start / grid + 1e-6) * grid, 6), s.end)
+            if out and out[-1].end > s.start:  # pieces of one speech run: still a tiling
+                out[-1] = Segment(out[-1].start, s.start)
+            if out and out[-1].end >= s.start and s.duration < _MIN_PIECE:
+                out[-1] = Segment(out[-1].start, s.end)  # a sliver of a split run: joined
+                continue
+        out.append(s)
+    return replace(seg, segments=tuple(out))
+
+
+def segment_utterance(cut: Cut, config: DecodeConfig, grid: float) -> Segmentation:
+    """The segments of a long utterance (times from its start), as the module docstring says.
+
+    Args:
+      cut: the utterance (its audio file is read by the VAD; its duration gives windows).
+      config: ``segmenter``, ``segment_max``, ``segment_context``.
+      grid: seconds per model output frame; every segment starts on a multiple of it.
+    """
+    path = _audio_file(cut) if config.segmenter == "vad" else None
+    if config.segmenter == "vad" and path is None:
+        logger.warning("cut %s: no whole audio file for the VAD; cut into fixed windows",
+                       cut.id)
+    if path is None:
+        chunk = round(config.segment_max / grid) * grid
+        context = round(config.segment_context / grid) * grid
+        seg = fixed_windows(cut.duration, WindowConfig(chunk=chunk, context=context))
+    else:
+        seg = vad_segments(path, VadConfig(max_segment=config.segment_max))
+        seg = replace(seg, segments=tuple(s for s in seg.segments if s.start < cut.duration))
+    return _on_grid(seg, grid)
+
+
+def _features(cut: Cut, seg: Segment) -> np.ndarray:
+    """The utterance's feature frames of ``seg`` (only those are read)."""
+    piece = cut.truncate(offset=seg.start, duration=seg.duration, keep_excessive_supervisions=False,
+                         preserve_id=True)
+    feats = piece.load_features()
+    if not np.isfinite(feats).all():
+        raise ValueError("its features contain NaN or inf")
+    return feats
+
+
+def _batches(segments: Sequence[Segment], max_duration: float) -> Iterator[list[int]]:
+    """Indices of consecutive segments, at most ``max_duration`` seconds per batch."""
+    batch: list[int] = []
+    seconds = 0.0
+    for i, s in enumerate(segments):
+        if batch and seconds + s.duration > max_duration:
+            yield batch
+            batch, seconds = [], 0.0
+        batch.append(i)
+        seconds += s.duration
+    if batch:
+        yield batch
+
+
+def _padded(rows: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+    lens = torch.tensor([r.shape[0] for r in rows], dtype=torch.int64)
+    feats = torch.full((len(rows), int(lens.max()), rows[0].shape[1]), LOG_EPSILON,
+                       dtype=torch.float32)
+    for i, r in enumerate(rows):
+        feats[i, : r.shape[0]] = torch.from_numpy(r)
+    return feats, lens
+
+
+@dataclass(frozen=True)
+class LongDecoded:
+    """A long utterance decoded in segments.
+
+    Attributes:
+      decoded: ``({setting: (stitched record, words)}, failure reason)`` as for any utterance.
+      segments: ``(start, end)`` seconds of each segment decoded, from the utterance's start.
+      dropped_speech: seconds of speech the VAD dropped.
+      audio_seconds: seconds of audio decoded (the segments' total).
+    """
+
+    decoded: Decoded
+    segments: tuple[tuple[float, float], ...]
+    dropped_speech: float
+    audio_seconds: float
+
+    def extra(self) -> dict[str, Any]:
+        """The results-file fields of a long utterance besides its hypotheses."""
+        return {"segments": [[round(a, 3), round(b, 3)] for a, b in self.segments],
+                "dropped_speech": round(self.dropped_speech, 3)}
+
+
+def _decode_segments(method: Method, method_config: Any, assets: DecodeAssets, cut: Cut,
+                     segments: Sequence[Segment], config: DecodeConfig, encoder: JobEncoder,
+                     silence: Any) -> list[Decoded]:
+    out: list[Decoded] = []
+    for idx in _batches(segments, config.max_duration):
+        rows = []
+        for i in idx:
+            try:
+                rows.append(_features(cut, segments[i]))
+            except (ValueError, OSError, RuntimeError) as e:
+                rows.append(f"cannot read its features: {type(e).__name__}: {e}")
+        read = [r for r in rows if not isinstance(r, str)]
+        done: list[Decoded] = []
+        if read:
+            feats, lens = _padded(read)
+            done = silenced(decode_or_split(method, method_config, assets, feats, lens,
+                                            [[] for _ in read], encoder), feats, lens, silence)
+        done.reverse()
+        out += [({}, r) if isinstance(r, str) else done.pop() for r in rows]
+    return out
+
+
+def _words(record: HypothesisRecord, assets: DecodeAssets) -> list[str]:
+    """The words of a stitched record (as :func:`k2dec.job.assets.hypothesis_texts`)."""
+    result = SimpleNamespace(words=None if record.words is None else [list(record.words)],
+                             tokens=[list(record.tokens or ())])
+    return hypothesis_texts(result, assets)[0]
+
+
+def _empty(rec: HypothesisRecord, note: str) -> HypothesisRecord:
+    empty = {f.name: () for f in fields(rec) if isinstance(getattr(rec, f.name), tuple)}
+    return replace(rec, **empty, score=None, error="", notes=note)
+
+
+def _stitched(pieces: list[tuple[Segment, Decoded]], grid: float, assets: DecodeAssets,
+              notes: str) -> Decoded:
+    word_start = word_start_mask(assets)
+    failed = [f"segment {seg.start:.2f}-{seg.end:.2f} s: {error}"
+              for seg, (_, error) in pieces if error]
+    pieces = [p for p in pieces if not p[1][1]]
+    if not pieces:
+        return {}, failed[0]
+    if failed:  # the others are kept; what is missing is said, never silent
+        notes = "; ".join(n for n in (notes, f"{len(failed)} segments failed, their words "
+                                             f"are missing ({'; '.join(failed)})") if n)
+    out = {}
+    for key in pieces[0][1][0]:
+        rec = stitch_records([(seg, hyps[key][0]) for seg, (hyps, _) in pieces], grid,
+                             word_start)
+        if notes:
+            rec = replace(rec, notes="; ".join(n for n in (notes, rec.notes) if n))
+        out[key] = (rec, _words(rec, assets))
+    return out, ""
+
+
+def decode_long(method: Method, method_config: Any, assets: DecodeAssets, cut: Cut,
+                config: DecodeConfig, encoder: JobEncoder, silence: Any) -> LongDecoded:
+    """Decode one long utterance (with features) in segments and stitch its hypotheses, as
+    the module docstring says; a failure (unreadable audio for the VAD, a failing segment,
+    a method that cannot stitch) is the returned record's reason, never an exception."""
+    grid = output_frame_shift(assets, config)
+    if method.needs_references:
+        return LongDecoded(({}, f"method {method.name!r} reads a reference per utterance; an "
+                                f"utterance over segment_max={config.segment_max:g} s is "
+                                "decoded in segments that have none"), (), 0.0, 0.0)
+    try:
+        seg = segment_utterance(cut, config, grid)
+    except ValueError as e:
+        return LongDecoded(({}, f"cannot segment it: {e}"), (), 0.0, 0.0)
+    if seg.dropped:
+        logger.warning("cut %s: %s", cut.id, seg.notes)
+    segments = list(seg.segments)
+    if not segments:  # no speech: an empty hypothesis for every setting, saying so
+        probe = [Segment(0.0, min(cut.duration, 1.0))]
+        decoded = _decode_segments(method, method_config, assets, cut, probe, config,
+                                   encoder, silence)
+        hyps, error = decoded[0]
+        decoded = ({k: (_empty(r, seg.notes), []) for k, (r, _) in hyps.items()}, error)
+        return LongDecoded(decoded, (), seg.dropped_speech, 0.0)
+    decoded = _decode_segments(method, method_config, assets, cut, segments, config, encoder,
+                               silence)
+    for s, (_, error) in zip(segments, decoded):
+        if error:
+            logger.warning("cut %s: segment %.2f-%.2f s failed, its words are missing: %s",
+                           cut.id, s.start, s.end, error)
+    try:
+        result = _stitched(list(zip(segments, decoded)), grid, assets, seg.notes)
+    except ValueError as e:
+        result = ({}, f"cannot stitch its segments: {e}")
+    return LongDecoded(result, tuple((s.start, s.end) for s in segments), seg.dropped_speech,
+                       sum(s.duration for s in segments))

@@ -1,0 +1,217 @@
+"""Benchmark area "longform": long recordings decoded whole (``k2dec decode``'s long-form
+path, :mod:`k2dec.job.longform`), per method: peak RSS and real-time factor against the
+recording's length, and the accuracy of the stitching.
+
+Inputs: the shipped model and lang dir, the graphs the demo compiles, and recordings built by
+``scripts/make_long_recording.py`` from the shipped test-clean utterances (0.3-1.5 s pauses;
+repeated to reach the length). Two parts:
+
+* **scale**: each (method, length) in a fresh process that does what ``k2dec decode
+  --audio-dir`` does (features of the file, VAD segments of at most 30 s, the method over the
+  segments in batches, one stitched record), reporting its peak RSS (Linux ``VmHWM``) and
+  decode seconds per audio second; lengths 1, 10, 30 and 60 minutes (``--quick``: 1 and 3;
+  ``--smoke``: 0.5 and 1);
+* **accuracy**: test-clean joined into one recording (``--quick``: its first 20 utterances)
+  decoded long-form with each segmenter against its utterances decoded one by one: WER, and
+  per utterance the error of its first decoded word's start against its true start (median,
+  95th percentile).
+
+Usage (from the repository root)::
+
+    python -m scripts.bench.longform [--quick | --smoke] [--report DIR]
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .common import REPO, SHIPPED, WORK, Report, area_parser, mode_of, one_thread, peak_rss_mb
+
+AREA = "longform"
+METHODS = ("greedy_search", "modified_beam_search", "1best", "fast_beam_search_nbest_LG")
+LENGTHS = {"full": (1, 10, 30, 60), "quick": (1, 3), "smoke": (0.5, 1)}
+ACCURACY_UTTS = {"full": None, "quick": 20, "smoke": 8}
+CORPUS = SHIPPED / "corpus" / "test-clean"
+TARGET_RSS = "peak RSS <= 1.5 GB at the longest length, within 10% of the shortest"
+TARGET_RTF = "RTF at the longest length within 1.2x of the shortest"
+TARGET_WER = "long-form WER within 0.5 absolute of per-utterance decoding"
+
+
+def _make_long():
+    sys.path.insert(0, str(REPO / "scripts"))
+    from make_long_recording import corpus_utterances, make_long_recording
+
+    return corpus_utterances, make_long_recording
+
+
+def recording(minutes: float | None, num: int | None = None) -> Path:
+    """A folder holding one long WAV (and its ``text``), cached under the work dir."""
+    name = f"{minutes:g}min" if minutes else f"utts{num or 'all'}"
+    folder = WORK / AREA / name
+    if not (folder / "long.wav").is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        _make_long()[1](CORPUS, folder, num_utterances=num,
+                        min_duration=(minutes or 0) * 60.0)
+    return folder
+
+
+def _assets():
+    from k2dec.demo import prepare_demo
+    from k2dec.job import load_assets
+
+    lang, graphs, _ = prepare_demo(SHIPPED, WORK)
+    return load_assets(SHIPPED / "model.pt", lang, graph_dir=graphs)
+
+
+def _decode(assets, folder: Path, method: str, out: Path, refs=None, **config):
+    from k2dec.data import cuts_from_audio_dir
+    from k2dec.job import DecodeConfig, decode_cuts, plan_methods, read_settings
+
+    run = plan_methods([method], settings=read_settings(SHIPPED / "decode.json"))[0]
+    cuts = cuts_from_audio_dir(folder, out / "feats", refs, progress=False).cuts
+    return decode_cuts(assets, cuts, run.method, out, "t", run.config, DecodeConfig(**config),
+                       calibration=run.calibration)
+
+
+def worker(method: str, minutes: float) -> dict:
+    """One scale case, in this process: peak RSS and RTF of decoding the recording."""
+    one_thread()
+    folder = recording(minutes)
+    assets = _assets()
+    out = WORK / AREA / "out" / f"{method}-{minutes:g}"
+    shutil.rmtree(out, ignore_errors=True)
+    start = time.perf_counter()
+    summary = _decode(assets, folder, method, out)
+    seconds = time.perf_counter() - start
+    from k2dec.results import read_results
+
+    rec = read_results(summary.results_path)["long"]
+    audio = sum(b - a for a, b in rec.get("segments", [])) if rec["status"] == "ok" else 0
+    import soundfile as sf
+
+    duration = sf.info(str(folder / "long.wav")).duration
+    return {"rss_mb": peak_rss_mb(), "rtf": seconds / duration, "job_rtf": summary.rtf,
+            "status": rec["status"], "error": rec.get("error", ""),
+            "segments": len(rec.get("segments", [])), "speech_s": audio}
+
+
+def run_case(method: str, minutes: float) -> dict:
+    cmd = [sys.executable, "-m", "scripts.bench.longform", "--worker", method, str(minutes)]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"status": "failed", "error": proc.stderr.strip().splitlines()[-1:]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _starts(summary, sups) -> list[float]:
+    """Per utterance, |first decoded word's start - its true start| (seconds)."""
+    from k2dec.results import read_ctm
+
+    ctm = summary.results_path.parent / f"ctm-t-{next(iter(summary.wers), '')}.ctm"
+    if not ctm.is_file():
+        return []
+    words = read_ctm(ctm).get("long", [])
+    out = []
+    for sup in sups:
+        inside = [w for w in words if sup.start - 0.5 <= w.start <= sup.end]
+        if inside:
+            out.append(abs(inside[0].start - sup.start))
+    return out
+
+
+def accuracy(mode: str, rep: Report) -> list[bool]:
+    from lhotse import SupervisionSet
+
+    num = ACCURACY_UTTS[mode]
+    folder = recording(None, num)
+    sups = sorted(SupervisionSet.from_file(folder / "supervisions.jsonl"), key=lambda s: s.start)
+    text = (folder / "text").read_text().split(maxsplit=1)
+    utt_dir = WORK / AREA / f"utt-files-{num or 'all'}"
+    refs = {}
+    utt_dir.mkdir(parents=True, exist_ok=True)
+    for utt, path, words in _make_long()[0](CORPUS)[:num]:
+        shutil.copy(path, utt_dir / path.name)
+        refs[utt] = words
+    assets = _assets()
+    rows, ok = [], []
+    for method in METHODS:
+        base = WORK / AREA / "acc" / method
+        shutil.rmtree(base, ignore_errors=True)
+        utts = _decode(assets, utt_dir, method, base / "utts", refs).headline[1]
+        row = [method, utts]
+        for seg in ("vad", "windows"):
+            long = _decode(assets, folder, method, base / seg, {text[0]: text[1]},
+                           segmenter=seg)
+            errors = _starts(long, sups)
+            row += [long.headline[1],
+                    statistics.median(errors) if errors else float("nan"),
+                    float(sorted(errors)[int(0.95 * (len(errors) - 1))]) if errors
+                    else float("nan")]
+            ok.append(long.headline[1] <= utts + 0.5)
+        rows.append(row)
+    rep.table(f"WER % of {len(sups)} test-clean utterances joined into one recording "
+              f"({sups[-1].end / 60:.1f} min), long-form (VAD / windows of 30 s + 2 s "
+              "context) vs one by one; word start error: first word of each utterance vs its "
+              "true start (s)",
+              ["method", "per-utterance WER", "VAD WER", "VAD start median", "VAD start p95",
+               "windows WER", "windows start median", "windows start p95"], rows)
+    return ok
+
+
+def scale(mode: str, rep: Report) -> tuple[bool | None, bool | None]:
+    lengths = LENGTHS[mode]
+    rows, rss_ok, rtf_ok = [], True, True
+    for method in METHODS:
+        cells = [method]
+        got = {m: run_case(method, m) for m in lengths}
+        for m in lengths:
+            g = got[m]
+            cells += [g.get("rss_mb"), g.get("rtf")] if g["status"] == "ok" else \
+                [f"failed: {g.get('error')}", None]
+        first, last = got[lengths[0]], got[lengths[-1]]
+        if first["status"] != "ok" or last["status"] != "ok":
+            rss_ok = rtf_ok = False
+        else:
+            rss_ok &= last["rss_mb"] <= 1536 and last["rss_mb"] <= 1.1 * first["rss_mb"]
+            rtf_ok &= last["rtf"] <= 1.2 * first["rtf"]
+        rows.append(cells)
+    headers = ["method"] + [h for m in lengths for h in (f"{m:g} min: peak RSS MB",
+                                                         f"{m:g} min: RTF")]
+    rep.table("Peak RSS and RTF (wall seconds per audio second, 1 thread, features included) "
+              "of k2dec decode's long-form path per recording length", headers, rows)
+    return rss_ok, rtf_ok
+
+
+def main() -> None:
+    p = area_parser(__doc__, AREA)
+    p.add_argument("--worker", nargs=2, metavar=("METHOD", "MINUTES"), help=argparse_help())
+    args = p.parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.worker[0], float(args.worker[1]))))
+        return
+    one_thread()
+    mode = mode_of(args)
+    rep = Report(area=AREA, title="Long recordings: memory, speed and stitching accuracy",
+                 settings=f"methods {', '.join(METHODS)}; lengths {LENGTHS[mode]} minutes; "
+                          "segmenter VAD, segment_max 30 s (k2dec decode's defaults)")
+    ok = accuracy(mode, rep)
+    rss_ok, rtf_ok = scale(mode, rep)
+    rep.target(TARGET_WER, "met for every method and segmenter" if all(ok) else
+               "not met for some (see the table)", all(ok))
+    rep.target(TARGET_RSS, "see the table", rss_ok)
+    rep.target(TARGET_RTF, "see the table", rtf_ok)
+    rep.write(args.report)
+
+
+def argparse_help() -> str:
+    return "internal: run one scale case in this process and print its JSON"
+
+
+if __name__ == "__main__":
+    main()
