@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 from pathlib import Path
@@ -11,6 +12,20 @@ import click
 
 from . import __version__
 from .primitives.sizes import MAX_DURATION
+
+
+class _Number(click.FloatRange):
+    """A finite float option within optional bounds: the one type of every float option, so
+    ``nan`` (which compares false with both bounds, and so passed ``click.FloatRange``),
+    ``inf`` and out-of-range values are refused naming the option, never a config field."""
+
+    name = "number"
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return rv
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -38,7 +53,7 @@ def main(verbose: bool) -> None:
 @click.option("--sil-token", default=None,
               help="Optional silence token between words (e.g. SIL); none by default.")
 @click.option("--sil-prob", default=0.5, show_default=True,
-              type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              type=_Number(0, 1, min_open=True, max_open=True),
               help="Probability of the optional silence.")
 @click.option("--allow-oov", is_flag=True,
               help="With --words and CMUdict: skip words CMUdict lacks instead of failing.")
@@ -131,7 +146,8 @@ def _feature_options(fn):
                                f"feature_{f.name}", default=None,
                                help=f"Features: {f.name} (default {default}).")
         else:
-            opt = click.option(name, f"feature_{f.name}", type=type(default), default=None,
+            kind = _Number() if isinstance(default, float) else type(default)
+            opt = click.option(name, f"feature_{f.name}", type=kind, default=None,
                                help=f"Features: {f.name} (default {default}).")
         fn = opt(fn)
     return fn
@@ -242,7 +258,7 @@ _method_options = _options(
                       "model, e.g. the shipped model's tuned scales), which is applied when no "
                       "--config is given."),
     click.option("--max-duration", default=MAX_DURATION, show_default=True,
-                 type=click.FloatRange(min=0.0, min_open=True, max=100_000.0),
+                 type=_Number(min=0.0, min_open=True, max=100_000.0),
                  help="Seconds of audio per batch (> 0); a longer recording is a failed cut."),
     click.option("--icefall-compat", is_flag=True,
                  help="icefall's choices where k2dec's defaults differ: no termination frame "
@@ -364,8 +380,22 @@ def _load_cuts(cuts_path, audio_dir, refs, test_set, feature_dir, runs, extracto
     return name, cuts, unusable
 
 
+def _verbose(ctx: click.Context, verbose: bool) -> None:
+    """``decode -v``: log at INFO level and remember it for ``--list-methods``."""
+    if verbose:
+        ctx.meta["k2dec.verbose"] = True
+        logging.getLogger().setLevel(logging.INFO)
+
+
+def _is_verbose() -> bool:
+    """``-v`` given to ``k2dec`` or to the command."""
+    ctx = click.get_current_context()
+    return bool(ctx.meta.get("k2dec.verbose") or ctx.find_root().params.get("verbose"))
+
+
 def _list_methods(model_path, lang_dir, feature_changes) -> None:
-    """Print the method table: every registered method, or those ``model_path`` supports."""
+    """Print the method table (lines of at most 100 columns; with ``-v`` every method's
+    settings too): every registered method, or those ``model_path`` supports."""
     from .job import method_table
     from .methods import family_order, list_methods, supported_methods
     from .model import load_model
@@ -380,13 +410,13 @@ def _list_methods(model_path, lang_dir, feature_changes) -> None:
             model.set_feature_config(model.feature_config.override(**feature_changes))
         click.echo(f"{model_path}: {model.describe()}")
         methods = supported_methods(model)
-    click.echo(method_table(family_order(methods)))
+    click.echo(method_table(family_order(methods), verbose=_is_verbose()))
 
 
 def _silence_option(fn):
     """``--silence-db`` of decode and tune (:attr:`k2dec.job.DecodeConfig.silence_db`)."""
     return click.option(
-        "--silence-db", default=-60.0, show_default=True, type=click.FloatRange(-200.0, 0.0),
+        "--silence-db", default=-60.0, show_default=True, type=_Number(-200.0, 0.0),
         help="An utterance with no feature frame louder than white noise at this level "
              "(dBFS) is silent and gets an empty hypothesis from every method; -200 turns "
              "the check off.")(fn)
@@ -398,9 +428,13 @@ def _silence(silence_db: float) -> float | None:
 
 @main.command("decode")
 @click.option("--list-methods", "list_only", is_flag=True,
-              help="List every method: its family, what it needs (graph files, --rnn-lm, "
-                   "references), its default scales, what it does and its settings by "
-                   "part; then exit.")
+              help="List every method: its family, whether it takes --hotwords, what it "
+                   "needs (graph files, --rnn-lm, references), what it does and its default "
+                   "scales (with -v: its settings by part); then exit.")
+@click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=lambda ctx, _p, v:
+              _verbose(ctx, v),
+              help="Log at INFO level (as k2dec -v); with --list-methods also every method's "
+                   "settings by part.")
 @click.option("--describe", "describe", metavar="METHOD",
               help="Show METHOD's settings, one line per part with their defaults (the "
                    "keys --set takes), and what it needs; then exit.")

@@ -114,10 +114,14 @@ def write_lang_dir(
       both tables; ``#0`` in words.txt is G's backoff symbol.
 
     Raises:
-      ValueError: ``lang_dir`` is a file or cannot be created; a lexicon token not in
-        ``tokens``.
+      ValueError: ``lang_dir`` is a file or cannot be created; an empty lexicon (no word
+        to decode); a lexicon token not in ``tokens``.
     """
     lang_dir = Path(lang_dir)
+    lexicon = list(lexicon)
+    if not lexicon:
+        raise ValueError(f"lexicon is empty: a lang dir ({lang_dir}) needs at least one word "
+                         "with its tokens")
     if lang_dir.exists() and not lang_dir.is_dir():
         raise ValueError(f"lang dir {lang_dir} is a file, not a directory")
     try:
