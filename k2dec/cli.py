@@ -331,7 +331,7 @@ def _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir, graph
         refs = _checked(load_references, audio_dir, text_path)
         utts = _checked(scan_audio_dir, audio_dir).ids
         try:
-            check_references([r.method for r in runs], {u: refs.get(u, "") for u in utts})
+            check_references([r.method for r in runs], {u: refs.get(u) for u in utts})
         except ValueError as e:
             problems.append(str(e))
     if problems:

@@ -30,15 +30,17 @@ def check_names(test_set: str, suffix: str = "") -> None:
 
 
 def check_references(methods: Sequence[str | Method],
-                     cuts: CutSet | Mapping[str, str]) -> None:
+                     cuts: CutSet | Mapping[str, str | None]) -> None:
     """Refuse, before any decoding, methods that read references (oracle methods) when a
-    cut has none (an empty supervision text).
+    cut has none: no supervision, or a supervision whose text is ``None``. An empty text is
+    a reference (a silent recording's: an id alone on its line of a ``--text`` file), which
+    the oracles compare with and the WER scores (its insertions).
 
     Args:
       methods: names or :class:`~k2dec.methods.Method` objects.
       cuts: the cuts (each utterance of :func:`k2dec.data.utterance_cuts` needs a reference),
-        or ``{utterance id: reference text}`` of the utterances to come (e.g. the files of an
-        audio folder, before their features are computed).
+        or ``{utterance id: reference text or None}`` of the utterances to come (e.g. the
+        files of an audio folder, before their features are computed).
 
     Raises:
       ValueError: naming the method and the first utterances without a reference (or two
@@ -48,9 +50,9 @@ def check_references(methods: Sequence[str | Method],
     if not oracles:
         return
     if not isinstance(cuts, Mapping):
-        cuts = {c.id: c.supervisions[0].text if c.supervisions else ""
+        cuts = {c.id: c.supervisions[0].text if c.supervisions else None
                 for c in utterance_cuts(cuts)}
-    missing = [utt for utt, text in cuts.items() if not (text or "").strip()]
+    missing = [utt for utt, text in cuts.items() if text is None]
     if missing:
         raise ValueError(
             f"method {oracles[0]!r} compares hypotheses with the references, but {len(missing)} "
