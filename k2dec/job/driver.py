@@ -49,7 +49,7 @@ from .assets import (
     reference_case,
     text_need,
 )
-from .checks import check_cuts
+from .checks import check_cuts, warn_unknown_characters
 from .config import DecodeConfig, DecodeSummary
 from .cutset import decode_cuts
 from .encoder import JobEncoder
@@ -288,7 +288,9 @@ def run_decode(
     test_sets = {name: good for name, (good, _) in split.items()}
     failed = {name: {**(failed or {}).get(name, {}), **bad} for name, (_, bad) in split.items()}
     for name, cuts in test_sets.items():  # repeated utterance ids, missing references
-        warn_out_of_vocabulary(assets, check_cuts([r.method for r in runs], cuts), name)
+        utterances = check_cuts([r.method for r in runs], cuts)
+        warn_out_of_vocabulary(assets, utterances, name)
+        warn_unknown_characters(assets, utterances, name)
     own = encoder is None
     if own:  # one network pass and lattice search per utterance for all the methods (bounded)
         shared = len(runs) > 1
