@@ -89,19 +89,38 @@ def prepare_lang(lang_dir, lexicon, words, bpe_model, sil_token, sil_prob, allow
 @click.option("--graph-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write the graph here (and L.pt / L_disambig.pt when they must be built) "
                    "instead of into the lang dir; k2dec decode --graph-dir reads it.")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Output file (default: <graph-dir or lang-dir>/<TYPE>.pt; G_4_gram.pt "
-                   "for G).")
+                   "for G); never one of the inputs (the ARPA file, the lang dir's tables).")
 def compile_graph_cmd(lang_dir, graph_type, arpa, max_order, modified_ctc, graph_dir, out):
     """Compile H, L, HL, HLG, LG or the rescoring G for a lang dir and save it with
     metadata (the lang dir's symbol tables); print its size and the lexicon words on no
     arc."""
     from .graph import check_lang_graph, compile_graph
 
+    _not_an_input(out, [arpa] + [lang_dir / n for n in _LANG_INPUTS])
     graph, path = _checked(compile_graph, lang_dir, graph_type, arpa, max_order, modified_ctc,
                            out, graph_dir=graph_dir)
     check = check_lang_graph(graph, graph_type, lang_dir)
-    click.echo(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB): {check.describe()}")
+    what = (check.describe() if graph_type != "H"  # H has tokens, no words
+            else f"{check.num_states} states, {check.num_arcs} arcs")
+    click.echo(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB): {what}")
+
+
+#: The files of a lang dir that commands read (an output path must never be one of them).
+_LANG_INPUTS = ("tokens.txt", "words.txt", "lexicon.txt", "lexicon_disambig.txt", "bpe.model")
+
+
+def _not_an_input(out: Path | None, inputs) -> None:
+    """A usage error when the output file ``out`` is one of the ``inputs`` (paths or None):
+    writing it would destroy what the command reads."""
+    if out is None:
+        return
+    real = out.resolve()
+    for p in inputs:
+        if p is not None and Path(p).resolve() == real:
+            raise click.UsageError(f"the output {out} is the input {p}: it would be "
+                                   "overwritten; write the output to another file")
 
 
 @main.command("draw-graph")
@@ -110,7 +129,7 @@ def compile_graph_cmd(lang_dir, graph_type, arpa, max_order, modified_ctc, graph
               help="Output image: .svg, .png or .pdf.")
 @click.option("--lang-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=None, help="Show symbols from this lang dir instead of ids.")
-@click.option("--max-arcs", default=2000, show_default=True, type=int,
+@click.option("--max-arcs", default=2000, show_default=True, type=click.IntRange(min=1),
               help="Refuse graphs bigger than this.")
 def draw_graph_cmd(graph, out, lang_dir, max_arcs):
     """Draw a small saved graph (GRAPH is a .pt file) with graphviz (its `dot` program must
@@ -661,7 +680,7 @@ def export_lm_cmd(checkpoints, output):
     """Average train-lm CHECKPOINTS into one small LM file for decoding (--rnn-lm)."""
     from .lm.checkpoint import export_lm
 
-    path = export_lm(checkpoints, output)
+    path = _checked(export_lm, checkpoints, output)
     click.echo(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) from {len(checkpoints)} "
                "checkpoint(s)")
 
@@ -690,6 +709,7 @@ def train_token_lm_cmd(text, lang_dir, bpe_model, order, output):
         bpe_model = bpe_model_path(lang_dir, bpe_model)
     except ValueError as e:
         raise click.UsageError(str(e)) from None
+    _not_an_input(output, [text, bpe_model])
     path = _checked(train_token_arpa, text, bpe_model, output, order=order, overwrite=True)
     model = read_arpa(path)
     counts = [sum(1 for k in model.prob if len(k) == n) for n in range(1, model.order + 1)]
