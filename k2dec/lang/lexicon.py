@@ -68,7 +68,8 @@ def read_lexicon(path: str | Path, token_table: k2.SymbolTable | None = None,
 
     Raises:
       ValueError: naming file and line for a line with a word but no tokens (an empty
-        pronunciation), a word with a pronunciation it already has on another line, a reserved word (``<eps>``, ``#0``, ``<s>``, ``</s>``, ``#N``), a
+        pronunciation), a word with a pronunciation it already has on another line, a
+        reserved word (``<eps>``, ``#0``, ``<s>``, ``</s>``, ``#N``), a
         reserved token (``<eps>``, ``<blk>``, ``<sos/eos>``, ``#N``) or one with id 0 (an
         epsilon pronunciation), a token missing from ``token_table``; and for a Kaldi
         ``lexiconp.txt`` (``word prob tok1 ...``), whose probabilities would otherwise
