@@ -596,6 +596,9 @@ def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, gr
 
     import torch
 
+    from .job.tune import parse_grid
+
+    _checked(parse_grid, grid)  # a malformed or huge grid, before any feature is computed
     config_path = _settings_path(config_path, model_path, no_model_settings)
     runs = _plan(methods, assignments, config_path, icefall_compat)
     torch.set_num_threads(threads)

@@ -48,11 +48,10 @@ def load_lm(checkpoint: str | Path, device: str | torch.device = "cpu") -> Neura
             f"{sorted(MODEL_TYPES)}, model_config and model)"
         )
     config_cls, _ = MODEL_TYPES[model_type]
-    try:
-        config = checked_config(config_cls, ckpt["model_config"], path)
-    except ValueError as e:
+    try:  # a config of the wrong shape or with impossible values, naming the file
+        model = build_lm(checked_config(config_cls, ckpt["model_config"], path))
+    except (TypeError, ValueError) as e:
         raise ValueError(str(e) if str(path) in str(e) else f"{path}: {e}") from None
-    model = build_lm(config)
     load_checked_state(model, ckpt["model"], path)
     # what its ids mean (k2dec.lang.token_inventory_digest), None in older checkpoints
     model.tokens_sha256 = ckpt.get("tokens_sha256")
