@@ -118,7 +118,8 @@ def _digest(path: Path) -> str:
 def _unchanged(path_of: Callable[[Any], Path]) -> Callable[[Any, str], bool]:
     """A check that the file is as the context made it (its digest noted before the run)."""
     def check(ctx: Any, _output: str) -> bool:
-        return _digest(path_of(ctx)) == ctx.digests[str(path_of(ctx))]
+        path = path_of(ctx)
+        return path.is_file() and _digest(path) == ctx.digests[str(path)]
     return check
 
 
@@ -144,7 +145,8 @@ def _prepare_lang_cases() -> list[Case]:
         f"{w} {' '.join(p)}\n" for w, p in TINY_LEXICON)
 
     def huge_ok(ctx: Any, _output: str) -> bool:
-        lines = (ctx.d / "lang_huge" / "lexicon_disambig.txt").read_text().splitlines()
+        path = ctx.d / "lang_huge" / "lexicon_disambig.txt"
+        lines = path.read_text().splitlines() if path.is_file() else []
         return any(x.startswith("LONG a b") and len(x.split()) == 100_001 for x in lines)
 
     return [
