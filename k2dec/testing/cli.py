@@ -11,6 +11,8 @@ import tempfile
 import time
 import traceback
 
+from k2dec.cli import main
+
 __all__ = ["TRACEBACK_STATUS", "run_cli"]
 
 #: The status :func:`run_cli` gives an exception that escaped click (its traceback is in the
@@ -44,8 +46,6 @@ def _child(args: list[str], fd: int) -> None:
         logging.disable(logging.NOTSET)  # the command's warnings are part of its output
         os.dup2(fd, 1)
         os.dup2(fd, 2)
-        from k2dec.cli import main
-
         main.main(args=args, prog_name="k2dec", standalone_mode=True)
         code = 0
     except SystemExit as e:
