@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 from pathlib import Path
@@ -11,6 +12,20 @@ import click
 
 from . import __version__
 from .primitives.sizes import MAX_DURATION
+
+
+class _Number(click.FloatRange):
+    """A finite float option within optional bounds: the one type of every float option, so
+    ``nan`` (which compares false with both bounds, and so passed ``click.FloatRange``),
+    ``inf`` and out-of-range values are refused naming the option, never a config field."""
+
+    name = "number"
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return rv
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -38,7 +53,7 @@ def main(verbose: bool) -> None:
 @click.option("--sil-token", default=None,
               help="Optional silence token between words (e.g. SIL); none by default.")
 @click.option("--sil-prob", default=0.5, show_default=True,
-              type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              type=_Number(0, 1, min_open=True, max_open=True),
               help="Probability of the optional silence.")
 @click.option("--allow-oov", is_flag=True,
               help="With --words and CMUdict: skip words CMUdict lacks instead of failing.")
@@ -74,19 +89,38 @@ def prepare_lang(lang_dir, lexicon, words, bpe_model, sil_token, sil_prob, allow
 @click.option("--graph-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write the graph here (and L.pt / L_disambig.pt when they must be built) "
                    "instead of into the lang dir; k2dec decode --graph-dir reads it.")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Output file (default: <graph-dir or lang-dir>/<TYPE>.pt; G_4_gram.pt "
-                   "for G).")
+                   "for G); never one of the inputs (the ARPA file, the lang dir's tables).")
 def compile_graph_cmd(lang_dir, graph_type, arpa, max_order, modified_ctc, graph_dir, out):
     """Compile H, L, HL, HLG, LG or the rescoring G for a lang dir and save it with
     metadata (the lang dir's symbol tables); print its size and the lexicon words on no
     arc."""
     from .graph import check_lang_graph, compile_graph
 
+    _not_an_input(out, [arpa] + [lang_dir / n for n in _LANG_INPUTS])
     graph, path = _checked(compile_graph, lang_dir, graph_type, arpa, max_order, modified_ctc,
                            out, graph_dir=graph_dir)
     check = check_lang_graph(graph, graph_type, lang_dir)
-    click.echo(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB): {check.describe()}")
+    what = (check.describe() if graph_type != "H"  # H has tokens, no words
+            else f"{check.num_states} states, {check.num_arcs} arcs")
+    click.echo(f"wrote {path} ({path.stat().st_size / 2**20:.1f} MiB): {what}")
+
+
+#: The files of a lang dir that commands read (an output path must never be one of them).
+_LANG_INPUTS = ("tokens.txt", "words.txt", "lexicon.txt", "lexicon_disambig.txt", "bpe.model")
+
+
+def _not_an_input(out: Path | None, inputs) -> None:
+    """A usage error when the output file ``out`` is one of the ``inputs`` (paths or None):
+    writing it would destroy what the command reads."""
+    if out is None:
+        return
+    real = out.resolve()
+    for p in inputs:
+        if p is not None and Path(p).resolve() == real:
+            raise click.UsageError(f"the output {out} is the input {p}: it would be "
+                                   "overwritten; write the output to another file")
 
 
 @main.command("draw-graph")
@@ -95,7 +129,7 @@ def compile_graph_cmd(lang_dir, graph_type, arpa, max_order, modified_ctc, graph
               help="Output image: .svg, .png or .pdf.")
 @click.option("--lang-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
               default=None, help="Show symbols from this lang dir instead of ids.")
-@click.option("--max-arcs", default=2000, show_default=True, type=int,
+@click.option("--max-arcs", default=2000, show_default=True, type=click.IntRange(min=1),
               help="Refuse graphs bigger than this.")
 def draw_graph_cmd(graph, out, lang_dir, max_arcs):
     """Draw a small saved graph (GRAPH is a .pt file) with graphviz (its `dot` program must
@@ -131,7 +165,8 @@ def _feature_options(fn):
                                f"feature_{f.name}", default=None,
                                help=f"Features: {f.name} (default {default}).")
         else:
-            opt = click.option(name, f"feature_{f.name}", type=type(default), default=None,
+            kind = _Number() if isinstance(default, float) else type(default)
+            opt = click.option(name, f"feature_{f.name}", type=kind, default=None,
                                help=f"Features: {f.name} (default {default}).")
         fn = opt(fn)
     return fn
@@ -242,7 +277,7 @@ _method_options = _options(
                       "model, e.g. the shipped model's tuned scales), which is applied when no "
                       "--config is given."),
     click.option("--max-duration", default=MAX_DURATION, show_default=True,
-                 type=click.FloatRange(min=0.0, min_open=True, max=100_000.0),
+                 type=_Number(min=0.0, min_open=True, max=100_000.0),
                  help="Seconds of audio per batch (> 0); a longer recording is a failed cut "
                       "(decode: unless it is longer than --segment-max: then it is decoded "
                       "in segments)."),
@@ -317,7 +352,7 @@ def _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir, graph
         refs = _checked(load_references, audio_dir, text_path)
         utts = _checked(scan_audio_dir, audio_dir).ids
         try:
-            check_references([r.method for r in runs], {u: refs.get(u, "") for u in utts})
+            check_references([r.method for r in runs], {u: refs.get(u) for u in utts})
         except ValueError as e:
             problems.append(str(e))
     if problems:
@@ -367,8 +402,22 @@ def _load_cuts(cuts_path, audio_dir, refs, test_set, feature_dir, runs, extracto
     return name, cuts, unusable
 
 
+def _verbose(ctx: click.Context, verbose: bool) -> None:
+    """``decode -v``: log at INFO level and remember it for ``--list-methods``."""
+    if verbose:
+        ctx.meta["k2dec.verbose"] = True
+        logging.getLogger().setLevel(logging.INFO)
+
+
+def _is_verbose() -> bool:
+    """``-v`` given to ``k2dec`` or to the command."""
+    ctx = click.get_current_context()
+    return bool(ctx.meta.get("k2dec.verbose") or ctx.find_root().params.get("verbose"))
+
+
 def _list_methods(model_path, lang_dir, feature_changes) -> None:
-    """Print the method table: every registered method, or those ``model_path`` supports."""
+    """Print the method table (lines of at most 100 columns; with ``-v`` every method's
+    settings too): every registered method, or those ``model_path`` supports."""
     from .job import method_table
     from .methods import family_order, list_methods, supported_methods
     from .model import load_model
@@ -383,13 +432,13 @@ def _list_methods(model_path, lang_dir, feature_changes) -> None:
             model.set_feature_config(model.feature_config.override(**feature_changes))
         click.echo(f"{model_path}: {model.describe()}")
         methods = supported_methods(model)
-    click.echo(method_table(family_order(methods)))
+    click.echo(method_table(family_order(methods), verbose=_is_verbose()))
 
 
 def _silence_option(fn):
     """``--silence-db`` of decode and tune (:attr:`k2dec.job.DecodeConfig.silence_db`)."""
     return click.option(
-        "--silence-db", default=-60.0, show_default=True, type=click.FloatRange(-200.0, 0.0),
+        "--silence-db", default=-60.0, show_default=True, type=_Number(-200.0, 0.0),
         help="An utterance with no feature frame louder than white noise at this level "
              "(dBFS) is silent and gets an empty hypothesis from every method; -200 turns "
              "the check off.")(fn)
@@ -401,9 +450,13 @@ def _silence(silence_db: float) -> float | None:
 
 @main.command("decode")
 @click.option("--list-methods", "list_only", is_flag=True,
-              help="List every method: its family, what it needs (graph files, --rnn-lm, "
-                   "references), its default scales, what it does and its settings by "
-                   "part; then exit.")
+              help="List every method: its family, whether it takes --hotwords, what it "
+                   "needs (graph files, --rnn-lm, references), what it does and its default "
+                   "scales (with -v: its settings by part); then exit.")
+@click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=lambda ctx, _p, v:
+              _verbose(ctx, v),
+              help="Log at INFO level (as k2dec -v); with --list-methods also every method's "
+                   "settings by part.")
 @click.option("--describe", "describe", metavar="METHOD",
               help="Show METHOD's settings, one line per part with their defaults (the "
                    "keys --set takes), and what it needs; then exit.")
@@ -423,7 +476,7 @@ def _silence(silence_db: float) -> float | None:
                    "windows with 2 s of context on each side (for audio without pauses). Its "
                    "words are stitched into one result per recording, times in its clock.")
 @click.option("--segment-max", default=30.0, show_default=True,
-              type=click.FloatRange(1.0, 600.0),
+              type=_Number(1.0, 600.0),
               help="Seconds: a longer recording is decoded in segments of at most this long "
                    "(any length is accepted; --max-duration then bounds a batch of segments).")
 @click.option("--output-format", "output_formats", multiple=True,
@@ -563,6 +616,9 @@ def tune_cmd(cuts_path, audio_dir, text_path, test_set, model_path, lang_dir, gr
 
     import torch
 
+    from .job.tune import parse_grid
+
+    _checked(parse_grid, grid)  # a malformed or huge grid, before any feature is computed
     config_path = _settings_path(config_path, model_path, no_model_settings)
     runs = _plan(methods, assignments, config_path, icefall_compat)
     torch.set_num_threads(threads)
@@ -647,7 +703,7 @@ def export_lm_cmd(checkpoints, output):
     """Average train-lm CHECKPOINTS into one small LM file for decoding (--rnn-lm)."""
     from .lm.checkpoint import export_lm
 
-    path = export_lm(checkpoints, output)
+    path = _checked(export_lm, checkpoints, output)
     click.echo(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB) from {len(checkpoints)} "
                "checkpoint(s)")
 
@@ -676,6 +732,7 @@ def train_token_lm_cmd(text, lang_dir, bpe_model, order, output):
         bpe_model = bpe_model_path(lang_dir, bpe_model)
     except ValueError as e:
         raise click.UsageError(str(e)) from None
+    _not_an_input(output, [text, bpe_model])
     path = _checked(train_token_arpa, text, bpe_model, output, order=order, overwrite=True)
     model = read_arpa(path)
     counts = [sum(1 for k in model.prob if len(k) == n) for n in range(1, model.order + 1)]

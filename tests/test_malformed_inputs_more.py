@@ -471,7 +471,8 @@ def _cli_cases() -> list[Case]:
         Case("--config: Latin-1 file", CLI_ERROR, "cfg_latin.json",
              lambda c: c.decode_args("--config", str(c.file(
                  "cfg_latin.json", '{"set": ["x=\xe9"]}'.encode("latin-1"))))),
-        Case("--max-duration nan", CLI_ERROR, "max_duration", dec("--max-duration", "nan")),
+        Case("--max-duration nan", CLI_ERROR, "'--max-duration': 'nan' is not a finite",
+             dec("--max-duration", "nan")),
         Case("--max-duration inf", CLI_ERROR, "--max-duration", dec("--max-duration", "inf")),
         Case("--max-duration -1", CLI_ERROR, "--max-duration", dec("--max-duration", "-1")),
         Case("--max-duration 0", CLI_ERROR, "--max-duration", dec("--max-duration", "0")),
@@ -490,7 +491,7 @@ def _cli_cases() -> list[Case]:
              dec("--feature-num-mel-bins", "0")),
         Case("--feature-sampling-rate -16000", CLI_ERROR, "sampling_rate",
              dec("--feature-sampling-rate", "-16000")),
-        Case("prepare-lang --sil-prob nan", CLI_ERROR, "sil_prob",
+        Case("prepare-lang --sil-prob nan", CLI_ERROR, "--sil-prob",
              lambda c: ["prepare-lang", "--lang-dir", str(c.d / "sil_nan"), "--lexicon",
                         str(c.lang.path / "lexicon.txt"), "--sil-token", "SIL",
                         "--sil-prob", "nan"]),

@@ -481,15 +481,16 @@ def cuts_from_audio_dir(
             rates[rec.sampling_rate] += 1
             if rec.num_channels > 1:
                 multi.append((shown_path(path.name), rec.num_channels))
-            cuts.append(_with_supervision(cut, utt, references.get(utt, "")))
+            cuts.append(_with_supervision(cut, utt, references.get(utt)))
     _log_summary(rates, multi, [f.reason for f in failed], len(folder.ids),
                  int(extractor.config.sampling_rate))
     missing = _check_references(references, folder.ids)
     return AudioDirCuts(CutSet.from_cuts(cuts), tuple(failed), missing)
 
 
-def _with_supervision(cut: Cut, utt: str, text: str) -> Cut:
-    """``cut`` with one supervision, utterance ``utt`` over the whole cut, words ``text``."""
+def _with_supervision(cut: Cut, utt: str, text: str | None) -> Cut:
+    """``cut`` with one supervision, utterance ``utt`` over the whole cut, words ``text``
+    (``None``: no reference; ``""``: the empty reference of a silent file)."""
     sup = SupervisionSegment(id=utt, recording_id=utt, start=0.0, duration=cut.duration,
                              channel=0, text=text)
     return fastcopy(cut, supervisions=[sup])

@@ -163,13 +163,20 @@ def check_lang_graph(
 ) -> GraphCheck:
     """Size of a graph of ``lang_dir`` and, for graphs with words (all but ``H``; the labels
     of the rescoring G), the lexicon words that no arc outputs
-    (:func:`k2dec.graph.check_graph_words`)."""
+    (:func:`k2dec.graph.check_graph_words`). Markup words (``<UNK>``, ``<SPOKEN_NOISE>``:
+    ``<...>``) are left out: an n-gram LM trained on text has none of them, so a graph
+    without them is as it should be, not news."""
     ld = LangDir(Path(lang_dir))
-    words = [] if GraphType(graph_type) is GraphType.H else lexicon_words(ld.lexicon)
+    words = [] if GraphType(graph_type) is GraphType.H else [
+        w for w in lexicon_words(ld.lexicon) if not _is_markup_word(w)]
     if GraphType(graph_type) is GraphType.G and not hasattr(graph, "aux_labels"):
         graph = k2.Fsa(graph.arcs)  # an acceptor: its labels are the words
         graph.aux_labels = graph.labels.clone()
     return check_graph_words(graph, ld.word_table, words)
+
+
+def _is_markup_word(word: str) -> bool:
+    return len(word) > 2 and word.startswith("<") and word.endswith(">")
 
 
 def prepare_decoding_graphs(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-from collections.abc import Callable
+import os
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -258,12 +261,38 @@ def _arpa_to_fst_text(
         # kaldilm takes a "\r" for part of the last word, and aborts on a byte-order mark
         if crlf or _starts_with_bom(plain):
             plain = _with_newlines(plain, tmp_dir / "lf.arpa")
-        return kaldilm.arpa2fst(
-            input_arpa=str(plain),
-            disambig_symbol="#0" if disambig else "",
-            read_symbol_table=str(words_txt),
-            max_order=max_order,
-        )
+        with _native_stderr_to_log(tmp_dir / "kaldilm.log", f"kaldilm arpa2fst {arpa}"):
+            return kaldilm.arpa2fst(
+                input_arpa=str(plain),
+                disambig_symbol="#0" if disambig else "",
+                read_symbol_table=str(words_txt),
+                max_order=max_order,
+            )
+
+
+@contextlib.contextmanager
+def _native_stderr_to_log(capture: Path, what: str) -> Iterator[None]:
+    """Send what C++ code writes to the process's stderr (file descriptor 2) to ``capture``
+    while the block runs, then to the log: INFO (seen with ``k2dec -v``) when the block
+    succeeds, WARNING with the error when it raises. kaldilm has no verbosity setting and
+    logs ``[I] Reading \\data\\ section`` for every ARPA file it reads."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(capture, "wb") as f:
+            os.dup2(f.fileno(), 2)
+        failed = True
+        try:
+            yield
+            failed = False
+        finally:
+            os.dup2(saved, 2)
+            text = capture.read_text("utf-8", "replace").strip()
+            if text:
+                logger.log(logging.WARNING if failed else logging.INFO, "%s: %s", what,
+                           " | ".join(text.splitlines()))
+    finally:
+        os.close(saved)
 
 
 def build_G(

@@ -33,7 +33,7 @@ from .assets import (
     load_assets,
     need_hint,
 )
-from .checks import check_cuts, check_references
+from .checks import check_cuts, check_references, warn_unknown_characters
 from .config import OUTPUT_FORMATS, SEGMENTERS, DecodeConfig, DecodeSummary, dist_info
 from .cutset import decode_cuts, shard_cuts
 from .driver import (
@@ -95,5 +95,6 @@ __all__ = [
     "tune_methods",
     "tuned_settings",
     "warn_out_of_vocabulary",
+    "warn_unknown_characters",
     "write_settings",
 ]

@@ -198,8 +198,10 @@ def _utterances(assets: DecodeAssets, method: Method, cuts: CutSet,
 
 
 def _ref(cut: Any) -> list[str] | None:
-    """An utterance's reference words (``None`` without one)."""
-    return (cut.supervisions[0].text or "").split() or None if cut.supervisions else None
+    """An utterance's reference words (``None`` without one; ``[]`` for the empty reference
+    of a silent recording, which is scored: its insertions count)."""
+    text = cut.supervisions[0].text if cut.supervisions else None
+    return None if text is None else text.split()
 
 
 @dataclass(frozen=True)
@@ -299,7 +301,7 @@ def _decode_todo(assets: DecodeAssets, todo: CutSet, job: _Job, writer: ResultWr
             bar.update(len(batch.failed))
             if not batch.cut_ids:
                 continue
-            refs = [(t or "").split() for t in batch.texts]
+            refs = [None if t is None else t.split() for t in batch.texts]
             matched = [match_case(t or "", job.case).split() for t in batch.texts]
             start = time.perf_counter()
             decoded = decode_or_split(job.method, job.method_config, assets, batch.features,

@@ -19,6 +19,8 @@ Assignments may also come from a settings file (:mod:`k2dec.job.settings`, writt
 from __future__ import annotations
 
 import logging
+import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +49,7 @@ from .assets import (
     reference_case,
     text_need,
 )
-from .checks import check_cuts
+from .checks import check_cuts, warn_unknown_characters
 from .config import DecodeConfig, DecodeSummary
 from .cutset import decode_cuts
 from .encoder import JobEncoder
@@ -286,7 +288,9 @@ def run_decode(
     test_sets = {name: good for name, (good, _) in split.items()}
     failed = {name: {**(failed or {}).get(name, {}), **bad} for name, (_, bad) in split.items()}
     for name, cuts in test_sets.items():  # repeated utterance ids, missing references
-        warn_out_of_vocabulary(assets, check_cuts([r.method for r in runs], cuts), name)
+        utterances = check_cuts([r.method for r in runs], cuts)
+        warn_out_of_vocabulary(assets, utterances, name)
+        warn_unknown_characters(assets, utterances, name)
     own = encoder is None
     if own:  # one network pass and lattice search per utterance for all the methods (bounded)
         shared = len(runs) > 1
@@ -357,35 +361,80 @@ def _needs(method: Method) -> str:
     return ", ".join(dict.fromkeys(needs)) or "-"
 
 
+#: The width ``--list-methods`` and ``--describe`` fit their lines in.
+TABLE_WIDTH = 100
+
+
+class _Wrapper(textwrap.TextWrapper):
+    """A text wrapper that may also break after a comma (a long list of values)."""
+
+    def _split(self, text: str) -> list[str]:
+        return [piece for chunk in super()._split(text)
+                for piece in re.split(r"(?<=,)(?=.)", chunk)]
+
+
+def _wrapped(text: str, indent: int, first: int | None = None) -> list[str]:
+    """``text`` in lines of at most :data:`TABLE_WIDTH` columns, the first indented by
+    ``first`` spaces (default ``indent``), the others by ``indent``; nothing is cut."""
+    wrapper = _Wrapper(TABLE_WIDTH, initial_indent=" " * (indent if first is None else first),
+                       subsequent_indent=" " * indent, break_on_hyphens=False)
+    return wrapper.wrap(text)
+
+
+def _settings_lines(m: Method, indent: int) -> list[str]:
+    """A method's settings, one part per (wrapped) line, indented (the keys ``--set`` takes)."""
+    lines = []
+    for part in describe_settings(m.default_config()):
+        lines += _wrapped(part, indent + 4, first=indent)
+    return lines
+
+
 def describe_method(name: str) -> str:
     """``k2dec decode --describe``: a method's name, family, needs and description, then its
-    settings one line per part with their defaults (:func:`k2dec.methods.describe_settings`).
+    settings one line per part with their defaults (:func:`k2dec.methods.describe_settings`),
+    every line at most :data:`TABLE_WIDTH` columns (a part's long line continues indented).
 
     Raises:
       ValueError: an unknown method name (listing the known ones).
     """
     m = get_method(name)
-    lines = [f"{m.name} ({m.family.value}; needs: {_needs(m)}; hotwords: "
-             f"{'yes' if m.hotwords else 'no'})", m.description,
-             "settings (--set PART.FIELD=VALUE):"]
-    return "\n".join(lines + [f"  {line}" for line in describe_settings(m.default_config())])
+    lines = _wrapped(f"{m.name} ({m.family.value}; needs: {_needs(m)}; hotwords: "
+                     f"{'yes' if m.hotwords else 'no'})", 4, first=0)
+    lines += _wrapped(m.description, 0) + ["settings (--set PART.FIELD=VALUE):"]
+    return "\n".join(lines + _settings_lines(m, 2))
 
 
-def method_table(methods: Sequence[Method]) -> str:
-    """One line per method: name, family, what it needs besides the model (graph files in
-    ``--graph-dir`` or the lang dir, ``--rnn-lm``, an attention decoder in the model,
-    references for oracle methods), whether it takes ``--hotwords`` (:attr:`Method.hotwords`),
-    what it does, its configured scales when it weighs scores by scales (``k2dec tune``
-    tunes them) and its own settings with their defaults, by part
-    (:func:`k2dec.methods.describe_settings`: the keys ``--set`` takes)."""
-    rows = []
-    for m in methods:
+def method_table(methods: Sequence[Method], verbose: bool = False) -> str:
+    """The ``--list-methods`` table, every line at most :data:`TABLE_WIDTH` columns: per
+    method a row (name, family, whether it takes ``--hotwords`` (:attr:`Method.hotwords`),
+    what it needs besides the model: graph files in ``--graph-dir`` or the lang dir,
+    ``--rnn-lm``, an attention decoder in the model, references for oracle methods), then,
+    indented, what it does and its configured scales when it weighs scores by scales
+    (``k2dec tune`` tunes them); with ``verbose`` also its settings with their defaults, by
+    part (:func:`k2dec.methods.describe_settings`: the keys ``--set`` takes; else
+    :func:`describe_method` shows them). A row's first word is the method's name; every
+    other line but the header's is indented."""
+    head = ("method", "family", "hotwords", "needs")
+    rows = [(m.name, m.family.value, "yes" if m.hotwords else "-", _needs(m)) for m in methods]
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(3)]
+    lines = _row(head, widths) + _wrapped(
+        "what it does (settings by part: k2dec decode --describe METHOD, or --list-methods -v)",
+        4)
+    for m, row in zip(methods, rows):
         scales = " ".join(f"{k}={v}" for k, v in m.scale_fields().items())
-        what = f"{m.description} Scales: {scales}." if scales else m.description
-        parts = "; ".join(describe_settings(m.default_config(), short=True))
-        what += f" Settings (--set PART.FIELD=VALUE): {parts}."
-        rows.append((m.name, m.family.value, _needs(m), "yes" if m.hotwords else "-", what))
-    head = ("method", "family", "needs", "hotwords", "what it does")
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(4)]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r[:4], widths)) + "  " + r[4]
-                     for r in [head, *rows])
+        lines += _row(row, widths) + _wrapped(
+            f"{m.description} Scales: {scales}." if scales else m.description, 4)
+        if verbose:
+            lines += _settings_lines(m, 4)
+    return "\n".join(lines)
+
+
+def _row(cells: Sequence[str], widths: Sequence[int]) -> list[str]:
+    """A table row: the first cells padded to ``widths``, the last (the needs) wrapped under
+    its own column (or on its own indented lines when that column has too little room)."""
+    left = "  ".join(c.ljust(w) for c, w in zip(cells, widths)) + "  "
+    room = TABLE_WIDTH - len(left)
+    if room < 20:
+        return [left.rstrip()] + _wrapped(cells[-1], 8)
+    needs = _Wrapper(room, break_on_hyphens=False).wrap(cells[-1]) or [""]
+    return [(left if i == 0 else " " * len(left)) + line for i, line in enumerate(needs)]

@@ -47,7 +47,7 @@ def write_decoded(writer: ResultWriter, cut_id: str, ref: list[str], decoded: De
         writer.write_failure(cut_id, failed, input=digest, **extra)
         return
     first = next(iter(hyps.values()))[1]
-    writer.write(cut_id, hyp=first, ref=ref or None,
+    writer.write(cut_id, hyp=first, ref=ref,
                  hyps={key: {"text": words, **rec.to_json()} for key, (rec, words) in
                        hyps.items()}, input=digest, **extra)
 

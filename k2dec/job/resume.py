@@ -308,7 +308,7 @@ def update_references(records: dict[str, dict[str, Any]], refs: Mapping[str, lis
     for cut_id, rec in records.items():
         if rec["status"] != "ok" or cut_id not in refs:
             continue
-        ref = refs[cut_id] or None
+        ref = refs[cut_id]
         if rec.get("ref") != ref:
             rec["ref"] = ref
             changed += 1

@@ -48,6 +48,10 @@ def score_results(records: Mapping[str, Mapping[str, Any]], path: Path, out_dir:
         for key, hyp in rec["hyps"].items():
             by_key.setdefault(key, []).append((cut_id, scored_words(rec["ref"]),
                                                scored_words(_words(hyp))))
+    if by_key and not any(ref for rows in by_key.values() for _, ref, _ in rows):
+        logger.warning("%s: every reference is empty (silent recordings): the WER, errors "
+                       "over reference words, is undefined; no WER is reported", test_set)
+        by_key = {}
     note = _normalization_note(records, test_set)
     wers = save_results(out_dir, test_set, by_key, suffix=suffix, failed=failed,
                         num_cuts=len(records), note=note) if by_key else {}

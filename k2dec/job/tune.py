@@ -78,11 +78,17 @@ class TuneResult:
     dev_nce: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
 
+#: The most combinations a tuning grid may have: each is a decode of the dev set, and the
+#: combinations are listed before the first one runs (memory and time bounded up front).
+MAX_GRID_POINTS = 1000
+
+
 def parse_grid(grid: Sequence[str]) -> list[tuple[str, list[str]]]:
     """``["graph.scale=0.4,0.6"]`` -> ``[("graph.scale", ["0.4", "0.6"])]``.
 
     Raises:
-      ValueError: an item without ``=`` or values, or a field given twice.
+      ValueError: an item without ``=`` or values, a field given twice, or more than
+        :data:`MAX_GRID_POINTS` combinations.
     """
     out: list[tuple[str, list[str]]] = []
     for item in grid:
@@ -93,6 +99,11 @@ def parse_grid(grid: Sequence[str]) -> list[tuple[str, list[str]]]:
         if any(k == key for k, _ in out):
             raise ValueError(f"grid field {key!r} is given twice")
         out.append((key, vals))
+    points = math.prod(len(v) for _, v in out)
+    if points > MAX_GRID_POINTS:
+        sizes = " x ".join(str(len(v)) for _, v in out)
+        raise ValueError(f"the grid has {points} combinations ({sizes}), more than "
+                         f"{MAX_GRID_POINTS}: each is a decode of the dev set; give fewer values")
     return out
 
 

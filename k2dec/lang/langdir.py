@@ -77,9 +77,18 @@ class LangDir:
 
     @property
     def max_token_id(self) -> int:
-        """Largest non-disambiguation token id (the network's output dim is this + 1)."""
+        """Largest non-disambiguation token id (the network's output dim is this + 1).
+
+        Raises:
+          ValueError: tokens.txt has no token but the blank (id 0) and ``#N`` symbols.
+        """
         dis = set(disambig_ids(self.token_table))
-        return max(i for i in self.token_table.ids if i not in dis)
+        top = max((i for i in self.token_table.ids if i not in dis), default=0)
+        if top < 1:
+            raise ValueError(f"{self.path / 'tokens.txt'} has no token but the blank (id 0) "
+                             "and disambiguation symbols: a lang dir needs the tokens its "
+                             "words are spelled with")
+        return top
 
     @property
     def blank_symbol(self) -> str:
@@ -114,10 +123,14 @@ def write_lang_dir(
       both tables; ``#0`` in words.txt is G's backoff symbol.
 
     Raises:
-      ValueError: ``lang_dir`` is a file or cannot be created; a lexicon token not in
-        ``tokens``.
+      ValueError: ``lang_dir`` is a file or cannot be created; an empty lexicon (no word
+        to decode); a lexicon token not in ``tokens``.
     """
     lang_dir = Path(lang_dir)
+    lexicon = list(lexicon)
+    if not lexicon:
+        raise ValueError(f"lexicon is empty: a lang dir ({lang_dir}) needs at least one word "
+                         "with its tokens")
     if lang_dir.exists() and not lang_dir.is_dir():
         raise ValueError(f"lang dir {lang_dir} is a file, not a directory")
     try:

@@ -68,7 +68,8 @@ def read_lexicon(path: str | Path, token_table: k2.SymbolTable | None = None,
 
     Raises:
       ValueError: naming file and line for a line with a word but no tokens (an empty
-        pronunciation), a reserved word (``<eps>``, ``#0``, ``<s>``, ``</s>``, ``#N``), a
+        pronunciation), a word with a pronunciation it already has on another line, a
+        reserved word (``<eps>``, ``#0``, ``<s>``, ``</s>``, ``#N``), a
         reserved token (``<eps>``, ``<blk>``, ``<sos/eos>``, ``#N``) or one with id 0 (an
         epsilon pronunciation), a token missing from ``token_table``; and for a Kaldi
         ``lexiconp.txt`` (``word prob tok1 ...``), whose probabilities would otherwise
@@ -78,6 +79,7 @@ def read_lexicon(path: str | Path, token_table: k2.SymbolTable | None = None,
     path = Path(path)
     lexicon: Lexicon = []
     where_of: list[str] = []
+    first: dict[tuple[str, ...], str] = {}
     for lineno, line in text_lines(path, "lexicon"):
         fields = line.split()
         if not fields:
@@ -89,6 +91,10 @@ def read_lexicon(path: str | Path, token_table: k2.SymbolTable | None = None,
         if word in RESERVED_WORDS or is_disambig(word):
             raise ValueError(f"{where}: {word!r} is reserved and cannot be a lexicon word")
         _check_pronunciation(where, word, fields[1:], token_table, disambig)
+        if tuple(fields) in first:  # L would hold two equal paths (a homophone of itself)
+            raise ValueError(f"{where}: word {word!r} with the pronunciation "
+                             f"{' '.join(fields[1:])!r} is already on {first[tuple(fields)]}")
+        first[tuple(fields)] = f"line {lineno}"
         lexicon.append((word, fields[1:]))
         where_of.append(where)
     if not lexicon:
@@ -192,10 +198,7 @@ def add_disambig_symbols(lexicon: Lexicon) -> tuple[Lexicon, int]:
             if is_disambig(t):
                 raise ValueError(f"word {word!r} already uses disambiguation symbol {t!r}")
     count = Counter(tuple(tokens) for _, tokens in lexicon)
-    prefixes: set[tuple[str, ...]] = set()
-    for _, tokens in lexicon:
-        for n in range(1, len(tokens)):
-            prefixes.add(tuple(tokens[:n]))
+    prefixes = _proper_prefixes(count)
 
     last_used: dict[tuple[str, ...], int] = {}
     max_disambig = 0
@@ -210,6 +213,20 @@ def add_disambig_symbols(lexicon: Lexicon) -> tuple[Lexicon, int]:
         max_disambig = max(max_disambig, n)
         out.append((word, list(tokens) + [f"#{n}"]))
     return out, max_disambig
+
+
+def _proper_prefixes(pronunciations) -> set[tuple[str, ...]]:
+    """The ``pronunciations`` that are a proper prefix of another one, found with a trie:
+    memory and time linear in the tokens (a set of every prefix was quadratic: one word of
+    100,000 tokens took more memory than the machine had)."""
+    root: dict = {}
+    ends = []
+    for tokens in pronunciations:
+        node = root
+        for t in tokens:
+            node = node.setdefault(t, {})
+        ends.append((tokens, node))
+    return {tuple(tokens) for tokens, node in ends if node}
 
 
 def check_lexicon_tokens(

@@ -48,7 +48,10 @@ def load_lm(checkpoint: str | Path, device: str | torch.device = "cpu") -> Neura
             f"{sorted(MODEL_TYPES)}, model_config and model)"
         )
     config_cls, _ = MODEL_TYPES[model_type]
-    model = build_lm(checked_config(config_cls, ckpt["model_config"], path))
+    try:  # a config of the wrong shape or with impossible values, naming the file
+        model = build_lm(checked_config(config_cls, ckpt["model_config"], path))
+    except (TypeError, ValueError) as e:
+        raise ValueError(str(e) if str(path) in str(e) else f"{path}: {e}") from None
     load_checked_state(model, ckpt["model"], path)
     # what its ids mean (k2dec.lang.token_inventory_digest), None in older checkpoints
     model.tokens_sha256 = ckpt.get("tokens_sha256")
@@ -74,15 +77,13 @@ def export_lm(
         raise ValueError("export_lm needs at least one checkpoint")
     if not dtype.is_floating_point:
         raise ValueError(f"dtype must be a floating dtype, got {dtype}")
+    _check_export_paths(checkpoints, output)
     first = None
     total: dict[str, torch.Tensor] = {}
     for c in checkpoints:
         path = Path(c)
-        if not path.is_file():
-            raise ValueError(f"checkpoint {str(path)!r} does not exist")
+        load_lm(path)  # a whole, finite LM of a valid config, or a ValueError naming the file
         ckpt = load_torch_file(path, "LM checkpoint")
-        if not isinstance(ckpt, dict) or ckpt.get("model_type") not in MODEL_TYPES:
-            raise ValueError(f"{str(path)!r} is not a k2dec LM checkpoint")
         head = (ckpt["model_type"], ckpt["model_config"], ckpt.get("tokens_sha256"))
         if first is None:
             first = head
@@ -96,8 +97,30 @@ def export_lm(
     n = len(checkpoints)
     state = {k: (v / n).to(dtype) if v.is_floating_point() else v for k, v in total.items()}
     out = Path(output)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"cannot create the folder of output {out}: {e.strerror or e}") from None
     torch.save({"model_type": first[0], "model_config": first[1], "tokens_sha256": first[2],
                 "model": state,
                 "averaged_from": [Path(c).name for c in checkpoints]}, out)
     return out
+
+
+def _check_export_paths(checkpoints: Sequence[str | Path], output: str | Path) -> None:
+    """Refuse a checkpoint given twice (its weights would count double in the average) and
+    an output that is one of the checkpoints (the training checkpoint would be replaced by
+    the export) or a folder."""
+    seen: dict[Path, str] = {}
+    for c in checkpoints:
+        real = Path(c).resolve()
+        if real in seen:
+            raise ValueError(f"checkpoint {str(c)!r} is given twice (as {seen[real]!r}): each "
+                             "counts once in the average")
+        seen[real] = str(c)
+    out = Path(output)
+    if out.resolve() in seen:
+        raise ValueError(f"output {str(out)!r} is one of the checkpoints: the export would "
+                         "replace it; write it to another file")
+    if out.is_dir():
+        raise ValueError(f"output {str(out)!r} is a folder; give a file name")

@@ -115,6 +115,19 @@ def compute_text_perplexity(
     return compute_perplexity(lm, encode_text_file(text, sp), batch_size, progress)
 
 
+def _device(name: str) -> torch.device:
+    """``--device`` as a torch device (``ValueError`` naming it when torch does not know it
+    or this machine lacks it)."""
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise ValueError(f"--device {name!r} is not a torch device (e.g. cpu, cuda, cuda:1)"
+                         ) from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {name!r}: CUDA is not available on this machine")
+    return device
+
+
 def main(argv: Sequence[str] | None = None) -> PerplexityResult:
     """Command-line entry point (``k2dec lm-perplexity``): perplexity of a :func:`train_lm`
     checkpoint or ``export-lm`` file (``--rnn-lm``, as ``k2dec decode`` names it) on a text
@@ -137,13 +150,16 @@ def main(argv: Sequence[str] | None = None) -> PerplexityResult:
     args = p.parse_args(argv)
     if args.checkpoint is not None:
         p.error("--checkpoint is now --rnn-lm (as in k2dec decode)")
+    if args.batch_size < 1:
+        p.error(f"--batch-size must be >= 1, got {args.batch_size}")
     try:
         bpe_model = bpe_model_path(args.lang_dir, args.bpe_model)
+        device = _device(args.device)
+        lm = load_lm(args.rnn_lm, device=device)
+        result = compute_text_perplexity(lm, args.text, bpe_model, args.batch_size,
+                                         progress=not args.no_progress)
     except ValueError as e:
         p.error(str(e))
-    lm = load_lm(args.rnn_lm, device=args.device)
-    result = compute_text_perplexity(lm, args.text, bpe_model, args.batch_size,
-                                     progress=not args.no_progress)
     logger.info("%s on %s: perplexity %.3f", args.rnn_lm, args.text, result.perplexity)
     return result
 

@@ -167,37 +167,92 @@ def test_compile_graph_prints_size_and_names_words_on_no_arc(tmp_path, lexicon_f
                 in r.output
 
 
-def test_list_methods_names_every_method_its_family_and_needs():
-    from k2dec.methods import list_methods
+def _method_blocks(output: str) -> tuple[list[str], dict[str, list[str]]]:
+    """The header and ``{method: its lines}`` of a ``--list-methods`` output: a row starts a
+    method's block (unindented, its name first), every other line is indented."""
+    lines = output.strip().splitlines()
+    blocks: dict[str, list[str]] = {}
+    current = None
+    for line in lines[1:]:
+        if not line.startswith(" "):
+            current = line.split()[0]
+            blocks[current] = []
+        if current is not None:
+            blocks[current].append(line)
+    return lines[0].split(), blocks
 
-    r = CliRunner().invoke(main, ["decode", "--list-methods"])  # no --model, --method needed
+
+def _unwrapped(lines: list[str]) -> list[str]:
+    """Lines indented by more than 4 columns joined to the line before (wrapped text)."""
+    out: list[str] = []
+    for line in lines:
+        if out and line.startswith(" " * 5):
+            sep = "" if out[-1].endswith(",") else " "
+            out[-1] += sep + line.strip()
+        else:
+            out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("verbose", [[], ["-v"]])
+def test_list_methods_fits_100_columns_and_names_every_method(verbose):
+    from k2dec.methods import describe_settings, list_methods
+
+    r = CliRunner().invoke(main, ["decode", "--list-methods", *verbose])  # no --model needed
     assert r.exit_code == 0, r.output
-    lines = r.output.strip().splitlines()
-    assert lines[0].split()[:3] == ["method", "family", "needs"]
-    rows = {line.split()[0]: line for line in lines[1:]}
-    assert sorted(rows) == sorted(m.name for m in list_methods()) and len(lines) == len(rows) + 1
+    assert max(len(line) for line in r.output.splitlines()) <= 100
+    head, blocks = _method_blocks(r.output)
+    assert head == ["method", "family", "hotwords", "needs"]
+    assert sorted(blocks) == sorted(m.name for m in list_methods())
     for m in list_methods():
-        assert rows[m.name].split()[1] == m.family.value
+        row = " ".join(line.strip() for line in blocks[m.name]  # needs may wrap in its column
+                       if not line.startswith(" ") or line.startswith(" " * 20))
+        name, family, hotwords, needs = row.split(maxsplit=3)
+        assert (family, hotwords) == (m.family.value, "yes" if m.hotwords else "-")
+        text = " ".join(line.strip() for line in blocks[m.name][1:])
+        assert " ".join(m.description.split()) in text  # nothing of it cut
+        for key, value in m.scale_fields().items():
+            assert f"{key}={value}" in text
+        settings = [line.strip() for line in _unwrapped(blocks[m.name])
+                    if line.strip() in describe_settings(m.default_config())]
+        assert settings == (describe_settings(m.default_config()) if verbose else []), m.name
+    rows = {k: " ".join(v) for k, v in blocks.items()}
     assert "HLG.pt, G_4_gram.pt" in rows["nbest-rescoring"]
-    assert "rescore: sweep=false ngram_lm_scale=1.3" in rows["nbest-rescoring"]
     assert "HLG.pt, --rnn-lm" in rows["rnn-lm"] and "HLG.pt, references" in rows["nbest-oracle"]
     assert "LG.pt" in rows["fast_beam_search_nbest_LG"]
     assert "references" in rows["fast_beam_search_nbest_oracle"]
     assert "attention decoder" in rows["attention-beam-search"]
-    assert rows["greedy_search"].split()[2] == "-"
+    assert rows["greedy_search"].split()[3] == "-"
     r = CliRunner().invoke(main, ["decode", "--method", "1best"])
     assert r.exit_code != 0 and "--out-dir is required" in r.output
 
 
+def test_list_methods_verbose_from_the_group_option():
+    r = CliRunner().invoke(main, ["-v", "decode", "--list-methods"])
+    assert r.exit_code == 0, r.output
+    assert "rescore: sweep=false ngram_lm_scale=1.3" in r.output
+    r = CliRunner().invoke(main, ["decode", "--list-methods"])
+    assert "sweep=false" not in r.output and "--describe METHOD" in r.output
+
+
 def test_describe_shows_one_methods_settings_by_part():
+    from k2dec.methods import describe_settings, list_methods
+
     r = CliRunner().invoke(main, ["decode", "--describe", "modified_beam_search_LODR"])
     assert r.exit_code == 0, r.output
     lines = r.output.strip().splitlines()
     assert lines[0].startswith("modified_beam_search_LODR (transducer; needs: --rnn-lm, "
                                "--lodr-arpa; hotwords: yes)")
-    parts = [line.split(":")[0].strip() for line in lines[3:]]
+    lines = lines[lines.index("settings (--set PART.FIELD=VALUE):") + 1:]
+    parts = [line.split(":")[0].strip() for line in lines]
     assert parts == ["search", "fusion", "hotwords"]
-    assert "beam_size=4" in lines[3] and "lm_scale=0.42 lodr_scale=-0.24" in lines[4]
+    assert "beam_size=4" in lines[0] and "lm_scale=0.42 lodr_scale=-0.24" in lines[1]
+    for m in list_methods():  # every line fits; nothing of a part is cut
+        r = CliRunner().invoke(main, ["decode", "--describe", m.name])
+        assert max(len(line) for line in r.output.splitlines()) <= 100, m.name
+        start = r.output.splitlines().index("settings (--set PART.FIELD=VALUE):") + 1
+        got = [line.strip() for line in _unwrapped(r.output.splitlines()[start:])]
+        assert got == describe_settings(m.default_config()), m.name
     r = CliRunner().invoke(main, ["decode", "--describe", "nope"])
     assert r.exit_code == 2 and "unknown decoding method 'nope'" in r.output
 

@@ -116,7 +116,7 @@ def test_every_file_becomes_a_cut_or_a_failure(folder, tmp_path, caplog):
     for c in result.cuts:
         assert isinstance(c, MonoCut)
         assert c.features.sampling_rate == 16000 and c.num_features == 80
-        assert [s.text for s in c.supervisions] == [""]
+        assert [s.text for s in c.supervisions] == [None]  # no reference (not the empty one)
         assert c.supervisions[0].duration == c.duration
     # downmixing is said once, however many files have several channels
     said = [r for r in caplog.records if "more than one channel" in r.getMessage()]
@@ -232,7 +232,7 @@ def test_references_become_supervision_text(tmp_path, caplog):
         result = cuts_from_audio_dir(d, tmp_path / "feats", references={"a": "HI THERE",
                                                                         "z": "NO FILE"},
                                      progress=False)
-    assert {c.id: c.supervisions[0].text for c in result.cuts} == {"a": "HI THERE", "b": ""}
+    assert {c.id: c.supervisions[0].text for c in result.cuts} == {"a": "HI THERE", "b": None}
     assert result.missing_references == ("b", "c")
     text = caplog.text
     assert "2 of 3 audio files have no reference" in text

@@ -101,30 +101,48 @@ def test_unused_keys_are_refused_with_the_keys_there_are():
 
 def test_list_methods_shows_each_methods_own_settings_by_part():
     from k2dec.job import describe_method, method_table
-    from k2dec.methods import config_keys
+    from k2dec.methods import config_keys, describe_settings
 
-    rows = {line.split()[0]: line for line in method_table(list_methods()).splitlines()[1:]}
-    head = "Settings (--set PART.FIELD=VALUE): "
-    greedy = rows["ctc-greedy-search"].split(head)[1]
-    assert greedy == "search: subsampling_factor=1."
+    table = method_table(list_methods(), verbose=True)
+    assert max(len(line) for line in table.splitlines()) <= 100
+    blocks: dict[str, str] = {}
+    for line in table.splitlines()[1:]:  # a method's row, then its indented lines
+        if not line.startswith(" "):
+            blocks[line.split()[0]] = ""
+        if blocks:
+            name = list(blocks)[-1]
+            sep = "" if blocks[name].endswith(",") else " "
+            blocks[name] += (sep if line.startswith(" " * 5) else "\n") + line.strip()
     for m in list_methods():
+        lines = blocks[m.name].splitlines()
+        parts = [x for x in lines if x.split(":")[0] in ("settings", *_config_parts(m))]
         keys = []
-        for part in rows[m.name].split(head)[1].rstrip(".").split("; "):
-            name, values = part.split(": ")
+        for part in parts:
+            name, values = part.split(": ", 1)
             prefix = "" if name == "settings" else f"{name}."
             keys += [prefix + kv.split("=")[0] for kv in values.split()]
         assert sorted(keys) == sorted(config_keys(m.default_config())), m.name
-    assert "attention_scale" not in rows["1best"] and "num_paths" not in rows["1best"]
-    assert "rescore: sweep=false ngram_lm_scale=1.3 ngram_lm_scales=" in rows["nbest-rescoring"]
+        assert parts == describe_settings(m.default_config()), m.name
+    assert "attention_scale" not in blocks["1best"] and "num_paths" not in blocks["1best"]
+    assert "rescore: sweep=false ngram_lm_scale=1.3 ngram_lm_scales=" in blocks["nbest-rescoring"]
+    assert "sweep=false" not in method_table(list_methods())
     described = describe_method("fast_beam_search_LG").splitlines()
     assert described[0] == "fast_beam_search_LG (transducer; needs: LG.pt; hotwords: yes)"
-    assert described[3:] == ["  search: beam=20.0 max_contexts=8 max_states=64 "
-                             "temperature=1.0 blank_penalty=0.0 ilme_scale=0.0 "
-                             "allow_partial=false termination_frame=true "
+    described = described[described.index("settings (--set PART.FIELD=VALUE):") + 1:]
+    assert described == ["  search: beam=20.0 max_contexts=8 max_states=64 "
+                             "temperature=1.0 blank_penalty=0.0 ilme_scale=0.0",
+                             "      allow_partial=false termination_frame=true "
                              "decoder_tables=true", "  graph: scale=0.01",
                              "  hotwords: token_score=1.0 partial_share=0.5 whole_words=true"]
     with pytest.raises(ValueError, match="unknown decoding method 'nope'"):
         describe_method("nope")
+
+
+def _config_parts(m) -> list[str]:
+    """The part names of a method's config (``settings`` for its top-level fields)."""
+    from k2dec.methods import describe_settings
+
+    return [line.split(":")[0] for line in describe_settings(m.default_config())]
 
 
 def _cli(s, out, *extra):

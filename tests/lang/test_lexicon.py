@@ -229,3 +229,13 @@ def test_gzipped_and_non_utf8_lexicons(tmp_path):
     broken.write_bytes(gzip.compress(b"A a\nB b\n")[:15])
     with pytest.raises(ValueError, match=r"broken.txt: cannot read lexicon"):
         read_lexicon(broken)
+
+
+@pytest.mark.parametrize("empty", [[], (), iter([])])
+def test_write_lang_dir_refuses_an_empty_lexicon(tmp_path, empty):
+    from k2dec.lang import write_lang_dir
+
+    with pytest.raises(ValueError, match=r"lexicon is empty: a lang dir \(.*lang\) needs at "
+                                         "least one word"):
+        write_lang_dir(tmp_path / "lang", empty)
+    assert not (tmp_path / "lang" / "words.txt").exists()
