@@ -195,9 +195,10 @@ def token_biased_graph(res: Resources, graph: k2.Fsa | None, cfg: HotwordConfig,
                        ) -> k2.Fsa | TokenLatticeHotwords | None:
     """``graph`` (``None``: the trivial graph) biased by ``Resources.hotwords`` (token ids)
     with the hotword settings of ``cfg``: the token hotword automaton
-    (:func:`k2dec.scorers.hotword_graph`), intersected with ``graph`` when there is one (on
-    CPU, then moved; every path keeps its graph score plus the bonuses of its tokens).
-    ``graph`` itself when there are no hotwords.
+    (:func:`k2dec.scorers.hotword_graph`, without ``aux_labels``), intersected with
+    ``graph`` when there is one (on CPU, then moved; every path keeps its graph score plus
+    the bonuses of its tokens, and ``graph``'s outputs). ``graph`` itself when there are no
+    hotwords.
 
     A list whose biased graph could pass its bound (:data:`HOTWORD_LG_MAX_ARCS` with a
     graph, :data:`~k2dec.scorers.HOTWORD_GRAPH_MAX_ARCS` without; checked on the trie before
@@ -221,10 +222,12 @@ def token_biased_graph(res: Resources, graph: k2.Fsa | None, cfg: HotwordConfig,
             res.cache[key] = TokenLatticeHotwords(context, vocab_size, word_start,
                                                   cfg.partial_share)
             return res.cache[key]
-        hot = hotword_graph(context, vocab_size, blank_id, "cpu", word_start, cfg.partial_share)
+        # no aux_labels: with LG its own outputs (words) stay; without, the lattices get
+        # their tokens back (hotword_fast_beam_search), a quarter of the graph's memory
+        hot = hotword_graph(context, vocab_size, blank_id, "cpu", word_start, cfg.partial_share,
+                            aux_labels=False)
         del context
         if graph is not None:
-            del hot.aux_labels  # the graph's own outputs (words) stay
             base = k2.arc_sort(graph.to("cpu"))
             hot = rebuilt_fsa(k2.arc_sort(k2.connect(k2.intersect(
                 base, hot, treat_epsilons_specially=True))))
@@ -251,8 +254,11 @@ def hotword_fast_beam_search(inputs: TransducerInputs, res: Resources, cfg: Hotw
     one-best hypotheses taken from them."""
     biased = transducer_graph(inputs, res, cfg, graph)
     if not isinstance(biased, TokenLatticeHotwords):
-        return fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens,
-                                biased, search)
+        out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens,
+                               biased, search)
+        if biased is not graph and graph is None:  # the trivial graph's outputs: its tokens
+            out.lattice.aux_labels = out.lattice.labels.clone()
+        return out
     out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
                            search)
     lattice = biased(out.lattice)
