@@ -51,7 +51,9 @@ Graph searches take the automaton inside their decoding graph instead: :func:`ho
 lattice decoding with ``k2.intersect_dense_pruned``; phrases as word ids from
 :func:`encode_hotword_words`). Both check their size bound before building anything; a
 word list too large to bias the graph with can bias the lattices instead
-(:class:`LatticeHotwords`, carried by the graph: :func:`lattice_biased_graph`).
+(:class:`LatticeHotwords`, carried by the graph: :func:`lattice_biased_graph`), and so can a
+token list too large for ``fast_beam_search``'s graph
+(:class:`k2dec.scorers.hotword_lattices.TokenLatticeHotwords`).
 """
 
 from __future__ import annotations
@@ -544,7 +546,9 @@ def _checked_word_start(word_start: torch.Tensor, vocab_size: int) -> torch.Tens
 
 #: Default bound on the arcs of a hotword graph: the token graph of ``fast_beam_search``
 #: (:func:`hotword_graph`, states times tokens) and a hotword-biased word graph
-#: (:func:`bias_word_graph`): ``2**25`` arcs, about 1 GB while k2 builds it.
+#: (:func:`bias_word_graph`): ``2**25`` arcs, about 1 GB while k2 builds it. The methods
+#: bias their lattices instead past it (:class:`LatticeHotwords` over words,
+#: :class:`k2dec.scorers.hotword_lattices.TokenLatticeHotwords` over tokens).
 HOTWORD_GRAPH_MAX_ARCS = 2**25
 #: States of the automaton expanded at a time while :func:`hotword_graph` writes its arcs.
 GRAPH_CHUNK_STATES = 4096
