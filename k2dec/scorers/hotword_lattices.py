@@ -48,29 +48,33 @@ class TokenLatticeHotwords:
         self.context = context
         self.vocab_size = int(vocab_size)
         self.steps = HotwordSteps([context], self.vocab_size, False, word_start, partial)
+        root_next, root_score = self.steps.step(torch.zeros(1, dtype=torch.int64))
+        self.root_next, self.root_score = root_next[0], root_score[0]
 
     def __call__(self, lattice: k2.Fsa) -> k2.Fsa:
         """``lattice`` (FsaVec ``[utt][state][arc]``, acyclic, token ids in ``labels``) with
         the bonus in its scores, the same paths, arcs in the same order along each path and
-        the same attributes; top-sorted, on ``lattice``'s device."""
+        the same attributes; connected and top-sorted, on ``lattice``'s device."""
         if not isinstance(lattice, k2.Fsa) or lattice.arcs.num_axes() != 3:
             raise ValueError("TokenLatticeHotwords needs an FsaVec [utt][state][arc]")
-        cpu = lattice.to("cpu")
-        if cpu.num_arcs == 0:
+        if lattice.num_arcs == 0:
             return lattice
-        labels = cpu.labels
+        labels = lattice.labels
         if int(labels.max()) >= self.vocab_size:
             raise ValueError(f"lattice has token id {int(labels.max())}, not below "
                              f"vocab_size {self.vocab_size}")
-        steps, finals = self._reachable(cpu)
-        acceptor = self._acceptor(steps, finals)
+        cpu = k2.connect(lattice.to("cpu"))  # k2's pruned search leaves dead ends
+        if cpu.num_arcs == 0:
+            return lattice
+        acceptor = self._acceptor(*self._reachable(cpu))
         out = k2.intersect(k2.arc_sort(cpu), acceptor, treat_epsilons_specially=True)
-        return k2.top_sort(k2.connect(out)).to(lattice.device)
+        return k2.top_sort(out).to(lattice.device)
 
-    def _reachable(self, fsa: k2.Fsa) -> tuple[torch.Tensor, torch.Tensor]:
-        """The (node, token) steps (int64 ``[K, 2]``, distinct) taken from the (lattice
-        state, node) pairs reachable from every lattice's start with the root, and the
-        nodes (int64, distinct) at which a final arc is taken."""
+    def _reachable(self, fsa: k2.Fsa) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The steps from nodes but the root (int64 keys ``node * V + token``, distinct),
+        their next nodes and scores, met on the way from every lattice's start with the
+        root through the (lattice state, node) pairs reachable one arc layer at a time (the
+        root's steps are looked up in its row)."""
         shape = fsa.arcs.shape()
         splits1 = shape.row_splits(1).to(torch.int64)
         splits2 = shape.row_splits(2).to(torch.int64)
@@ -79,62 +83,84 @@ class TokenLatticeHotwords:
         dst = values[:, 1].to(torch.int64) + splits1[arc_fsa]
         label = values[:, 2].to(torch.int64)
         num_nodes = self.context.num_nodes
+        memo = _Memo()
         states = splits1[:-1][splits1[1:] > splits1[:-1]]  # start states
         nodes = torch.zeros_like(states)
-        found, finals = [], []
         while states.numel():
             first = splits2[states]
             counts = splits2[states + 1] - first
             arcs = _ranges(first, counts)
             node = nodes.repeat_interleave(counts)
             lab = label[arcs]
-            nxt = node.clone()
-            tok = lab > 0
-            if bool(tok.any()):
-                keys, inverse = torch.unique(node[tok] * self.vocab_size + lab[tok],
-                                             return_inverse=True)
-                found.append(keys)
-                nxt[tok] = self._goto(keys)[inverse]
-            final = lab < 0
-            finals.append(node[final])
-            pairs = torch.unique(dst[arcs][~final] * num_nodes + nxt[~final])
+            keep = lab >= 0  # a final arc ends the path
+            arcs, node, lab = arcs[keep], node[keep], lab[keep]
+            nxt = torch.where((node == 0) & (lab > 0), self.root_next[lab], node)  # blank: stays
+            inner = (lab > 0) & (node > 0)
+            if bool(inner.any()):
+                nxt[inner] = memo.next(node[inner] * self.vocab_size + lab[inner], self._step)
+            pairs = torch.unique(dst[arcs] * num_nodes + nxt)
             states, nodes = pairs // num_nodes, pairs % num_nodes
-        keys = torch.unique(torch.cat(found)) if found else torch.zeros(0, dtype=torch.int64)
-        steps = torch.stack([keys // self.vocab_size, keys % self.vocab_size], 1)
-        return steps, torch.unique(torch.cat(finals))
-
-    def _goto(self, keys: torch.Tensor) -> torch.Tensor:
-        """The next node of each step ``node * V + token`` of ``keys`` (int64, distinct)."""
-        return self._step(keys)[0]
+        return memo.keys, memo.nxt, memo.score
 
     def _step(self, keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(next node, score)`` of each step ``node * V + token`` of ``keys``: the rows of
-        the steps' distinct nodes, over their distinct tokens only."""
+        """``(next node, score)`` of each step ``node * V + token`` of ``keys`` (distinct):
+        the rows of the steps' distinct nodes, over their distinct tokens only."""
         node, token = keys // self.vocab_size, keys % self.vocab_size
         rows, row = torch.unique(node, return_inverse=True)
         columns, col = torch.unique(token, return_inverse=True)
         nxt, score = self.steps.step(rows, columns)
         return nxt[row, col], score[row, col]
 
-    def _acceptor(self, steps: torch.Tensor, finals: torch.Tensor) -> k2.Fsa:
-        """The automaton's ``steps`` (``[K, 2]``: node, token) as an acceptor whose state 0 is
-        the root, with a final arc (score 0) from every node of ``finals``."""
-        nxt, score = self._step(steps[:, 0] * self.vocab_size + steps[:, 1])
-        nodes = torch.unique(torch.cat([torch.zeros(1, dtype=torch.int64), steps[:, 0], nxt,
-                                        finals]))  # sorted: the root (node 0) first
+    def _acceptor(self, keys: torch.Tensor, nxt: torch.Tensor, score: torch.Tensor) -> k2.Fsa:
+        """The root's row, the steps ``keys`` (``node * V + token``) to ``nxt`` with
+        ``score`` and a final arc (score 0) from every node as an acceptor whose state 0 is
+        the root."""
+        tokens = torch.arange(1, self.vocab_size)
+        src_node = torch.cat([torch.zeros_like(tokens), keys // self.vocab_size])
+        dst_node = torch.cat([self.root_next[tokens], nxt])
+        nodes = torch.unique(torch.cat([torch.zeros(1, dtype=torch.int64), src_node,
+                                        dst_node]))  # sorted: the root (node 0) first
         index = torch.full((self.context.num_nodes,), -1, dtype=torch.int64)
         index[nodes] = torch.arange(nodes.numel())
         n = nodes.numel()
-        finals = index[finals]
-        src = torch.cat([index[steps[:, 0]], finals])
-        dst = torch.cat([index[nxt], torch.full_like(finals, n)])
-        labels = torch.cat([steps[:, 1], torch.full_like(finals, -1)])
-        scores = torch.cat([score.to(torch.float32), torch.zeros(finals.numel())])
+        every = torch.arange(n)
+        src = torch.cat([index[src_node], every])
+        dst = torch.cat([index[dst_node], torch.full_like(every, n)])
+        labels = torch.cat([tokens, keys % self.vocab_size, torch.full_like(every, -1)])
+        scores = torch.cat([self.root_score[tokens], score, torch.zeros(n, dtype=torch.float64)])
         order = torch.sort(src, stable=True).indices
         arcs = torch.stack([src, dst, labels, torch.zeros_like(src)], 1)[order]
         fsa = k2.Fsa(arcs.to(torch.int32))
-        fsa.scores = scores[order]
+        fsa.scores = scores[order].to(torch.float32)
         return k2.arc_sort(fsa)
+
+
+class _Memo:
+    """The steps computed so far (sorted int64 keys ``node * V + token``, their next nodes
+    and float64 scores), so that each is computed once per batch."""
+
+    def __init__(self) -> None:
+        self.keys = torch.zeros(0, dtype=torch.int64)
+        self.nxt = torch.zeros(0, dtype=torch.int64)
+        self.score = torch.zeros(0, dtype=torch.float64)
+
+    def next(self, keys: torch.Tensor, compute) -> torch.Tensor:
+        """The next node of every step of ``keys`` (int64, any order, repeats), computing
+        (``compute(distinct keys) -> (next, score)``) those not seen before."""
+        wanted, inverse = torch.unique(keys, return_inverse=True)
+        pos = torch.searchsorted(self.keys, wanted)
+        known = pos < self.keys.numel()
+        known[known.clone()] = self.keys[pos[known]] == wanted[known]
+        if not bool(known.all()):
+            new = wanted[~known]
+            nxt, score = compute(new)
+            keys_all = torch.cat([self.keys, new])
+            order = torch.argsort(keys_all)
+            self.keys = keys_all[order]
+            self.nxt = torch.cat([self.nxt, nxt])[order]
+            self.score = torch.cat([self.score, score])[order]
+            pos = torch.searchsorted(self.keys, wanted)
+        return self.nxt[pos][inverse]
 
 
 def _ranges(first: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
