@@ -236,6 +236,20 @@ def _decoded_within(row: dict) -> bool:
     return "decode_s" in row and (row.get("peak_mb") or 0) <= RSS_TARGET_MB
 
 
+def fill_report(report: Report, rows: list[dict], smoke: bool) -> None:
+    """The table of ``rows`` (workers' results) and the targets, into ``report``."""
+    base = {r["method"]: r for r in rows if r["phrases"] == 0}
+    report.table("Hotword lists at scale: peak RSS (MB, whole process: model, graphs, "
+                 "lists), first utterance (builds the list's automaton / graphs, wall s), "
+                 "decode of all cuts (wall s; CPU s at one thread, which a busy machine "
+                 "does not inflate), extra decode CPU time over no list (%), U-WER and "
+                 "B-WER (%)",
+                 ["method", "phrases", "peak RSS MB", "build s", "decode s",
+                  "decode CPU s", "extra CPU %", "U-WER", "B-WER", "note"],
+                 [_fmt(r, base.get(r["method"])) for r in rows])
+    _targets(report, rows, smoke)
+
+
 def main() -> None:
     parser = area_parser(__doc__, AREA)
     parser.add_argument("--methods", default=None, help="comma-separated (default: the mode's)")
@@ -263,16 +277,7 @@ def main() -> None:
     for name, n in runs:
         rows.append(run_worker(name, n, cuts))
         print(json.dumps(rows[-1]), flush=True)
-    base = {r["method"]: r for r in rows if r["phrases"] == 0}
-    report.table("Hotword lists at scale: peak RSS (MB, whole process: model, graphs, "
-                 "lists), first utterance (builds the list's automaton / graphs, wall s), "
-                 "decode of all cuts (wall s; CPU s at one thread, which a busy machine "
-                 "does not inflate), extra decode CPU time over no list (%), U-WER and "
-                 "B-WER (%)",
-                 ["method", "phrases", "peak RSS MB", "build s", "decode s",
-                  "decode CPU s", "extra CPU %", "U-WER", "B-WER", "note"],
-                 [_fmt(r, base.get(r["method"])) for r in rows])
-    _targets(report, rows, mode == "smoke")
+    fill_report(report, rows, mode == "smoke")
     report.write(args.report)
 
 
