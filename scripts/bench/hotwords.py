@@ -9,10 +9,11 @@ the unbiased baseline.
 
 Every (method, N) runs in a fresh process (``--worker``), which reads the list, builds what
 the method needs (hotword graphs, biased graphs), decodes one utterance (the build is cached
-by then) and then all of them, and reports its peak RSS (VmHWM of the whole process: model,
-graphs and all), the first utterance's seconds (build), the decode seconds (wall, and CPU at
-one torch thread: the extra time of a list is taken on CPU time, which other work on a
-shared machine does not inflate), U-WER (errors on
+by then) and then all of them (again, up to ``MAX_REPEATS`` times in all, while that took
+less than ``REPEAT_CPU_S`` CPU seconds: the best time counts), and reports its peak RSS
+(VmHWM of the whole process: model, graphs and all), the first utterance's seconds (build),
+the decode seconds (wall, and CPU at one torch thread: the extra time of a list is taken on
+CPU time, which other work on a shared machine inflates less), U-WER (errors on
 the other reference words plus insertions, over the other reference words) and B-WER (errors
 on the biased words over their number). A list a method refuses up front (its size bound) is
 reported with the message and where it came (at load, or when the method first built its
@@ -65,6 +66,9 @@ MODES = {"full": (20, (0, 100, 1000, 10000), METHODS),
 RSS_TARGET_MB = 1536.0
 TIME_TARGET = 1.25
 WORKER_TIMEOUT = 900
+#: short decodes are repeated (the best time counts) until this many CPU seconds in all
+REPEAT_CPU_S = 3.0
+MAX_REPEATS = 3
 
 
 def target_phrases(refs: list[list[str]], vocab: set[str], n: int = TARGETS) -> list[str]:
@@ -165,10 +169,7 @@ def worker(name: str, n: int, cuts: int, work: Path) -> dict:
         t1 = time.perf_counter()
         method(first_utterance(inputs), res, cfg)
         row["build_s"] = time.perf_counter() - t1
-        t2, c2 = time.perf_counter(), time.process_time()
-        out = method(inputs, res, cfg)
-        row["decode_s"] = time.perf_counter() - t2
-        row["decode_cpu_s"] = time.process_time() - c2
+        out = _timed_decodes(method, inputs, res, cfg, row)
     except ValueError as e:
         row["refused"] = f"at {row['refused_at']}: " + str(e).splitlines()[0][:300]
         row["peak_mb"] = peak_rss_mb()
@@ -179,6 +180,23 @@ def worker(name: str, n: int, cuts: int, work: Path) -> dict:
                                               targets)
     row["targets"] = targets
     return row
+
+
+def _timed_decodes(method, inputs, res, cfg, row: dict):
+    """Decode all cuts, again while the decodes took less than ``REPEAT_CPU_S`` CPU seconds
+    in all (at most ``MAX_REPEATS`` times): the best wall and CPU time go into ``row`` (a
+    second of decoding varies by a quarter on a loaded machine). Returns the results."""
+    spent, walls, cpus = 0.0, [], []
+    for _ in range(MAX_REPEATS):
+        t, c = time.perf_counter(), time.process_time()
+        out = method(inputs, res, cfg)
+        walls.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+        spent += cpus[-1]
+        if spent >= REPEAT_CPU_S:
+            break
+    row["decode_s"], row["decode_cpu_s"], row["decodes"] = min(walls), min(cpus), len(cpus)
+    return out
 
 
 def run_worker(name: str, n: int, cuts: int) -> dict:
