@@ -260,7 +260,7 @@ def fill_report(report: Report, rows: list[dict], smoke: bool) -> None:
     report.table("Hotword lists at scale: peak RSS (MB, whole process: model, graphs, "
                  "lists), first utterance (builds the list's automaton / graphs, wall s), "
                  "decode of all cuts (wall s; CPU s at one thread, which a busy machine "
-                 "does not inflate), extra decode CPU time over no list (%), U-WER and "
+                 "inflates less), extra decode CPU time over no list (%), U-WER and "
                  "B-WER (%)",
                  ["method", "phrases", "peak RSS MB", "build s", "decode s",
                   "decode CPU s", "extra CPU %", "U-WER", "B-WER", "note"],
