@@ -234,7 +234,7 @@ def _targets(report: Report, rows: list[dict], smoke: bool) -> None:
             ok = "refused" in row and row["refused"].startswith("at load")
             report.target(f"{name}, {n} phrases: refused at load with a message (or decoded "
                           "within 1.5 GB), never killed",
-                          row.get("refused", row.get("failed", "decoded"))[:80],
+                          _outcome(row),
                           None if smoke else ok or _decoded_within(row))
             continue
         if n != top:
@@ -248,6 +248,14 @@ def _targets(report: Report, rows: list[dict], smoke: bool) -> None:
             ratio = row["decode_cpu_s"] / base["decode_cpu_s"]
             report.target(f"{name}, {n} phrases: decode CPU time <= 125% of no hotwords",
                           f"{100 * ratio:.0f}%", None if smoke else ratio <= TIME_TARGET)
+
+
+def _outcome(row: dict) -> str:
+    """What became of a row: ``refused at load, 680 MB peak`` and the like."""
+    peak = f", {row.get('peak_mb') or 0:.0f} MB peak"
+    if "refused" in row:
+        return "refused " + row["refused"].split(":")[0] + peak
+    return f"failed: {row['failed'][:80]}" if "failed" in row else "decoded" + peak
 
 
 def _decoded_within(row: dict) -> bool:
