@@ -89,8 +89,6 @@ def test_cli_hotwords_file_checks(tmp_path):
 def test_a_token_graph_too_large_for_lg_is_not_built():
     """Past HOTWORD_LG_MAX_ARCS (checked on the trie) the LG methods get the lattice bias
     instead of LG intersected with a token graph: nothing of nodes x tokens is built."""
-    import time
-
     import k2
     import torch
 
@@ -105,10 +103,9 @@ def test_a_token_graph_too_large_for_lg_is_not_built():
     res = Resources(hotwords=phrases)
     lg = k2.arc_sort(k2.Fsa.from_str("0 1 1 0\n1 2 -1 0\n2"))
     lg.aux_labels = torch.tensor([3, -1], dtype=torch.int32)
-    start = time.perf_counter()
     got = token_biased_graph(res, lg, HotwordConfig(), vocab, 0, torch.device("cpu"))
     assert isinstance(got, TokenLatticeHotwords)
-    assert time.perf_counter() - start < 30  # building 2**22 arcs and LG o them takes longer
+    assert not [k for k in res.cache if k[0] != "hotword_graph"]  # nothing else was built
     # a list within the bound: LG intersected with its token graph
     small = Resources(hotwords=phrases[:2])
     assert isinstance(token_biased_graph(small, lg, HotwordConfig(), vocab, 0,
