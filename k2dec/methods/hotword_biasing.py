@@ -1,8 +1,15 @@
 """Hotword biasing of the graph-based methods: their decoding graph with the hotword automaton
 inside, built once per graph, list, bonus and device (kept in ``Resources.cache``).
 
-- over tokens (:func:`token_biased_graph`): ``fast_beam_search`` (the automaton is the
-  graph) and the ``fast_beam_search_*_LG`` methods (LG intersected with it);
+- over tokens (:func:`token_biased_graph`, :func:`hotword_fast_beam_search`):
+  ``fast_beam_search`` and its n-best / MBR variants (the automaton is the graph) and the
+  ``fast_beam_search_*_LG`` methods (LG intersected with it); a list whose biased graph
+  could pass its bound (:data:`HOTWORD_LG_MAX_ARCS` with LG,
+  :data:`~k2dec.scorers.HOTWORD_GRAPH_MAX_ARCS` without; checked on the trie before
+  building) puts the same bonus on each lattice instead
+  (:class:`~k2dec.scorers.hotword_lattices.TokenLatticeHotwords`: every path gets the bonus
+  the biased graph gives its tokens, but the search itself is not biased, so a path only the
+  bonus would have kept in the beam is pruned; figures: BENCHMARKS.md ``hotwords``);
 - over words (:func:`word_biased_graph`): the HLG methods (``1best``, the n-best family,
   ``whole-lattice-rescoring``, ``mbr``), whose graph is intersected on its word side with the
   word-level automaton of ``Resources.hotword_words`` (:func:`k2dec.scorers.bias_word_graph`:
@@ -45,12 +52,22 @@ from ..scorers.context_graph import (
     lattice_biased_graph,
     rebuilt_fsa,
 )
+from ..scorers.hotword_lattices import TokenLatticeHotwords
+from ..transducer import (
+    FastBeamSearch,
+    FastBeamSearchConfig,
+    FastBeamSearchResult,
+    FastBeamSearchStream,
+    fast_beam_search,
+    one_best,
+)
 from .resources import Resources, TransducerInputs
 
 __all__ = ["HOTWORDS_PARTIAL_SHARE", "HOTWORDS_SCORE", "HOTWORDS_WHOLE_WORDS",
            "HOTWORD_GRAPH_MAX_ARCS", "HOTWORD_LG_MAX_ARCS", "ICEFALL_HOTWORDS_SCORE",
-           "WORD_HOTWORDS_SCORE", "HotwordConfig", "WordHotwordConfig", "check_hotwords",
-           "hotword_scorers", "token_biased_graph", "transducer_graph", "word_biased_graph"]
+           "WORD_HOTWORDS_SCORE", "HotwordConfig", "LatticeBiasedSearch", "WordHotwordConfig",
+           "check_hotwords", "hotword_fast_beam_search", "hotword_scorers",
+           "token_biased_graph", "transducer_graph", "word_biased_graph"]
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +99,9 @@ HOTWORDS_WHOLE_WORDS = True
 #: Bound on the token hotword graph (states x tokens) that the ``fast_beam_search_*_LG``
 #: methods intersect with LG: ``2**22``, about 1,600 two- or three-word phrases of the
 #: shipped 256-piece model; on the shipped LG 1,000 phrases took 1.1 GB in all and 10,000
-#: took 2.8 GB (BENCHMARKS.md ``hotwords``), past the 1.5 GB target. Checked before building.
+#: would take 2.8 GB (BENCHMARKS.md ``hotwords``), past the 1.5 GB target. Checked on the
+#: trie before building; a larger list biases the lattices instead (same bonus per path,
+#: unbiased search).
 HOTWORD_LG_MAX_ARCS = 2**22
 
 
@@ -172,24 +191,43 @@ def _setting(cfg: HotwordConfig, res: Resources) -> tuple:
 
 
 def token_biased_graph(res: Resources, graph: k2.Fsa | None, cfg: HotwordConfig,
-                       vocab_size: int, blank_id: int, device: torch.device) -> k2.Fsa | None:
+                       vocab_size: int, blank_id: int, device: torch.device
+                       ) -> k2.Fsa | TokenLatticeHotwords | None:
     """``graph`` (``None``: the trivial graph) biased by ``Resources.hotwords`` (token ids)
     with the hotword settings of ``cfg``: the token hotword automaton
-    (:func:`k2dec.scorers.hotword_graph`), intersected with ``graph`` when there is one (on
-    CPU, then moved; every path keeps its graph score plus the bonuses of its tokens).
-    ``graph`` itself when there are no hotwords."""
+    (:func:`k2dec.scorers.hotword_graph`, without ``aux_labels``), intersected with
+    ``graph`` when there is one (on CPU, then moved; every path keeps its graph score plus
+    the bonuses of its tokens, and ``graph``'s outputs). ``graph`` itself when there are no
+    hotwords.
+
+    A list whose biased graph could pass its bound (:data:`HOTWORD_LG_MAX_ARCS` with a
+    graph, :data:`~k2dec.scorers.HOTWORD_GRAPH_MAX_ARCS` without; checked on the trie before
+    anything is built) gives a :class:`~k2dec.scorers.hotword_lattices.TokenLatticeHotwords`
+    instead: the search then runs on ``graph`` and the bonus goes on its lattices
+    (:func:`hotword_fast_beam_search`)."""
     if not res.hotwords:
         return graph
     key = ("hotword_graph", id(res.hotwords), _setting(cfg, res), vocab_size, str(device),
            None if graph is None else id(graph))
     if key not in res.cache:
         context = ContextGraph(res.hotwords, cfg.token_score)
+        word_start = _hotword_word_start(res, cfg)
+        bound = HOTWORD_GRAPH_MAX_ARCS if graph is None else HOTWORD_LG_MAX_ARCS
+        arcs = context.num_nodes * vocab_size
+        if arcs > bound:
+            logger.info("%d hotword phrases: their token graph would have %d states x %d "
+                        "tokens = %d arcs, more than %d: biasing the lattices instead of the "
+                        "graph", context.num_phrases, context.num_nodes, vocab_size, arcs,
+                        bound)
+            res.cache[key] = TokenLatticeHotwords(context, vocab_size, word_start,
+                                                  cfg.partial_share)
+            return res.cache[key]
+        # no aux_labels: with LG its own outputs (words) stay; without, the lattices get
+        # their tokens back (hotword_fast_beam_search), a quarter of the graph's memory
+        hot = hotword_graph(context, vocab_size, blank_id, "cpu", word_start, cfg.partial_share,
+                            aux_labels=False)
+        del context
         if graph is not None:
-            _check_lg_size(context, vocab_size)
-        hot = hotword_graph(context, vocab_size, blank_id, "cpu", _hotword_word_start(res, cfg),
-                            cfg.partial_share)
-        if graph is not None:
-            del hot.aux_labels  # the graph's own outputs (words) stay
             base = k2.arc_sort(graph.to("cpu"))
             hot = rebuilt_fsa(k2.arc_sort(k2.connect(k2.intersect(
                 base, hot, treat_epsilons_specially=True))))
@@ -197,26 +235,58 @@ def token_biased_graph(res: Resources, graph: k2.Fsa | None, cfg: HotwordConfig,
     return res.cache[key]
 
 
-def _check_lg_size(context: ContextGraph, vocab_size: int) -> None:
-    """Refuse (``ValueError`` naming the phrases, the estimate and the bound) a list whose
-    token graph, intersected with LG, could pass the memory target: checked on the trie,
-    before anything is built."""
-    arcs = context.num_nodes * vocab_size
-    if arcs > HOTWORD_LG_MAX_ARCS:
-        raise ValueError(
-            f"{context.num_phrases} hotword phrases: their token graph would have "
-            f"{context.num_nodes} states x {vocab_size} tokens = {arcs} arcs to intersect "
-            f"with LG, more than the bound {HOTWORD_LG_MAX_ARCS} (HOTWORD_LG_MAX_ARCS); use "
-            "fewer phrases, or fast_beam_search (no LG) or modified_beam_search")
-
-
 def transducer_graph(inputs: TransducerInputs, res: Resources, cfg: HotwordConfig,
-                     graph: k2.Fsa | None) -> k2.Fsa | None:
+                     graph: k2.Fsa | None) -> k2.Fsa | TokenLatticeHotwords | None:
     """The decoding graph of a fast_beam_search method: ``graph`` (``None``: the trivial
     graph) biased by ``Resources.hotwords`` with the hotword settings of ``cfg``
     (:func:`token_biased_graph`) for ``inputs``' model and device."""
     return token_biased_graph(res, graph, cfg, int(inputs.model.decoder.vocab_size),
                               int(inputs.model.decoder.blank_id), inputs.encoder_out.device)
+
+
+def hotword_fast_beam_search(inputs: TransducerInputs, res: Resources, cfg: HotwordConfig,
+                             graph: k2.Fsa | None,
+                             search: FastBeamSearchConfig) -> FastBeamSearchResult:
+    """:func:`k2dec.transducer.fast_beam_search` through ``graph`` (``None``: the trivial
+    graph) biased by ``Resources.hotwords``: through the biased graph while it fits its
+    bound, else through ``graph`` with the bonus put on the lattices (every path gets the
+    bonus of its tokens, as in the biased graph; the search itself is not biased) and the
+    one-best hypotheses taken from them."""
+    biased = transducer_graph(inputs, res, cfg, graph)
+    if not isinstance(biased, TokenLatticeHotwords):
+        out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens,
+                               biased, search)
+        if biased is not graph and graph is None:  # the trivial graph's outputs: its tokens
+            out.lattice.aux_labels = out.lattice.labels.clone()
+        return out
+    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
+                           search)
+    lattice = biased(out.lattice)
+    return FastBeamSearchResult(lattice, one_best(lattice, inputs.encoder_out_lens.tolist()),
+                                out.config)
+
+
+class LatticeBiasedSearch:
+    """A streaming :class:`~k2dec.transducer.FastBeamSearch` whose results are read from
+    its lattices with the hotword bonus put on them (:class:`TokenLatticeHotwords`: a list
+    too large for the biased graph); the same ``new_stream`` / ``decode_chunk`` /
+    ``results`` protocol."""
+
+    def __init__(self, search: FastBeamSearch, bias: TokenLatticeHotwords) -> None:
+        self.search, self.bias = search, bias
+
+    def new_stream(self, device: torch.device | str = "cpu") -> FastBeamSearchStream:
+        return self.search.new_stream(device)
+
+    def decode_chunk(self, streams, encoder_out: torch.Tensor,
+                     encoder_out_lens: torch.Tensor) -> None:
+        self.search.decode_chunk(streams, encoder_out, encoder_out_lens)
+
+    def results(self, streams, final: bool = True) -> list:
+        """The one-best hypotheses (:class:`~k2dec.transducer.TransducerHypothesis`) of the
+        biased lattices (see :meth:`FastBeamSearch.lattice` for ``final``)."""
+        lattice = self.bias(self.search.lattice(streams, final))
+        return one_best(lattice, [s.num_frames for s in streams])
 
 
 def word_biased_graph(res: Resources, graph: k2.Fsa, score: float,

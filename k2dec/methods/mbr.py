@@ -20,11 +20,11 @@ from ..lattice.prune import prune_lattice
 from ..lattice.rescore import RescoreStatus, rescore_with_whole_lattice
 from ..primitives.best_paths import path_token_ids
 from ..primitives.hypothesis import HypothesisRecord
-from ..transducer import FastBeamSearchConfig, fast_beam_search
+from ..transducer import FastBeamSearchConfig
 from .ctc import WholeLatticeRescoringConfig, hlg_graph
 from .hotword_biasing import (
     HotwordConfig,
-    transducer_graph,
+    hotword_fast_beam_search,
 )
 from .parts import GraphConfig, MbrPart
 from .records import EMPTY_LATTICE, from_timed_units, lattice_failures
@@ -145,9 +145,7 @@ def _fbs_mbr(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMbrCon
     """fast_beam_search (trivial graph; the hotword graph when Resources.hotwords are given),
     sausages over tokens: the MBR consensus and the best path, tokens with frames and
     confidences."""
-    graph = transducer_graph(inputs, res, cfg.hotwords, None)
-    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
-                           cfg.search)
+    out = hotword_fast_beam_search(inputs, res, cfg.hotwords, None, cfg.search)
     failed = _transducer_failures(out.lattice)
     best, consensus, notes, _ = _units(out.lattice, Topology.TRANSDUCER, cfg.mbr, res,
                                        AuxLabels.TOKENS)
@@ -163,9 +161,7 @@ def _fbs_mbr_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMbr
     """fast_beam_search through LG, sausages over words: the MBR consensus and the best path,
     words with frames and confidences (hotword biasing when Resources.hotwords are given)."""
     graph = res.scaled_graph("LG", cfg.graph.scale, "fast_beam_search_mbr_LG")
-    graph = transducer_graph(inputs, res, cfg.hotwords, graph)
-    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
-                           cfg.search)
+    out = hotword_fast_beam_search(inputs, res, cfg.hotwords, graph, cfg.search)
     failed = _transducer_failures(out.lattice)
     best, consensus, notes, lat = _units(out.lattice, Topology.TRANSDUCER, cfg.mbr, res)
     tokens = _path_tokens(lat, Topology.TRANSDUCER)

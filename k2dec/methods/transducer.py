@@ -37,8 +37,9 @@ from ..transducer import (
 from ..transducer.joiner_confidences import token_confidences
 from .hotword_biasing import (
     HotwordConfig,
+    LatticeBiasedSearch,
+    hotword_fast_beam_search,
     token_biased_graph,
-    transducer_graph,
 )
 from .parts import LM_BATCH_SIZE, GraphConfig, RescorePart
 from .records import from_nbest, from_transducer, oracle_records
@@ -158,7 +159,9 @@ def _fbs_streaming(model, res: Resources, cfg: FastBeamSearchMethodConfig,
                    device: torch.device) -> StreamingSearch:
     graph = token_biased_graph(res, None, cfg.hotwords, int(model.decoder.vocab_size),
                                int(model.decoder.blank_id), device)
-    return StreamingSearch(FastBeamSearch(model, graph, cfg.search))
+    if isinstance(graph, k2.Fsa) or graph is None:
+        return StreamingSearch(FastBeamSearch(model, graph, cfg.search))
+    return StreamingSearch(LatticeBiasedSearch(FastBeamSearch(model, None, cfg.search), graph))
 
 
 @register("fast_beam_search", Family.TRANSDUCER, FastBeamSearchMethodConfig, hotwords=True,
@@ -166,9 +169,7 @@ def _fbs_streaming(model, res: Resources, cfg: FastBeamSearchMethodConfig,
 def _fbs(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchMethodConfig):
     """fast_beam_search with the trivial graph (the hotword graph when Resources.hotwords are
     given): one-best tokens."""
-    graph = transducer_graph(inputs, res, cfg.hotwords, None)
-    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
-                           cfg.search)
+    out = hotword_fast_beam_search(inputs, res, cfg.hotwords, None, cfg.search)
     return [MethodResult("fast_beam_search", from_transducer(out.hyps), cfg)]
 
 
@@ -178,9 +179,7 @@ def _fbs_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchLGConfi
     """fast_beam_search with LG (scores times graph.scale; hotword biasing when
     Resources.hotwords are given): one-best words."""
     graph = res.scaled_graph("LG", cfg.graph.scale, "fast_beam_search_LG")
-    graph = transducer_graph(inputs, res, cfg.hotwords, graph)
-    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
-                           cfg.search)
+    out = hotword_fast_beam_search(inputs, res, cfg.hotwords, graph, cfg.search)
     hyps = from_transducer(out.hyps, words=_path_words(out.lattice))
     return [MethodResult("fast_beam_search_LG", hyps, cfg)]
 
@@ -198,10 +197,16 @@ def _path_words(lattice: k2.Fsa) -> list[list[int]]:
 
 
 def _sample(inputs: TransducerInputs, cfg: FastBeamSearchNbestConfig | FastBeamSearchNbestLGConfig,
-            graph: k2.Fsa | None, key: DedupKey) -> tuple[k2.Fsa, Nbest]:
-    """The search's lattice and ``cfg.nbest`` paths sampled from it, deduplicated by ``key``."""
-    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
-                           cfg.search)
+            graph: k2.Fsa | None, key: DedupKey, res: Resources | None = None,
+            hotwords: HotwordConfig | None = None) -> tuple[k2.Fsa, Nbest]:
+    """The search's lattice (biased by ``res.hotwords`` with ``hotwords`` when given:
+    :func:`~k2dec.methods.hotword_biasing.hotword_fast_beam_search`) and ``cfg.nbest`` paths
+    sampled from it, deduplicated by ``key``."""
+    if res is not None and hotwords is not None:
+        out = hotword_fast_beam_search(inputs, res, hotwords, graph, cfg.search)
+    else:
+        out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens,
+                               graph, cfg.search)
     nbest = Nbest.from_config(out.lattice, cfg.nbest, key)
     return nbest.lattice, nbest
 
@@ -211,8 +216,7 @@ def _sample(inputs: TransducerInputs, cfg: FastBeamSearchNbestConfig | FastBeamS
 def _fbs_nbest(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbestConfig):
     """fast_beam_search, then num_paths sampled paths deduplicated by tokens; the best
     alignment score wins (hotword biasing when Resources.hotwords are given)."""
-    graph = transducer_graph(inputs, res, cfg.hotwords, None)
-    _, nbest = _sample(inputs, cfg, graph, DedupKey.TOKENS)
+    _, nbest = _sample(inputs, cfg, None, DedupKey.TOKENS, res, cfg.hotwords)
     nbest = intersected(nbest, cfg.nbest)
     totals = nbest.tot_scores().values
     best, scores = best_paths_by_score(nbest, totals, cfg.nbest.tie_break)
@@ -227,8 +231,7 @@ def _fbs_nbest_lg(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchN
     """fast_beam_search with LG, n-best by word sequence; the word sequence with the best
     log-sum over its alignments wins (hotword biasing when Resources.hotwords are given)."""
     graph = res.scaled_graph("LG", cfg.graph.scale, "fast_beam_search_nbest_LG")
-    graph = transducer_graph(inputs, res, cfg.hotwords, graph)
-    _, nbest = _sample(inputs, cfg, graph, DedupKey.WORDS)
+    _, nbest = _sample(inputs, cfg, graph, DedupKey.WORDS, res, cfg.hotwords)
     totals = nbest.total_scores_in(log_semiring=True, max_arcs=cfg.nbest.max_intersect_arcs)
     best, scores = best_paths_by_score(nbest, totals.values, cfg.nbest.tie_break)
     [hyps] = from_nbest(nbest, [(best, scores, totals.values)], True, Topology.TRANSDUCER,
@@ -244,8 +247,7 @@ def _fbs_oracle(inputs: TransducerInputs, res: Resources, cfg: FastBeamSearchNbe
     if inputs.ref_tokens is None:
         raise ValueError("fast_beam_search_nbest_oracle needs reference token ids "
                          "(TransducerInputs.ref_tokens)")
-    graph = transducer_graph(inputs, res, cfg.hotwords, None)
-    _, nbest = _sample(inputs, cfg, graph, DedupKey.TOKENS)
+    _, nbest = _sample(inputs, cfg, None, DedupKey.TOKENS, res, cfg.hotwords)
     nbest = intersected(nbest, cfg.nbest)
     [hyps] = oracle_records(nbest, inputs.ref_tokens, False, Topology.TRANSDUCER,
                             word_start=res.word_start,

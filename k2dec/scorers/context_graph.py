@@ -51,7 +51,9 @@ Graph searches take the automaton inside their decoding graph instead: :func:`ho
 lattice decoding with ``k2.intersect_dense_pruned``; phrases as word ids from
 :func:`encode_hotword_words`). Both check their size bound before building anything; a
 word list too large to bias the graph with can bias the lattices instead
-(:class:`LatticeHotwords`, carried by the graph: :func:`lattice_biased_graph`).
+(:class:`LatticeHotwords`, carried by the graph: :func:`lattice_biased_graph`), and so can a
+token list too large for ``fast_beam_search``'s graph
+(:class:`k2dec.scorers.hotword_lattices.TokenLatticeHotwords`).
 """
 
 from __future__ import annotations
@@ -544,7 +546,9 @@ def _checked_word_start(word_start: torch.Tensor, vocab_size: int) -> torch.Tens
 
 #: Default bound on the arcs of a hotword graph: the token graph of ``fast_beam_search``
 #: (:func:`hotword_graph`, states times tokens) and a hotword-biased word graph
-#: (:func:`bias_word_graph`): ``2**25`` arcs, about 1 GB while k2 builds it.
+#: (:func:`bias_word_graph`): ``2**25`` arcs, about 1 GB while k2 builds it. The methods
+#: bias their lattices instead past it (:class:`LatticeHotwords` over words,
+#: :class:`k2dec.scorers.hotword_lattices.TokenLatticeHotwords` over tokens).
 HOTWORD_GRAPH_MAX_ARCS = 2**25
 #: States of the automaton expanded at a time while :func:`hotword_graph` writes its arcs.
 GRAPH_CHUNK_STATES = 4096
@@ -553,7 +557,7 @@ GRAPH_CHUNK_STATES = 4096
 def hotword_graph(graph: ContextGraph, vocab_size: int, blank_id: int = 0,
                   device: torch.device | str = "cpu",
                   word_start: torch.Tensor | None = None, partial: float = 1.0,
-                  max_arcs: int = HOTWORD_GRAPH_MAX_ARCS) -> k2.Fsa:
+                  max_arcs: int = HOTWORD_GRAPH_MAX_ARCS, aux_labels: bool = True) -> k2.Fsa:
     """The hotword automaton as a decoding graph for ``fast_beam_search``
     (:class:`k2dec.transducer.FastBeamSearch`; on CPU and CUDA): a deterministic acceptor with
     one state per trie node, an arc for every (node, token) but ``blank_id`` carrying the
@@ -563,11 +567,13 @@ def hotword_graph(graph: ContextGraph, vocab_size: int, blank_id: int = 0,
     drops final weights, so a match still unfinished at the end of the utterance keeps its
     partial bonus (the scorer refunds it). ``word_start`` and ``partial``: see the module
     docstring. The arcs are written a few thousand states at a time straight into the
-    graph's int32 / float32 tensors (no ``[S, V]`` table), already arc-sorted.
+    graph's arcs tensor (scores as the bits of its last column: no ``[S, V]`` table, no
+    second copy), already arc-sorted.
 
     Returns:
       ``k2.Fsa`` with ``S + 1`` states (the last is final), ``S * (V - 1) + S`` arcs,
-      ``aux_labels`` equal to the labels (as ``k2.trivial_graph``), on ``device``.
+      ``aux_labels`` equal to the labels (as ``k2.trivial_graph``; none with
+      ``aux_labels=False``, which saves a quarter of the graph's memory), on ``device``.
 
     Raises:
       ValueError: ``S * V`` over ``max_arcs`` (checked before anything is built).
@@ -582,19 +588,21 @@ def hotword_graph(graph: ContextGraph, vocab_size: int, blank_id: int = 0,
                          "phrases, or a search that scores hotwords (modified_beam_search)")
     steps = HotwordSteps([graph], vocab_size, False, word_start, partial)
     arcs = torch.zeros(s, per_state, 4, dtype=torch.int32)
-    scores = torch.zeros(s, per_state, dtype=torch.float32)
+    scores = arcs.view(torch.float32)[:, :, 3]  # the score column, as float32
     arcs[:, :-1, 2] = tokens.to(torch.int32)
     arcs[:, -1, 1] = s
     arcs[:, -1, 2] = -1
     for start in range(0, s, GRAPH_CHUNK_STATES):
-        states = torch.arange(start, min(s, start + GRAPH_CHUNK_STATES))
-        nxt, score = steps.step(states)
-        arcs[states, :, 0] = states.to(torch.int32).unsqueeze(1)
-        arcs[states, :-1, 1] = nxt[:, tokens].to(torch.int32)
-        scores[states, :-1] = score[:, tokens].to(torch.float32)
-    fsa = k2.Fsa(arcs.view(-1, 4))
-    fsa.scores = scores.view(-1)
-    fsa.aux_labels = fsa.labels.clone()  # as k2.trivial_graph: the tokens are the output
+        stop = min(s, start + GRAPH_CHUNK_STATES)
+        nxt, score = steps.step(torch.arange(start, stop))
+        arcs[start:stop, :, 0] = torch.arange(start, stop, dtype=torch.int32).unsqueeze(1)
+        arcs[start:stop, :-1, 1] = nxt[:, tokens]
+        scores[start:stop, :-1] = score[:, tokens]
+        del nxt, score
+    fsa = k2.Fsa(arcs.view(-1, 4))  # scores from the last column's bits
+    del arcs, scores
+    if aux_labels:
+        fsa.aux_labels = fsa.labels.clone()  # as k2.trivial_graph: the tokens are the output
     return k2.arc_sort(fsa).to(torch.device(device))
 
 

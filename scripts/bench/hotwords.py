@@ -9,16 +9,20 @@ the unbiased baseline.
 
 Every (method, N) runs in a fresh process (``--worker``), which reads the list, builds what
 the method needs (hotword graphs, biased graphs), decodes one utterance (the build is cached
-by then) and then all of them, and reports its peak RSS (VmHWM of the whole process: model,
-graphs and all), the first utterance's seconds (build), the decode seconds (wall, and CPU at
-one torch thread: the extra time of a list is taken on CPU time, which other work on a
-shared machine does not inflate), U-WER (errors on
+by then) and then all of them (again, up to ``MAX_REPEATS`` times in all, while that took
+less than ``REPEAT_CPU_S`` CPU seconds: the best time counts), and reports its peak RSS
+(VmHWM of the whole process: model, graphs and all), the first utterance's seconds (build),
+the decode seconds (wall, and CPU at one torch thread: the extra time of a list is taken on
+CPU time, which other work on a shared machine inflates less), U-WER (errors on
 the other reference words plus insertions, over the other reference words) and B-WER (errors
 on the biased words over their number). A list a method refuses up front (its size bound) is
-reported with the message. Methods: one per way hotwords are applied (the scorer in
-``modified_beam_search`` / ``beam_search`` / ``ctc-prefix-beam-search`` /
-``attention-beam-search``, the token graph of ``fast_beam_search``, LG intersected with it in
-``fast_beam_search_LG``, the word level in the HLG methods ``1best`` / ``nbest`` / ``mbr``).
+reported with the message and where it came (at load, or when the method first built its
+graph). Methods: one per way hotwords are applied (the scorer in ``modified_beam_search`` /
+``beam_search`` / ``ctc-prefix-beam-search`` / ``attention-beam-search``, the token graph of
+``fast_beam_search``, LG intersected with it in ``fast_beam_search_LG`` / ``_nbest_LG`` /
+``_mbr_LG`` or, past its bound, their lattices biased after the search, the word level in
+the HLG methods ``1best`` / ``nbest`` / ``mbr``). In full mode a list of ``REFUSED`` phrases
+is also given to one method of each kind (``REFUSED_METHODS``).
 
 Targets: at 10,000 phrases every method's peak RSS is <= 1.5 GB and its decode CPU time at
 most 25% above N = 0 (or the list is refused up front with a message, never killed); 100,000
@@ -45,11 +49,15 @@ AREA = "hotwords"
 #: reference bigrams in every list (the biased words)
 TARGETS = 20
 METHODS = ("modified_beam_search", "beam_search", "ctc-prefix-beam-search",
-           "attention-beam-search", "fast_beam_search", "fast_beam_search_LG", "1best",
-           "nbest", "mbr")
+           "attention-beam-search", "fast_beam_search", "fast_beam_search_LG",
+           "fast_beam_search_nbest_LG", "fast_beam_search_mbr_LG", "1best", "nbest", "mbr")
 FAMILY = {"modified_beam_search": "transducer", "beam_search": "transducer",
           "fast_beam_search": "transducer", "fast_beam_search_LG": "transducer",
+          "fast_beam_search_nbest_LG": "transducer", "fast_beam_search_mbr_LG": "transducer",
           "attention-beam-search": "aed"}
+#: a list too large to fit (refused at load), tried with one method of each kind in full mode
+REFUSED = 100000
+REFUSED_METHODS = ("modified_beam_search", "fast_beam_search_LG", "1best")
 BASE_SETS = {"attention-beam-search": ("ctc_weight=0.5",)}
 #: (cuts per test set, list sizes, methods) per mode
 MODES = {"full": (20, (0, 100, 1000, 10000), METHODS),
@@ -58,6 +66,9 @@ MODES = {"full": (20, (0, 100, 1000, 10000), METHODS),
 RSS_TARGET_MB = 1536.0
 TIME_TARGET = 1.25
 WORKER_TIMEOUT = 900
+#: short decodes are repeated (the best time counts) until this many CPU seconds in all
+REPEAT_CPU_S = 3.0
+MAX_REPEATS = 3
 
 
 def target_phrases(refs: list[list[str]], vocab: set[str], n: int = TARGETS) -> list[str]:
@@ -148,27 +159,44 @@ def worker(name: str, n: int, cuts: int, work: Path) -> dict:
     inputs = _inputs(name, batch)
     row = {"method": name, "phrases": n}
     t0 = time.perf_counter()
+    row["refused_at"] = "load"
     try:
         assets = load_assets(SHIPPED / "model.pt", batch.lang_dir, graph_dir=batch.graph_dir,
                              hotwords=path if n else None)
         res = assets.resources
         row["load_s"] = time.perf_counter() - t0
+        row["refused_at"] = "first utterance"
         t1 = time.perf_counter()
         method(first_utterance(inputs), res, cfg)
         row["build_s"] = time.perf_counter() - t1
-        t2, c2 = time.perf_counter(), time.process_time()
-        out = method(inputs, res, cfg)
-        row["decode_s"] = time.perf_counter() - t2
-        row["decode_cpu_s"] = time.process_time() - c2
+        out = _timed_decodes(method, inputs, res, cfg, row)
     except ValueError as e:
-        row["refused"] = str(e).splitlines()[0][:300]
+        row["refused"] = f"at {row['refused_at']}: " + str(e).splitlines()[0][:300]
         row["peak_mb"] = peak_rss_mb()
         return row
+    del row["refused_at"]
     row["peak_mb"] = peak_rss_mb()
     row["u_wer"], row["b_wer"] = biased_stats(batch.refs, hypothesis_texts(out[0], assets),
                                               targets)
     row["targets"] = targets
     return row
+
+
+def _timed_decodes(method, inputs, res, cfg, row: dict):
+    """Decode all cuts, again while the decodes took less than ``REPEAT_CPU_S`` CPU seconds
+    in all (at most ``MAX_REPEATS`` times): the best wall and CPU time go into ``row`` (a
+    second of decoding varies by a quarter on a loaded machine). Returns the results."""
+    spent, walls, cpus = 0.0, [], []
+    for _ in range(MAX_REPEATS):
+        t, c = time.perf_counter(), time.process_time()
+        out = method(inputs, res, cfg)
+        walls.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+        spent += cpus[-1]
+        if spent >= REPEAT_CPU_S:
+            break
+    row["decode_s"], row["decode_cpu_s"], row["decodes"] = min(walls), min(cpus), len(cpus)
+    return out
 
 
 def run_worker(name: str, n: int, cuts: int) -> dict:
@@ -199,18 +227,53 @@ def _fmt(row: dict, base: dict | None) -> list:
 
 
 def _targets(report: Report, rows: list[dict], smoke: bool) -> None:
+    top = max((r["phrases"] for r in rows if r["phrases"] != REFUSED), default=0)
     for row in rows:
-        if row["phrases"] != max(r["phrases"] for r in rows):
-            continue
         name, n = row["method"], row["phrases"]
+        if n == REFUSED:
+            ok = "refused" in row and row["refused"].startswith("at load")
+            report.target(f"{name}, {n} phrases: refused at load with a message (or decoded "
+                          "within 1.5 GB), never killed",
+                          _outcome(row),
+                          None if smoke else ok or _decoded_within(row))
+            continue
+        if n != top:
+            continue
         base = next((r for r in rows if r["method"] == name and r["phrases"] == 0), None)
-        ok_mem = "failed" not in row and row.get("peak_mb", 0) <= RSS_TARGET_MB
-        report.target(f"{name}, {n} phrases: peak RSS <= 1.5 GB (or refused up front)",
-                      f"{row.get('peak_mb') or 0:.0f} MB", None if smoke else ok_mem)
+        report.target(f"{name}, {n} phrases: decoded within 1.5 GB peak RSS",
+                      f"{row.get('peak_mb') or 0:.0f} MB"
+                      + ("" if "decode_s" in row else " (not decoded)"),
+                      None if smoke else _decoded_within(row))
         if "decode_cpu_s" in row and base and "decode_cpu_s" in base:
             ratio = row["decode_cpu_s"] / base["decode_cpu_s"]
             report.target(f"{name}, {n} phrases: decode CPU time <= 125% of no hotwords",
                           f"{100 * ratio:.0f}%", None if smoke else ratio <= TIME_TARGET)
+
+
+def _outcome(row: dict) -> str:
+    """What became of a row: ``refused at load, 680 MB peak`` and the like."""
+    peak = f", {row.get('peak_mb') or 0:.0f} MB peak"
+    if "refused" in row:
+        return "refused " + row["refused"].split(":")[0] + peak
+    return f"failed: {row['failed'][:80]}" if "failed" in row else "decoded" + peak
+
+
+def _decoded_within(row: dict) -> bool:
+    return "decode_s" in row and (row.get("peak_mb") or 0) <= RSS_TARGET_MB
+
+
+def fill_report(report: Report, rows: list[dict], smoke: bool) -> None:
+    """The table of ``rows`` (workers' results) and the targets, into ``report``."""
+    base = {r["method"]: r for r in rows if r["phrases"] == 0}
+    report.table("Hotword lists at scale: peak RSS (MB, whole process: model, graphs, "
+                 "lists), first utterance (builds the list's automaton / graphs, wall s), "
+                 "decode of all cuts (wall s; CPU s at one thread, which a busy machine "
+                 "inflates less), extra decode CPU time over no list (%), U-WER and "
+                 "B-WER (%)",
+                 ["method", "phrases", "peak RSS MB", "build s", "decode s",
+                  "decode CPU s", "extra CPU %", "U-WER", "B-WER", "note"],
+                 [_fmt(r, base.get(r["method"])) for r in rows])
+    _targets(report, rows, smoke)
 
 
 def main() -> None:
@@ -234,20 +297,13 @@ def main() -> None:
                        f"{TARGETS} reference bigrams + random lexicon phrases (seed 0); one "
                        "fresh process per row, one torch thread")
     rows = []
-    for name in methods:
-        for n in sizes:
-            rows.append(run_worker(name, n, cuts))
-            print(json.dumps(rows[-1]), flush=True)
-    base = {r["method"]: r for r in rows if r["phrases"] == 0}
-    report.table("Hotword lists at scale: peak RSS (MB, whole process: model, graphs, "
-                 "lists), first utterance (builds the list's automaton / graphs, wall s), "
-                 "decode of all cuts (wall s; CPU s at one thread, which a busy machine "
-                 "does not inflate), extra decode CPU time over no list (%), U-WER and "
-                 "B-WER (%)",
-                 ["method", "phrases", "peak RSS MB", "build s", "decode s",
-                  "decode CPU s", "extra CPU %", "U-WER", "B-WER", "note"],
-                 [_fmt(r, base.get(r["method"])) for r in rows])
-    _targets(report, rows, mode == "smoke")
+    runs = [(name, n) for name in methods for n in sizes]
+    if mode == "full" and not args.sizes:
+        runs += [(name, REFUSED) for name in REFUSED_METHODS]
+    for name, n in runs:
+        rows.append(run_worker(name, n, cuts))
+        print(json.dumps(rows[-1]), flush=True)
+    fill_report(report, rows, mode == "smoke")
     report.write(args.report)
 
 

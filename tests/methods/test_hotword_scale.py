@@ -86,12 +86,15 @@ def test_cli_hotwords_file_checks(tmp_path):
     assert _hyps(tmp_path / "upper")[0][1] > _hyps(tmp_path / "other")[0][1] + 1.0
 
 
-def test_lg_methods_refuse_a_token_graph_too_large_for_lg_before_building():
+def test_a_token_graph_too_large_for_lg_is_not_built():
+    """Past HOTWORD_LG_MAX_ARCS (checked on the trie) the LG methods get the lattice bias
+    instead of LG intersected with a token graph: nothing of nodes x tokens is built."""
     import k2
     import torch
 
     from k2dec.methods import Resources
     from k2dec.methods.hotword_biasing import HOTWORD_LG_MAX_ARCS, token_biased_graph
+    from k2dec.scorers.hotword_lattices import TokenLatticeHotwords
 
     vocab = 500
     per_phrase = 100
@@ -100,15 +103,13 @@ def test_lg_methods_refuse_a_token_graph_too_large_for_lg_before_building():
     res = Resources(hotwords=phrases)
     lg = k2.arc_sort(k2.Fsa.from_str("0 1 1 0\n1 2 -1 0\n2"))
     lg.aux_labels = torch.tensor([3, -1], dtype=torch.int32)
-    with pytest.raises(ValueError, match=rf"^{count} hotword phrases: their token graph would "
-                                         rf"have \d+ states x {vocab} tokens = \d+ arcs to "
-                                         rf"intersect with LG, more than the bound "
-                                         rf"{HOTWORD_LG_MAX_ARCS}"):
-        token_biased_graph(res, lg, HotwordConfig(), vocab, 0, torch.device("cpu"))
-    # without LG (fast_beam_search) the same list is its graph
+    got = token_biased_graph(res, lg, HotwordConfig(), vocab, 0, torch.device("cpu"))
+    assert isinstance(got, TokenLatticeHotwords)
+    assert not [v for v in res.cache.values() if isinstance(v, k2.Fsa)]  # no graph built
+    # a list within the bound: LG intersected with its token graph
     small = Resources(hotwords=phrases[:2])
-    assert token_biased_graph(small, lg, HotwordConfig(), vocab, 0,
-                              torch.device("cpu")).num_arcs > 0
+    assert isinstance(token_biased_graph(small, lg, HotwordConfig(), vocab, 0,
+                                         torch.device("cpu")), k2.Fsa)
 
 
 def _ctc_inputs(seed: int, vocab: int, lengths: list[int]):

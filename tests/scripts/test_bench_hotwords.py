@@ -51,3 +51,27 @@ def test_quick_report(tmp_path):
     assert {t["target"].split(",")[0] for t in rep["targets"]} == {"modified_beam_search",
                                                                   "1best"}
     assert all(t["met"] is not None for t in rep["targets"])
+
+
+def test_targets_ask_for_a_decode_at_the_largest_list_and_a_refusal_at_load():
+    from scripts.bench.common import Report
+
+    def row(name, n, **kw):
+        return {"method": name, "phrases": n, **kw}
+
+    ok = {"decode_s": 1.0, "decode_cpu_s": 1.2, "peak_mb": 900.0}
+    rows = [row("a", 0, decode_s=1.0, decode_cpu_s=1.0, peak_mb=800.0), row("a", 10, **ok),
+            row("b", 0, decode_s=1.0, decode_cpu_s=1.0, peak_mb=800.0),
+            row("b", 10, refused="at first utterance: too large", peak_mb=700.0),
+            row("a", bench_hotwords.REFUSED, refused="at load: too many", peak_mb=700.0),
+            row("b", bench_hotwords.REFUSED, refused="at first utterance: x", peak_mb=700.0)]
+    report = Report(bench_hotwords.AREA, "t")
+    bench_hotwords._targets(report, rows, smoke=False)
+    met = {t["target"]: t["met"] for t in report.targets}
+    assert met == {"a, 10 phrases: decoded within 1.5 GB peak RSS": True,
+                   "a, 10 phrases: decode CPU time <= 125% of no hotwords": True,
+                   "b, 10 phrases: decoded within 1.5 GB peak RSS": False,
+                   f"a, {bench_hotwords.REFUSED} phrases: refused at load with a message (or "
+                   "decoded within 1.5 GB), never killed": True,
+                   f"b, {bench_hotwords.REFUSED} phrases: refused at load with a message (or "
+                   "decoded within 1.5 GB), never killed": False}
