@@ -1,0 +1,472 @@
+"""Forced alignment of recordings: audio + its transcript -> the time of every word and token
+(``k2dec align``, :meth:`k2dec.Recognizer.align`).
+
+How a recording is aligned:
+
+1. **Transcript**: split at whitespace; punctuation at a word's edges is kept for display
+   but not aligned (a word that is only punctuation, ``"--"``, joins the word before it);
+   each word is spelled in the model's BPE pieces (sentencepiece spells any word, in the
+   vocabulary or not; words missing from the lang dir's ``words.txt`` are flagged ``oov``).
+2. **Segments**: a recording no longer than :attr:`AlignConfig.max_segment` is one segment.
+   A longer one is cut by the VAD (:func:`k2dec.longform.vad_segments`, segments of at most
+   ``max_segment`` seconds) and each segment is decoded once by greedy CTC; the transcript
+   is matched to the concatenated greedy words with kaldialign's edit-distance alignment,
+   and each transcript word goes to the segment of the greedy word it is matched with
+   (correct or substituted); words matched with nothing go to the segment of the word before
+   them (the first segment's if none). Memory is bounded by the segment length: the CTC
+   log-probs of the segments are kept in float16 between the two passes (about 46 MB per
+   hour at 256 outputs), the audio of one batch (:attr:`AlignConfig.batch_seconds`) at once.
+3. **Alignment**: each segment's words are force-aligned to its CTC log-probs
+   (:func:`k2dec.lattice.align_words`, batched over segments). Each word gets the time
+   of its frames and a confidence; a word under :attr:`AlignConfig.min_confidence`, or one
+   a segment has too few frames for, is **missing**: reported
+   (:attr:`AlignmentResult.missing`), never given invented times (an unaligned word has no
+   times and is left out of the written files).
+
+Times are in seconds of the recording's clock: a frame ``f`` of a segment starting at ``s``
+starts at ``s + f * model.output_frame_shift``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import kaldialign
+import numpy as np
+import torch
+from lhotse import Recording
+
+from ..data.audio_io import AudioLimits, probe_recording
+from ..lang import bpe_case, match_case
+from ..lattice import ctc_greedy_search
+from ..lattice.forced_align import align_words
+from ..longform import Segment, Segmentation, VadConfig, vad_segments
+from ..primitives.sizes import check_float_range
+from ..results import (
+    CtmWord,
+    SubtitleConfig,
+    write_alignments,
+    write_ctm,
+    write_subtitles,
+    write_textgrid,
+)
+from ..results.text import scoring_words
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ALIGN_FORMATS", "AlignConfig", "AlignedToken", "AlignedWord", "AlignmentResult",
+           "TranscriptWord", "align_recording", "read_transcripts", "transcript_units",
+           "write_alignment_files"]
+
+ALIGN_FORMATS = ("srt", "vtt", "ctm", "jsonl", "textgrid", "lhotse")
+"""The ``--output-format`` values of ``k2dec align``."""
+
+
+@dataclass(frozen=True)
+class AlignConfig:
+    """How recordings are aligned (seconds unless said).
+
+    Attributes:
+      min_confidence: a word whose confidence is below this is missing (reported), in
+        ``[0, 1)``.
+      max_segment: recordings up to this long are aligned whole; longer ones segment by
+        segment (VAD segments of at most this length), in ``[1, 600]``.
+      batch_seconds: audio per network batch, in ``[1, 3600]`` (memory: one batch).
+      vad: the VAD's settings for long recordings (its ``max_segment`` is replaced by this
+        config's).
+    """
+
+    min_confidence: float = 0.05
+    max_segment: float = 30.0
+    batch_seconds: float = 120.0
+    vad: VadConfig = field(default_factory=VadConfig)
+
+    def __post_init__(self) -> None:
+        check_float_range(self, "min_confidence", 0.0, 1.0, low_open=False)
+        if self.min_confidence >= 1.0:
+            raise ValueError(f"AlignConfig.min_confidence must be below 1, got "
+                             f"{self.min_confidence!r}")
+        check_float_range(self, "max_segment", 1.0, 600.0, low_open=False)
+        check_float_range(self, "batch_seconds", 1.0, 3600.0, low_open=False)
+        if not isinstance(self.vad, VadConfig):
+            raise TypeError(f"AlignConfig.vad must be a VadConfig, got "
+                            f"{type(self.vad).__name__}")
+
+
+@dataclass(frozen=True)
+class AlignedToken:
+    """One BPE piece of an aligned word: ``piece`` (e.g. ``"▁THE"``) and its frames' times
+    ``start <= t < end`` (seconds)."""
+
+    piece: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class AlignedWord:
+    """One transcript word.
+
+    Attributes:
+      word: the word as the transcript writes it (punctuation kept).
+      start, end: its time in seconds, ``None`` when it could not be aligned.
+      confidence: in ``[0, 1]`` (0 when not aligned).
+      oov: the word is not in the lang dir's ``words.txt`` (spelled through BPE pieces).
+      missing: not aligned, or its confidence is below ``min_confidence``: the audio
+        likely lacks it.
+      tokens: its pieces with their times (empty when not aligned).
+      segment: the index of the segment it was aligned in.
+    """
+
+    word: str
+    start: float | None
+    end: float | None
+    confidence: float
+    oov: bool
+    missing: bool
+    tokens: tuple[AlignedToken, ...] = ()
+    segment: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"word": self.word, "start": None if self.start is None else round(self.start, 3),
+                "end": None if self.end is None else round(self.end, 3),
+                "confidence": round(self.confidence, 4), "oov": self.oov,
+                "missing": self.missing,
+                "tokens": [[t.piece, round(t.start, 3), round(t.end, 3)] for t in self.tokens]}
+
+
+@dataclass(frozen=True)
+class AlignmentResult:
+    """One recording's alignment.
+
+    Attributes:
+      id: the recording's id.
+      words: every transcript word, in order.
+      duration: the recording's length in seconds.
+      segments: the segments it was aligned in.
+      dropped_speech: seconds of speech the VAD dropped (long recordings).
+      error: why nothing was aligned (unreadable audio, no speech found); ``""`` otherwise.
+    """
+
+    id: str
+    words: tuple[AlignedWord, ...]
+    duration: float
+    segments: tuple[Segment, ...] = ()
+    dropped_speech: float = 0.0
+    error: str = ""
+
+    @property
+    def missing(self) -> list[AlignedWord]:
+        """The words not aligned or under the confidence threshold."""
+        return [w for w in self.words if w.missing]
+
+    @property
+    def ok(self) -> bool:
+        """No error and no missing word."""
+        return not self.error and not self.missing
+
+    def ctm_words(self) -> list[CtmWord]:
+        """The aligned words (with times) for the CTM / subtitle / TextGrid writers."""
+        return [CtmWord(w.word, w.start, max(0.0, w.end - w.start), w.confidence)
+                for w in self.words if w.start is not None and w.end is not None]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "duration": round(self.duration, 3), "ok": self.ok,
+                "error": self.error, "num_missing": len(self.missing),
+                "dropped_speech": round(self.dropped_speech, 3),
+                "segments": [[round(s.start, 3), round(s.end, 3)] for s in self.segments],
+                "words": [w.to_json() for w in self.words]}
+
+
+@dataclass(frozen=True)
+class TranscriptWord:
+    """A transcript word: its text as written (``display``), its BPE piece ids, whether the
+    lang dir's words.txt lacks it (``oov``)."""
+
+    display: str
+    pieces: tuple[int, ...]
+    oov: bool
+
+
+def transcript_units(text: str, sp: Any, vocabulary: Any = None) -> list[TranscriptWord]:
+    """The transcript's words with their BPE piece ids (see the module docstring).
+
+    Args:
+      text: the transcript.
+      sp: the sentencepiece model (its ids are the model's output ids).
+      vocabulary: the lang dir's word table (``k2.SymbolTable``) to flag words outside it,
+        or ``None`` (nothing flagged).
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"transcript must be a string, got {type(text).__name__}")
+    case = bpe_case(sp)
+    units: list[TranscriptWord] = []
+    pending = ""
+    for raw in text.split():
+        core = scoring_words([raw])
+        if not core:  # only punctuation: shown with the word before (or after) it
+            if units:
+                units[-1] = TranscriptWord(units[-1].display + raw, units[-1].pieces,
+                                           units[-1].oov)
+            else:
+                pending += raw
+            continue
+        word = match_case(core[0], case)
+        pieces = tuple(int(i) for i in sp.encode(word))
+        oov = vocabulary is not None and word not in vocabulary
+        units.append(TranscriptWord((pending + raw) if pending else raw, pieces, oov))
+        pending = ""
+    return units
+
+
+def _read(cut: Any, segment: Segment, rate: int) -> np.ndarray:
+    piece = cut.truncate(offset=segment.start, duration=min(segment.duration,
+                                                            cut.duration - segment.start),
+                         preserve_id=True)
+    samples = np.asarray(piece.load_audio(), dtype=np.float32)
+    return samples.mean(axis=0) if samples.ndim == 2 else samples
+
+
+def _batches(segments: Sequence[Segment], seconds: float) -> list[list[int]]:
+    out: list[list[int]] = []
+    total = math.inf
+    for i, s in enumerate(segments):
+        if total + s.duration > seconds:
+            out.append([])
+            total = 0.0
+        out[-1].append(i)
+        total += s.duration
+    return out
+
+
+def _log_probs(model: Any, cut: Any, segments: Sequence[Segment], batch: list[int]
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """CTC log-probs ``(B, T, V)`` and lengths ``(B,)`` of a batch of segments."""
+    config = model.feature_config
+    extractor = config.extractor()
+    feats = [torch.from_numpy(extractor.extract(_read(cut, segments[i], config.sampling_rate),
+                                                config.sampling_rate)) for i in batch]
+    lens = torch.tensor([f.shape[0] for f in feats], dtype=torch.int64)
+    padded = torch.nn.utils.rnn.pad_sequence(feats, batch_first=True,
+                                             padding_value=math.log(1e-10))
+    out = model.encode(padded, lens)
+    if out.ctc_log_probs is None:
+        raise ValueError(f"alignment needs a model with a CTC head; this one has none "
+                         f"({model.describe()})")
+    return out.ctc_log_probs, out.encoder_out_lens
+
+
+def _usable(segments: Sequence[Segment], config: Any, model: Any) -> list[Segment]:
+    """Segments long enough to give one output frame."""
+    need = (model.min_input_frames + 1) * config.frame_shift + config.frame_length
+    return [s for s in segments if s.duration >= need]
+
+
+def _network_pass(model: Any, cut: Any, segments: Sequence[Segment], seconds: float,
+                  greedy: bool) -> tuple[list[torch.Tensor], list[list[int]]]:
+    """Per segment: its CTC log-probs (float16 CPU ``[T, V]``) and, with ``greedy``, its
+    greedy CTC tokens."""
+    log_probs: list[torch.Tensor] = [torch.empty(0)] * len(segments)
+    tokens: list[list[int]] = [[] for _ in segments]
+    for batch in _batches(segments, seconds):
+        lp, lens = _log_probs(model, cut, segments, batch)
+        hyps = ctc_greedy_search(lp, lens) if greedy else None
+        for k, i in enumerate(batch):
+            log_probs[i] = lp[k, : int(lens[k])].to("cpu", torch.float16)
+            if hyps is not None:
+                tokens[i] = list(hyps[k].tokens)
+    return log_probs, tokens
+
+
+def _anchor(units: Sequence[TranscriptWord], tokens: Sequence[list[int]], sp: Any) -> list[int]:
+    """The segment of each transcript word (see the module docstring, step 2)."""
+    hyp_words: list[str] = []
+    hyp_segment: list[int] = []
+    for i, toks in enumerate(tokens):
+        words = sp.decode(toks).split()
+        hyp_words += words
+        hyp_segment += [i] * len(words)
+    ref = [sp.decode(list(u.pieces)).replace(" ", "") for u in units]
+    out: list[int | None] = []
+    h = 0
+    for r, y in kaldialign.align(ref, hyp_words, "\u0000"):
+        if r == "\u0000":
+            h += 1
+            continue
+        if y == "\u0000":
+            out.append(None)
+            continue
+        out.append(hyp_segment[h])
+        h += 1
+    first = next((s for s in out if s is not None), 0)
+    segs, prev = [], first
+    for s in out:
+        prev = prev if s is None else s
+        segs.append(prev)
+    return segs
+
+
+def _timed_word(unit: TranscriptWord, segment: int, start: float, frames: dict[str, Any],
+                sp: Any, config: AlignConfig) -> AlignedWord:
+    shift = frames["shift"]
+    tokens = tuple(AlignedToken(sp.id_to_piece(p), start + b * shift, start + e * shift)
+                   for p, b, e in zip(unit.pieces, frames["token_begin"], frames["token_end"]))
+    conf = float(frames["confidence"])
+    return AlignedWord(unit.display, start + frames["begin"] * shift, start + frames["end"] * shift,
+                       conf, unit.oov, conf < config.min_confidence, tokens, segment)
+
+
+def _unaligned(unit: TranscriptWord, segment: int) -> AlignedWord:
+    return AlignedWord(unit.display, None, None, 0.0, unit.oov, True, (), segment)
+
+
+def _align_batch(batch: list[int], log_probs: Sequence[torch.Tensor],
+                 words_of: dict[int, list[int]], units: Sequence[TranscriptWord]) -> Any:
+    lp = torch.nn.utils.rnn.pad_sequence([log_probs[i].float() for i in batch],
+                                         batch_first=True)
+    lens = torch.tensor([log_probs[i].shape[0] for i in batch], dtype=torch.int64)
+    return align_words(lp, lens, [[list(units[w].pieces) for w in words_of[i]] for i in batch])
+
+
+def _align_segments(log_probs: Sequence[torch.Tensor], segments: Sequence[Segment],
+                    units: Sequence[TranscriptWord], seg_of: Sequence[int], sp: Any,
+                    config: AlignConfig, shift: float) -> list[AlignedWord]:
+    """Force-align each segment's words (batched over segments)."""
+    words_of: dict[int, list[int]] = {}
+    for w, s in enumerate(seg_of):
+        words_of.setdefault(s, []).append(w)
+    out: dict[int, AlignedWord] = {}
+    with_words = [i for i in range(len(segments)) if i in words_of]
+    for batch in _batches([segments[i] for i in with_words], config.batch_seconds):
+        batch = [with_words[k] for k in batch]
+        a = _align_batch(batch, log_probs, words_of, units)
+        tb, te = a.token_begin.tolist(), a.token_end.tolist()
+        wb, we, wc = a.word_begin.tolist(), a.word_end.tolist(), a.word_confidence.tolist()
+        for k, i in enumerate(batch):
+            pos = 0
+            for j, w in enumerate(words_of[i]):
+                n = len(units[w].pieces)
+                if not bool(a.aligned[k]):
+                    out[w] = _unaligned(units[w], i)
+                    continue
+                frames = {"shift": shift, "begin": wb[k][j], "end": we[k][j],
+                          "confidence": wc[k][j], "token_begin": tb[k][pos:pos + n],
+                          "token_end": te[k][pos:pos + n]}
+                out[w] = _timed_word(units[w], i, segments[i].start, frames, sp, config)
+                pos += n
+    return [out[w] for w in range(len(units))]
+
+
+def _open_recording(audio: str | Path, recording_id: str) -> Any:
+    path = Path(audio)
+    if not path.is_file():
+        raise ValueError(f"{audio}: no such audio file")
+    try:  # read in pieces: no bound on the samples held at once beyond a batch
+        rec: Recording = probe_recording(path, recording_id, AudioLimits(max_audio_mb=1e12))
+    except ValueError as e:
+        raise ValueError(f"{audio}: {e}") from None
+    return rec
+
+
+def _segmentation(path: Path, duration: float, config: AlignConfig) -> Segmentation:
+    if duration <= config.max_segment:
+        return Segmentation((Segment(0.0, duration),), duration)
+    vad = VadConfig(**{**config.vad.__dict__, "max_segment": config.max_segment})
+    return vad_segments(path, vad)
+
+
+def align_recording(model: Any, sp: Any, audio: str | Path, transcript: str, *,
+                    config: AlignConfig = AlignConfig(),  # noqa: B008
+                    vocabulary: Any = None, recording_id: str | None = None
+                    ) -> AlignmentResult:
+    """Align one recording to its transcript (see the module docstring).
+
+    Args:
+      model: the acoustic model (:class:`k2dec.model.AcousticModel` with a CTC head).
+      sp: its sentencepiece model (ids = the model's output ids).
+      audio: an audio file (any format ``k2dec decode`` reads; channels averaged,
+        resampled to the model's rate).
+      transcript: the words said, whitespace-separated.
+      config: :class:`AlignConfig`.
+      vocabulary: the lang dir's word table, to flag out-of-vocabulary words.
+      recording_id: the result's id (default: the file's stem).
+
+    Raises:
+      ValueError, TypeError: an unreadable file, a model without CTC, a bad transcript.
+    """
+    if not model.has_ctc:
+        raise ValueError(f"alignment needs a model with a CTC head; this one has none "
+                         f"({model.describe()})")
+    rid = recording_id or Path(audio).stem
+    units = transcript_units(transcript, sp, vocabulary)
+    rec = _open_recording(audio, rid)
+    fc = model.feature_config
+    cut = (rec if rec.sampling_rate == fc.sampling_rate else rec.resample(fc.sampling_rate)
+           ).to_cut()
+    seg = _segmentation(Path(audio), rec.duration, config)
+    segments = _usable(seg.segments, fc, model)
+    if not segments:
+        error = "no speech found" if units else ""
+        return AlignmentResult(rid, tuple(_unaligned(u, 0) for u in units), rec.duration, (),
+                               seg.dropped_speech, error)
+    long = len(segments) > 1
+    log_probs, tokens = _network_pass(model, cut, segments, config.batch_seconds, long)
+    seg_of = _anchor(units, tokens, sp) if long else [0] * len(units)
+    words = _align_segments(log_probs, segments, units, seg_of, sp, config,
+                            model.output_frame_shift)
+    return AlignmentResult(rid, tuple(words), rec.duration, tuple(segments),
+                           seg.dropped_speech)
+
+
+def read_transcripts(path: str | Path) -> dict[str, str]:
+    """A Kaldi ``text`` file: one recording per line, its id (the audio file's stem), a
+    space, its transcript (may be empty). Raises ``ValueError`` naming the line of a
+    repeated id."""
+    out: dict[str, str] = {}
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            parts = line.strip().split(maxsplit=1)
+            if not parts:
+                continue
+            if parts[0] in out:
+                raise ValueError(f"{path}:{n}: recording id {parts[0]!r} appears twice")
+            out[parts[0]] = parts[1] if len(parts) > 1 else ""
+    return out
+
+
+def write_alignment_files(result: AlignmentResult, out_dir: str | Path,
+                          formats: Sequence[str],
+                          subtitles: SubtitleConfig = SubtitleConfig()  # noqa: B008
+                          ) -> list[Path]:
+    """Write one recording's alignment as ``<out_dir>/<id>.<ext>`` in each format of
+    :data:`ALIGN_FORMATS` (``lhotse``: ``<id>.supervisions.jsonl.gz``; ``jsonl``: one line
+    with every word, its tokens and flags); the written paths."""
+    out_dir = Path(out_dir)
+    words = result.ctm_words()
+    paths = []
+    for fmt in dict.fromkeys(formats):
+        if fmt not in ALIGN_FORMATS:
+            raise ValueError(f"output format {fmt!r} is not one of {', '.join(ALIGN_FORMATS)}")
+        if fmt in ("srt", "vtt"):
+            paths.append(write_subtitles(out_dir / f"{result.id}.{fmt}", words, subtitles))
+        elif fmt == "ctm":
+            paths.append(write_ctm(out_dir / f"{result.id}.ctm", [(result.id, words)]))
+        elif fmt == "textgrid":
+            paths.append(write_textgrid(out_dir / f"{result.id}.TextGrid", words,
+                                        result.duration))
+        elif fmt == "lhotse":
+            paths.append(write_alignments(out_dir / f"{result.id}.supervisions.jsonl.gz",
+                                          result.id, words, result.duration))
+        else:
+            path = out_dir / f"{result.id}.jsonl"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(result.to_json(), ensure_ascii=False) + "\n",
+                            encoding="utf-8")
+            paths.append(path)
+    return paths
