@@ -41,6 +41,7 @@ import kaldialign
 import numpy as np
 import torch
 from lhotse import Recording
+from tqdm import tqdm
 
 from ..data.audio_io import AudioLimits, probe_recording
 from ..lang import bpe_case, match_case
@@ -61,8 +62,8 @@ from ..results.text import scoring_words
 logger = logging.getLogger(__name__)
 
 __all__ = ["ALIGN_FORMATS", "AlignConfig", "AlignedToken", "AlignedWord", "AlignmentResult",
-           "TranscriptWord", "align_recording", "read_transcripts", "transcript_units",
-           "write_alignment_files"]
+           "TranscriptWord", "align_files", "align_recording", "read_transcripts",
+           "transcript_units", "write_align_summary", "write_alignment_files"]
 
 ALIGN_FORMATS = ("srt", "vtt", "ctm", "jsonl", "textgrid", "lhotse")
 """The ``--output-format`` values of ``k2dec align``."""
@@ -470,3 +471,53 @@ def write_alignment_files(result: AlignmentResult, out_dir: str | Path,
                             encoding="utf-8")
             paths.append(path)
     return paths
+
+
+def align_files(model: Any, sp: Any, files: dict[str, Path], transcripts: dict[str, str],
+                out_dir: str | Path | None = None, formats: Sequence[str] = (),
+                config: AlignConfig = AlignConfig(),  # noqa: B008
+                vocabulary: Any = None) -> list[AlignmentResult]:
+    """Align every recording of ``files`` (``{id: path}``) to ``transcripts[id]`` and write
+    each one's files (:func:`write_alignment_files`) as soon as it is aligned. A recording
+    without a transcript, or one that cannot be read, is a result with ``error`` set (never
+    skipped); so is a transcript without a recording.
+
+    Returns:
+      one :class:`AlignmentResult` per id of ``files`` and ``transcripts``, sorted by id.
+    """
+    results = []
+    for rid in tqdm(sorted(set(files) | set(transcripts)), desc="align", unit="recording",
+                    disable=len(files) < 2):
+        if rid not in files:
+            results.append(AlignmentResult(rid, (), 0.0, error="no audio file for this "
+                                           "transcript"))
+            continue
+        if rid not in transcripts:
+            results.append(AlignmentResult(rid, (), 0.0, error="no transcript line for this "
+                                           "recording"))
+            continue
+        try:
+            result = align_recording(model, sp, files[rid], transcripts[rid], config=config,
+                                     vocabulary=vocabulary, recording_id=rid)
+        except ValueError as e:
+            result = AlignmentResult(rid, (), 0.0, error=str(e))
+        if out_dir is not None and not result.error:
+            write_alignment_files(result, out_dir, formats)
+        results.append(result)
+    return results
+
+
+def write_align_summary(path: str | Path, results: Sequence[AlignmentResult]) -> Path:
+    """One JSON line per recording: its id, ``ok``, ``error``, the number of words, the
+    missing words (text, index, confidence) and the VAD's dropped speech."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        for r in results:
+            missing = [{"index": i, "word": w.word, "confidence": round(w.confidence, 4)}
+                       for i, w in enumerate(r.words) if w.missing]
+            f.write(json.dumps({"id": r.id, "ok": r.ok, "error": r.error,
+                                "num_words": len(r.words), "missing": missing,
+                                "dropped_speech": round(r.dropped_speech, 3)},
+                               ensure_ascii=False) + "\n")
+    return path
