@@ -11,11 +11,14 @@ How a recording is aligned:
    A longer one is cut by the VAD (:func:`k2dec.longform.vad_segments`, segments of at most
    ``max_segment`` seconds) and each segment is decoded once by greedy CTC; the transcript
    is matched to the concatenated greedy words with kaldialign's edit-distance alignment,
-   and each transcript word goes to the segment of the greedy word it is matched with
-   (correct or substituted); words matched with nothing go to the segment of the word before
-   them (the first segment's if none). Memory is bounded by the segment length: the CTC
-   log-probs of the segments are kept in float16 between the two passes (about 46 MB per
-   hour at 256 outputs), the audio of one batch (:attr:`AlignConfig.batch_seconds`) at once.
+   and each transcript word the greedy pass got right goes to that greedy word's segment.
+   A run of other words between words of two segments (the greedy pass often misses or
+   garbles a segment's first or last word) is split between them where the
+   two segments' best CTC paths score highest together (every split is tried, in one
+   batch); other unmatched words go with the word before them. Memory is bounded by the
+   segment length: the CTC log-probs of the segments are kept in float16 between the two
+   passes (about 46 MB per hour at 256 outputs), the audio of one batch
+   (:attr:`AlignConfig.batch_seconds`) at once.
 3. **Alignment**: each segment's words are force-aligned to its CTC log-probs
    (:func:`k2dec.lattice.align_words`, batched over segments). Each word gets the time
    of its frames and a confidence; a word under :attr:`AlignConfig.min_confidence`, or one
@@ -32,6 +35,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +43,7 @@ from typing import Any
 
 import kaldialign
 import numpy as np
+import soundfile as sf
 import torch
 from lhotse import Recording
 from tqdm import tqdm
@@ -58,15 +63,22 @@ from ..results import (
     write_textgrid,
 )
 from ..results.text import scoring_words
+from .inputs import check_sample_rate, waveform_samples
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["ALIGN_FORMATS", "AlignConfig", "AlignedToken", "AlignedWord", "AlignmentResult",
-           "TranscriptWord", "align_files", "align_recording", "read_transcripts",
+           "TranscriptWord", "align_audio", "align_files", "align_recording", "read_transcripts",
            "transcript_units", "write_align_summary", "write_alignment_files"]
 
 ALIGN_FORMATS = ("srt", "vtt", "ctm", "jsonl", "textgrid", "lhotse")
 """The ``--output-format`` values of ``k2dec align``."""
+
+
+MAX_SPLIT_RUN = 50
+"""The longest run of unmatched words between two segments that is split by trying every
+split point (longer runs, a transcript that does not match the audio, stay with the segment
+before them)."""
 
 
 @dataclass(frozen=True)
@@ -285,8 +297,10 @@ def _network_pass(model: Any, cut: Any, segments: Sequence[Segment], seconds: fl
     return log_probs, tokens
 
 
-def _anchor(units: Sequence[TranscriptWord], tokens: Sequence[list[int]], sp: Any) -> list[int]:
-    """The segment of each transcript word (see the module docstring, step 2)."""
+def _anchor(units: Sequence[TranscriptWord], tokens: Sequence[list[int]], sp: Any
+            ) -> list[int | None]:
+    """The segment of the greedy word each transcript word is matched with by kaldialign's
+    edit-distance alignment when the two are the same word, else ``None``."""
     hyp_words: list[str] = []
     hyp_segment: list[int] = []
     for i, toks in enumerate(tokens):
@@ -303,13 +317,71 @@ def _anchor(units: Sequence[TranscriptWord], tokens: Sequence[list[int]], sp: An
         if y == "\u0000":
             out.append(None)
             continue
-        out.append(hyp_segment[h])
+        out.append(hyp_segment[h] if y == r else None)
         h += 1
-    first = next((s for s in out if s is not None), 0)
-    segs, prev = [], first
-    for s in out:
+    return out
+
+
+def _fill(matched: Sequence[int | None]) -> list[int]:
+    """Unmatched words to the segment of the word before them (the first's if none)."""
+    prev = next((s for s in matched if s is not None), 0)
+    segs = []
+    for s in matched:
         prev = prev if s is None else s
         segs.append(prev)
+    return segs
+
+
+def _boundary_runs(matched: Sequence[int | None]) -> list[tuple[int, int, int, int]]:
+    """``(first word, end word, segment before, segment after)`` of each run of unmatched
+    words between matched words of two different segments (runs of at most
+    :data:`MAX_SPLIT_RUN` words)."""
+    runs = []
+    w = 0
+    while w < len(matched):
+        if matched[w] is not None:
+            w += 1
+            continue
+        end = w
+        while end < len(matched) and matched[end] is None:
+            end += 1
+        if 0 < w and end < len(matched) and matched[w - 1] != matched[end] \
+                and end - w <= MAX_SPLIT_RUN:
+            runs.append((w, end, matched[w - 1], matched[end]))
+        w = end
+    return runs
+
+
+def _split_run(run: tuple[int, int, int, int], segs: list[int],
+               units: Sequence[TranscriptWord], log_probs: Sequence[torch.Tensor]) -> None:
+    """Give the first ``k`` words of a boundary run to the segment before it and the rest
+    to the one after, with the ``k`` whose two best CTC paths score highest together."""
+    first, end, a, b = run
+    own_a = [w for w, s in enumerate(segs) if s == a and not first <= w < end]
+    own_b = [w for w, s in enumerate(segs) if s == b and not first <= w < end]
+    options = range(end - first + 1)
+    rows = [[list(units[w].pieces) for w in own_a + list(range(first, first + k))]
+            for k in options]
+    rows += [[list(units[w].pieces) for w in list(range(first + k, end)) + own_b]
+             for k in options]
+    lps = [log_probs[a].float()] * len(options) + [log_probs[b].float()] * len(options)
+    lp = torch.nn.utils.rnn.pad_sequence(lps, batch_first=True)
+    lens = torch.tensor([x.shape[0] for x in lps], dtype=torch.int64)
+    score = align_words(lp, lens, rows).score
+    total = score[: len(options)] + score[len(options):]
+    k = int(torch.argmax(total))
+    for w in range(first, end):
+        segs[w] = a if w < first + k else b
+
+
+def _assign(units: Sequence[TranscriptWord], tokens: Sequence[list[int]], sp: Any,
+            log_probs: Sequence[torch.Tensor]) -> list[int]:
+    """The segment of each transcript word: matched by kaldialign to the greedy words, the
+    words matched with nothing between two segments split where the CTC paths score best."""
+    matched = _anchor(units, tokens, sp)
+    segs = _fill(matched)
+    for run in _boundary_runs(matched):
+        _split_run(run, segs, units, log_probs)
     return segs
 
 
@@ -418,7 +490,7 @@ def align_recording(model: Any, sp: Any, audio: str | Path, transcript: str, *,
                                seg.dropped_speech, error)
     long = len(segments) > 1
     log_probs, tokens = _network_pass(model, cut, segments, config.batch_seconds, long)
-    seg_of = _anchor(units, tokens, sp) if long else [0] * len(units)
+    seg_of = _assign(units, tokens, sp, log_probs) if long else [0] * len(units)
     words = _align_segments(log_probs, segments, units, seg_of, sp, config,
                             model.output_frame_shift)
     return AlignmentResult(rid, tuple(words), rec.duration, tuple(segments),
@@ -480,18 +552,17 @@ def align_files(model: Any, sp: Any, files: dict[str, Path], transcripts: dict[s
     """Align every recording of ``files`` (``{id: path}``) to ``transcripts[id]`` and write
     each one's files (:func:`write_alignment_files`) as soon as it is aligned. A recording
     without a transcript, or one that cannot be read, is a result with ``error`` set (never
-    skipped); so is a transcript without a recording.
+    skipped); transcripts of other ids are not aligned (a warning counts them).
 
     Returns:
-      one :class:`AlignmentResult` per id of ``files`` and ``transcripts``, sorted by id.
+      one :class:`AlignmentResult` per id of ``files``, sorted by id.
     """
+    extra = sorted(set(transcripts) - set(files))
+    if extra:
+        logger.warning("%d transcripts have no audio file to align (e.g. %r); not aligned",
+                       len(extra), extra[0])
     results = []
-    for rid in tqdm(sorted(set(files) | set(transcripts)), desc="align", unit="recording",
-                    disable=len(files) < 2):
-        if rid not in files:
-            results.append(AlignmentResult(rid, (), 0.0, error="no audio file for this "
-                                           "transcript"))
-            continue
+    for rid in tqdm(sorted(files), desc="align", unit="recording", disable=len(files) < 2):
         if rid not in transcripts:
             results.append(AlignmentResult(rid, (), 0.0, error="no transcript line for this "
                                            "recording"))
@@ -521,3 +592,30 @@ def write_align_summary(path: str | Path, results: Sequence[AlignmentResult]) ->
                                 "dropped_speech": round(r.dropped_speech, 3)},
                                ensure_ascii=False) + "\n")
     return path
+
+
+def align_audio(assets: Any, audio: Any, text: str, sample_rate: int | None = None,
+                config: AlignConfig = AlignConfig()  # noqa: B008
+                ) -> AlignmentResult:
+    """:meth:`k2dec.Recognizer.align`: one audio file or float waveform (``[S]`` samples
+    in ``[-1, 1]`` at ``sample_rate``; written to a temporary WAV file so that long ones are
+    read in pieces as files are) aligned to ``text``; ``assets``: the recognizer's
+    :class:`k2dec.job.DecodeAssets` (a model with CTC, a BPE model)."""
+    if assets.sp is None:
+        raise ValueError("alignment spells words in BPE pieces: load the recognizer with a "
+                         "lang dir that has bpe.model")
+    vocabulary = assets.lang.word_table if assets.lang is not None else None
+    if isinstance(audio, str | Path):
+        if sample_rate is not None:
+            raise ValueError("sample_rate is for waveforms; a file carries its own")
+        return align_recording(assets.model, assets.sp, audio, text, config=config,
+                               vocabulary=vocabulary)
+    if sample_rate is None:
+        raise ValueError("a waveform needs its sample_rate (Hz)")
+    rate = check_sample_rate(sample_rate)
+    samples = waveform_samples(audio, "audio")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "waveform.wav"
+        sf.write(path, samples, rate, subtype="FLOAT")
+        return align_recording(assets.model, assets.sp, path, text, config=config,
+                               vocabulary=vocabulary, recording_id="0")
