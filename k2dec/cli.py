@@ -734,10 +734,12 @@ def demo_cmd(work_dir, methods, assignments, tune_out, num_utts, seed):
               show_default=True, type=click.Choice(["srt", "vtt", "ctm", "jsonl", "textgrid",
                                                     "lhotse"]),
               help="Files to write per recording (repeatable).")
-@click.option("--min-confidence", default=0.05, show_default=True, type=float,
-              help="Words with a lower confidence are reported as missing.")
-@click.option("--max-segment", default=30.0, show_default=True, type=float,
-              help="Longer recordings are aligned VAD segment by segment (seconds).")
+@click.option("--min-confidence", default=None, type=float,
+              help="Words with a lower confidence are reported as missing (default: "
+                   "AlignConfig's, 0.01).")
+@click.option("--max-segment", default=None, type=float,
+              help="Longer recordings are aligned VAD segment by segment (seconds; default: "
+                   "AlignConfig's, 30).")
 @click.option("--device", default="cpu", show_default=True, help="torch device.")
 def align_cmd(audio_files, audio_dir, text_path, model_path, lang_dir, out_dir, formats,
               min_confidence, max_segment, device):
@@ -754,7 +756,8 @@ def align_cmd(audio_files, audio_dir, text_path, model_path, lang_dir, out_dir, 
 
     if not audio_files and audio_dir is None:
         raise click.UsageError("give --audio FILE (repeatable) or --audio-dir DIR")
-    config = _checked(AlignConfig, min_confidence=min_confidence, max_segment=max_segment)
+    given = {"min_confidence": min_confidence, "max_segment": max_segment}
+    config = _checked(AlignConfig, **{k: v for k, v in given.items() if v is not None})
     results = _checked(_align, audio_files, audio_dir, text_path, model_path, lang_dir,
                        out_dir, formats, config, device)
     write_align_summary(out_dir / "align-summary.jsonl", results)

@@ -194,3 +194,44 @@ def test_transcripts_file_refuses_a_repeated_id(tmp_path):
         read_transcripts(path)
     path.write_text("a X Y\nb\n")
     assert read_transcripts(path) == {"a": "X Y", "b": ""}
+
+
+def _shares(num_words: int, num_segments: int):
+    """Every way to give ``num_words`` words, in order, to ``num_segments`` segments."""
+    import itertools
+
+    for cuts in itertools.combinations_with_replacement(range(num_words + 1),
+                                                        num_segments - 1):
+        bounds = (0, *cuts, num_words)
+        yield [j for j in range(num_segments) for _ in range(bounds[j], bounds[j + 1])]
+
+
+def test_words_between_anchors_are_shared_as_a_brute_force_search_would(rec):
+    """A run of unmatched words between the anchors of segments 0 and S-1 goes to the
+    segments 0 .. S-1 (in order) with the highest total path score: the dynamic program
+    against every possible share."""
+    import torch
+
+    from k2dec.recognizer import align as al
+
+    sp = rec.assets.sp
+    units = al.transcript_units("THE YOU HAVE A GOOD TIME", sp)
+    gen = torch.Generator().manual_seed(0)
+    for trial in range(6):
+        num_segments = 3 + trial % 2
+        lps = [torch.randn(int(torch.randint(4, 12, (1,), generator=gen)), 256, generator=gen)
+               .mul(3).log_softmax(-1) for _ in range(num_segments)]
+        # words 0 and 5 anchor the first and last segment; 1..4 are the run
+        segs = [0] * 5 + [num_segments - 1]
+        al._split_run((1, 5, 0, num_segments - 1), segs, units, lps)
+        best, arg = -float("inf"), None
+        for share in _shares(4, num_segments):
+            owner = [0] + share + [num_segments - 1]
+            total = 0.0
+            for j in range(num_segments):
+                words = [[list(units[w].pieces) for w in range(6) if owner[w] == j]]
+                lp = lps[j].unsqueeze(0)
+                total += float(al.align_words(lp, torch.tensor([lp.shape[1]]), words).score[0])
+            if total > best:
+                best, arg = total, owner
+        assert segs == arg, (trial, segs, arg)
