@@ -82,11 +82,16 @@ split point (longer runs, a transcript that does not match the audio, stay with 
 before them)."""
 
 
-MAX_SPLIT_JOBS = 4000
+ANCHOR_WINDOW = 1000
+"""Transcript words per edit-distance alignment window when anchoring (memory: one
+``window x 2 window`` table of kaldialign's)."""
+_EPS = "\u0000"
+MAX_SPLIT_JOBS = 2000
 """The most alignments tried to share one run of unmatched words among the segments around
 it (a run with more ways to share it stays with the segment before it)."""
-SPLIT_BATCH = 64
-"""Alignments per batch when sharing a run."""
+SPLIT_BATCH_CELLS = 500_000
+"""Frames x CTC graph states per batch of alignments when sharing a run (bounds the memory
+of ``k2.intersect_dense``: about 100 MB)."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +113,7 @@ class AlignConfig:
 
     min_confidence: float = 0.01
     max_segment: float = 30.0
-    batch_seconds: float = 120.0
+    batch_seconds: float = 60.0
     vad: VadConfig = field(default_factory=VadConfig)
 
     def __post_init__(self) -> None:
@@ -292,20 +297,72 @@ def _usable(segments: Sequence[Segment], config: Any, model: Any) -> list[Segmen
     return [s for s in segments if s.duration >= need]
 
 
+def _frame_bounds(model: Any, segments: Sequence[Segment]) -> list[int]:
+    """At least as many rows as each segment's network output frames."""
+    fc = model.feature_config
+    return [fc.num_frames(int(math.ceil(s.duration * fc.sampling_rate)) + 1)
+            // model.subsampling_factor + 2 for s in segments]
+
+
 def _network_pass(model: Any, cut: Any, segments: Sequence[Segment], seconds: float,
                   greedy: bool) -> tuple[list[torch.Tensor], list[list[int]]]:
-    """Per segment: its CTC log-probs (float16 CPU ``[T, V]``) and, with ``greedy``, its
-    greedy CTC tokens."""
+    """Per segment: its CTC log-probs (float16 CPU ``[T, V]``, views of one buffer
+    allocated once, so that a long recording's many segments do not fragment the heap) and,
+    with ``greedy``, its greedy CTC tokens."""
     log_probs: list[torch.Tensor] = [torch.empty(0)] * len(segments)
     tokens: list[list[int]] = [[] for _ in segments]
+    bounds = _frame_bounds(model, segments)
+    offsets = np.concatenate([[0], np.cumsum(bounds)]).tolist()
+    buffer: torch.Tensor | None = None
     for batch in _batches(segments, seconds):
         lp, lens = _log_probs(model, cut, segments, batch)
+        if buffer is None:
+            buffer = torch.empty(int(offsets[-1]), lp.shape[2], dtype=torch.float16)
         hyps = ctc_greedy_search(lp, lens) if greedy else None
         for k, i in enumerate(batch):
-            log_probs[i] = lp[k, : int(lens[k])].to("cpu", torch.float16)
+            n = min(int(lens[k]), bounds[i])
+            view = buffer[int(offsets[i]): int(offsets[i]) + n]
+            view.copy_(lp[k, :n])
+            log_probs[i] = view
             if hyps is not None:
                 tokens[i] = list(hyps[k].tokens)
     return log_probs, tokens
+
+
+def _window_matches(ref: Sequence[str], hyp: Sequence[str], last: bool
+                    ) -> tuple[list[int | None], int, int]:
+    """kaldialign's alignment of ``ref`` and ``hyp``: for each of the first ref words (all
+    when ``last``, else the first half), the index in ``hyp`` of the same word aligned with
+    it, or ``None``; and how many ref and hyp words that covers."""
+    keep = len(ref) if last else max(1, len(ref) // 2)
+    out: list[int | None] = []
+    h = 0
+    for r, y in kaldialign.align(list(ref), list(hyp), _EPS):
+        if r == _EPS:
+            h += 1
+            continue
+        if len(out) == keep:
+            break
+        out.append(h if y == r else None)
+        h += y != _EPS
+    return out, len(out), h
+
+
+def _matches(ref: Sequence[str], hyp: Sequence[str], window: int = ANCHOR_WINDOW
+             ) -> list[int | None]:
+    """For each ref word, the index of the hyp word it is matched with when the two are
+    the same word (edit-distance alignment), else ``None``; aligned ``window`` words at a
+    time, each window committing its first half (memory ``O(window**2)``, not
+    ``O(len(ref) * len(hyp))``)."""
+    out: list[int | None] = []
+    r0 = h0 = 0
+    while r0 < len(ref):
+        last = r0 + window >= len(ref)
+        got, used_r, used_h = _window_matches(ref[r0: r0 + window],
+                                              hyp[h0: h0 + (2 if last else 1) * window], last)
+        out += [None if m is None else h0 + m for m in got]
+        r0, h0 = r0 + used_r, h0 + used_h
+    return out
 
 
 def _anchor(units: Sequence[TranscriptWord], tokens: Sequence[list[int]], sp: Any
@@ -319,18 +376,7 @@ def _anchor(units: Sequence[TranscriptWord], tokens: Sequence[list[int]], sp: An
         hyp_words += words
         hyp_segment += [i] * len(words)
     ref = [sp.decode(list(u.pieces)).replace(" ", "") for u in units]
-    out: list[int | None] = []
-    h = 0
-    for r, y in kaldialign.align(ref, hyp_words, "\u0000"):
-        if r == "\u0000":
-            h += 1
-            continue
-        if y == "\u0000":
-            out.append(None)
-            continue
-        out.append(hyp_segment[h] if y == r else None)
-        h += 1
-    return out
+    return [None if m is None else hyp_segment[m] for m in _matches(ref, hyp_words)]
 
 
 def _fill(matched: Sequence[int | None]) -> list[int]:
@@ -366,15 +412,24 @@ def _boundary_runs(matched: Sequence[int | None]) -> list[tuple[int, int, int, i
 def _path_scores(jobs: list[tuple[int, list[int]]], units: Sequence[TranscriptWord],
                  log_probs: Sequence[torch.Tensor]) -> list[float]:
     """The best CTC path's log-prob of each ``(segment, word indices)`` job (``-inf`` when
-    the words do not fit), in batches of :data:`SPLIT_BATCH`."""
+    the words do not fit), in batches of at most :data:`SPLIT_BATCH_CELLS` frames x CTC
+    graph states (what ``k2.intersect_dense``'s memory grows with)."""
     out: list[float] = []
-    for k in range(0, len(jobs), SPLIT_BATCH):
-        part = jobs[k: k + SPLIT_BATCH]
+    k = 0
+    while k < len(jobs):
+        cells, end = 0, k
+        while end < len(jobs) and (end == k or cells < SPLIT_BATCH_CELLS):
+            seg, words = jobs[end]
+            states = 2 * sum(len(units[w].pieces) for w in words) + 1
+            cells += log_probs[seg].shape[0] * states
+            end += 1
+        part = jobs[k:end]
         lps = [log_probs[seg].float() for seg, _ in part]
         lp = torch.nn.utils.rnn.pad_sequence(lps, batch_first=True)
         lens = torch.tensor([x.shape[0] for x in lps], dtype=torch.int64)
         rows = [[list(units[w].pieces) for w in words] for _, words in part]
         out += align_words(lp, lens, rows).score.tolist()
+        k = end
     return out
 
 

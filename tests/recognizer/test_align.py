@@ -235,3 +235,32 @@ def test_words_between_anchors_are_shared_as_a_brute_force_search_would(rec):
             if total > best:
                 best, arg = total, owner
         assert segs == arg, (trial, segs, arg)
+
+
+def test_windowed_anchor_matches_the_whole_alignment():
+    """The transcript is matched to the greedy words a window at a time (bounded memory);
+    on transcripts with sparse errors that gives the matches of one whole alignment."""
+    import kaldialign
+
+    from k2dec.recognizer import align as al
+
+    rng = np.random.default_rng(0)
+    for n, window in [(1, 4), (7, 4), (150, 20), (400, 50), (400, 1000)]:
+        ref = [f"W{int(x)}" for x in rng.integers(0, 10_000, size=n)]
+        hyp = []
+        for w in ref:
+            roll = rng.random()
+            if roll < 0.05:
+                continue  # deleted
+            hyp.append(f"X{int(rng.integers(0, 100))}" if roll < 0.1 else w)
+            if roll > 0.95:
+                hyp.append("INSERTED")
+        whole, h = [], 0
+        for r, y in kaldialign.align(ref, hyp, "*"):
+            if r == "*":
+                h += 1
+                continue
+            whole.append(h if y == r else None)
+            h += y != "*"
+        assert al._matches(ref, hyp, window) == whole, (n, window)
+    assert al._matches(["A", "B"], []) == [None, None]
