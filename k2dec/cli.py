@@ -790,5 +790,88 @@ def demo_cmd(work_dir, methods, assignments, tune_out, num_utts, seed):
     _exit_if_failed(rows)
 
 
+@main.command("align")
+@click.option("--audio", "audio_files", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="An audio file to align (repeatable); its id is its stem.")
+@click.option("--audio-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None, help="Align every audio file under this folder (ids: file stems).")
+@click.option("--text", "text_path", required=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The transcripts: a Kaldi text file, one line per recording: ID TRANSCRIPT "
+                   "(ID = the audio file's stem, as k2dec decode names utterances).")
+@click.option("--model", "model_path", required=True,
+              type=click.Path(exists=True, path_type=Path),
+              help="The acoustic model (it needs a CTC head).")
+@click.option("--lang-dir", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None, help="The lang dir (bpe.model; words.txt flags OOV words).")
+@click.option("--out-dir", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Where <id>.<format> files and align-summary.jsonl go.")
+@click.option("--output-format", "formats", multiple=True, default=("jsonl", "ctm"),
+              show_default=True, type=click.Choice(["srt", "vtt", "ctm", "jsonl", "textgrid",
+                                                    "lhotse"]),
+              help="Files to write per recording (repeatable).")
+@click.option("--min-confidence", default=None, type=float,
+              help="Words with a lower confidence are reported as missing (default: "
+                   "AlignConfig's, 0.01).")
+@click.option("--max-segment", default=None, type=float,
+              help="Longer recordings are aligned VAD segment by segment (seconds; default: "
+                   "AlignConfig's, 30).")
+@click.option("--device", default="cpu", show_default=True, help="torch device.")
+def align_cmd(audio_files, audio_dir, text_path, model_path, lang_dir, out_dir, formats,
+              min_confidence, max_segment, device):
+    """Align transcripts to audio (forced alignment through the model's CTC output): the
+    start, end and confidence of every word and BPE piece, in --output-format files.
+
+    Recordings longer than --max-segment are cut by a VAD and anchored by a greedy CTC pass.
+    Exit status 0 when every word was aligned with confidence >= --min-confidence; 3 when
+    some words are missing (low confidence: the audio likely lacks them; listed on stderr
+    and in align-summary.jsonl) or some recordings failed; 4 when no recording could be
+    aligned.
+    """
+    from .recognizer.align import AlignConfig, write_align_summary
+
+    if not audio_files and audio_dir is None:
+        raise click.UsageError("give --audio FILE (repeatable) or --audio-dir DIR")
+    given = {"min_confidence": min_confidence, "max_segment": max_segment}
+    config = _checked(AlignConfig, **{k: v for k, v in given.items() if v is not None})
+    results = _checked(_align, audio_files, audio_dir, text_path, model_path, lang_dir,
+                       out_dir, formats, config, device)
+    write_align_summary(out_dir / "align-summary.jsonl", results)
+    bad = [r for r in results if not r.ok]
+    for r in bad:
+        what = r.error or (f"{len(r.missing)} of {len(r.words)} words missing: "
+                           + " ".join(w.word for w in r.missing[:10]))
+        click.echo(f"{r.id}: {what}", err=True)
+    click.echo(f"aligned {sum(not r.error for r in results)} of {len(results)} recordings; "
+               f"files in {out_dir}")
+    if results and all(r.error for r in results):
+        click.get_current_context().exit(ALL_FAILED_STATUS)
+    if bad:
+        click.get_current_context().exit(FAILED_CUTS_STATUS)
+
+
+def _align(audio_files, audio_dir, text_path, model_path, lang_dir, out_dir, formats, config,
+           device):
+    """Load the model and transcripts and align (k2dec.recognizer.align.align_files)."""
+    from .data import scan_audio_dir, utterance_id
+    from .job import load_assets
+    from .recognizer.align import align_files, read_transcripts
+
+    files = {utterance_id(p): p for p in audio_files}
+    if audio_dir is not None:
+        folder = scan_audio_dir(audio_dir)
+        files.update(folder.files)
+        files.update({f.cut_id: f.path for f in folder.unusable})  # failures, reported
+    transcripts = read_transcripts(text_path)
+    assets = load_assets(model_path, lang_dir, device=device)
+    if assets.sp is None:
+        raise ValueError("alignment spells words in BPE pieces: give --lang-dir with a "
+                         "bpe.model (or put bpe.model beside the model)")
+    vocabulary = assets.lang.word_table if assets.lang is not None else None
+    return align_files(assets.model, assets.sp, files, transcripts, out_dir, formats, config,
+                       vocabulary)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -17,6 +17,7 @@ Example (HLG 1best, then whole-lattice rescoring with a 4-gram)::
 from k2dec.lattice.align import CtcAlignment, ctc_forced_alignment
 from k2dec.lattice.cache import LatticeCache
 from k2dec.lattice.dense import DenseInput, check_vocab, make_dense_fsa_vec
+from k2dec.lattice.forced_align import WordAlignment, align_words
 from k2dec.lattice.mbr import MbrConfig, MbrResult, Sausages, mbr_decode
 from k2dec.lattice.one_best import (
     AuxLabels,
@@ -62,6 +63,8 @@ from k2dec.lattice.timed_units import TimedUnits, Topology, lattice_timed_units,
 __all__ = [
     "AuxLabels",
     "CtcAlignment",
+    "WordAlignment",
+    "align_words",
     "ParallelOneBestDecoder",
     "DenseInput",
     "Hypothesis",

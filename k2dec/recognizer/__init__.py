@@ -1,7 +1,7 @@
 """The one-object API: :class:`Recognizer` decodes audio files, waveforms or lhotse cuts with
 one method and returns a :class:`RecognitionResult` per utterance; for streaming models,
 :meth:`Recognizer.create_stream` gives a :class:`RecognizerStream` that decodes audio as it
-arrives.
+arrives; :meth:`Recognizer.align` aligns a transcript to audio (forced alignment).
 
 ::
 
@@ -16,9 +16,12 @@ Built on the decode job (:func:`k2dec.job.plan_methods`, :func:`k2dec.job.load_a
 settings, checks and decoding as ``k2dec decode``.
 """
 
+from .align import AlignConfig, AlignedToken, AlignedWord, AlignmentResult
 from .inputs import AudioInput
 from .offline import Recognizer
 from .result import RecognitionResult
-from .stream import FeatureStream, RecognizerStream
+from .stream import EndpointConfig, EndpointRule, FeatureStream, RecognizerStream
 
-__all__ = ["AudioInput", "FeatureStream", "RecognitionResult", "Recognizer", "RecognizerStream"]
+__all__ = ["AlignConfig", "AlignedToken", "AlignedWord", "AlignmentResult", "AudioInput",
+           "EndpointConfig", "EndpointRule", "FeatureStream", "RecognitionResult", "Recognizer",
+           "RecognizerStream"]

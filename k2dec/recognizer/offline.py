@@ -31,6 +31,7 @@ from ..job import (
 )
 from ..methods import Method, config_field_path, get_method, icefall_compatible
 from ..primitives.sizes import MAX_DURATION
+from .align import AlignConfig, AlignmentResult, align_audio
 from .inputs import prepare_inputs
 from .result import RecognitionResult, ResultMaker
 from .stream import RecognizerStream
@@ -268,3 +269,22 @@ class Recognizer:
         streaming search: ``greedy_search``, ``modified_beam_search``,
         ``fast_beam_search``)."""
         return RecognizerStream(self, name)
+
+    def align(self, audio: Any, text: str, sample_rate: int | None = None,
+              config: AlignConfig | None = None) -> AlignmentResult:
+        """Align ``text`` to ``audio`` (forced alignment through the model's CTC output, as
+        ``k2dec align``; any length: long recordings go segment by segment): the start, end,
+        confidence and BPE pieces of every word (:mod:`k2dec.recognizer.align`).
+
+        Args:
+          audio: an audio file path, or float samples ``[S]`` (numpy / torch) in ``[-1, 1]``.
+          text: the transcript (whitespace-separated words; any word, in the vocabulary or
+            not).
+          sample_rate: Hz of a waveform (files carry their own).
+          config: :class:`~k2dec.recognizer.align.AlignConfig` (default: its defaults).
+
+        Returns:
+          :class:`~k2dec.recognizer.align.AlignmentResult`: its ``missing`` words are those
+          the audio likely lacks (low confidence), reported and never given invented times.
+        """
+        return align_audio(self.assets, audio, text, sample_rate, config or AlignConfig())

@@ -11,7 +11,7 @@ from k2dec.lang import LangDir
 from k2dec.testing.lang import TINY_ARPA, TINY_LEXICON
 
 SUBCOMMANDS = ["prepare-lang", "compile-graph", "draw-graph", "decode", "tune", "demo",
-               "train-lm", "export-lm", "lm-perplexity", "train-token-lm"]
+               "train-lm", "export-lm", "lm-perplexity", "train-token-lm", "align"]
 
 
 @pytest.mark.parametrize("cmd", [[]] + [[c] for c in SUBCOMMANDS])

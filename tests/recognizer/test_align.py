@@ -1,0 +1,266 @@
+"""Forced alignment of recordings with the shipped model (Recognizer.align, k2dec align):
+words get times inside their utterances, a long recording aligned segment by segment puts
+every utterance's first word at its true start, words the audio lacks are reported (and the
+command's exit status says so), OOV words are spelled and flagged, results do not depend on
+the batch size, and every output file is read back by its library."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pysubs2
+import pytest
+import soundfile as sf
+from lhotse import SupervisionSet
+from praatio import textgrid
+
+from k2dec.demo import ASSETS
+from k2dec.recognizer.align import (
+    AlignConfig,
+    align_recording,
+    read_transcripts,
+    transcript_units,
+    write_alignment_files,
+)
+from k2dec.results import read_ctm
+from tests.scripts.loader import load_script
+
+pytestmark = pytest.mark.skipif(not (ASSETS / "model.pt").is_file(),
+                                reason="no shipped model in this checkout")
+CORPUS = ASSETS / "corpus" / "test-clean"
+UTT_DIR = CORPUS / "101" / "3000"
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def rec():
+    from k2dec import Recognizer
+
+    return Recognizer.from_files(ASSETS / "model.pt", ASSETS / "lang", method="ctc-greedy-search")
+
+
+@pytest.fixture(scope="module")
+def texts() -> dict[str, str]:
+    return read_transcripts(UTT_DIR / "101-3000.trans.txt")
+
+
+@pytest.fixture(scope="module")
+def joined(tmp_path_factory):
+    """8 shipped utterances (about 25 s) joined with 0.3-1.5 s pauses."""
+    out = tmp_path_factory.mktemp("long")
+    sups = load_script("make_long_recording").make_long_recording(
+        CORPUS, out, num_utterances=8, seed=3)
+    return out / "long.wav", sups, (out / "text").read_text().split(maxsplit=1)[1]
+
+
+def test_words_of_an_utterance_are_aligned_in_order(rec, texts):
+    path = UTT_DIR / "101-3000-0000.flac"
+    result = rec.align(path, texts["101-3000-0000"])
+    duration = sf.info(str(path)).duration
+    assert result.ok and len(result.words) == len(texts["101-3000-0000"].split())
+    starts = [w.start for w in result.words]
+    assert starts == sorted(starts) and starts[0] >= 0 and result.words[-1].end <= duration
+    for w in result.words:
+        assert w.start < w.end and w.tokens and w.tokens[0].start == w.start
+        assert "".join(t.piece for t in w.tokens).replace("\u2581", "") == w.word
+
+
+def test_a_waveform_aligns_as_its_file(rec, texts):
+    path = UTT_DIR / "101-3000-0001.flac"
+    samples, rate = sf.read(str(path), dtype="float32")
+    a = rec.align(path, texts["101-3000-0001"])
+    b = rec.align(samples, texts["101-3000-0001"], sample_rate=rate)
+    assert [(w.word, w.start, w.end) for w in a.words] == \
+        [(w.word, w.start, w.end) for w in b.words]
+    with pytest.raises(ValueError, match="sample_rate"):
+        rec.align(samples, "A")
+    with pytest.raises(ValueError, match="no such audio file"):
+        rec.align(UTT_DIR / "nothing.flac", "A")
+
+
+def test_words_the_audio_lacks_are_reported_not_invented(rec, texts):
+    text = texts["101-3000-0000"]
+    result = rec.align(UTT_DIR / "101-3000-0000.flac", f"{text} ELEPHANTS SWIM QUICKLY")
+    missing = {w.word for w in result.missing}
+    assert {"ELEPHANTS", "SWIM", "QUICKLY"} <= missing and not result.ok
+    other = rec.align(UTT_DIR / "101-3000-0002.flac", text)  # another utterance's words
+    assert len(other.missing) >= len(text.split()) // 2
+
+
+def test_oov_words_are_spelled_and_flagged(rec):
+    units = transcript_units("Hello, -- ZQXJV world!", rec.assets.sp,
+                             rec.assets.lang.word_table)
+    assert [u.display for u in units] == ["Hello,--", "ZQXJV", "world!"]
+    assert [u.oov for u in units] == [False, True, False]
+    assert all(u.pieces for u in units)
+    with pytest.raises(TypeError, match="transcript"):
+        transcript_units(None, rec.assets.sp)
+
+
+def test_a_long_recording_is_aligned_segment_by_segment(rec, joined):
+    path, sups, text = joined
+    config = AlignConfig(max_segment=6.0)
+    result = rec.align(path, text, config=config)
+    assert len(result.segments) > 2 and len(result.words) == len(text.split())
+    firsts = np.cumsum([0] + [len(s.text.split()) for s in sups])[:-1]
+    errors = [abs(result.words[k].start - s.start) for k, s in zip(firsts, sups)]
+    assert max(errors) < 0.5, errors
+    # the batch size changes nothing
+    small = rec.align(path, text, config=AlignConfig(max_segment=6.0, batch_seconds=1.0))
+    assert [(w.start, w.end, w.confidence) for w in small.words] == \
+        [(w.start, w.end, w.confidence) for w in result.words]
+
+
+def test_every_output_file_is_read_back(rec, texts, tmp_path):
+    result = rec.align(UTT_DIR / "101-3000-0000.flac", texts["101-3000-0000"])
+    paths = write_alignment_files(result, tmp_path, ("srt", "vtt", "ctm", "jsonl", "textgrid",
+                                                      "lhotse"))
+    words = result.ctm_words()
+    assert len(paths) == 6
+    subs = pysubs2.load(str(tmp_path / f"{result.id}.srt"))
+    assert " ".join(e.plaintext.replace("\n", " ") for e in subs) == " ".join(
+        w.word for w in words)
+    assert len(pysubs2.load(str(tmp_path / f"{result.id}.vtt"))) == len(subs)
+    ctm = read_ctm(tmp_path / f"{result.id}.ctm")
+    assert [w.word for w in ctm[result.id]] == [w.word for w in words]
+    tg = textgrid.openTextgrid(str(tmp_path / f"{result.id}.TextGrid"), includeEmptyIntervals=False)
+    assert [e.label for e in tg.getTier("words").entries] == [w.word for w in words]
+    (sup,) = SupervisionSet.from_file(tmp_path / f"{result.id}.supervisions.jsonl.gz")
+    assert [a.symbol for a in sup.alignment["word"]] == [w.word for w in words]
+    line = json.loads((tmp_path / f"{result.id}.jsonl").read_text())
+    assert [w["word"] for w in line["words"]] == [w.word for w in result.words]
+    assert gzip.open(tmp_path / f"{result.id}.supervisions.jsonl.gz").read()
+    with pytest.raises(ValueError, match="output format"):
+        write_alignment_files(result, tmp_path, ("doc",))
+
+
+def test_a_silent_recording_has_no_speech(rec, tmp_path):
+    path = tmp_path / "silence.wav"
+    sf.write(path, np.zeros(16000 * 40, dtype=np.float32), 16000)
+    result = align_recording(rec.model, rec.assets.sp, path, "SOME WORDS",
+                             config=AlignConfig(max_segment=10.0))
+    assert result.error == "no speech found" and len(result.missing) == 2
+    assert result.ctm_words() == []
+
+
+def test_bad_config_is_refused():
+    with pytest.raises(ValueError, match="min_confidence"):
+        AlignConfig(min_confidence=1.0)
+    with pytest.raises(ValueError, match="max_segment"):
+        AlignConfig(max_segment=0.5)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "k2dec.cli", "align", "--model",
+                           str(ASSETS / "model.pt"), "--lang-dir", str(ASSETS / "lang"), *args],
+                          capture_output=True, text=True, env=env, cwd=REPO)
+
+
+def test_the_command_exit_status_says_what_was_aligned(tmp_path, texts):
+    good = tmp_path / "text"
+    good.write_text("".join(f"{k} {v}\n" for k, v in texts.items()))
+    audio = [a for k in ("101-3000-0000", "101-3000-0001")
+             for a in ("--audio", str(UTT_DIR / f"{k}.flac"))]
+    ok = _cli(*audio, "--text", str(good), "--out-dir", str(tmp_path / "ok"),
+              "--output-format", "srt", "--output-format", "textgrid")
+    assert ok.returncode == 0, ok.stderr
+    assert (tmp_path / "ok" / "101-3000-0001.srt").is_file()
+    assert (tmp_path / "ok" / "101-3000-0000.TextGrid").is_file()
+    bad = tmp_path / "bad"
+    bad.write_text(f"101-3000-0000 {texts['101-3000-0000']} ELEPHANTS SWIM QUICKLY\n"
+                   f"101-3000-0001 {texts['101-3000-0001']}\n")
+    out = _cli(*audio, "--text", str(bad), "--out-dir", str(tmp_path / "bad-out"))
+    assert out.returncode == 3 and "101-3000-0000:" in out.stderr and "ELEPHANTS" in out.stderr
+    summary = [json.loads(x) for x in (tmp_path / "bad-out" / "align-summary.jsonl")
+               .read_text().splitlines()]
+    assert [s["ok"] for s in summary] == [False, True]
+    (tmp_path / "x").write_text("other-id A B\n")
+    none = _cli("--audio", str(UTT_DIR / "101-3000-0000.flac"), "--text", str(tmp_path / "x"),
+                "--out-dir", str(tmp_path / "none"))
+    assert none.returncode == 4 and "no transcript line" in none.stderr
+
+
+def test_transcripts_file_refuses_a_repeated_id(tmp_path):
+    path = tmp_path / "text"
+    path.write_text("a X Y\nb\na Z\n")
+    with pytest.raises(ValueError, match=":3: recording id 'a' appears twice"):
+        read_transcripts(path)
+    path.write_text("a X Y\nb\n")
+    assert read_transcripts(path) == {"a": "X Y", "b": ""}
+
+
+def _shares(num_words: int, num_segments: int):
+    """Every way to give ``num_words`` words, in order, to ``num_segments`` segments."""
+    import itertools
+
+    for cuts in itertools.combinations_with_replacement(range(num_words + 1),
+                                                        num_segments - 1):
+        bounds = (0, *cuts, num_words)
+        yield [j for j in range(num_segments) for _ in range(bounds[j], bounds[j + 1])]
+
+
+def test_words_between_anchors_are_shared_as_a_brute_force_search_would(rec):
+    """A run of unmatched words between the anchors of segments 0 and S-1 goes to the
+    segments 0 .. S-1 (in order) with the highest total path score: the dynamic program
+    against every possible share."""
+    import torch
+
+    from k2dec.recognizer import align as al
+
+    sp = rec.assets.sp
+    units = al.transcript_units("THE YOU HAVE A GOOD TIME", sp)
+    gen = torch.Generator().manual_seed(0)
+    for trial in range(6):
+        num_segments = 3 + trial % 2
+        lps = [torch.randn(int(torch.randint(4, 12, (1,), generator=gen)), 256, generator=gen)
+               .mul(3).log_softmax(-1) for _ in range(num_segments)]
+        # words 0 and 5 anchor the first and last segment; 1..4 are the run
+        segs = [0] * 5 + [num_segments - 1]
+        al._split_run((1, 5, 0, num_segments - 1), segs, units, lps)
+        best, arg = -float("inf"), None
+        for share in _shares(4, num_segments):
+            owner = [0] + share + [num_segments - 1]
+            total = 0.0
+            for j in range(num_segments):
+                words = [[list(units[w].pieces) for w in range(6) if owner[w] == j]]
+                lp = lps[j].unsqueeze(0)
+                total += float(al.align_words(lp, torch.tensor([lp.shape[1]]), words).score[0])
+            if total > best:
+                best, arg = total, owner
+        assert segs == arg, (trial, segs, arg)
+
+
+def test_windowed_anchor_matches_the_whole_alignment():
+    """The transcript is matched to the greedy words a window at a time (bounded memory);
+    on transcripts with sparse errors that gives the matches of one whole alignment."""
+    import kaldialign
+
+    from k2dec.recognizer import align as al
+
+    rng = np.random.default_rng(0)
+    for n, window in [(1, 4), (7, 4), (150, 20), (400, 50), (400, 1000)]:
+        ref = [f"W{int(x)}" for x in rng.integers(0, 10_000, size=n)]
+        hyp = []
+        for w in ref:
+            roll = rng.random()
+            if roll < 0.05:
+                continue  # deleted
+            hyp.append(f"X{int(rng.integers(0, 100))}" if roll < 0.1 else w)
+            if roll > 0.95:
+                hyp.append("INSERTED")
+        whole, h = [], 0
+        for r, y in kaldialign.align(ref, hyp, "*"):
+            if r == "*":
+                h += 1
+                continue
+            whole.append(h if y == r else None)
+            h += y != "*"
+        assert al._matches(ref, hyp, window) == whole, (n, window)
+    assert al._matches(["A", "B"], []) == [None, None]
