@@ -811,19 +811,19 @@ def demo_cmd(work_dir, methods, assignments, tune_out, num_utts, seed):
               show_default=True, type=click.Choice(["srt", "vtt", "ctm", "jsonl", "textgrid",
                                                     "lhotse"]),
               help="Files to write per recording (repeatable).")
-@click.option("--min-confidence", default=None, type=float,
+@click.option("--min-confidence", default=None, type=_Number(0.0, 1.0),
               help="Words with a lower confidence are reported as missing (default: "
                    "AlignConfig's, 0.01).")
-@click.option("--max-segment", default=None, type=float,
-              help="Longer recordings are aligned VAD segment by segment (seconds; default: "
-                   "AlignConfig's, 30).")
+@click.option("--segment-max", "max_segment", default=None, type=_Number(1.0, 600.0),
+              help="Seconds: longer recordings are aligned VAD segment by segment (as "
+                   "k2dec decode's --segment-max; default: AlignConfig's, 30).")
 @click.option("--device", default="cpu", show_default=True, help="torch device.")
 def align_cmd(audio_files, audio_dir, text_path, model_path, lang_dir, out_dir, formats,
               min_confidence, max_segment, device):
     """Align transcripts to audio (forced alignment through the model's CTC output): the
     start, end and confidence of every word and BPE piece, in --output-format files.
 
-    Recordings longer than --max-segment are cut by a VAD and anchored by a greedy CTC pass.
+    Recordings longer than --segment-max are cut by a VAD and anchored by a greedy CTC pass.
     Exit status 0 when every word was aligned with confidence >= --min-confidence; 3 when
     some words are missing (low confidence: the audio likely lacks them; listed on stderr
     and in align-summary.jsonl) or some recordings failed; 4 when no recording could be

@@ -34,7 +34,7 @@ from ..primitives.sizes import MAX_DURATION
 from .align import AlignConfig, AlignmentResult, align_audio
 from .inputs import prepare_inputs
 from .result import RecognitionResult, ResultMaker
-from .stream import RecognizerStream
+from .stream import EndpointConfig, RecognizerStream
 
 logger = logging.getLogger(__name__)
 
@@ -263,12 +263,15 @@ class Recognizer:
             out.append(self._results(p.result_id, record, words, segments=d.segments))
         return out
 
-    def create_stream(self, name: str = "stream") -> Any:
+    def create_stream(self, name: str = "stream",
+                      endpoint: EndpointConfig | None = None) -> Any:
         """A :class:`~k2dec.recognizer.RecognizerStream` for audio that arrives in pieces
         (a streaming model: a causal zipformer TorchScript export, and a method with a
         streaming search: ``greedy_search``, ``modified_beam_search``,
-        ``fast_beam_search``)."""
-        return RecognizerStream(self, name)
+        ``fast_beam_search``); with ``endpoint`` (an
+        :class:`~k2dec.recognizer.EndpointConfig`) it ends an utterance at each endpoint
+        and yields one result per utterance (``pop_utterances()``)."""
+        return RecognizerStream(self, name, endpoint)
 
     def align(self, audio: Any, text: str, sample_rate: int | None = None,
               config: AlignConfig | None = None) -> AlignmentResult:

@@ -107,7 +107,7 @@ def _feed(stream: RecognizerStream, audio: np.ndarray, seed: int) -> list:
 def test_a_stream_yields_one_result_per_utterance(rec):
     ids = ["101-3000-0000", "101-3000-0001", "101-3000-0002"]
     audio, spans = _joined(ids, lead=3.0, gap=2.0)  # 3 s: rule 1 fires before any speech
-    utts = _feed(RecognizerStream(rec, "s", endpoint=EndpointConfig()), audio, seed=1)
+    utts = _feed(rec.create_stream("s", endpoint=EndpointConfig()), audio, seed=1)
     assert [u.id for u in utts] == ["s-0", "s-1", "s-2"]
     for u, (start, end) in zip(utts, spans):
         assert len(u.words) >= 4
