@@ -17,8 +17,6 @@ import dataclasses
 import gzip
 import hashlib
 import json
-import os
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from k2dec.testing.cli import child_outcomes
 from k2dec.testing.lang import TINY_ARPA, TINY_LEXICON
 
 REPO = Path(__file__).resolve().parents[1]
@@ -383,17 +382,8 @@ CASES = {c.id: c for c in all_cases()}
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory) -> dict[str, dict]:
-    work = tmp_path_factory.mktemp("malformed-cli")
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
-    proc = subprocess.run([sys.executable, "-m", "tests.test_malformed_cli_commands",
-                           str(work)], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=900)
-    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
-    started = [x["start"] for x in lines if "start" in x]
-    assert proc.returncode == 0, (f"the child exited with {proc.returncode} while running "
-                                  f"{started[-1] if started else None!r}:\n"
-                                  f"{proc.stderr[-3000:]}")
-    return {x["done"]: x for x in lines if "done" in x}
+    return child_outcomes("tests.test_malformed_cli_commands",
+                          tmp_path_factory.mktemp("malformed-cli"), REPO)
 
 
 def test_the_suite_is_large():

@@ -21,10 +21,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from k2dec.testing.cli import child_outcomes
 from k2dec.testing.lang import TINY_ARPA, TINY_LEXICON
 
 REPO = Path(__file__).resolve().parents[1]
@@ -622,50 +620,10 @@ def all_cases() -> list[Case]:
 # -- running ----------------------------------------------------------------------------------
 
 def run_cli(args: list[str], timeout: float = CLI_TIMEOUT) -> tuple[int, str]:
-    """``k2dec ARGS`` in a process forked from this one: ``(exit status, output)``; the
-    status is ``-signal`` for a killed process (``-9`` past ``timeout``) and 70 for an
-    exception that escaped click (its traceback is in the output)."""
-    import tempfile
+    """``k2dec ARGS`` in a forked process (:func:`k2dec.testing.cli.run_cli`)."""
+    from k2dec.testing.cli import run_cli as forked
 
-    with tempfile.TemporaryFile() as out:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            code = 70
-            try:
-                import logging
-
-                logging.disable(logging.NOTSET)  # the CLI's warnings are part of its output
-                os.dup2(out.fileno(), 1)
-                os.dup2(out.fileno(), 2)
-                from k2dec.cli import main
-
-                main.main(args=args, prog_name="k2dec", standalone_mode=True)
-                code = 0
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-            except BaseException:  # noqa: BLE001 (reported as a traceback)
-                traceback.print_exc()
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(code)
-        deadline = time.monotonic() + timeout
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                status = signal.SIGKILL
-                break
-            time.sleep(0.02)
-        out.seek(0)
-        text = out.read().decode("utf-8", "replace")
-    code = os.waitstatus_to_exitcode(status) if status != signal.SIGKILL else -9
-    return code, text
+    return forked(args, timeout)
 
 
 class ChildCtx(Ctx):
@@ -735,17 +693,9 @@ CASES = {c.id: c for c in all_cases()}
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory) -> dict[str, dict]:
     work = tmp_path_factory.mktemp("malformed-more")
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
-    proc = subprocess.run([sys.executable, "-m", "tests.test_malformed_inputs_more",
-                           str(work)], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=900)
-    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
-    started = [x["start"] for x in lines if "start" in x]
-    assert proc.returncode == 0, (f"the child exited with {proc.returncode} while running "
-                                  f"{started[-1] if started else None!r}:\n"
-                                  f"{proc.stderr[-3000:]}")
+    done = child_outcomes("tests.test_malformed_inputs_more", work, REPO)
     assert not (work / "code-ran").exists(), "a file's code ran while it was loaded"
-    return {x["done"]: x for x in lines if "done" in x}
+    return done
 
 
 def test_the_suite_is_large():

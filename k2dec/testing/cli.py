@@ -4,16 +4,19 @@ test run. For tests of malformed inputs."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import time
 import traceback
+from typing import Any
 
 from k2dec.cli import main
 
-__all__ = ["TRACEBACK_STATUS", "run_cli"]
+__all__ = ["TRACEBACK_STATUS", "child_outcomes", "run_cli"]
 
 #: The status :func:`run_cli` gives an exception that escaped click (its traceback is in the
 #: output).
@@ -69,3 +72,19 @@ def _wait(pid: int, timeout: float) -> int:
             os.waitpid(pid, 0)
             return -9
         time.sleep(0.02)
+
+
+def child_outcomes(module: str, work: Any, repo: Any, timeout: float = 900.0) -> dict[str, dict]:
+    """Run ``python -m MODULE WORK`` (a test module whose ``__main__`` runs its cases, printing
+    a JSON line ``{"start": id}`` before each and ``{"done": id, ...}`` after) in a child
+    process with one OpenMP thread, and return the ``done`` records by case id. Fails naming
+    the case that was running when the child died."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(repo))
+    proc = subprocess.run([sys.executable, "-m", module, str(work)], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    started = [x["start"] for x in lines if "start" in x]
+    if proc.returncode != 0:
+        raise AssertionError(f"the child exited with {proc.returncode} while running "
+                             f"{started[-1] if started else None!r}:\n{proc.stderr[-3000:]}")
+    return {x["done"]: x for x in lines if "done" in x}
