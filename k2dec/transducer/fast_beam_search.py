@@ -223,6 +223,9 @@ class FastBeamSearch:
         if decoder_cache_size is None:
             decoder_cache_size = DECODER_CACHE_SIZE
         self.net = TransducerNet(model, decoder_cache_size, tables=config.decoder_tables)
+        #: whole utterances are decoded in icefall's layout, for its bits (``decoder_tables``
+        #: False, a joiner with icefall's projections; see :meth:`_decode_icefall`)
+        self.icefall_layout = not config.decoder_tables and self.net.project
         if self.net.blank_id != 0:
             raise ValueError(
                 f"fast_beam_search needs blank_id == 0 (k2 assumes it), got "
@@ -372,6 +375,44 @@ class FastBeamSearch:
         decoding.terminate_and_flush_to_streams()
         for s, n_frames in zip(ordered, lens_sorted.tolist()):
             s.num_frames += n_frames
+
+    def _decode_icefall(self, streams: Sequence[FastBeamSearchStream],
+                        encoder_out: torch.Tensor, lens: torch.Tensor) -> None:
+        """:meth:`_decode` of fresh streams over a whole utterance each, in icefall's layout,
+        so that every score has icefall's bits (``decoder_tables=False``; what
+        ``k2.random_paths`` needs to draw icefall's n-best paths): one
+        ``k2.RnntDecodingStreams`` over the utterances in input order, advanced over every
+        frame up to the longest (the shorter ones over padding frames, which their lattices
+        do not reach), the whole padded ``encoder_out`` projected in one call, and on each
+        frame ``decoder_proj`` and the joiner on all the frame's contexts in one batch (a
+        float32 GEMM's rows depend on the batch's size). Only the decoder module's rows, which
+        do not, come from :class:`~k2dec.transducer.network.RawDecoderOutputs`. Utterances
+        without frames (icefall refuses them) are left out."""
+        net, cfg = self.net, self.config
+        keep = torch.nonzero(lens > 0).squeeze(1)
+        if keep.numel() < lens.numel():
+            encoder_out, lens = encoder_out.index_select(0, keep), lens.index_select(0, keep)
+        used = [streams[i] for i in keep.tolist()]
+        if not used:
+            return
+        enc = net.project_encoder(encoder_out)
+        decoding = k2.RnntDecodingStreams([s.rnnt_stream for s in used], self.k2_config)
+        for t in range(int(lens.max())):
+            shape, contexts = decoding.get_contexts()
+            dec = net.project_decoder(net.raw_decoder_out(contexts.to(torch.int64)).unsqueeze(1))
+            cur = enc[:, t : t + 1].index_select(0, shape.row_ids(1).to(torch.int64))
+            log_probs = log_probs_from_logits(
+                net.logits4(cur.unsqueeze(2), dec.unsqueeze(1)), 0, cfg.temperature,
+                cfg.blank_penalty)
+            if cfg.ilme_scale != 0.0:
+                ilme = net.logits4(torch.zeros_like(cur).unsqueeze(2), dec.unsqueeze(1))
+                log_probs = log_probs - cfg.ilme_scale * log_probs_from_logits(
+                    ilme, 0, cfg.temperature, cfg.blank_penalty)
+            decoding.advance(log_probs)
+        decoding.terminate_and_flush_to_streams()
+        for i, (s, n) in enumerate(zip(used, lens.tolist())):
+            s._owner = (decoding, i)
+            s.num_frames += n
 
     def terminate(self, streams: Sequence[FastBeamSearchStream]) -> None:
         """End the given streams (already terminated ones are skipped).
@@ -527,7 +568,10 @@ def fast_beam_search(
     lens = check_encoder_out(encoder_out, encoder_out_lens, search.net)
     device = encoder_out.device
     streams = [search.new_stream(device) for _ in range(encoder_out.size(0))]
-    search._decode(streams, encoder_out, lens)
+    if search.icefall_layout and encoder_out.size(1) > 0:
+        search._decode_icefall(streams, encoder_out, lens)
+    else:
+        search._decode(streams, encoder_out, lens)
     lattice = search.lattice(streams)
     hyps = one_best(lattice, [s.num_frames for s in streams])
     return FastBeamSearchResult(lattice=lattice, hyps=hyps, config=search.config)

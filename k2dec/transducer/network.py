@@ -20,7 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["DecoderCache", "DecoderTables", "StatelessDecoder", "TransducerNet",
+__all__ = ["DecoderCache", "DecoderTables", "RawDecoderOutputs", "StatelessDecoder",
+           "TransducerNet",
            "check_decoder_sizes", "check_model", "decode_by_tables"]
 
 
@@ -245,6 +246,7 @@ class TransducerNet:
         #: k2dec's own decoder runs as per-token tables (:class:`DecoderTables`)
         self.tables = (DecoderTables() if tables and DecoderTables.applies(self.decoder)
                        else None)
+        self.raw: RawDecoderOutputs | None = None
 
     def joiner_dim(self, encoder_out: torch.Tensor) -> int:
         """The last dimension of the joiner's inputs (of projected encoder frames; found once,
@@ -329,6 +331,25 @@ class TransducerNet:
                 f"{tuple(contexts.shape)}, got {tuple(out.shape)}"
             )
         return out.squeeze(1)
+
+    def raw_decoder_out(self, contexts: torch.Tensor) -> torch.Tensor:
+        """The decoder module's own output (not projected) for int64 contexts ``[M, c]`` ->
+        float ``[M, D]``, bit for bit what ``model.decoder(contexts, need_pad=False)`` gives
+        in any batch (an embedding and a convolution compute each row on its own): read
+        from :class:`RawDecoderOutputs` (every context at once when small, else cached by
+        context). icefall's fast_beam_search layout (:meth:`FastBeamSearch` with
+        ``decoder_tables=False``) projects these rows in the batch icefall projects."""
+        if self.raw is None:
+            self.raw = RawDecoderOutputs(self)
+        return self.raw.get(contexts)
+
+    def project_decoder(self, decoder_out: torch.Tensor) -> torch.Tensor:
+        """``joiner.decoder_proj`` of decoder outputs in any layout ``[..., D]`` (identity
+        without projections)."""
+        if self.project:
+            with self._timer():
+                return self.joiner.decoder_proj(decoder_out)
+        return decoder_out
 
     def decoder_out(self, contexts: torch.Tensor) -> torch.Tensor:
         """Projected decoder output for int64 contexts ``[M, c]`` -> float ``[M, J]``."""
@@ -481,6 +502,74 @@ def decode_by_tables(tables: torch.Tensor, contexts: torch.Tensor) -> torch.Tens
     for k in range(1, tables.size(0)):
         out = out + tables[k].index_select(0, y[:, k])
     return torch.relu(out)
+
+
+#: the most entries ((vocabulary + 1) ** context_size x decoder dimension) of a table of
+#: every context's decoder output (16 MiB of float32); larger decoders are cached by context
+RAW_TABLE_MAX = 1 << 22
+#: raw decoder outputs :class:`RawDecoderOutputs` caches by context when there is no table
+RAW_CACHE_SIZE = 1 << 15
+
+
+class RawDecoderOutputs:
+    """The decoder module's outputs (before ``decoder_proj``) by context, for a searcher that
+    must give icefall's bits: the module computes each row on its own (an embedding, a
+    grouped convolution over the context, a ReLU), so a row computed once serves every
+    later batch that has its context. With ``(V + 1) ** c * D <=`` :data:`RAW_TABLE_MAX`
+    every context (ids ``-1 .. V - 1`` in each position) is computed in one call and looked
+    up by index; otherwise the rows are cached by context (:class:`DecoderCache`, at most
+    :data:`RAW_CACHE_SIZE` rows)."""
+
+    def __init__(self, net: TransducerNet) -> None:
+        self.net = net
+        self.base = net.vocab_size + 1
+        self.table: torch.Tensor | None = None
+        self.cache: DecoderCache | None = None
+        self.table_rows = self.base ** net.context_size
+
+    def get(self, contexts: torch.Tensor) -> torch.Tensor:
+        net = self.net
+        if self.table is None and self.cache is None:
+            dim = net._decoder_module(net.initial_context(1, contexts.device)).size(1)
+            if self.table_rows * dim <= RAW_TABLE_MAX:
+                self.table = self._all_contexts(contexts.device)
+            else:
+                self.cache = DecoderCache(net.vocab_size, net.context_size, RAW_CACHE_SIZE)
+        if self.table is not None:
+            powers = self.base ** torch.arange(net.context_size - 1, -1, -1,
+                                               device=contexts.device)
+            return self.table.index_select(0, ((contexts + 1) * powers).sum(1))
+        return self._cached(contexts)
+
+    def _all_contexts(self, device: torch.device) -> torch.Tensor:
+        net = self.net
+        index = torch.arange(self.table_rows, device=device)
+        digits = [(index // self.base ** k) % self.base
+                  for k in range(net.context_size - 1, -1, -1)]
+        contexts = torch.stack(digits, dim=1) - 1
+        net.decoder_rows += self.table_rows
+        with net._timer():
+            return net._decoder_module(contexts)
+
+    def _cached(self, contexts: torch.Tensor) -> torch.Tensor:
+        cache = self.cache
+        keys = cache.key(contexts)
+        found, pos = cache.lookup(keys)
+        if cache.values is not None and bool(found.all()):
+            return cache.values.index_select(0, pos)
+        miss = ~found
+        uniq_keys, inverse = torch.unique(keys[miss], return_inverse=True)
+        first = torch.empty(uniq_keys.numel(), dtype=torch.int64, device=keys.device)
+        first[inverse] = torch.nonzero(miss).squeeze(1)
+        self.net.decoder_rows += first.numel()
+        with self.net._timer():
+            new_values = self.net._decoder_module(contexts.index_select(0, first))
+        out = new_values.new_empty((contexts.size(0), new_values.size(1)))
+        if cache.values is not None and bool(found.any()):
+            out[found] = cache.values.index_select(0, pos[found])
+        out[miss] = new_values.index_select(0, inverse)
+        cache.insert(uniq_keys, new_values)
+        return out
 
 
 class _Timer:
