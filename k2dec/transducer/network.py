@@ -22,7 +22,7 @@ from torch import nn
 
 __all__ = ["DecoderCache", "DecoderTables", "RawDecoderOutputs", "StatelessDecoder",
            "TransducerNet",
-           "check_decoder_sizes", "check_model", "decode_by_tables"]
+           "check_decoder_sizes", "check_model", "decode_by_tables", "equivalent_tables"]
 
 
 def check_model(model: nn.Module) -> tuple[int, int, int]:
@@ -475,6 +475,53 @@ class DecoderTables:
         if key != self.key:
             self.tables, self.key = _decoder_tables(decoder), key
         return self.tables
+
+
+def equivalent_tables(net: TransducerNet) -> torch.Tensor | None:
+    """:class:`DecoderTables` ``[c, V + 1, D]`` for a decoder of any class laid out as
+    icefall's (an ``nn.Embedding`` ``embedding``, for ``context_size > 1`` a bias-free
+    ``nn.Conv1d`` ``conv`` over the context, a ReLU; eval-time no-ops such as icefall's
+    balancers may sit between), or None. Its forward is not read: the tables are used only
+    when they give the module's outputs (up to float rounding) on probe contexts (the
+    initial one and every context of the first 5 tokens): equal up to rounding, not bit for
+    bit, so for searches that only take maxima (greedy)."""
+    decoder, c = net.decoder, net.context_size
+    emb = getattr(decoder, "embedding", None)
+    conv = getattr(decoder, "conv", None)
+    if not isinstance(emb, nn.Embedding) or emb.weight.size(0) != net.vocab_size:
+        return None
+    if c > 1 and (not isinstance(conv, nn.Conv1d) or conv.bias is not None
+                  or conv.kernel_size != (c,) or conv.padding != (0,)):
+        return None
+    if c * (net.vocab_size + 1) * emb.weight.size(1) > DECODER_TABLE_MAX:
+        return None
+    tables = _grouped_tables(emb.weight, conv if c > 1 else None)
+    first = torch.arange(min(net.vocab_size, 5), device=emb.weight.device)
+    probe = torch.cartesian_prod(*[first] * c).reshape(-1, c)
+    probe = torch.cat([net.initial_context(1, first.device), probe])
+    with torch.no_grad():
+        want = net._decoder_module(probe)
+    got = decode_by_tables(tables, probe)
+    if got.shape != want.shape or not torch.allclose(got, want, rtol=1e-4, atol=1e-5):
+        return None
+    return tables
+
+
+def _grouped_tables(emb: torch.Tensor, conv: nn.Conv1d | None) -> torch.Tensor:
+    """:class:`DecoderTables` ``[c, V + 1, D]`` of embeddings ``[V, D]`` and a grouped
+    context convolution (None: context 1), one batched matmul per tap (what
+    :func:`_decoder_tables` computes with a convolution per tap, several times slower)."""
+    with torch.no_grad():
+        if conv is None:
+            taps = emb.unsqueeze(0)
+        else:
+            vocab, dim = emb.shape
+            groups = conv.groups
+            weight = conv.weight.reshape(groups, conv.out_channels // groups, dim // groups, -1)
+            x = emb.reshape(vocab, groups, dim // groups).transpose(0, 1)  # [G, V, in]
+            taps = torch.stack([torch.bmm(x, weight[..., k].transpose(1, 2)).transpose(0, 1)
+                                .reshape(vocab, -1) for k in range(weight.size(-1))])
+        return torch.cat([taps, taps.new_zeros(taps.size(0), 1, taps.size(2))], dim=1)
 
 
 def _decoder_tables(decoder: nn.Module) -> torch.Tensor:
