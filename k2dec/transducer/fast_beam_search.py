@@ -224,8 +224,11 @@ class FastBeamSearch:
             decoder_cache_size = DECODER_CACHE_SIZE
         self.net = TransducerNet(model, decoder_cache_size, tables=config.decoder_tables)
         #: whole utterances are decoded in icefall's layout, for its bits (``decoder_tables``
-        #: False, a joiner with icefall's projections; see :meth:`_decode_icefall`)
-        self.icefall_layout = not config.decoder_tables and self.net.project
+        #: and ``termination_frame`` False, a joiner with icefall's projections; see
+        #: :meth:`_decode_icefall`: its streams may be advanced over padding frames, which a
+        #: termination frame would follow)
+        self.icefall_layout = (not config.decoder_tables and not config.termination_frame
+                               and self.net.project)
         if self.net.blank_id != 0:
             raise ValueError(
                 f"fast_beam_search needs blank_id == 0 (k2 assumes it), got "

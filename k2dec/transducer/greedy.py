@@ -330,10 +330,8 @@ def greedy_search_single(
     outputs unless two symbols tie to the last bits.
 
     Args:
-      model: stateless transducer (``.decoder``, ``.joiner``), see
-        :class:`~k2dec.transducer.network.TransducerNet`.
-      encoder_out: float ``[1, T, C]`` encoder output (not projected), all ``T`` frames
-        valid.
+      model: stateless transducer (``.decoder``, ``.joiner``).
+      encoder_out: float ``[1, T, C]`` encoder output (not projected), all frames valid.
       config: options; defaults to ``GreedySearchConfig()``.
       max_symbols: stop after this many symbols (icefall's one-utterance search stops at
         1000); None: no bound.
@@ -343,11 +341,7 @@ def greedy_search_single(
     """
     config = config or GreedySearchConfig()
     net = TransducerNet(model)
-    lens = check_encoder_out(encoder_out, torch.tensor([encoder_out.size(1)]), net)
-    if encoder_out.size(0) != 1:
-        raise ValueError(f"encoder_out must hold one utterance [1, T, C], got "
-                         f"{tuple(encoder_out.shape)}")
-    enc = net.project_encoder(encoder_out[0, : int(lens[0])])  # [T, J]
+    enc = _single_frames(net, encoder_out)
     ctx = net.initial_context(1, encoder_out.device)
     tables = equivalent_tables(net) if enc.size(0) >= SINGLE_TABLES_MIN_FRAMES else None
     dec = _single_decoder_out(net, ctx, tables)
@@ -375,6 +369,16 @@ def greedy_search_single(
         if on_frame >= config.max_sym_per_frame:
             t, on_frame = t + 1, 0
     return tokens, frames
+
+
+def _single_frames(net: TransducerNet, encoder_out: torch.Tensor) -> torch.Tensor:
+    """The projected frames ``[T, J]`` of one utterance ``[1, T, C]`` (checked)."""
+    if not isinstance(encoder_out, torch.Tensor) or encoder_out.dim() != 3 or (
+            encoder_out.size(0) != 1):
+        raise ValueError(f"encoder_out must hold one utterance [1, T, C], got "
+                         f"{tuple(getattr(encoder_out, 'shape', ()))}")
+    check_encoder_out(encoder_out, torch.tensor([encoder_out.size(1)]), net)
+    return net.project_encoder(encoder_out[0])
 
 
 def _single_decoder_out(net: TransducerNet, ctx: torch.Tensor,
