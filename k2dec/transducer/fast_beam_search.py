@@ -99,6 +99,11 @@ class FastBeamSearchConfig:
         rounding). False runs the decoder module as icefall does, bit for bit: what
         ``k2.random_paths`` needs to draw icefall's n-best paths from the lattice (it is
         chaotic: last-bit score changes change its samples); ``--icefall-compat`` sets it.
+        With ``termination_frame=False`` as well (icefall's), :func:`fast_beam_search`
+        computes every score with icefall's bits also for icefall's own decoder and joiner
+        classes: the decoder projection and the joiner run on each frame's batch as icefall
+        runs them (a float32 GEMM's last bits depend on the batch's size), see
+        :data:`ICEFALL_MIN_ROWS`.
     """
 
     beam: float = 20.0

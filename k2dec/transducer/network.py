@@ -644,8 +644,10 @@ def _padded(rows: torch.Tensor) -> torch.Tensor:
     of :data:`_GEMM_ROWS`. A float32 GEMM on CPU computes the last ``M mod 8`` rows of its
     input with another kernel than the others, and their last bits differ: computed in a
     batch of a multiple of 8 rows, a context's decoder output has the bits it has in any
-    such batch, so a cached output equals a fresh one in the large batches icefall computes
-    (whose lattice scores k2dec's fast_beam_search then reproduces bit for bit)."""
+    such batch, so a cached output equals a fresh one in large batches. (Not icefall's
+    bits in general: small batches, below 11-16 rows depending on the layer's sizes, take
+    other kernels; icefall's bits come from fast_beam_search's icefall layout,
+    ``k2dec.transducer.fast_beam_search.ICEFALL_MIN_ROWS``.)"""
     extra = -rows.numel() % _GEMM_ROWS
     if extra == 0:
         return rows
