@@ -420,10 +420,12 @@ class FastBeamSearch:
         net, cfg = self.net, self.config
         m = contexts.size(0)
         if self.icefall_layout:
-            pad = _pad_rows(torch.arange(m, device=contexts.device), min_rows)
-            raw = net.raw_decoder_out(contexts.index_select(0, pad))
+            if m < min_rows:
+                pad = _pad_rows(torch.arange(m, device=contexts.device), min_rows)
+                contexts, enc_t = contexts.index_select(0, pad), enc_t.index_select(0, pad)
+            raw = net.raw_decoder_out(contexts)
             dec = net.project_decoder(raw.unsqueeze(1)).unsqueeze(1)  # [M', 1, 1, J]
-            cur = enc_t.index_select(0, pad).unsqueeze(1).unsqueeze(1)
+            cur = enc_t.unsqueeze(1).unsqueeze(1)
             logits = net.logits4(cur, dec)[:m]
             ilme = (net.logits4(torch.zeros_like(cur), dec)[:m] if cfg.ilme_scale != 0.0
                     else None)
