@@ -172,6 +172,7 @@ def search_pairs(ice, x: SearchInputs) -> dict[str, tuple[Callable, Callable]]:
     import k2
 
     from k2dec.methods import icefall_compatible
+    from k2dec.methods.parts import GraphConfig
     from k2dec.transducer import fast_beam_search, modified_beam_search
 
     model, enc, lens = x.model, x.encoder_out, x.encoder_lens
@@ -193,7 +194,7 @@ def search_pairs(ice, x: SearchInputs) -> dict[str, tuple[Callable, Callable]]:
         scaled.scores = x.LG.scores * NGRAM_LM_SCALE
         pairs["fast_beam_search_nbest_LG"] = (
             _k2dec_method("fast_beam_search_nbest_LG", x, {"LG": x.LG},
-                          ngram_lm_scale=NGRAM_LM_SCALE),
+                          graph=GraphConfig(NGRAM_LM_SCALE)),
             lambda: ice.fast_beam_search_nbest_LG(model, scaled, enc, lens, **FBS, **NBEST))
     if x.ref_tokens is not None:
         pairs["fast_beam_search_nbest_oracle"] = (
