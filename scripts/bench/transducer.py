@@ -502,8 +502,10 @@ def icefall_table(rep: Report, icefall_dir: Path | None, prob: Problem, mode: st
     else:  # batches of a typical icefall decoding batch's size in every mode
         if prob.encoder_out.size(0) != 2 * ICEFALL_CUTS:
             prob = shipped_problem(ICEFALL_CUTS)
-        problems = [("shipped", prob),
-                    ("icefall-sized random", icefall_sized_problem(seed, 2 * ICEFALL_CUTS))]
+        problems = [("shipped", prob)]
+        if mode == "full":  # (k2dec's own classes at icefall's sizes)
+            problems.append(("icefall-sized random",
+                             icefall_sized_problem(seed, 2 * ICEFALL_CUTS)))
         classes = icefall_search.model_classes(Path(icefall_dir))
         problems += [(f"icefall classes V{v} D{d}", icefall_class_problem(
             classes, (v, d, e), seed, ICEFALL_MODEL_UTTS)) for v, d, e in ICEFALL_MODEL_SIZES]
