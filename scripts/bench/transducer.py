@@ -507,8 +507,9 @@ def icefall_table(rep: Report, icefall_dir: Path | None, prob: Problem, mode: st
             problems.append(("icefall-sized random",
                              icefall_sized_problem(seed, 2 * ICEFALL_CUTS)))
         classes = icefall_search.model_classes(Path(icefall_dir))
+        sizes = ICEFALL_MODEL_SIZES if mode == "full" else ICEFALL_MODEL_SIZES[:2]
         problems += [(f"icefall classes V{v} D{d}", icefall_class_problem(
-            classes, (v, d, e), seed, ICEFALL_MODEL_UTTS)) for v, d, e in ICEFALL_MODEL_SIZES]
+            classes, (v, d, e), seed, ICEFALL_MODEL_UTTS)) for v, d, e in sizes]
     runs = {"smoke": 1, "quick": 3}.get(mode, ICEFALL_RUNS)
     rows = icefall_rows(ice, problems, runs)
     rep.table("k2dec vs icefall's beam_search.py, same model and encoder outputs, k2dec with its "
