@@ -519,7 +519,10 @@ NOTES = [
     "(1); icefall looks up the pieces 'sos_id' / 'eos_id', which BPE models lack, so it "
     "scores with <unk>'s id (2). Checked by hand on the recorded run: with id 2, all 20 "
     "utterances get icefall's hypotheses under every key.",
-    "Timings are one run of each on a shared machine (not a speed comparison).",
+    "Timings of the shipped-model rows are one run of each on a shared machine (not a speed "
+    "comparison); the rows of icefall's own model objects ([icefall classes ...]) are "
+    "medians of --runs alternating runs, their speed ratios checked against issue 38's "
+    "targets.",
 ]
 
 
