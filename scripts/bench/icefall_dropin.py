@@ -62,6 +62,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--merge", action="store_true",
                    help="keep the rows of the report already in --report that were not run "
                         "now (with --only: re-run some cases of a recorded report)")
+    p.add_argument("--class-vocabs", default=",".join(str(v) for v, _, _ in CLASS_SIZES),
+                   help="the sizes of icefall's own model objects to run, by vocabulary "
+                        "(comma-separated)")
     p.add_argument("--runs", type=int, default=1,
                    help="timed runs of each side, alternating (the median is reported)")
     return p.parse_args()
@@ -604,7 +607,8 @@ def main() -> None:
         K, ice.beam_search, inp) + ctc_cases(K, ice.decode, inp) + lattice_cases(
         K, ice.decode, inp))
     inp.class_models = []
-    for sizes in CLASS_SIZES:
+    vocabs = {int(v) for v in args.class_vocabs.split(",") if v}
+    for sizes in [z for z in CLASS_SIZES if z[0] in vocabs]:
         label = f"icefall classes V{sizes[0]} D{sizes[1]}"
         if args.only and label not in args.only and "icefall classes" not in args.only:
             continue
