@@ -26,6 +26,7 @@ from ..transducer import (
 from ..transducer import beam_search as k2dec_beam_search
 from ..transducer import greedy_search as k2dec_greedy_search
 from ..transducer import modified_beam_search as k2dec_modified_beam_search
+from ..transducer.greedy import greedy_search_single
 from ..transducer.joiner_confidences import token_confidences
 from .common import check_model, check_single, compat, fbs_lattice, pick, sample
 from .results import DecodingResults, index_paths, paths_result, results_or_hyps
@@ -44,6 +45,10 @@ __all__ = [
 ]
 
 
+#: icefall's one-utterance greedy_search stops after this many symbols
+MAX_SYM_PER_UTT = 1000
+
+
 def greedy_search(
     model: nn.Module,
     encoder_out: torch.Tensor,
@@ -52,18 +57,19 @@ def greedy_search(
     return_timestamps: bool = False,
 ) -> list[int] | DecodingResults:
     """Greedy search of one utterance (``encoder_out`` ``(1, T, C)``), at most
-    ``max_sym_per_frame`` symbols per frame; the token ids, or with ``return_timestamps`` a
-    :class:`DecodingResults` of one hypothesis. (icefall's version pads later contexts with
-    blanks instead of ``-1``, the same for ``context_size`` 2, icefall's models, and stops
-    after 1000 symbols.)"""
+    ``max_sym_per_frame`` symbols per frame and :data:`MAX_SYM_PER_UTT` in all, as icefall;
+    the token ids, or with ``return_timestamps`` a :class:`DecodingResults` of one
+    hypothesis. (icefall's version pads later contexts with blanks instead of ``-1``, the
+    same for ``context_size`` 2, icefall's models.) The joiner runs on windows of frames
+    (:func:`k2dec.transducer.greedy_search_single`)."""
     check_model(model, "greedy_search")
-    lens = check_single(encoder_out, "greedy_search")
+    check_single(encoder_out, "greedy_search")
     cfg = GreedySearchConfig(max_sym_per_frame=int(max_sym_per_frame),
                              blank_penalty=float(blank_penalty))
-    [hyp] = k2dec_greedy_search(model, encoder_out, lens, cfg)
+    tokens, frames = greedy_search_single(model, encoder_out, cfg, MAX_SYM_PER_UTT)
     if not return_timestamps:
-        return list(hyp.tokens)
-    return DecodingResults(timestamps=[list(hyp.timestamps)], hyps=[list(hyp.tokens)])
+        return tokens
+    return DecodingResults(timestamps=[frames], hyps=[tokens])
 
 
 def greedy_search_batch(

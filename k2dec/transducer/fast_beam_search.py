@@ -99,6 +99,11 @@ class FastBeamSearchConfig:
         rounding). False runs the decoder module as icefall does, bit for bit: what
         ``k2.random_paths`` needs to draw icefall's n-best paths from the lattice (it is
         chaotic: last-bit score changes change its samples); ``--icefall-compat`` sets it.
+        With ``termination_frame=False`` as well (icefall's), :func:`fast_beam_search`
+        computes every score with icefall's bits also for icefall's own decoder and joiner
+        classes: the decoder projection and the joiner run on each frame's batch as icefall
+        runs them (a float32 GEMM's last bits depend on the batch's size), see
+        :data:`ICEFALL_MIN_ROWS`.
     """
 
     beam: float = 20.0
@@ -223,6 +228,12 @@ class FastBeamSearch:
         if decoder_cache_size is None:
             decoder_cache_size = DECODER_CACHE_SIZE
         self.net = TransducerNet(model, decoder_cache_size, tables=config.decoder_tables)
+        #: whole utterances are decoded in icefall's layout, for its bits (``decoder_tables``
+        #: and ``termination_frame`` False, a joiner with icefall's projections; see
+        #: :meth:`_decode_icefall`: its streams may be advanced over padding frames, which a
+        #: termination frame would follow)
+        self.icefall_layout = (not config.decoder_tables and not config.termination_frame
+                               and self.net.project)
         if self.net.blank_id != 0:
             raise ValueError(
                 f"fast_beam_search needs blank_id == 0 (k2 assumes it), got "
@@ -335,7 +346,7 @@ class FastBeamSearch:
                 )
         if encoder_out.size(0) == 0 or encoder_out.size(1) == 0 or int(lens.max()) == 0:
             return
-        net, cfg = self.net, self.config
+        net = self.net
 
         lens_sorted, order = torch.sort(lens, descending=True, stable=True)
         ordered = [streams[i] for i in order.tolist()]
@@ -358,20 +369,75 @@ class FastBeamSearch:
                 current_n = n
             shape, contexts = decoding.get_contexts()
             utt = shape.row_ids(1).to(torch.int64)
-            dec = net.decoder_out(contexts.to(torch.int64))
             enc_t = enc[offset : offset + n].index_select(0, utt)
             offset += n
-            logits = net.logits(enc_t, dec)
-            log_probs = log_probs_from_logits(logits, 0, cfg.temperature, cfg.blank_penalty)
-            if cfg.ilme_scale != 0.0:
-                ilme = net.logits(torch.zeros_like(enc_t), dec)
-                log_probs = log_probs - cfg.ilme_scale * log_probs_from_logits(
-                    ilme, 0, cfg.temperature, cfg.blank_penalty
-                )
+            min_rows = ICEFALL_MIN_ROWS if self.icefall_layout else 0
+            log_probs = self._frame_log_probs(contexts.to(torch.int64), enc_t, min_rows)
             decoding.advance(log_probs)
         decoding.terminate_and_flush_to_streams()
         for s, n_frames in zip(ordered, lens_sorted.tolist()):
             s.num_frames += n_frames
+
+    def _decode_icefall(self, streams: Sequence[FastBeamSearchStream],
+                        encoder_out: torch.Tensor, lens: torch.Tensor) -> None:
+        """:meth:`_decode` of fresh streams over a whole utterance each, in icefall's layout,
+        so that every score has icefall's bits (``decoder_tables=False``; what
+        ``k2.random_paths`` needs to draw icefall's n-best paths): one
+        ``k2.RnntDecodingStreams`` over the utterances in input order, advanced over every
+        frame up to the longest (the shorter ones over padding frames, which their lattices
+        do not reach), the whole padded ``encoder_out`` projected in one call, and on each
+        frame ``decoder_proj`` and the joiner on all the frame's contexts in one batch (a
+        float32 GEMM's rows depend on the batch's size). Only the decoder module's rows, which
+        do not, come from :class:`~k2dec.transducer.network.RawDecoderOutputs`. Utterances
+        without frames (icefall refuses them) are left out."""
+        net = self.net
+        keep = torch.nonzero(lens > 0).squeeze(1)
+        if keep.numel() < lens.numel():
+            encoder_out, lens = encoder_out.index_select(0, keep), lens.index_select(0, keep)
+        used = [streams[i] for i in keep.tolist()]
+        if not used:
+            return
+        enc = net.project_encoder(encoder_out)
+        decoding = k2.RnntDecodingStreams([s.rnnt_stream for s in used], self.k2_config)
+        for t in range(int(lens.max())):
+            shape, contexts = decoding.get_contexts()
+            cur = enc[:, t].index_select(0, shape.row_ids(1).to(torch.int64))
+            log_probs = self._frame_log_probs(contexts.to(torch.int64), cur, 0)
+            decoding.advance(log_probs)
+        decoding.terminate_and_flush_to_streams()
+        for i, (s, n) in enumerate(zip(used, lens.tolist())):
+            s._owner = (decoding, i)
+            s.num_frames += n
+
+    def _frame_log_probs(self, contexts: torch.Tensor, enc_t: torch.Tensor, min_rows: int
+                         ) -> torch.Tensor:
+        """The log-probs ``[M, V]`` of one frame's contexts (int64 ``[M, c]``) on their
+        utterances' projected frames ``enc_t`` ``[M, J]`` (with ILME, blank penalty and
+        temperature). In icefall's layout (:attr:`icefall_layout`) the decoder module's rows
+        are projected and joined as icefall does, in 4-D batches of at least ``min_rows``
+        rows (padded with copies of the first; 0: exactly ``M``, see
+        :data:`ICEFALL_MIN_ROWS`)."""
+        net, cfg = self.net, self.config
+        m = contexts.size(0)
+        if self.icefall_layout:
+            if m < min_rows:
+                pad = _pad_rows(torch.arange(m, device=contexts.device), min_rows)
+                contexts, enc_t = contexts.index_select(0, pad), enc_t.index_select(0, pad)
+            raw = net.raw_decoder_out(contexts)
+            dec = net.project_decoder(raw.unsqueeze(1)).unsqueeze(1)  # [M', 1, 1, J]
+            cur = enc_t.unsqueeze(1).unsqueeze(1)
+            logits = net.logits4(cur, dec)[:m]
+            ilme = (net.logits4(torch.zeros_like(cur), dec)[:m] if cfg.ilme_scale != 0.0
+                    else None)
+        else:
+            dec = net.decoder_out(contexts)
+            logits = net.logits(enc_t, dec)
+            ilme = net.logits(torch.zeros_like(enc_t), dec) if cfg.ilme_scale != 0.0 else None
+        log_probs = log_probs_from_logits(logits, 0, cfg.temperature, cfg.blank_penalty)
+        if ilme is not None:
+            log_probs = log_probs - cfg.ilme_scale * log_probs_from_logits(
+                ilme, 0, cfg.temperature, cfg.blank_penalty)
+        return log_probs
 
     def terminate(self, streams: Sequence[FastBeamSearchStream]) -> None:
         """End the given streams (already terminated ones are skipped).
@@ -504,6 +570,24 @@ def one_best(lattice: k2.Fsa, num_frames: Sequence[int]) -> list[TransducerHypot
     return out
 
 
+#: In icefall's layout (``decoder_tables=False``) a frame's decoder projection and joiner run
+#: on at least this many rows: a float32 GEMM on CPU computes a batch of fewer rows with other
+#: kernels (other last bits) than a larger one, where each row's bits do not depend on the
+#: batch. icefall's batch on a frame holds at least one context per utterance, so from this
+#: many utterances on k2dec may drop the utterances that ended (icefall advances them over
+#: padding frames) and pad its smaller batches up to it with the same bits; with fewer,
+#: it runs icefall's very batches (:meth:`FastBeamSearch._decode_icefall`).
+ICEFALL_MIN_ROWS = 16
+
+
+def _pad_rows(rows: torch.Tensor, min_rows: int) -> torch.Tensor:
+    """``rows`` (int64 ``[M]``, ``M >= 1``) followed by copies of its first entry up to
+    ``min_rows`` entries."""
+    if rows.numel() >= min_rows:
+        return rows
+    return torch.cat([rows, rows[:1].expand(min_rows - rows.numel())])
+
+
 def fast_beam_search(
     model: nn.Module,
     encoder_out: torch.Tensor,
@@ -527,7 +611,11 @@ def fast_beam_search(
     lens = check_encoder_out(encoder_out, encoder_out_lens, search.net)
     device = encoder_out.device
     streams = [search.new_stream(device) for _ in range(encoder_out.size(0))]
-    search._decode(streams, encoder_out, lens)
+    if (search.icefall_layout and encoder_out.size(1) > 0
+            and int((lens > 0).sum()) < ICEFALL_MIN_ROWS):
+        search._decode_icefall(streams, encoder_out, lens)
+    else:
+        search._decode(streams, encoder_out, lens)
     lattice = search.lattice(streams)
     hyps = one_best(lattice, [s.num_frames for s in streams])
     return FastBeamSearchResult(lattice=lattice, hyps=hyps, config=search.config)

@@ -32,11 +32,12 @@ from k2dec.transducer.common import (
     check_streams,
     log_probs_from_logits,
 )
-from k2dec.transducer.network import TransducerNet
+from k2dec.transducer.network import TransducerNet, decode_by_tables, equivalent_tables
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["GreedySearch", "GreedySearchConfig", "GreedySearchStream", "greedy_search"]
+__all__ = ["GreedySearch", "GreedySearchConfig", "GreedySearchStream", "greedy_search",
+           "greedy_search_single"]
 
 
 @dataclass(frozen=True)
@@ -298,6 +299,107 @@ def greedy_search(
     streams = [GreedySearchStream(c) for c in contexts.unbind(0)]
     search._decode(streams, encoder_out, lens)
     return [s.result() for s in streams]
+
+
+#: frames of the first window :func:`greedy_search_single` joins after a symbol (doubled on
+#: every all-blank window up to :data:`SINGLE_WINDOW_MAX`)
+SINGLE_WINDOW_MIN = 2
+SINGLE_WINDOW_MAX = 32
+#: from this many frames on :func:`greedy_search_single` runs a decoder laid out as icefall's
+#: as tables (:func:`~k2dec.transducer.network.equivalent_tables`: built and checked per call)
+SINGLE_TABLES_MIN_FRAMES = 64
+
+
+def greedy_search_single(
+    model: nn.Module,
+    encoder_out: torch.Tensor,
+    config: GreedySearchConfig | None = None,
+    max_symbols: int | None = None,
+) -> tuple[list[int], list[int]]:
+    """Greedy search of one utterance with little per-frame work: the tokens and the frame
+    of each.
+
+    The frames after the last symbol share its decoder output, so the joiner runs on a
+    window of them at once (:data:`SINGLE_WINDOW_MIN` frames after a symbol, twice as many
+    after every window without one, at most :data:`SINGLE_WINDOW_MAX`) and the search goes
+    on from the first frame whose best symbol is not blank; a frame that reached
+    ``config.max_sym_per_frame`` symbols is left without a blank (icefall's rule). The
+    decoder runs once per distinct context of the utterance, as tables where they give its
+    outputs (:func:`~k2dec.transducer.network.equivalent_tables`; utterances of at least
+    :data:`SINGLE_TABLES_MIN_FRAMES` frames): the joiner's maxima are those of the module's
+    outputs unless two symbols tie to the last bits.
+
+    Args:
+      model: stateless transducer (``.decoder``, ``.joiner``).
+      encoder_out: float ``[1, T, C]`` encoder output (not projected), all frames valid.
+      config: options; defaults to ``GreedySearchConfig()``.
+      max_symbols: stop after this many symbols (icefall's one-utterance search stops at
+        1000); None: no bound.
+
+    Returns:
+      (token ids, frame of each token), lists of Python ints.
+    """
+    config = config or GreedySearchConfig()
+    net = TransducerNet(model)
+    enc = _single_frames(net, encoder_out)
+    ctx = net.initial_context(1, encoder_out.device)
+    tables = equivalent_tables(net) if enc.size(0) >= SINGLE_TABLES_MIN_FRAMES else None
+    dec = _single_decoder_out(net, ctx, tables)
+    history = tuple(ctx[0].tolist())
+    decoded = {history: dec}  # projected decoder outputs by context, for this utterance
+    limit = max_symbols if max_symbols is not None else -1
+    tokens: list[int] = []
+    frames: list[int] = []
+    t, on_frame, width = 0, 0, SINGLE_WINDOW_MIN
+    while t < enc.size(0) and len(tokens) != limit:
+        best = _window_best(net, enc[t : t + width], dec, config.blank_penalty)
+        k = next((i for i, y in enumerate(best) if y != net.blank_id), -1)
+        if k < 0:
+            t, on_frame, width = t + len(best), 0, min(2 * width, SINGLE_WINDOW_MAX)
+            continue
+        t, on_frame = t + k, (0 if k else on_frame) + 1
+        tokens.append(best[k])
+        frames.append(t)
+        history = history[1:] + (best[k],)
+        dec = decoded.get(history)
+        if dec is None:
+            dec = decoded[history] = _single_decoder_out(net, ctx.new_tensor([history]),
+                                                         tables)
+        width = SINGLE_WINDOW_MIN
+        if on_frame >= config.max_sym_per_frame:
+            t, on_frame = t + 1, 0
+    return tokens, frames
+
+
+def _single_frames(net: TransducerNet, encoder_out: torch.Tensor) -> torch.Tensor:
+    """The projected frames ``[T, J]`` of one utterance ``[1, T, C]`` (checked)."""
+    if not isinstance(encoder_out, torch.Tensor) or encoder_out.dim() != 3 or (
+            encoder_out.size(0) != 1):
+        raise ValueError(f"encoder_out must hold one utterance [1, T, C], got "
+                         f"{tuple(getattr(encoder_out, 'shape', ()))}")
+    check_encoder_out(encoder_out, torch.tensor([encoder_out.size(1)]), net)
+    return net.project_encoder(encoder_out[0])
+
+
+def _single_decoder_out(net: TransducerNet, ctx: torch.Tensor,
+                        tables: torch.Tensor | None) -> torch.Tensor:
+    """Projected decoder output ``[1, 1, 1, J]`` of one context ``[1, c]`` (from the
+    decoder's tables if given)."""
+    if tables is None:
+        out = net._decoder_module(ctx)
+    else:
+        out = decode_by_tables(tables, ctx)
+    return net.project_decoder(out).reshape(1, 1, 1, -1)
+
+
+def _window_best(net: TransducerNet, enc: torch.Tensor, dec: torch.Tensor,
+                 blank_penalty: float) -> list[int]:
+    """The best symbol of each frame of a window ``enc`` ``[w, J]`` with one decoder output
+    ``[1, 1, 1, J]`` (blank's logit lowered by ``blank_penalty``)."""
+    logits = net.logits4(enc.unsqueeze(1).unsqueeze(1), dec)
+    if blank_penalty != 0.0:
+        logits[:, net.blank_id] -= blank_penalty
+    return logits.argmax(dim=-1).tolist()
 
 
 def _append_tokens(streams: Sequence[GreedySearchStream], chosen: torch.Tensor,

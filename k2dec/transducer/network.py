@@ -20,8 +20,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["DecoderCache", "DecoderTables", "StatelessDecoder", "TransducerNet",
-           "check_decoder_sizes", "check_model", "decode_by_tables"]
+__all__ = ["DecoderCache", "DecoderTables", "RawDecoderOutputs", "StatelessDecoder",
+           "TransducerNet",
+           "check_decoder_sizes", "check_model", "decode_by_tables", "equivalent_tables"]
 
 
 def check_model(model: nn.Module) -> tuple[int, int, int]:
@@ -245,6 +246,7 @@ class TransducerNet:
         #: k2dec's own decoder runs as per-token tables (:class:`DecoderTables`)
         self.tables = (DecoderTables() if tables and DecoderTables.applies(self.decoder)
                        else None)
+        self.raw: RawDecoderOutputs | None = None
 
     def joiner_dim(self, encoder_out: torch.Tensor) -> int:
         """The last dimension of the joiner's inputs (of projected encoder frames; found once,
@@ -329,6 +331,25 @@ class TransducerNet:
                 f"{tuple(contexts.shape)}, got {tuple(out.shape)}"
             )
         return out.squeeze(1)
+
+    def raw_decoder_out(self, contexts: torch.Tensor) -> torch.Tensor:
+        """The decoder module's own output (not projected) for int64 contexts ``[M, c]`` ->
+        float ``[M, D]``, bit for bit what ``model.decoder(contexts, need_pad=False)`` gives
+        in any batch (an embedding and a convolution compute each row on its own): read
+        from :class:`RawDecoderOutputs` (every context at once when small, else cached by
+        context). icefall's fast_beam_search layout (:meth:`FastBeamSearch` with
+        ``decoder_tables=False``) projects these rows in the batch icefall projects."""
+        if self.raw is None:
+            self.raw = RawDecoderOutputs(self)
+        return self.raw.get(contexts)
+
+    def project_decoder(self, decoder_out: torch.Tensor) -> torch.Tensor:
+        """``joiner.decoder_proj`` of decoder outputs in any layout ``[..., D]`` (identity
+        without projections)."""
+        if self.project:
+            with self._timer():
+                return self.joiner.decoder_proj(decoder_out)
+        return decoder_out
 
     def decoder_out(self, contexts: torch.Tensor) -> torch.Tensor:
         """Projected decoder output for int64 contexts ``[M, c]`` -> float ``[M, J]``."""
@@ -456,6 +477,53 @@ class DecoderTables:
         return self.tables
 
 
+def equivalent_tables(net: TransducerNet) -> torch.Tensor | None:
+    """:class:`DecoderTables` ``[c, V + 1, D]`` for a decoder of any class laid out as
+    icefall's (an ``nn.Embedding`` ``embedding``, for ``context_size > 1`` a bias-free
+    ``nn.Conv1d`` ``conv`` over the context, a ReLU; eval-time no-ops such as icefall's
+    balancers may sit between), or None. Its forward is not read: the tables are used only
+    when they give the module's outputs (up to float rounding) on probe contexts (the
+    initial one and every context of the first 5 tokens): equal up to rounding, not bit for
+    bit, so for searches that only take maxima (greedy)."""
+    decoder, c = net.decoder, net.context_size
+    emb = getattr(decoder, "embedding", None)
+    conv = getattr(decoder, "conv", None)
+    if not isinstance(emb, nn.Embedding) or emb.weight.size(0) != net.vocab_size:
+        return None
+    if c > 1 and (not isinstance(conv, nn.Conv1d) or conv.bias is not None
+                  or conv.kernel_size != (c,) or conv.padding != (0,)):
+        return None
+    if c * (net.vocab_size + 1) * emb.weight.size(1) > DECODER_TABLE_MAX:
+        return None
+    tables = _grouped_tables(emb.weight, conv if c > 1 else None)
+    first = torch.arange(min(net.vocab_size, 5), device=emb.weight.device)
+    probe = torch.cartesian_prod(*[first] * c).reshape(-1, c)
+    probe = torch.cat([net.initial_context(1, first.device), probe])
+    with torch.no_grad():
+        want = net._decoder_module(probe)
+    got = decode_by_tables(tables, probe)
+    if got.shape != want.shape or not torch.allclose(got, want, rtol=1e-4, atol=1e-5):
+        return None
+    return tables
+
+
+def _grouped_tables(emb: torch.Tensor, conv: nn.Conv1d | None) -> torch.Tensor:
+    """:class:`DecoderTables` ``[c, V + 1, D]`` of embeddings ``[V, D]`` and a grouped
+    context convolution (None: context 1), one batched matmul per tap (what
+    :func:`_decoder_tables` computes with a convolution per tap, several times slower)."""
+    with torch.no_grad():
+        if conv is None:
+            taps = emb.unsqueeze(0)
+        else:
+            vocab, dim = emb.shape
+            groups = conv.groups
+            weight = conv.weight.reshape(groups, conv.out_channels // groups, dim // groups, -1)
+            x = emb.reshape(vocab, groups, dim // groups).transpose(0, 1)  # [G, V, in]
+            taps = torch.stack([torch.bmm(x, weight[..., k].transpose(1, 2)).transpose(0, 1)
+                                .reshape(vocab, -1) for k in range(weight.size(-1))])
+        return torch.cat([taps, taps.new_zeros(taps.size(0), 1, taps.size(2))], dim=1)
+
+
 def _decoder_tables(decoder: nn.Module) -> torch.Tensor:
     """See :class:`DecoderTables`."""
     with torch.no_grad():
@@ -483,6 +551,74 @@ def decode_by_tables(tables: torch.Tensor, contexts: torch.Tensor) -> torch.Tens
     return torch.relu(out)
 
 
+#: the most entries ((vocabulary + 1) ** context_size x decoder dimension) of a table of
+#: every context's decoder output (16 MiB of float32); larger decoders are cached by context
+RAW_TABLE_MAX = 1 << 22
+#: raw decoder outputs :class:`RawDecoderOutputs` caches by context when there is no table
+RAW_CACHE_SIZE = 1 << 15
+
+
+class RawDecoderOutputs:
+    """The decoder module's outputs (before ``decoder_proj``) by context, for a searcher that
+    must give icefall's bits: the module computes each row on its own (an embedding, a
+    grouped convolution over the context, a ReLU), so a row computed once serves every
+    later batch that has its context. With ``(V + 1) ** c * D <=`` :data:`RAW_TABLE_MAX`
+    every context (ids ``-1 .. V - 1`` in each position) is computed in one call and looked
+    up by index; otherwise the rows are cached by context (:class:`DecoderCache`, at most
+    :data:`RAW_CACHE_SIZE` rows)."""
+
+    def __init__(self, net: TransducerNet) -> None:
+        self.net = net
+        self.base = net.vocab_size + 1
+        self.table: torch.Tensor | None = None
+        self.cache: DecoderCache | None = None
+        self.table_rows = self.base ** net.context_size
+
+    def get(self, contexts: torch.Tensor) -> torch.Tensor:
+        net = self.net
+        if self.table is None and self.cache is None:
+            dim = net._decoder_module(net.initial_context(1, contexts.device)).size(1)
+            if self.table_rows * dim <= RAW_TABLE_MAX:
+                self.table = self._all_contexts(contexts.device)
+            else:
+                self.cache = DecoderCache(net.vocab_size, net.context_size, RAW_CACHE_SIZE)
+        if self.table is not None:
+            powers = self.base ** torch.arange(net.context_size - 1, -1, -1,
+                                               device=contexts.device)
+            return self.table.index_select(0, ((contexts + 1) * powers).sum(1))
+        return self._cached(contexts)
+
+    def _all_contexts(self, device: torch.device) -> torch.Tensor:
+        net = self.net
+        index = torch.arange(self.table_rows, device=device)
+        digits = [(index // self.base ** k) % self.base
+                  for k in range(net.context_size - 1, -1, -1)]
+        contexts = torch.stack(digits, dim=1) - 1
+        net.decoder_rows += self.table_rows
+        with net._timer():
+            return net._decoder_module(contexts)
+
+    def _cached(self, contexts: torch.Tensor) -> torch.Tensor:
+        cache = self.cache
+        keys = cache.key(contexts)
+        found, pos = cache.lookup(keys)
+        if cache.values is not None and bool(found.all()):
+            return cache.values.index_select(0, pos)
+        miss = ~found
+        uniq_keys, inverse = torch.unique(keys[miss], return_inverse=True)
+        first = torch.empty(uniq_keys.numel(), dtype=torch.int64, device=keys.device)
+        first[inverse] = torch.nonzero(miss).squeeze(1)
+        self.net.decoder_rows += first.numel()
+        with self.net._timer():
+            new_values = self.net._decoder_module(contexts.index_select(0, first))
+        out = new_values.new_empty((contexts.size(0), new_values.size(1)))
+        if cache.values is not None and bool(found.any()):
+            out[found] = cache.values.index_select(0, pos[found])
+        out[miss] = new_values.index_select(0, inverse)
+        cache.insert(uniq_keys, new_values)
+        return out
+
+
 class _Timer:
     """Accumulates wall time into ``net.net_seconds`` when ``net.timing`` is set."""
 
@@ -508,8 +644,10 @@ def _padded(rows: torch.Tensor) -> torch.Tensor:
     of :data:`_GEMM_ROWS`. A float32 GEMM on CPU computes the last ``M mod 8`` rows of its
     input with another kernel than the others, and their last bits differ: computed in a
     batch of a multiple of 8 rows, a context's decoder output has the bits it has in any
-    such batch, so a cached output equals a fresh one in the large batches icefall computes
-    (whose lattice scores k2dec's fast_beam_search then reproduces bit for bit)."""
+    such batch, so a cached output equals a fresh one in large batches. (Not icefall's
+    bits in general: small batches, below 11-16 rows depending on the layer's sizes, take
+    other kernels; icefall's bits come from fast_beam_search's icefall layout,
+    ``k2dec.transducer.fast_beam_search.ICEFALL_MIN_ROWS``.)"""
     extra = -rows.numel() % _GEMM_ROWS
     if extra == 0:
         return rows

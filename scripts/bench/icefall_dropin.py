@@ -59,6 +59,14 @@ def parse_args() -> argparse.Namespace:
                         "BENCHMARKS.md)")
     p.add_argument("--only", default="",
                    help="run the cases whose name contains one of these (comma-separated)")
+    p.add_argument("--merge", action="store_true",
+                   help="keep the rows of the report already in --report that were not run "
+                        "now (with --only: re-run some cases of a recorded report)")
+    p.add_argument("--class-vocabs", default=",".join(str(v) for v, _, _ in CLASS_SIZES),
+                   help="the sizes of icefall's own model objects to run, by vocabulary "
+                        "(comma-separated)")
+    p.add_argument("--runs", type=int, default=1,
+                   help="timed runs of each side, alternating (the median is reported)")
     return p.parse_args()
 
 
@@ -249,20 +257,24 @@ def per_utterance(got: Any, want: Any) -> tuple[int, int, str]:
     return sum(g == w for g, w in done), len(done), note
 
 
-def run_case(name: str, ours: Callable[[], Any], theirs: Callable[[], Any]) -> list:
-    """One table row: identical utterances, and each side's seconds (one run)."""
-    times = []
-    outs = []
-    for fn in (ours, theirs):
-        t0 = time.perf_counter()
-        with torch.no_grad():
-            outs.append(normalize(fn()))
-        times.append(time.perf_counter() - t0)
+def run_case(name: str, ours: Callable[[], Any], theirs: Callable[[], Any], runs: int = 1
+             ) -> list:
+    """One table row: identical utterances, each side's seconds (the median of ``runs``
+    alternating runs) and their ratio (icefall's over k2dec's)."""
+    times: list[list[float]] = [[], []]
+    outs: list[Any] = [None, None]
+    for _ in range(max(1, runs)):
+        for i, fn in enumerate((ours, theirs)):
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                outs[i] = normalize(fn())
+            times[i].append(time.perf_counter() - t0)
     same, n, note = per_utterance(*outs)
-    print(f"[icefall_dropin] {name}: {same}/{n} identical {note} (peak RSS {peak_rss_mb():.0f} "
-          "MiB)", flush=True)
+    ours_s, theirs_s = (sorted(t)[len(t) // 2] for t in times)
+    print(f"[icefall_dropin] {name}: {same}/{n} identical {note}, {theirs_s / ours_s:.2f}x "
+          f"(peak RSS {peak_rss_mb():.0f} MiB)", flush=True)
     return [name, f"{same}/{n}", "yes" if same == n else "**no**", note,
-            f"{times[0]:.2f}", f"{times[1]:.2f}"]
+            f"{ours_s:.2f}", f"{theirs_s:.2f}", f"{theirs_s / max(ours_s, 1e-9):.2f}"]
 
 
 # ------------------------------------------------------------------------------- cases
@@ -353,6 +365,49 @@ def transducer_cases(K: Any, B: Any, inp: types.SimpleNamespace) -> list:
          lambda: B.fast_beam_search_nbest_oracle(m, g, e, n, num_paths=inp.num_paths,
                                                  ref_texts=refs, **FBS)),
     ]
+
+
+#: icefall's own zipformer Decoder / Joiner objects at these sizes (vocab, decoder and
+#: joiner dim, encoder dim), on random frames of :data:`CLASS_UTTS` utterances
+CLASS_SIZES = [(20, 32, 32), (500, 256, 384), (2000, 512, 512)]
+CLASS_UTTS = 16
+
+
+def class_inputs(ice_dir: Path, sizes: tuple[int, int, int], seed: int = 0
+                 ) -> types.SimpleNamespace:
+    """Inputs of :func:`transducer_cases` with a model of icefall's own classes (peaked
+    output distributions: about 0.3 greedy tokens per frame), random frames sorted by
+    length, the trivial graph, a word-loop LG and references from greedy search."""
+    from .transducer import icefall_class_problem
+
+    classes = icefall_search.model_classes(ice_dir)
+    prob = icefall_class_problem(classes, sizes, seed, CLASS_UTTS)
+    LG = prob.resources.graphs["LG"].clone()
+    LG.scores = LG.scores * 0.01
+    vocab = sizes[0]
+    return types.SimpleNamespace(model=prob.model, enc=prob.encoder_out, lens=prob.encoder_lens,
+                                 trivial=k2.trivial_graph(vocab - 1), LG=k2.arc_sort(LG),
+                                 ref_tokens=prob.ref_tokens, description=prob.description)
+
+
+def class_cases(K: Any, B: Any, inp: types.SimpleNamespace, label: str) -> list:
+    """The transducer functions (no LM, no hotwords) on icefall's own model objects,
+    including fast_beam_search_one_best's ILME and allow_partial variants."""
+    m, e, n, g = inp.model, inp.enc, inp.lens, inp.trivial
+    picked = [c for c in transducer_cases(K, B, inp)
+              if "ContextGraph" not in c[0] and not c[0].startswith("beam_search")]
+    picked += [
+        ("greedy_search (max_sym_per_frame 1)",
+         _each(lambda x: K.greedy_search(m, x, 1, return_timestamps=True).hyps[0], inp),
+         _each(lambda x: B.greedy_search(m, x, 1, return_timestamps=True).hyps[0], inp)),
+        ("fast_beam_search_one_best, ILME 0.1",
+         lambda: K.fast_beam_search_one_best(m, g, e, n, ilme_scale=0.1, **FBS),
+         lambda: B.fast_beam_search_one_best(m, g, e, n, ilme_scale=0.1, **FBS)),
+        ("fast_beam_search_one_best, allow_partial",
+         lambda: K.fast_beam_search_one_best(m, g, e, n, allow_partial=True, **FBS),
+         lambda: B.fast_beam_search_one_best(m, g, e, n, allow_partial=True, **FBS)),
+    ]
+    return [(f"{name} [{label}]", ours, theirs) for name, ours, theirs in picked]
 
 
 def transducer_lm_cases(K: Any, B: Any, inp: types.SimpleNamespace) -> list:
@@ -467,7 +522,10 @@ NOTES = [
     "(1); icefall looks up the pieces 'sos_id' / 'eos_id', which BPE models lack, so it "
     "scores with <unk>'s id (2). Checked by hand on the recorded run: with id 2, all 20 "
     "utterances get icefall's hypotheses under every key.",
-    "Timings are one run of each on a shared machine (not a speed comparison).",
+    "Timings of the shipped-model rows are one run of each on a shared machine (not a speed "
+    "comparison); the rows of icefall's own model objects ([icefall classes ...]) are "
+    "medians of --runs alternating runs, their speed ratios checked against issue 38's "
+    "targets.",
 ]
 
 
@@ -490,15 +548,47 @@ def report(args: argparse.Namespace, inp: types.SimpleNamespace, rows: list) -> 
         f"search beam 20, output beam {OUTPUT_BEAM:g}; one torch thread; "
         f"load average {load_average()}.")
     headers = ["function", "utterances identical", "all identical", "keys", "k2dec s",
-               "icefall s"]
+               "icefall s", "speed ratio"]
     rep.table("Hypotheses of k2dec.icefall and icefall on the same inputs (per utterance; a "
               "dict result counts an utterance identical when every key is)", headers, rows)
+    for row in rows:  # rows of an earlier recording: the ratio of its one run
+        if len(row) == 6 and row[4] and row[5]:
+            row.append(f"{float(row[5]) / max(float(row[4]), 1e-9):.2f}")
     same = sum(r[2] == "yes" for r in rows)
     rep.target("k2dec.icefall gives icefall's hypotheses (every case, every utterance)",
                f"{same} of {len(rows)} cases", same == len(rows))
+    for label, desc in getattr(inp, "class_models", []):
+        rep.note(f"[{label}]: {desc}; its rows run each side {args.runs} time(s), "
+                 "alternating (median).")
+    _speed_targets(rep, rows)
     for note in NOTES:
         rep.note(note)
     return rep
+
+
+#: issue 38: k2dec.icefall's speed over icefall's on icefall's own model objects
+CLASS_TARGETS = {"fast_beam_search": 1.5, "greedy_search (max_sym": 1.3, "": 1.0}
+
+
+def _speed_targets(rep: Any, rows: list) -> None:
+    """The speed targets over the rows of icefall's own model objects (names ending in
+    ``[...]``): the fast_beam_search family >= 1.5x, the one-utterance greedy_search >= 1.3x,
+    every other function >= 1.0x."""
+    groups: dict[str, list] = {}
+    for row in rows:
+        if not row[0].endswith("]") or len(row) < 7 or not row[6]:
+            continue
+        prefix = next(p for p in CLASS_TARGETS if row[0].startswith(p))
+        groups.setdefault(prefix, []).append(row)
+    for prefix, target in CLASS_TARGETS.items():
+        mine = groups.get(prefix, [])
+        if not mine:
+            continue
+        what = {"": "every other function"}.get(prefix, prefix.rstrip(" (") + "*")
+        worst = min(mine, key=lambda r: float(r[6]))
+        rep.target(f"icefall's own model objects: {what} >= {target}x icefall's speed",
+                   f"lowest {worst[6]}x ({worst[0]}); {len(mine)} rows",
+                   float(worst[6]) >= target)
 
 
 def main() -> None:
@@ -516,15 +606,45 @@ def main() -> None:
     cases = (transducer_cases(K, ice.beam_search, inp) + transducer_lm_cases(
         K, ice.beam_search, inp) + ctc_cases(K, ice.decode, inp) + lattice_cases(
         K, ice.decode, inp))
+    inp.class_models = []
+    vocabs = {int(v) for v in args.class_vocabs.split(",") if v}
+    for sizes in [z for z in CLASS_SIZES if z[0] in vocabs]:
+        label = f"icefall classes V{sizes[0]} D{sizes[1]}"
+        if args.only and label not in args.only and "icefall classes" not in args.only:
+            continue
+        cls_inp = class_inputs(Path(args.icefall_dir), sizes)
+        cls_inp.num_paths = args.num_paths
+        inp.class_models.append((label, cls_inp.description))
+        cases += class_cases(K, ice.beam_search, cls_inp, label)
     rows = []
     for name, ours, theirs in cases:
         if args.only and not any(part in name for part in args.only.split(",")):
             continue
         try:
-            rows.append(run_case(name, ours, theirs))
+            rows.append(run_case(name, ours, theirs, args.runs if name.endswith("]") else 1))
         except Exception as e:  # report the case, go on with the others
-            rows.append([name, "error", "**no**", clean_error(e), "", ""])
-    report(args, inp, rows).write(args.report)
+            rows.append([name, "error", "**no**", clean_error(e), "", "", ""])
+    earlier = None
+    if args.merge and args.report is not None:
+        earlier, rows = _merged(args.report / "icefall_dropin.json", rows)
+    rep = report(args, inp, rows)
+    if earlier:
+        rep.note(f"Re-run now: the cases matching --only {args.only!r}; the other rows are "
+                 f"kept from the earlier recording, whose settings were: {earlier}")
+    rep.write(args.report)
+
+
+def _merged(path: Path, rows: list) -> tuple[str | None, list]:
+    """The settings of the report at ``path`` and its rows (in its order; its cases run now
+    replaced), then the new cases."""
+    from .common import Report
+
+    if not path.is_file():
+        return None, rows
+    new = {r[0]: r for r in rows}
+    earlier = Report.read(path)
+    out = [new.pop(r[0], r) for r in earlier.tables[0]["rows"]]
+    return earlier.settings, out + [r for r in rows if r[0] in new]
 
 
 if __name__ == "__main__":

@@ -354,6 +354,45 @@ def icefall_sized_problem(seed: int, utts: int) -> Problem:
                    desc, refs)
 
 
+#: icefall's own Decoder / Joiner classes (from the checkout) at these sizes: (vocab,
+#: decoder and joiner dim, encoder output dim); utterances per batch (icefall's decode
+#: batches are larger: from 16 on k2dec drops the utterances that ended, see
+#: k2dec.transducer.fast_beam_search.ICEFALL_MIN_ROWS)
+ICEFALL_MODEL_SIZES = [(20, 32, 32), (500, 256, 384), (2000, 512, 512)]
+ICEFALL_MODEL_UTTS = 24
+#: their greedy tokens per frame (a trained BPE model's, about): the blank bias is set to it
+ICEFALL_MODEL_TOKEN_RATE = 0.3
+
+
+def icefall_class_problem(classes: tuple, sizes: tuple[int, int, int], seed: int,
+                          utts: int) -> Problem:
+    """A seeded transducer of icefall's own Decoder / Joiner objects
+    (:func:`peers.icefall_search.icefall_model`, output weights scaled by 25, the blank
+    bias bisected until greedy search emits :data:`ICEFALL_MODEL_TOKEN_RATE` tokens per
+    frame), random frames, a random LG and references (as :func:`icefall_sized_problem`)."""
+    from k2dec.transducer import greedy_search
+
+    vocab, dim, enc_dim = sizes
+    g = torch.Generator().manual_seed(seed)
+    lens = torch.randint(40, 160, (utts,), generator=g).sort(descending=True).values
+    enc = torch.randn(utts, int(lens.max()), enc_dim, generator=g)
+    lo, hi = -10.0, 60.0
+    for _ in range(12):
+        bias = (lo + hi) / 2
+        model = icefall_search.icefall_model(classes, vocab, dim, enc_dim, seed, 25.0, bias)
+        with torch.no_grad():
+            greedy = [h.tokens for h in greedy_search(model, enc, lens)]
+        rate = sum(map(len, greedy)) / int(lens.sum())
+        lo, hi = (bias, hi) if rate > ICEFALL_MODEL_TOKEN_RATE else (lo, bias)
+    refs = [[t if i % 7 != 6 else 1 + t % (vocab - 1) for i, t in enumerate(h) if i % 5 != 4]
+            for h in greedy]
+    desc = (f"icefall's own zipformer Decoder / Joiner, vocab {vocab}, decoder and joiner dim "
+            f"{dim}, encoder dim {enc_dim} ({rate:.2f} greedy tokens per frame), {utts} "
+            f"utterances, {int(lens.sum())} frames, random LG")
+    return Problem(model, enc, lens, Resources(graphs={"LG": random_graph(vocab, seed)}),
+                   None, [f"i{i}" for i in range(utts)], None, desc, refs)
+
+
 def _icefall_row(label: str, name: str, frames: int, ours: Timed, theirs: Timed) -> list:
     ratio = theirs.median / ours.median
     cpu_ratio = theirs.median_cpu / ours.median_cpu
@@ -464,12 +503,19 @@ def icefall_table(rep: Report, icefall_dir: Path | None, prob: Problem, mode: st
     else:  # batches of a typical icefall decoding batch's size in every mode
         if prob.encoder_out.size(0) != 2 * ICEFALL_CUTS:
             prob = shipped_problem(ICEFALL_CUTS)
-        problems = [("shipped", prob),
-                    ("icefall-sized random", icefall_sized_problem(seed, 2 * ICEFALL_CUTS))]
-    rows = icefall_rows(ice, problems, 1 if mode == "smoke" else ICEFALL_RUNS)
+        problems = [("shipped", prob)]
+        if mode == "full":  # (k2dec's own classes at icefall's sizes)
+            problems.append(("icefall-sized random",
+                             icefall_sized_problem(seed, 2 * ICEFALL_CUTS)))
+        classes = icefall_search.model_classes(Path(icefall_dir))
+        sizes = ICEFALL_MODEL_SIZES if mode == "full" else ICEFALL_MODEL_SIZES[:2]
+        problems += [(f"icefall classes V{v} D{d}", icefall_class_problem(
+            classes, (v, d, e), seed, ICEFALL_MODEL_UTTS)) for v, d, e in sizes]
+    runs = {"smoke": 1, "quick": 3}.get(mode, ICEFALL_RUNS)
+    rows = icefall_rows(ice, problems, runs)
     rep.table("k2dec vs icefall's beam_search.py, same model and encoder outputs, k2dec with its "
               "icefall-compatible configs (ratio = icefall time / k2dec time, medians of "
-              f"{ICEFALL_RUNS} alternating runs; the machine may be shared, so compare ratios, "
+              f"{runs} alternating runs; the machine may be shared, so compare ratios, "
               "not frames/s): " + "; ".join(f"{lab}: {p.description}" for lab, p in problems),
               ["model", "search", "k2dec frames/s", "icefall frames/s", "speed ratio",
                "speed ratio (CPU time)", "target", "met", "same outputs"], rows)

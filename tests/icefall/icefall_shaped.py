@@ -152,3 +152,91 @@ class TableContextGraph:
     def finalize(self, state: int):
         _, _, final = self.tables[True]
         return float(final[state]), self.root
+
+
+class _EvalNoOp(nn.Module):
+    """Stands where icefall's ``Balancer`` sits: an identity at inference."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+class ZipformerDecoder(nn.Module):
+    """The stateless decoder of icefall's zipformer recipe, with its attribute names and
+    forward: an embedding (negative ids embed to zero, the product with a bool mask), a
+    no-op where icefall balances, a grouped ``Conv1d`` over ``context_size`` (group size 4),
+    a ReLU; ``need_pad`` left-pads for training."""
+
+    def __init__(self, vocab_size: int, decoder_dim: int, blank_id: int, context_size: int):
+        super().__init__()
+        self.embedding = nn.Embedding(num_embeddings=vocab_size, embedding_dim=decoder_dim)
+        self.balancer = _EvalNoOp()
+        self.blank_id = blank_id
+        self.context_size = context_size
+        self.vocab_size = vocab_size
+        if context_size > 1:
+            self.conv = nn.Conv1d(decoder_dim, decoder_dim, kernel_size=context_size,
+                                  padding=0, groups=decoder_dim // 4, bias=False)
+            self.balancer2 = _EvalNoOp()
+        else:
+            self.conv = nn.Identity()
+            self.balancer2 = nn.Identity()
+
+    def forward(self, y: torch.Tensor, need_pad: bool = True) -> torch.Tensor:
+        y = y.to(torch.int64)
+        out = self.embedding(y.clamp(min=0)) * (y >= 0).unsqueeze(-1)
+        out = self.balancer(out)
+        if self.context_size > 1:
+            out = out.permute(0, 2, 1)
+            if need_pad:
+                out = torch.nn.functional.pad(out, pad=(self.context_size - 1, 0))
+            else:
+                assert out.size(-1) == self.context_size
+            out = self.conv(out).permute(0, 2, 1)
+            out = self.balancer2(torch.nn.functional.relu(out))
+        return out
+
+
+class ZipformerJoiner(nn.Module):
+    """icefall's zipformer joiner: ``encoder_proj`` / ``decoder_proj`` (linear layers),
+    ``output_linear`` over ``tanh`` of their sum; inputs of equal rank (4-D in the
+    searches); ``project_input=False`` takes projected inputs."""
+
+    def __init__(self, encoder_dim: int, decoder_dim: int, joiner_dim: int, vocab_size: int):
+        super().__init__()
+        self.encoder_proj = nn.Linear(encoder_dim, joiner_dim)
+        self.decoder_proj = nn.Linear(decoder_dim, joiner_dim)
+        self.output_linear = nn.Linear(joiner_dim, vocab_size)
+
+    def forward(self, encoder_out: torch.Tensor, decoder_out: torch.Tensor,
+                project_input: bool = True) -> torch.Tensor:
+        assert encoder_out.ndim == decoder_out.ndim, (encoder_out.shape, decoder_out.shape)
+        if project_input:
+            logit = self.encoder_proj(encoder_out) + self.decoder_proj(decoder_out)
+        else:
+            logit = encoder_out + decoder_out
+        return self.output_linear(torch.tanh(logit))
+
+
+class ZipformerTransducer(nn.Module):
+    """The ``decoder`` / ``joiner`` pair of icefall's ``AsrModel`` (no encoder: the searches
+    take encoder outputs)."""
+
+    def __init__(self, decoder: ZipformerDecoder, joiner: ZipformerJoiner) -> None:
+        super().__init__()
+        self.decoder = decoder
+        self.joiner = joiner
+
+
+def zipformer_transducer(vocab: int, decoder_dim: int, encoder_dim: int, seed: int,
+                         blank_bias: float) -> ZipformerTransducer:
+    """A seeded :class:`ZipformerTransducer` (context 2) whose output distributions are
+    peaked like a trained model's: the output layer's weights scaled by 4 and the blank
+    logit raised by ``blank_bias``."""
+    torch.manual_seed(seed)
+    model = ZipformerTransducer(ZipformerDecoder(vocab, decoder_dim, 0, 2),
+                                ZipformerJoiner(encoder_dim, decoder_dim, decoder_dim, vocab))
+    with torch.no_grad():
+        model.joiner.output_linear.weight.mul_(4.0)
+        model.joiner.output_linear.bias[0] += blank_bias
+    return model.eval()

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["BEAM_SEARCH", "PEER", "SearchInputs", "default_differs", "load", "load_decode",
-           "search_pairs"]
+__all__ = ["BEAM_SEARCH", "PEER", "ZIPFORMER", "SearchInputs", "default_differs",
+           "icefall_model", "load", "load_decode", "model_classes", "search_pairs"]
 
 PEER = "icefall"
 #: icefall's beam_search.py inside a checkout (the stateless7 and later recipes link to it)
@@ -68,6 +68,46 @@ def load_decode(icefall_dir: Path) -> types.SimpleNamespace:
     return types.SimpleNamespace(beam_search=beam_search, decode=decode,
                                  RnnLmModel=rnn.RnnLmModel, LmScorer=wrapper.LmScorer,
                                  NgramLm=ngram.NgramLm, ContextGraph=context.ContextGraph)
+
+
+#: icefall's zipformer recipe: its Decoder (decoder.py) and Joiner (joiner.py) classes
+ZIPFORMER = Path("egs/librispeech/ASR/zipformer")
+
+
+def model_classes(icefall_dir: Path) -> tuple[type, type]:
+    """icefall's own zipformer ``Decoder`` and ``Joiner`` classes from the checkout (their
+    ``scaling`` module is the zipformer recipe's; the modules are imported under their
+    recipe's names with that directory first on ``sys.path``, and those names are restored
+    afterwards so that ``beam_search``'s own imports are untouched)."""
+    load(icefall_dir)  # icefall on sys.path, optional modules stood in
+    names = ("scaling", "decoder", "joiner")
+    saved = {n: sys.modules.pop(n) for n in names if n in sys.modules}
+    sys.path.insert(0, str(icefall_dir / ZIPFORMER))
+    try:
+        decoder = importlib.import_module("decoder")
+        joiner = importlib.import_module("joiner")
+    finally:
+        sys.path.remove(str(icefall_dir / ZIPFORMER))
+        for n in names:
+            sys.modules.pop(n, None)
+        sys.modules.update(saved)
+    return decoder.Decoder, joiner.Joiner
+
+
+def icefall_model(classes: tuple[type, type], vocab: int, dim: int, encoder_dim: int,
+                  seed: int, weight_scale: float, blank_bias: float) -> torch.nn.Module:
+    """A seeded transducer made of icefall's own ``Decoder`` / ``Joiner`` objects (context 2,
+    decoder and joiner dimension ``dim``), its output layer's weights scaled and the blank
+    logit raised (peaked distributions, as a trained model's)."""
+    decoder_cls, joiner_cls = classes
+    torch.manual_seed(seed)
+    model = torch.nn.Module()
+    model.decoder = decoder_cls(vocab, dim, 0, 2)
+    model.joiner = joiner_cls(encoder_dim, dim, dim, vocab)
+    with torch.no_grad():
+        model.joiner.output_linear.weight.mul_(weight_scale)
+        model.joiner.output_linear.bias[0] += blank_bias
+    return model.eval()
 
 
 @dataclass
@@ -132,6 +172,7 @@ def search_pairs(ice, x: SearchInputs) -> dict[str, tuple[Callable, Callable]]:
     import k2
 
     from k2dec.methods import icefall_compatible
+    from k2dec.methods.parts import GraphConfig
     from k2dec.transducer import fast_beam_search, modified_beam_search
 
     model, enc, lens = x.model, x.encoder_out, x.encoder_lens
@@ -153,7 +194,7 @@ def search_pairs(ice, x: SearchInputs) -> dict[str, tuple[Callable, Callable]]:
         scaled.scores = x.LG.scores * NGRAM_LM_SCALE
         pairs["fast_beam_search_nbest_LG"] = (
             _k2dec_method("fast_beam_search_nbest_LG", x, {"LG": x.LG},
-                          ngram_lm_scale=NGRAM_LM_SCALE),
+                          graph=GraphConfig(NGRAM_LM_SCALE)),
             lambda: ice.fast_beam_search_nbest_LG(model, scaled, enc, lens, **FBS, **NBEST))
     if x.ref_tokens is not None:
         pairs["fast_beam_search_nbest_oracle"] = (

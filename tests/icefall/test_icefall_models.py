@@ -1,0 +1,120 @@
+"""``k2dec.icefall``'s fast_beam_search family handed icefall's own kind of model objects
+(:class:`~tests.icefall.icefall_shaped.ZipformerDecoder` / ``ZipformerJoiner``: their own
+classes and forward signatures) at vocab 500 and 20: the lattice has the bits of icefall's
+(every stream over every frame, the decoder module, ``decoder_proj`` and the joiner on each
+frame's whole batch: ``tests/reference/icefall_search.py``), so ``k2.random_paths`` draws
+icefall's n-best paths and the n-best choices are icefall's
+(``tests/reference/icefall_nbest.py``). Batches: one utterance, fewer than 16 (icefall's very
+batches) and more (ended utterances dropped, batches padded), with a length-1 utterance."""
+
+from __future__ import annotations
+
+import k2
+import pytest
+import torch
+
+import k2dec.icefall as ice
+from tests.icefall.icefall_shaped import zipformer_transducer
+from tests.reference.icefall_greedy import greedy_search_icefall
+from tests.reference.icefall_nbest import nbest_icefall, oracle_distance
+from tests.reference.icefall_search import fast_beam_search_icefall
+from tests.reference.lattice_rescore import levenshtein
+
+FBS = dict(beam=4.0, max_states=32, max_contexts=8)
+#: (vocab, decoder dim, encoder dim)
+MODELS = [(500, 256, 384), (20, 32, 32)]
+BATCHES = [[13], [9, 1, 12, 7], [14, 3, 11, 9, 12, 1, 10, 8, 13, 6, 12, 9, 5, 14, 7, 11, 10, 4]]
+NUM_PATHS = 20
+
+
+def _problem(sizes, lens, seed):
+    vocab, dim, enc_dim = sizes
+    model = zipformer_transducer(vocab, dim, enc_dim, seed, blank_bias=3.0)
+    g = torch.Generator().manual_seed(seed)
+    enc = torch.randn(len(lens), max(lens), enc_dim, generator=g)
+    return model, enc, torch.tensor(lens)
+
+
+def word_loop_lg(vocab: int, num_words: int, seed: int) -> k2.Fsa:
+    """An LG-like graph: a loop over ``num_words`` random words of 1-3 tokens (labels
+    tokens, ``aux_labels`` the word id on its first arc), random word scores."""
+    g = torch.Generator().manual_seed(seed)
+    lines, nxt = [], 1
+    for word in range(1, num_words + 1):
+        pron = torch.randint(1, vocab, (int(torch.randint(1, 4, (1,), generator=g)),),
+                             generator=g).tolist()
+        score = -float(torch.rand(1, generator=g)) * 2
+        src = 0
+        for i, tok in enumerate(pron):
+            dst = 0 if i == len(pron) - 1 else nxt
+            nxt += dst != 0
+            lines.append(f"{src} {dst} {tok} {word if i == 0 else 0} {score if i == 0 else 0.0}")
+            src = dst
+    lines.append(f"0 {nxt} -1 -1 0.0")
+    lines.sort(key=lambda line: int(line.split()[0]))
+    return k2.arc_sort(k2.Fsa.from_str("\n".join(lines + [f"{nxt}"]), acceptor=False))
+
+
+def _reference_lattice(model, enc, lens, graph, ilme_scale):
+    with torch.no_grad():
+        return fast_beam_search_icefall(model, enc, lens, graph, FBS["beam"],
+                                        FBS["max_states"], FBS["max_contexts"],
+                                        ilme_scale=ilme_scale)
+
+
+def _same_lattice(got: k2.Fsa, want: k2.Fsa) -> None:
+    assert torch.equal(got.arcs.values(), want.arcs.values())
+    assert torch.equal(got.scores, want.scores)  # bit for bit
+
+
+@pytest.mark.parametrize("sizes", MODELS)
+@pytest.mark.parametrize("lens", BATCHES)
+def test_nbest_searches_are_icefalls(sizes, lens):
+    model, enc, enc_lens = _problem(sizes, lens, seed=len(lens))
+    graph = k2.trivial_graph(sizes[0] - 1)
+    want = _reference_lattice(model, enc, enc_lens, graph, 0.1)
+    with torch.no_grad():
+        _same_lattice(ice.fast_beam_search(model, graph, enc, enc_lens, **FBS), want)
+        for seed in range(2):
+            torch.manual_seed(seed)
+            got = ice.fast_beam_search_nbest(model, graph, enc, enc_lens, num_paths=NUM_PATHS,
+                                             **FBS)
+            torch.manual_seed(seed)
+            assert got == nbest_icefall(want, NUM_PATHS)
+        refs = [list(range(1, 1 + n % 4)) for n in lens]
+        torch.manual_seed(0)
+        got = ice.fast_beam_search_nbest_oracle(model, graph, enc, enc_lens,
+                                                num_paths=NUM_PATHS, ref_texts=refs, **FBS)
+        torch.manual_seed(0)
+        dist = oracle_distance(want, NUM_PATHS, refs)
+    assert [levenshtein(g, r) for g, r in zip(got, refs)] == dist
+
+
+@pytest.mark.parametrize("sizes", MODELS)
+@pytest.mark.parametrize("lens", BATCHES)
+def test_nbest_LG_is_icefalls(sizes, lens):
+    model, enc, enc_lens = _problem(sizes, lens, seed=7 + len(lens))
+    lg = word_loop_lg(sizes[0], 40, seed=len(lens))
+    want = _reference_lattice(model, enc, enc_lens, lg, 0.0)
+    with torch.no_grad():
+        _same_lattice(ice.fast_beam_search(model, lg, enc, enc_lens, ilme_scale=0.0, **FBS),
+                      want)
+        torch.manual_seed(3)
+        got = ice.fast_beam_search_nbest_LG(model, lg, enc, enc_lens, num_paths=NUM_PATHS,
+                                            **FBS)
+        torch.manual_seed(3)
+    assert got == nbest_icefall(want, NUM_PATHS, log_semiring=True)
+
+
+@pytest.mark.parametrize("sizes", MODELS)
+@pytest.mark.parametrize("max_sym", [1, 2])
+def test_greedy_search_is_icefalls(sizes, max_sym):
+    """The one-utterance greedy_search against icefall's loop (frame by frame, one joiner
+    call each, the decoder module after every symbol)."""
+    model, enc, enc_lens = _problem(sizes, [70, 1, 40], seed=max_sym)
+    with torch.no_grad():
+        for i, n in enumerate(enc_lens.tolist()):
+            x = enc[i : i + 1, :n]
+            got = ice.greedy_search(model, x, max_sym, blank_penalty=0.3, return_timestamps=True)
+            want = greedy_search_icefall(model, x, max_sym, blank_penalty=0.3)
+            assert (got.hyps[0], got.timestamps[0]) == want
