@@ -103,7 +103,7 @@ class TokenLatticeHotwords:
         dst = out.arcs.values()[:, 1].to(torch.int64) + splits1[arc_fsa]
         live = back[dst] > float("-inf")
         if not bool(live.all()):
-            out.labels = torch.where(live, out.labels, self.vocab_size)
+            out.labels = torch.where(live, out.labels, torch.full_like(out.labels, self.vocab_size))
         return out, live
 
     def _reachable(self, fsa: k2.Fsa, live: torch.Tensor, memo: _Memo) -> torch.Tensor:
