@@ -15,7 +15,11 @@ The intersection is computed on the fly: starting from (start state, root), the 
 layer at a time (a transducer lattice has one arc per frame on every path, so that is one
 step per frame, vectorized over the states of every lattice of the batch), and only the
 (node, token) steps met on the way become arcs of the acceptor that ``k2.intersect`` then
-uses. Memory is linear in the list plus the pairs of the batch's lattices, never nodes
+uses. Arcs into dead ends (k2's pruned search leaves them) are found from k2's backward
+scores and left out of the expansion and of the intersection, whose output is then
+connected without ``k2.connect``. The steps expanded are kept for the next calls (most of a
+list's steps met in one batch recur in the next), up to ``max_cached_steps``. Memory is
+linear in the list plus the pairs of the batch's lattices plus that bound, never nodes
 times tokens.
 """
 
