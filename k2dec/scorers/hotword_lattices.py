@@ -205,15 +205,25 @@ class _Memo:
         known = pos < self.keys.numel()
         known[known.clone()] = self.keys[pos[known]] == wanted[known]
         if not bool(known.all()):
-            new = wanted[~known]
+            new = wanted[~known]  # sorted: merged into the sorted table, no sort
             nxt, score = compute(new)
-            keys_all = torch.cat([self.keys, new])
-            order = torch.argsort(keys_all)
-            self.keys = keys_all[order]
-            self.nxt = torch.cat([self.nxt, nxt])[order]
-            self.score = torch.cat([self.score, score])[order]
+            at = torch.searchsorted(self.keys, new) + torch.arange(new.numel())
+            old = torch.ones(self.keys.numel() + new.numel(), dtype=torch.bool)
+            old[at] = False
+            self.keys = _merged(self.keys, new, old, at)
+            self.nxt = _merged(self.nxt, nxt, old, at)
+            self.score = _merged(self.score, score, old, at)
             pos = torch.searchsorted(self.keys, wanted)
         return self.nxt[pos][inverse]
+
+
+def _merged(table: torch.Tensor, new: torch.Tensor, old: torch.Tensor, at: torch.Tensor
+            ) -> torch.Tensor:
+    """``table`` with ``new`` inserted at the positions ``at`` (``old``: the others)."""
+    out = torch.empty(old.numel(), dtype=table.dtype)
+    out[old] = table
+    out[at] = new
+    return out
 
 
 def _ranges(first: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:

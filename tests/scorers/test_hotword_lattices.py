@@ -197,7 +197,9 @@ def test_pruned_lattices_with_dead_ends(tiny_LG, scheme, lens, seed, with_lg):
     phrases, ref, bias, (model, enc, enc_lens), _ = _setup(seed, lens, scheme)
     plain = fast_beam_search(model, enc, enc_lens, tiny_LG if with_lg else None,
                              PRUNED).lattice
+    before = plain.arcs.values().clone()
     biased = bias(plain)
+    assert torch.equal(plain.arcs.values(), before), "the input lattice was changed"
     assert k2.connect(biased).num_arcs == biased.num_arcs, "dead ends left in the output"
     assert biased.properties & k2.fsa_properties.TOPSORTED_AND_ACYCLIC
     shape = biased.arcs.shape()
