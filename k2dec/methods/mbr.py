@@ -125,8 +125,9 @@ class FastBeamSearchMbrConfig:
 @dataclass(frozen=True)
 class FastBeamSearchMbrLGConfig:
     """``fast_beam_search_mbr_LG``: the search through LG (scores times ``graph.scale``;
-    with hotwords, LG intersected with the hotword automaton as in ``fast_beam_search_LG``),
-    then MBR over words."""
+    with hotwords, LG intersected with the hotword automaton, or past
+    :data:`~k2dec.methods.hotword_biasing.HOTWORD_LG_MAX_ARCS` the bonus put on the
+    lattices, as in ``fast_beam_search_LG``), then MBR over words."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     mbr: MbrPart = field(default_factory=MbrPart)

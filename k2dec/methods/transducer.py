@@ -80,7 +80,12 @@ def _transducer_nbest() -> NbestConfig:
 class FastBeamSearchLGConfig:
     """``fast_beam_search_LG``: the search through LG with LG's scores times
     ``graph.scale``; when hotwords are given, through LG intersected with the hotword
-    automaton (``hotwords.token_score`` per token, not scaled)."""
+    automaton (``hotwords.token_score`` per token, not scaled), or, for a list whose
+    token graph would pass
+    :data:`~k2dec.methods.hotword_biasing.HOTWORD_LG_MAX_ARCS` (about 1,600 phrases),
+    through LG with the same bonus put on each lattice after the search
+    (:class:`~k2dec.scorers.hotword_lattices.TokenLatticeHotwords`: the search itself is
+    not biased)."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     graph: GraphConfig = field(default_factory=lg_graph)
@@ -102,8 +107,9 @@ class FastBeamSearchNbestConfig:
 @dataclass(frozen=True)
 class FastBeamSearchNbestLGConfig:
     """``fast_beam_search_nbest_LG``: the search through LG (scores times
-    ``graph.scale``; with hotwords, LG intersected with the hotword automaton as in
-    ``fast_beam_search_LG``), then an n-best by word sequence."""
+    ``graph.scale``; with hotwords, LG intersected with the hotword automaton, or past
+    :data:`~k2dec.methods.hotword_biasing.HOTWORD_LG_MAX_ARCS` the bonus put on the
+    lattices, as in ``fast_beam_search_LG``), then an n-best by word sequence."""
 
     search: FastBeamSearchConfig = field(default_factory=FastBeamSearchConfig)
     nbest: NbestConfig = field(default_factory=_transducer_nbest)

@@ -51,7 +51,8 @@ AREAS = ("lattice", "ctc_lm", "transducer", "aed", "nbest", "confidence", "score
 #: per-area subprocess time limit in seconds, by mode
 TIMEOUTS = {"full": 1200, "quick": 300, "smoke": 120}
 #: areas that need longer (memory: every method at 30 s and 60 s, one process per case;
-#: hotwords: nine methods at four list sizes, one process per case;
+#: hotwords: eleven methods at four list sizes and three at 100,000 phrases, one
+#: process per case, short decodes repeated (best of 3);
 #: transducer: five runs of eight searches of k2dec and icefall on two models;
 #: longform: four methods on recordings of up to 60 minutes, one process per case)
 AREA_TIMEOUTS = {"memory": {"full": 5400, "quick": 1800, "smoke": 300},

@@ -182,3 +182,68 @@ def test_inputs_are_checked():
         bias(lattice)
     with pytest.raises(TypeError, match="context must be a ContextGraph"):
         TokenLatticeHotwords([([1], None)], 3)
+
+
+PRUNED = FastBeamSearchConfig(beam=2.0, max_contexts=3, max_states=4)
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+@pytest.mark.parametrize("lens", [[7], [7, 1, 5], [1], [3, 0, 6]])
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("with_lg", [False, True])
+def test_pruned_lattices_with_dead_ends(tiny_LG, scheme, lens, seed, with_lg):
+    """Lattices of a pruned search have dead ends: the biased lattice is connected and has
+    exactly the complete paths of the input, each with its reference bonus."""
+    phrases, ref, bias, (model, enc, enc_lens), _ = _setup(seed, lens, scheme)
+    plain = fast_beam_search(model, enc, enc_lens, tiny_LG if with_lg else None,
+                             PRUNED).lattice
+    before = plain.arcs.values().clone()
+    biased = bias(plain)
+    assert torch.equal(plain.arcs.values(), before), "the input lattice was changed"
+    assert k2.connect(biased).num_arcs == biased.num_arcs, "dead ends left in the output"
+    assert biased.properties & k2.fsa_properties.TOPSORTED_AND_ACYCLIC
+    shape = biased.arcs.shape()
+    num_arcs = shape.row_splits(2)[shape.row_splits(1).long()].diff().tolist()
+    for u in range(len(lens)):
+        want = sorted(((p.labels, p.words), p.score + _bonus(ref, p.tokens))
+                      for p in enumerate_paths(plain[u]))
+        if not want:  # no complete path (k2 cannot index an FSA without arcs here)
+            assert num_arcs[u] == 0
+            continue
+        got = _paths(biased[u])
+        assert [k for k, _ in got] == [k for k, _ in want]
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-4)
+    if sum(lens) > 1:
+        assert k2.connect(plain).num_arcs < plain.num_arcs, "no dead ends: checks nothing"
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+@pytest.mark.parametrize("seed", range(3))
+def test_steps_kept_between_calls_change_nothing(scheme, seed, monkeypatch):
+    """A bias that has seen other batches (its steps kept) gives exactly what a fresh one
+    gives, expands no step twice, and keeps none past ``max_cached_steps``."""
+    phrases, _, bias, _, (ws, share) = _setup(seed, [6], scheme)
+    batches = []
+    for k, lens in enumerate([[6, 2], [1], [5, 0, 4], [6, 2]]):
+        model = random_model(vocab_size=VOCAB, context_size=2, seed=seed + 10 * k)
+        batches.append(fast_beam_search(model, *random_batch(lens, seed=seed + k), None,
+                                        PRUNED if k % 2 else HUGE).lattice)
+    computed = []
+    step = TokenLatticeHotwords._step
+    monkeypatch.setattr(TokenLatticeHotwords, "_step",
+                        lambda self, keys: computed.append(keys.numel()) or step(self, keys))
+    for lattice in batches:
+        fresh = TokenLatticeHotwords(ContextGraph(phrases, 1.5), VOCAB, ws, share)
+        want, got = fresh(lattice), bias(lattice)
+        assert torch.equal(got.arcs.values(), want.arcs.values())
+        assert torch.equal(got.scores, want.scores)
+    assert bias._cached[0].numel() > 0
+    computed.clear()
+    bias(batches[0])
+    assert sum(computed) == 0, "a step kept from an earlier call was expanded again"
+    none_kept = TokenLatticeHotwords(ContextGraph(phrases, 1.5), VOCAB, ws, share,
+                                     max_cached_steps=0)
+    none_kept(batches[0])
+    computed.clear()
+    none_kept(batches[0])
+    assert sum(computed) > 0, "steps kept past max_cached_steps=0"
