@@ -1,12 +1,13 @@
 """The settings parser: ``KEY=VALUE`` strings (``--set``, settings files, ``k2dec tune``)
 applied to a method's frozen config.
 
-A key is ``part.field`` (``fusion.lm_scale``, ``nbest.num_paths``, ``search.beam_size``):
-a method config is ``search`` plus parts, with no field beside them, and nothing is deeper.
-Every part is one class (:data:`k2dec.methods.parts.PARTS`), so a key means the same thing
-in every method that has it. A bare field name (``num_paths``) also works where exactly one
-part of the config has that field. A key of version 0.1 (:data:`OLD_KEYS`) is refused with
-its new name.
+A key of a method config is ``part.field`` (``fusion.lm_scale``, ``nbest.num_paths``,
+``search.beam_size``): a method config is ``search`` plus parts, with no field beside them
+(tests/methods/test_parts.py), and nothing is deeper. Every part is one class
+(:data:`k2dec.methods.parts.PARTS`), so a key means the same thing in every method that has
+it. (Applied to a part or search config itself, such as ``FastBeamSearchConfig``, a key is
+one of its fields.) A bare field name (``num_paths``) also works where exactly one field of
+the config has that name. A key of version 0.1 (:data:`OLD_KEYS`) is refused with its new name.
 """
 
 from __future__ import annotations
@@ -99,23 +100,19 @@ def old_key_error(config: Any, key: str) -> str | None:
 
 
 def config_parts(config: Any) -> dict[str, dict[str, Any]]:
-    """``{part: {field: value}}`` of a method config (``search`` and its parts). A part with a
-    ``settings_fields()`` method lists only those
-    (:class:`~k2dec.methods.parts.RescorePart`: the weights the method has).
-
-    Raises:
-      TypeError: a field of the config that is not a part (a dataclass): a method config is
-        ``search`` plus parts.
-    """
+    """``{part: {field: value}}`` of a method config, grouped by part (``""``: the fields that
+    are not dataclasses, which a method config has none of: those of a search or part config
+    given itself). A part with a ``settings_fields()`` method lists only those
+    (:class:`~k2dec.methods.parts.RescorePart`: the weights the method has)."""
     out: dict[str, dict[str, Any]] = {}
     for f in fields(config):
         value = getattr(config, f.name)
-        if not is_dataclass(value):
-            raise TypeError(f"{type(config).__name__}.{f.name} is not a part: a method config "
-                            "is 'search' plus parts (k2dec.methods.PARTS)")
-        used = getattr(value, "settings_fields", None)
-        names = used() if used is not None else [g.name for g in fields(value)]
-        out[f.name] = {name: getattr(value, name) for name in names}
+        if is_dataclass(value):
+            used = getattr(value, "settings_fields", None)
+            names = used() if used is not None else [g.name for g in fields(value)]
+            out[f.name] = {name: getattr(value, name) for name in names}
+        else:
+            out.setdefault("", {})[f.name] = value
     return out
 
 
@@ -130,21 +127,24 @@ def setting_text(value: Any, short: bool = False) -> str:
 
 
 def describe_settings(config: Any, short: bool = False) -> list[str]:
-    """One line per part of a method config: ``part: field=value ...``, the keys
-    ``--set part.field=VALUE`` takes."""
-    return [f"{part}: " + " ".join(f"{k}={setting_text(v, short)}" for k, v in values.items())
-            for part, values in config_parts(config).items()]
+    """One line per part of a method config: ``part: field=value ...`` (the top-level fields
+    first, as ``settings:``), the keys ``--set part.field=VALUE`` takes."""
+    return [f"{part or 'settings'}: " + " ".join(f"{k}={setting_text(v, short)}"
+                                                 for k, v in values.items())
+            for part, values in sorted(config_parts(config).items(), key=lambda x: x[0] != "")]
 
 
 def config_keys(config: Any) -> dict[str, Any]:
-    """``{part.field: value}`` of every setting of a method config."""
-    return {f"{part}.{name}": value
+    """``{key: value}`` of every setting of a method config: ``part.field`` for a part's
+    fields, the name of a top-level field."""
+    return {(f"{part}.{name}" if part else name): value
             for part, values in config_parts(config).items() for name, value in values.items()}
 
 
 def config_field_path(config: Any, key: str) -> list[str] | None:
-    """Where ``key`` lands in a method config: ``[part, field]``; a bare field name lands on
-    the one field of that name in its parts; ``None`` when the config has no such field.
+    """Where ``key`` lands in a method config: ``[part, field]`` or ``[field]``; a bare field
+    name lands on the one field of that name (top-level or in a part); ``None`` when the
+    config has no such field.
 
     Raises:
       ValueError: a bare name several parts have (say which: ``part.field``), or a key of

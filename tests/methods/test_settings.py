@@ -173,21 +173,3 @@ def test_none_turns_off_an_optional_field_whatever_its_default():
         override_config(get_method("modified_beam_search").default_config(),
                         ["search.beam_size=none"])
 
-
-def test_a_config_with_a_field_beside_its_parts_has_no_settings():
-    """A method config is ``search`` plus parts: a plain field (0.1's top-level
-    ``subsampling_factor``) is a one-line ``TypeError`` naming it, never a setting."""
-    from k2dec.lattice import LatticeConfig
-    from k2dec.methods import config_parts
-
-    @dataclass(frozen=True)
-    class Plain:
-        lattice: LatticeConfig = field(default_factory=LatticeConfig)
-        subsampling_factor: int = 1
-
-    for call in (config_parts, config_keys, describe_settings):
-        with pytest.raises(TypeError, match=r"^Plain\.subsampling_factor is not a part: a "
-                                            r"method config is 'search' plus parts"):
-            call(Plain())
-    with pytest.raises(TypeError, match="Plain.subsampling_factor is not a part"):
-        override_config(Plain(), ["lattice.search_beam=10"])
