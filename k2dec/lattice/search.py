@@ -76,6 +76,10 @@ class LatticeConfig:
         mapped back to the original frames, so timestamps stay in the caller's frame rate;
         scores lack the dropped frames.
       blank_id: the blank token of the network outputs, for ``blank_skip_threshold``.
+      subsampling_factor: of the network outputs relative to the graph's frame rate (1: none;
+        the methods' ``lattice.subsampling_factor``, which they pass as
+        :func:`get_lattice`'s ``subsampling_factor``; formerly a top-level field of the CTC
+        lattice method configs).
     """
 
     search_beam: float = 20.0
@@ -86,8 +90,10 @@ class LatticeConfig:
     token_top_k: int | None = None
     blank_skip_threshold: float | None = None
     blank_id: int = 0
+    subsampling_factor: int = 1
 
     def __post_init__(self) -> None:
+        check_int_range(self, "subsampling_factor", 1, 16)
         check_float_range(self, "search_beam", 0.0, _MAX_BEAM)
         check_float_range(self, "output_beam", 0.0, _MAX_BEAM)
         check_int_range(self, "max_active_states", 1, _MAX_ACTIVE_STATES)
@@ -120,6 +126,7 @@ class LatticeConfig:
             max_active_states=min(int(self.max_active_states * factor), _MAX_ACTIVE_STATES),
             retry_scales=(),
             blank_id=self.blank_id,
+            subsampling_factor=self.subsampling_factor,
         )
 
 

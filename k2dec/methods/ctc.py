@@ -118,19 +118,15 @@ class CtcLatticeConfig:
     """``ctc-decoding``: a lattice search (through H).
 
     Attributes:
-      subsampling_factor: of ``log_probs`` relative to the graph's frame rate (1: none).
-      lattice: pruning of ``k2.intersect_dense_pruned``: icefall's defaults except
+      lattice: pruning of ``k2.intersect_dense_pruned`` and ``subsampling_factor`` (of
+        ``log_probs`` relative to the graph's frame rate, 1: none): icefall's defaults except
         ``output_beam`` 4 instead of 8. Lattices of a weak acoustic model are dense: at 8,
         the shipped model's whole-lattice rescoring with its 4-gram ran slower than real time
         and took several GB, at 4 many times faster in a fraction of the memory (figures:
         the README's defaults table). The 1best path is the same at any ``output_beam``.
     """
 
-    subsampling_factor: int = 1
     lattice: LatticeConfig = field(default_factory=_ctc_lattice)
-
-    def __post_init__(self) -> None:
-        check_int_range(self, "subsampling_factor", 1, 16)
 
 
 @dataclass(frozen=True)
@@ -149,7 +145,6 @@ class HlgConfig(CtcLatticeConfig):
     word_hotwords: WordHotwordConfig = field(default_factory=WordHotwordConfig)
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         check_positive("graph.scale", self.graph.scale)
 
 
@@ -236,23 +231,16 @@ class RnnLmRescoringConfig(HlgNbestConfig):
 
 @dataclass(frozen=True)
 class MultiPassMethodConfig(HlgNbestConfig):
-    """``multi-pass``: the ``top_k`` paths of the n-best rescored with a neural LM in passes.
+    """``multi-pass``: the ``multi_pass.top_k`` paths of the n-best rescored with a neural LM
+    in passes.
 
     Attributes:
       multi_pass: settings of the passes; its ``lm_scale`` (the LM's weight) defaults to
-        ``rnn-lm``'s ``rescore.lm_scale``.
-      top_k: paths kept for the passes.
-      lm_batch_size: sequences per neural LM call.
+        ``rnn-lm``'s ``rescore.lm_scale``; ``top_k``: paths kept for the passes;
+        ``lm_batch_size``: sequences per neural LM call.
     """
 
     multi_pass: MultiPassConfig = field(default_factory=_multi_pass)
-    top_k: int = 100
-    lm_batch_size: int = 256
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_int_range(self, "top_k", 1, 10_000)
-        check_int_range(self, "lm_batch_size", 1, 4096)
 
 
 @dataclass(frozen=True)
@@ -303,7 +291,7 @@ def _whole_lattice_settings(cfg: WholeLatticeRescoringConfig) -> list[Setting]:
 
 
 def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcLatticeConfig) -> LatticeResult:
-    return inputs.get_lattice(graph, cfg.lattice, cfg.subsampling_factor)
+    return inputs.get_lattice(graph, cfg.lattice, cfg.lattice.subsampling_factor)
 
 
 def hlg_graph(res: Resources, method: str, cfg: HlgConfig, lm_scores: bool = False) -> k2.Fsa:
@@ -334,7 +322,7 @@ def _ctc_decoding(inputs: CtcInputs, res: Resources, cfg: CtcLatticeConfig):
     """1best through the CTC topology H: token ids."""
     hyps = one_best_decoding(inputs.log_probs, inputs.log_probs_lens,
                              res.graph("H", "ctc-decoding"), cfg.lattice, AuxLabels.TOKENS,
-                             cfg.subsampling_factor)
+                             cfg.lattice.subsampling_factor)
     return [MethodResult("ctc-decoding", from_lattice(hyps, words=False), cfg)]
 
 
@@ -343,7 +331,8 @@ def _one_best(inputs: CtcInputs, res: Resources, cfg: HlgConfig):
     """1best through HLG (or HCLG): word ids (hotword biasing in the graph when
     Resources.hotword_words are given, as in every HLG method)."""
     hyps = one_best_decoding(inputs.log_probs, inputs.log_probs_lens, hlg_graph(res, "1best", cfg),
-                             cfg.lattice, AuxLabels.WORDS, cfg.subsampling_factor)
+                             cfg.lattice,
+                             AuxLabels.WORDS, cfg.lattice.subsampling_factor)
     return [MethodResult("1best", from_lattice(hyps, words=True), cfg)]
 
 
@@ -488,9 +477,9 @@ def _multi_pass(inputs: CtcInputs, res: Resources, cfg: MultiPassMethodConfig):
     keep = torch.nonzero(has).flatten().tolist()
     if keep:
         sub = nbest if len(keep) == nbest.num_utts else _select_utts(nbest, keep)
-        top = sub.top_k(cfg.top_k)
+        top = sub.top_k(cfg.multi_pass.top_k)
         out = multi_pass_rescore(top, top.nbest.am_scores().values,
-                                 lm_path_scorer(lm, cfg.lm_batch_size), cfg.multi_pass)
+                                 lm_path_scorer(lm, cfg.multi_pass.lm_batch_size), cfg.multi_pass)
         # confidences: posteriors among the paths the passes rescored (the others have no
         # total and could not be chosen)
         [records] = from_nbest(top.nbest, [(out.best, out.scores, out.path_scores)], True,

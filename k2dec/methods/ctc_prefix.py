@@ -14,12 +14,11 @@ import torch
 from ..lattice import Topology, get_lattice
 from ..lattice.ctc_prefix_beam_search import CtcPrefixBeamSearchConfig, ctc_prefix_beam_search
 from ..nbest import DedupKey, Nbest, NbestConfig, combine_scores, intersected
-from ..nbest.config import check_posterior_scale
 from .ctc import CtcLatticeConfig
 from .fusion import build_scorers
 from .hotword_biasing import HotwordConfig
 from .lists import HypothesisLists, attention_scores, sweep
-from .parts import FusionConfig, RescorePart
+from .parts import ConfidencePart, FusionConfig, RescorePart
 from .records import from_nbest, lattice_failures
 from .registry import Family, MethodResult, Setting, register
 from .resources import CtcInputs, Resources
@@ -47,14 +46,11 @@ ATTENTION_SCALES = (0.01, 0.05, 0.08, 0.1, 0.3, 0.5, 0.6, 0.7, 0.9, 1.0, 1.1, 1.
 class CtcPrefixConfig:
     """``ctc-prefix-beam-search``: beam 4, and hotwords when given (icefall's CTC biasing is
     the strict Aho-Corasick match). Token confidences: list posteriors of the final prefixes'
-    scores times ``posterior_scale`` (:mod:`k2dec.nbest.list_confidences`)."""
+    scores times ``confidence.posterior_scale`` (:mod:`k2dec.nbest.list_confidences`)."""
 
     search: CtcPrefixBeamSearchConfig = field(default_factory=CtcPrefixBeamSearchConfig)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
-    posterior_scale: float = NbestConfig.posterior_scale
-
-    def __post_init__(self) -> None:
-        check_posterior_scale(self.posterior_scale)
+    confidence: ConfidencePart = field(default_factory=ConfidencePart)
 
 
 def _lm_fusion() -> FusionConfig:
@@ -71,10 +67,7 @@ class CtcPrefixFusionConfig:
     search: CtcPrefixBeamSearchConfig = field(default_factory=CtcPrefixBeamSearchConfig)
     fusion: FusionConfig = field(default_factory=_lm_fusion)
     hotwords: HotwordConfig = field(default_factory=HotwordConfig)
-    posterior_scale: float = NbestConfig.posterior_scale
-
-    def __post_init__(self) -> None:
-        check_posterior_scale(self.posterior_scale)
+    confidence: ConfidencePart = field(default_factory=ConfidencePart)
 
 
 def _prefix8() -> CtcPrefixBeamSearchConfig:
@@ -91,16 +84,13 @@ def _attention_rescore() -> RescorePart:
 class CtcPrefixAttentionConfig:
     """``ctc-prefix-beam-search-attention-decoder-rescoring``: the ``beam_size`` prefixes of
     each utterance rescored as ``ctc + attention_scale * attention`` (the ``rescore`` part;
-    token confidences: list posteriors of those scores times ``posterior_scale``); with
-    ``rescore.sweep``, also for every other ``s`` of ``rescore.attention_scales`` (icefall's
-    grid)."""
+    token confidences: list posteriors of those scores times
+    ``confidence.posterior_scale``); with ``rescore.sweep``, also for every other ``s`` of
+    ``rescore.attention_scales`` (icefall's grid)."""
 
     search: CtcPrefixBeamSearchConfig = field(default_factory=_prefix8)
     rescore: RescorePart = field(default_factory=_attention_rescore)
-    posterior_scale: float = NbestConfig.posterior_scale
-
-    def __post_init__(self) -> None:
-        check_posterior_scale(self.posterior_scale)
+    confidence: ConfidencePart = field(default_factory=ConfidencePart)
 
 
 def _no_ngram_nbest() -> NbestConfig:
@@ -134,7 +124,8 @@ def _no_ngram_settings(cfg: NoNgramAttentionConfig) -> list[Setting]:
 def _records(lists: HypothesisLists, hyps, key: str, cfg) -> list[MethodResult]:
     scores = torch.tensor([h.score for hs in hyps for h in hs], dtype=torch.float64,
                           device=lists.utt.device)
-    out = sweep(lists, scores, {}, {}, lambda b, c, s: b, lambda s: key, cfg.posterior_scale)
+    out = sweep(lists, scores, {}, {}, lambda b, c, s: b, lambda s: key,
+                cfg.confidence.posterior_scale)
     return [MethodResult(key, out[key], cfg)]
 
 
@@ -189,7 +180,7 @@ def _prefix_attention(inputs: CtcInputs, res: Resources, cfg: CtcPrefixAttention
     grid = {"att": weight_points(cfg.rescore, "attention_scale")}
     out = sweep(lists, ctc, {"att": att}, grid,
                 lambda b, c, s: b + s["att"] * c["att"], lambda s: f"attention_scale_{s['att']}",
-                cfg.posterior_scale)
+                cfg.confidence.posterior_scale)
     return [MethodResult(k, v, cfg) for k, v in out.items()]
 
 
@@ -201,7 +192,7 @@ def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
     method = "attention-decoder-rescoring-no-ngram"
     _memory(inputs, res, method)
     result = get_lattice(inputs.log_probs, inputs.log_probs_lens, res.graph("H", method),
-                         cfg.lattice, cfg.subsampling_factor)
+                         cfg.lattice, cfg.lattice.subsampling_factor)
     # H's aux_labels are the tokens
     nbest = Nbest.from_config(result.lattice, cfg.nbest, DedupKey.WORDS)
     failed = lattice_failures(result.reports)

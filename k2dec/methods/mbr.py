@@ -42,10 +42,10 @@ def _mbr_part() -> MbrPart:
 
 @dataclass(frozen=True)
 class MbrMethodConfig(WholeLatticeRescoringConfig):
-    """``mbr``: HLG lattices (``lattice``, ``graph``, ``subsampling_factor``), rescored with
-    G when ``mbr.rescore_with_g`` (``rescore.ngram_lm_scale``; with ``rescore.sweep`` also
-    every scale of ``rescore.ngram_lm_scales``; ``whole_lattice``: memory back-off), then MBR
-    decoding (``mbr``: posterior scales, iterations, memory budget).
+    """``mbr``: HLG lattices (``lattice``, with its ``subsampling_factor``; ``graph``),
+    rescored with G when ``mbr.rescore_with_g`` (``rescore.ngram_lm_scale``; with
+    ``rescore.sweep`` also every scale of ``rescore.ngram_lm_scales``; ``whole_lattice``:
+    memory back-off), then MBR decoding (``mbr``: posterior scales, iterations, memory budget).
 
     With ``mbr.rescore_with_g`` the scores at LM scale ``s`` are icefall's ``am / s + lm``,
     and the posteriors scale them as ``mbr`` says (its ``am_posterior_scale`` multiplies
@@ -81,7 +81,7 @@ def _mbr(inputs: CtcInputs, res: Resources, cfg: MbrMethodConfig):
     """HLG lattice (rescored with G when mbr.rescore_with_g=1), sausages: the MBR consensus and
     the best path, words with frames and confidences."""
     graph = hlg_graph(res, "mbr", cfg, lm_scores=True)
-    result = inputs.get_lattice(graph, cfg.lattice, cfg.subsampling_factor)
+    result = inputs.get_lattice(graph, cfg.lattice, cfg.lattice.subsampling_factor)
     failed = lattice_failures(result.reports)
     if not cfg.mbr.rescore_with_g:
         best, consensus, notes, lat = _units(result.lattice, Topology.CTC, cfg.mbr, res)

@@ -3,7 +3,7 @@ named parts below, each defined once here and reused by every method that has it
 owning its own scales.
 
 A settings key is ``part.field`` (``fusion.lm_scale``, ``graph.scale``,
-``hotwords.token_score``, ``nbest.num_paths``) or a top-level field of the method config;
+``hotwords.token_score``, ``nbest.num_paths``); a method config has no other fields, and
 no key is deeper (:mod:`k2dec.methods.settings`). :data:`PARTS` maps each part name to its
 one class; tests/methods/test_parts.py checks that every registered method's config uses
 exactly these classes, so a key means the same thing in every method that has it.
@@ -18,11 +18,12 @@ from ..lattice.mbr import MAX_LATTICE_ARCS
 from ..lattice.posteriors import PosteriorConfig
 from ..lattice.rescore import RescoreConfig
 from ..nbest import ATTENTION_CHUNK_CELLS, MultiPassConfig, NbestConfig
+from ..nbest.config import check_posterior_scale
 from ..primitives.sizes import check_finite, check_int_range
 from .checks import check_lodr_weight, check_scales, check_sweep
 from .hotword_biasing import HotwordConfig, WordHotwordConfig
 
-__all__ = ["PARTS", "FusionConfig", "GraphConfig", "MbrPart", "RescorePart",
+__all__ = ["PARTS", "ConfidencePart", "FusionConfig", "GraphConfig", "MbrPart", "RescorePart",
            "WholeLatticePart"]
 
 #: The weights of :class:`RescorePart`, each with its grid (``<weight>s``).
@@ -66,6 +67,26 @@ class FusionConfig:
         if not 0 <= self.ctc_weight <= 1:  # the attention decoder is weighted 1 - ctc_weight
             raise ValueError(f"fusion.ctc_weight must be in [0, 1], got {self.ctc_weight!r}")
         check_lodr_weight("fusion.lodr_scale", self.lodr_scale)
+
+
+@dataclass(frozen=True)
+class ConfidencePart:
+    """The token confidences of the methods that decode hypothesis lists without an n-best
+    part (the ``confidence`` part of the CTC prefix beam search methods and the transducer
+    LM-rescoring methods; the n-best methods have the same field in their ``nbest`` part).
+
+    Attributes:
+      posterior_scale: confidences are list posteriors, ``softmax(posterior_scale * score)``
+        over an utterance's hypotheses by the scores the method ranks them by
+        (:mod:`k2dec.nbest.list_confidences`); ``> 0``; changes confidences only, never the
+        chosen hypothesis (as :attr:`k2dec.nbest.NbestConfig.posterior_scale`). Formerly a
+        top-level field.
+    """
+
+    posterior_scale: float = NbestConfig.posterior_scale
+
+    def __post_init__(self) -> None:
+        check_posterior_scale(self.posterior_scale, "confidence.posterior_scale")
 
 
 @dataclass(frozen=True)
@@ -221,6 +242,7 @@ class MbrPart:
 
 #: Part name -> its one class (every method config field but ``search`` is one of these).
 PARTS: dict[str, type] = {
+    "confidence": ConfidencePart,
     "fusion": FusionConfig,
     "graph": GraphConfig,
     "hotwords": HotwordConfig,

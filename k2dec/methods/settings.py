@@ -1,11 +1,13 @@
 """The settings parser: ``KEY=VALUE`` strings (``--set``, settings files, ``k2dec tune``)
 applied to a method's frozen config.
 
-A key is ``part.field`` (``fusion.lm_scale``, ``nbest.num_paths``, ``search.beam_size``) or
-a top-level field of the config (``sweep``); nothing is deeper. Every part is one class
+A key of a method config is ``part.field`` (``fusion.lm_scale``, ``nbest.num_paths``,
+``search.beam_size``): a method config is ``search`` plus parts, with no field beside them
+(tests/methods/test_parts.py), and nothing is deeper. Every part is one class
 (:data:`k2dec.methods.parts.PARTS`), so a key means the same thing in every method that has
-it. A bare field name (``num_paths``) also works where exactly one field of the config has
-that name. A key of version 0.1 (:data:`OLD_KEYS`) is refused with its new name.
+it. (Applied to a part or search config itself, such as ``FastBeamSearchConfig``, a key is
+one of its fields.) A bare field name (``num_paths``) also works where exactly one field of
+the config has that name. A key of version 0.1 (:data:`OLD_KEYS`) is refused with its new name.
 """
 
 from __future__ import annotations
@@ -98,8 +100,9 @@ def old_key_error(config: Any, key: str) -> str | None:
 
 
 def config_parts(config: Any) -> dict[str, dict[str, Any]]:
-    """``{part: {field: value}}`` of a method config, grouped by part (``""``: its top-level
-    fields that are not parts). A part with a ``settings_fields()`` method lists only those
+    """``{part: {field: value}}`` of a method config, grouped by part (``""``: the fields that
+    are not dataclasses, which a method config has none of: those of a search or part config
+    given itself). A part with a ``settings_fields()`` method lists only those
     (:class:`~k2dec.methods.parts.RescorePart`: the weights the method has)."""
     out: dict[str, dict[str, Any]] = {}
     for f in fields(config):

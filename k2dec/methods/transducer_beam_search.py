@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..nbest import NbestConfig
-from ..nbest.config import check_posterior_scale
 from ..transducer import (
     ModifiedBeamSearchConfig,
     TransducerBeamSearchConfig,
@@ -28,7 +26,7 @@ from ..transducer.modified_beam_search import ModifiedBeamSearch
 from .fusion import ScorerRequest, build_scorers, lodr_scorer
 from .hotword_biasing import HotwordConfig
 from .lists import HypothesisLists, lm_scores, scorer_scores, sweep
-from .parts import LM_BATCH_SIZE, FusionConfig, RescorePart
+from .parts import LM_BATCH_SIZE, ConfidencePart, FusionConfig, RescorePart
 from .registry import Family, MethodResult, Setting, register
 from .resources import Resources, TransducerInputs
 from .scales import LM_SCALE, grid_settings, weight_points
@@ -131,15 +129,12 @@ class LmRescoreConfig:
     """``modified_beam_search_lm_rescore``: every final hypothesis rescored as
     ``am + lm_scale * lm`` (LM log-prob with ``eos``; the ``rescore`` part); with
     ``rescore.sweep``, also for every other ``s`` of ``rescore.lm_scales`` (icefall's grid).
-    Token confidences are list posteriors of those scores times ``posterior_scale``
+    Token confidences are list posteriors of those scores times ``confidence.posterior_scale``
     (:mod:`k2dec.nbest.list_confidences`)."""
 
     search: ModifiedBeamSearchConfig = field(default_factory=ModifiedBeamSearchConfig)
     rescore: RescorePart = field(default_factory=_lm_rescore)
-    posterior_scale: float = NbestConfig.posterior_scale
-
-    def __post_init__(self) -> None:
-        check_posterior_scale(self.posterior_scale)
+    confidence: ConfidencePart = field(default_factory=ConfidencePart)
 
 
 @dataclass(frozen=True)
@@ -150,12 +145,11 @@ class LmRescoreLodrConfig(LmRescoreConfig):
     acoustic score: the formula ranks as ``am + s * (lm + l * lodr)``) and ``l =
     rescore.lodr_scale`` (added, < 0 subtracts: -0.5 is icefall's ``0.5``); with
     ``rescore.sweep``, also for every other point of the two grids. Token confidences: list
-    posteriors of those scores times ``posterior_scale``."""
+    posteriors of those scores times ``confidence.posterior_scale``."""
 
     rescore: RescorePart = field(default_factory=_lodr_rescore)
 
     def __post_init__(self) -> None:
-        super().__post_init__()
         if self.rescore.lm_scale == 0 or any(s == 0 for s in self.rescore.lm_scales):
             raise ValueError("rescore.lm_scale and rescore.lm_scales divide the acoustic "
                              "score: 0 is not allowed")
@@ -276,7 +270,7 @@ def _lm_rescore(inputs: TransducerInputs, res: Resources, cfg: LmRescoreConfig):
     lists, am = final_lists(inputs, cfg.search)
     out = sweep(lists, am, {"lm": lm_scores(lm, lists, cfg.rescore.lm_batch())},
                 _rescore_points(cfg), lambda b, c, s: b + s["lm"] * c["lm"], _rescore_key,
-                cfg.posterior_scale)
+                cfg.confidence.posterior_scale)
     return [MethodResult(k, v, cfg) for k, v in out.items()]
 
 
@@ -293,5 +287,5 @@ def _lm_rescore_lodr(inputs: TransducerInputs, res: Resources, cfg: LmRescoreLod
              "lodr": scorer_scores(lodr, lists)}
     out = sweep(lists, am, comps, _rescore_points(cfg),
                 lambda b, c, s: b / s["lm"] + c["lm"] + s["lodr"] * c["lodr"], _rescore_key,
-                cfg.posterior_scale)
+                cfg.confidence.posterior_scale)
     return [MethodResult(k, v, cfg) for k, v in out.items()]

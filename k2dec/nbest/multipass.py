@@ -55,6 +55,10 @@ class MultiPassConfig:
       lm_scale: weight of the neural (LM) score in ``base + lm_scale * nn`` (the weight of a
         neural LM everywhere in k2dec; formerly ``rnn_lm_scale``, before that ``nn_scale``).
       max_order: longest left context ``get_best_matching_stats`` reports.
+      top_k: paths per utterance kept from the n-best for the passes (the ``multi-pass``
+        method; formerly its top-level ``top_k``).
+      lm_batch_size: sequences per neural LM call (the ``multi-pass`` method; formerly its
+        top-level ``lm_batch_size``).
     """
 
     first_k: int = 10
@@ -63,8 +67,12 @@ class MultiPassConfig:
     stop_sigmas: float = 3.0
     lm_scale: float = 1.0
     max_order: int = 10
+    top_k: int = 100
+    lm_batch_size: int = 256
 
     def __post_init__(self) -> None:
+        check_int_range(self, "top_k", 1, 10_000)
+        check_int_range(self, "lm_batch_size", 1, 4096)
         check_int_range(self, "first_k", 1, 10_000)
         check_int_range(self, "batch_k", 1, 10_000)
         check_int_range(self, "max_evaluations", 1, 10_000_000, optional=True)

@@ -93,9 +93,9 @@ def test_nbest_rescoring_equals_the_library_call(setup):
 def test_multi_pass_at_full_budget_equals_rnn_lm_rescoring(setup):
     lang, res = setup
     inp = random_ctc_inputs(4, lang.max_token_id + 1)
-    mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, lm_scale=1.0)
+    mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, lm_scale=1.0, top_k=200)
     nbest = NbestConfig(num_paths=30)
-    cfg = MultiPassMethodConfig(nbest=nbest, top_k=200, multi_pass=mp)
+    cfg = MultiPassMethodConfig(nbest=nbest, multi_pass=mp)
     multi = get_method("multi-pass")(inp, res, cfg)[0]
     rnn = method_config("rnn-lm", nbest=nbest, lm_scale=1.0)
     assert isinstance(rnn, RnnLmRescoringConfig)

@@ -256,9 +256,9 @@ def test_multi_pass_confidences_at_full_budget_equal_rnn_lm_rescoring(setup, dev
     lang, res = setup
     res = _on(res, device)
     inp = _with_empty(random_ctc_inputs(4, lang.max_token_id + 1), lang, device)
-    mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, lm_scale=0.5)
+    mp = MultiPassConfig(first_k=2, batch_k=2, stop_sigmas=math.inf, lm_scale=0.5, top_k=200)
     nbest = NbestConfig(num_paths=30)
-    cfg = MultiPassMethodConfig(nbest=nbest, top_k=200, multi_pass=mp)
+    cfg = MultiPassMethodConfig(nbest=nbest, multi_pass=mp)
     multi = get_method("multi-pass")(inp, res, cfg)[0].hyps
     full = get_method("rnn-lm")(inp, res, method_config("rnn-lm", nbest=nbest,
                                                         lm_scale=0.5))[0].hyps
@@ -278,8 +278,8 @@ def test_multi_pass_confidences_are_posteriors_of_the_rescored_paths(setup, devi
     lang, res = setup
     res = _on(res, device)
     inp = _with_empty(random_ctc_inputs(seed, lang.max_token_id + 1), lang, device)
-    mp = MultiPassConfig(first_k=1, batch_k=1, stop_sigmas=0.5, lm_scale=0.5)
-    cfg = MultiPassMethodConfig(nbest=NbestConfig(num_paths=30, posterior_scale=1.5), top_k=6,
+    mp = MultiPassConfig(first_k=1, batch_k=1, stop_sigmas=0.5, lm_scale=0.5, top_k=6)
+    cfg = MultiPassMethodConfig(nbest=NbestConfig(num_paths=30, posterior_scale=1.5),
                                 multi_pass=mp)
     out = get_method("multi-pass")(inp, res, cfg)[0].hyps
     _check(out, words=True)
@@ -290,12 +290,12 @@ def test_multi_pass_confidences_are_posteriors_of_the_rescored_paths(setup, devi
     lat = get_lattice(inp.log_probs, inp.log_probs_lens, HLG, cfg.lattice).lattice
     nbest = Nbest.from_config(lat, cfg.nbest).intersect(max_arcs=cfg.nbest.max_intersect_arcs)
     keep = [0, 1, 2]  # the empty lattice's utterance has no paths
-    top = _select_utts(nbest, keep).top_k(cfg.top_k)
+    top = _select_utts(nbest, keep).top_k(mp.top_k)
     result = multi_pass_rescore(top, top.nbest.am_scores().values,
-                                lm_path_scorer(res.lms["rnn_lm"], cfg.lm_batch_size), mp)
+                                lm_path_scorer(res.lms["rnn_lm"], mp.lm_batch_size), mp)
     am = top.nbest.am_scores().values.tolist()
     nn = result.nn_scores.tolist()
-    k = cfg.top_k
+    k = mp.top_k
     keys = top.nbest.key_lists()
     lists, totals, chosen = [], [], []
     partial = False

@@ -6,12 +6,12 @@ has one annotated type wherever it appears."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import fields, is_dataclass
+from dataclasses import fields, is_dataclass, replace
 
 import pytest
 
 from k2dec.methods import PARTS, config_keys, list_methods
-from k2dec.methods.parts import FusionConfig, GraphConfig, MbrPart, RescorePart
+from k2dec.methods.parts import ConfidencePart, FusionConfig, GraphConfig, MbrPart, RescorePart
 
 METHODS = list_methods()
 
@@ -128,7 +128,75 @@ def test_rescore_lists_only_the_weights_a_method_has():
     (lambda: GraphConfig(scale=float("inf")), "scale"),
     (lambda: MbrPart(am_posterior_scale=0.0), "acoustic_scale must be positive"),
     (lambda: MbrPart(max_iterations=0), "max_iterations"),
+    (lambda: ConfidencePart(posterior_scale=0.0), "confidence.posterior_scale"),
 ])
 def test_parts_check_their_fields(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+@pytest.mark.parametrize("method", METHODS, ids=lambda m: m.name)
+def test_no_method_config_has_a_plain_top_level_field(method):
+    """Every field of every registered method's config is ``search`` or a part; no setting
+    sits beside the parts (0.1's top-level ``subsampling_factor``, ``posterior_scale``,
+    ``top_k`` and ``lm_batch_size`` are in ``lattice``, ``confidence`` and ``multi_pass``)."""
+    config = method.default_config()
+    plain = [f.name for f in fields(config) if f.name != "search" and f.name not in PARTS]
+    assert plain == [], method.name
+    assert all(is_dataclass(getattr(config, f.name)) for f in fields(config)), method.name
+    assert all(key.count(".") == 1 for key in config_keys(config)), method.name
+
+
+def test_moved_fields_live_in_the_part_that_owns_them():
+    """A list-posterior scale is ``posterior_scale`` in the n-best part and in the confidence
+    part of the methods without one; a subsampling factor is the lattice search's or the
+    greedy search's own."""
+    parts_of: dict[str, set[str]] = defaultdict(set)
+    for method in METHODS:
+        for key in config_keys(method.default_config()):
+            part, _, name = key.rpartition(".")
+            parts_of[name].add(part)
+    assert parts_of["posterior_scale"] == {"nbest", "confidence"}
+    assert parts_of["subsampling_factor"] == {"lattice", "search"}
+    assert parts_of["top_k"] == {"multi_pass"}
+    assert parts_of["lm_batch_size"] == {"rescore", "multi_pass"}
+
+
+@pytest.mark.parametrize("method, key, path", [
+    ("ctc-decoding", "subsampling_factor", "lattice.subsampling_factor"),
+    ("nbest", "subsampling_factor", "lattice.subsampling_factor"),
+    ("mbr", "subsampling_factor", "lattice.subsampling_factor"),
+    ("attention-decoder-rescoring-no-ngram", "subsampling_factor",
+     "lattice.subsampling_factor"),
+    ("ctc-greedy-search", "subsampling_factor", "search.subsampling_factor"),
+    ("multi-pass", "top_k", "multi_pass.top_k"),
+    ("multi-pass", "lm_batch_size", "multi_pass.lm_batch_size"),
+    ("rnn-lm", "lm_batch_size", "rescore.lm_batch_size"),
+    ("ctc-prefix-beam-search", "posterior_scale", "confidence.posterior_scale"),
+    ("ctc-prefix-beam-search-shallow-fussion", "posterior_scale", "confidence.posterior_scale"),
+    ("ctc-prefix-beam-search-attention-decoder-rescoring", "posterior_scale",
+     "confidence.posterior_scale"),
+    ("modified_beam_search_lm_rescore", "posterior_scale", "confidence.posterior_scale"),
+    ("modified_beam_search_lm_rescore_LODR", "posterior_scale", "confidence.posterior_scale"),
+    ("nbest", "posterior_scale", "nbest.posterior_scale"),
+])
+def test_a_moved_field_keeps_its_bare_name(method, key, path):
+    """``--set subsampling_factor=2`` (``top_k``, ``lm_batch_size``, ``posterior_scale``)
+    still works: the bare name lands on the one part of the method that has it."""
+    from k2dec.methods import get_method, override_config
+
+    config = get_method(method).default_config()
+    part, name = path.split(".")
+    for k in (key, path):
+        got = override_config(config, [f"{k}=2"])
+        assert getattr(getattr(got, part), name) == 2
+        assert got == replace(config, **{part: replace(getattr(config, part), **{name: 2})})
+
+
+def test_the_lattice_part_carries_subsampling_factor_into_retries():
+    from k2dec.lattice import LatticeConfig
+
+    assert LatticeConfig(subsampling_factor=4).scaled(2.0).subsampling_factor == 4
+    with pytest.raises(ValueError, match=r"LatticeConfig.subsampling_factor must be an int in "
+                                         r"\[1, 16\], got 0"):
+        LatticeConfig(subsampling_factor=0)
