@@ -60,7 +60,9 @@ from lhotse.utils import fastcopy
 from ..primitives.sizes import check_positive
 
 __all__ = [
+    "FEATURE_PIECE_SECONDS",
     "mono_samples",
+    "piecewise_features",
     "AUDIO_READ_ERRORS",
     "AudioLimits",
     "check_sample_values",
@@ -382,20 +384,71 @@ def _mono(cut: Cut) -> Cut:
         MixTrack(cut=c.perturb_volume(scale, affix_id=False)) for c in channels])
 
 
-def _stored_features(extractor: FeatureExtractor, samples: np.ndarray, rate: int,
-                     start: float, writer: FeaturesWriter, cut_id: str) -> Features:
-    """The features of ``samples`` (``[1, num_samples]`` at ``rate``) stored by ``writer``
-    under a key derived from ``cut_id`` (lhotse's ``extract_from_samples_and_store`` draws a
-    random one): the same audio gives the same manifest entry on every run, which is what a
-    decode job's resume compares (:func:`k2dec.job.resume.cut_digest`)."""
-    feats = extractor.extract(samples=samples, sampling_rate=rate)
+def _stored_features(extractor: FeatureExtractor, feats: np.ndarray, num_samples: int,
+                     rate: int, start: float, writer: FeaturesWriter, cut_id: str) -> Features:
+    """``feats`` (of ``num_samples`` samples at ``rate``) stored by ``writer`` under a key
+    derived from ``cut_id`` (lhotse's ``extract_from_samples_and_store`` draws a random one):
+    the same audio gives the same manifest entry on every run, which is what a decode job's
+    resume compares (:func:`k2dec.job.resume.cut_digest`)."""
     key = hashlib.blake2b(cut_id.encode(), digest_size=16).hexdigest()
-    return Features(start=start, duration=round(samples.shape[1] / rate, ndigits=8),
+    return Features(start=start, duration=round(num_samples / rate, ndigits=8),
                     type=extractor.name, num_frames=feats.shape[0],
                     num_features=feats.shape[1], frame_shift=extractor.frame_shift,
                     sampling_rate=rate, channels=0, storage_type=writer.name,
                     storage_path=str(writer.storage_path),
                     storage_key=writer.write(key, feats))
+
+
+#: Seconds of audio read at a time when computing a recording's features
+#: (:func:`piecewise_features`): memory for samples and the extractor's intermediates is
+#: that of one piece whatever the recording's length.
+FEATURE_PIECE_SECONDS = 60.0
+
+#: Feature frames read beyond each side of a piece and dropped, so that every kept frame
+#: sees the samples it would see in the whole recording (a frame spans 2.5 shifts; the
+#: rest absorbs a resampler's edge).
+_PIECE_MARGIN_FRAMES = 10
+
+
+def piecewise_features(cut: Cut, extractor: FeatureExtractor, where: str,
+                       piece_seconds: float = FEATURE_PIECE_SECONDS) -> tuple[np.ndarray, int]:
+    """The features of a one-channel ``cut`` (at the extractor's rate), its audio read
+    ``piece_seconds`` at a time (lhotse reads the range of the file), each piece's frames
+    computed with ``_PIECE_MARGIN_FRAMES`` of context on each side that are then dropped:
+    the frames are those of the whole recording (``snip_edges=False``: frame ``i`` is
+    centred on sample ``i * shift``), to float rounding.
+
+    Returns:
+      ``(float32 [num_frames, num_features], number of samples)``.
+
+    Raises:
+      ValueError: NaN or infinite samples (:func:`check_sample_values`; its range warning
+        names ``where``, once, with the recording's peak).
+    """
+    rate = int(extractor.config.sampling_rate)
+    shift = round(extractor.frame_shift * rate)
+    if cut.duration <= piece_seconds:
+        samples = np.atleast_2d(cut.load_audio())
+        check_sample_values(samples, where)
+        return extractor.extract(samples=samples, sampling_rate=rate), samples.shape[1]
+    total = cut.num_samples
+    frames = (total + shift // 2) // shift
+    step = max(1, round(piece_seconds * rate / shift))
+    out, peak = [], 0.0
+    for f0 in range(0, frames, step):
+        f1 = min(frames, f0 + step)
+        a = max(0, f0 - _PIECE_MARGIN_FRAMES) * shift
+        b = min(total, (f1 + _PIECE_MARGIN_FRAMES) * shift)
+        piece = cut.truncate(offset=a / rate, duration=(b - a) / rate, preserve_id=True)
+        samples = np.atleast_2d(piece.load_audio())
+        if not np.isfinite(samples).all():
+            check_sample_values(samples, where)  # raises
+        peak = max(peak, float(np.abs(samples).max()) if samples.size else 0.0)
+        feats = extractor.extract(samples=samples, sampling_rate=rate)
+        out.append(np.asarray(feats[f0 - a // shift: f1 - a // shift], dtype=np.float32))
+    if peak > 1.0:
+        check_sample_values(np.array([peak], dtype=np.float32), where)
+    return np.concatenate(out), total
 
 
 def check_sample_values(samples: np.ndarray, where: str) -> None:
@@ -452,12 +505,13 @@ def cut_features(cut: Cut, extractor: FeatureExtractor, writer: FeaturesWriter,
         raise ValueError(f"too short: {samples} samples ({cut.duration:g} s), less than one "
                          f"{frame:g} s feature frame")
     mono = _mono(cut.resample(rate) if cut.sampling_rate != rate else cut)
-    samples = np.atleast_2d(mono.load_audio())
     sources = [src.source for rec in _recordings(cut) for src in rec.sources
                if src.type == "file"]
-    check_sample_values(samples, shown_path(sources[0]) if sources else cut.id)
+    where = shown_path(sources[0]) if sources else cut.id
+    arr, num_samples = piecewise_features(mono, extractor, where)
     start = mono.start if isinstance(mono, MonoCut) else 0.0
-    feats = _stored_features(extractor, samples, rate, start, writer, cut.id)
+    feats = _stored_features(extractor, arr, num_samples, rate, start, writer, cut.id)
+    del arr
     if isinstance(mono, MonoCut) and isinstance(cut, MonoCut):
         return fastcopy(mono, features=fastcopy(feats, recording_id=mono.recording_id))
     rec_id = next((r.id for r in _recordings(cut)), None)
