@@ -508,7 +508,7 @@ def cut_features(cut: Cut, extractor: FeatureExtractor, writer: FeaturesWriter,
     sources = [src.source for rec in _recordings(cut) for src in rec.sources
                if src.type == "file"]
     where = shown_path(sources[0]) if sources else cut.id
-    arr, num_samples = piecewise_features(mono, extractor, where)
+    arr, num_samples = piecewise_features(mono, extractor, where, FEATURE_PIECE_SECONDS)
     start = mono.start if isinstance(mono, MonoCut) else 0.0
     feats = _stored_features(extractor, arr, num_samples, rate, start, writer, cut.id)
     del arr
