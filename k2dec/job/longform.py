@@ -58,8 +58,8 @@ from .config import DecodeConfig
 from .encoder import JobEncoder
 from .outputs import word_start_mask
 
-__all__ = ["LongDecoded", "decode_long", "dropped_speech", "is_long", "long_batch_seconds", "long_key",
-           "output_frame_shift", "segment_utterance"]
+__all__ = ["LongDecoded", "decode_long", "dropped_speech", "is_long", "long_batch_seconds",
+           "long_key", "output_frame_shift", "segment_utterance"]
 
 logger = logging.getLogger(__name__)
 
@@ -102,8 +102,13 @@ def output_frame_shift(assets: DecodeAssets, config: DecodeConfig) -> float:
 
 
 def _audio_file(cut: Cut) -> str | None:
-    """The audio file of a cut that is its whole single-file recording, else ``None``."""
+    """The audio file of a cut that is its whole single-file recording (or, for a
+    multi-channel file downmixed into features, the file :func:`k2dec.data.cut_features`
+    names in ``custom["audio_file"]``), else ``None``."""
     rec = getattr(cut, "recording", None)
+    custom = getattr(cut, "custom", None) or {}
+    if rec is None and isinstance(custom.get("audio_file"), str):
+        return custom["audio_file"]
     if rec is None or len(rec.sources) != 1 or rec.sources[0].type != "file":
         return None
     if cut.start > 1e-6 or abs(cut.duration - rec.duration) > 0.02:
