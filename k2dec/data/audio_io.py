@@ -46,6 +46,7 @@ import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import soundfile as sf
@@ -54,7 +55,7 @@ from lhotse.audio import AudioSource
 from lhotse.audio.utils import AudioLoadingError, DurationMismatchError
 from lhotse.cut import Cut, MixedCut, MixTrack, MonoCut, MultiCut
 from lhotse.features.base import FeatureExtractor, Features
-from lhotse.features.io import FeaturesWriter
+from lhotse.features.io import FeaturesWriter, NumpyFilesReader, register_reader
 from lhotse.utils import fastcopy
 
 from ..primitives.sizes import check_positive
@@ -69,6 +70,7 @@ __all__ = [
     "cut_features",
     "ffmpeg_available",
     "id_clashes",
+    "load_feature_range",
     "probe_recording",
     "safe_name",
     "shown_path",
@@ -449,6 +451,34 @@ def piecewise_features(cut: Cut, extractor: FeatureExtractor, where: str,
     if peak > 1.0:
         check_sample_values(np.array([peak], dtype=np.float32), where)
     return np.concatenate(out), total
+
+
+@register_reader
+class _MappedNumpyFilesReader(NumpyFilesReader):
+    """lhotse's ``numpy_files`` reader that maps the file and copies only the frames asked
+    for (lhotse's loads the whole array, then slices it)."""
+
+    name = "k2dec_numpy_files_mapped"
+
+    def __init__(self, storage_path: str | Path, *args: Any, **kwargs: Any) -> None:
+        super().__init__(storage_path, *args, **kwargs)
+        self._folder = Path(storage_path)
+
+    def read(self, key: str, left_offset_frames: int = 0,
+             right_offset_frames: int | None = None) -> np.ndarray:
+        arr = np.load(self._folder / key, mmap_mode="r", allow_pickle=False)
+        return np.array(arr[left_offset_frames:right_offset_frames])
+
+
+def load_feature_range(cut: Cut) -> np.ndarray:
+    """``cut.load_features()`` (float32 ``[num_frames, num_features]``), reading only the
+    cut's frames from a local ``numpy_files`` store (a segment of a long recording costs its
+    own frames, not the whole recording's); other stores as lhotse reads them."""
+    feats = getattr(cut, "features", None)
+    if (isinstance(cut, MonoCut) and feats is not None and feats.storage_type == "numpy_files"
+            and "://" not in str(feats.storage_path)):
+        cut = fastcopy(cut, features=fastcopy(feats, storage_type=_MappedNumpyFilesReader.name))
+    return cut.load_features()
 
 
 def check_sample_values(samples: np.ndarray, where: str) -> None:

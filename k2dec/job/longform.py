@@ -41,6 +41,7 @@ import torch
 from lhotse.cut import Cut
 from lhotse.utils import LOG_EPSILON
 
+from ..data import load_feature_range
 from ..longform import (
     Segment,
     Segmentation,
@@ -157,7 +158,7 @@ def _features(cut: Cut, seg: Segment) -> np.ndarray:
     """The utterance's feature frames of ``seg`` (only those are read)."""
     piece = cut.truncate(offset=seg.start, duration=seg.duration, keep_excessive_supervisions=False,
                          preserve_id=True)
-    feats = piece.load_features()
+    feats = load_feature_range(piece)
     if not np.isfinite(feats).all():
         raise ValueError("its features contain NaN or inf")
     return feats

@@ -14,7 +14,7 @@ from lhotse import Recording
 from lhotse.features.io import NumpyFilesWriter
 
 from k2dec.data import audio_io
-from k2dec.data.audio_io import _mono, cut_features, piecewise_features
+from k2dec.data.audio_io import _mono, cut_features, load_feature_range, piecewise_features
 from k2dec.data.features import FeatureConfig
 
 
@@ -95,3 +95,33 @@ def test_cut_features_of_a_long_file_reads_it_in_pieces(tmp_path, extractor, mon
     assert len(loaded) == 3 and max(loaded) < 2.5
     np.testing.assert_allclose(done.load_features(), _whole(cut, extractor), atol=1e-4)
     assert done.num_frames == _whole(cut, extractor).shape[0]
+
+
+def test_a_feature_range_reads_only_its_frames(tmp_path, extractor, monkeypatch):
+    """load_feature_range gives lhotse's load_features of any truncation (random offsets
+    and durations, length-1-frame and whole ranges) without loading the whole array."""
+    rng = np.random.default_rng(3)
+    cut = _cut(tmp_path, (rng.standard_normal(16000 * 9 + 11) * 0.1).astype(np.float32),
+               16000)
+    with NumpyFilesWriter(tmp_path / "feats") as writer:
+        done = cut_features(cut, extractor, writer)
+    whole_loads: list[int] = []
+    real_load = np.load
+
+    def spy(*args, **kwargs):
+        if kwargs.get("mmap_mode") is None:
+            whole_loads.append(1)
+        return real_load(*args, **kwargs)
+
+    spans = [(0.0, done.duration), (0.0, 0.025), (done.duration - 0.03, 0.03)] + [
+        (float(a), float(rng.uniform(0.01, done.duration - a)))
+        for a in rng.uniform(0, done.duration - 0.02, 12)]
+    for offset, duration in spans:
+        piece = done.truncate(offset=offset, duration=duration, preserve_id=True)
+        want = piece.load_features()
+        monkeypatch.setattr(np, "load", spy)
+        got = load_feature_range(piece)
+        monkeypatch.setattr(np, "load", real_load)
+        assert got.shape == want.shape and got.dtype == want.dtype, (offset, duration)
+        np.testing.assert_array_equal(got, want)
+    assert not whole_loads
