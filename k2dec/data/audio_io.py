@@ -436,7 +436,8 @@ def piecewise_features(cut: Cut, extractor: FeatureExtractor, where: str,
     total = cut.num_samples
     frames = (total + shift // 2) // shift
     step = max(1, round(piece_seconds * rate / shift))
-    out, peak = [], 0.0
+    out: np.ndarray | None = None  # filled piece by piece (no list of pieces to join)
+    peak = 0.0
     for f0 in range(0, frames, step):
         f1 = min(frames, f0 + step)
         a = max(0, f0 - _PIECE_MARGIN_FRAMES) * shift
@@ -447,10 +448,13 @@ def piecewise_features(cut: Cut, extractor: FeatureExtractor, where: str,
             check_sample_values(samples, where)  # raises
         peak = max(peak, float(np.abs(samples).max()) if samples.size else 0.0)
         feats = extractor.extract(samples=samples, sampling_rate=rate)
-        out.append(np.asarray(feats[f0 - a // shift: f1 - a // shift], dtype=np.float32))
+        if out is None:
+            out = np.empty((frames, feats.shape[1]), dtype=np.float32)
+        out[f0:f1] = feats[f0 - a // shift: f1 - a // shift]
     if peak > 1.0:
         check_sample_values(np.array([peak], dtype=np.float32), where)
-    return np.concatenate(out), total
+    assert out is not None
+    return out, total
 
 
 @register_reader
