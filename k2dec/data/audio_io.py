@@ -43,7 +43,7 @@ import re
 import shlex
 import shutil
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,7 +55,12 @@ from lhotse.audio import AudioSource
 from lhotse.audio.utils import AudioLoadingError, DurationMismatchError
 from lhotse.cut import Cut, MixedCut, MixTrack, MonoCut, MultiCut
 from lhotse.features.base import FeatureExtractor, Features
-from lhotse.features.io import FeaturesWriter, NumpyFilesReader, register_reader
+from lhotse.features.io import (
+    FeaturesWriter,
+    NumpyFilesReader,
+    NumpyFilesWriter,
+    register_reader,
+)
 from lhotse.utils import fastcopy
 
 from ..primitives.sizes import check_positive
@@ -387,18 +392,40 @@ def _mono(cut: Cut) -> Cut:
 
 
 def _stored_features(extractor: FeatureExtractor, feats: np.ndarray, num_samples: int,
-                     rate: int, start: float, writer: FeaturesWriter, cut_id: str) -> Features:
+                     rate: int, start: float, writer: FeaturesWriter, cut_id: str,
+                     stored_key: str | None = None) -> Features:
     """``feats`` (of ``num_samples`` samples at ``rate``) stored by ``writer`` under a key
     derived from ``cut_id`` (lhotse's ``extract_from_samples_and_store`` draws a random one):
     the same audio gives the same manifest entry on every run, which is what a decode job's
-    resume compares (:func:`k2dec.job.resume.cut_digest`)."""
+    resume compares (:func:`k2dec.job.resume.cut_digest`). ``stored_key``: ``feats`` is
+    already in ``writer``'s store under that key (:func:`_mapped_output`)."""
     key = hashlib.blake2b(cut_id.encode(), digest_size=16).hexdigest()
     return Features(start=start, duration=round(num_samples / rate, ndigits=8),
                     type=extractor.name, num_frames=feats.shape[0],
                     num_features=feats.shape[1], frame_shift=extractor.frame_shift,
                     sampling_rate=rate, channels=0, storage_type=writer.name,
                     storage_path=str(writer.storage_path),
-                    storage_key=writer.write(key, feats))
+                    storage_key=stored_key or writer.write(key, feats))
+
+
+def _mapped_output(writer: FeaturesWriter, cut_id: str
+                   ) -> tuple[Callable[[int, int], np.ndarray], list[str]] | None:
+    """For a local ``NumpyFilesWriter``: an allocator of the features' array as a
+    memory-mapped ``.npy`` file where ``writer.write`` would put it (so a long recording's
+    features go to disk piece by piece, never whole in memory), and a list that receives its
+    storage key; ``None`` for other writers."""
+    if not isinstance(writer, NumpyFilesWriter) or "://" in str(writer.storage_path):
+        return None
+    key = hashlib.blake2b(cut_id.encode(), digest_size=16).hexdigest() + ".npy"
+    stored: list[str] = []
+
+    def alloc(frames: int, dim: int) -> np.ndarray:
+        folder = Path(writer.storage_path) / key[:3]
+        folder.mkdir(parents=True, exist_ok=True)
+        stored.append(f"{key[:3]}/{key}")
+        return np.lib.format.open_memmap(folder / key, mode="w+", dtype=np.float32,
+                                         shape=(frames, dim))
+    return alloc, stored
 
 
 #: Seconds of audio read at a time when computing a recording's features
@@ -412,13 +439,22 @@ FEATURE_PIECE_SECONDS = 60.0
 _PIECE_MARGIN_FRAMES = 10
 
 
+def _empty(frames: int, dim: int) -> np.ndarray:
+    return np.empty((frames, dim), dtype=np.float32)
+
+
 def piecewise_features(cut: Cut, extractor: FeatureExtractor, where: str,
-                       piece_seconds: float = FEATURE_PIECE_SECONDS) -> tuple[np.ndarray, int]:
+                       piece_seconds: float = FEATURE_PIECE_SECONDS,
+                       alloc: Callable[[int, int], np.ndarray] | None = None
+                       ) -> tuple[np.ndarray, int]:
     """The features of a one-channel ``cut`` (at the extractor's rate), its audio read
     ``piece_seconds`` at a time (lhotse reads the range of the file), each piece's frames
     computed with ``_PIECE_MARGIN_FRAMES`` of context on each side that are then dropped:
     the frames are those of the whole recording (``snip_edges=False``: frame ``i`` is
     centred on sample ``i * shift``), to float rounding.
+
+    ``alloc(num_frames, num_features)`` gives the array the frames are written to (e.g. a
+    memory-mapped file; default ``np.empty``) when the cut is longer than one piece.
 
     Returns:
       ``(float32 [num_frames, num_features], number of samples)``.
@@ -449,7 +485,7 @@ def piecewise_features(cut: Cut, extractor: FeatureExtractor, where: str,
         peak = max(peak, float(np.abs(samples).max()) if samples.size else 0.0)
         feats = extractor.extract(samples=samples, sampling_rate=rate)
         if out is None:
-            out = np.empty((frames, feats.shape[1]), dtype=np.float32)
+            out = (alloc or _empty)(frames, feats.shape[1])
         out[f0:f1] = feats[f0 - a // shift: f1 - a // shift]
     if peak > 1.0:
         check_sample_values(np.array([peak], dtype=np.float32), where)
@@ -542,9 +578,14 @@ def cut_features(cut: Cut, extractor: FeatureExtractor, writer: FeaturesWriter,
     sources = [src.source for rec in _recordings(cut) for src in rec.sources
                if src.type == "file"]
     where = shown_path(sources[0]) if sources else cut.id
-    arr, num_samples = piecewise_features(mono, extractor, where, FEATURE_PIECE_SECONDS)
+    mapped = _mapped_output(writer, cut.id)
+    arr, num_samples = piecewise_features(mono, extractor, where, FEATURE_PIECE_SECONDS,
+                                          mapped[0] if mapped else None)
+    stored = mapped[1][0] if mapped and mapped[1] else None
+    if isinstance(arr, np.memmap):
+        arr.flush()
     start = mono.start if isinstance(mono, MonoCut) else 0.0
-    feats = _stored_features(extractor, arr, num_samples, rate, start, writer, cut.id)
+    feats = _stored_features(extractor, arr, num_samples, rate, start, writer, cut.id, stored)
     del arr
     if isinstance(mono, MonoCut) and isinstance(cut, MonoCut):
         return fastcopy(mono, features=fastcopy(feats, recording_id=mono.recording_id))
