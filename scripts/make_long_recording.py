@@ -48,13 +48,15 @@ def corpus_utterances(corpus_dir: str | Path) -> list[tuple[str, Path, str]]:
 
 def _repeated(utts: list[tuple[str, Path, str]], num: int | None, min_duration: float
               ) -> Iterator[tuple[str, Path, str]]:
-    """The first ``num`` utterances (all if ``None``), then repeated until ``min_duration``
-    seconds of speech (at least one pass)."""
+    """The first ``num`` utterances (all if ``None``), repeated until ``min_duration``
+    seconds of speech (a positive ``min_duration`` stops as soon as it is reached, within
+    the first pass too: a 1-minute recording of a 7-minute test set is 1 minute; else one
+    whole pass)."""
     utts = utts[:num] if num else utts
     total, rep = 0.0, 0
     while True:
         for utt, path, text in utts:
-            if rep and total >= min_duration:
+            if min_duration > 0 and total >= min_duration:
                 return
             yield (utt if rep == 0 else f"{utt}_r{rep}"), path, text
             total += sf.info(str(path)).duration

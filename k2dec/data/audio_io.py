@@ -43,9 +43,10 @@ import re
 import shlex
 import shutil
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import soundfile as sf
@@ -54,19 +55,27 @@ from lhotse.audio import AudioSource
 from lhotse.audio.utils import AudioLoadingError, DurationMismatchError
 from lhotse.cut import Cut, MixedCut, MixTrack, MonoCut, MultiCut
 from lhotse.features.base import FeatureExtractor, Features
-from lhotse.features.io import FeaturesWriter
+from lhotse.features.io import (
+    FeaturesWriter,
+    NumpyFilesReader,
+    NumpyFilesWriter,
+    register_reader,
+)
 from lhotse.utils import fastcopy
 
 from ..primitives.sizes import check_positive
 
 __all__ = [
+    "FEATURE_PIECE_SECONDS",
     "mono_samples",
+    "piecewise_features",
     "AUDIO_READ_ERRORS",
     "AudioLimits",
     "check_sample_values",
     "cut_features",
     "ffmpeg_available",
     "id_clashes",
+    "load_feature_range",
     "probe_recording",
     "safe_name",
     "shown_path",
@@ -382,20 +391,134 @@ def _mono(cut: Cut) -> Cut:
         MixTrack(cut=c.perturb_volume(scale, affix_id=False)) for c in channels])
 
 
-def _stored_features(extractor: FeatureExtractor, samples: np.ndarray, rate: int,
-                     start: float, writer: FeaturesWriter, cut_id: str) -> Features:
-    """The features of ``samples`` (``[1, num_samples]`` at ``rate``) stored by ``writer``
-    under a key derived from ``cut_id`` (lhotse's ``extract_from_samples_and_store`` draws a
-    random one): the same audio gives the same manifest entry on every run, which is what a
-    decode job's resume compares (:func:`k2dec.job.resume.cut_digest`)."""
-    feats = extractor.extract(samples=samples, sampling_rate=rate)
+def _stored_features(extractor: FeatureExtractor, feats: np.ndarray, num_samples: int,
+                     rate: int, start: float, writer: FeaturesWriter, cut_id: str,
+                     stored_key: str | None = None) -> Features:
+    """``feats`` (of ``num_samples`` samples at ``rate``) stored by ``writer`` under a key
+    derived from ``cut_id`` (lhotse's ``extract_from_samples_and_store`` draws a random one):
+    the same audio gives the same manifest entry on every run, which is what a decode job's
+    resume compares (:func:`k2dec.job.resume.cut_digest`). ``stored_key``: ``feats`` is
+    already in ``writer``'s store under that key (:func:`_mapped_output`)."""
     key = hashlib.blake2b(cut_id.encode(), digest_size=16).hexdigest()
-    return Features(start=start, duration=round(samples.shape[1] / rate, ndigits=8),
+    return Features(start=start, duration=round(num_samples / rate, ndigits=8),
                     type=extractor.name, num_frames=feats.shape[0],
                     num_features=feats.shape[1], frame_shift=extractor.frame_shift,
                     sampling_rate=rate, channels=0, storage_type=writer.name,
                     storage_path=str(writer.storage_path),
-                    storage_key=writer.write(key, feats))
+                    storage_key=stored_key or writer.write(key, feats))
+
+
+def _mapped_output(writer: FeaturesWriter, cut_id: str
+                   ) -> tuple[Callable[[int, int], np.ndarray], list[str]] | None:
+    """For a local ``NumpyFilesWriter``: an allocator of the features' array as a
+    memory-mapped ``.npy`` file where ``writer.write`` would put it (so a long recording's
+    features go to disk piece by piece, never whole in memory), and a list that receives its
+    storage key; ``None`` for other writers."""
+    if not isinstance(writer, NumpyFilesWriter) or "://" in str(writer.storage_path):
+        return None
+    key = hashlib.blake2b(cut_id.encode(), digest_size=16).hexdigest() + ".npy"
+    stored: list[str] = []
+
+    def alloc(frames: int, dim: int) -> np.ndarray:
+        folder = Path(writer.storage_path) / key[:3]
+        folder.mkdir(parents=True, exist_ok=True)
+        stored.append(f"{key[:3]}/{key}")
+        return np.lib.format.open_memmap(folder / key, mode="w+", dtype=np.float32,
+                                         shape=(frames, dim))
+    return alloc, stored
+
+
+#: Seconds of audio read at a time when computing a recording's features
+#: (:func:`piecewise_features`): memory for samples and the extractor's intermediates is
+#: that of one piece whatever the recording's length.
+FEATURE_PIECE_SECONDS = 60.0
+
+#: Feature frames read beyond each side of a piece and dropped, so that every kept frame
+#: sees the samples it would see in the whole recording (a frame spans 2.5 shifts; the
+#: rest absorbs a resampler's edge).
+_PIECE_MARGIN_FRAMES = 10
+
+
+def _empty(frames: int, dim: int) -> np.ndarray:
+    return np.empty((frames, dim), dtype=np.float32)
+
+
+def piecewise_features(cut: Cut, extractor: FeatureExtractor, where: str,
+                       piece_seconds: float = FEATURE_PIECE_SECONDS,
+                       alloc: Callable[[int, int], np.ndarray] | None = None
+                       ) -> tuple[np.ndarray, int]:
+    """The features of a one-channel ``cut`` (at the extractor's rate), its audio read
+    ``piece_seconds`` at a time (lhotse reads the range of the file), each piece's frames
+    computed with ``_PIECE_MARGIN_FRAMES`` of context on each side that are then dropped:
+    the frames are those of the whole recording (``snip_edges=False``: frame ``i`` is
+    centred on sample ``i * shift``), to float rounding.
+
+    ``alloc(num_frames, num_features)`` gives the array the frames are written to (e.g. a
+    memory-mapped file; default ``np.empty``) when the cut is longer than one piece.
+
+    Returns:
+      ``(float32 [num_frames, num_features], number of samples)``.
+
+    Raises:
+      ValueError: NaN or infinite samples (:func:`check_sample_values`; its range warning
+        names ``where``, once, with the recording's peak).
+    """
+    rate = int(extractor.config.sampling_rate)
+    shift = round(extractor.frame_shift * rate)
+    if cut.duration <= piece_seconds:
+        samples = np.atleast_2d(cut.load_audio())
+        check_sample_values(samples, where)
+        return extractor.extract(samples=samples, sampling_rate=rate), samples.shape[1]
+    total = cut.num_samples
+    frames = (total + shift // 2) // shift
+    step = max(1, round(piece_seconds * rate / shift))
+    out: np.ndarray | None = None  # filled piece by piece (no list of pieces to join)
+    peak = 0.0
+    for f0 in range(0, frames, step):
+        f1 = min(frames, f0 + step)
+        a = max(0, f0 - _PIECE_MARGIN_FRAMES) * shift
+        b = min(total, (f1 + _PIECE_MARGIN_FRAMES) * shift)
+        piece = cut.truncate(offset=a / rate, duration=(b - a) / rate, preserve_id=True)
+        samples = np.atleast_2d(piece.load_audio())
+        if not np.isfinite(samples).all():
+            check_sample_values(samples, where)  # raises
+        peak = max(peak, float(np.abs(samples).max()) if samples.size else 0.0)
+        feats = extractor.extract(samples=samples, sampling_rate=rate)
+        if out is None:
+            out = (alloc or _empty)(frames, feats.shape[1])
+        out[f0:f1] = feats[f0 - a // shift: f1 - a // shift]
+    if peak > 1.0:
+        check_sample_values(np.array([peak], dtype=np.float32), where)
+    assert out is not None
+    return out, total
+
+
+@register_reader
+class _MappedNumpyFilesReader(NumpyFilesReader):
+    """lhotse's ``numpy_files`` reader that maps the file and copies only the frames asked
+    for (lhotse's loads the whole array, then slices it)."""
+
+    name = "k2dec_numpy_files_mapped"
+
+    def __init__(self, storage_path: str | Path, *args: Any, **kwargs: Any) -> None:
+        super().__init__(storage_path, *args, **kwargs)
+        self._folder = Path(storage_path)
+
+    def read(self, key: str, left_offset_frames: int = 0,
+             right_offset_frames: int | None = None) -> np.ndarray:
+        arr = np.load(self._folder / key, mmap_mode="r", allow_pickle=False)
+        return np.array(arr[left_offset_frames:right_offset_frames])
+
+
+def load_feature_range(cut: Cut) -> np.ndarray:
+    """``cut.load_features()`` (float32 ``[num_frames, num_features]``), reading only the
+    cut's frames from a local ``numpy_files`` store (a segment of a long recording costs its
+    own frames, not the whole recording's); other stores as lhotse reads them."""
+    feats = getattr(cut, "features", None)
+    if (isinstance(cut, MonoCut) and feats is not None and feats.storage_type == "numpy_files"
+            and "://" not in str(feats.storage_path)):
+        cut = fastcopy(cut, features=fastcopy(feats, storage_type=_MappedNumpyFilesReader.name))
+    return cut.load_features()
 
 
 def check_sample_values(samples: np.ndarray, where: str) -> None:
@@ -452,15 +575,34 @@ def cut_features(cut: Cut, extractor: FeatureExtractor, writer: FeaturesWriter,
         raise ValueError(f"too short: {samples} samples ({cut.duration:g} s), less than one "
                          f"{frame:g} s feature frame")
     mono = _mono(cut.resample(rate) if cut.sampling_rate != rate else cut)
-    samples = np.atleast_2d(mono.load_audio())
     sources = [src.source for rec in _recordings(cut) for src in rec.sources
                if src.type == "file"]
-    check_sample_values(samples, shown_path(sources[0]) if sources else cut.id)
+    where = shown_path(sources[0]) if sources else cut.id
+    mapped = _mapped_output(writer, cut.id)
+    arr, num_samples = piecewise_features(mono, extractor, where, FEATURE_PIECE_SECONDS,
+                                          mapped[0] if mapped else None)
+    stored = mapped[1][0] if mapped and mapped[1] else None
+    if isinstance(arr, np.memmap):
+        arr.flush()
     start = mono.start if isinstance(mono, MonoCut) else 0.0
-    feats = _stored_features(extractor, samples, rate, start, writer, cut.id)
+    feats = _stored_features(extractor, arr, num_samples, rate, start, writer, cut.id, stored)
+    del arr
     if isinstance(mono, MonoCut) and isinstance(cut, MonoCut):
         return fastcopy(mono, features=fastcopy(feats, recording_id=mono.recording_id))
     rec_id = next((r.id for r in _recordings(cut)), None)
     return MonoCut(id=cut.id, start=0.0, duration=feats.duration, channel=0,
                    supervisions=list(cut.supervisions),
-                   features=fastcopy(feats, recording_id=rec_id))
+                   features=fastcopy(feats, recording_id=rec_id), custom=_whole_file(cut))
+
+
+def _whole_file(cut: Cut) -> dict[str, str] | None:
+    """``{"audio_file": path}`` for a multi-channel cut that is the whole of one file's
+    recording (the downmixed cut made of it has no recording: the path is what a long one's
+    VAD reads, channels averaged), else ``None``."""
+    recs = list(_recordings(cut))
+    if not isinstance(cut, MultiCut) or len(recs) != 1 or len(recs[0].sources) != 1:
+        return None
+    src = recs[0].sources[0]
+    if src.type != "file" or cut.start > 1e-6 or abs(cut.duration - recs[0].duration) > 0.02:
+        return None
+    return {"audio_file": src.source}

@@ -41,6 +41,7 @@ import torch
 from lhotse.cut import Cut
 from lhotse.utils import LOG_EPSILON
 
+from ..data import load_feature_range
 from ..longform import (
     Segment,
     Segmentation,
@@ -58,14 +59,18 @@ from .config import DecodeConfig
 from .encoder import JobEncoder
 from .outputs import word_start_mask
 
-__all__ = ["LongDecoded", "decode_long", "dropped_speech", "is_long", "long_key",
-           "output_frame_shift", "segment_utterance"]
+__all__ = ["LongDecoded", "decode_long", "dropped_speech", "is_long", "long_batch_seconds",
+           "long_key", "output_frame_shift", "segment_utterance"]
 
 logger = logging.getLogger(__name__)
 
 #: Seconds below which the last piece of a speech run split at the cap joins the piece
 #: before it (a sliver too short for the model would fail).
 _MIN_PIECE = 1.0
+
+#: A batch of a long recording's segments holds at most this many times ``segment_max``
+#: seconds (:func:`long_batch_seconds`).
+LONG_BATCH_FACTOR = 2.0
 
 
 def is_long(cut: Cut, config: DecodeConfig) -> bool:
@@ -98,8 +103,13 @@ def output_frame_shift(assets: DecodeAssets, config: DecodeConfig) -> float:
 
 
 def _audio_file(cut: Cut) -> str | None:
-    """The audio file of a cut that is its whole single-file recording, else ``None``."""
+    """The audio file of a cut that is its whole single-file recording (or, for a
+    multi-channel file downmixed into features, the file :func:`k2dec.data.cut_features`
+    names in ``custom["audio_file"]``), else ``None``."""
     rec = getattr(cut, "recording", None)
+    custom = getattr(cut, "custom", None) or {}
+    if rec is None and isinstance(custom.get("audio_file"), str):
+        return custom["audio_file"]
     if rec is None or len(rec.sources) != 1 or rec.sources[0].type != "file":
         return None
     if cut.start > 1e-6 or abs(cut.duration - rec.duration) > 0.02:
@@ -148,24 +158,36 @@ def _features(cut: Cut, seg: Segment) -> np.ndarray:
     """The utterance's feature frames of ``seg`` (only those are read)."""
     piece = cut.truncate(offset=seg.start, duration=seg.duration, keep_excessive_supervisions=False,
                          preserve_id=True)
-    feats = piece.load_features()
+    feats = load_feature_range(piece)
     if not np.isfinite(feats).all():
         raise ValueError("its features contain NaN or inf")
     return feats
 
 
+def long_batch_seconds(config: DecodeConfig) -> float:
+    """Seconds of segments decoded in one batch: ``max_duration``, but at most
+    ``LONG_BATCH_FACTOR * segment_max`` (a segment of a long recording is up to
+    ``segment_max`` seconds, far longer than a typical utterance, and the encoder's memory
+    grows with the square of an input's length: 200 s of 30 s segments took the shipped
+    model's greedy_search from 0.44 GB loaded to a 1.79 GB peak, 60 s of them to 0.98 GB)."""
+    return max(config.segment_max, min(config.max_duration,
+                                       LONG_BATCH_FACTOR * config.segment_max))
+
+
 def _batches(segments: Sequence[Segment], max_duration: float) -> Iterator[list[int]]:
-    """Indices of consecutive segments, at most ``max_duration`` seconds per batch."""
+    """Indices of segments, at most ``max_duration`` seconds per batch, by length (fewer
+    padded frames; each batch's indices ascending)."""
     batch: list[int] = []
     seconds = 0.0
-    for i, s in enumerate(segments):
+    for i in sorted(range(len(segments)), key=lambda j: (segments[j].duration, j)):
+        s = segments[i]
         if batch and seconds + s.duration > max_duration:
-            yield batch
+            yield sorted(batch)
             batch, seconds = [], 0.0
         batch.append(i)
         seconds += s.duration
     if batch:
-        yield batch
+        yield sorted(batch)
 
 
 def _padded(rows: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -202,8 +224,8 @@ class LongDecoded:
 def _decode_segments(method: Method, method_config: Any, assets: DecodeAssets, cut: Cut,
                      segments: Sequence[Segment], config: DecodeConfig, encoder: JobEncoder,
                      silence: Any) -> list[Decoded]:
-    out: list[Decoded] = []
-    for idx in _batches(segments, config.max_duration):
+    out: list[Decoded | None] = [None] * len(segments)
+    for idx in _batches(segments, long_batch_seconds(config)):
         rows = []
         for i in idx:
             try:
@@ -217,8 +239,9 @@ def _decode_segments(method: Method, method_config: Any, assets: DecodeAssets, c
             done = silenced(decode_or_split(method, method_config, assets, feats, lens,
                                             [[] for _ in read], encoder), feats, lens, silence)
         done.reverse()
-        out += [({}, r) if isinstance(r, str) else done.pop() for r in rows]
-    return out
+        for i, r in zip(idx, rows):
+            out[i] = ({}, r) if isinstance(r, str) else done.pop()
+    return out  # type: ignore[return-value]
 
 
 def _words(record: HypothesisRecord, assets: DecodeAssets) -> list[str]:

@@ -7,9 +7,11 @@ Inputs: the shipped model and lang dir, the graphs the demo compiles, and record
 repeated to reach the length). Two parts:
 
 * **scale**: each (method, length) in a fresh process that does what ``k2dec decode
-  --audio-dir`` does (features of the file, VAD segments of at most 30 s, the method over the
-  segments in batches, one stitched record), reporting its peak RSS (Linux ``VmHWM``) and
-  decode seconds per audio second; lengths 1, 10, 30 and 60 minutes (``--quick``: 1 and 3;
+  --audio-dir`` does (features of the file computed from its audio read 60 s at a time,
+  VAD segments of at most 30 s, the method over the segments in batches of at most 60 s,
+  each segment reading only its own feature frames, one stitched record), reporting its
+  peak RSS (Linux ``VmHWM``; the model and all three graphs loaded) and wall seconds per
+  audio second; lengths 1, 10, 30 and 60 minutes of speech (``--quick``: 1 and 3;
   ``--smoke``: 0.5 and 1);
 * **accuracy**: test-clean joined into one recording (``--quick``: its first 20 utterances)
   decoded long-form with each segmenter against its utterances decoded one by one: WER, and

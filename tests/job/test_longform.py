@@ -301,3 +301,22 @@ def test_same_words_at_any_batch_size_and_after_a_rerun(long_setup, decoded, tmp
                         segment_max=10.0, max_duration=12.0)
     assert "1 utterances, 0 to decode" in caplog.text
     assert again.results_path.read_bytes() == small.results_path.read_bytes()
+
+
+def test_a_stereo_file_is_segmented_by_the_vad(long_setup, decoded, tmp_path, caplog):
+    """A stereo file (its features downmixed, the cut without a recording) is still cut by
+    the VAD, which reads the file named in the cut: the same segments as the mono file, not
+    fixed windows."""
+    mono, rate = sf.read(next(iter(long_setup[1])).recording.sources[0].source,
+                         dtype="float32")
+    d = tmp_path / "stereo"
+    d.mkdir()
+    sf.write(d / "long.wav", np.stack([mono, mono], axis=1), rate)
+    cuts = cuts_from_audio_dir(d, tmp_path / "feats", progress=False).cuts
+    assert next(iter(cuts)).custom["audio_file"].endswith("long.wav")
+    with caplog.at_level(logging.WARNING):
+        summary = _decode(long_setup, cuts, "greedy_search", tmp_path / "out", segment_max=10.0)
+    assert "fixed windows" not in caplog.text
+    rec = read_results(summary.results_path)["long"]
+    assert rec["segments"] == decoded["greedy_search"][1]["segments"]
+    assert rec["hyp"] == decoded["greedy_search"][1]["hyp"]
