@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import math
+import weakref
 from dataclasses import dataclass
 
 import k2
@@ -177,12 +178,39 @@ def check_vocab(graph: k2.Fsa, vocab_size: int) -> None:
         raise TypeError(f"graph must be a k2.Fsa, got {type(graph).__name__}")
     if graph.num_arcs == 0:
         return
-    max_label = int(graph.labels.max())
+    max_label = _max_label(graph)
     if max_label >= vocab_size:
         raise ValueError(
             f"graph has token id {max_label} but log_probs has only V={vocab_size} classes "
             f"(ids 0..{vocab_size - 1}); the graph and the model's vocabulary do not match"
         )
+
+
+_MAX_LABELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _max_label(graph: k2.Fsa) -> int:
+    """``int(graph.labels.max())``, computed once per graph and labels version.
+
+    A pass over the labels of a shipped-size HLG (2.6M arcs, a strided view) takes ~5 ms,
+    about a third of a one-utterance 1best decode, so it is remembered per graph object (held
+    weakly). The entry is keyed on the labels' storage, length and torch version counter: an
+    in-place edit (``fsa.labels[i] = x``) or new arcs are checked again. k2's own
+    ``fsa.labels = t`` setter writes through another view without bumping that counter, so it
+    also drops the entry here via the graph's properties object, which k2 recomputes then
+    (the entry holds the old one, so the new one is another object).
+    """
+    labels = graph.labels
+    key = (labels.data_ptr(), labels._version, graph.num_arcs)
+    props = graph.__dict__.get("_properties")
+    if not isinstance(props, int) or props <= 256:  # CPython shares small ints: no identity
+        return int(labels.max())
+    cached = _MAX_LABELS.get(graph)
+    if cached is not None and cached[0] == key and cached[1] is props:
+        return cached[2]
+    max_label = int(labels.max())
+    _MAX_LABELS[graph] = (key, props, max_label)
+    return max_label
 
 
 def make_dense_fsa_vec(

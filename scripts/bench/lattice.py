@@ -245,7 +245,7 @@ PROFILED = (
     ("k2.shortest_path", "shortest_path"),
     ("k2.index_fsa (restore the caller's order)", "index_fsa"),
     ("get_tot_scores", "get_tot_scores"),
-    ("input validation + DenseFsaVec", ("validate_log_probs", "_dense_subset")),
+    ("input validation + DenseFsaVec", ("validate_log_probs", "check_vocab", "dense_rows")),
     ("best path -> token/word ids (k2dec.primitives.best_paths)",
      ("path_token_ids", "path_aux_ids")),
     ("Hypothesis records (tolist, assembly)", "_assemble"),
