@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import k2
 import torch
 
-from .search import LatticeConfig, LatticeResult, get_lattice
+from .search import LatticeConfig, LatticeResult, config_subsampling, get_lattice
 
 __all__ = ["LatticeCache", "lattice_nbytes"]
 
@@ -97,13 +97,14 @@ class LatticeCache:
         log_probs_lens: torch.Tensor,
         graph: k2.Fsa,
         config: LatticeConfig = LatticeConfig(),  # noqa: B008 (frozen, immutable)
-        subsampling_factor: int = 1,
+        subsampling_factor: int | None = None,
         allow_truncate: int = 0,
     ) -> LatticeResult:
         """What :func:`k2dec.lattice.get_lattice` returns for these arguments (see there for
         shapes and dtypes): a copy of a kept result when ``graph`` (the same object), the
         settings and the contents of ``log_probs`` and ``log_probs_lens`` were searched
         before."""
+        subsampling_factor = config_subsampling(config, subsampling_factor)
         if self.max_bytes == 0:
             return get_lattice(log_probs, log_probs_lens, graph, config, subsampling_factor,
                                allow_truncate)

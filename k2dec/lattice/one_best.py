@@ -17,6 +17,7 @@ from k2dec.lattice.search import (
     LatticeResult,
     LatticeStatus,
     UtteranceReport,
+    config_subsampling,
     search_lattices,
 )
 from k2dec.primitives.best_paths import ctc_collapse, ctc_run_max, path_aux_ids, path_token_ids
@@ -185,7 +186,7 @@ def one_best_decoding(
     graph: k2.Fsa,
     config: LatticeConfig = LatticeConfig(),  # noqa: B008 (frozen, immutable)
     aux_labels: AuxLabels = AuxLabels.WORDS,
-    subsampling_factor: int = 1,
+    subsampling_factor: int | None = None,
     allow_truncate: int = 0,
     blank_id: int = 0,
 ) -> list[Hypothesis]:
@@ -229,7 +230,7 @@ def ctc_decoding(
     H: k2.Fsa | None = None,
     config: LatticeConfig = LatticeConfig(),  # noqa: B008 (frozen, immutable)
     modified: bool = False,
-    subsampling_factor: int = 1,
+    subsampling_factor: int | None = None,
     allow_truncate: int = 0,
 ) -> list[Hypothesis]:
     """icefall's ``ctc-decoding``: 1best through the CTC topology H (token ids out, no words).
@@ -239,7 +240,8 @@ def ctc_decoding(
         when ``None``. Its ``aux_labels`` must be token ids.
     """
     if H is None:
-        validate_log_probs(log_probs, log_probs_lens, subsampling_factor, allow_truncate)
+        validate_log_probs(log_probs, log_probs_lens,
+                           config_subsampling(config, subsampling_factor), allow_truncate)
         H = k2.arc_sort(
             k2.ctc_topo(log_probs.shape[2] - 1, modified=modified, device=log_probs.device)
         )

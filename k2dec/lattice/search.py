@@ -77,9 +77,9 @@ class LatticeConfig:
         scores lack the dropped frames.
       blank_id: the blank token of the network outputs, for ``blank_skip_threshold``.
       subsampling_factor: of the network outputs relative to the graph's frame rate (1: none;
-        the methods' ``lattice.subsampling_factor``, which they pass as
-        :func:`get_lattice`'s ``subsampling_factor``; formerly a top-level field of the CTC
-        lattice method configs).
+        the methods' ``lattice.subsampling_factor``; formerly a top-level field of the CTC
+        lattice method configs). :func:`get_lattice` uses it unless its own
+        ``subsampling_factor`` argument is given (a disagreeing pair is refused).
     """
 
     search_beam: float = 20.0
@@ -302,12 +302,25 @@ class PiecewiseLattices:
         return k2.index_fsa(joined, self.index.to(device=joined.device, dtype=torch.int32))
 
 
+def config_subsampling(config: LatticeConfig, subsampling_factor: int | None) -> int:
+    """The subsampling factor a lattice search uses: ``subsampling_factor`` when given, else
+    ``config.subsampling_factor``; a given one that disagrees with a non-default
+    ``config.subsampling_factor`` is refused (``ValueError``), so neither is silently ignored."""
+    if subsampling_factor is None:
+        return config.subsampling_factor
+    if config.subsampling_factor not in (1, subsampling_factor):
+        raise ValueError(f"subsampling_factor={subsampling_factor} disagrees with "
+                         f"LatticeConfig.subsampling_factor={config.subsampling_factor}: "
+                         f"give one of them")
+    return subsampling_factor
+
+
 def get_lattice(
     log_probs: torch.Tensor,
     log_probs_lens: torch.Tensor,
     graph: k2.Fsa,
     config: LatticeConfig = LatticeConfig(),  # noqa: B008 (frozen, immutable)
-    subsampling_factor: int = 1,
+    subsampling_factor: int | None = None,
     allow_truncate: int = 0,
 ) -> LatticeResult:
     """Decode a batch into lattices with ``k2.intersect_dense_pruned``.
@@ -321,7 +334,9 @@ def get_lattice(
         FsaVec of 1 or N graphs, on ``log_probs.device``; labels must be in ``[-1, V)``.
         Not modified (an arc-sorted copy is made when needed).
       config: pruning settings.
-      subsampling_factor, allow_truncate: see :func:`~k2dec.lattice.dense.make_dense_fsa_vec`.
+      subsampling_factor, allow_truncate: see :func:`~k2dec.lattice.dense.make_dense_fsa_vec`;
+        ``subsampling_factor`` ``None`` (the default) takes ``config.subsampling_factor``
+        (a value that disagrees with a non-default one there is refused).
 
     On CPU the batch is searched in groups of :data:`CPU_GROUP_SIZE` utterances of similar
     length (faster, same result).
@@ -348,7 +363,7 @@ def search_lattices(
     log_probs_lens: torch.Tensor,
     graph: k2.Fsa,
     config: LatticeConfig,
-    subsampling_factor: int = 1,
+    subsampling_factor: int | None = None,
     allow_truncate: int = 0,
     output_beam_cap: float | None = None,
 ) -> PiecewiseLattices:
@@ -360,6 +375,7 @@ def search_lattices(
     """
     if not isinstance(config, LatticeConfig):
         raise TypeError(f"config must be a LatticeConfig, got {type(config).__name__}")
+    subsampling_factor = config_subsampling(config, subsampling_factor)
     num_frames = validate_log_probs(log_probs, log_probs_lens, subsampling_factor, allow_truncate)
     check_vocab(graph, log_probs.shape[2])
     graph = prepare_graph(graph, log_probs.shape[0], log_probs.device)

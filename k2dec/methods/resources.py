@@ -216,7 +216,7 @@ class CtcInputs:
     memory_lens: torch.Tensor | None = None
     lattices: Any = None
 
-    def get_lattice(self, graph: k2.Fsa, config: Any, subsampling_factor: int = 1
+    def get_lattice(self, graph: k2.Fsa, config: Any, subsampling_factor: int | None = None
                     ) -> Any:
         """:func:`k2dec.lattice.get_lattice` of these log-probs (through :attr:`lattices`
         when there is a cache): a :class:`k2dec.lattice.LatticeResult`."""

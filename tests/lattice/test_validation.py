@@ -10,6 +10,7 @@ from k2dec.lattice import (
     LatticeConfig,
     LatticeStatus,
     check_vocab,
+    ctc_decoding,
     ctc_greedy_search,
     get_lattice,
     make_dense_fsa_vec,
@@ -167,3 +168,24 @@ def test_graph_on_another_device(device):
     lp = _lp(1, 4, 3, device)
     with pytest.raises(ValueError, match="graph is on cpu but log_probs is on cuda"):
         get_lattice(lp, torch.tensor([4]), _H(3, "cpu"))
+
+
+def test_the_configs_subsampling_factor_is_used(device):
+    """``get_lattice`` / ``one_best_decoding`` / ``ctc_decoding`` take
+    ``LatticeConfig.subsampling_factor`` when no argument is given; a disagreeing pair is
+    refused (neither is silently ignored)."""
+    lp, lens, H = _lp(2, 5, 3, device), torch.tensor([20, 17]), _H(3, device)
+    by_arg = get_lattice(lp, lens, H, LatticeConfig(), 4)
+    by_config = get_lattice(lp, lens, H, LatticeConfig(subsampling_factor=4))
+    assert by_config.lattice.num_arcs == by_arg.lattice.num_arcs
+    assert torch.equal(by_config.lattice.scores, by_arg.lattice.scores)
+    with pytest.raises(ValueError, match="log_probs_lens"):  # 20 frames do not fit 5 at 1
+        get_lattice(lp, lens, H, LatticeConfig())
+    same = get_lattice(lp, lens, H, LatticeConfig(subsampling_factor=4), 4)
+    assert torch.equal(same.lattice.scores, by_arg.lattice.scores)
+    with pytest.raises(ValueError, match="disagrees with LatticeConfig.subsampling_factor=4"):
+        get_lattice(lp, lens, H, LatticeConfig(subsampling_factor=4), 2)
+    hyps = ctc_decoding(lp, lens, config=LatticeConfig(subsampling_factor=4))
+    assert [h.tokens for h in hyps] == [h.tokens for h in ctc_decoding(lp, lens, None,
+                                                                        LatticeConfig(),
+                                                                        subsampling_factor=4)]
