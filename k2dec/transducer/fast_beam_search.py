@@ -210,7 +210,10 @@ class FastBeamSearch:
         streams (at most this many rows; see :class:`~k2dec.transducer.DecoderCache`); 0
         disables the cache. The contexts alive on a frame are mostly those of the frame before,
         so the default :data:`DECODER_CACHE_SIZE` evaluates the decoder on about a quarter of
-        the rows (the speed-up: BENCHMARKS.md ``transducer``).
+        the rows (the speed-up: BENCHMARKS.md ``transducer``). In icefall's layout from
+        :data:`ICEFALL_MIN_ROWS` utterances on (and when streaming), it is the number of
+        contexts whose projected decoder output and ILME log-probs are kept instead
+        (:class:`_ContextRows`: the same bits as computing them on every frame).
     """
 
     def __init__(
