@@ -49,7 +49,7 @@ from k2dec.transducer.common import (
     check_streams,
     log_probs_from_logits,
 )
-from k2dec.transducer.network import TransducerNet
+from k2dec.transducer.network import DecoderCache, TransducerNet
 
 logger = logging.getLogger(__name__)
 
@@ -210,7 +210,10 @@ class FastBeamSearch:
         streams (at most this many rows; see :class:`~k2dec.transducer.DecoderCache`); 0
         disables the cache. The contexts alive on a frame are mostly those of the frame before,
         so the default :data:`DECODER_CACHE_SIZE` evaluates the decoder on about a quarter of
-        the rows (the speed-up: BENCHMARKS.md ``transducer``).
+        the rows (the speed-up: BENCHMARKS.md ``transducer``). In icefall's layout from
+        :data:`ICEFALL_MIN_ROWS` utterances on (and when streaming), it is the number of
+        contexts whose projected decoder output and ILME log-probs are kept instead
+        (:class:`_ContextRows`: the same bits as computing them on every frame).
     """
 
     def __init__(
@@ -228,6 +231,9 @@ class FastBeamSearch:
         if decoder_cache_size is None:
             decoder_cache_size = DECODER_CACHE_SIZE
         self.net = TransducerNet(model, decoder_cache_size, tables=config.decoder_tables)
+        #: rows :class:`_ContextRows` keeps in icefall's layout (0: computed on every frame)
+        self.context_rows_size = decoder_cache_size
+        self._context_rows: _ContextRows | None = None
         #: whole utterances are decoded in icefall's layout, for its bits (``decoder_tables``
         #: and ``termination_frame`` False, a joiner with icefall's projections; see
         #: :meth:`_decode_icefall`: its streams may be advanced over padding frames, which a
@@ -419,6 +425,16 @@ class FastBeamSearch:
         :data:`ICEFALL_MIN_ROWS`)."""
         net, cfg = self.net, self.config
         m = contexts.size(0)
+        if self.icefall_layout and min_rows > 0 and m > 0:
+            if self._context_rows is None:
+                self._context_rows = _ContextRows(net, cfg, self.context_rows_size, min_rows)
+            dec, ilme_lp = self._context_rows.get(contexts)
+            pad = _pad_rows(torch.arange(m, device=contexts.device), min_rows)
+            cur = enc_t.index_select(0, pad).unsqueeze(1).unsqueeze(1)
+            dec = dec.index_select(0, pad).unsqueeze(1).unsqueeze(1)
+            log_probs = log_probs_from_logits(net.logits4(cur, dec)[:m], 0, cfg.temperature,
+                                              cfg.blank_penalty)
+            return log_probs if ilme_lp is None else log_probs - cfg.ilme_scale * ilme_lp
         if self.icefall_layout:
             if m < min_rows:
                 pad = _pad_rows(torch.arange(m, device=contexts.device), min_rows)
@@ -578,6 +594,81 @@ def one_best(lattice: k2.Fsa, num_frames: Sequence[int]) -> list[TransducerHypot
 #: padding frames) and pad its smaller batches up to it with the same bits; with fewer,
 #: it runs icefall's very batches (:meth:`FastBeamSearch._decode_icefall`).
 ICEFALL_MIN_ROWS = 16
+
+
+class _ContextRows:
+    """Per-context rows of :class:`FastBeamSearch`'s icefall layout on batches of at least
+    :data:`ICEFALL_MIN_ROWS` rows, computed once per context instead of on every frame: the
+    projected decoder output (``decoder_proj`` of the decoder module's output, ``[J]``) and,
+    with ILME, the log-probs of the joiner on a zero encoder frame (``[V]``). Each is
+    computed in a batch of at least ``min_rows`` rows, where a float32 GEMM's rows have the
+    bits they have in any such batch (icefall's per-frame batches included), so the
+    lattices are bit for bit those of computing them on every frame.
+
+    Args:
+      net: the searcher's network (a joiner with projections).
+      config: the search's options (``ilme_scale``, ``temperature``, ``blank_penalty``).
+      max_size: contexts kept (:class:`~k2dec.transducer.DecoderCache`: emptied when full;
+        ``max_size * (J + V)`` floats at most, ``J`` without ILME); 0 keeps none (every
+        frame computes its rows, in the same batches of at least ``min_rows``).
+      min_rows: the least rows of a batch.
+    """
+
+    def __init__(self, net: TransducerNet, config: FastBeamSearchConfig, max_size: int,
+                 min_rows: int) -> None:
+        self.net, self.config, self.min_rows = net, config, min_rows
+        self.cache = (DecoderCache(net.vocab_size, net.context_size, max_size)
+                      if max_size > 0 else None)
+        self.ilme = config.ilme_scale != 0.0
+
+    def compute(self, contexts: torch.Tensor) -> torch.Tensor:
+        """The rows ``[M, J (+ V)]`` of int64 contexts ``[M, c]`` (``M >= 1``)."""
+        net, cfg, m = self.net, self.config, contexts.size(0)
+        rows = _pad_rows(torch.arange(m, device=contexts.device), self.min_rows)
+        contexts = contexts.index_select(0, rows)
+        if self.cache is None:
+            raw = net.raw_decoder_out(contexts)
+        else:  # the rows are cached here: no second cache of the module's rows
+            net.decoder_rows += contexts.size(0)
+            with net._timer():
+                raw = net._decoder_module(contexts)
+        dec = net.project_decoder(raw.unsqueeze(1))  # [M', 1, J]
+        if not self.ilme:
+            return dec[:m, 0]
+        dec4 = dec.unsqueeze(1)
+        ilme = log_probs_from_logits(net.logits4(torch.zeros_like(dec4), dec4), 0,
+                                     cfg.temperature, cfg.blank_penalty)
+        return torch.cat([dec[:m, 0], ilme[:m]], dim=1)
+
+    def get(self, contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The projected decoder outputs ``[M, J]`` of int64 contexts ``[M, c]`` (``M >= 1``)
+        and, with ILME, their ILME log-probs ``[M, V]`` (else None)."""
+        if self.cache is None:
+            rows = self.compute(contexts)
+        else:
+            rows = self._cached(contexts)
+        if not self.ilme:
+            return rows, None
+        j = rows.size(1) - self.net.vocab_size
+        return rows[:, :j], rows[:, j:]
+
+    def _cached(self, contexts: torch.Tensor) -> torch.Tensor:
+        cache = self.cache
+        keys = cache.key(contexts)
+        found, pos = cache.lookup(keys)
+        if cache.values is not None and bool(found.all()):
+            return cache.values.index_select(0, pos)
+        miss = ~found
+        uniq_keys, inverse = torch.unique(keys[miss], return_inverse=True)
+        first = torch.empty(uniq_keys.numel(), dtype=torch.int64, device=keys.device)
+        first[inverse] = torch.nonzero(miss).squeeze(1)
+        new_rows = self.compute(contexts.index_select(0, first))
+        out = new_rows.new_empty((contexts.size(0), new_rows.size(1)))
+        if cache.values is not None and bool(found.any()):
+            out[found] = cache.values.index_select(0, pos[found])
+        out[miss] = new_rows.index_select(0, inverse)
+        cache.insert(uniq_keys, new_rows)
+        return out
 
 
 def _pad_rows(rows: torch.Tensor, min_rows: int) -> torch.Tensor:

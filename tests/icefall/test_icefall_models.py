@@ -14,6 +14,11 @@ import pytest
 import torch
 
 import k2dec.icefall as ice
+from k2dec.transducer.fast_beam_search import (
+    DECODER_CACHE_SIZE,
+    FastBeamSearch,
+    FastBeamSearchConfig,
+)
 from tests.icefall.icefall_shaped import zipformer_transducer
 from tests.reference.icefall_greedy import greedy_search_icefall
 from tests.reference.icefall_nbest import nbest_icefall, oracle_distance
@@ -118,3 +123,37 @@ def test_greedy_search_is_icefalls(sizes, max_sym):
             got = ice.greedy_search(model, x, max_sym, blank_penalty=0.3, return_timestamps=True)
             want = greedy_search_icefall(model, x, max_sym, blank_penalty=0.3)
             assert (got.hyps[0], got.timestamps[0]) == want
+
+
+def _streamed_lattice(model, enc, lens, graph, config, cache_size, chunk):
+    """The lattice of FastBeamSearch's streaming path (batches padded to ICEFALL_MIN_ROWS
+    rows), fed ``chunk`` frames at a time, with per-context rows kept in a cache of
+    ``cache_size`` contexts (0: computed on every frame)."""
+    search = FastBeamSearch(model, graph, config, decoder_cache_size=cache_size)
+    streams = [search.new_stream() for _ in lens.tolist()]
+    for start in range(0, enc.size(1), chunk):
+        part = (lens - start).clamp(min=0, max=chunk)
+        search.decode_chunk(streams, enc[:, start : start + chunk], part)
+    return search.lattice(streams)
+
+
+@pytest.mark.parametrize("sizes", MODELS)
+@pytest.mark.parametrize("ilme_scale", [0.0, 0.1])
+def test_context_rows_cache_gives_the_uncached_lattice(sizes, ilme_scale):
+    """In icefall's layout the projected decoder outputs and ILME log-probs are computed once
+    per context (in batches of at least ICEFALL_MIN_ROWS rows) and cached: the lattices are
+    bit for bit those of computing them on every frame, with the default cache, a tiny one
+    that is emptied again and again, at batch 1, 4 and 18, whole or in chunks, on random
+    problems (a length-1 and an empty utterance included)."""
+    graph = k2.trivial_graph(sizes[0] - 1)
+    config = FastBeamSearchConfig(beam=4.0, max_states=32, max_contexts=8,
+                                  ilme_scale=ilme_scale, decoder_tables=False,
+                                  termination_frame=False)
+    for seed, lens in enumerate([[13], [9, 1, 12, 0], BATCHES[2]]):
+        model, enc, enc_lens = _problem(sizes, lens, seed=30 + seed)
+        with torch.no_grad():
+            for chunk in (enc.size(1), 5):
+                want = _streamed_lattice(model, enc, enc_lens, graph, config, 0, chunk)
+                for size in (DECODER_CACHE_SIZE, 7):
+                    got = _streamed_lattice(model, enc, enc_lens, graph, config, size, chunk)
+                    _same_lattice(got, want)
