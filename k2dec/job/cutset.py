@@ -284,7 +284,8 @@ def _decode_todo(assets: DecodeAssets, todo: CutSet, job: _Job, writer: ResultWr
     silence = silence_check(assets, config)
     long = CutSet.from_cuts(c for c in todo if is_long(c, config))
     todo = CutSet.from_cuts(c for c in todo if not is_long(c, config))
-    for cut in tqdm(long, desc=f"{job.name} (long, in segments)", unit="recording"):
+    for cut in tqdm(long, desc=f"{job.name} (long, in segments)", unit="recording",
+                    disable=not len(long)):  # no bar for a job of short recordings
         start = time.perf_counter()
         done = decode_long(job.method, job.method_config, assets, cut, config, encoder, silence)
         record.decode_seconds += time.perf_counter() - start + encoder.take_saved_seconds()
