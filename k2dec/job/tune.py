@@ -132,6 +132,24 @@ def _compact(config: object, assignments: Sequence[str]) -> tuple[str, ...]:
     return tuple(last.values())
 
 
+def check_dev_references(name: str, cuts: CutSet) -> None:
+    """Refuse a dev set that cannot give a WER: a cut with no reference (no supervision, or
+    one whose text is ``None``), or no reference word in the whole set. An empty text is a
+    reference (a silent recording's), as in a decode job: its insertions count.
+
+    Raises:
+      ValueError: naming the dev set and the first cuts without a reference.
+    """
+    missing = [c.id for c in cuts
+               if not c.supervisions or all(s.text is None for s in c.supervisions)]
+    if missing:
+        raise ValueError(f"tuning needs references, but {len(missing)} cuts of {name!r} "
+                         f"have none (e.g. {', '.join(missing[:5])})")
+    if not any((s.text or "").split() for c in cuts for s in c.supervisions):
+        raise ValueError(f"tuning needs reference words, but every reference of {name!r} is "
+                         "empty (the WER of the set is undefined)")
+
+
 def tune_methods(
     assets,
     dev_sets: Mapping[str, CutSet],
@@ -173,10 +191,7 @@ def tune_methods(
         raise ValueError("; ".join(problems))
     check_assets(runs, assets)
     for name, cuts in dev_sets.items():
-        missing = [c.id for c in cuts if not any((s.text or "").strip() for s in c.supervisions)]
-        if missing:
-            raise ValueError(f"tuning needs references, but {len(missing)} cuts of {name!r} "
-                             f"have none (e.g. {', '.join(missing[:5])})")
+        check_dev_references(name, cuts)
         check_cuts([r.method for r in runs], cuts)
     # every setting of every method decodes the same cuts: one network pass per utterance
     encoder = JobEncoder(config.batch_encoder, config.encoder_cache_mb,

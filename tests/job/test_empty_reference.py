@@ -77,3 +77,16 @@ def test_cli_text_line_with_an_id_only(decode_setup, tmp_path):
         str(s["model_path"]), "--lang-dir", str(s["lang_dir"]), "--method", "nbest-oracle",
         "--out-dir", str(tmp_path / "out2")])
     assert r.exit_code == 2 and "1 of 2 cuts have none (e.g. utt0)" in r.output
+
+
+def test_tune_takes_an_empty_reference_as_a_reference(decode_setup):
+    """``k2dec tune``'s dev sets follow the decode job's convention: an empty reference is a
+    reference; a missing one, or a set with no reference word at all, is refused."""
+    from k2dec.job.tune import check_dev_references
+
+    cuts = list(decode_setup["cuts"])[:3]
+    check_dev_references("dev", CutSet.from_cuts([_with_text(cuts[0], "")] + cuts[1:]))
+    with pytest.raises(ValueError, match=r"1 cuts of 'dev' have none \(e\.g\. utt0\)"):
+        check_dev_references("dev", CutSet.from_cuts([_with_text(cuts[0], None)] + cuts[1:]))
+    with pytest.raises(ValueError, match="every reference of 'dev' is empty"):
+        check_dev_references("dev", CutSet.from_cuts([_with_text(c, "") for c in cuts]))

@@ -154,7 +154,7 @@ def test_tune_needs_references(decode_setup, tmp_path):
     from lhotse.utils import fastcopy
 
     s = decode_setup
-    cuts = CutSet.from_cuts(fastcopy(c, supervisions=[fastcopy(c.supervisions[0], text="")])
+    cuts = CutSet.from_cuts(fastcopy(c, supervisions=[fastcopy(c.supervisions[0], text=None)])
                             for c in s["cuts"])
     assets = load_assets(s["model_path"], s["lang_dir"])
     with pytest.raises(ValueError, match="tuning needs references, but 6 cuts of 'dev'"):
