@@ -49,7 +49,7 @@ from k2dec.transducer.common import (
     check_streams,
     log_probs_from_logits,
 )
-from k2dec.transducer.network import DecoderCache, TransducerNet
+from k2dec.transducer.network import DecoderCache, TransducerNet, cached_rows
 
 logger = logging.getLogger(__name__)
 
@@ -653,22 +653,7 @@ class _ContextRows:
         return rows[:, :j], rows[:, j:]
 
     def _cached(self, contexts: torch.Tensor) -> torch.Tensor:
-        cache = self.cache
-        keys = cache.key(contexts)
-        found, pos = cache.lookup(keys)
-        if cache.values is not None and bool(found.all()):
-            return cache.values.index_select(0, pos)
-        miss = ~found
-        uniq_keys, inverse = torch.unique(keys[miss], return_inverse=True)
-        first = torch.empty(uniq_keys.numel(), dtype=torch.int64, device=keys.device)
-        first[inverse] = torch.nonzero(miss).squeeze(1)
-        new_rows = self.compute(contexts.index_select(0, first))
-        out = new_rows.new_empty((contexts.size(0), new_rows.size(1)))
-        if cache.values is not None and bool(found.any()):
-            out[found] = cache.values.index_select(0, pos[found])
-        out[miss] = new_rows.index_select(0, inverse)
-        cache.insert(uniq_keys, new_rows)
-        return out
+        return cached_rows(self.cache, contexts, self.compute)
 
 
 def _pad_rows(rows: torch.Tensor, min_rows: int) -> torch.Tensor:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -599,24 +601,35 @@ class RawDecoderOutputs:
             return net._decoder_module(contexts)
 
     def _cached(self, contexts: torch.Tensor) -> torch.Tensor:
-        cache = self.cache
-        keys = cache.key(contexts)
-        found, pos = cache.lookup(keys)
-        if cache.values is not None and bool(found.all()):
-            return cache.values.index_select(0, pos)
-        miss = ~found
-        uniq_keys, inverse = torch.unique(keys[miss], return_inverse=True)
-        first = torch.empty(uniq_keys.numel(), dtype=torch.int64, device=keys.device)
-        first[inverse] = torch.nonzero(miss).squeeze(1)
-        self.net.decoder_rows += first.numel()
-        with self.net._timer():
-            new_values = self.net._decoder_module(contexts.index_select(0, first))
-        out = new_values.new_empty((contexts.size(0), new_values.size(1)))
-        if cache.values is not None and bool(found.any()):
-            out[found] = cache.values.index_select(0, pos[found])
-        out[miss] = new_values.index_select(0, inverse)
-        cache.insert(uniq_keys, new_values)
-        return out
+        def compute(new_contexts: torch.Tensor) -> torch.Tensor:
+            self.net.decoder_rows += new_contexts.size(0)
+            with self.net._timer():
+                return self.net._decoder_module(new_contexts)
+
+        return cached_rows(self.cache, contexts, compute)
+
+
+def cached_rows(cache: Any, contexts: torch.Tensor,
+                compute: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """Rows for ``contexts`` (int64 ``[M, context_size]``) from ``cache`` (a
+    :class:`DecoderCache`-like object: ``key``, ``lookup``, ``values``, ``insert``), computing
+    each distinct missing context once with ``compute`` (``[K, context_size] -> [K, D]``) and
+    inserting it: float ``[M, D]`` in the order of ``contexts``."""
+    keys = cache.key(contexts)
+    found, pos = cache.lookup(keys)
+    if cache.values is not None and bool(found.all()):
+        return cache.values.index_select(0, pos)
+    miss = ~found
+    uniq_keys, inverse = torch.unique(keys[miss], return_inverse=True)
+    first = torch.empty(uniq_keys.numel(), dtype=torch.int64, device=keys.device)
+    first[inverse] = torch.nonzero(miss).squeeze(1)
+    new_values = compute(contexts.index_select(0, first))
+    out = new_values.new_empty((contexts.size(0), new_values.size(1)))
+    if cache.values is not None and bool(found.any()):
+        out[found] = cache.values.index_select(0, pos[found])
+    out[miss] = new_values.index_select(0, inverse)
+    cache.insert(uniq_keys, new_values)
+    return out
 
 
 class _Timer:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -11,26 +10,8 @@ import torch
 
 from k2dec.lattice.align import ctc_forced_alignment
 from k2dec.testing.graphs import peaked_log_probs
+from tests.reference.ctc_align import best_labelling
 from tests.reference.word_spans import ref_ctc_spans
-
-
-def _collapse(labels):
-    out, prev = [], None
-    for x in labels:
-        if x != prev and x != 0:
-            out.append(x)
-        prev = x
-    return out
-
-
-def _best_labelling(lp: np.ndarray, tokens: list[int]):
-    best, arg = -math.inf, None
-    for labels in itertools.product(range(lp.shape[1]), repeat=lp.shape[0]):
-        if _collapse(labels) == tokens:
-            s = sum(lp[t, x] for t, x in enumerate(labels))
-            if s > best:
-                best, arg = s, labels
-    return best, arg
 
 
 def test_alignment_matches_exhaustive_search(device):
@@ -44,7 +25,7 @@ def test_alignment_matches_exhaustive_search(device):
                   for _ in range(n)]
         out = ctc_forced_alignment(lp.to(device), lengths, tokens)
         for i in range(n):
-            score, labels = _best_labelling(lp[i, : int(lengths[i])].double().numpy(), tokens[i])
+            score, labels = best_labelling(lp[i, : int(lengths[i])].double().numpy(), tokens[i])
             assert bool(out.aligned[i]) == (labels is not None)
             seen.add(labels is not None)
             if labels is None:
