@@ -34,7 +34,7 @@ from lhotse import SupervisionSet
 
 from ..results import CtmWord
 from ..results.alignments import word_dicts, word_supervision
-from ..results.paths import check_component, replace_text
+from ..results.paths import check_component, replace_saved, replace_text
 from ..results.subtitles import write_subtitles
 from ..results.textgrid import write_textgrid
 from .config import OUTPUT_FORMATS
@@ -104,11 +104,11 @@ def write_outputs(records: Mapping[str, Mapping[str, Any]], out_dir: Path, test_
             _jsonl(written[-1], records, key, words)
         elif fmt == "lhotse":
             written.append(out_dir / f"supervisions-{test_set}-{key}{tail}.jsonl.gz")
-            SupervisionSet.from_segments(
+            replace_saved(written[-1], SupervisionSet.from_segments(
                 [word_supervision(c, ws, max(durations.get(c, 0.0),
                                              max((w.start + w.duration for w in ws),
                                                  default=0.0)))
-                 for c, ws in sorted(words.items())]).to_file(written[-1])
+                 for c, ws in sorted(words.items())]).to_file)
         elif fmt == "ctm":
             written.append(out_dir / f"ctm-{test_set}-{key}{tail}.ctm")
     return written

@@ -63,6 +63,7 @@ from ..results import (
     write_subtitles,
     write_textgrid,
 )
+from ..results.paths import replace_text
 from ..results.text import scoring_words
 from .inputs import check_sample_rate, waveform_samples
 
@@ -637,8 +638,7 @@ def write_alignment_files(result: AlignmentResult, out_dir: str | Path,
         else:
             path = out_dir / f"{result.id}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(result.to_json(), ensure_ascii=False) + "\n",
-                            encoding="utf-8")
+            replace_text(path, json.dumps(result.to_json(), ensure_ascii=False) + "\n")
             paths.append(path)
     return paths
 

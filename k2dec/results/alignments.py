@@ -12,6 +12,7 @@ from lhotse import SupervisionSegment, SupervisionSet
 from lhotse.supervision import AlignmentItem
 
 from .ctm import CtmWord
+from .paths import replace_saved
 
 __all__ = ["sorted_words", "word_dicts", "word_supervision", "words_from_dicts", "write_alignments"]
 
@@ -68,5 +69,6 @@ def write_alignments(path: str | Path, recording_id: str, words: Sequence[CtmWor
     if not (path.name.endswith(".jsonl") or path.name.endswith(".jsonl.gz")):
         raise ValueError(f"alignments path must end in .jsonl or .jsonl.gz, got {str(path)!r}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    SupervisionSet.from_segments([word_supervision(recording_id, words, duration)]).to_file(path)
+    sups = SupervisionSet.from_segments([word_supervision(recording_id, words, duration)])
+    replace_saved(path, sups.to_file)
     return path

@@ -118,8 +118,24 @@ def unusable_path(err: OSError, path: Path) -> OSError:
 
 def replace_file(path: str | Path, write: Callable[[IO[str]], None]) -> None:
     """Write the text file ``path`` by ``write(f)`` on a temporary file in its folder, then
-    put it in place at once: a kill leaves the old file or the new one, and a symlink at
-    ``path`` is replaced, not written through.
+    put it in place at once (:func:`replace_saved`).
+
+    Raises:
+      UnusableDirError: ``path`` is a folder, or its name is too long (message: what to do).
+      DiskFullError: the disk is full.
+    """
+    def save(tmp: Path) -> None:
+        with open(tmp, "w", encoding="utf-8") as f:
+            write(f)
+
+    replace_saved(path, save)
+
+
+def replace_saved(path: str | Path, save: Callable[[Path], None]) -> None:
+    """Write ``path`` by ``save(tmp)`` (e.g. a library's own writer) on a temporary file in its
+    folder with the same ending (``.srt``, ``.jsonl.gz``, ...), then put it in place at once:
+    a kill leaves the old file or the new one, and a symlink at ``path`` is replaced, not
+    written through.
 
     Raises:
       UnusableDirError: ``path`` is a folder, or its name is too long (message: what to do).
@@ -127,12 +143,13 @@ def replace_file(path: str | Path, write: Callable[[IO[str]], None]) -> None:
     """
     path = Path(path)
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".k2dec-", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".k2dec-",
+                                   suffix="".join(path.suffixes[-2:]) or ".tmp")
+        os.close(fd)
     except OSError as e:
         raise unusable_path(e, path) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            write(f)
+        save(Path(tmp))
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except OSError as e:

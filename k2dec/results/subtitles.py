@@ -18,6 +18,7 @@ import pysubs2
 from ..primitives.sizes import check_float_range, check_int_range
 from .alignments import sorted_words
 from .ctm import CtmWord
+from .paths import replace_saved
 
 __all__ = ["SUBTITLE_FORMATS", "SubtitleConfig", "SubtitleLine", "subtitle_lines",
            "write_subtitles"]
@@ -105,5 +106,5 @@ def write_subtitles(path: str | Path, words: Sequence[CtmWord],
         subs.append(pysubs2.SSAEvent(start=round(line.start * 1000),
                                      end=round(line.end * 1000), text=line.text))
     path.parent.mkdir(parents=True, exist_ok=True)
-    subs.save(str(path), format_=fmt)
+    replace_saved(path, lambda tmp: subs.save(str(tmp), format_=fmt))
     return path

@@ -11,6 +11,7 @@ from praatio.utilities.constants import Interval
 
 from .alignments import sorted_words
 from .ctm import CtmWord
+from .paths import replace_saved
 
 __all__ = ["MIN_INTERVAL", "write_textgrid"]
 
@@ -56,6 +57,6 @@ def write_textgrid(path: str | Path, words: Sequence[CtmWord], duration: float |
     grid.addTier(textgrid.IntervalTier(tier, intervals, 0.0, end))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    grid.save(str(path), format="long_textgrid", includeBlankSpaces=True,
-              reportingMode="error")
+    replace_saved(path, lambda tmp: grid.save(str(tmp), format="long_textgrid",
+                                              includeBlankSpaces=True, reportingMode="error"))
     return path

@@ -86,3 +86,30 @@ def test_job_folder_refuses_a_symlink_or_a_file(tmp_path):
     with pytest.raises(UnusableDirError, match="a file is in the way"):
         job_folder(tmp_path / "file")
     assert job_folder(tmp_path / "a" / "b").is_dir()
+
+
+@pytest.mark.parametrize("name", ["a.srt", "a.vtt", "a.TextGrid", "a.supervisions.jsonl.gz"])
+def test_library_writers_replace_a_planted_symlink(tmp_path, name):
+    """The writers that hand a path to pysubs2 / praatio / lhotse write a temporary file and
+    put it in place: a symlink planted at the output path is replaced, and the file it points
+    to (outside the folder) keeps its bytes."""
+    from k2dec.results import CtmWord
+    from k2dec.results.alignments import write_alignments
+    from k2dec.results.subtitles import write_subtitles
+    from k2dec.results.textgrid import write_textgrid
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / name).symlink_to(outside)
+    words = [CtmWord("HELLO", 0.5, 0.4, 0.9), CtmWord("WORLD", 1.0, 0.3, 0.8)]
+    if name.endswith((".srt", ".vtt")):
+        write_subtitles(out / name, words)
+    elif name.endswith(".TextGrid"):
+        write_textgrid(out / name, words, 2.0)
+    else:
+        write_alignments(out / name, "a", words, 2.0)
+    assert outside.read_text() == "keep me"
+    assert not (out / name).is_symlink() and (out / name).stat().st_size > 0
+    assert [p.name for p in out.iterdir()] == [name]  # no temporary file left
