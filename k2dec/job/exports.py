@@ -55,14 +55,19 @@ def _first_key(records: Mapping[str, Mapping[str, Any]]) -> str | None:
     return None
 
 
+def _end(cut_id: str, words: Sequence[CtmWord], durations: Mapping[str, float]) -> float:
+    """A recording's end in seconds: its duration, or its last word's end when that is later."""
+    return max(durations.get(cut_id, 0.0), max((w.start + w.duration for w in words),
+                                               default=0.0))
+
+
 def _per_recording(folder: Path, fmt: str, words: Mapping[str, list[CtmWord]],
                    durations: Mapping[str, float]) -> None:
     for cut_id, ws in words.items():
         check_component(cut_id, "utterance id")
         path = folder / f"{cut_id}{_SUFFIX[fmt]}"
         if fmt == "textgrid":
-            last = max((w.start + w.duration for w in ws), default=0.0)
-            write_textgrid(path, ws, max(durations.get(cut_id, 0.0), last, 0.001))
+            write_textgrid(path, ws, max(_end(cut_id, ws, durations), 0.001))
         else:
             write_subtitles(path, ws)
 
@@ -105,9 +110,7 @@ def write_outputs(records: Mapping[str, Mapping[str, Any]], out_dir: Path, test_
         elif fmt == "lhotse":
             written.append(out_dir / f"supervisions-{test_set}-{key}{tail}.jsonl.gz")
             replace_saved(written[-1], SupervisionSet.from_segments(
-                [word_supervision(c, ws, max(durations.get(c, 0.0),
-                                             max((w.start + w.duration for w in ws),
-                                                 default=0.0)))
+                [word_supervision(c, ws, _end(c, ws, durations))
                  for c, ws in sorted(words.items())]).to_file)
         elif fmt == "ctm":
             written.append(out_dir / f"ctm-{test_set}-{key}{tail}.ctm")
