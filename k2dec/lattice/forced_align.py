@@ -22,12 +22,36 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import k2
+import numpy as np
 import torch
 
-from k2dec.lattice.align import ctc_forced_alignment
-from k2dec.primitives.ragged import ragged_from_row_ids
+from k2dec.lattice.align import ALIGN_OUTPUT_BEAM, CtcAlignment, ctc_forced_alignment
+from k2dec.lattice.dense import make_dense_fsa_vec
+from k2dec.primitives.best_paths import ctc_token_spans
+from k2dec.primitives.ragged import ragged_from_row_ids, ragged_select
 
-__all__ = ["WordAlignment", "align_words", "frame_labels"]
+__all__ = ["Untranscribed", "WordAlignment", "align_words", "frame_labels"]
+
+
+@dataclass(frozen=True)
+class Untranscribed:
+    """Penalties of the garbage path for speech a transcript lacks (log-prob units, >= 0).
+
+    Attributes:
+      entry_penalty: paid once per garbage run (the evidence an untranscribed stretch
+        must bring: the free CTC pass must beat the transcript's path by this much).
+      frame_penalty: paid per garbage frame.
+    """
+
+    entry_penalty: float = 8.0
+    frame_penalty: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("entry_penalty", "frame_penalty"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not 0 <= value < float("inf"):
+                raise ValueError(f"Untranscribed.{name} must be a finite number >= 0, got "
+                                 f"{value!r}")
 
 
 @dataclass(frozen=True)
@@ -44,7 +68,11 @@ class WordAlignment:
         module docstring).
       aligned: bool ``(N,)``: False when the utterance has fewer frames than a CTC path of its
         tokens needs.
-      score: float64 ``(N,)``: log-prob of the best path (``-inf`` when not aligned).
+      score: float64 ``(N,)``: log-prob of the best path, penalties included (``-inf``
+        when not aligned).
+      garbage_begin, garbage_end: int32 ``k2.RaggedTensor`` ``[utt][run]``: the frames
+        ``begin <= f < end`` of each garbage run (speech the transcript lacks; empty rows
+        without ``untranscribed``).
     """
 
     token_begin: k2.RaggedTensor
@@ -54,6 +82,8 @@ class WordAlignment:
     word_confidence: k2.RaggedTensor
     aligned: torch.Tensor
     score: torch.Tensor
+    garbage_begin: k2.RaggedTensor
+    garbage_end: k2.RaggedTensor
 
 
 def _ragged3(rows: list[list[list[int]]], device: torch.device) -> k2.RaggedTensor:
@@ -125,8 +155,89 @@ def _confidences(log_probs: torch.Tensor, labels: torch.Tensor, word_begin: torc
     return torch.exp(mean).clamp(min=1e-30, max=1.0).float()
 
 
+def _check_tokens(ragged: k2.RaggedTensor, v: int) -> None:
+    bad = (ragged.values < 1) | (ragged.values >= v)
+    if bool(bad.any()):
+        k = int(bad.nonzero()[0])
+        utt = int(ragged.shape.row_ids(2)[k])
+        utt = int(ragged.shape.row_ids(1)[utt])
+        raise ValueError(f"words[{utt}] must hold token ids in [1, {v}) (0 is the blank), got "
+                         f"{int(ragged.values[k])}")
+
+
+def _flex_arcs(tokens: np.ndarray, bounds: np.ndarray, garbage: int,
+               penalty: Untranscribed) -> k2.Fsa:
+    """The CTC graph of ``tokens`` (states ``0 .. 2K``: blank before token ``k`` is ``2k``,
+    token ``k`` is ``2k + 1``) with a garbage state at each word boundary ``bounds[j]``
+    (tokens before it), entered from the boundary's blank state or the token before it,
+    looping on the ``garbage`` label, left to the boundary's blank state, the next token, or
+    (after the last word) the final state."""
+    num = tokens.size
+    k = np.arange(num)
+    b = bounds
+    g = 2 * num + 1 + np.arange(b.size)
+    final = 2 * num + b.size + 1
+    enter = -(penalty.entry_penalty + penalty.frame_penalty)
+    nxt = k[:-1][tokens[1:] != tokens[:-1]]
+    from_token = b[b > 0]
+    to_token = b < num
+    parts = [
+        (2 * np.arange(num + 1), 2 * np.arange(num + 1), 0, 0.0),  # blank loops
+        (2 * k, 2 * k + 1, tokens, 0.0),  # blank -> token
+        (2 * k + 1, 2 * k + 1, tokens, 0.0),  # token loops
+        (2 * k + 1, 2 * k + 2, 0, 0.0),  # token -> blank
+        (2 * nxt + 1, 2 * nxt + 3, tokens[nxt + 1], 0.0),  # token -> next token
+        (2 * b, g, garbage, enter),  # boundary blank -> garbage
+        (2 * from_token - 1, g[b > 0], garbage, enter),  # the token before -> garbage
+        (g, g, garbage, -penalty.frame_penalty),
+        (g, 2 * b, 0, 0.0),  # garbage -> blank
+        (g[to_token], 2 * b[to_token] + 1, tokens[b[to_token]], 0.0),  # -> next word
+        (np.array([2 * num, g[-1]] + ([2 * num - 1] if num else [])), final, -1, 0.0),
+    ]
+    src = np.concatenate([np.broadcast_to(p[0], p[0].shape) for p in parts])
+    cols = [np.concatenate([np.broadcast_to(np.asarray(p[i]), p[0].shape) for p in parts])
+            for i in (1, 2, 3)]
+    order = np.argsort(src, kind="stable")
+    ints = np.stack([src, cols[0], cols[1]], axis=1)[order].astype(np.int32)
+    scores = cols[2][order].astype(np.float32).view(np.int32)
+    return k2.Fsa(torch.from_numpy(np.concatenate([ints, scores[:, None]], axis=1).copy()))
+
+
+def _flex_alignment(log_probs: torch.Tensor, log_probs_lens: torch.Tensor,
+                    ragged: k2.RaggedTensor, penalty: Untranscribed
+                    ) -> tuple[CtcAlignment, k2.RaggedTensor, k2.RaggedTensor]:
+    """The best path through each transcript's CTC graph with garbage between words
+    (:func:`_flex_arcs`); the garbage label's log-prob on a frame is the frame's best
+    log-prob (what an unconstrained CTC pass would take there). Returns the tokens' runs
+    (as :func:`ctc_forced_alignment`) and the garbage runs ``[utt][run]`` (begin, end)."""
+    v = log_probs.shape[2]
+    free = log_probs.max(dim=2, keepdim=True).values
+    dense = make_dense_fsa_vec(torch.cat([log_probs, free], dim=2), log_probs_lens)
+    tokens = ragged.remove_axis(1).tolist()
+    bounds = [np.cumsum([0] + [len(w) for w in utt]) for utt in ragged.tolist()]
+    graphs = k2.create_fsa_vec([
+        _flex_arcs(np.asarray(tokens[i], dtype=np.int64), bounds[i], v, penalty)
+        for i in dense.order.tolist()]).to(log_probs.device)
+    lattice = k2.intersect_dense(graphs, dense.dense_fsa_vec, output_beam=ALIGN_OUTPUT_BEAM)
+    best = k2.shortest_path(lattice, use_double_scores=True)
+    best = k2.index_fsa(best, dense.inverse_order.to(device=log_probs.device,
+                                                     dtype=torch.int32))
+    score = best.get_tot_scores(use_double_scores=True, log_semiring=False).to("cpu")
+    labels = best.labels.clone()
+    per_frame = ragged_select(k2.RaggedTensor(best.arcs.shape().remove_axis(1), labels),
+                              labels >= 0)
+    is_garbage = per_frame.values == v
+    tokens_only = k2.RaggedTensor(per_frame.shape, per_frame.values.masked_fill(is_garbage, 0))
+    _, begin, end = ctc_token_spans(tokens_only)
+    _, g_begin, g_end = ctc_token_spans(k2.RaggedTensor(per_frame.shape,
+                                                        is_garbage.to(torch.int32)))
+    ctc = CtcAlignment(begin=begin, end=end, aligned=torch.isfinite(score), score=score)
+    return ctc, g_begin, g_end
+
+
 def align_words(log_probs: torch.Tensor, log_probs_lens: torch.Tensor,
-                words: k2.RaggedTensor | Sequence[Sequence[Sequence[int]]]) -> WordAlignment:
+                words: k2.RaggedTensor | Sequence[Sequence[Sequence[int]]],
+                untranscribed: Untranscribed | None = None) -> WordAlignment:
     """Align each utterance's words (their token sequences) to its CTC log-probs.
 
     Args:
@@ -134,7 +245,9 @@ def align_words(log_probs: torch.Tensor, log_probs_lens: torch.Tensor,
       log_probs_lens: integer ``(N,)`` valid frames of each utterance, in ``[1, T]``.
       words: the transcripts: int32 ``k2.RaggedTensor`` ``[utt][word][token]`` or nested
         lists; token ids in ``[1, V)``, every word at least one token, ``N`` transcripts
-        (an empty one aligns everything to blank).
+        (an empty one aligns everything to blank, or to garbage).
+      untranscribed: allow garbage runs between words (speech the transcript lacks) at
+        these penalties (see the module docstring); ``None``: the plain forced alignment.
 
     Returns:
       :class:`WordAlignment` in ``log_probs``' frames, on its device.
@@ -149,7 +262,25 @@ def align_words(log_probs: torch.Tensor, log_probs_lens: torch.Tensor,
     n, t = log_probs.shape[0], log_probs.shape[1]
     ragged = _word_tokens(words, n, log_probs.device)
     flat = ragged.remove_axis(1)
-    ctc = ctc_forced_alignment(log_probs, log_probs_lens, flat)
+    if untranscribed is None:
+        ctc = ctc_forced_alignment(log_probs, log_probs_lens, flat)
+        empty = ragged_from_row_ids(torch.zeros(0, dtype=torch.int32),
+                                    torch.zeros(0, dtype=torch.int32), n)
+        g_begin = g_end = empty.to(log_probs.device)
+    else:
+        if not isinstance(untranscribed, Untranscribed):
+            raise TypeError(f"untranscribed must be an Untranscribed, got "
+                            f"{type(untranscribed).__name__}")
+        _check_tokens(ragged, log_probs.shape[2])
+        ctc, g_begin, g_end = _flex_alignment(log_probs, log_probs_lens, ragged, untranscribed)
+    return _word_frames(log_probs, ragged, ctc, g_begin, g_end, t)
+
+
+def _word_frames(log_probs: torch.Tensor, ragged: k2.RaggedTensor, ctc: CtcAlignment,
+                 g_begin: k2.RaggedTensor, g_end: k2.RaggedTensor, t: int) -> WordAlignment:
+    """Word frames and confidences from the tokens' runs of the best paths."""
+    n = ragged.dim0
+    flat = ragged.remove_axis(1)
     aligned = ctc.aligned.to(log_probs.device)
     word_shape = ragged.shape.remove_axis(2)  # [utt][word]
     word_row = word_shape.row_ids(1).to(torch.int64)
@@ -170,4 +301,5 @@ def align_words(log_probs: torch.Tensor, log_probs_lens: torch.Tensor,
                          word_begin=ragged_from_row_ids(rows, wb, n),
                          word_end=ragged_from_row_ids(rows, we, n),
                          word_confidence=ragged_from_row_ids(rows, conf, n),
-                         aligned=aligned.cpu(), score=ctc.score)
+                         aligned=aligned.cpu(), score=ctc.score,
+                         garbage_begin=g_begin, garbage_end=g_end)
