@@ -811,38 +811,53 @@ def demo_cmd(work_dir, methods, assignments, tune_out, num_utts, seed):
               show_default=True, type=click.Choice(["srt", "vtt", "ctm", "jsonl", "textgrid",
                                                     "lhotse"]),
               help="Files to write per recording (repeatable).")
+@click.option("--min-word-score", default=None, type=_Number(max=0.0),
+              help="Words whose score (how much better, in log-prob, the free CTC labels of "
+                   "their frames score than the word) is lower are reported as missing "
+                   "(default: AlignConfig's, chosen on dev material).")
 @click.option("--min-confidence", default=None, type=_Number(0.0, 1.0),
-              help="Words with a lower confidence are reported as missing (default: "
-                   "AlignConfig's, 0.01).")
+              help="Words with a lower confidence are reported as missing too (default: "
+                   "AlignConfig's).")
+@click.option("--untranscribed-penalty", default=None, type=_Number(0.0, 1000.0),
+              help="Log-prob by which speech the transcript lacks must beat the transcript "
+                   "to be reported (default: AlignConfig's).")
+@click.option("--no-untranscribed", is_flag=True,
+              help="Plain forced alignment: do not look for speech the transcript lacks.")
 @click.option("--segment-max", "max_segment", default=None, type=_Number(1.0, 600.0),
               help="Seconds: longer recordings are aligned VAD segment by segment (as "
                    "k2dec decode's --segment-max; default: AlignConfig's, 30).")
 @click.option("--device", default="cpu", show_default=True, help="torch device.")
 def align_cmd(audio_files, audio_dir, text_path, model_path, lang_dir, out_dir, formats,
-              min_confidence, max_segment, device):
+              min_word_score, min_confidence, untranscribed_penalty, no_untranscribed,
+              max_segment, device):
     """Align transcripts to audio (forced alignment through the model's CTC output): the
     start, end and confidence of every word and BPE piece, in --output-format files.
 
     Recordings longer than --segment-max are cut by a VAD and anchored by a greedy CTC pass.
-    Exit status 0 when every word was aligned with confidence >= --min-confidence; 3 when
-    some words are missing (low confidence: the audio likely lacks them; listed on stderr
-    and in align-summary.jsonl) or some recordings failed; 4 when no recording could be
-    aligned.
+    Exit status 0 when every word was aligned with a score >= --min-word-score and no speech
+    outside the transcript was found; 3 when some words are missing (the audio likely lacks
+    them or says another word), some speech is not in the transcript ("speech not in the
+    transcript at 12.3-14.1 s"; both listed on stderr and in align-summary.jsonl) or some
+    recordings failed; 4 when no recording could be aligned.
     """
     from .recognizer.align import AlignConfig, write_align_summary
 
     if not audio_files and audio_dir is None:
         raise click.UsageError("give --audio FILE (repeatable) or --audio-dir DIR")
-    given = {"min_confidence": min_confidence, "max_segment": max_segment}
-    config = _checked(AlignConfig, **{k: v for k, v in given.items() if v is not None})
+    if no_untranscribed and untranscribed_penalty is not None:
+        raise click.UsageError("--no-untranscribed and --untranscribed-penalty contradict")
+    given = {"min_word_score": min_word_score, "min_confidence": min_confidence,
+             "untranscribed_penalty": untranscribed_penalty, "max_segment": max_segment}
+    given = {k: v for k, v in given.items() if v is not None}
+    if no_untranscribed:
+        given["untranscribed_penalty"] = None
+    config = _checked(AlignConfig, **given)
     results = _checked(_align, audio_files, audio_dir, text_path, model_path, lang_dir,
                        out_dir, formats, config, device)
     write_align_summary(out_dir / "align-summary.jsonl", results)
     bad = [r for r in results if not r.ok]
     for r in bad:
-        what = r.error or (f"{len(r.missing)} of {len(r.words)} words missing: "
-                           + " ".join(w.word for w in r.missing[:10]))
-        click.echo(f"{r.id}: {what}", err=True)
+        click.echo(f"{r.id}: {r.problems()}", err=True)
     click.echo(f"aligned {sum(not r.error for r in results)} of {len(results)} recordings; "
                f"files in {out_dir}")
     if results and all(r.error for r in results):

@@ -14,6 +14,17 @@ in ``(0, 1]``. A word the audio says scores near 1 (the path follows the network
 choice); a word the audio lacks is squeezed into frames the network gives to something else
 and scores near 0. Words are never dropped or invented: every word of the transcript gets
 frames (at least one per token) when the utterance has enough frames, and nothing else does.
+A word's **score** is the sum of the same gaps over its frames (a goodness-of-pronunciation
+ratio: the word's path against the unconstrained best labels of its frames), ``<= 0``.
+
+With :class:`Untranscribed` penalties, the path may also leave the transcript between words
+(and before the first, after the last) through a **garbage** label that scores each frame's
+best log-prob (what an unconstrained CTC pass takes there), paying ``entry_penalty`` per run
+and ``frame_penalty`` per frame; a run of garbage frames is speech the transcript lacks.
+Where the audio matches the transcript, its path already takes (nearly) every frame's best
+label, garbage gains less than its penalties, and the alignment is the plain one. The garbage label is an extra column of the dense input, so the graph stays small (one
+state per word boundary). Ties between paths of equal score (possible only with zero
+penalties) are broken by k2.
 """
 
 from __future__ import annotations
@@ -66,6 +77,9 @@ class WordAlignment:
         ``aligned``).
       word_confidence: float32 ``k2.RaggedTensor`` ``[utt][word]`` in ``(0, 1]`` (see the
         module docstring).
+      word_score: float32 ``k2.RaggedTensor`` ``[utt][word]``, ``<= 0``: the sum of the
+        same per-frame log-prob gaps over the word's frames (a goodness-of-pronunciation
+        ratio: the word's path against the unconstrained best labels of its frames).
       aligned: bool ``(N,)``: False when the utterance has fewer frames than a CTC path of its
         tokens needs.
       score: float64 ``(N,)``: log-prob of the best path, penalties included (``-inf``
@@ -80,6 +94,7 @@ class WordAlignment:
     word_begin: k2.RaggedTensor
     word_end: k2.RaggedTensor
     word_confidence: k2.RaggedTensor
+    word_score: k2.RaggedTensor
     aligned: torch.Tensor
     score: torch.Tensor
     garbage_begin: k2.RaggedTensor
@@ -145,14 +160,18 @@ def frame_labels(begin: k2.RaggedTensor, end: k2.RaggedTensor, tokens: torch.Ten
 
 
 def _confidences(log_probs: torch.Tensor, labels: torch.Tensor, word_begin: torch.Tensor,
-                 word_end: torch.Tensor, word_row: torch.Tensor) -> torch.Tensor:
+                 word_end: torch.Tensor, word_row: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each word's confidence (``exp`` of the mean log-prob gap over its frames) and score
+    (the gaps' sum)."""
     lp = log_probs.float()
     gap = lp.gather(2, labels.unsqueeze(2)).squeeze(2) - lp.max(dim=2).values  # (N, T), <= 0
     cum = torch.nn.functional.pad(torch.cumsum(gap.double(), dim=1), (1, 0))
     b, e = word_begin.to(torch.int64), word_end.to(torch.int64)
     total = cum[word_row, e] - cum[word_row, b]
     mean = total / (e - b).clamp(min=1).double()
-    return torch.exp(mean).clamp(min=1e-30, max=1.0).float()
+    return (torch.exp(mean).clamp(min=1e-30, max=1.0).float(),
+            total.clamp(max=0.0).float())
 
 
 def _check_tokens(ragged: k2.RaggedTensor, v: int) -> None:
@@ -296,10 +315,11 @@ def _word_frames(log_probs: torch.Tensor, ragged: k2.RaggedTensor, ctc: CtcAlign
     rows = word_row[keep].to(torch.int32)
     token_keep = aligned[flat.shape.row_ids(1).to(torch.int64)]
     labels = frame_labels(ctc.begin, ctc.end, flat.values[token_keep], t)
-    conf = _confidences(log_probs, labels, wb, we, rows.long())
+    conf, score = _confidences(log_probs, labels, wb, we, rows.long())
     return WordAlignment(token_begin=ctc.begin, token_end=ctc.end,
                          word_begin=ragged_from_row_ids(rows, wb, n),
                          word_end=ragged_from_row_ids(rows, we, n),
                          word_confidence=ragged_from_row_ids(rows, conf, n),
+                         word_score=ragged_from_row_ids(rows, score, n),
                          aligned=aligned.cpu(), score=ctc.score,
                          garbage_begin=g_begin, garbage_end=g_end)

@@ -21,11 +21,21 @@ How a recording is aligned:
    passes (about 46 MB per hour at 256 outputs), the audio of one batch
    (:attr:`AlignConfig.batch_seconds`) at once.
 3. **Alignment**: each segment's words are force-aligned to its CTC log-probs
-   (:func:`k2dec.lattice.align_words`, batched over segments). Each word gets the time
-   of its frames and a confidence; a word under :attr:`AlignConfig.min_confidence`, or one
-   a segment has too few frames for, is **missing**: reported
-   (:attr:`AlignmentResult.missing`), never given invented times (an unaligned word has no
-   times and is left out of the written files).
+   (:func:`k2dec.lattice.align_words`, batched over segments), with a garbage path allowed
+   between words, before the first and after the last: on each frame it takes the
+   frame's best label (what an unconstrained CTC pass would say), at
+   :attr:`AlignConfig.untranscribed_penalty` per run. Where the audio has words the
+   transcript lacks, the free labels beat the transcript's path by more than that, and the
+   run is reported as **speech not in the transcript**
+   (:attr:`AlignmentResult.untranscribed`, with its times); a segment given no words is
+   aligned too, so its speech is reported rather than dropped.
+4. **Flags**: each word gets the time of its frames, a confidence and a score (the sum
+   over its frames of how much worse the word's path scores than the frame's best label:
+   a goodness-of-pronunciation ratio). A word under :attr:`AlignConfig.min_word_score`
+   (or :attr:`AlignConfig.min_confidence`), or one a segment has too few frames for, is
+   **missing**: reported (:attr:`AlignmentResult.missing`), never given invented times (an
+   unaligned word has no times and is left out of the written files). The thresholds were
+   chosen on dev material, not the test sets (:class:`AlignConfig`).
 
 Times are in seconds of the recording's clock: a frame ``f`` of a segment starting at ``s``
 starts at ``s + f * model.output_frame_shift``.
@@ -52,7 +62,7 @@ from tqdm import tqdm
 from ..data.audio_io import AudioLimits, probe_recording
 from ..lang import bpe_case, match_case
 from ..lattice import ctc_greedy_search
-from ..lattice.forced_align import align_words
+from ..lattice.forced_align import Untranscribed, align_words
 from ..longform import Segment, Segmentation, VadConfig, vad_segments
 from ..primitives.sizes import check_float_range
 from ..results import (
@@ -70,7 +80,8 @@ from .inputs import check_sample_rate, waveform_samples
 logger = logging.getLogger(__name__)
 
 __all__ = ["ALIGN_FORMATS", "AlignConfig", "AlignedToken", "AlignedWord", "AlignmentResult",
-           "TranscriptWord", "align_audio", "align_files", "align_recording", "read_transcripts",
+           "TranscriptWord", "align_audio", "align_files", "align_recording", "flag_word",
+           "read_transcripts",
            "transcript_units", "write_align_summary", "write_alignment_files"]
 
 ALIGN_FORMATS = ("srt", "vtt", "ctm", "jsonl", "textgrid", "lhotse")
@@ -95,16 +106,31 @@ SPLIT_BATCH_CELLS = 500_000
 of ``k2.intersect_dense``: about 100 MB)."""
 
 
+GARBAGE_FRAME_PENALTY = 0.05
+"""Log-prob paid per frame of speech not in the transcript (keeps a garbage run tight
+around the frames the network gives to tokens; the run's entry penalty is
+:attr:`AlignConfig.untranscribed_penalty`)."""
+
+
 @dataclass(frozen=True)
 class AlignConfig:
-    """How recordings are aligned (seconds unless said).
+    """How recordings are aligned and what is flagged (seconds unless said).
+
+    The flag thresholds were chosen on dev material (the shipped corpus' held-out dev-clean
+    split, ``scripts/make_align_dev.py``), not on the test sets, by
+    ``python -m scripts.bench.align_flags`` (RESULTS.md, "Forced alignment: flags").
 
     Attributes:
-      min_confidence: a word whose confidence is below this is missing (reported), in
-        ``[0, 1)``. On the shipped model and test sets (RESULTS.md, "Forced alignment"):
-        a word inserted into a correct transcript is caught in 100% of utterances, another
-        utterance's transcript in 97%, while 16% of correct transcripts have a word under
-        0.01 (words the model itself gets wrong).
+      min_word_score: a word whose score (:attr:`AlignedWord.score`, the sum over its
+        frames of how much worse its path's label scores than the frame's best label, in
+        natural-log units) is below this is missing (reported), ``<= 0``.
+      min_confidence: a word whose confidence (the same gap's mean, as ``exp``) is below
+        this is missing too, in ``[0, 1)`` (0: only ``min_word_score`` flags; a word the
+        audio lacks squeezed into a frame or two has a small sum but a very low mean).
+      untranscribed_penalty: the log-prob a stretch of speech the transcript lacks must
+        win by to be reported (the entry penalty of the garbage path between words), in
+        ``[0, 1000]``; ``None``: no garbage path (plain forced alignment, nothing
+        reported as untranscribed).
       max_segment: recordings up to this long are aligned whole; longer ones segment by
         segment (VAD segments of at most this length), in ``[1, 600]``.
       batch_seconds: audio per network batch, in ``[1, 3600]`` (memory: one batch).
@@ -112,16 +138,21 @@ class AlignConfig:
         config's).
     """
 
-    min_confidence: float = 0.01
+    min_word_score: float = -25.0
+    min_confidence: float = 0.001
+    untranscribed_penalty: float | None = 4.0
     max_segment: float = 30.0
     batch_seconds: float = 60.0
     vad: VadConfig = field(default_factory=VadConfig)
 
     def __post_init__(self) -> None:
+        check_float_range(self, "min_word_score", -1e6, 0.0, low_open=False)
         check_float_range(self, "min_confidence", 0.0, 1.0, low_open=False)
         if self.min_confidence >= 1.0:
             raise ValueError(f"AlignConfig.min_confidence must be below 1, got "
                              f"{self.min_confidence!r}")
+        check_float_range(self, "untranscribed_penalty", 0.0, 1000.0, low_open=False,
+                          optional=True)
         check_float_range(self, "max_segment", 1.0, 600.0, low_open=False)
         check_float_range(self, "batch_seconds", 1.0, 3600.0, low_open=False)
         if not isinstance(self.vad, VadConfig):
@@ -148,10 +179,14 @@ class AlignedWord:
       start, end: its time in seconds, ``None`` when it could not be aligned.
       confidence: in ``[0, 1]`` (0 when not aligned).
       oov: the word is not in the lang dir's ``words.txt`` (spelled through BPE pieces).
-      missing: not aligned, or its confidence is below ``min_confidence``: the audio
-        likely lacks it.
+      missing: not aligned, or flagged by :func:`flag_word` (its score under
+        ``min_word_score``): the audio likely lacks it (or says another word).
       tokens: its pieces with their times (empty when not aligned).
       segment: the index of the segment it was aligned in.
+      score: ``<= 0``, how much better the unconstrained CTC labels of its frames score
+        than the word's path (the sum over its frames of the log-prob gap;
+        :attr:`k2dec.lattice.forced_align.WordAlignment.word_score`); ``-inf`` when not
+        aligned.
     """
 
     word: str
@@ -162,11 +197,14 @@ class AlignedWord:
     missing: bool
     tokens: tuple[AlignedToken, ...] = ()
     segment: int = 0
+    score: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {"word": self.word, "start": None if self.start is None else round(self.start, 3),
                 "end": None if self.end is None else round(self.end, 3),
-                "confidence": round(self.confidence, 4), "oov": self.oov,
+                "confidence": round(self.confidence, 4),
+                "score": None if math.isinf(self.score) else round(self.score, 2),
+                "oov": self.oov,
                 "missing": self.missing,
                 "tokens": [[t.piece, round(t.start, 3), round(t.end, 3)] for t in self.tokens]}
 
@@ -182,6 +220,8 @@ class AlignmentResult:
       segments: the segments it was aligned in.
       dropped_speech: seconds of speech the VAD dropped (long recordings).
       error: why nothing was aligned (unreadable audio, no speech found); ``""`` otherwise.
+      untranscribed: stretches of speech the transcript does not cover (the garbage path's
+        runs, seconds), in order.
     """
 
     id: str
@@ -190,6 +230,7 @@ class AlignmentResult:
     segments: tuple[Segment, ...] = ()
     dropped_speech: float = 0.0
     error: str = ""
+    untranscribed: tuple[Segment, ...] = ()
 
     @property
     def missing(self) -> list[AlignedWord]:
@@ -198,8 +239,24 @@ class AlignmentResult:
 
     @property
     def ok(self) -> bool:
-        """No error and no missing word."""
-        return not self.error and not self.missing
+        """No error, no missing word and no speech outside the transcript."""
+        return not self.error and not self.missing and not self.untranscribed
+
+    def problems(self) -> str:
+        """One line saying what is wrong (``""`` when :attr:`ok`): the error, or the missing
+        words and the speech not in the transcript, with times."""
+        if self.error:
+            return self.error
+        out = []
+        if self.missing:
+            out.append(f"{len(self.missing)} of {len(self.words)} words missing: "
+                       + " ".join(w.word for w in self.missing[:10])
+                       + (" ..." if len(self.missing) > 10 else ""))
+        if self.untranscribed:
+            out.append("speech not in the transcript at " + ", ".join(
+                f"{s.start:.1f}-{s.end:.1f} s" for s in self.untranscribed[:10])
+                + (" ..." if len(self.untranscribed) > 10 else ""))
+        return "; ".join(out)
 
     def ctm_words(self) -> list[CtmWord]:
         """The aligned words (with times) for the CTM / subtitle / TextGrid writers."""
@@ -211,6 +268,8 @@ class AlignmentResult:
                 "error": self.error, "num_missing": len(self.missing),
                 "dropped_speech": round(self.dropped_speech, 3),
                 "segments": [[round(s.start, 3), round(s.end, 3)] for s in self.segments],
+                "untranscribed": [[round(s.start, 3), round(s.end, 3)]
+                                  for s in self.untranscribed],
                 "words": [w.to_json() for w in self.words]}
 
 
@@ -489,50 +548,67 @@ def _timed_word(unit: TranscriptWord, segment: int, start: float, frames: dict[s
     shift = frames["shift"]
     tokens = tuple(AlignedToken(sp.id_to_piece(p), start + b * shift, start + e * shift)
                    for p, b, e in zip(unit.pieces, frames["token_begin"], frames["token_end"]))
-    conf = float(frames["confidence"])
+    conf, score = float(frames["confidence"]), float(frames["score"])
     return AlignedWord(unit.display, start + frames["begin"] * shift, start + frames["end"] * shift,
-                       conf, unit.oov, conf < config.min_confidence, tokens, segment)
+                       conf, unit.oov, flag_word(conf, score, config), tokens, segment, score)
+
+
+def flag_word(confidence: float, score: float, config: AlignConfig) -> bool:
+    """The rule that makes an aligned word **missing**: its confidence under
+    :attr:`AlignConfig.min_confidence` or its score under
+    :attr:`AlignConfig.min_word_score`."""
+    return confidence < config.min_confidence or score < config.min_word_score
 
 
 def _unaligned(unit: TranscriptWord, segment: int) -> AlignedWord:
-    return AlignedWord(unit.display, None, None, 0.0, unit.oov, True, (), segment)
+    return AlignedWord(unit.display, None, None, 0.0, unit.oov, True, (), segment, -math.inf)
 
 
 def _align_batch(batch: list[int], log_probs: Sequence[torch.Tensor],
-                 words_of: dict[int, list[int]], units: Sequence[TranscriptWord]) -> Any:
+                 words_of: dict[int, list[int]], units: Sequence[TranscriptWord],
+                 config: AlignConfig) -> Any:
     lp = torch.nn.utils.rnn.pad_sequence([log_probs[i].float() for i in batch],
                                          batch_first=True)
     lens = torch.tensor([log_probs[i].shape[0] for i in batch], dtype=torch.int64)
-    return align_words(lp, lens, [[list(units[w].pieces) for w in words_of[i]] for i in batch])
+    garbage = (None if config.untranscribed_penalty is None
+               else Untranscribed(config.untranscribed_penalty, GARBAGE_FRAME_PENALTY))
+    return align_words(lp, lens, [[list(units[w].pieces) for w in words_of.get(i, ())]
+                                  for i in batch], garbage)
 
 
 def _align_segments(log_probs: Sequence[torch.Tensor], segments: Sequence[Segment],
                     units: Sequence[TranscriptWord], seg_of: Sequence[int], sp: Any,
-                    config: AlignConfig, shift: float) -> list[AlignedWord]:
-    """Force-align each segment's words (batched over segments)."""
+                    config: AlignConfig, shift: float
+                    ) -> tuple[list[AlignedWord], list[Segment]]:
+    """Force-align each segment's words (batched over segments; a segment without words
+    too, so that its speech is reported); the words and the speech not in the
+    transcript."""
     words_of: dict[int, list[int]] = {}
     for w, s in enumerate(seg_of):
         words_of.setdefault(s, []).append(w)
     out: dict[int, AlignedWord] = {}
-    with_words = [i for i in range(len(segments)) if i in words_of]
-    for batch in _batches([segments[i] for i in with_words], config.batch_seconds):
-        batch = [with_words[k] for k in batch]
-        a = _align_batch(batch, log_probs, words_of, units)
+    extra: list[Segment] = []
+    for batch in _batches(segments, config.batch_seconds):
+        a = _align_batch(batch, log_probs, words_of, units, config)
         tb, te = a.token_begin.tolist(), a.token_end.tolist()
-        wb, we, wc = a.word_begin.tolist(), a.word_end.tolist(), a.word_confidence.tolist()
+        wb, we = a.word_begin.tolist(), a.word_end.tolist()
+        wc, ws = a.word_confidence.tolist(), a.word_score.tolist()
+        gb, ge = a.garbage_begin.tolist(), a.garbage_end.tolist()
         for k, i in enumerate(batch):
+            start = segments[i].start
+            extra += [Segment(start + b * shift, start + e * shift) for b, e in zip(gb[k], ge[k])]
             pos = 0
-            for j, w in enumerate(words_of[i]):
+            for j, w in enumerate(words_of.get(i, ())):
                 n = len(units[w].pieces)
                 if not bool(a.aligned[k]):
                     out[w] = _unaligned(units[w], i)
                     continue
                 frames = {"shift": shift, "begin": wb[k][j], "end": we[k][j],
-                          "confidence": wc[k][j], "token_begin": tb[k][pos:pos + n],
-                          "token_end": te[k][pos:pos + n]}
-                out[w] = _timed_word(units[w], i, segments[i].start, frames, sp, config)
+                          "confidence": wc[k][j], "score": ws[k][j],
+                          "token_begin": tb[k][pos:pos + n], "token_end": te[k][pos:pos + n]}
+                out[w] = _timed_word(units[w], i, start, frames, sp, config)
                 pos += n
-    return [out[w] for w in range(len(units))]
+    return [out[w] for w in range(len(units))], extra
 
 
 def _open_recording(audio: str | Path, recording_id: str) -> Any:
@@ -590,10 +666,10 @@ def align_recording(model: Any, sp: Any, audio: str | Path, transcript: str, *,
     long = len(segments) > 1
     log_probs, tokens = _network_pass(model, cut, segments, config.batch_seconds, long)
     seg_of = _assign(units, tokens, sp, log_probs) if long else [0] * len(units)
-    words = _align_segments(log_probs, segments, units, seg_of, sp, config,
-                            model.output_frame_shift)
+    words, extra = _align_segments(log_probs, segments, units, seg_of, sp, config,
+                                   model.output_frame_shift)
     return AlignmentResult(rid, tuple(words), rec.duration, tuple(segments),
-                           seg.dropped_speech)
+                           seg.dropped_speech, untranscribed=tuple(extra))
 
 
 def read_transcripts(path: str | Path) -> dict[str, str]:
@@ -678,17 +754,21 @@ def align_files(model: Any, sp: Any, files: dict[str, Path], transcripts: dict[s
 
 def write_align_summary(path: str | Path, results: Sequence[AlignmentResult]) -> Path:
     """One JSON line per recording: its id, ``ok``, ``error``, the number of words, the
-    missing words (text, index, confidence) and the VAD's dropped speech."""
+    missing words (text, index, confidence, score), the speech not in the transcript
+    (``[start, end]`` seconds) and the VAD's dropped speech."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        for r in results:
-            missing = [{"index": i, "word": w.word, "confidence": round(w.confidence, 4)}
-                       for i, w in enumerate(r.words) if w.missing]
-            f.write(json.dumps({"id": r.id, "ok": r.ok, "error": r.error,
-                                "num_words": len(r.words), "missing": missing,
-                                "dropped_speech": round(r.dropped_speech, 3)},
-                               ensure_ascii=False) + "\n")
+    lines = []
+    for r in results:
+        missing = [{"index": i, "word": w.word, "confidence": round(w.confidence, 4),
+                    "score": None if math.isinf(w.score) else round(w.score, 2)}
+                   for i, w in enumerate(r.words) if w.missing]
+        lines.append(json.dumps({
+            "id": r.id, "ok": r.ok, "error": r.error, "num_words": len(r.words),
+            "missing": missing,
+            "untranscribed": [[round(s.start, 3), round(s.end, 3)] for s in r.untranscribed],
+            "dropped_speech": round(r.dropped_speech, 3)}, ensure_ascii=False) + "\n")
+    replace_text(path, "".join(lines))
     return path
 
 
