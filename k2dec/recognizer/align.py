@@ -112,6 +112,12 @@ around the frames the network gives to tokens; the run's entry penalty is
 :attr:`AlignConfig.untranscribed_penalty`)."""
 
 
+UNTRANSCRIBED_WIDEN = 0.3
+"""Seconds a reported stretch of speech not in the transcript is widened by on each side,
+over blank frames (not past the transcript's tokens around it): the garbage run itself
+covers only the frames the network spikes on (see :func:`_widened`)."""
+
+
 @dataclass(frozen=True)
 class AlignConfig:
     """How recordings are aligned and what is flagged (seconds unless said).
@@ -221,7 +227,8 @@ class AlignmentResult:
       dropped_speech: seconds of speech the VAD dropped (long recordings).
       error: why nothing was aligned (unreadable audio, no speech found); ``""`` otherwise.
       untranscribed: stretches of speech the transcript does not cover (the garbage path's
-        runs, seconds), in order.
+        runs widened over the blank frames around them by up to
+        :data:`UNTRANSCRIBED_WIDEN`; seconds), in order.
     """
 
     id: str
@@ -254,7 +261,7 @@ class AlignmentResult:
                        + (" ..." if len(self.missing) > 10 else ""))
         if self.untranscribed:
             out.append("speech not in the transcript at " + ", ".join(
-                f"{s.start:.1f}-{s.end:.1f} s" for s in self.untranscribed[:10])
+                f"{s.start:.2f}-{s.end:.2f} s" for s in self.untranscribed[:10])
                 + (" ..." if len(self.untranscribed) > 10 else ""))
         return "; ".join(out)
 
@@ -576,6 +583,19 @@ def _align_batch(batch: list[int], log_probs: Sequence[torch.Tensor],
                                   for i in batch], garbage)
 
 
+def _widened(runs: list[tuple[int, int]], token_begin: list[int], token_end: list[int],
+             num_frames: int, cap: int) -> list[tuple[int, int]]:
+    """Garbage runs (frames ``[b, e)``) widened to the blank frames around them, up to the
+    tokens before and after (or the segment's edges), at most ``cap`` frames each side: a
+    CTC network marks a word by a spike or two, the word's sound spans the blanks around."""
+    out = []
+    for b, e in runs:
+        before = max([x for x in token_end if x <= b], default=0)
+        after = min([x for x in token_begin if x >= e], default=num_frames)
+        out.append((max(before, b - cap), min(after, e + cap)))
+    return out
+
+
 def _align_segments(log_probs: Sequence[torch.Tensor], segments: Sequence[Segment],
                     units: Sequence[TranscriptWord], seg_of: Sequence[int], sp: Any,
                     config: AlignConfig, shift: float
@@ -596,7 +616,9 @@ def _align_segments(log_probs: Sequence[torch.Tensor], segments: Sequence[Segmen
         gb, ge = a.garbage_begin.tolist(), a.garbage_end.tolist()
         for k, i in enumerate(batch):
             start = segments[i].start
-            extra += [Segment(start + b * shift, start + e * shift) for b, e in zip(gb[k], ge[k])]
+            runs = _widened(list(zip(gb[k], ge[k])), tb[k], te[k], log_probs[i].shape[0],
+                            round(UNTRANSCRIBED_WIDEN / shift))
+            extra += [Segment(start + b * shift, start + e * shift) for b, e in runs]
             pos = 0
             for j, w in enumerate(words_of.get(i, ())):
                 n = len(units[w].pieces)

@@ -1,8 +1,10 @@
 """Forced alignment of recordings with the shipped model (Recognizer.align, k2dec align):
 words get times inside their utterances, a long recording aligned segment by segment puts
 every utterance's first word at its true start, words the audio lacks are reported (and the
-command's exit status says so), OOV words are spelled and flagged, results do not depend on
-the batch size, and every output file is read back by its library."""
+command's exit status says so), speech the transcript lacks is reported with its time span,
+correct transcripts are not flagged, one-word and empty transcripts align, OOV words are
+spelled and flagged, results do not depend on the batch size, and every output file is read
+back by its library."""
 
 from __future__ import annotations
 
@@ -115,6 +117,16 @@ def test_a_long_recording_is_aligned_segment_by_segment(rec, joined):
     small = rec.align(path, text, config=AlignConfig(max_segment=6.0, batch_seconds=1.0))
     assert [(w.start, w.end, w.confidence) for w in small.words] == \
         [(w.start, w.end, w.confidence) for w in result.words]
+    assert small.untranscribed == result.untranscribed
+    # a word deleted from the transcript of a long recording: its speech is reported
+    words = text.split()
+    k = int(firsts[4]) + 2
+    cut = rec.align(path, " ".join(words[:k] + words[k + 1:]), config=config)
+    one = rec.align(path, " ".join(words[:k] + words[k + 1:]),
+                    config=AlignConfig(max_segment=6.0, batch_seconds=1.0))
+    assert one.untranscribed == cut.untranscribed
+    assert any(s.start <= result.words[k].end and s.end >= result.words[k].start
+               for s in cut.untranscribed), (cut.untranscribed, result.words[k])
 
 
 def test_every_output_file_is_read_back(rec, texts, tmp_path):
@@ -174,13 +186,19 @@ def test_the_command_exit_status_says_what_was_aligned(tmp_path, texts):
     assert (tmp_path / "ok" / "101-3000-0001.srt").is_file()
     assert (tmp_path / "ok" / "101-3000-0000.TextGrid").is_file()
     bad = tmp_path / "bad"
+    said = texts["101-3000-0002"].split()
     bad.write_text(f"101-3000-0000 {texts['101-3000-0000']} ELEPHANTS SWIM QUICKLY\n"
-                   f"101-3000-0001 {texts['101-3000-0001']}\n")
-    out = _cli(*audio, "--text", str(bad), "--out-dir", str(tmp_path / "bad-out"))
+                   f"101-3000-0001 {texts['101-3000-0001']}\n"
+                   f"101-3000-0002 {' '.join(said[:8] + said[9:])}\n")
+    out = _cli(*audio, "--audio", str(UTT_DIR / "101-3000-0002.flac"), "--text", str(bad),
+               "--out-dir", str(tmp_path / "bad-out"))
     assert out.returncode == 3 and "101-3000-0000:" in out.stderr and "ELEPHANTS" in out.stderr
+    assert "101-3000-0002: speech not in the transcript at " in out.stderr, out.stderr
     summary = [json.loads(x) for x in (tmp_path / "bad-out" / "align-summary.jsonl")
                .read_text().splitlines()]
-    assert [s["ok"] for s in summary] == [False, True]
+    assert [s["ok"] for s in summary] == [False, True, False]
+    assert summary[2]["untranscribed"] and not summary[2]["missing"]
+    assert summary[0]["untranscribed"] == [] and summary[0]["missing"][-1]["score"] < -25
     (tmp_path / "x").write_text("other-id A B\n")
     none = _cli("--audio", str(UTT_DIR / "101-3000-0000.flac"), "--text", str(tmp_path / "x"),
                 "--out-dir", str(tmp_path / "none"))
@@ -264,3 +282,106 @@ def test_windowed_anchor_matches_the_whole_alignment():
             h += y != "*"
         assert al._matches(ref, hyp, window) == whole, (n, window)
     assert al._matches(["A", "B"], []) == [None, None]
+
+
+def _five(texts):
+    return [(UTT_DIR / f"{k}.flac", v) for k, v in sorted(texts.items())]
+
+
+def test_correct_transcripts_are_not_flagged(rec, texts):
+    for path, text in _five(texts):
+        result = rec.align(path, text)
+        assert result.ok and not result.untranscribed and not result.missing, \
+            (path.name, result.problems())
+        assert result.problems() == ""
+
+
+def test_a_deleted_word_is_reported_as_speech_not_in_the_transcript(rec, texts):
+    """The audio says a word the transcript lacks: a span of speech not in the transcript
+    is reported over that word's time (on the right transcript's alignment), the words
+    around it are not flagged."""
+    caught = 0
+    for path, text in _five(texts):
+        words = text.split()
+        k = len(words) // 2
+        right = rec.align(path, text)
+        cut = rec.align(path, " ".join(words[:k] + words[k + 1:]))
+        spans = [s for s in cut.untranscribed
+                 if s.start <= right.words[k].end and s.end >= right.words[k].start]
+        if spans:
+            caught += 1
+            assert not cut.ok and "speech not in the transcript at" in cut.problems()
+            assert spans[0].end - spans[0].start <= 2 * 0.3 + 0.5
+            # widened over blanks, not past the transcript's words around it
+            assert cut.words[k - 1].end - 1e-6 <= spans[0].start
+            assert spans[0].end <= cut.words[k].start + 1e-6
+            assert spans[0].end - spans[0].start >= 0.2
+        assert len(cut.missing) <= 1
+    assert caught >= 4
+
+
+def test_a_one_word_transcript(rec, texts, tmp_path):
+    """The audio of one word (cut from an utterance at its aligned times): its transcript
+    aligns clean, another word is flagged, an empty transcript reports the speech."""
+    path, text = _five(texts)[0]
+    right = rec.align(path, text)
+    samples, rate = sf.read(str(path), dtype="float32")
+    end = right.words[1].start
+    piece = tmp_path / "one.wav"
+    sf.write(piece, samples[: int(end * rate)], rate)
+    one = rec.align(piece, text.split()[0])
+    assert one.ok and len(one.words) == 1 and one.words[0].end <= end + 1e-6
+    other = rec.align(piece, "ELEPHANTS")
+    assert [w.word for w in other.missing] == ["ELEPHANTS"]
+    empty = rec.align(piece, "")
+    assert not empty.ok and not empty.error and empty.words == ()
+    assert empty.untranscribed and empty.untranscribed[0].start < one.words[0].end
+
+
+def test_an_empty_transcript_of_silence_is_clean(rec, tmp_path):
+    path = tmp_path / "quiet.wav"
+    sf.write(path, np.zeros(16000 * 2, dtype=np.float32), 16000)
+    result = rec.align(path, "")
+    assert result.ok and result.words == () and result.untranscribed == ()
+
+
+def test_the_flag_rule_on_constructed_posteriors(rec):
+    """Frames spelling THE DOG, transcripts THE CAT DOG and THE DOG: each aligned word's
+    score is the sum of its frames' gaps (recomputed here from its token frames), and a word
+    is missing exactly when the rule says; CAT is missing."""
+    import torch
+
+    from k2dec.longform import Segment
+    from k2dec.recognizer import align as al
+
+    sp = rec.assets.sp
+    said = [p for w in ("THE", "DOG") for p in sp.encode(w)]
+    frames = [0, 0] + [x for p in said for x in (p, 0, 0, 0)] + [0, 0]
+    lp = torch.full((len(frames), 256), -15.0)
+    lp[torch.arange(len(frames)), torch.tensor(frames)] = 0.0
+    lp = lp.log_softmax(-1)
+    shift = 0.04
+    for text, config in [("THE CAT DOG", AlignConfig()), ("THE DOG", AlignConfig()),
+                         ("THE CAT DOG", AlignConfig(min_confidence=0.0)),  # score alone
+                         ("THE CAT DOG", AlignConfig(min_word_score=-1e5)),  # confidence
+                         ("THE CAT DOG", AlignConfig(min_word_score=-1e5,
+                                                     min_confidence=0.0))]:
+        units = al.transcript_units(text, sp)
+        words, _ = al._align_segments([lp], [Segment(0.0, len(frames) * shift)], units,
+                                      [0] * len(units), sp, config, shift)
+        for u, w in zip(units, words):
+            gaps = []
+            for piece, tok in zip(u.pieces, w.tokens):
+                b, e = round(tok.start / shift), round(tok.end / shift)
+                gaps += [float(lp[t, piece] - lp[t].max()) for t in range(b, e)]
+            b, e = round(w.start / shift), round(w.end / shift)
+            inside = {t for tok in w.tokens for t in range(round(tok.start / shift),
+                                                           round(tok.end / shift))}
+            gaps += [float(lp[t, 0] - lp[t].max()) for t in range(b, e) if t not in inside]
+            assert w.score == pytest.approx(sum(gaps), abs=1e-3)
+            assert w.missing == (w.confidence < config.min_confidence
+                                 or sum(gaps) < config.min_word_score)
+        missing = [w.word for w in words if w.missing]
+        on = config.min_word_score > -1e5 or config.min_confidence > 0
+        expect = ["CAT"] if "CAT" in text and on else []
+        assert missing == expect, (text, [(w.word, w.score) for w in words])
