@@ -22,8 +22,9 @@ With :class:`Untranscribed` penalties, the path may also leave the transcript be
 best log-prob (what an unconstrained CTC pass takes there), paying ``entry_penalty`` per run
 and ``frame_penalty`` per frame; a run of garbage frames is speech the transcript lacks.
 Where the audio matches the transcript, its path already takes (nearly) every frame's best
-label, garbage gains less than its penalties, and the alignment is the plain one. The garbage label is an extra column of the dense input, so the graph stays small (one
-state per word boundary). Ties between paths of equal score (possible only with zero
+label, garbage gains less than its penalties, and the alignment is the plain one. The
+garbage label is an extra column of the dense input, so the graph stays small (one state per
+word boundary). Ties between paths of equal score (possible only with zero
 penalties) are broken by k2.
 """
 

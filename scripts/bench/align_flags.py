@@ -39,7 +39,13 @@ import torch
 
 from k2dec.job import load_assets
 from k2dec.lattice.forced_align import Untranscribed, align_words
-from k2dec.recognizer.align import AlignConfig, align_recording, flag_word, transcript_units
+from k2dec.recognizer.align import (
+    GARBAGE_FRAME_PENALTY,
+    AlignConfig,
+    align_recording,
+    flag_word,
+    transcript_units,
+)
 
 from ..make_long_recording import corpus_utterances, make_long_recording
 from .common import REPO
@@ -50,6 +56,8 @@ CASES = ("right", "substituted", "deleted", "inserted")
 ENTRY = (3.0, 4.0, 5.0, 6.0, 8.0)
 WORD_SCORE = (-15.0, -20.0, -25.0, -30.0, -40.0)
 CONFIDENCE = (0.0, 0.001, 0.003, 0.01)
+BEFORE = (None, -1e6, 0.01)
+"""The rule before this bench: confidence under 0.01, no garbage path."""
 TOLERANCE = 0.2
 
 
@@ -113,7 +121,8 @@ def _flags(utts, texts, assets, entry: float, batch: int = 16):
         lens = torch.tensor([u.log_probs.shape[0] for u in part])
         words = [[list(x.pieces) for x in transcript_units(" ".join(t), assets.sp)]
                  for t in texts[k:k + batch]]
-        a = align_words(lp, lens, words, Untranscribed(entry_penalty=entry, frame_penalty=0.05))
+        garbage = None if entry is None else Untranscribed(entry, GARBAGE_FRAME_PENALTY)
+        a = align_words(lp, lens, words, garbage)
         for i in range(len(part)):
             runs = [(b * shift, e * shift) for b, e in zip(a.garbage_begin.tolist()[i],
                                                            a.garbage_end.tolist()[i])]
@@ -260,10 +269,12 @@ def main() -> None:
         print(f"\nchosen on dev: untranscribed_penalty {entry:g}, min_word_score {low:g}, "
               f"min_confidence {conf:g}\n")
         rows = table("dev-clean", len(dev), grid[(entry, low, conf)])
+        before = table("dev-clean", len(dev), _before(dev, assets, vocab))
         for name in ("test-clean", "test-other"):
             utts = load_set(assets, ASSETS / "corpus" / name)
             res = evaluate(utts, assets, vocab, (entry,), (low,), (conf,))
             rows += table(name, len(utts), res[(entry, low, conf)])
+            before += table(name, len(utts), _before(utts, assets, vocab))
         config = AlignConfig(min_word_score=low, min_confidence=conf,
                              untranscribed_penalty=entry)
         rows += _long(assets, vocab, args.out_dir, config, args.long_changes)
@@ -273,6 +284,15 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- |")
     for row in rows:
         print(row)
+    print("\nThe rule before (a word with confidence under 0.01; no garbage path):")
+    print("| set | transcript | utterances | flagged | changed word caught | flags on target |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for row in before:
+        print(row)
+
+
+def _before(utts, assets, vocab) -> dict:
+    return evaluate(utts, assets, vocab, BEFORE[:1], BEFORE[1:2], BEFORE[2:])[BEFORE]
 
 
 if __name__ == "__main__":
