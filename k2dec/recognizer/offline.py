@@ -288,6 +288,7 @@ class Recognizer:
 
         Returns:
           :class:`~k2dec.recognizer.align.AlignmentResult`: its ``missing`` words are those
-          the audio likely lacks (low confidence), reported and never given invented times.
+          the audio likely lacks or says differently (low score), its ``untranscribed``
+          spans the speech the transcript lacks; ``ok`` when there are neither.
         """
         return align_audio(self.assets, audio, text, sample_rate, config or AlignConfig())

@@ -157,7 +157,8 @@ def _long_rows(assets, work: Path, config: AlignConfig, minutes: float
     missing = len(result.missing)
     speed = (f"long recording: {wall:.1f} s wall for {result.duration:.0f} s of audio "
              f"(RTF {wall / result.duration:.3f}), {missing} of {len(result.words)} words "
-             "missing")
+             f"missing, {len(result.untranscribed)} stretches of speech not in the "
+             "transcript (flags: scripts/bench/align_flags.py)")
     return rows, speed
 
 
