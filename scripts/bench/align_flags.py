@@ -278,6 +278,9 @@ def main() -> None:
         config = AlignConfig(min_word_score=low, min_confidence=conf,
                              untranscribed_penalty=entry)
         rows += _long(assets, vocab, args.out_dir, config, args.long_changes)
+        before += _long(assets, vocab, args.out_dir, AlignConfig(
+            min_word_score=BEFORE[1], min_confidence=BEFORE[2], untranscribed_penalty=BEFORE[0]),
+            args.long_changes)
     print(f"# align flags: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit "
           f"{git_commit()}, {cpu_model()}, load before: {load}, after: {load_average()}")
     print("| set | transcript | utterances | flagged | changed word caught | flags on target |")
