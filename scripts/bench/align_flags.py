@@ -237,6 +237,28 @@ def _long(assets, vocab, work: Path, config: AlignConfig, num: int) -> list[str]
     return rows
 
 
+def speed_rows(utts, assets, repeats: int = 3, batch: int = 16) -> list[str]:
+    """Wall time of ``align_words`` over the set's right transcripts, plain vs with the
+    garbage path (alternating, best of ``repeats``), and the ratio."""
+    units = [[list(x.pieces) for x in transcript_units(" ".join(u.words), assets.sp)]
+             for u in utts]
+    best = {"plain": float("inf"), "garbage": float("inf")}
+    for _ in range(repeats):
+        for name, garbage in (("plain", None), ("garbage", Untranscribed(4.0, 0.05))):
+            t0 = time.perf_counter()
+            for k in range(0, len(utts), batch):
+                part = utts[k:k + batch]
+                lp = torch.nn.utils.rnn.pad_sequence([u.log_probs for u in part],
+                                                     batch_first=True)
+                lens = torch.tensor([u.log_probs.shape[0] for u in part])
+                align_words(lp, lens, units[k:k + batch], garbage)
+            best[name] = min(best[name], time.perf_counter() - t0)
+    seconds = sum(u.log_probs.shape[0] for u in utts) * assets.model.output_frame_shift
+    return [f"| align_words, {len(utts)} utterances ({seconds:.0f} s of audio), batches of "
+            f"{batch} | {best['plain']:.2f} s | {best['garbage']:.2f} s | "
+            f"{best['garbage'] / best['plain']:.2f}x |"]
+
+
 def _grid_rows(grid: dict, num: int) -> list[str]:
     rows = ["| dev: untranscribed_penalty | min_word_score | min_confidence | right flagged | "
             + " | ".join(f"{c} caught" for c in CASES[1:]) + " |", "| --- " * 7 + "|"]
@@ -263,6 +285,7 @@ def main() -> None:
     with torch.no_grad():
         dev = load_set(assets, args.dev)
         grid = evaluate(dev, assets, vocab, ENTRY, WORD_SCORE, CONFIDENCE)
+        speed = speed_rows(dev, assets)
         for row in _grid_rows(grid, len(dev)):
             print(row)
         entry, low, conf = choose(grid, len(dev), args.max_false)
@@ -286,6 +309,10 @@ def main() -> None:
     print("| set | transcript | utterances | flagged | changed word caught | flags on target |")
     print("| --- | --- | --- | --- | --- | --- |")
     for row in rows:
+        print(row)
+    print("\n| speed (1 thread, best of 3) | plain | with garbage | ratio |")
+    print("| --- | --- | --- | --- |")
+    for row in speed:
         print(row)
     print("\nThe rule before (a word with confidence under 0.01; no garbage path):")
     print("| set | transcript | utterances | flagged | changed word caught | flags on target |")
