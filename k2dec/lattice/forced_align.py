@@ -33,8 +33,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import _k2
 import k2
-import numpy as np
 import torch
 
 from k2dec.lattice.align import ALIGN_OUTPUT_BEAM, CtcAlignment, ctc_forced_alignment
@@ -185,59 +185,90 @@ def _check_tokens(ragged: k2.RaggedTensor, v: int) -> None:
                          f"{int(ragged.values[k])}")
 
 
-def _flex_arcs(tokens: np.ndarray, bounds: np.ndarray, garbage: int,
-               penalty: Untranscribed) -> k2.Fsa:
-    """The CTC graph of ``tokens`` (states ``0 .. 2K``: blank before token ``k`` is ``2k``,
-    token ``k`` is ``2k + 1``) with a garbage state at each word boundary ``bounds[j]``
-    (tokens before it), entered from the boundary's blank state or the token before it,
-    looping on the ``garbage`` label, left to the boundary's blank state, the next token, or
-    (after the last word) the final state."""
-    num = tokens.size
-    k = np.arange(num)
-    b = bounds
-    g = 2 * num + 1 + np.arange(b.size)
-    final = 2 * num + b.size + 1
+def _flex_parts(ragged: k2.RaggedTensor, garbage: int, penalty: Untranscribed
+                ) -> tuple[list[tuple], torch.Tensor]:
+    """The arcs of every transcript's graph (see :func:`_flex_graphs`) as parts of
+    ``(utt, src, dst, label, score)`` columns, and each graph's number of states."""
+    tok = ragged.values.to(torch.int64)
+    word_splits = ragged.shape.row_splits(1).to(torch.int64)
+    tok_splits = ragged.shape.row_splits(2).to(torch.int64)
+    starts = tok_splits[word_splits]  # (N + 1,): each utterance's first token
+    n = ragged.dim0
+    utts = torch.arange(n)
+    num, words = starts[1:] - starts[:-1], word_splits[1:] - word_splits[:-1]
+    tok_utt = torch.repeat_interleave(utts, num)
+    k = torch.arange(tok.numel()) - starts[tok_utt]
+    blank_utt = torch.repeat_interleave(utts, num + 1)
+    kb = torch.arange(blank_utt.numel()) - (torch.cumsum(num + 1, 0) - num - 1)[blank_utt]
+    b_utt = torch.repeat_interleave(utts, words + 1)
+    j = torch.arange(b_utt.numel()) - (torch.cumsum(words + 1, 0) - words - 1)[b_utt]
+    bound = tok_splits[word_splits[b_utt] + j] - starts[b_utt]  # tokens before boundary j
+    g = 2 * num[b_utt] + 1 + j
+    nxt = torch.nonzero((tok_utt[1:] == tok_utt[:-1]) & (tok[1:] != tok[:-1])).flatten()
     enter = -(penalty.entry_penalty + penalty.frame_penalty)
-    nxt = k[:-1][tokens[1:] != tokens[:-1]]
-    from_token = b[b > 0]
-    to_token = b < num
+    after, into = bound > 0, bound < num[b_utt]
+    final = 2 * num + words + 2
+    nonempty = num > 0
     parts = [
-        (2 * np.arange(num + 1), 2 * np.arange(num + 1), 0, 0.0),  # blank loops
-        (2 * k, 2 * k + 1, tokens, 0.0),  # blank -> token
-        (2 * k + 1, 2 * k + 1, tokens, 0.0),  # token loops
-        (2 * k + 1, 2 * k + 2, 0, 0.0),  # token -> blank
-        (2 * nxt + 1, 2 * nxt + 3, tokens[nxt + 1], 0.0),  # token -> next token
-        (2 * b, g, garbage, enter),  # boundary blank -> garbage
-        (2 * from_token - 1, g[b > 0], garbage, enter),  # the token before -> garbage
-        (g, g, garbage, -penalty.frame_penalty),
-        (g, 2 * b, 0, 0.0),  # garbage -> blank
-        (g[to_token], 2 * b[to_token] + 1, tokens[b[to_token]], 0.0),  # -> next word
-        (np.array([2 * num, g[-1]] + ([2 * num - 1] if num else [])), final, -1, 0.0),
+        (blank_utt, 2 * kb, 2 * kb, 0, 0.0),  # blank loops
+        (tok_utt, 2 * k, 2 * k + 1, tok, 0.0),  # blank -> token
+        (tok_utt, 2 * k + 1, 2 * k + 1, tok, 0.0),  # token loops
+        (tok_utt, 2 * k + 1, 2 * k + 2, 0, 0.0),  # token -> blank
+        (tok_utt[nxt], 2 * k[nxt] + 1, 2 * k[nxt] + 3, tok[nxt + 1], 0.0),  # -> next token
+        (b_utt, 2 * bound, g, garbage, enter),  # boundary blank -> garbage
+        (b_utt[after], 2 * bound[after] - 1, g[after], garbage, enter),  # token -> garbage
+        (b_utt, g, g, garbage, -penalty.frame_penalty),
+        (b_utt, g, 2 * bound, 0, 0.0),  # garbage -> blank
+        (b_utt[into], g[into], 2 * bound[into] + 1,
+         tok[(starts[b_utt] + bound)[into]], 0.0),  # garbage -> the next word
+        (utts, 2 * num, final, -1, 0.0),
+        (utts, 2 * num + 1 + words, final, -1, 0.0),  # the last garbage state
+        (utts[nonempty], 2 * num[nonempty] - 1, final[nonempty], -1, 0.0),
     ]
-    src = np.concatenate([np.broadcast_to(p[0], p[0].shape) for p in parts])
-    cols = [np.concatenate([np.broadcast_to(np.asarray(p[i]), p[0].shape) for p in parts])
-            for i in (1, 2, 3)]
-    order = np.argsort(src, kind="stable")
-    ints = np.stack([src, cols[0], cols[1]], axis=1)[order].astype(np.int32)
-    scores = cols[2][order].astype(np.float32).view(np.int32)
-    return k2.Fsa(torch.from_numpy(np.concatenate([ints, scores[:, None]], axis=1).copy()))
+    return parts, final + 1
+
+
+def _flex_graphs(ragged: k2.RaggedTensor, garbage: int, penalty: Untranscribed) -> k2.Fsa:
+    """Each transcript's CTC graph with garbage states, one FsaVec (built for the whole
+    batch at once). Transcript ``i`` with ``K`` tokens: the CTC states ``0 .. 2K`` (blank
+    before token ``k`` is ``2k``, token ``k`` is ``2k + 1``) and a garbage state at each word
+    boundary (``2K + 1 + j`` at boundary ``j``, the start and the end included), entered
+    from the boundary's blank state or the token before it, looping on the ``garbage``
+    label, left to the boundary's blank state, the next word's first token or (the last
+    one) the final state ``2K + W + 2``."""
+    ragged = ragged.to("cpu")
+    parts, num_states = _flex_parts(ragged, garbage, penalty)
+
+    def column(i: int, dtype: torch.dtype) -> torch.Tensor:
+        return torch.cat([torch.as_tensor(p[i], dtype=dtype).expand(p[0].shape)
+                          for p in parts])
+
+    utt, src, dst, label = (column(i, torch.int64) for i in range(4))
+    score = column(4, torch.float32)
+    state_splits = torch.nn.functional.pad(torch.cumsum(num_states, 0), (1, 0))
+    key = state_splits[utt] + src
+    order = torch.sort(key, stable=True).indices
+    arcs_per_state = torch.bincount(key, minlength=int(state_splits[-1]))
+    arc_splits = torch.nn.functional.pad(torch.cumsum(arcs_per_state, 0), (1, 0))
+    shape = k2.ragged.create_ragged_shape2(row_splits=state_splits.to(torch.int32)).compose(
+        k2.ragged.create_ragged_shape2(row_splits=arc_splits.to(torch.int32)))
+    arcs = torch.stack([src[order].to(torch.int32), dst[order].to(torch.int32),
+                        label[order].to(torch.int32), score[order].view(torch.int32)], dim=1)
+    return k2.Fsa(_k2.RaggedArc(shape, arcs.contiguous()))
 
 
 def _flex_alignment(log_probs: torch.Tensor, log_probs_lens: torch.Tensor,
                     ragged: k2.RaggedTensor, penalty: Untranscribed
                     ) -> tuple[CtcAlignment, k2.RaggedTensor, k2.RaggedTensor]:
     """The best path through each transcript's CTC graph with garbage between words
-    (:func:`_flex_arcs`); the garbage label's log-prob on a frame is the frame's best
+    (:func:`_flex_graphs`); the garbage label's log-prob on a frame is the frame's best
     log-prob (what an unconstrained CTC pass would take there). Returns the tokens' runs
     (as :func:`ctc_forced_alignment`) and the garbage runs ``[utt][run]`` (begin, end)."""
     v = log_probs.shape[2]
     free = log_probs.max(dim=2, keepdim=True).values
     dense = make_dense_fsa_vec(torch.cat([log_probs, free], dim=2), log_probs_lens)
-    tokens = ragged.remove_axis(1).tolist()
-    bounds = [np.cumsum([0] + [len(w) for w in utt]) for utt in ragged.tolist()]
-    graphs = k2.create_fsa_vec([
-        _flex_arcs(np.asarray(tokens[i], dtype=np.int64), bounds[i], v, penalty)
-        for i in dense.order.tolist()]).to(log_probs.device)
+    graphs = k2.index_fsa(_flex_graphs(ragged, v, penalty),
+                          dense.order.to(torch.int32)).to(log_probs.device)
     lattice = k2.intersect_dense(graphs, dense.dense_fsa_vec, output_beam=ALIGN_OUTPUT_BEAM)
     best = k2.shortest_path(lattice, use_double_scores=True)
     best = k2.index_fsa(best, dense.inverse_order.to(device=log_probs.device,
