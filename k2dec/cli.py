@@ -811,9 +811,9 @@ def demo_cmd(work_dir, methods, assignments, tune_out, num_utts, seed):
               show_default=True, type=click.Choice(["srt", "vtt", "ctm", "jsonl", "textgrid",
                                                     "lhotse"]),
               help="Files to write per recording (repeatable).")
-@click.option("--min-word-score", default=None, type=_Number(max=0.0),
-              help="Words whose score (how much better, in log-prob, the free CTC labels of "
-                   "their frames score than the word) is lower are reported as missing "
+@click.option("--min-word-score", default=None, type=_Number(-1e6, 0.0),
+              help="Words whose score (the log-prob of the word's path minus that of the "
+                   "free CTC labels of its frames, <= 0) is lower are reported as missing "
                    "(default: AlignConfig's, chosen on dev material).")
 @click.option("--min-confidence", default=None, type=_Number(0.0, 1.0),
               help="Words with a lower confidence are reported as missing too (default: "
@@ -834,11 +834,12 @@ def align_cmd(audio_files, audio_dir, text_path, model_path, lang_dir, out_dir, 
     start, end and confidence of every word and BPE piece, in --output-format files.
 
     Recordings longer than --segment-max are cut by a VAD and anchored by a greedy CTC pass.
-    Exit status 0 when every word was aligned with a score >= --min-word-score and no speech
-    outside the transcript was found; 3 when some words are missing (the audio likely lacks
-    them or says another word), some speech is not in the transcript ("speech not in the
-    transcript at 12.3-14.1 s"; both listed on stderr and in align-summary.jsonl) or some
-    recordings failed; 4 when no recording could be aligned.
+    Exit status 0 when every word was aligned unflagged (score >= --min-word-score,
+    confidence >= --min-confidence) and no speech outside the transcript was found; 3 when
+    some words are missing (the audio likely lacks them or says another word), some speech
+    is not in the transcript ("speech not in the transcript at 12.3-14.1 s"; both listed on
+    stderr and in align-summary.jsonl) or some recordings failed; 4 when no recording could
+    be aligned.
     """
     from .recognizer.align import AlignConfig, write_align_summary
 

@@ -81,8 +81,8 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["ALIGN_FORMATS", "AlignConfig", "AlignedToken", "AlignedWord", "AlignmentResult",
            "TranscriptWord", "align_audio", "align_files", "align_recording", "flag_word",
-           "read_transcripts",
-           "transcript_units", "write_align_summary", "write_alignment_files"]
+           "read_transcripts", "transcript_units", "write_align_summary",
+           "write_alignment_files"]
 
 ALIGN_FORMATS = ("srt", "vtt", "ctm", "jsonl", "textgrid", "lhotse")
 """The ``--output-format`` values of ``k2dec align``."""
@@ -186,11 +186,12 @@ class AlignedWord:
       confidence: in ``[0, 1]`` (0 when not aligned).
       oov: the word is not in the lang dir's ``words.txt`` (spelled through BPE pieces).
       missing: not aligned, or flagged by :func:`flag_word` (its score under
-        ``min_word_score``): the audio likely lacks it (or says another word).
+        ``min_word_score`` or its confidence under ``min_confidence``): the audio likely
+        lacks it (or says another word).
       tokens: its pieces with their times (empty when not aligned).
       segment: the index of the segment it was aligned in.
-      score: ``<= 0``, how much better the unconstrained CTC labels of its frames score
-        than the word's path (the sum over its frames of the log-prob gap;
+      score: ``<= 0``: minus how much better the unconstrained CTC labels of its frames
+        score than the word's path (the sum over its frames of the log-prob gap;
         :attr:`k2dec.lattice.forced_align.WordAlignment.word_score`); ``-inf`` when not
         aligned.
     """

@@ -205,6 +205,20 @@ def test_the_command_exit_status_says_what_was_aligned(tmp_path, texts):
     assert none.returncode == 4 and "no transcript line" in none.stderr
 
 
+def test_the_command_without_the_garbage_path(tmp_path, texts):
+    """--no-untranscribed: a deleted word goes unnoticed (exit 0), as plain forced alignment;
+    contradicting options are refused before the model loads."""
+    said = texts["101-3000-0002"].split()
+    text = tmp_path / "text"
+    text.write_text(f"101-3000-0002 {' '.join(said[:8] + said[9:])}\n")
+    audio = ("--audio", str(UTT_DIR / "101-3000-0002.flac"), "--text", str(text))
+    plain = _cli(*audio, "--out-dir", str(tmp_path / "plain"), "--no-untranscribed")
+    assert plain.returncode == 0, plain.stderr
+    both = _cli(*audio, "--out-dir", str(tmp_path / "both"), "--no-untranscribed",
+                "--untranscribed-penalty", "3")
+    assert both.returncode == 2 and "contradict" in both.stderr
+
+
 def test_transcripts_file_refuses_a_repeated_id(tmp_path):
     path = tmp_path / "text"
     path.write_text("a X Y\nb\na Z\n")
