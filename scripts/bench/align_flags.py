@@ -13,14 +13,17 @@ target** when it is the substituted / inserted word, or a garbage run within 0.2
 substituted / deleted word's frames on the right transcript's alignment.
 
 1. On the **dev** set (the corpus' held-out dev-clean, synthesized by
-   ``scripts/make_align_dev.py``), a grid of ``(entry_penalty, min_confidence)`` is scored;
-   the chosen pair is the one catching the most changed words among those that flag at
-   most ``--max-false`` of the right transcripts.
-2. With that pair, the shipped test-clean and test-other, and the long recording
+   ``scripts/make_align_dev.py``), a grid of ``AlignConfig``'s ``untranscribed_penalty`` x
+   ``min_word_score`` x ``min_confidence`` is scored; the chosen setting is the one catching
+   the most changed words among those that flag at most ``--max-false`` of the right
+   transcripts (fewest false flags on a tie).
+2. With that setting, the shipped test-clean and test-other, and the long recording
    ``scripts/make_long_recording.py`` makes from test-clean (aligned through
    ``align_recording``, segment by segment; ``--long-changes`` changes of each kind), are
    reported: per case, the share of utterances flagged, the share of changed words caught
-   (on target) and the share of flags on target.
+   (on target) and the share of flags on target; then the same for the rule before these
+   flags (confidence under 0.01, no garbage path), and ``align_words``' time with and
+   without the garbage path.
 
 The network runs once per utterance (log-probs cached); the grid re-runs only the alignment.
 1 torch thread.
