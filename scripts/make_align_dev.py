@@ -53,7 +53,7 @@ def dev_utterances(num: int) -> list:
     here = {v.name for v in available_voices()}
     usable = [v for v in voices if v.name in here and v.name not in config.held_out]
     by_id = {}
-    for k, v in enumerate(voices):  # a voice missing here: the next one that is here
+    for k, v in enumerate(voices):  # a voice missing here: a seen one that is (by index)
         by_id[v.speaker_id] = v if v.name in here else usable[k % len(usable)]
     return [u for u in utts if u.split == "dev-clean"][:num], by_id
 
