@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 import weakref
 from dataclasses import dataclass
 
@@ -110,12 +111,21 @@ def _build_tables(graph: k2.Fsa) -> GraphTables:
     final_score = torch.full((num_states,), -math.inf, dtype=torch.float32, device=device)
     final_arc = torch.full((num_states,), -1, dtype=torch.int64, device=device)
     if final.numel() > 0:
-        final_score.scatter_reduce_(0, src[final], scores[final], "amax")
+        _scatter(final_score, src[final], scores[final], "amax")
         best = scores[final] == final_score[src[final]]
         winners = final[best]
-        final_arc.scatter_reduce_(0, src[winners], winners, "amin", include_self=False)
+        _scatter(final_arc, src[winners], winners, "amin", include_self=False)
     return GraphTables(num_states, emit_splits, emit_arc, dest[emit_arc], label[emit_arc],
                        scores[emit_arc].contiguous(), final_score, final_arc)
+
+
+def _scatter(out: torch.Tensor, index: torch.Tensor, src: torch.Tensor, reduce: str,
+             include_self: bool = True) -> torch.Tensor:
+    """``out.scatter_reduce_(0, index, src, reduce)`` without torch 1.13's warning that the
+    function is in beta (its semantics are those of later torch releases)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="scatter_reduce", category=UserWarning)
+        return out.scatter_reduce_(0, index, src, reduce, include_self=include_self)
 
 
 @dataclass(frozen=True)
@@ -227,10 +237,10 @@ class _Finals:
             return
         utt, state = tokens.utt[idx], tokens.state[idx]
         total = tokens.score[idx] + tables.final_score[state]
-        best = torch.full_like(self.score, -math.inf).scatter_reduce_(0, utt, total, "amax")
+        best = _scatter(torch.full_like(self.score, -math.inf), utt, total, "amax")
         win = (total == best[utt]) & (total > -math.inf)
         first = torch.full_like(self.token, idx.numel())
-        first.scatter_reduce_(0, utt[win], torch.nonzero(win).flatten(), "amin")
+        _scatter(first, utt[win], torch.nonzero(win).flatten(), "amin")
         has = first < idx.numel()
         pos = first[has]
         self.score[has] = best[has]

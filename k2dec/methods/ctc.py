@@ -17,6 +17,7 @@ from ..lattice import (
     ctc_greedy_search,
     ctc_greedy_token_confidences,
     one_best_decoding,
+    viterbi_one_best,
 )
 from ..lattice.rescore import RescoreConfig, RescoreStatus, rescore_with_whole_lattice
 from ..nbest import (
@@ -63,6 +64,8 @@ __all__ = [
     "HlgNbestConfig",
     "MultiPassMethodConfig",
     "NbestRescoringConfig",
+    "OneBestConfig",
+    "OneBestSearchConfig",
     "RnnLmRescoringConfig",
     "WholeLatticeRescoringConfig",
 ]
@@ -146,6 +149,40 @@ class HlgConfig(CtcLatticeConfig):
 
     def __post_init__(self) -> None:
         check_positive("graph.scale", self.graph.scale)
+
+
+@dataclass(frozen=True)
+class OneBestSearchConfig:
+    """How ``1best`` finds the best path.
+
+    Attributes:
+      lattice_free: ``False`` (default): ``k2.intersect_dense_pruned`` builds a pruned
+        lattice and ``k2.shortest_path`` reads its best path
+        (:func:`k2dec.lattice.one_best_decoding`). ``True``: a batched token-passing Viterbi
+        beam search that builds no lattice (:func:`k2dec.lattice.viterbi_one_best`); it reads
+        ``lattice.search_beam``, ``lattice.max_active_states`` (per utterance and frame, the
+        best are kept), the retries and the approximations, not ``output_beam`` or
+        ``min_active_states``. Graphs too large for in-graph hotword biasing take the lattice
+        search either way.
+    """
+
+    lattice_free: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.lattice_free, bool):
+            raise TypeError(f"search.lattice_free must be true or false, got "
+                            f"{self.lattice_free!r}")
+
+
+@dataclass(frozen=True)
+class OneBestConfig(HlgConfig):
+    """``1best``: HLG's best path, with hotword biasing when given.
+
+    Attributes:
+      search: the search (:class:`OneBestSearchConfig`: ``search.lattice_free``).
+    """
+
+    search: OneBestSearchConfig = field(default_factory=OneBestSearchConfig)
 
 
 @dataclass(frozen=True)
@@ -326,13 +363,18 @@ def _ctc_decoding(inputs: CtcInputs, res: Resources, cfg: CtcLatticeConfig):
     return [MethodResult("ctc-decoding", from_lattice(hyps, words=False), cfg)]
 
 
-@register("1best", Family.CTC, HlgConfig, requires=("HLG",), hotwords=True)
+@register("1best", Family.CTC, OneBestConfig, requires=("HLG",), hotwords=True)
 def _one_best(inputs: CtcInputs, res: Resources, cfg: HlgConfig):
     """1best through HLG (or HCLG): word ids (hotword biasing in the graph when
-    Resources.hotword_words are given, as in every HLG method)."""
-    hyps = one_best_decoding(inputs.log_probs, inputs.log_probs_lens, hlg_graph(res, "1best", cfg),
-                             cfg.lattice,
-                             AuxLabels.WORDS, cfg.lattice.subsampling_factor)
+    Resources.hotword_words are given, as in every HLG method); with
+    search.lattice_free=true by a Viterbi beam search that builds no lattice."""
+    graph = hlg_graph(res, "1best", cfg)
+    lattice_free = isinstance(cfg, OneBestConfig) and cfg.search.lattice_free
+    if "hotword_lattice_bias" in dict(graph.named_non_tensor_attr()):
+        lattice_free = False  # only the lattice search applies that bonus
+    search = viterbi_one_best if lattice_free else one_best_decoding
+    hyps = search(inputs.log_probs, inputs.log_probs_lens, graph, cfg.lattice,
+                  AuxLabels.WORDS, cfg.lattice.subsampling_factor)
     return [MethodResult("1best", from_lattice(hyps, words=True), cfg)]
 
 
