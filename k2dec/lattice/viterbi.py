@@ -37,7 +37,7 @@ from k2dec.lattice.dense import (
     prune_frames,
     validate_log_probs,
 )
-from k2dec.lattice.one_best import AuxLabels, Hypothesis, _assemble
+from k2dec.lattice.one_best import AuxLabels, Hypothesis, assemble_hypotheses
 from k2dec.lattice.search import (
     LatticeConfig,
     LatticeStatus,
@@ -314,8 +314,10 @@ def _prune(step: _Step, per_utt: torch.Tensor, tables: GraphTables, beam: float,
     splits = torch.cat([per_utt.new_zeros(1), torch.cumsum(per_utt, 0)]).to(torch.int32)
     shape = k2.ragged.create_ragged_shape2(splits, None, score.numel())
     best = k2.RaggedTensor(shape, score).max(initial_value=-math.inf)
-    cutoff = torch.repeat_interleave(best - beam, per_utt, output_size=score.numel())
-    idx = torch.nonzero((score >= cutoff) & (score > -math.inf)).flatten()
+    # the lowest finite float32 at least: a -inf score never passes
+    floor = (best - beam).clamp(min=torch.finfo(torch.float32).min)
+    cutoff = torch.repeat_interleave(floor, per_utt, output_size=score.numel())
+    idx = torch.nonzero(score >= cutoff).flatten()
     prev = step.prev.gather(0, idx)
     pos = step.arc.gather(0, idx)
     score = score.gather(0, idx)
@@ -549,7 +551,7 @@ def _hypotheses(found: _Found, graph: k2.Fsa, aux_labels: AuxLabels, blank_id: i
     for u, r in enumerate(reports):
         if r.status is LatticeStatus.EMPTY:
             logger.warning("utterance %d: %s", u, r.reason)
-    return _assemble(n, tokens, token_frames, words, word_frames, found.scores.double(),
+    return assemble_hypotheses(n, tokens, token_frames, words, word_frames, found.scores.double(),
                      reports)
 
 

@@ -61,10 +61,10 @@ __all__ = [
     "CtcGreedySearchConfig",
     "CtcLatticeConfig",
     "HlgConfig",
+    "HlgGraphConfig",
     "HlgNbestConfig",
     "MultiPassMethodConfig",
     "NbestRescoringConfig",
-    "OneBestConfig",
     "OneBestSearchConfig",
     "RnnLmRescoringConfig",
     "WholeLatticeRescoringConfig",
@@ -133,8 +133,9 @@ class CtcLatticeConfig:
 
 
 @dataclass(frozen=True)
-class HlgConfig(CtcLatticeConfig):
-    """``1best``: the lattice search through HLG, with hotword biasing when given.
+class HlgGraphConfig(CtcLatticeConfig):
+    """What every HLG method has: a lattice search through HLG (scaled), with hotword
+    biasing when given.
 
     Attributes:
       graph: ``graph.scale`` multiplies HLG's scores (the LM part of the first pass) in
@@ -175,8 +176,9 @@ class OneBestSearchConfig:
 
 
 @dataclass(frozen=True)
-class OneBestConfig(HlgConfig):
-    """``1best``: HLG's best path, with hotword biasing when given.
+class HlgConfig(HlgGraphConfig):
+    """``1best``: HLG's best path (a lattice search by default), with hotword biasing when
+    given.
 
     Attributes:
       search: the search (:class:`OneBestSearchConfig`: ``search.lattice_free``).
@@ -186,7 +188,7 @@ class OneBestConfig(HlgConfig):
 
 
 @dataclass(frozen=True)
-class HlgNbestConfig(HlgConfig):
+class HlgNbestConfig(HlgGraphConfig):
     """``nbest`` and ``nbest-oracle``: paths sampled from the HLG lattice.
 
     Attributes:
@@ -281,7 +283,7 @@ class MultiPassMethodConfig(HlgNbestConfig):
 
 
 @dataclass(frozen=True)
-class WholeLatticeRescoringConfig(HlgConfig):
+class WholeLatticeRescoringConfig(HlgGraphConfig):
     """``whole-lattice-rescoring`` (and the first pass of ``mbr``): HLG lattices rescored
     with G as a whole.
 
@@ -331,7 +333,8 @@ def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcLatticeConfig) -> Lattice
     return inputs.get_lattice(graph, cfg.lattice, cfg.lattice.subsampling_factor)
 
 
-def hlg_graph(res: Resources, method: str, cfg: HlgConfig, lm_scores: bool = False) -> k2.Fsa:
+def hlg_graph(res: Resources, method: str, cfg: HlgGraphConfig,
+              lm_scores: bool = False) -> k2.Fsa:
     """HLG with its scores times ``cfg.graph.scale`` (see :meth:`Resources.scaled_graph`),
     biased towards ``Resources.hotword_words`` when given (``cfg.word_hotwords``:
     :func:`k2dec.methods.hotword_biasing.word_biased_graph`)."""
@@ -363,13 +366,13 @@ def _ctc_decoding(inputs: CtcInputs, res: Resources, cfg: CtcLatticeConfig):
     return [MethodResult("ctc-decoding", from_lattice(hyps, words=False), cfg)]
 
 
-@register("1best", Family.CTC, OneBestConfig, requires=("HLG",), hotwords=True)
+@register("1best", Family.CTC, HlgConfig, requires=("HLG",), hotwords=True)
 def _one_best(inputs: CtcInputs, res: Resources, cfg: HlgConfig):
     """1best through HLG (or HCLG): word ids (hotword biasing in the graph when
     Resources.hotword_words are given, as in every HLG method); with
     search.lattice_free=true by a Viterbi beam search that builds no lattice."""
     graph = hlg_graph(res, "1best", cfg)
-    lattice_free = isinstance(cfg, OneBestConfig) and cfg.search.lattice_free
+    lattice_free = cfg.search.lattice_free
     if "hotword_lattice_bias" in dict(graph.named_non_tensor_attr()):
         lattice_free = False  # only the lattice search applies that bonus
     search = viterbi_one_best if lattice_free else one_best_decoding
