@@ -170,6 +170,12 @@ def viterbi_paths(
       max_active_states: at most this many tokens (states) per utterance and frame; the best
         are kept.
 
+    Memory is bounded by ``max_active_states``: the back-pointers keep at most
+    ``N * max_active_states`` tokens per frame (16 bytes each), and a frame's candidate arcs
+    are at most ``N * max_active_states`` times the graph's largest out-degree. ``N`` times
+    the graph's number of states must stay below ``2**31`` (the keys of the per-state
+    maximum).
+
     Returns:
       :class:`ViterbiPaths`.
     """
