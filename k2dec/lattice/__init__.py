@@ -59,6 +59,7 @@ from k2dec.lattice.search import (
 )
 from k2dec.lattice.streaming import Stream, StreamingDecoder
 from k2dec.lattice.timed_units import TimedUnits, Topology, lattice_timed_units, path_units
+from k2dec.lattice.viterbi import viterbi_one_best
 
 __all__ = [
     "AuxLabels",
@@ -110,6 +111,7 @@ __all__ = [
     "rescore_with_whole_lattice",
     "split_scores",
     "sweep_lattice_weights",
+    "viterbi_one_best",
     "word_posteriors",
 ]
 

@@ -28,6 +28,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "AuxLabels",
     "Hypothesis",
+    "assemble_hypotheses",
     "best_paths",
     "ctc_decoding",
     "ctc_greedy_search",
@@ -137,10 +138,10 @@ def _hypotheses_from_paths(
         tokens, token_frames = path_aux_ids(paths, "aux_labels")
         words = word_frames = None
     n = paths.shape[0]
-    return _assemble(n, tokens, token_frames, words, word_frames, scores, reports)
+    return assemble_hypotheses(n, tokens, token_frames, words, word_frames, scores, reports)
 
 
-def _assemble(
+def assemble_hypotheses(
     n: int,
     tokens: k2.RaggedTensor,
     token_frames: k2.RaggedTensor,
@@ -149,6 +150,9 @@ def _assemble(
     scores: torch.Tensor,
     reports: tuple[UtteranceReport, ...] | None,
 ) -> list[Hypothesis]:
+    """``n`` :class:`Hypothesis` records from int32 ``[utt][token]`` / ``[utt][word]`` ragged
+    ids and frames (``words`` ``None``: no words), float ``(n,)`` scores (``-inf``: no path,
+    an ``EMPTY`` record) and the utterances' reports (``None``: all ``OK``)."""
     tok = tokens.tolist()
     tok_f = token_frames.tolist()
     if words is not None:
@@ -275,7 +279,7 @@ def ctc_greedy_search(
     n = log_probs.shape[0]
     scores = torch.where(valid, best.double(), torch.zeros_like(best.double())).sum(dim=1)
     tokens, token_frames = ctc_collapse(labels, frames, blank_id=blank_id)
-    return _assemble(n, tokens, token_frames, None, None, scores, None)
+    return assemble_hypotheses(n, tokens, token_frames, None, None, scores, None)
 
 
 def ctc_greedy_token_confidences(

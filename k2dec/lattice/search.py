@@ -496,30 +496,38 @@ class _GroupedSearch:
         return PiecewiseLattices(pieces=tuple(self.pieces), index=index, reports=reports)
 
     def _report(self, u: int) -> UtteranceReport:
-        config, c, status = self.config, self.settings[u], self.status[u]
-        frames = int(self.num_frames[u])
-        if status is LatticeStatus.OK:
-            reason = ""
-        elif status is LatticeStatus.RETRIED:
-            reason = (
-                f"empty lattice at search_beam={config.search_beam:g}, "
-                f"output_beam={config.output_beam:g}, "
-                f"max_active_states={config.max_active_states}; "
-                f"found at search_beam={c.search_beam:g}"
-            )
-        else:
-            reason = (
-                f"no path survived {frames} frames even at search_beam={c.search_beam:g}, "
-                f"output_beam={c.output_beam:g}, max_active_states={c.max_active_states}: "
-                "the graph may accept no token sequence of this length, or every accepted "
-                "sequence is far below the best partial path"
-            )
-            logger.warning("utterance %d: %s", u, reason)
-        return UtteranceReport(
-            status=status,
-            num_frames=frames,
-            search_beam=c.search_beam,
-            output_beam=c.output_beam,
-            max_active_states=c.max_active_states,
-            reason=reason,
+        report = utterance_report(self.config, self.settings[u], self.status[u],
+                                  int(self.num_frames[u]))
+        if report.status is LatticeStatus.EMPTY:
+            logger.warning("utterance %d: %s", u, report.reason)
+        return report
+
+
+def utterance_report(config: LatticeConfig, last: LatticeConfig, status: LatticeStatus,
+                     num_frames: int) -> UtteranceReport:
+    """The report of an utterance searched with ``config`` whose last attempt used ``last``
+    (a retry's settings, or ``config``), with the reason for ``RETRIED`` / ``EMPTY``."""
+    if status is LatticeStatus.OK:
+        reason = ""
+    elif status is LatticeStatus.RETRIED:
+        reason = (
+            f"empty lattice at search_beam={config.search_beam:g}, "
+            f"output_beam={config.output_beam:g}, "
+            f"max_active_states={config.max_active_states}; "
+            f"found at search_beam={last.search_beam:g}"
         )
+    else:
+        reason = (
+            f"no path survived {num_frames} frames even at search_beam={last.search_beam:g}, "
+            f"output_beam={last.output_beam:g}, max_active_states={last.max_active_states}: "
+            "the graph may accept no token sequence of this length, or every accepted "
+            "sequence is far below the best partial path"
+        )
+    return UtteranceReport(
+        status=status,
+        num_frames=num_frames,
+        search_beam=last.search_beam,
+        output_beam=last.output_beam,
+        max_active_states=last.max_active_states,
+        reason=reason,
+    )

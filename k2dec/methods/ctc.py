@@ -17,6 +17,7 @@ from ..lattice import (
     ctc_greedy_search,
     ctc_greedy_token_confidences,
     one_best_decoding,
+    viterbi_one_best,
 )
 from ..lattice.rescore import RescoreConfig, RescoreStatus, rescore_with_whole_lattice
 from ..nbest import (
@@ -60,9 +61,11 @@ __all__ = [
     "CtcGreedySearchConfig",
     "CtcLatticeConfig",
     "HlgConfig",
+    "HlgGraphConfig",
     "HlgNbestConfig",
     "MultiPassMethodConfig",
     "NbestRescoringConfig",
+    "OneBestSearchConfig",
     "RnnLmRescoringConfig",
     "WholeLatticeRescoringConfig",
 ]
@@ -130,8 +133,9 @@ class CtcLatticeConfig:
 
 
 @dataclass(frozen=True)
-class HlgConfig(CtcLatticeConfig):
-    """``1best``: the lattice search through HLG, with hotword biasing when given.
+class HlgGraphConfig(CtcLatticeConfig):
+    """What every HLG method has: a lattice search through HLG (scaled), with hotword
+    biasing when given.
 
     Attributes:
       graph: ``graph.scale`` multiplies HLG's scores (the LM part of the first pass) in
@@ -149,7 +153,42 @@ class HlgConfig(CtcLatticeConfig):
 
 
 @dataclass(frozen=True)
-class HlgNbestConfig(HlgConfig):
+class OneBestSearchConfig:
+    """How ``1best`` finds the best path.
+
+    Attributes:
+      lattice_free: ``False`` (default): ``k2.intersect_dense_pruned`` builds a pruned
+        lattice and ``k2.shortest_path`` reads its best path
+        (:func:`k2dec.lattice.one_best_decoding`). ``True``: a batched token-passing Viterbi
+        beam search that builds no lattice (:func:`k2dec.lattice.viterbi_one_best`); it reads
+        ``lattice.search_beam``, ``lattice.max_active_states`` (per utterance and frame, the
+        best are kept), the retries and the approximations, not ``output_beam`` or
+        ``min_active_states``. Graphs too large for in-graph hotword biasing take the lattice
+        search either way.
+    """
+
+    lattice_free: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.lattice_free, bool):
+            raise TypeError(f"search.lattice_free must be true or false, got "
+                            f"{self.lattice_free!r}")
+
+
+@dataclass(frozen=True)
+class HlgConfig(HlgGraphConfig):
+    """``1best``: HLG's best path (a lattice search by default), with hotword biasing when
+    given.
+
+    Attributes:
+      search: the search (:class:`OneBestSearchConfig`: ``search.lattice_free``).
+    """
+
+    search: OneBestSearchConfig = field(default_factory=OneBestSearchConfig)
+
+
+@dataclass(frozen=True)
+class HlgNbestConfig(HlgGraphConfig):
     """``nbest`` and ``nbest-oracle``: paths sampled from the HLG lattice.
 
     Attributes:
@@ -244,7 +283,7 @@ class MultiPassMethodConfig(HlgNbestConfig):
 
 
 @dataclass(frozen=True)
-class WholeLatticeRescoringConfig(HlgConfig):
+class WholeLatticeRescoringConfig(HlgGraphConfig):
     """``whole-lattice-rescoring`` (and the first pass of ``mbr``): HLG lattices rescored
     with G as a whole.
 
@@ -294,7 +333,8 @@ def _lattice(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcLatticeConfig) -> Lattice
     return inputs.get_lattice(graph, cfg.lattice, cfg.lattice.subsampling_factor)
 
 
-def hlg_graph(res: Resources, method: str, cfg: HlgConfig, lm_scores: bool = False) -> k2.Fsa:
+def hlg_graph(res: Resources, method: str, cfg: HlgGraphConfig,
+              lm_scores: bool = False) -> k2.Fsa:
     """HLG with its scores times ``cfg.graph.scale`` (see :meth:`Resources.scaled_graph`),
     biased towards ``Resources.hotword_words`` when given (``cfg.word_hotwords``:
     :func:`k2dec.methods.hotword_biasing.word_biased_graph`)."""
@@ -329,10 +369,15 @@ def _ctc_decoding(inputs: CtcInputs, res: Resources, cfg: CtcLatticeConfig):
 @register("1best", Family.CTC, HlgConfig, requires=("HLG",), hotwords=True)
 def _one_best(inputs: CtcInputs, res: Resources, cfg: HlgConfig):
     """1best through HLG (or HCLG): word ids (hotword biasing in the graph when
-    Resources.hotword_words are given, as in every HLG method)."""
-    hyps = one_best_decoding(inputs.log_probs, inputs.log_probs_lens, hlg_graph(res, "1best", cfg),
-                             cfg.lattice,
-                             AuxLabels.WORDS, cfg.lattice.subsampling_factor)
+    Resources.hotword_words are given, as in every HLG method); with
+    search.lattice_free=true by a Viterbi beam search that builds no lattice."""
+    graph = hlg_graph(res, "1best", cfg)
+    lattice_free = cfg.search.lattice_free
+    if "hotword_lattice_bias" in dict(graph.named_non_tensor_attr()):
+        lattice_free = False  # only the lattice search applies that bonus
+    search = viterbi_one_best if lattice_free else one_best_decoding
+    hyps = search(inputs.log_probs, inputs.log_probs_lens, graph, cfg.lattice,
+                  AuxLabels.WORDS, cfg.lattice.subsampling_factor)
     return [MethodResult("1best", from_lattice(hyps, words=True), cfg)]
 
 

@@ -44,6 +44,7 @@ import torch
 
 from k2dec.lattice import LatticeConfig
 from k2dec.methods import CtcInputs, Resources, get_method
+from k2dec.methods.ctc import OneBestSearchConfig
 from k2dec.methods.parts import GraphConfig, RescorePart
 from k2dec.nbest import NbestConfig
 from k2dec.results import compute_wer, word_ids_to_words
@@ -65,6 +66,9 @@ from .shipped import ShippedBatch, scaled_graph, shipped_batch
 AREA = "ctc_lm"
 K2_1BEST = "k2dec 1best (HLG, 3-gram)"
 K2_1BEST_FAST = "k2dec 1best (HLG, 3-gram), token_top_k 8 + blank_skip 0.95"
+K2_FREE = "k2dec 1best lattice-free (HLG, 3-gram)"
+K2_FREE_FAST = "k2dec 1best lattice-free (HLG, 3-gram), token_top_k 8 + blank_skip 0.95"
+K2_1BEST_SYSTEMS = (K2_1BEST, K2_1BEST_FAST, K2_FREE, K2_FREE_FAST)
 FAST_SWITCHES = {"token_top_k": 8, "blank_skip_threshold": 0.95}
 TARGET_EQUAL_WER = ("HLG 1best at equal WER on the shipped test sets: k2dec's frames/s >= "
                     "torchaudio ctc_decoder's, single process")
@@ -196,7 +200,8 @@ class K2System:
 
     @staticmethod
     def config(beam: tuple[float, float, int], scales: tuple[float, ...] = RESCORE_SCALES,
-               num_paths: int = NUM_PATHS, **switches: Any) -> dict[str, Any]:
+               num_paths: int = NUM_PATHS, lattice_free: bool = False, **switches: Any
+               ) -> dict[str, Any]:
         """The settings of the CTC methods the bench runs (each method's config takes the
         fields it has: :meth:`decode`)."""
         sb, ob, ma = beam
@@ -205,6 +210,7 @@ class K2System:
         # the HLG scale is applied by resources(lam): the method's own graph.scale stays 1;
         # every rescoring scale is reported (sweep), the first one being the configured one
         return dict(lattice=lattice, graph=GraphConfig(1.0), nbest=NbestConfig(num_paths),
+                    search=OneBestSearchConfig(lattice_free=lattice_free),
                     rescore=RescorePart(sweep=True, ngram_lm_scale=scales[0],
                                         ngram_lm_scales=tuple(scales)))
 
@@ -306,7 +312,7 @@ def equal_wer(runs: list[Run], peer: str) -> tuple[list[list], list[float | None
     """For each ``peer`` setting (most accurate first): k2dec 1best's fastest run with a WER
     not worse, and its speed over the peer's (None where no 1best run is that accurate)."""
     return equal_wer_rows([r for r in runs if r.system == peer],
-                          [r for r in runs if r.system in (K2_1BEST, K2_1BEST_FAST)],
+                          [r for r in runs if r.system in K2_1BEST_SYSTEMS],
                           wer_of=lambda r: r.wers["all"])
 
 
@@ -359,13 +365,15 @@ def bench_k2dec_1best(bench: Bench, k2: K2System) -> float:
     lam, rows = tune(tune_data, sz.lm_weights, lambda lam: k2.decode(
         "1best", tune_data, lam, k2.config(sz.k2_tune))["1best"])
     bench.tuning += [[K2_1BEST, beam_name(sz.k2_tune), x, w] for x, w in rows]
-    for name, beams, switches in ((K2_1BEST, sz.k2_beams, {}),
-                                  (K2_1BEST_FAST, sz.k2_fast, FAST_SWITCHES)):
+    # the lattice search and the lattice-free one in turns at each setting
+    for names, beams, switches in (((K2_1BEST, K2_FREE), sz.k2_beams, {}),
+                                   ((K2_1BEST_FAST, K2_FREE_FAST), sz.k2_fast, FAST_SWITCHES)):
         for beam in beams:
-            cfg = k2.config(beam, **switches)
-            bench.runs.append(measure(
-                name, beam_name(beam), f"λ={lam:g}", data, bench.repeat,
-                lambda cfg=cfg: k2.decode("1best", data, lam, cfg)["1best"]))
+            for name, free in zip(names, (False, True)):
+                cfg = k2.config(beam, lattice_free=free, **switches)
+                bench.runs.append(measure(
+                    name, beam_name(beam), f"λ={lam:g}", data, bench.repeat,
+                    lambda cfg=cfg: k2.decode("1best", data, lam, cfg)["1best"]))
     return lam
 
 
@@ -506,7 +514,8 @@ def report_peer(bench: Bench, peer: str) -> None:
                "k2dec WER", "time k2dec/peer", "WER diff (k2dec - peer)"], rows)
     rows, ratios = equal_wer(runs, peer)
     rep.table(f"Equal WER, HLG 1best vs {peer}: for each {peer} setting, k2dec 1best's "
-              "fastest run (exact or with the switches) whose WER is not worse",
+              "fastest run (exact or with the switches, lattice or lattice-free) whose WER "
+              "is not worse",
               [f"{peer} setting", f"{peer} WER", f"{peer} frames/s", "k2dec run",
                "k2dec WER", "k2dec frames/s", "k2dec/peer speed"], rows)
     if peer != TORCHAUDIO:

@@ -29,7 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from k2dec.graph import k2_to_kaldi_decoder_fst
-from k2dec.lattice import LatticeConfig, ParallelOneBestDecoder, one_best_decoding
+from k2dec.lattice import (
+    LatticeConfig,
+    ParallelOneBestDecoder,
+    one_best_decoding,
+    viterbi_one_best,
+)
 from k2dec.lattice.parallel import WorkerStats, available_cores
 
 from . import plots
@@ -59,6 +64,11 @@ VARIANTS = (("exact", {}), ("token_top_k 8", {"token_top_k": 8}),
                                                 "blank_skip_threshold": 0.95}),
             ("token_top_k 16, blank_skip 0.99", {"token_top_k": 16,
                                                  "blank_skip_threshold": 0.99}))
+#: the lattice-free Viterbi search (``1best``'s ``search.lattice_free``) at the same settings
+LATTICE_FREE = (("lattice-free exact", {}),
+                ("lattice-free token_top_k 8, blank_skip 0.95", {"token_top_k": 8,
+                                                                "blank_skip_threshold": 0.95}))
+PROFILE_MAX_ACTIVE = 500  # the lattice-free profile's cap (no cap keeps thousands of states)
 TARGET_RUNNER = "multi-process runner faster than kaldi-decoder on 2 cores"
 TARGET_SCALING = "ParallelOneBestDecoder scaling >= 1.7x from 1 to 2 workers"
 
@@ -198,21 +208,26 @@ class CurvePoint:
         return self.frames / self.seconds
 
 
-def k2dec_batches(graph, log_probs, lengths, config, batch_size: int = 40) -> list:
-    """one_best_decoding in batches of ``batch_size`` utterances (as a decode job does)."""
+def k2dec_batches(graph, log_probs, lengths, config, batch_size: int = 40,
+                  lattice_free: bool = False) -> list:
+    """one_best_decoding (``lattice_free``: viterbi_one_best) in batches of ``batch_size``
+    utterances (as a decode job does)."""
+    search = viterbi_one_best if lattice_free else one_best_decoding
     out = []
     for start in range(0, log_probs.shape[0], batch_size):
         lens = lengths[start:start + batch_size]
-        out += one_best_decoding(log_probs[start:start + batch_size, : int(lens.max())], lens,
-                                 graph, config)
+        out += search(log_probs[start:start + batch_size, : int(lens.max())], lens, graph,
+                      config)
     return out
 
 
 def wer_curves(p: Problem, refs: References, beams, repeat: int) -> list[CurvePoint]:
-    """kaldi-decoder and k2dec (exact and with each approximation of ``VARIANTS``) at every
-    (beam, max-active) of ``beams``; one setting's systems timed in turns, ``repeat`` rounds."""
+    """kaldi-decoder and k2dec (exact and with each approximation of ``VARIANTS``, then the
+    lattice-free search of ``LATTICE_FREE``) at every (beam, max-active) of ``beams``; one
+    setting's systems timed in turns, ``repeat`` rounds."""
     frames = int(p.lengths.sum())
-    names = ["kaldi-decoder"] + [f"k2dec {name}" for name, _ in VARIANTS]
+    names = (["kaldi-decoder"] + [f"k2dec {name}" for name, _ in VARIANTS]
+             + [f"k2dec {name}" for name, _ in LATTICE_FREE])
     points = []
     for beam, max_active in beams:
         base = LatticeConfig(search_beam=beam, output_beam=min(4.0, beam / 2),
@@ -223,6 +238,10 @@ def wer_curves(p: Problem, refs: References, beams, repeat: int) -> list[CurvePo
         for _, kw in VARIANTS:
             cfg = LatticeConfig(**{**base.__dict__, **kw})
             fns.append(lambda cfg=cfg: k2dec_batches(p.graph, p.log_probs, p.lengths, cfg))
+        for _, kw in LATTICE_FREE:
+            cfg = LatticeConfig(**{**base.__dict__, **kw})
+            fns.append(lambda cfg=cfg: k2dec_batches(p.graph, p.log_probs, p.lengths, cfg,
+                                                     lattice_free=True))
         for name, run in zip(names, interleaved(repeat, fns)):
             points.append(CurvePoint(name, setting, run.best, run.spread, frames,
                                      refs.wer([h.words for h in run.result])))
@@ -248,7 +267,7 @@ PROFILED = (
     ("input validation + DenseFsaVec", ("validate_log_probs", "check_vocab", "dense_rows")),
     ("best path -> token/word ids (k2dec.primitives.best_paths)",
      ("path_token_ids", "path_aux_ids")),
-    ("Hypothesis records (tolist, assembly)", "_assemble"),
+    ("Hypothesis records (tolist, assembly)", "assemble_hypotheses"),
 )
 
 
@@ -275,6 +294,60 @@ def profile_split(graph, log_probs, lengths, beam: float) -> list[list]:
     rows.append(["other Python (retries, reports, glue)", 1000 * rest,
                  100 * rest / total if total else None])
     rows.append(["total one_best_decoding", 1000 * total, 100.0])
+    return rows
+
+
+PROFILED_VITERBI = (
+    ("graph tables (once per graph object)", "graph_tables"),
+    ("expand: arcs of the active states, scored (gathers)", "_expand"),
+    ("prune: beam (segment max), best arc per state (one sort), max-active", "_prune"),
+    ("final arcs", "close"),
+    ("back-pointers -> arc paths", "_backtrack"),
+    ("paths -> tokens, words, Hypothesis records", "_hypotheses"),
+    ("input validation", ("validate_log_probs", "check_vocab")),
+)
+#: torch ops inside the search, by kind (their share of the total, across the parts above)
+PROFILED_OPS = (("torch gather (index lookups)", "gather"), ("torch sort", "sort"),
+                ("torch nonzero (compaction)", "nonzero"),
+                ("torch repeat_interleave", "repeat_interleave"))
+
+
+def _builtin_name(func: str) -> str | None:
+    """``gather`` for cProfile's ``<method 'gather' of '...' objects>``, ``sort`` for
+    ``<built-in method torch.sort>``; None for Python functions."""
+    if func.startswith("<method '"):
+        return func.split("'")[1]
+    if func.startswith("<built-in method "):
+        return func[len("<built-in method "):].rstrip(">").rsplit(".", 1)[-1]
+    return None
+
+
+def profile_viterbi(graph, log_probs, lengths, beam: float, max_active: int) -> list[list]:
+    """Where viterbi_one_best's time goes (cProfile: the Python parts' cumulative times, then
+    the torch ops by kind)."""
+    config = LatticeConfig(search_beam=beam, max_active_states=max_active, retry_scales=())
+    viterbi_one_best(log_probs[:1], lengths[:1], graph, config)  # graph tables built
+    prof = cProfile.Profile()
+    prof.enable()
+    viterbi_one_best(log_probs, lengths, graph, config)
+    prof.disable()
+    stats = pstats.Stats(prof).stats
+    cum: dict[str, float] = {}
+    for (_, _, func), (_, _, tt, ct, _) in stats.items():
+        cum[func] = max(cum.get(func, 0.0), ct)
+        op = _builtin_name(func)
+        if op is not None:
+            cum[f"op:{op}"] = cum.get(f"op:{op}", 0.0) + tt
+    total = cum.get("viterbi_one_best", 0.0)
+    rows = []
+    for label, funcs in PROFILED_VITERBI:
+        funcs = (funcs,) if isinstance(funcs, str) else funcs
+        t = sum(cum.get(f, 0.0) for f in funcs)
+        rows.append([label, 1000 * t, 100 * t / total if total else None])
+    for label, op in PROFILED_OPS:
+        t = cum.get(f"op:{op}", 0.0)
+        rows.append([f"of which {label}", 1000 * t, 100 * t / total if total else None])
+    rows.append(["total viterbi_one_best", 1000 * total, 100.0])
     return rows
 
 
@@ -620,6 +693,11 @@ def finish(bench: Bench, p: Problem, where: str) -> None:
     rep.table(f"Where k2dec's 1best time goes ({where}, beam {bench.sizes.target_beam:g}, one "
               "call under cProfile)", ["part", "ms", "% of total"],
               profile_split(p.graph, p.log_probs, p.lengths, bench.sizes.target_beam))
+    rep.table(f"Where the lattice-free search's time goes ({where}, beam "
+              f"{bench.sizes.target_beam:g}, max-active {PROFILE_MAX_ACTIVE}, one call under "
+              "cProfile)", ["part", "ms", "% of total"],
+              profile_viterbi(p.graph, p.log_probs, p.lengths, bench.sizes.target_beam,
+                              PROFILE_MAX_ACTIVE))
     rep.note("k2dec counts an utterance whose lattice has no final path as failed; "
              "kaldi-decoder's FasterDecoder then returns its best partial path (column "
              "'no final path'). 'better score' counts utterances where one system found a "
