@@ -287,14 +287,18 @@ def splice(text: str, run: AreaRun) -> str:
     rows = [f"| {run.area} | {_cell(t['target'])} | {_cell(t['value'])} | {STATUS[t['met']]} |"
             for t in targets]
     lines = text.split("\n")
-    old = [i for i, line in enumerate(lines) if line.startswith(f"| {run.area} | ")]
+    if "## Targets" not in lines:
+        return text
+    first = lines.index("## Targets") + 2
+    end = first
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    # Only the targets table's rows: other sections may hold rows that start the same way.
+    old = [i for i in range(first, end) if lines[i].startswith(f"| {run.area} | ")]
     if old:
         lines[old[0]:old[-1] + 1] = rows
-    elif rows and "## Targets" in lines:
-        table = lines.index("## Targets") + 2
-        while table < len(lines) and lines[table].startswith("|"):
-            table += 1
-        lines[table:table] = rows
+    elif rows:
+        lines[end:end] = rows
     return "\n".join(lines)
 
 

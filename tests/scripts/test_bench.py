@@ -245,3 +245,24 @@ def test_splice_replaces_the_areas_run_now_and_keeps_the_others(fake_repo, monke
     failed = bench.AreaRun("lattice", error="timed out")
     assert bench.splice_runs([failed], lay, "x", started) == 1
     assert "## lattice: FAILED" in md.read_text()  # a failure is shown, never the old figures
+
+
+def test_splice_keeps_rows_of_other_sections_that_start_like_a_target_row(fake_repo, monkeypatch):
+    """A table in another area's section whose rows start ``| lattice |`` is not a target row:
+    splicing the lattice area must not replace everything between them."""
+    info = {k: "x" for k in ("date", "commit", "command", "mode", "cpu", "cores",
+                             "load average", "versions", "total wall time")}
+    monkeypatch.setattr(bench, "RECORDED_REPORTS", fake_repo / "none")
+    monkeypatch.setattr(bench, "GPU_REPORTS", fake_repo / "none")
+
+    def run(area, value):
+        r = bench.AreaRun(area, report=bench.Report(area, area.title(), settings=area))
+        r.report.target("fast", value, True)
+        return r
+
+    text = bench.render([run("lattice", "1x"), run("memory", "1x")], info)
+    text += "\n| lattice | a row of another table |\n\nthe end of the file\n"
+    text = bench.splice(text, run("lattice", "2x"))
+    assert "| lattice | fast | 2x | met |" in text and "| lattice | fast | 1x |" not in text
+    assert "| memory | fast | 1x | met |" in text and '<a id="memory">' in text
+    assert "| lattice | a row of another table |" in text and "the end of the file" in text
