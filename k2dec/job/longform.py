@@ -50,6 +50,7 @@ from ..longform import (
     fixed_windows,
     stitch_records,
     vad_segments,
+    window_segments,
 )
 from ..methods import Method
 from ..primitives.hypothesis import HypothesisRecord
@@ -81,8 +82,9 @@ def is_long(cut: Cut, config: DecodeConfig) -> bool:
 def long_key(config: DecodeConfig) -> str:
     """What a long utterance's results depend on besides its cut: the segmenter's settings
     (part of its input digest: a rerun with others decodes it again)."""
+    search = f":{config.segment_search:g}" if config.segment_search else ""
     return (f"{config.segmenter}:{config.segment_max:g}:{config.segment_context:g}:"
-            f"{config.max_duration:g}")
+            f"{config.max_duration:g}{search}")
 
 
 def dropped_speech(records: Mapping[str, Mapping[str, Any]], name: str) -> float:
@@ -140,14 +142,17 @@ def segment_utterance(cut: Cut, config: DecodeConfig, grid: float) -> Segmentati
       config: ``segmenter``, ``segment_max``, ``segment_context``.
       grid: seconds per model output frame; every segment starts on a multiple of it.
     """
-    path = _audio_file(cut) if config.segmenter == "vad" else None
+    path = _audio_file(cut)
     if config.segmenter == "vad" and path is None:
         logger.warning("cut %s: no whole audio file for the VAD; cut into fixed windows",
                        cut.id)
-    if path is None:
+    if path is None or config.segmenter == "windows":
         chunk = round(config.segment_max / grid) * grid
         context = round(config.segment_context / grid) * grid
-        seg = fixed_windows(cut.duration, WindowConfig(chunk=chunk, context=context))
+        windows = WindowConfig(chunk=chunk, context=context, search=min(
+            chunk / 2, round(config.segment_search / grid) * grid), trim_db=config.segment_trim_db)
+        seg = window_segments(path, windows, grid) if path is not None and windows.search \
+            else fixed_windows(cut.duration, windows)
     else:
         seg = vad_segments(path, VadConfig(max_segment=config.segment_max))
         seg = replace(seg, segments=tuple(s for s in seg.segments if s.start < cut.duration))
