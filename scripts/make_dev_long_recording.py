@@ -96,7 +96,7 @@ def synthesize_dev(utts: list[Utterance], root: Path) -> list[str]:
 def main(corpus_json: str, output_dir: str, num_utterances: int, seed: int) -> None:
     out = Path(output_dir)
     utts = dev_utterances(corpus_json, num_utterances)
-    failed = synthesize_dev(utts, out / "corpus" / "dev-clean")
+    failed = synthesize_dev(utts, out / "corpus")
     if len(failed) == len(utts):
         raise click.ClickException("no dev utterance could be synthesized here")
     sups = make_long_recording(out / "corpus" / "dev-clean", out, num_utterances=None,
