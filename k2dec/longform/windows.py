@@ -21,6 +21,7 @@ import soundfile as sf
 
 from ..primitives.sizes import check_float_range
 from .segments import Segment, Segmentation
+from .vad import VAD_RATE, read_blocks
 
 __all__ = ["WindowConfig", "fixed_windows", "frame_energy", "quiet_windows", "window_segments"]
 
@@ -180,8 +181,6 @@ def frame_energy(path: str | Path, frame: float, block_seconds: float = 30.0
                  ) -> tuple[np.ndarray, float]:
     """Per ``frame`` seconds of an audio file (mono, 16 kHz, read in blocks), the mean square
     of its samples: float32 ``[ceil(duration / frame)]``, and the duration in seconds."""
-    from .vad import VAD_RATE, read_blocks
-
     try:
         info = sf.info(str(path))
     except (sf.LibsndfileError, RuntimeError, OSError) as err:

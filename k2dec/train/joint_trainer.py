@@ -125,9 +125,7 @@ def train_joint_model(
         epoch).
       encode: texts -> token ids (e.g. a sentencepiece model's ``encode``).
       exp_dir: checkpoints go here; an existing newest ``checkpoint-*.pt`` is resumed.
-        Every checkpoint records ``model.utterance_seconds`` when it is set (the recipe sets
-        it from its training cuts with :func:`k2dec.model.utterance_seconds`), and so does
-        the exported model file (recipes/librispeech/export.py).
+        Checkpoints record ``model.utterance_seconds`` when set (the recipe's, of its cuts).
 
     Returns:
       ``{"step", "epoch", "loss_per_token"}`` at the end (the last logged running average).
