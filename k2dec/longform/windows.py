@@ -8,7 +8,8 @@ With :attr:`WindowConfig.search` > 0 (:func:`quiet_windows`) each seam between t
 put at the nominal ``chunk`` stride but at the quietest point (lowest short-time energy, read
 from the audio) within ``search`` seconds of it, so a seam falls in a pause where there is one
 and the window that follows starts, as a model's training utterances do, at the onset of
-speech rather than in the middle of a word."""
+speech rather than in the middle of a word. It is off by default: on the shipped model's dev
+recording it did not lower the WER (BENCHMARKS.md, ``longform``)."""
 
 from __future__ import annotations
 
