@@ -68,6 +68,16 @@ class DecodeConfig:
         ones in segments of at most this long (plus context for windows; a VAD segment may
         exceed it by the last sliver, under 1 s, of a run split at the cap), in ``[1, 600]``.
       segment_context: seconds of extra audio on each side of a window (``"windows"``).
+      segment_window: seconds of each window's core (``"windows"``), in ``[1, segment_max]``;
+        ``None`` (the default): the 99th percentile of the model's training utterances'
+        durations when its file records them
+        (:attr:`k2dec.model.AcousticModel.utterance_seconds`), at most ``segment_max``; else
+        ``segment_max`` (said in the log). A model decodes best what it was trained on: on
+        the shipped model's dev set windows of its training p99 cost about half the errors
+        that icefall's 30 s add (BENCHMARKS.md, ``longform``).
+      segment_search: seconds on each side of a window seam within which it moves to the
+        quietest point of the audio (``"windows"``; :func:`k2dec.longform.quiet_windows`),
+        at most ``segment_max / 2``; 0: seams at the fixed stride (icefall's layout).
       output_formats: further files to write from the results (:mod:`k2dec.job.exports`):
         any of ``srt``, ``vtt``, ``ctm``, ``jsonl``, ``textgrid``, ``lhotse``.
     """
@@ -86,6 +96,9 @@ class DecodeConfig:
     segmenter: str = "vad"
     segment_max: float = 30.0
     segment_context: float = 2.0
+    segment_window: float | None = None
+    segment_search: float = 0.0
+    segment_trim_db: float | None = None
     output_formats: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -97,6 +110,10 @@ class DecodeConfig:
             raise ValueError(f"segmenter must be one of {SEGMENTERS}, got {self.segmenter!r}")
         check_float_range(self, "segment_max", 1.0, 600.0, low_open=False)
         check_float_range(self, "segment_context", 0.0, 30.0, low_open=False)
+        check_float_range(self, "segment_window", 1.0, self.segment_max, low_open=False,
+                          optional=True)
+        check_float_range(self, "segment_search", 0.0, self.segment_max / 2, low_open=False)
+        check_float_range(self, "segment_trim_db", -200.0, 0.0, low_open=False, optional=True)
         if not isinstance(self.output_formats, tuple) or any(
                 f not in OUTPUT_FORMATS for f in self.output_formats):
             raise ValueError(f"output_formats must be a tuple of {OUTPUT_FORMATS}, got "

@@ -50,6 +50,7 @@ from ..longform import (
     fixed_windows,
     stitch_records,
     vad_segments,
+    window_segments,
 )
 from ..methods import Method
 from ..primitives.hypothesis import HypothesisRecord
@@ -60,7 +61,7 @@ from .encoder import JobEncoder
 from .outputs import word_start_mask
 
 __all__ = ["LongDecoded", "decode_long", "dropped_speech", "is_long", "long_batch_seconds",
-           "long_key", "output_frame_shift", "segment_utterance"]
+           "long_key", "output_frame_shift", "segment_utterance", "window_seconds"]
 
 logger = logging.getLogger(__name__)
 
@@ -81,8 +82,24 @@ def is_long(cut: Cut, config: DecodeConfig) -> bool:
 def long_key(config: DecodeConfig) -> str:
     """What a long utterance's results depend on besides its cut: the segmenter's settings
     (part of its input digest: a rerun with others decodes it again)."""
+    extra = "".join(f":{name}={getattr(config, name):g}" for name in (
+        "segment_window", "segment_search", "segment_trim_db") if getattr(config, name))
     return (f"{config.segmenter}:{config.segment_max:g}:{config.segment_context:g}:"
-            f"{config.max_duration:g}")
+            f"{config.max_duration:g}{extra}")
+
+
+def window_seconds(model: Any, config: DecodeConfig) -> float:
+    """Seconds of a window's core for the windows segmenter: ``config.segment_window``, else
+    the p99 of the model's training utterances' durations (at most ``segment_max``), else
+    ``segment_max`` (logged: the model file does not record them)."""
+    if config.segment_window is not None:
+        return config.segment_window
+    seconds = getattr(model, "utterance_seconds", None)
+    if not seconds:
+        logger.info("the model file records no training utterance durations: windows of "
+                    "segment_max=%g s", config.segment_max)
+        return config.segment_max
+    return min(config.segment_max, max(1.0, seconds["p99"]))
 
 
 def dropped_speech(records: Mapping[str, Mapping[str, Any]], name: str) -> float:
@@ -132,22 +149,31 @@ def _on_grid(seg: Segmentation, grid: float) -> Segmentation:
     return replace(seg, segments=tuple(out))
 
 
-def segment_utterance(cut: Cut, config: DecodeConfig, grid: float) -> Segmentation:
+def segment_utterance(cut: Cut, config: DecodeConfig, grid: float,
+                      window: float | None = None) -> Segmentation:
     """The segments of a long utterance (times from its start), as the module docstring says.
 
     Args:
       cut: the utterance (its audio file is read by the VAD; its duration gives windows).
-      config: ``segmenter``, ``segment_max``, ``segment_context``.
+      config: ``segmenter``, ``segment_max``, ``segment_context``, ``segment_search``,
+        ``segment_trim_db``.
       grid: seconds per model output frame; every segment starts on a multiple of it.
+      window: seconds of a window's core (:func:`window_seconds`); ``None``:
+        ``config.segment_window`` or ``segment_max``.
     """
-    path = _audio_file(cut) if config.segmenter == "vad" else None
+    path = _audio_file(cut)
     if config.segmenter == "vad" and path is None:
         logger.warning("cut %s: no whole audio file for the VAD; cut into fixed windows",
                        cut.id)
-    if path is None:
-        chunk = round(config.segment_max / grid) * grid
+    if path is None or config.segmenter == "windows":
+        window = window or config.segment_window or config.segment_max
+        chunk = max(1, round(window / grid)) * grid
         context = round(config.segment_context / grid) * grid
-        seg = fixed_windows(cut.duration, WindowConfig(chunk=chunk, context=context))
+        windows = WindowConfig(chunk=chunk, context=context, search=min(
+            chunk / 2, round(config.segment_search / grid) * grid),
+            trim_db=config.segment_trim_db)
+        seg = window_segments(path, windows, grid) if path is not None and windows.search \
+            else fixed_windows(cut.duration, windows)
     else:
         seg = vad_segments(path, VadConfig(max_segment=config.segment_max))
         seg = replace(seg, segments=tuple(s for s in seg.segments if s.start < cut.duration))
@@ -288,7 +314,8 @@ def decode_long(method: Method, method_config: Any, assets: DecodeAssets, cut: C
                                 f"utterance over segment_max={config.segment_max:g} s is "
                                 "decoded in segments that have none"), (), 0.0, 0.0)
     try:
-        seg = segment_utterance(cut, config, grid)
+        window = window_seconds(assets.model, config) if config.segmenter == "windows" else None
+        seg = segment_utterance(cut, config, grid, window)
     except ValueError as e:
         return LongDecoded(({}, f"cannot segment it: {e}"), (), 0.0, 0.0)
     if seg.dropped:

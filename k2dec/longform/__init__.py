@@ -6,7 +6,13 @@ the decode job decodes the segments."""
 from .segments import Segment, Segmentation
 from .stitch import Span, assign_spans, stitch_records, stitch_words
 from .vad import VAD_FRAME, VAD_RATE, VadConfig, read_blocks, speech_frames, vad_segments
-from .windows import WindowConfig, fixed_windows, window_segments
+from .windows import (
+    WindowConfig,
+    fixed_windows,
+    frame_energy,
+    quiet_windows,
+    window_segments,
+)
 
 __all__ = [
     "VAD_FRAME",
@@ -18,6 +24,8 @@ __all__ = [
     "WindowConfig",
     "assign_spans",
     "fixed_windows",
+    "frame_energy",
+    "quiet_windows",
     "read_blocks",
     "speech_frames",
     "stitch_records",

@@ -4,7 +4,14 @@ ONNX exports; :func:`load_model` recognises each from its path."""
 
 from .conformer import ConformerConfig, ConformerEncoder, Conv2dSubsampling, subsampled_lengths
 from .interface import AcousticModel, EncoderOutput, check_features
-from .joint import JointConfig, JointModel, export_model, load_joint_model
+from .joint import (
+    UTTERANCE_SECONDS,
+    JointConfig,
+    JointModel,
+    export_model,
+    load_joint_model,
+    utterance_seconds,
+)
 from .loader import find_tokens, load_model
 from .onnx_models import OnnxCtcModel, OnnxSession, OnnxTransducerModel, load_onnx_model
 from .torchscript import IcefallAttentionDecoder, IcefallTorchScriptModel
@@ -26,6 +33,8 @@ __all__ = [
     "export_model",
     "find_tokens",
     "load_joint_model",
+    "utterance_seconds",
+    "UTTERANCE_SECONDS",
     "load_model",
     "load_onnx_model",
     "subsampled_lengths",

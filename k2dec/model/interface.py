@@ -133,9 +133,14 @@ class AcousticModel:
         zipformer TorchScript exports), what drives its encoder chunk by chunk
         (:class:`k2dec.model.streaming.TorchScriptStreamingEncoder`); ``None`` for models
         that need the whole utterance.
+      utterance_seconds: what the model file records of its training utterances' durations
+        (``{"count", "median", "p99", "max"}``, seconds but count; written by k2dec's
+        trainer, :func:`k2dec.model.utterance_seconds`), else ``None``. The windows
+        segmenter cuts long recordings into windows of about ``p99`` seconds.
     """
 
     kind: str = "unknown"
+    utterance_seconds: dict[str, float] | None = None
     streaming_encoder: Any = None
     vocab_size: int | None = None
     subsampling_factor: int = 4

@@ -8,8 +8,11 @@ Token convention (icefall BPE): ``<blk>`` = 0 (CTC and transducer blank), ``<sos
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -21,7 +24,8 @@ from ..transducer import Joiner, StatelessDecoder
 from .conformer import ConformerConfig, ConformerEncoder
 from .interface import AcousticModel, EncoderOutput
 
-__all__ = ["JointConfig", "JointModel", "export_model", "load_joint_model"]
+__all__ = ["UTTERANCE_SECONDS", "JointConfig", "JointModel", "export_model", "load_joint_model",
+           "utterance_seconds"]
 
 
 @dataclass(frozen=True)
@@ -143,11 +147,48 @@ def export_model(model: JointModel, path: str | Path, half: bool = True,
     return path
 
 
+#: The key of a model file (or training checkpoint) holding :func:`utterance_seconds` of the
+#: utterances the model was trained on.
+UTTERANCE_SECONDS = "utterance_seconds"
+_STATS = ("count", "median", "p99", "max")
+
+
+def utterance_seconds(durations: Sequence[float]) -> dict[str, float]:
+    """What a model file records of its training utterances' durations (seconds):
+    ``{"count": n, "median": ..., "p99": ..., "max": ...}`` (percentiles by linear
+    interpolation, as numpy's default).
+
+    Raises:
+      ValueError: no durations, or one that is not a finite number > 0.
+    """
+    values = torch.as_tensor([float(d) for d in durations], dtype=torch.float64)
+    if values.numel() == 0 or not bool(torch.isfinite(values).all()) or \
+            not bool((values > 0).all()):
+        low = values.min().item() if values.numel() else None
+        raise ValueError(f"durations must be finite numbers of seconds > 0, at least one; "
+                         f"got {values.numel()} values, the smallest {low!r}")
+    q = torch.quantile(values, torch.tensor([0.5, 0.99], dtype=torch.float64))
+    return {"count": float(values.numel()), "median": round(float(q[0]), 3),
+            "p99": round(float(q[1]), 3), "max": round(float(values.max()), 3)}
+
+
+def _checked_seconds(value: Any, path: Path) -> dict[str, float] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != set(_STATS) or not all(
+            isinstance(v, int | float) and math.isfinite(v) and v > 0 for v in value.values()):
+        raise ValueError(f"{path}: its {UTTERANCE_SECONDS} must be a dict of positive numbers "
+                         f"{list(_STATS)}, got {value!r}")
+    return {k: float(value[k]) for k in _STATS}
+
+
 def load_joint_model(path: str | Path, device: torch.device | str = "cpu") -> JointModel:
     """Rebuild a :class:`JointModel` from an exported file or a training checkpoint
-    (float32, eval mode)."""
+    (float32, eval mode); its :attr:`~k2dec.model.AcousticModel.utterance_seconds` from the
+    file's :data:`UTTERANCE_SECONDS` entry when there is one."""
     path = Path(path)
     ckpt = load_torch_file(path, "k2dec model file", keys=("model_config", "model"))
     model = JointModel(checked_config(JointConfig, ckpt["model_config"], path))
     load_checked_state(model, ckpt["model"], path)
+    model.utterance_seconds = _checked_seconds(ckpt.get(UTTERANCE_SECONDS), path)
     return model.to(torch.device(device)).eval()

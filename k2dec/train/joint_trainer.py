@@ -20,7 +20,7 @@ import k2
 import torch
 from tqdm import tqdm
 
-from ..model.joint import JointModel
+from ..model.joint import UTTERANCE_SECONDS, JointModel
 from .checkpoints import latest_checkpoint, prune_checkpoints
 from .losses import LossConfig, joint_losses
 
@@ -99,12 +99,13 @@ def _lr_lambda(warmup: int) -> Callable[[int], float]:
 def _save(path: Path, model: JointModel, opt, sched, step: int, epoch: int,
           cfg: TrainConfig, batches_done: int = 0) -> None:
     tmp = path.with_suffix(".tmp")
+    seconds = {UTTERANCE_SECONDS: model.utterance_seconds} if model.utterance_seconds else {}
     torch.save({
         "model": model.state_dict(), "optimizer": opt.state_dict(),
         "scheduler": sched.state_dict(), "step": step, "epoch": epoch,
         "batches_done": batches_done,
         "model_config": model.cfg.to_dict(), "train_config": asdict(cfg),
-        "rng": torch.get_rng_state(),
+        "rng": torch.get_rng_state(), **seconds,
     }, tmp)
     tmp.replace(path)
 
@@ -124,6 +125,7 @@ def train_joint_model(
         epoch).
       encode: texts -> token ids (e.g. a sentencepiece model's ``encode``).
       exp_dir: checkpoints go here; an existing newest ``checkpoint-*.pt`` is resumed.
+        Checkpoints record ``model.utterance_seconds`` when set (the recipe's, of its cuts).
 
     Returns:
       ``{"step", "epoch", "loss_per_token"}`` at the end (the last logged running average).

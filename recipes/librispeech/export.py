@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 import torch
 
-from k2dec.model import JointConfig, JointModel, export_model
+from k2dec.model import UTTERANCE_SECONDS, JointConfig, JointModel, export_model
 
 
 @click.command()
@@ -31,11 +31,13 @@ def main(exp_dir: Path, epoch: int, avg: int, out: Path, float32: bool) -> None:
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise click.ClickException(f"missing checkpoints: {', '.join(missing)}")
-    cfg = JointConfig(**torch.load(paths[-1], map_location="cpu")["model_config"])
+    last = torch.load(paths[-1], map_location="cpu")
+    cfg = JointConfig(**last["model_config"])
     model = JointModel(cfg)
     model.load_state_dict(average_checkpoints(paths))
+    seconds = {UTTERANCE_SECONDS: last[UTTERANCE_SECONDS]} if UTTERANCE_SECONDS in last else {}
     path = export_model(model.eval(), out, half=not float32,
-                        extra={"averaged": [p.name for p in paths]})
+                        extra={"averaged": [p.name for p in paths], **seconds})
     logging.info("wrote %s (%.1f MB)", path, path.stat().st_size / 1e6)
 
 

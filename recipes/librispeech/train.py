@@ -19,7 +19,7 @@ from lhotse import CutSet
 
 from k2dec.data import SpecAugmentConfig, make_dataloader
 from k2dec.lang import load_bpe_model
-from k2dec.model import ConformerConfig, JointConfig, JointModel
+from k2dec.model import ConformerConfig, JointConfig, JointModel, utterance_seconds
 
 SIZES = {
     "tiny": ConformerConfig(d_model=96, nhead=4, num_layers=4, dim_feedforward=256),
@@ -60,6 +60,8 @@ def main(data_dir, lang_dir, exp_dir, train_part, model_size, num_epochs, max_st
     cuts = CutSet.from_file(data_dir / "fbank" / f"librispeech_cuts_{train_part}.jsonl.gz")
     cuts = cuts.filter(_long_enough).to_eager()
     model = JointModel(JointConfig(vocab_size=sp.get_piece_size(), encoder=SIZES[model_size]))
+    model.utterance_seconds = utterance_seconds([c.duration for c in cuts])
+    logging.info("training utterances: %s", model.utterance_seconds)
     logging.info("model: %.2fM parameters", sum(p.numel() for p in model.parameters()) / 1e6)
     augment = SpecAugmentConfig(time_warp_factor=0, num_frame_masks=2, frames_mask_size=30,
                                 features_mask_size=10) if spec_augment else None

@@ -9,6 +9,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
+from k2dec.model import load_joint_model
 from k2dec.train.synth import CorpusConfig, Voice, available_voices, make_corpus
 from tests.recipes.scripts import recipe
 
@@ -61,6 +62,8 @@ def test_recipe_end_to_end(tmp_path):
     shutil.copy(exp / "checkpoint-1.pt", exp / "epoch-1.pt")
     _run(recipe("export"), ["--exp-dir", exp, "--epoch", 1, "--avg", 1,
                              "--out", exp / "model.pt"])
+    # the model file records its training utterances' durations (the windows segmenter's length)
+    assert load_joint_model(exp / "model.pt").utterance_seconds["count"] >= 1
     out = tmp_path / "decode"
     r = _run(recipe("decode"), ["--data-dir", data, "--lang-dir", lang, "--model",
                                  exp / "model.pt", "--out-dir", out, "--method", "1best",

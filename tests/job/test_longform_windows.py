@@ -1,0 +1,61 @@
+"""The windows segmenter in the decode job: the window length from the model's training
+utterances (or segment_window, or segment_max, said in the log) and seams at quiet points
+read from the cut's audio file."""
+
+from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import soundfile as sf
+from lhotse import MonoCut, Recording
+
+from k2dec.job import DecodeConfig
+from k2dec.job.longform import long_key, segment_utterance, window_seconds
+
+
+def _model(p99=None):
+    seconds = None if p99 is None else {"count": 9.0, "median": 2.0, "p99": p99, "max": 9.0}
+    return SimpleNamespace(utterance_seconds=seconds)
+
+
+def test_the_window_is_the_models_p99_unless_given(caplog):
+    config = DecodeConfig(segmenter="windows")
+    assert window_seconds(_model(6.3), config) == 6.3
+    assert window_seconds(_model(45.0), config) == 30.0  # at most segment_max
+    assert window_seconds(_model(6.3), DecodeConfig(segment_window=12.0)) == 12.0
+    with caplog.at_level(logging.INFO, logger="k2dec.job.longform"):
+        assert window_seconds(_model(), config) == 30.0
+    assert "records no training utterance durations" in caplog.text
+    with pytest.raises(ValueError, match="segment_window"):
+        DecodeConfig(segment_max=10.0, segment_window=11.0)
+    with pytest.raises(ValueError, match="segment_search"):
+        DecodeConfig(segment_max=10.0, segment_search=6.0)
+    keys = {long_key(DecodeConfig(**kw)) for kw in (
+        {}, {"segment_window": 6.0}, {"segment_search": 1.0}, {"segment_trim_db": -60.0})}
+    assert len(keys) == 4
+
+
+def _cut(tmp_path, x, rate=16000):
+    path = tmp_path / "long.wav"
+    sf.write(str(path), x, rate)
+    rec = Recording.from_file(path, recording_id="long")
+    return MonoCut("long", 0.0, rec.duration, 0, recording=rec)
+
+
+def test_segment_utterance_uses_the_window_and_finds_the_pause(tmp_path):
+    rate = 16000
+    x = (0.2 * np.random.default_rng(0).standard_normal(rate * 20)).astype(np.float32)
+    x[round(7.0 * rate):round(7.4 * rate)] = 0.0
+    cut = _cut(tmp_path, x)
+    grid = 0.04
+    fixed = segment_utterance(cut, DecodeConfig(segmenter="windows", segment_context=1.0),
+                              grid, window=6.3)
+    assert [round(s.own_start, 2) for s in fixed.segments] == [0.0, 6.32, 12.64, 18.96]
+    quiet = segment_utterance(cut, DecodeConfig(segmenter="windows", segment_context=1.0,
+                                                segment_search=2.0), grid, window=6.3)
+    assert 7.0 <= quiet.segments[1].own_start <= 7.4
+    for s in quiet.segments:
+        assert abs(s.start / grid - round(s.start / grid)) < 1e-6
