@@ -479,6 +479,10 @@ def _silence(silence_db: float) -> float | None:
               type=_Number(1.0, 600.0),
               help="Seconds: a longer recording is decoded in segments of at most this long "
                    "(any length is accepted; --max-duration then bounds a batch of segments).")
+@click.option("--segment-window", default=None, type=_Number(1.0, 600.0),
+              help="Seconds of each window's core (--segmenter windows), at most "
+                   "--segment-max; default: the 99th percentile of the model's training "
+                   "utterances when its file records them, else --segment-max.")
 @click.option("--output-format", "output_formats", multiple=True,
               type=click.Choice(["srt", "vtt", "ctm", "jsonl", "textgrid", "lhotse"]),
               help="Also write these (repeatable), for the configured setting: srt / vtt / "
@@ -488,7 +492,7 @@ def _silence(silence_db: float) -> float | None:
 def decode_cmd(list_only, describe, cuts_path, audio_dir, text_path, test_set, model_path, lang_dir,
                graph_dir, rnn_lm, hotwords, lodr_arpa, methods, assignments, config_path,
                no_model_settings, max_duration, icefall_compat, threads, out_dir, retry_failed,
-               silence_db, segmenter, segment_max, output_formats,
+               silence_db, segmenter, segment_max, segment_window, output_formats,
                **features):
     """Decode cuts (--cuts) or a folder of audio files (--audio-dir) with one or more methods.
 
@@ -526,7 +530,8 @@ def decode_cmd(list_only, describe, cuts_path, audio_dir, text_path, test_set, m
     cfg = _checked(DecodeConfig, max_duration=max_duration, retry_failed=retry_failed,
                    world_size=world_size, rank=rank,
                    silence_db=_silence(silence_db), segmenter=segmenter,
-                   segment_max=segment_max, output_formats=tuple(output_formats))
+                   segment_max=segment_max, segment_window=segment_window,
+                   output_formats=tuple(output_formats))
     assets, refs = _load_job(runs, cuts_path, audio_dir, text_path, model_path, lang_dir,
                              graph_dir, rnn_lm, hotwords, lodr_arpa, changes)
     # one job per out dir, from before an audio folder's features are computed into it

@@ -5,6 +5,9 @@ read from the cut's audio file."""
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -12,8 +15,12 @@ import pytest
 import soundfile as sf
 from lhotse import MonoCut, Recording
 
+from k2dec.demo import ASSETS
 from k2dec.job import DecodeConfig
 from k2dec.job.longform import long_key, segment_utterance, window_seconds
+from k2dec.results import read_results
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _model(p99=None):
@@ -59,3 +66,24 @@ def test_segment_utterance_uses_the_window_and_finds_the_pause(tmp_path):
     assert 7.0 <= quiet.segments[1].own_start <= 7.4
     for s in quiet.segments:
         assert abs(s.start / grid - round(s.start / grid)) < 1e-6
+
+
+def test_segment_window_from_the_command_line(tmp_path):
+    """k2dec decode --segment-window sets the windows' core length (checked against
+    --segment-max before any audio is read)."""
+    audio = tmp_path / "in"
+    audio.mkdir()
+    x = 0.05 * np.random.default_rng(1).standard_normal(16000 * 14)
+    sf.write(str(audio / "noise.wav"), x.astype(np.float32), 16000)
+    base = [sys.executable, "-m", "k2dec.cli", "decode", "--audio-dir", str(audio),
+            "--model", str(ASSETS / "model.pt"), "--lang-dir", str(ASSETS / "lang"),
+            "--method", "greedy_search", "--segmenter", "windows", "--segment-max", "10"]
+    bad = subprocess.run(base + ["--segment-window", "12", "--out-dir", str(tmp_path / "b")],
+                         cwd=REPO, capture_output=True, text=True)
+    assert bad.returncode == 2 and "segment_window" in bad.stderr
+    out = tmp_path / "out"
+    r = subprocess.run(base + ["--segment-window", "4", "--out-dir", str(out)], cwd=REPO,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rec = read_results(out / "greedy_search" / "results-in.jsonl")["noise"]
+    assert len(rec["segments"]) == 4  # cores of 4 s over 14 s (with --segment-max: 2)
