@@ -35,6 +35,7 @@ from k2dec.transducer.greedy import (
     GreedySearchConfig,
     GreedySearchStream,
     greedy_search,
+    greedy_search_logits,
 )
 from k2dec.transducer.model import Joiner, LinearEncoder, Transducer
 from k2dec.transducer.modified_beam_search import (
@@ -69,6 +70,7 @@ __all__ = [
     "check_decoding_graph",
     "fast_beam_search",
     "greedy_search",
+    "greedy_search_logits",
     "modified_beam_search",
     "one_best",
 ]
