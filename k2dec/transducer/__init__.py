@@ -28,6 +28,7 @@ from k2dec.transducer.fast_beam_search import (
     FastBeamSearchStream,
     check_decoding_graph,
     fast_beam_search,
+    fast_beam_search_lattice,
     one_best,
 )
 from k2dec.transducer.greedy import (
@@ -69,6 +70,7 @@ __all__ = [
     "beam_search",
     "check_decoding_graph",
     "fast_beam_search",
+    "fast_beam_search_lattice",
     "greedy_search",
     "greedy_search_logits",
     "modified_beam_search",

@@ -61,6 +61,7 @@ __all__ = [
     "FastBeamSearchStream",
     "check_decoding_graph",
     "fast_beam_search",
+    "fast_beam_search_lattice",
 ]
 
 
@@ -693,6 +694,34 @@ def fast_beam_search(
     Returns:
       :class:`FastBeamSearchResult` (lattice, one-best hyps, the config).
     """
+    search, streams = _search_batch(model, encoder_out, encoder_out_lens, decoding_graph,
+                                    config)
+    lattice = search.lattice(streams)
+    hyps = one_best(lattice, [s.num_frames for s in streams])
+    return FastBeamSearchResult(lattice=lattice, hyps=hyps, config=search.config)
+
+
+def fast_beam_search_lattice(
+    model: nn.Module,
+    encoder_out: torch.Tensor,
+    encoder_out_lens: torch.Tensor,
+    decoding_graph: k2.Fsa | None = None,
+    config: FastBeamSearchConfig | None = None,
+) -> k2.Fsa:
+    """:func:`fast_beam_search`'s lattice FsaVec ``[utt][state][arc]`` alone (no one-best
+    hypotheses: for callers that sample, rescore or take their own best path). Same
+    arguments."""
+    search, streams = _search_batch(model, encoder_out, encoder_out_lens, decoding_graph,
+                                    config)
+    return search.lattice(streams)
+
+
+def _search_batch(model: nn.Module, encoder_out: torch.Tensor, encoder_out_lens: torch.Tensor,
+                  decoding_graph: k2.Fsa | None, config: FastBeamSearchConfig | None
+                  ) -> tuple[FastBeamSearch, list[FastBeamSearchStream]]:
+    """A searcher and one stream per utterance, decoded over the whole padded batch (in
+    icefall's very batches when its layout applies to fewer than
+    :data:`ICEFALL_MIN_ROWS` utterances)."""
     search = FastBeamSearch(model, decoding_graph, config)
     lens = check_encoder_out(encoder_out, encoder_out_lens, search.net)
     device = encoder_out.device
@@ -702,9 +731,7 @@ def fast_beam_search(
         search._decode_icefall(streams, encoder_out, lens)
     else:
         search._decode(streams, encoder_out, lens)
-    lattice = search.lattice(streams)
-    hyps = one_best(lattice, [s.num_frames for s in streams])
-    return FastBeamSearchResult(lattice=lattice, hyps=hyps, config=search.config)
+    return search, streams
 
 
 def _format_groups(groups: dict[int, tuple[k2.RnntDecodingStreams, dict[int, int]]],
