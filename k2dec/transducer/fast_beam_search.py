@@ -375,7 +375,7 @@ class FastBeamSearch:
                 )
                 current_n = n
             shape, contexts = decoding.get_contexts()
-            utt = shape.row_ids(1).to(torch.int64)
+            utt = shape.row_ids(1)  # int32: an index as good as int64
             frame = enc[offset : offset + n]
             offset += n
             if self.icefall_layout:
@@ -424,7 +424,7 @@ class FastBeamSearch:
         """:meth:`_frame_log_probs` in icefall's layout on batches of at least
         :data:`ICEFALL_MIN_ROWS` rows: the contexts' rows (int32 ``[M, c]``, ``M >= 1``) from
         :class:`_ContextRows`, joined with the frame's projected rows ``frame`` ``[n, J]`` of
-        their utterances ``utt`` (int64 ``[M]``)."""
+        their utterances ``utt`` (int ``[M]``)."""
         if self._context_rows is None:
             self._context_rows = _ContextRows(net, self.config, self.context_rows_size,
                                               ICEFALL_MIN_ROWS)
@@ -649,7 +649,7 @@ class _ContextRows:
     def log_probs(self, contexts: torch.Tensor, frame: torch.Tensor, utt: torch.Tensor
                   ) -> torch.Tensor:
         """The log-probs ``[M, V]`` (ILME subtracted) of contexts (int ``[M, c]``, ``M >= 1``)
-        on the projected frames ``frame`` ``[n, J]`` of their utterances ``utt`` (int64
+        on the projected frames ``frame`` ``[n, J]`` of their utterances ``utt`` (int
         ``[M]``): one gather of the contexts' rows and one of the frames, both padded to
         ``min_rows`` rows, and one joiner call."""
         net, cfg, m = self.net, self.config, contexts.size(0)

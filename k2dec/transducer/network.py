@@ -136,7 +136,7 @@ class StatelessDecoder(nn.Module):
 
 
 #: key spaces ((vocabulary + 1) ** context_size) up to this many keys are indexed by a dense
-#: table of rows (int32, 4 MiB): a lookup is one gather, an insert one scatter; larger ones
+#: table of rows (int64, 8 MiB): a lookup is one gather, an insert one scatter; larger ones
 #: keep their keys sorted (a ``torch.searchsorted`` per lookup, a sort per insert)
 DENSE_KEYS_MAX = 1 << 20
 
@@ -166,7 +166,7 @@ class DecoderCache:
         self.context_size = context_size
         self.max_size = max_size
         self.dense = self.base ** context_size <= DENSE_KEYS_MAX
-        self.slots: torch.Tensor | None = None  # dense: int32 [(V + 1) ** c], row or -1
+        self.slots: torch.Tensor | None = None  # dense: int64 [(V + 1) ** c], row or -1
         self.keys: torch.Tensor | None = None  # sorted int64 [K] (dense: in insertion order)
         self.rows: torch.Tensor | None = None  # int64 [K]: row of each key in `values`
         self.values: torch.Tensor | None = None  # append-only buffer [capacity, J]
@@ -179,7 +179,8 @@ class DecoderCache:
 
     def key(self, contexts: torch.Tensor) -> torch.Tensor:
         """int64 key of each row of ``contexts`` ``[M, c]``."""
-        return ((contexts.to(torch.int64) + 1) * self._powers_on(contexts.device)).sum(dim=1)
+        # (an int32 context times the int64 powers is int64)
+        return ((contexts + 1) * self._powers_on(contexts.device)).sum(dim=1)
 
     def contexts_of(self, keys: torch.Tensor) -> torch.Tensor:
         """The contexts (int64 ``[M, c]``) of keys ``[M]`` (:meth:`key`'s inverse)."""
@@ -209,10 +210,10 @@ class DecoderCache:
             if self.slots is None:
                 self.last_hits = 0
                 return torch.zeros_like(keys, dtype=torch.bool), torch.zeros_like(keys)
-            rows = self.slots.index_select(0, keys).to(torch.int64)
+            rows = self.slots.index_select(0, keys)
             found = rows >= 0
             self._count(found)
-            return found, rows.clamp_(min=0)
+            return found, rows
         if self.keys is None or self.rows is None or self.keys.numel() == 0:
             found = torch.zeros_like(keys, dtype=torch.bool)
             self.last_hits = 0
@@ -246,7 +247,7 @@ class DecoderCache:
         self.values[self.num_rows : self.num_rows + n] = values
         self.num_rows += n
         if self.dense:
-            self.slots.index_copy_(0, keys, new_rows.to(torch.int32))
+            self.slots.index_copy_(0, keys, new_rows)
             self.keys = torch.cat([self.keys, keys])
             return
         all_keys = torch.cat([self.keys, keys])
@@ -261,7 +262,7 @@ class DecoderCache:
         if self.dense:
             if self.slots is None or self.slots.device != keys.device:
                 self.slots = torch.full((self.base ** self.context_size,), -1,
-                                        dtype=torch.int32, device=keys.device)
+                                        dtype=torch.int64, device=keys.device)
             elif self.keys is not None and self.keys.numel() > 0:
                 self.slots.index_fill_(0, self.keys, -1)
         self.keys = keys.new_empty((0,))
