@@ -10,7 +10,7 @@ import torch
 
 from ..methods import icefall_compatible_part
 from ..nbest import DedupKey, Nbest, NbestConfig, best_paths_by_score
-from ..transducer import FastBeamSearchConfig, fast_beam_search
+from ..transducer import FastBeamSearchConfig, fast_beam_search_lattice
 
 __all__ = ["check_model", "check_single", "compat", "fbs_lattice", "pick", "sample"]
 
@@ -76,5 +76,4 @@ def fbs_lattice(model: Any, decoding_graph: k2.Fsa, encoder_out: torch.Tensor,
         beam=float(beam), max_contexts=int(max_contexts), max_states=int(max_states),
         temperature=float(temperature), blank_penalty=float(blank_penalty),
         ilme_scale=float(ilme_scale), allow_partial=bool(allow_partial)))
-    return fast_beam_search(model, encoder_out, encoder_out_lens, decoding_graph,
-                            cfg).lattice
+    return fast_beam_search_lattice(model, encoder_out, encoder_out_lens, decoding_graph, cfg)

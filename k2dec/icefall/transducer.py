@@ -22,12 +22,11 @@ from ..transducer import (
     GreedySearchConfig,
     ModifiedBeamSearchConfig,
     TransducerBeamSearchConfig,
+    greedy_search_logits,
 )
 from ..transducer import beam_search as k2dec_beam_search
-from ..transducer import greedy_search as k2dec_greedy_search
 from ..transducer import modified_beam_search as k2dec_modified_beam_search
 from ..transducer.greedy import greedy_search_single
-from ..transducer.joiner_confidences import token_confidences
 from .common import check_model, check_single, compat, fbs_lattice, pick, sample
 from .results import DecodingResults, index_paths, paths_result, results_or_hyps
 from .state_scorers import context_scorer
@@ -79,18 +78,15 @@ def greedy_search_batch(
     blank_penalty: float = 0,
     return_timestamps: bool = False,
 ) -> list[list[int]] | DecodingResults:
-    """Greedy search of a batch, one symbol per frame; with ``return_timestamps`` a
+    """Greedy search of a batch, one symbol per frame, by the argmax of the joiner's logits
+    as icefall (:func:`k2dec.transducer.greedy_search_logits`); with ``return_timestamps`` a
     :class:`DecodingResults` whose ``scores`` are the joiner logits of the tokens."""
     check_model(model, "greedy_search_batch")
-    cfg = GreedySearchConfig(max_sym_per_frame=1, blank_penalty=float(blank_penalty))
-    out = k2dec_greedy_search(model, encoder_out, encoder_out_lens, cfg)
-    hyps = [list(h.tokens) for h in out]
-    times = [list(h.timestamps) for h in out]
+    hyps, times, logits = greedy_search_logits(model, encoder_out, encoder_out_lens,
+                                               float(blank_penalty))
     if not return_timestamps:
         return hyps
-    logits = token_confidences(model, encoder_out, encoder_out_lens, hyps, times,
-                               logits=True)
-    return DecodingResults(timestamps=times, hyps=hyps, scores=logits.tolist())
+    return DecodingResults(timestamps=times, hyps=hyps, scores=logits)
 
 
 def modified_beam_search(

@@ -28,6 +28,7 @@ from k2dec.transducer.fast_beam_search import (
     FastBeamSearchStream,
     check_decoding_graph,
     fast_beam_search,
+    fast_beam_search_lattice,
     one_best,
 )
 from k2dec.transducer.greedy import (
@@ -35,6 +36,7 @@ from k2dec.transducer.greedy import (
     GreedySearchConfig,
     GreedySearchStream,
     greedy_search,
+    greedy_search_logits,
 )
 from k2dec.transducer.model import Joiner, LinearEncoder, Transducer
 from k2dec.transducer.modified_beam_search import (
@@ -68,7 +70,9 @@ __all__ = [
     "beam_search",
     "check_decoding_graph",
     "fast_beam_search",
+    "fast_beam_search_lattice",
     "greedy_search",
+    "greedy_search_logits",
     "modified_beam_search",
     "one_best",
 ]

@@ -49,7 +49,7 @@ from k2dec.transducer.common import (
     check_streams,
     log_probs_from_logits,
 )
-from k2dec.transducer.network import DecoderCache, TransducerNet, cached_rows
+from k2dec.transducer.network import DecoderCache, TransducerNet, cached_row_ids
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +61,7 @@ __all__ = [
     "FastBeamSearchStream",
     "check_decoding_graph",
     "fast_beam_search",
+    "fast_beam_search_lattice",
 ]
 
 
@@ -374,11 +375,14 @@ class FastBeamSearch:
                 )
                 current_n = n
             shape, contexts = decoding.get_contexts()
-            utt = shape.row_ids(1).to(torch.int64)
-            enc_t = enc[offset : offset + n].index_select(0, utt)
+            utt = shape.row_ids(1)  # int32: an index as good as int64
+            frame = enc[offset : offset + n]
             offset += n
-            min_rows = ICEFALL_MIN_ROWS if self.icefall_layout else 0
-            log_probs = self._frame_log_probs(contexts.to(torch.int64), enc_t, min_rows)
+            if self.icefall_layout:
+                log_probs = self._icefall_rows(net, contexts, frame, utt)
+            else:
+                log_probs = self._frame_log_probs(contexts.to(torch.int64),
+                                                  frame.index_select(0, utt), 0)
             decoding.advance(log_probs)
         decoding.terminate_and_flush_to_streams()
         for s, n_frames in zip(ordered, lens_sorted.tolist()):
@@ -415,6 +419,17 @@ class FastBeamSearch:
             s._owner = (decoding, i)
             s.num_frames += n
 
+    def _icefall_rows(self, net: TransducerNet, contexts: torch.Tensor, frame: torch.Tensor,
+                      utt: torch.Tensor) -> torch.Tensor:
+        """:meth:`_frame_log_probs` in icefall's layout on batches of at least
+        :data:`ICEFALL_MIN_ROWS` rows: the contexts' rows (int32 ``[M, c]``, ``M >= 1``) from
+        :class:`_ContextRows`, joined with the frame's projected rows ``frame`` ``[n, J]`` of
+        their utterances ``utt`` (int ``[M]``)."""
+        if self._context_rows is None:
+            self._context_rows = _ContextRows(net, self.config, self.context_rows_size,
+                                              ICEFALL_MIN_ROWS)
+        return self._context_rows.log_probs(contexts, frame, utt)
+
     def _frame_log_probs(self, contexts: torch.Tensor, enc_t: torch.Tensor, min_rows: int
                          ) -> torch.Tensor:
         """The log-probs ``[M, V]`` of one frame's contexts (int64 ``[M, c]``) on their
@@ -425,16 +440,6 @@ class FastBeamSearch:
         :data:`ICEFALL_MIN_ROWS`)."""
         net, cfg = self.net, self.config
         m = contexts.size(0)
-        if self.icefall_layout and min_rows > 0 and m > 0:
-            if self._context_rows is None:
-                self._context_rows = _ContextRows(net, cfg, self.context_rows_size, min_rows)
-            dec, ilme_lp = self._context_rows.get(contexts)
-            pad = _pad_rows(torch.arange(m, device=contexts.device), min_rows)
-            cur = enc_t.index_select(0, pad).unsqueeze(1).unsqueeze(1)
-            dec = dec.index_select(0, pad).unsqueeze(1).unsqueeze(1)
-            log_probs = log_probs_from_logits(net.logits4(cur, dec)[:m], 0, cfg.temperature,
-                                              cfg.blank_penalty)
-            return log_probs if ilme_lp is None else log_probs - cfg.ilme_scale * ilme_lp
         if self.icefall_layout:
             if m < min_rows:
                 pad = _pad_rows(torch.arange(m, device=contexts.device), min_rows)
@@ -625,14 +630,15 @@ class _ContextRows:
         """The rows ``[M, J (+ V)]`` of int64 contexts ``[M, c]`` (``M >= 1``)."""
         net, cfg, m = self.net, self.config, contexts.size(0)
         rows = _pad_rows(torch.arange(m, device=contexts.device), self.min_rows)
-        contexts = contexts.index_select(0, rows)
         if self.cache is None:
             raw = net.raw_decoder_out(contexts)
         else:  # the rows are cached here: no second cache of the module's rows
-            net.decoder_rows += contexts.size(0)
+            net.decoder_rows += m
             with net._timer():
                 raw = net._decoder_module(contexts)
-        dec = net.project_decoder(raw.unsqueeze(1))  # [M', 1, J]
+        # the module computes each row on its own (any batch, the same bits): only the
+        # projection and the joiner need the padded batch
+        dec = net.project_decoder(raw.index_select(0, rows).unsqueeze(1))  # [M', 1, J]
         if not self.ilme:
             return dec[:m, 0]
         dec4 = dec.unsqueeze(1)
@@ -640,20 +646,25 @@ class _ContextRows:
                                      cfg.temperature, cfg.blank_penalty)
         return torch.cat([dec[:m, 0], ilme[:m]], dim=1)
 
-    def get(self, contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The projected decoder outputs ``[M, J]`` of int64 contexts ``[M, c]`` (``M >= 1``)
-        and, with ILME, their ILME log-probs ``[M, V]`` (else None)."""
+    def log_probs(self, contexts: torch.Tensor, frame: torch.Tensor, utt: torch.Tensor
+                  ) -> torch.Tensor:
+        """The log-probs ``[M, V]`` (ILME subtracted) of contexts (int ``[M, c]``, ``M >= 1``)
+        on the projected frames ``frame`` ``[n, J]`` of their utterances ``utt`` (int
+        ``[M]``): one gather of the contexts' rows and one of the frames, both padded to
+        ``min_rows`` rows, and one joiner call."""
+        net, cfg, m = self.net, self.config, contexts.size(0)
         if self.cache is None:
-            rows = self.compute(contexts)
+            rows = self.compute(contexts.to(torch.int64))
+            ids = torch.arange(m, device=contexts.device)
         else:
-            rows = self._cached(contexts)
-        if not self.ilme:
-            return rows, None
-        j = rows.size(1) - self.net.vocab_size
-        return rows[:, :j], rows[:, j:]
-
-    def _cached(self, contexts: torch.Tensor) -> torch.Tensor:
-        return cached_rows(self.cache, contexts, self.compute)
+            ids = cached_row_ids(self.cache, contexts, self.compute)
+            rows = self.cache.values
+        got = rows.index_select(0, _pad_rows(ids, self.min_rows))  # [M', J (+ V)]
+        j = got.size(1) - (net.vocab_size if self.ilme else 0)
+        cur = frame.index_select(0, _pad_rows(utt, self.min_rows)).unsqueeze(1).unsqueeze(1)
+        logits = net.logits4(cur, got[:, :j].unsqueeze(1).unsqueeze(1))[:m]
+        log_probs = log_probs_from_logits(logits, 0, cfg.temperature, cfg.blank_penalty)
+        return log_probs - cfg.ilme_scale * got[:m, j:] if self.ilme else log_probs
 
 
 def _pad_rows(rows: torch.Tensor, min_rows: int) -> torch.Tensor:
@@ -683,6 +694,34 @@ def fast_beam_search(
     Returns:
       :class:`FastBeamSearchResult` (lattice, one-best hyps, the config).
     """
+    search, streams = _search_batch(model, encoder_out, encoder_out_lens, decoding_graph,
+                                    config)
+    lattice = search.lattice(streams)
+    hyps = one_best(lattice, [s.num_frames for s in streams])
+    return FastBeamSearchResult(lattice=lattice, hyps=hyps, config=search.config)
+
+
+def fast_beam_search_lattice(
+    model: nn.Module,
+    encoder_out: torch.Tensor,
+    encoder_out_lens: torch.Tensor,
+    decoding_graph: k2.Fsa | None = None,
+    config: FastBeamSearchConfig | None = None,
+) -> k2.Fsa:
+    """:func:`fast_beam_search`'s lattice FsaVec ``[utt][state][arc]`` alone (no one-best
+    hypotheses: for callers that sample, rescore or take their own best path). Same
+    arguments."""
+    search, streams = _search_batch(model, encoder_out, encoder_out_lens, decoding_graph,
+                                    config)
+    return search.lattice(streams)
+
+
+def _search_batch(model: nn.Module, encoder_out: torch.Tensor, encoder_out_lens: torch.Tensor,
+                  decoding_graph: k2.Fsa | None, config: FastBeamSearchConfig | None
+                  ) -> tuple[FastBeamSearch, list[FastBeamSearchStream]]:
+    """A searcher and one stream per utterance, decoded over the whole padded batch (in
+    icefall's very batches when its layout applies to fewer than
+    :data:`ICEFALL_MIN_ROWS` utterances)."""
     search = FastBeamSearch(model, decoding_graph, config)
     lens = check_encoder_out(encoder_out, encoder_out_lens, search.net)
     device = encoder_out.device
@@ -692,9 +731,7 @@ def fast_beam_search(
         search._decode_icefall(streams, encoder_out, lens)
     else:
         search._decode(streams, encoder_out, lens)
-    lattice = search.lattice(streams)
-    hyps = one_best(lattice, [s.num_frames for s in streams])
-    return FastBeamSearchResult(lattice=lattice, hyps=hyps, config=search.config)
+    return search, streams
 
 
 def _format_groups(groups: dict[int, tuple[k2.RnntDecodingStreams, dict[int, int]]],

@@ -37,7 +37,7 @@ from k2dec.transducer.network import TransducerNet, decode_by_tables, equivalent
 logger = logging.getLogger(__name__)
 
 __all__ = ["GreedySearch", "GreedySearchConfig", "GreedySearchStream", "greedy_search",
-           "greedy_search_single"]
+           "greedy_search_logits", "greedy_search_single"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,9 @@ class GreedySearch:
             raise TypeError(f"config must be a GreedySearchConfig, got {type(config).__name__}")
         self.config = config
         self.net = TransducerNet(model)
+        #: decide by the joiner's logits and record each decision's logit instead of its
+        #: log-prob (icefall's ``greedy_search_batch``; see :func:`greedy_search_logits`)
+        self.logit_decisions = False
 
     def new_stream(self, device: torch.device | str = "cpu") -> GreedySearchStream:
         """A fresh stream whose initial context is ``[-1] * (context_size - 1) + [blank]``."""
@@ -164,7 +167,7 @@ class GreedySearch:
 
         Returns :meth:`_window_loop`'s outputs; ``contexts`` (int64 ``[N, c]``) is updated in
         place."""
-        net, blank_id, penalty = self.net, self.net.blank_id, self.config.blank_penalty
+        net, blank_id = self.net, self.net.blank_id
         device = encoder_out.device
         lens_sorted, order = torch.sort(lens, descending=True, stable=True)
         num_active = num_active_per_frame(lens_sorted.tolist())
@@ -181,9 +184,8 @@ class GreedySearch:
         for n in num_active:
             end = start + n
             tok = tokens[start:end]
-            log_probs = log_probs_from_logits(net.logits4(enc4[start:end], dec4[:n]), blank_id,
-                                              1.0, penalty)
-            torch.max(log_probs, dim=1, out=(values[start:end], tok))
+            torch.max(self._scored(net.logits4(enc4[start:end], dec4[:n])), dim=1,
+                      out=(values[start:end], tok))
             emitted = torch.nonzero(tok if blank_id == 0 else tok != blank_id).squeeze(1)
             if emitted.numel() > 0:
                 _advance(net, ctx, dec, emitted, tok.index_select(0, emitted).unsqueeze(1))
@@ -211,7 +213,7 @@ class GreedySearch:
           (int64 ``[N, c]``) is updated in place."""
         device = encoder_out.device
         net, blank_id = self.net, self.net.blank_id
-        max_sym, blank_penalty = self.config.max_sym_per_frame, self.config.blank_penalty
+        max_sym = self.config.max_sym_per_frame
         first_frame, num_frames, enc = self._packed_frames(encoder_out, lens)
         windows: list[_Window] = []
         # State of the rows still decoding, compacted now and then: row id, its context and
@@ -226,7 +228,7 @@ class GreedySearch:
             logits = net.grid_logits(
                 enc.index_select(0, (cur.unsqueeze(1) + window).view(-1)).view(n, width, -1),
                 dec_rows)
-            best, tok = _best_symbol(logits, blank_id, blank_penalty)  # [n * width] each
+            best, tok = self._scored(logits).max(dim=1)  # [n * width] each
             tok = tok.view(n, width)
             has, first = (tok != blank_id).max(dim=1)  # first emission of each row (0 if none)
             has &= first < limit
@@ -253,6 +255,18 @@ class GreedySearch:
                 width, window = _window(n, _LOOKAHEAD, device)
         contexts.index_copy_(0, rows, ctx)
         return _collect(windows, first_frame, num_frames, max_sym, blank_id)
+
+    def _scored(self, logits: torch.Tensor) -> torch.Tensor:
+        """What a decision takes the maximum of: the log-probs of joiner logits ``[M, V]``
+        (blank's logit lowered by the blank penalty first), or with
+        :attr:`logit_decisions` the logits so lowered."""
+        penalty, blank_id = self.config.blank_penalty, self.net.blank_id
+        if not self.logit_decisions:
+            return log_probs_from_logits(logits, blank_id, 1.0, penalty)
+        if penalty != 0.0:
+            logits = logits.clone()
+            logits[:, blank_id] -= penalty
+        return logits
 
     def _packed_frames(self, encoder_out: torch.Tensor, lens: torch.Tensor
                        ) -> tuple[torch.Tensor, int, torch.Tensor]:
@@ -299,6 +313,55 @@ def greedy_search(
     streams = [GreedySearchStream(c) for c in contexts.unbind(0)]
     search._decode(streams, encoder_out, lens)
     return [s.result() for s in streams]
+
+
+def greedy_search_logits(
+    model: nn.Module,
+    encoder_out: torch.Tensor,
+    encoder_out_lens: torch.Tensor,
+    blank_penalty: float = 0.0,
+) -> tuple[list[list[int]], list[list[int]], list[list[float]]]:
+    """Greedy search of a padded batch, one symbol per frame, deciding as icefall's
+    ``greedy_search_batch``: the argmax of the joiner's logits (blank's lowered by
+    ``blank_penalty``), no log-softmax. The same loops as :func:`greedy_search` (which
+    decides by the log-probs, equal but for ties to the last bits).
+
+    Args:
+      model: stateless transducer (``.decoder``, ``.joiner``).
+      encoder_out: float ``[N, T, C]`` encoder output (not projected).
+      encoder_out_lens: int ``[N]`` valid frames per utterance.
+      blank_penalty: subtracted from blank's logit before the argmax.
+
+    Returns:
+      ``(tokens, timestamps, logits)``: per utterance in input order, the token ids, the
+      frame of each and the joiner logit each was chosen with (Python lists).
+    """
+    search = GreedySearch(model, GreedySearchConfig(1, float(blank_penalty)))
+    search.logit_decisions = True
+    net = search.net
+    lens = check_encoder_out(encoder_out, encoder_out_lens, net)
+    n = encoder_out.size(0)
+    if n == 0 or encoder_out.size(1) == 0 or int(lens.max()) == 0:
+        return [[] for _ in range(n)], [[] for _ in range(n)], [[] for _ in range(n)]
+    contexts = net.initial_context(n, encoder_out.device)
+    with torch.inference_mode():
+        if _frame_synchronous(int(torch.count_nonzero(lens)), net, encoder_out):
+            chosen, rows, values = search._frame_loop(encoder_out, lens, contexts)
+        else:
+            chosen, rows, values = search._window_loop(encoder_out, lens, contexts)
+        # one decision per frame: in decision order within each utterance, utterance-major
+        # they are the packed frames of `chosen`
+        per_frame = values.index_select(0, torch.sort(rows, stable=True)[1])
+        emitted = chosen[:, 0] != net.blank_id
+        logits = per_frame[emitted].tolist()
+    streams = [GreedySearchStream(c) for c in contexts.unbind(0)]
+    _append_tokens(streams, chosen, lens, net.blank_id)
+    tokens = [s.tokens for s in streams]
+    out, start = [], 0
+    for toks in tokens:
+        out.append(logits[start : start + len(toks)])
+        start += len(toks)
+    return tokens, [s.timestamps for s in streams], out
 
 
 #: frames of the first window :func:`greedy_search_single` joins after a symbol (doubled on
@@ -499,13 +562,6 @@ def _advance(net: TransducerNet, ctx: torch.Tensor, dec: torch.Tensor, rows: tor
     new_ctx = torch.cat([ctx.index_select(0, rows)[:, 1:], tokens], dim=1)
     ctx.index_copy_(0, rows, new_ctx)
     dec.index_copy_(0, rows, net.decoder_out(new_ctx))
-
-
-def _best_symbol(logits: torch.Tensor, blank_id: int, blank_penalty: float
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The best symbol of each row of ``logits`` (``[M, V]``) after the blank penalty and its
-    log-prob: (float32 ``[M]``, int64 ``[M]``)."""
-    return log_probs_from_logits(logits, blank_id, 1.0, blank_penalty).max(dim=1)
 
 
 def _collect(windows: list[_Window], first_frame: torch.Tensor, num_frames: int,

@@ -135,13 +135,21 @@ class StatelessDecoder(nn.Module):
         return F.relu(emb)
 
 
+#: key spaces ((vocabulary + 1) ** context_size) up to this many keys are indexed by a dense
+#: table of rows (int64, 8 MiB): a lookup is one gather, an insert one scatter; larger ones
+#: keep their keys sorted (a ``torch.searchsorted`` per lookup, a sort per insert)
+DENSE_KEYS_MAX = 1 << 20
+
+
 class DecoderCache:
     """Projected decoder outputs keyed by context, shared by all streams of one searcher.
 
     A context ``(y_1, ..., y_c)`` (ids in ``[-1, V)``) is keyed by the integer
-    ``sum_i (y_i + 1) * (V + 1) ** (c - i)``; keys are kept sorted so a batch of lookups is one
-    ``torch.searchsorted``. When the cache would exceed ``max_size`` entries it is emptied
-    (contexts recur mostly within an utterance, so a simple reset loses little).
+    ``sum_i (y_i + 1) * (V + 1) ** (c - i)``. With at most :data:`DENSE_KEYS_MAX` possible
+    keys a dense table maps each key to its row (``-1``: absent); otherwise the keys are kept
+    sorted so a batch of lookups is one ``torch.searchsorted``. When the cache would exceed
+    ``max_size`` entries it is emptied (contexts recur mostly within an utterance, so a
+    simple reset loses little).
 
     Args:
       vocab_size: ``V``.
@@ -157,46 +165,79 @@ class DecoderCache:
         self.base = vocab_size + 1
         self.context_size = context_size
         self.max_size = max_size
-        self.keys: torch.Tensor | None = None  # sorted int64 [K]
+        self.dense = self.base ** context_size <= DENSE_KEYS_MAX
+        self.slots: torch.Tensor | None = None  # dense: int64 [(V + 1) ** c], row or -1
+        self.keys: torch.Tensor | None = None  # sorted int64 [K] (dense: in insertion order)
         self.rows: torch.Tensor | None = None  # int64 [K]: row of each key in `values`
         self.values: torch.Tensor | None = None  # append-only buffer [capacity, J]
         self.num_rows = 0
         self.hits = 0
         self.lookups = 0
+        #: hits of the last lookup
+        self.last_hits = 0
+        self._powers: torch.Tensor | None = None
 
     def key(self, contexts: torch.Tensor) -> torch.Tensor:
         """int64 key of each row of ``contexts`` ``[M, c]``."""
-        powers = self.base ** torch.arange(
-            self.context_size - 1, -1, -1, device=contexts.device, dtype=torch.int64
-        )
-        return ((contexts.to(torch.int64) + 1) * powers).sum(dim=1)
+        # (an int32 context times the int64 powers is int64)
+        return ((contexts + 1) * self._powers_on(contexts.device)).sum(dim=1)
+
+    def contexts_of(self, keys: torch.Tensor) -> torch.Tensor:
+        """The contexts (int64 ``[M, c]``) of keys ``[M]`` (:meth:`key`'s inverse)."""
+        powers = self._powers_on(keys.device)
+        return torch.div(keys.unsqueeze(1), powers, rounding_mode="floor") % self.base - 1
+
+    def _powers_on(self, device: torch.device) -> torch.Tensor:
+        """``(V + 1) ** (c - 1 - i)`` for ``i < c``, int64 ``[c]`` on ``device``."""
+        if self._powers is None or self._powers.device != device:
+            self._powers = self.base ** torch.arange(self.context_size - 1, -1, -1,
+                                                     device=device, dtype=torch.int64)
+        return self._powers
+
+    def clear(self) -> None:
+        """Empty the cache (its buffers are kept for reuse)."""
+        if self.dense and self.slots is not None and self.keys is not None:
+            self.slots.index_fill_(0, self.keys, -1)
+        self.keys = None if self.keys is None else self.keys[:0]
+        self.rows = None if self.rows is None else self.rows[:0]
+        self.num_rows = 0
 
     def lookup(self, keys: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Return (found mask ``[M]`` bool, row index into ``values`` ``[M]`` int64, valid where
         found)."""
         self.lookups += keys.numel()
+        if self.dense:
+            if self.slots is None:
+                self.last_hits = 0
+                return torch.zeros_like(keys, dtype=torch.bool), torch.zeros_like(keys)
+            rows = self.slots.index_select(0, keys)
+            found = rows >= 0
+            self._count(found)
+            return found, rows
         if self.keys is None or self.rows is None or self.keys.numel() == 0:
             found = torch.zeros_like(keys, dtype=torch.bool)
+            self.last_hits = 0
             return found, torch.zeros_like(keys)
         pos = torch.searchsorted(self.keys, keys).clamp(max=self.keys.numel() - 1)
         found = self.keys[pos] == keys
-        self.hits += int(found.sum())
+        self._count(found)
         return found, self.rows[pos]
+
+    def _count(self, found: torch.Tensor) -> None:
+        self.last_hits = int(found.sum())
+        self.hits += self.last_hits
 
     def insert(self, keys: torch.Tensor, values: torch.Tensor) -> None:
         """Add rows (keys must not be present yet and be unique). Values are appended to a
-        buffer (amortized O(1) per row); only the small key index is re-sorted."""
+        buffer (amortized O(1) per row); only the key index is updated (a scatter into the
+        dense table, or a re-sort of the small sorted one)."""
         n = keys.numel()
         if n == 0:
             return
         if self.keys is None or self.rows is None or self.values is None or (
             self.num_rows + n > self.max_size
         ):
-            capacity = min(self.max_size, max(2 * n, 1024))
-            self.values = values.new_empty((max(capacity, n), values.size(1)))
-            self.keys = keys.new_empty((0,))
-            self.rows = keys.new_empty((0,))
-            self.num_rows = 0
+            self._reset(keys, values, n)
         if self.num_rows + n > self.values.size(0):
             bigger = self.values.new_empty((max(2 * self.values.size(0), self.num_rows + n),
                                             self.values.size(1)))
@@ -205,10 +246,28 @@ class DecoderCache:
         new_rows = torch.arange(self.num_rows, self.num_rows + n, device=keys.device)
         self.values[self.num_rows : self.num_rows + n] = values
         self.num_rows += n
+        if self.dense:
+            self.slots.index_copy_(0, keys, new_rows)
+            self.keys = torch.cat([self.keys, keys])
+            return
         all_keys = torch.cat([self.keys, keys])
         order = torch.argsort(all_keys)
         self.keys = all_keys[order]
         self.rows = torch.cat([self.rows, new_rows])[order]
+
+    def _reset(self, keys: torch.Tensor, values: torch.Tensor, n: int) -> None:
+        """Empty the cache (room for ``n`` rows like ``values``)."""
+        capacity = min(self.max_size, max(2 * n, 1024))
+        self.values = values.new_empty((max(capacity, n), values.size(1)))
+        if self.dense:
+            if self.slots is None or self.slots.device != keys.device:
+                self.slots = torch.full((self.base ** self.context_size,), -1,
+                                        dtype=torch.int64, device=keys.device)
+            elif self.keys is not None and self.keys.numel() > 0:
+                self.slots.index_fill_(0, self.keys, -1)
+        self.keys = keys.new_empty((0,))
+        self.rows = keys.new_empty((0,))
+        self.num_rows = 0
 
 
 class TransducerNet:
@@ -630,6 +689,31 @@ def cached_rows(cache: Any, contexts: torch.Tensor,
     out[miss] = new_values.index_select(0, inverse)
     cache.insert(uniq_keys, new_values)
     return out
+
+
+def cached_row_ids(cache: DecoderCache, contexts: torch.Tensor,
+                   compute: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """The rows of ``contexts`` (int ``[M, context_size]``) in ``cache.values``: int64
+    ``[M]``. Each distinct missing context is computed once with ``compute`` (int64
+    ``[K, context_size] -> [K, D]``) and inserted; when they would overflow
+    ``cache.max_size`` the cache is emptied first and every distinct context of
+    ``contexts`` is computed again (so the returned rows are all valid)."""
+    keys = cache.key(contexts)
+    found, pos = cache.lookup(keys)
+    if cache.values is not None and cache.last_hits == keys.numel():
+        return pos
+    missing = keys[~found]
+    uniq, inverse = torch.unique(missing, return_inverse=True)
+    if cache.values is None or cache.num_rows + uniq.numel() > cache.max_size:
+        cache.clear()
+        found = torch.zeros_like(found)
+        uniq, inverse = torch.unique(keys, return_inverse=True)
+    first = cache.num_rows
+    cache.insert(uniq, compute(cache.contexts_of(uniq)))
+    if cache.num_rows != first + uniq.numel():  # (insert emptied it: a bigger batch)
+        first = 0
+    pos[~found] = inverse + first
+    return pos
 
 
 class _Timer:

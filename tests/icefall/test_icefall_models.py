@@ -14,13 +14,14 @@ import pytest
 import torch
 
 import k2dec.icefall as ice
+from k2dec.transducer import greedy
 from k2dec.transducer.fast_beam_search import (
     DECODER_CACHE_SIZE,
     FastBeamSearch,
     FastBeamSearchConfig,
 )
 from tests.icefall.icefall_shaped import zipformer_transducer
-from tests.reference.icefall_greedy import greedy_search_icefall
+from tests.reference.icefall_greedy import greedy_search_batch_icefall, greedy_search_icefall
 from tests.reference.icefall_nbest import nbest_icefall, oracle_distance
 from tests.reference.icefall_search import fast_beam_search_icefall
 from tests.reference.lattice_rescore import levenshtein
@@ -157,3 +158,28 @@ def test_context_rows_cache_gives_the_uncached_lattice(sizes, ilme_scale):
                 for size in (DECODER_CACHE_SIZE, 7):
                     got = _streamed_lattice(model, enc, enc_lens, graph, config, size, chunk)
                     _same_lattice(got, want)
+
+
+@pytest.mark.parametrize("sizes", MODELS)
+@pytest.mark.parametrize("loop", ["frames", "windows"])
+def test_greedy_search_batch_is_icefalls(sizes, loop, monkeypatch):
+    """greedy_search_batch (argmax of the logits, each token's logit from the search)
+    against icefall's algorithm utterance by utterance, through both loops of the search
+    (the frame-synchronous one and the look-ahead windows), at batch 1, 4 and 18 with a
+    length-1 and an empty utterance; its tokens are also those of k2dec's greedy_search
+    (decisions by the log-probs)."""
+    monkeypatch.setattr(greedy, "_FRAME_LOOP_WORK", 0 if loop == "frames" else 1 << 62)
+    for seed, lens in enumerate([[13], [9, 1, 12, 0], BATCHES[2]]):
+        model, enc, enc_lens = _problem(sizes, lens, seed=50 + seed)
+        with torch.no_grad():
+            got = ice.greedy_search_batch(model, enc, enc_lens, blank_penalty=0.5,
+                                          return_timestamps=True)
+            tokens, frames, logits = greedy_search_batch_icefall(model, enc, lens, 0.5)
+            hyps = greedy.greedy_search(model, enc, enc_lens, greedy.GreedySearchConfig(
+                blank_penalty=0.5))
+        assert got.hyps == tokens and got.timestamps == frames
+        assert sum(map(len, tokens)) > len(lens)  # (the test sees symbols)
+        for mine, want in zip(got.scores, logits):
+            assert mine == pytest.approx(want, abs=1e-4)
+        assert [h.tokens for h in hyps] == tokens
+        assert ice.greedy_search_batch(model, enc, enc_lens, blank_penalty=0.5) == tokens

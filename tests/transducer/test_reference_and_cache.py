@@ -9,6 +9,7 @@ import torch
 
 from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import DecoderCache
+from k2dec.transducer.network import cached_row_ids
 from tests.reference.transducer_reference import (
     NetOracle,
     all_alignments,
@@ -34,8 +35,10 @@ def test_alignment_enumeration_is_complete(context_size):
     assert best[2] >= greedy_reference(oracle, 4)[2] - 1e-12
 
 
-def test_decoder_cache_lookup_insert_and_reset():
-    cache = DecoderCache(vocab_size=5, context_size=2, max_size=4)
+@pytest.mark.parametrize("vocab", [5, 1100])  # a dense key index, sorted keys
+def test_decoder_cache_lookup_insert_and_reset(vocab):
+    cache = DecoderCache(vocab_size=vocab, context_size=2, max_size=4)
+    assert cache.dense == (vocab == 5)
     ctx = torch.tensor([[-1, 0], [0, 0], [3, 4], [-1, 0]])
     keys = cache.key(ctx)
     assert keys[0] == keys[3] and len(set(keys[:3].tolist())) == 3
@@ -54,3 +57,33 @@ def test_decoder_cache_lookup_insert_and_reset():
     assert cache.lookup(more)[0].all()
     with pytest.raises(ValueError, match="int64"):
         DecoderCache(vocab_size=500, context_size=8, max_size=10)
+
+
+@pytest.mark.parametrize("vocab", [7, 1100])
+@pytest.mark.parametrize("max_size", [3, 10, 4096])
+def test_cached_row_ids_give_every_contexts_row(vocab, max_size):
+    """Random batches of contexts (1 to 40 rows, repeats within and across batches) through
+    cached_row_ids: the rows it points at are each context's own, whether the cache is
+    large, emptied again and again, or smaller than one batch; each distinct missing
+    context is computed once per batch."""
+    g = torch.Generator().manual_seed(vocab + max_size)
+    cache = DecoderCache(vocab_size=vocab, context_size=2, max_size=max_size)
+    computed: list[int] = []
+
+    def compute(contexts):
+        assert contexts.dtype == torch.int64 and contexts.size(0) >= 1
+        computed.append(contexts.size(0))
+        return torch.stack([contexts[:, 0].double() * 1e4 + contexts[:, 1],
+                            -contexts[:, 1].double()], dim=1)
+
+    for _ in range(60):
+        m = int(torch.randint(1, 41, (1,), generator=g))
+        contexts = torch.randint(-1, min(vocab, 9), (m, 2), generator=g, dtype=torch.int32)
+        before = len(computed)
+        rows = cached_row_ids(cache, contexts, compute)
+        assert rows.dtype == torch.int64 and rows.shape == (m,)
+        assert torch.equal(cache.values[rows], compute(contexts.long()))
+        computed.pop()  # (the check's own call)
+        assert len(computed) - before <= 1
+        if len(computed) > before:
+            assert computed[-1] <= len(set(map(tuple, contexts.tolist())))
