@@ -8,9 +8,11 @@ Before any sample is read, from the file's header (:func:`probe_recording`,
   :attr:`~AudioLimits.max_sampling_rate`): a header claiming 1 Hz would otherwise be resampled
   to 16 kHz, 16000 times its size in memory;
 - the duration must fit the job's bound (:attr:`AudioLimits.max_duration`, the decode job's
-  ``--max-duration``) and its samples (all channels, float32) must fit
-  :attr:`AudioLimits.max_audio_mb`: a 1 GB WAV is refused from its 44-byte header, not after
-  reading it;
+  ``--max-duration``) and the samples held in memory at once (all channels, float32) must fit
+  :attr:`AudioLimits.max_audio_mb`: a file soundfile reads is read in pieces
+  (:func:`piecewise_features`, :func:`held_seconds`), so its length does not matter; one
+  that is read whole (through the ``ffmpeg`` command) and would not fit is refused from its
+  header, not after reading it;
 - an uncompressed file whose header declares more audio than the file holds (a WAV, AIFF, AU
   or W64 cut short, e.g. by an interrupted copy) is refused as truncated: libsndfile would
   silently read the part that is there, and its hypothesis would be scored against the whole
@@ -67,6 +69,7 @@ from ..primitives.sizes import check_positive
 
 __all__ = [
     "FEATURE_PIECE_SECONDS",
+    "held_seconds",
     "mono_samples",
     "piecewise_features",
     "AUDIO_READ_ERRORS",
@@ -118,9 +121,12 @@ class AudioLimits:
       max_channels: channels a recording may have (they are averaged into one).
       max_duration: seconds a recording (a cut) may last; ``None``: no bound here (the decode
         job passes its ``max_duration``).
-      max_audio_mb: MiB the samples of one recording may take once read (float32, all
-        channels, at the file's rate): the bound on a file's memory whatever ``max_duration``
-        is (1024 MiB: 4.7 hours of 16 kHz mono, 93 minutes of 48 kHz stereo).
+      max_audio_mb: MiB the samples of one recording held in memory at once may take
+        (float32, all channels, at the file's rate): the bound on a file's memory whatever
+        ``max_duration`` is. A file soundfile reads is read in pieces of about a minute
+        (:func:`held_seconds`), so it bounds a piece, and a file of any length fits; a file
+        read whole (through ffmpeg) must fit as a whole (1024 MiB: 4.7 hours of 16 kHz
+        mono, 93 minutes of 48 kHz stereo).
 
     Raises:
       ValueError: a bound out of range, naming the field.
@@ -154,10 +160,13 @@ class AudioLimits:
                 f"implausible sampling rate {rate} Hz {where} (accepted: "
                 f"{self.min_sampling_rate}-{self.max_sampling_rate} Hz, AudioLimits); {advice}")
 
-    def check(self, rate: int, channels: int, duration: float) -> None:
+    def check(self, rate: int, channels: int, duration: float,
+              held: float | None = None) -> None:
         """Raise ``ValueError`` (one line saying what to do) if ``duration`` seconds of a
         recording with this sampling rate (Hz) and number of channels are outside these
-        limits."""
+        limits. ``held``: the seconds of it in memory at once (:func:`held_seconds`: one
+        piece of a file read in pieces); ``None``: all of it. :attr:`max_audio_mb` bounds
+        those samples, not the file's length."""
         self.check_rate(rate, "in its header", "the header is likely corrupt: if the rate is "
                         "right, resample the file (e.g. sox IN -r 16000 OUT)")
         if channels > self.max_channels:
@@ -166,10 +175,13 @@ class AudioLimits:
                              "OUT remix 1)")
         if self.max_duration is not None and duration > self.max_duration:
             raise ValueError(too_long(duration, self.max_duration))
-        mib = duration * rate * channels * 4 / 2**20
+        seconds = duration if held is None else min(duration, held)
+        mib = seconds * rate * channels * 4 / 2**20
         if mib > self.max_audio_mb:
+            what = "once read" if seconds == duration else (
+                f"held at once (a piece of the {duration:.0f} s file)")
             raise ValueError(
-                f"{mib:.0f} MiB of samples once read ({duration:.0f} s x {rate} Hz x "
+                f"{mib:.0f} MiB of samples {what} ({seconds:.0f} s x {rate} Hz x "
                 f"{channels} channels, float32), more than AudioLimits.max_audio_mb="
                 f"{self.max_audio_mb:g}; split, downmix or resample it first")
 
@@ -356,8 +368,24 @@ def probe_recording(path: str | Path, recording_id: str, limits: AudioLimits = A
 
 
 def _checked(rec: Recording, limits: AudioLimits) -> Recording:
-    limits.check(rec.sampling_rate, rec.num_channels, rec.duration)
+    limits.check(rec.sampling_rate, rec.num_channels, rec.duration, held_seconds(rec))
     return rec
+
+
+def held_seconds(rec: Recording) -> float | None:
+    """Seconds of ``rec`` in memory at once when its features are computed
+    (:func:`cut_features`): one piece (:data:`FEATURE_PIECE_SECONDS` and its margins) when
+    lhotse reads a range of it without the rest (every source a file soundfile opens: it
+    seeks), so a file of any length fits :attr:`AudioLimits.max_audio_mb`; ``None`` (all of
+    it) for a command's output (ffmpeg, ``cat``), which is read whole."""
+    for src in rec.sources:
+        if src.type != "file":
+            return None
+        try:
+            sf.info(src.source)
+        except (sf.LibsndfileError, RuntimeError, OSError, TypeError):
+            return None
+    return FEATURE_PIECE_SECONDS + 1.0
 
 
 def _relative_hint(path: str | Path) -> str:
@@ -590,7 +618,7 @@ def cut_features(cut: Cut, extractor: FeatureExtractor, writer: FeaturesWriter,
         (:data:`AUDIO_READ_ERRORS`).
     """
     for rec in _recordings(cut):
-        limits.check(rec.sampling_rate, rec.num_channels, cut.duration)
+        limits.check(rec.sampling_rate, rec.num_channels, cut.duration, held_seconds(rec))
         for src in rec.sources:
             if src.type == "file" and not os.path.isfile(src.source):
                 raise ValueError(f"its audio file {shown_path(src.source)} does not exist"
