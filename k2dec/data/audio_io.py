@@ -652,14 +652,17 @@ def cut_features(cut: Cut, extractor: FeatureExtractor, writer: FeaturesWriter,
                    features=fastcopy(feats, recording_id=rec_id), custom=_whole_file(cut))
 
 
-def _whole_file(cut: Cut) -> dict[str, str] | None:
-    """``{"audio_file": path}`` for a multi-channel cut that is the whole of one file's
-    recording (the downmixed cut made of it has no recording: the path is what a long one's
-    VAD reads, channels averaged), else ``None``."""
+def _whole_file(cut: Cut) -> dict[str, Any] | None:
+    """``{"audio_file": path}`` for a multi-channel cut of one file's recording (the
+    downmixed cut made of it has no recording: the path is what a long one's VAD reads,
+    channels averaged), with ``"audio_offset"`` (seconds) when the cut starts after the
+    file's start; else ``None``."""
     recs = list(_recordings(cut))
     if not isinstance(cut, MultiCut) or len(recs) != 1 or len(recs[0].sources) != 1:
         return None
     src = recs[0].sources[0]
-    if src.type != "file" or cut.start > 1e-6 or abs(cut.duration - recs[0].duration) > 0.02:
+    if src.type != "file" or cut.start + cut.duration > recs[0].duration + 0.02:
         return None
+    if cut.start > 1e-6:
+        return {"audio_file": src.source, "audio_offset": float(cut.start)}
     return {"audio_file": src.source}

@@ -4,8 +4,9 @@ through the job's own batch path, stitched back into one record in the recording
 For such an utterance (a whole long recording, typically):
 
 1. it is cut into segments (:func:`segment_utterance`): silero-vad over its audio file
-   (:func:`k2dec.longform.vad_segments`, the file read in blocks; segments of at most
-   ``segment_max`` seconds, split at the quietest point) or fixed windows with context
+   (:func:`k2dec.longform.vad_segments`, the cut's range of the file read in blocks;
+   segments of at most ``segment_max`` seconds, split at the quietest point; fixed windows
+   only for a cut with no audio file, e.g. one read through ffmpeg) or fixed windows with context
    (:func:`k2dec.longform.fixed_windows`); segment starts are rounded down to the model's
    output frame grid (``frame_shift * subsampling_factor``, 40 ms for the shipped model), so
    the stitched frames are exact;
@@ -102,19 +103,21 @@ def output_frame_shift(assets: DecodeAssets, config: DecodeConfig) -> float:
     return config.frame_shift * sub
 
 
-def _audio_file(cut: Cut) -> str | None:
-    """The audio file of a cut that is its whole single-file recording (or, for a
-    multi-channel file downmixed into features, the file :func:`k2dec.data.cut_features`
-    names in ``custom["audio_file"]``), else ``None``."""
+def _audio_range(cut: Cut) -> tuple[str, float] | None:
+    """``(audio file, offset in seconds)`` of a cut that is a range of a single-file
+    recording (the whole of it, or a part: a recordings-only ``--cuts`` manifest's cut; or,
+    for a multi-channel file downmixed into features, the file and offset
+    :func:`k2dec.data.cut_features` names in ``custom["audio_file"]`` /
+    ``custom["audio_offset"]``), else ``None``."""
     rec = getattr(cut, "recording", None)
     custom = getattr(cut, "custom", None) or {}
     if rec is None and isinstance(custom.get("audio_file"), str):
-        return custom["audio_file"]
+        return custom["audio_file"], float(custom.get("audio_offset") or 0.0)
     if rec is None or len(rec.sources) != 1 or rec.sources[0].type != "file":
         return None
-    if cut.start > 1e-6 or abs(cut.duration - rec.duration) > 0.02:
+    if cut.start < 0 or cut.start + cut.duration > rec.duration + 0.02:
         return None
-    return rec.sources[0].source
+    return rec.sources[0].source, float(cut.start)
 
 
 def _on_grid(seg: Segmentation, grid: float) -> Segmentation:
@@ -140,16 +143,16 @@ def segment_utterance(cut: Cut, config: DecodeConfig, grid: float) -> Segmentati
       config: ``segmenter``, ``segment_max``, ``segment_context``.
       grid: seconds per model output frame; every segment starts on a multiple of it.
     """
-    path = _audio_file(cut) if config.segmenter == "vad" else None
-    if config.segmenter == "vad" and path is None:
-        logger.warning("cut %s: no whole audio file for the VAD; cut into fixed windows",
-                       cut.id)
-    if path is None:
+    where = _audio_range(cut) if config.segmenter == "vad" else None
+    if config.segmenter == "vad" and where is None:
+        logger.warning("cut %s: no audio file for the VAD; cut into fixed windows", cut.id)
+    if where is None:
         chunk = round(config.segment_max / grid) * grid
         context = round(config.segment_context / grid) * grid
         seg = fixed_windows(cut.duration, WindowConfig(chunk=chunk, context=context))
     else:
-        seg = vad_segments(path, VadConfig(max_segment=config.segment_max))
+        seg = vad_segments(where[0], VadConfig(max_segment=config.segment_max), where[1],
+                           cut.duration)
         seg = replace(seg, segments=tuple(s for s in seg.segments if s.start < cut.duration))
     return _on_grid(seg, grid)
 
