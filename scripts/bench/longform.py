@@ -7,7 +7,7 @@ Inputs: the shipped model and lang dir, the graphs the demo compiles, and record
 repeated to reach the length). Two parts:
 
 * **scale**: each (method, length) in a fresh process that does what ``k2dec decode
-  --audio-dir`` does (features of the file computed from its audio read 60 s at a time,
+  --audio-dir`` does (features of the file computed from its audio read 10 s at a time,
   VAD segments of at most 30 s, the method over the segments in batches of at most 60 s,
   each segment reading only its own feature frames, one stitched record), reporting its
   peak RSS (Linux ``VmHWM``; the model and all three graphs loaded) and wall seconds per
