@@ -215,7 +215,7 @@ def _cells(g: dict) -> list:
 
 
 def scale(lengths: tuple[float, ...], methods: tuple[str, ...], rep: Report,
-          cases: Path | None) -> tuple[bool | None, bool | None]:
+          cases: Path) -> tuple[bool | None, bool | None]:
     """Each (method, length) in a fresh process; the RSS and RTF targets over
     ``lengths[0]`` and ``lengths[-1]`` of the methods run at both."""
     got = {(m, n): run_case(m, n, cases=cases) for n in sorted(lengths, reverse=True)
@@ -243,7 +243,7 @@ def scale(lengths: tuple[float, ...], methods: tuple[str, ...], rep: Report,
     return rss_ok, rtf_ok
 
 
-def any_length(lengths: tuple[float, ...], rep: Report, cases: Path | None) -> bool:
+def any_length(lengths: tuple[float, ...], rep: Report, cases: Path) -> bool:
     """greedy_search on recordings of low noise with a few utterances (what the VAD skips):
     peak RSS the same at every length (a 10-hour file needs no more than a 1-hour one)."""
     got = [run_case("greedy_search", n, sparse=True, cases=cases) for n in lengths]
@@ -276,7 +276,15 @@ def main() -> None:
     lengths = tuple(float(x) for x in args.lengths.split(",")) if args.lengths else \
         LENGTHS[mode]
     methods = tuple(args.methods.split(",")) if args.methods else METHODS
-    cases = Path(args.cases) if args.cases else None
+    cases = Path(args.cases) if args.cases else WORK / AREA / f"cases-{time.time():.0f}.jsonl"
+    cases.parent.mkdir(parents=True, exist_ok=True)
+    # what the targets compare first (longest and shortest, then the any-length part), so a
+    # run cut short still has them; the tables then read every case from ``cases``
+    for n in (lengths[-1], lengths[0]):
+        for method in methods:
+            run_case(method, n, cases=cases)
+    for n in SPARSE_MINUTES[mode]:
+        run_case("greedy_search", n, sparse=True, cases=cases)
     rep = Report(area=AREA, title="Long recordings: memory, speed and stitching accuracy",
                  settings=f"methods {', '.join(methods)}; lengths {lengths} minutes; "
                           "segmenter VAD, segment_max 30 s (k2dec decode's defaults)")
