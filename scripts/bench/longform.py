@@ -218,7 +218,7 @@ def scale(lengths: tuple[float, ...], methods: tuple[str, ...], rep: Report,
           cases: Path) -> tuple[bool | None, bool | None]:
     """Each (method, length) in a fresh process; the RSS and RTF targets over
     ``lengths[0]`` and ``lengths[-1]`` of the methods run at both."""
-    got = {(m, n): run_case(m, n, cases=cases) for n in sorted(lengths, reverse=True)
+    got = {(m, n): run_case(m, n, cases=cases) for n in sorted(lengths)
            for m in methods}
     rows, rss_ok, rtf_ok = [], True, True
     for method in methods:
