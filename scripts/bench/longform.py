@@ -111,9 +111,9 @@ def worker(method: str, minutes: float, sparse: bool = False) -> dict:
     base = current_rss_mb()
     out = WORK / AREA / "out" / f"{method}-{'sparse' if sparse else ''}{minutes:g}"
     shutil.rmtree(out, ignore_errors=True)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     summary = _decode(assets, folder, method, out)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     from k2dec.results import read_results
 
     rec = read_results(summary.results_path)["long"]
@@ -123,7 +123,7 @@ def worker(method: str, minutes: float, sparse: bool = False) -> dict:
     duration = sf.info(str(folder / "long.wav")).duration
     shutil.rmtree(out, ignore_errors=True)  # a 10-hour file's features are 1.1 GB
     return {"rss_mb": peak_rss_mb(), "base_mb": base, "rtf": seconds / duration,
-            "seconds": seconds, "duration": duration, "job_rtf": summary.rtf,
+            "seconds": seconds, "cpu_s": cpu, "duration": duration, "job_rtf": summary.rtf,
             "status": rec["status"], "error": rec.get("error", ""),
             "segments": len(rec.get("segments", [])), "speech_s": audio,
             "wer": summary.headline[1]}
