@@ -332,11 +332,12 @@ def _piped_recording(info: sf._SoundFileInfo, path: Path, recording_id: str) -> 
                      num_samples=info.frames, duration=info.frames / info.samplerate)
 
 
-def probe_recording(path: str | Path, recording_id: str, limits: AudioLimits = AudioLimits()  # noqa: B008
-                    ) -> Recording:
+def probe_recording(path: str | Path, recording_id: str, limits: AudioLimits = AudioLimits(),  # noqa: B008
+                    in_pieces: bool = False) -> Recording:
     """A lhotse ``Recording`` of an audio file from its header alone, checked against
     ``limits`` (see the module docstring): soundfile, then lhotse's other backends, then the
-    ``ffmpeg`` command.
+    ``ffmpeg`` command. ``in_pieces``: the caller reads it in pieces (:func:`cut_features`),
+    so ``limits.max_audio_mb`` bounds a piece (:func:`held_seconds`); else the whole file.
 
     Raises:
       ValueError: one line (without the path) saying why the file cannot be used and what
@@ -352,7 +353,7 @@ def probe_recording(path: str | Path, recording_id: str, limits: AudioLimits = A
         _truncation(info, path)
     try:
         if info is not None and shown_path(path) != str(path):  # a name that is not UTF-8
-            return _checked(_piped_recording(info, path, recording_id), limits)
+            return _checked(_piped_recording(info, path, recording_id), limits, in_pieces)
         rec = Recording.from_file(path, recording_id=recording_id)
     except (AudioLoadingError, RuntimeError, OSError, ValueError, EOFError) as e:
         if not ffmpeg_available():
@@ -364,11 +365,12 @@ def probe_recording(path: str | Path, recording_id: str, limits: AudioLimits = A
         except (ValueError, KeyError, OSError, subprocess.SubprocessError) as fe:
             raise ValueError(f"not audio that soundfile or ffmpeg can read (soundfile: "
                              f"{sf_error or 'cannot read it'}; ffmpeg: {fe})") from None
-    return _checked(rec, limits)
+    return _checked(rec, limits, in_pieces)
 
 
-def _checked(rec: Recording, limits: AudioLimits) -> Recording:
-    limits.check(rec.sampling_rate, rec.num_channels, rec.duration, held_seconds(rec))
+def _checked(rec: Recording, limits: AudioLimits, in_pieces: bool) -> Recording:
+    limits.check(rec.sampling_rate, rec.num_channels, rec.duration,
+                 held_seconds(rec) if in_pieces else None)
     return rec
 
 

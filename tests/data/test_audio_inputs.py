@@ -426,6 +426,9 @@ def test_a_file_read_in_pieces_is_bounded_by_a_piece_not_its_length(tmp_path, mo
     assert f"AudioLimits.max_audio_mb={limit_mb:g}" in reason, reason
     sparse_wav(tmp_path / "huge.wav", 1 << 30)
     monkeypatch.undo()
-    assert probe_recording(tmp_path / "huge.wav", "huge").duration == pytest.approx(33554.43)
+    huge = tmp_path / "huge.wav"
+    assert probe_recording(huge, "huge", in_pieces=True).duration == pytest.approx(33554.43)
     with pytest.raises(ValueError, match=r"held at once \(a piece of the 33554 s file\)"):
-        probe_recording(tmp_path / "huge.wav", "huge", AudioLimits(max_audio_mb=0.5))
+        probe_recording(huge, "huge", AudioLimits(max_audio_mb=0.5), in_pieces=True)
+    with pytest.raises(ValueError, match=r"MiB of samples once read \(33554 s"):
+        probe_recording(huge, "huge")  # a caller that reads it whole (the Recognizer)
