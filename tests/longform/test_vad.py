@@ -204,3 +204,31 @@ def test_a_bad_range_is_refused(joined):
     for offset, duration in ((-1.0, None), (0.0, 0.0), (float("nan"), 1.0), (1.0, -2.0)):
         with pytest.raises(ValueError, match="long.wav.*offset >= 0 and duration > 0"):
             vad_segments(wav, offset=offset, duration=duration)
+
+
+def _reference_runs(probs, on, off):
+    """Speech runs by hysteresis, frame by frame over the whole list."""
+    runs, speaking = [], False
+    for i, p in enumerate(probs):
+        if speaking and p < off:
+            speaking = False
+        elif speaking:
+            runs[-1][1] = i + 1
+        elif p >= on:
+            runs.append([i, i + 1])
+            speaking = True
+    return runs
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 16])
+def test_speech_runs_read_in_chunks_are_those_of_the_whole(monkeypatch, chunk):
+    """_runs reads the probabilities a chunk at a time (bounded memory on a 10-hour file):
+    the same runs as a frame-by-frame reference for any chunk size, runs across chunk edges,
+    empty and length-1 inputs."""
+    from k2dec.longform import vad
+
+    monkeypatch.setattr(vad, "_RUN_CHUNK", chunk)
+    rng = np.random.default_rng(chunk)
+    for n in (0, 1, 2, 13, 500, 70001):
+        probs = np.repeat(rng.random(max(1, n // 5)), 5)[:n].astype(np.float32)
+        assert vad._runs(probs, 0.5, 0.35) == _reference_runs(probs.tolist(), 0.5, 0.35), n
