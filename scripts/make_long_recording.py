@@ -7,6 +7,11 @@ with the true start and end of every utterance and the joined reference. Example
     python scripts/make_long_recording.py \\
         --corpus-dir assets/librispeech-synth/corpus/test-clean --output-dir data/long
 
+    # 10 hours of low noise with 10 utterances spread over it (what a VAD skips)
+    python scripts/make_long_recording.py \\
+        --corpus-dir assets/librispeech-synth/corpus/test-clean --output-dir data/sparse10h \\
+        --sparse-duration 36000
+
     # 60 minutes, repeating test-other's utterances
     python scripts/make_long_recording.py \\
         --corpus-dir assets/librispeech-synth/corpus/test-other --output-dir data/long60 \\
@@ -101,6 +106,47 @@ def make_long_recording(corpus_dir: str | Path, output_dir: str | Path, name: st
     return supervisions
 
 
+def make_sparse_recording(corpus_dir: str | Path, output_dir: str | Path, duration: float,
+                          num_utterances: int = 10, noise_db: float = -60.0,
+                          name: str = "long", seed: int = 0) -> SupervisionSet:
+    """A recording of ``duration`` seconds that is mostly low white noise (``noise_db`` dBFS
+    RMS) with the first ``num_utterances`` utterances spread evenly over it: hours of audio
+    a VAD skips, so that decoding it costs little (the "10-hour file" of the benchmarks).
+    Written 60 s at a time (memory: one block); the same files as
+    :func:`make_long_recording` (supervisions, reference). The same arguments make the same
+    files."""
+    utts = corpus_utterances(corpus_dir)[:num_utterances]
+    rate = sf.info(str(utts[0][1])).samplerate
+    total = round(duration * rate)
+    step = total // (len(utts) + 1)
+    starts = [step * (k + 1) for k in range(len(utts))]
+    rng = np.random.default_rng(seed)
+    scale = np.float32(10 ** (noise_db / 20))
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    sups, pos = [], 0
+    with sf.SoundFile(str(out / f"{name}.wav"), "w", samplerate=rate, channels=1,
+                      subtype="PCM_16") as wav:
+        for (utt, path, text), start in zip(utts, starts):
+            while pos < start:
+                n = min(start - pos, 60 * rate)
+                wav.write(rng.standard_normal(n).astype(np.float32) * scale)
+                pos += n
+            samples = sf.read(str(path), dtype="float32", always_2d=True)[0].mean(axis=1)
+            wav.write(samples)
+            sups.append(SupervisionSegment(id=utt, recording_id=name, start=pos / rate,
+                                           duration=len(samples) / rate, text=text))
+            pos += len(samples)
+        while pos < total:
+            n = min(total - pos, 60 * rate)
+            wav.write(rng.standard_normal(n).astype(np.float32) * scale)
+            pos += n
+    supervisions = SupervisionSet.from_segments(sups)
+    supervisions.to_file(out / "supervisions.jsonl")
+    (out / "text").write_text(f"{name} {' '.join(t for _, _, t in utts)}\n", encoding="utf-8")
+    return supervisions
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--corpus-dir", required=True, type=click.Path(exists=True, file_okay=False),
               help="A LibriSpeech-layout split, e.g. assets/librispeech-synth/corpus/test-clean.")
@@ -112,10 +158,18 @@ def make_long_recording(corpus_dir: str | Path, output_dir: str | Path, name: st
 @click.option("--min-pause", default=0.3, show_default=True, type=float)
 @click.option("--max-pause", default=1.5, show_default=True, type=float)
 @click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--sparse-duration", default=None, type=float,
+              help="Instead: a recording this many seconds long, low noise with the first "
+                   "--num-utterances (default 10) utterances spread over it.")
 def main(corpus_dir: str, output_dir: str, name: str, num_utterances: int | None,
-         min_duration: float, min_pause: float, max_pause: float, seed: int) -> None:
-    sups = make_long_recording(corpus_dir, output_dir, name, num_utterances, min_duration,
-                               min_pause, max_pause, seed)
+         min_duration: float, min_pause: float, max_pause: float, seed: int,
+         sparse_duration: float | None) -> None:
+    if sparse_duration is not None:
+        sups = make_sparse_recording(corpus_dir, output_dir, sparse_duration,
+                                     num_utterances or 10, name=name, seed=seed)
+    else:
+        sups = make_long_recording(corpus_dir, output_dir, name, num_utterances, min_duration,
+                                   min_pause, max_pause, seed)
     end = max(s.end for s in sups)
     click.echo(f"{len(sups)} utterances, {end:.1f} s, written to {output_dir}")
 

@@ -367,7 +367,7 @@ def _file_cut(utt: str, path: Path, extractor: FeatureExtractor, writer: Feature
     """``(cut with features, its recording, "")`` of one file, or ``(None, None, "<path>:
     <why>")``."""
     try:
-        rec = probe_recording(path, utt, limits)
+        rec = probe_recording(path, utt, limits, in_pieces=True)  # cut_features reads pieces
     except AUDIO_READ_ERRORS as e:
         return None, None, f"{shown_path(path)}: {read_failure_reason(e)}"
     cut, why = _features(rec.to_cut(), shown_path(path), extractor, writer, limits)

@@ -8,9 +8,11 @@ Before any sample is read, from the file's header (:func:`probe_recording`,
   :attr:`~AudioLimits.max_sampling_rate`): a header claiming 1 Hz would otherwise be resampled
   to 16 kHz, 16000 times its size in memory;
 - the duration must fit the job's bound (:attr:`AudioLimits.max_duration`, the decode job's
-  ``--max-duration``) and its samples (all channels, float32) must fit
-  :attr:`AudioLimits.max_audio_mb`: a 1 GB WAV is refused from its 44-byte header, not after
-  reading it;
+  ``--max-duration``) and the samples held in memory at once (all channels, float32) must fit
+  :attr:`AudioLimits.max_audio_mb`: a file soundfile reads is read in pieces
+  (:func:`piecewise_features`, :func:`held_seconds`), so its length does not matter; one
+  that is read whole (through the ``ffmpeg`` command) and would not fit is refused from its
+  header, not after reading it;
 - an uncompressed file whose header declares more audio than the file holds (a WAV, AIFF, AU
   or W64 cut short, e.g. by an interrupted copy) is refused as truncated: libsndfile would
   silently read the part that is there, and its hypothesis would be scored against the whole
@@ -67,6 +69,7 @@ from ..primitives.sizes import check_positive
 
 __all__ = [
     "FEATURE_PIECE_SECONDS",
+    "held_seconds",
     "mono_samples",
     "piecewise_features",
     "AUDIO_READ_ERRORS",
@@ -118,9 +121,12 @@ class AudioLimits:
       max_channels: channels a recording may have (they are averaged into one).
       max_duration: seconds a recording (a cut) may last; ``None``: no bound here (the decode
         job passes its ``max_duration``).
-      max_audio_mb: MiB the samples of one recording may take once read (float32, all
-        channels, at the file's rate): the bound on a file's memory whatever ``max_duration``
-        is (1024 MiB: 4.7 hours of 16 kHz mono, 93 minutes of 48 kHz stereo).
+      max_audio_mb: MiB the samples of one recording held in memory at once may take
+        (float32, all channels, at the file's rate): the bound on a file's memory whatever
+        ``max_duration`` is. A file soundfile reads is read in pieces of seconds
+        (:func:`held_seconds`), so it bounds a piece, and a file of any length fits; a file
+        read whole (through ffmpeg) must fit as a whole (1024 MiB: 4.7 hours of 16 kHz
+        mono, 93 minutes of 48 kHz stereo).
 
     Raises:
       ValueError: a bound out of range, naming the field.
@@ -154,10 +160,13 @@ class AudioLimits:
                 f"implausible sampling rate {rate} Hz {where} (accepted: "
                 f"{self.min_sampling_rate}-{self.max_sampling_rate} Hz, AudioLimits); {advice}")
 
-    def check(self, rate: int, channels: int, duration: float) -> None:
+    def check(self, rate: int, channels: int, duration: float,
+              held: float | None = None) -> None:
         """Raise ``ValueError`` (one line saying what to do) if ``duration`` seconds of a
         recording with this sampling rate (Hz) and number of channels are outside these
-        limits."""
+        limits. ``held``: the seconds of it in memory at once (:func:`held_seconds`: one
+        piece of a file read in pieces); ``None``: all of it. :attr:`max_audio_mb` bounds
+        those samples, not the file's length."""
         self.check_rate(rate, "in its header", "the header is likely corrupt: if the rate is "
                         "right, resample the file (e.g. sox IN -r 16000 OUT)")
         if channels > self.max_channels:
@@ -166,10 +175,13 @@ class AudioLimits:
                              "OUT remix 1)")
         if self.max_duration is not None and duration > self.max_duration:
             raise ValueError(too_long(duration, self.max_duration))
-        mib = duration * rate * channels * 4 / 2**20
+        seconds = duration if held is None else min(duration, held)
+        mib = seconds * rate * channels * 4 / 2**20
         if mib > self.max_audio_mb:
+            what = "once read" if seconds == duration else (
+                f"held at once (a piece of the {duration:.0f} s file)")
             raise ValueError(
-                f"{mib:.0f} MiB of samples once read ({duration:.0f} s x {rate} Hz x "
+                f"{mib:.0f} MiB of samples {what} ({seconds:.0f} s x {rate} Hz x "
                 f"{channels} channels, float32), more than AudioLimits.max_audio_mb="
                 f"{self.max_audio_mb:g}; split, downmix or resample it first")
 
@@ -320,11 +332,12 @@ def _piped_recording(info: sf._SoundFileInfo, path: Path, recording_id: str) -> 
                      num_samples=info.frames, duration=info.frames / info.samplerate)
 
 
-def probe_recording(path: str | Path, recording_id: str, limits: AudioLimits = AudioLimits()  # noqa: B008
-                    ) -> Recording:
+def probe_recording(path: str | Path, recording_id: str, limits: AudioLimits = AudioLimits(),  # noqa: B008
+                    in_pieces: bool = False) -> Recording:
     """A lhotse ``Recording`` of an audio file from its header alone, checked against
     ``limits`` (see the module docstring): soundfile, then lhotse's other backends, then the
-    ``ffmpeg`` command.
+    ``ffmpeg`` command. ``in_pieces``: the caller reads it in pieces (:func:`cut_features`),
+    so ``limits.max_audio_mb`` bounds a piece (:func:`held_seconds`); else the whole file.
 
     Raises:
       ValueError: one line (without the path) saying why the file cannot be used and what
@@ -340,7 +353,7 @@ def probe_recording(path: str | Path, recording_id: str, limits: AudioLimits = A
         _truncation(info, path)
     try:
         if info is not None and shown_path(path) != str(path):  # a name that is not UTF-8
-            return _checked(_piped_recording(info, path, recording_id), limits)
+            return _checked(_piped_recording(info, path, recording_id), limits, in_pieces)
         rec = Recording.from_file(path, recording_id=recording_id)
     except (AudioLoadingError, RuntimeError, OSError, ValueError, EOFError) as e:
         if not ffmpeg_available():
@@ -352,12 +365,29 @@ def probe_recording(path: str | Path, recording_id: str, limits: AudioLimits = A
         except (ValueError, KeyError, OSError, subprocess.SubprocessError) as fe:
             raise ValueError(f"not audio that soundfile or ffmpeg can read (soundfile: "
                              f"{sf_error or 'cannot read it'}; ffmpeg: {fe})") from None
-    return _checked(rec, limits)
+    return _checked(rec, limits, in_pieces)
 
 
-def _checked(rec: Recording, limits: AudioLimits) -> Recording:
-    limits.check(rec.sampling_rate, rec.num_channels, rec.duration)
+def _checked(rec: Recording, limits: AudioLimits, in_pieces: bool) -> Recording:
+    limits.check(rec.sampling_rate, rec.num_channels, rec.duration,
+                 held_seconds(rec) if in_pieces else None)
     return rec
+
+
+def held_seconds(rec: Recording) -> float | None:
+    """Seconds of ``rec`` in memory at once when its features are computed
+    (:func:`cut_features`): one piece (:data:`FEATURE_PIECE_SECONDS` and its margins) when
+    lhotse reads a range of it without the rest (every source a file soundfile opens: it
+    seeks), so a file of any length fits :attr:`AudioLimits.max_audio_mb`; ``None`` (all of
+    it) for a command's output (ffmpeg, ``cat``), which is read whole."""
+    for src in rec.sources:
+        if src.type != "file":
+            return None
+        try:
+            sf.info(src.source)
+        except (sf.LibsndfileError, RuntimeError, OSError, TypeError):
+            return None
+    return FEATURE_PIECE_SECONDS + 1.0
 
 
 def _relative_hint(path: str | Path) -> str:
@@ -391,14 +421,14 @@ def _mono(cut: Cut) -> Cut:
         MixTrack(cut=c.perturb_volume(scale, affix_id=False)) for c in channels])
 
 
-def _stored_features(extractor: FeatureExtractor, feats: np.ndarray, num_samples: int,
+def _stored_features(extractor: FeatureExtractor, feats: np.ndarray | _NpyStream, num_samples: int,
                      rate: int, start: float, writer: FeaturesWriter, cut_id: str,
                      stored_key: str | None = None) -> Features:
     """``feats`` (of ``num_samples`` samples at ``rate``) stored by ``writer`` under a key
     derived from ``cut_id`` (lhotse's ``extract_from_samples_and_store`` draws a random one):
     the same audio gives the same manifest entry on every run, which is what a decode job's
     resume compares (:func:`k2dec.job.resume.cut_digest`). ``stored_key``: ``feats`` is
-    already in ``writer``'s store under that key (:func:`_mapped_output`)."""
+    already in ``writer``'s store under that key (:func:`_streamed_output`)."""
     key = hashlib.blake2b(cut_id.encode(), digest_size=16).hexdigest()
     return Features(start=start, duration=round(num_samples / rate, ndigits=8),
                     type=extractor.name, num_frames=feats.shape[0],
@@ -408,30 +438,59 @@ def _stored_features(extractor: FeatureExtractor, feats: np.ndarray, num_samples
                     storage_key=stored_key or writer.write(key, feats))
 
 
-def _mapped_output(writer: FeaturesWriter, cut_id: str
-                   ) -> tuple[Callable[[int, int], np.ndarray], list[str]] | None:
-    """For a local ``NumpyFilesWriter``: an allocator of the features' array as a
-    memory-mapped ``.npy`` file where ``writer.write`` would put it (so a long recording's
-    features go to disk piece by piece, never whole in memory), and a list that receives its
-    storage key; ``None`` for other writers."""
+class _NpyStream:
+    """A float32 ``.npy`` file of ``shape`` written front to back with ordinary writes
+    (``out[f0:f1] = frames`` in order, then :meth:`close`): a long recording's features go to
+    disk piece by piece and are never in this process's memory. (A memory-mapped file would
+    do the same on disk, but every page written stays resident while it is mapped: 148 MB
+    for 77 minutes, the peak RSS's growth with a recording's length.)"""
+
+    def __init__(self, path: Path, shape: tuple[int, int], key: str) -> None:
+        self.shape = shape
+        self.key = key
+        self._next = 0
+        self._file = open(path, "wb")  # noqa: SIM115 (closed by close())
+        np.lib.format.write_array_header_1_0(
+            self._file, {"descr": "<f4", "fortran_order": False, "shape": shape})
+
+    def __setitem__(self, rows: slice, frames: np.ndarray) -> None:
+        if rows.start != self._next or frames.shape != (rows.stop - rows.start, self.shape[1]):
+            raise ValueError(f"_NpyStream: rows {rows.start}:{rows.stop} written out of order "
+                             f"(next is {self._next}) or of shape {frames.shape}")
+        self._file.write(np.ascontiguousarray(frames, dtype="<f4").tobytes())
+        self._next = rows.stop
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def _streamed_output(writer: FeaturesWriter, cut_id: str
+                     ) -> tuple[Callable[[int, int], _NpyStream], list[str]] | None:
+    """For a local ``NumpyFilesWriter``: an allocator of the features' ``.npy`` file where
+    ``writer.write`` would put it, written front to back (:class:`_NpyStream`), and a list
+    that receives the stream it opens (its ``key`` is the storage key; the caller closes
+    it); ``None`` for other writers."""
     if not isinstance(writer, NumpyFilesWriter) or "://" in str(writer.storage_path):
         return None
     key = hashlib.blake2b(cut_id.encode(), digest_size=16).hexdigest() + ".npy"
-    stored: list[str] = []
+    opened: list[_NpyStream] = []
 
-    def alloc(frames: int, dim: int) -> np.ndarray:
+    def alloc(frames: int, dim: int) -> _NpyStream:
         folder = Path(writer.storage_path) / key[:3]
         folder.mkdir(parents=True, exist_ok=True)
-        stored.append(f"{key[:3]}/{key}")
-        return np.lib.format.open_memmap(folder / key, mode="w+", dtype=np.float32,
-                                         shape=(frames, dim))
-    return alloc, stored
+        opened.append(_NpyStream(folder / key, (frames, dim), f"{key[:3]}/{key}"))
+        return opened[-1]
+    return alloc, opened
 
 
 #: Seconds of audio read at a time when computing a recording's features
 #: (:func:`piecewise_features`): memory for samples and the extractor's intermediates is
-#: that of one piece whatever the recording's length.
-FEATURE_PIECE_SECONDS = 60.0
+#: that of one piece whatever the recording's length. Short on purpose: with 60 s pieces
+#: (about 50 MB of the extractor's torch intermediates each) the allocator's heap settled
+#: 60-90 MB higher after a few pieces than after one or two (a 77-minute file's peak RSS
+#: 383 MB against a 1-minute file's 324); with 10 s pieces both are within 3 MB (0.2 s of
+#: margins recomputed per piece: 2%).
+FEATURE_PIECE_SECONDS = 10.0
 
 #: Feature frames read beyond each side of a piece and dropped, so that every kept frame
 #: sees the samples it would see in the whole recording (a frame spans 2.5 shifts; the
@@ -445,19 +504,21 @@ def _empty(frames: int, dim: int) -> np.ndarray:
 
 def piecewise_features(cut: Cut, extractor: FeatureExtractor, where: str,
                        piece_seconds: float = FEATURE_PIECE_SECONDS,
-                       alloc: Callable[[int, int], np.ndarray] | None = None
-                       ) -> tuple[np.ndarray, int]:
+                       alloc: Callable[[int, int], Any] | None = None
+                       ) -> tuple[Any, int]:
     """The features of a one-channel ``cut`` (at the extractor's rate), its audio read
     ``piece_seconds`` at a time (lhotse reads the range of the file), each piece's frames
     computed with ``_PIECE_MARGIN_FRAMES`` of context on each side that are then dropped:
     the frames are those of the whole recording (``snip_edges=False``: frame ``i`` is
     centred on sample ``i * shift``), to float rounding.
 
-    ``alloc(num_frames, num_features)`` gives the array the frames are written to (e.g. a
-    memory-mapped file; default ``np.empty``) when the cut is longer than one piece.
+    ``alloc(num_frames, num_features)`` gives the array the frames are written to, in order
+    (``out[f0:f1] = frames``; e.g. a file written front to back; default ``np.empty``) when
+    the cut is longer than one piece.
 
     Returns:
-      ``(float32 [num_frames, num_features], number of samples)``.
+      ``(float32 [num_frames, num_features], number of samples)``: the array (what ``alloc``
+      gave, for a cut longer than one piece).
 
     Raises:
       ValueError: NaN or infinite samples (:func:`check_sample_values`; its range warning
@@ -563,7 +624,7 @@ def cut_features(cut: Cut, extractor: FeatureExtractor, writer: FeaturesWriter,
         (:data:`AUDIO_READ_ERRORS`).
     """
     for rec in _recordings(cut):
-        limits.check(rec.sampling_rate, rec.num_channels, cut.duration)
+        limits.check(rec.sampling_rate, rec.num_channels, cut.duration, held_seconds(rec))
         for src in rec.sources:
             if src.type == "file" and not os.path.isfile(src.source):
                 raise ValueError(f"its audio file {shown_path(src.source)} does not exist"
@@ -578,12 +639,14 @@ def cut_features(cut: Cut, extractor: FeatureExtractor, writer: FeaturesWriter,
     sources = [src.source for rec in _recordings(cut) for src in rec.sources
                if src.type == "file"]
     where = shown_path(sources[0]) if sources else cut.id
-    mapped = _mapped_output(writer, cut.id)
-    arr, num_samples = piecewise_features(mono, extractor, where, FEATURE_PIECE_SECONDS,
-                                          mapped[0] if mapped else None)
-    stored = mapped[1][0] if mapped and mapped[1] else None
-    if isinstance(arr, np.memmap):
-        arr.flush()
+    alloc, opened = _streamed_output(writer, cut.id) or (None, [])
+    try:
+        arr, num_samples = piecewise_features(mono, extractor, where, FEATURE_PIECE_SECONDS,
+                                              alloc)
+    finally:
+        for stream in opened:
+            stream.close()
+    stored = opened[0].key if opened else None
     start = mono.start if isinstance(mono, MonoCut) else 0.0
     feats = _stored_features(extractor, arr, num_samples, rate, start, writer, cut.id, stored)
     del arr
@@ -595,14 +658,17 @@ def cut_features(cut: Cut, extractor: FeatureExtractor, writer: FeaturesWriter,
                    features=fastcopy(feats, recording_id=rec_id), custom=_whole_file(cut))
 
 
-def _whole_file(cut: Cut) -> dict[str, str] | None:
-    """``{"audio_file": path}`` for a multi-channel cut that is the whole of one file's
-    recording (the downmixed cut made of it has no recording: the path is what a long one's
-    VAD reads, channels averaged), else ``None``."""
+def _whole_file(cut: Cut) -> dict[str, Any] | None:
+    """``{"audio_file": path}`` for a multi-channel cut of one file's recording (the
+    downmixed cut made of it has no recording: the path is what a long one's VAD reads,
+    channels averaged), with ``"audio_offset"`` (seconds) when the cut starts after the
+    file's start; else ``None``."""
     recs = list(_recordings(cut))
     if not isinstance(cut, MultiCut) or len(recs) != 1 or len(recs[0].sources) != 1:
         return None
     src = recs[0].sources[0]
-    if src.type != "file" or cut.start > 1e-6 or abs(cut.duration - recs[0].duration) > 0.02:
+    if src.type != "file" or cut.start + cut.duration > recs[0].duration + 0.02:
         return None
+    if cut.start > 1e-6:
+        return {"audio_file": src.source, "audio_offset": float(cut.start)}
     return {"audio_file": src.source}

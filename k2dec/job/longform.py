@@ -4,8 +4,9 @@ through the job's own batch path, stitched back into one record in the recording
 For such an utterance (a whole long recording, typically):
 
 1. it is cut into segments (:func:`segment_utterance`): silero-vad over its audio file
-   (:func:`k2dec.longform.vad_segments`, the file read in blocks; segments of at most
-   ``segment_max`` seconds, split at the quietest point) or fixed windows with context
+   (:func:`k2dec.longform.vad_segments`, the cut's range of the file read in blocks;
+   segments of at most ``segment_max`` seconds, split at the quietest point; fixed windows
+   only for a cut with no audio file, e.g. one read through ffmpeg) or fixed windows with context
    (:func:`k2dec.longform.fixed_windows`); segment starts are rounded down to the model's
    output frame grid (``frame_shift * subsampling_factor``, 40 ms for the shipped model), so
    the stitched frames are exact;
@@ -29,9 +30,12 @@ which need a reference per segment, fail such a recording with that reason.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import functools
 import logging
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from types import SimpleNamespace
 from typing import Any
@@ -119,19 +123,21 @@ def output_frame_shift(assets: DecodeAssets, config: DecodeConfig) -> float:
     return config.frame_shift * sub
 
 
-def _audio_file(cut: Cut) -> str | None:
-    """The audio file of a cut that is its whole single-file recording (or, for a
-    multi-channel file downmixed into features, the file :func:`k2dec.data.cut_features`
-    names in ``custom["audio_file"]``), else ``None``."""
+def _audio_range(cut: Cut) -> tuple[str, float] | None:
+    """``(audio file, offset in seconds)`` of a cut that is a range of a single-file
+    recording (the whole of it, or a part: a recordings-only ``--cuts`` manifest's cut; or,
+    for a multi-channel file downmixed into features, the file and offset
+    :func:`k2dec.data.cut_features` names in ``custom["audio_file"]`` /
+    ``custom["audio_offset"]``), else ``None``."""
     rec = getattr(cut, "recording", None)
     custom = getattr(cut, "custom", None) or {}
     if rec is None and isinstance(custom.get("audio_file"), str):
-        return custom["audio_file"]
+        return custom["audio_file"], float(custom.get("audio_offset") or 0.0)
     if rec is None or len(rec.sources) != 1 or rec.sources[0].type != "file":
         return None
-    if cut.start > 1e-6 or abs(cut.duration - rec.duration) > 0.02:
+    if cut.start < 0 or cut.start + cut.duration > rec.duration + 0.02:
         return None
-    return rec.sources[0].source
+    return rec.sources[0].source, float(cut.start)
 
 
 def _on_grid(seg: Segmentation, grid: float) -> Segmentation:
@@ -161,21 +167,23 @@ def segment_utterance(cut: Cut, config: DecodeConfig, grid: float,
       window: seconds of a window's core (:func:`window_seconds`); ``None``:
         ``config.segment_window`` or ``segment_max``.
     """
-    path = _audio_file(cut)
-    if config.segmenter == "vad" and path is None:
-        logger.warning("cut %s: no whole audio file for the VAD; cut into fixed windows",
-                       cut.id)
-    if path is None or config.segmenter == "windows":
+    where = _audio_range(cut)
+    if config.segmenter == "vad" and where is None:
+        logger.warning("cut %s: no audio file for the VAD; cut into fixed windows", cut.id)
+    if where is None or config.segmenter == "windows":
         window = window or config.segment_window or config.segment_max
         chunk = max(1, round(window / grid)) * grid
         context = round(config.segment_context / grid) * grid
         windows = WindowConfig(chunk=chunk, context=context, search=min(
             chunk / 2, round(config.segment_search / grid) * grid),
             trim_db=config.segment_trim_db)
-        seg = window_segments(path, windows, grid) if path is not None and windows.search \
+        # quiet seams read the energy of a whole file: a cut that is the file from its start
+        whole_file = where is not None and where[1] == 0.0
+        seg = window_segments(where[0], windows, grid) if whole_file and windows.search \
             else fixed_windows(cut.duration, windows)
     else:
-        seg = vad_segments(path, VadConfig(max_segment=config.segment_max))
+        seg = vad_segments(where[0], VadConfig(max_segment=config.segment_max), where[1],
+                           cut.duration)
         seg = replace(seg, segments=tuple(s for s in seg.segments if s.start < cut.duration))
     return _on_grid(seg, grid)
 
@@ -247,9 +255,31 @@ class LongDecoded:
                 "dropped_speech": round(self.dropped_speech, 3)}
 
 
+@functools.lru_cache(maxsize=1)
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``, or ``None`` where the C library has none (musl, macOS)."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def _release_freed() -> None:
+    """Give the heap's free pages back to the system after a batch of segments. The
+    batches' tensors (encoder activations, lattices) come in many sizes; glibc keeps the
+    freed ones, fragmented, and a 77-minute recording's peak RSS crept 20 MB above a
+    1-minute one's (with the mmap threshold fixed, half of it went away: fragmentation)."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
 def _decode_segments(method: Method, method_config: Any, assets: DecodeAssets, cut: Cut,
                      segments: Sequence[Segment], config: DecodeConfig, encoder: JobEncoder,
                      silence: Any) -> list[Decoded]:
+    """Each segment's hypotheses (without their word strings: the stitched record's are
+    made from its ids) or failure reason, decoded in batches of at most
+    :func:`long_batch_seconds`."""
     out: list[Decoded | None] = [None] * len(segments)
     for idx in _batches(segments, long_batch_seconds(config)):
         rows = []
@@ -264,9 +294,12 @@ def _decode_segments(method: Method, method_config: Any, assets: DecodeAssets, c
             feats, lens = _padded(read)
             done = silenced(decode_or_split(method, method_config, assets, feats, lens,
                                             [[] for _ in read], encoder), feats, lens, silence)
-        done.reverse()
+        done = [({k: (rec, []) for k, (rec, _) in hyps.items()}, error)
+                for hyps, error in reversed(done)]
         for i, r in zip(idx, rows):
             out[i] = ({}, r) if isinstance(r, str) else done.pop()
+        del rows, read
+        _release_freed()
     return out  # type: ignore[return-value]
 
 

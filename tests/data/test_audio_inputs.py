@@ -210,12 +210,13 @@ def test_each_file_decodes_or_fails_with_a_reason_naming_it(name, tmp_path):
 
 def test_a_1_hz_header_is_refused_in_bounded_memory(tmp_path):
     """48000 samples "at 1 Hz" (13 hours) would be resampled to 768M samples; a 1 GB WAV with
-    a valid header (33,554 s) and --max-duration raised to cover it would be read whole. Both
-    are refused from their headers: the process stays far below 1 GB."""
+    a valid header (33,554 s) that is read whole (a name that is not UTF-8: read through
+    ``cat``, which cannot seek) and --max-duration raised to cover it would be held whole.
+    Both are refused from their headers: the process stays far below 1 GB."""
     d = tmp_path / "in"
     d.mkdir()
     (d / "onehz.wav").write_bytes(wav_bytes(3.0, rate=1))
-    sparse_wav(d / "huge.wav", 1 << 30)
+    sparse_wav(d / os.fsdecode(b"huge\xff.wav"), 1 << 30)
     code = (
         "import resource, sys\n"
         "from k2dec.data import AudioLimits, cuts_from_audio_dir\n"
@@ -388,3 +389,46 @@ def test_two_files_with_one_utterance_id_are_refused_naming_both(tmp_path):
     for name in ("b/x.flac", "c/my_talk.ogg"):
         (tmp_path / name).unlink()
     assert sorted(scan_audio_dir(tmp_path).files) == ["my_talk", "x", "y"]
+
+
+def test_a_file_read_in_pieces_is_bounded_by_a_piece_not_its_length(tmp_path, monkeypatch):
+    """max_audio_mb bounds the samples held at once: a file soundfile seeks in is read a
+    piece at a time, so one whose whole samples are 20 times the bound decodes (a 1 GB WAV's
+    header, 9.3 hours, too), and no read holds more than the bound (a spy on every
+    load_audio: it fails when the whole file is loaded); a file read whole (through ``cat``)
+    is still refused from its header."""
+    from lhotse.cut import MonoCut
+
+    from k2dec.data import audio_io, probe_recording
+
+    monkeypatch.setattr(audio_io, "FEATURE_PIECE_SECONDS", 2.0)
+    seconds, limit_mb = 60.0, 0.25  # the whole: 3.7 MiB of float32; a piece: 0.19 MiB
+    d = tmp_path / "in"
+    d.mkdir()
+    sf.write(d / "long.wav", noise(seconds), RATE, subtype="PCM_16")
+    (d / os.fsdecode(b"piped\xff.wav")).write_bytes((d / "long.wav").read_bytes())
+    loaded: list[int] = []
+    real = MonoCut.load_audio
+
+    def spy(self, *args, **kwargs):
+        out = real(self, *args, **kwargs)
+        loaded.append(out.nbytes)
+        return out
+
+    monkeypatch.setattr(MonoCut, "load_audio", spy)
+    got = cuts_from_audio_dir(d, tmp_path / "f", progress=False,
+                              limits=AudioLimits(max_audio_mb=limit_mb))
+    assert [c.id for c in got.cuts] == ["long"]
+    assert got.cuts[0].num_frames == 6000 and got.cuts[0].load_features().shape == (6000, 80)
+    assert loaded and max(loaded) <= limit_mb * 2**20, loaded
+    (reason,) = [f.reason for f in got.failed]
+    assert "MiB of samples once read (60 s x 16000 Hz" in reason, reason
+    assert f"AudioLimits.max_audio_mb={limit_mb:g}" in reason, reason
+    sparse_wav(tmp_path / "huge.wav", 1 << 30)
+    monkeypatch.undo()
+    huge = tmp_path / "huge.wav"
+    assert probe_recording(huge, "huge", in_pieces=True).duration == pytest.approx(33554.43)
+    with pytest.raises(ValueError, match=r"held at once \(a piece of the 33554 s file\)"):
+        probe_recording(huge, "huge", AudioLimits(max_audio_mb=0.5), in_pieces=True)
+    with pytest.raises(ValueError, match=r"MiB of samples once read \(33554 s"):
+        probe_recording(huge, "huge")  # a caller that reads it whole (the Recognizer)

@@ -6,6 +6,7 @@ samples refused in any piece; the range warning said once."""
 from __future__ import annotations
 
 import logging
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -125,3 +126,41 @@ def test_a_feature_range_reads_only_its_frames(tmp_path, extractor, monkeypatch)
         assert got.shape == want.shape and got.dtype == want.dtype, (offset, duration)
         np.testing.assert_array_equal(got, want)
     assert not whole_loads
+
+
+def test_a_long_files_features_are_never_whole_in_memory(tmp_path, extractor, monkeypatch):
+    """cut_features of a file longer than a piece: while each piece is extracted, the
+    features file is not mapped into the process (a mapped file's written pages count in its
+    RSS) and Python holds no more than a few pieces' samples and frames (tracemalloc counts
+    numpy's buffers); the file is the one np.save writes of the whole file's frames."""
+    rng = np.random.default_rng(4)
+    seconds, piece = 120, 2.0
+    cut = _cut(tmp_path, (rng.standard_normal(16000 * seconds + 5) * 0.1).astype(np.float32),
+               16000)
+    whole = _whole(cut, extractor)
+    store = tmp_path / "feats"
+    mapped: list[str] = []
+    real_extract = type(extractor).extract
+
+    def spy(self, *args, **kwargs):
+        with open("/proc/self/maps") as maps:
+            mapped.extend(line for line in maps if str(store) in line)
+        return real_extract(self, *args, **kwargs)
+
+    monkeypatch.setattr(audio_io, "FEATURE_PIECE_SECONDS", piece)
+    monkeypatch.setattr(type(extractor), "extract", spy)
+    tracemalloc.start()
+    try:
+        with NumpyFilesWriter(store) as writer:
+            done = cut_features(cut, extractor, writer)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert not mapped
+    samples_mb, frames_mb = seconds * 16000 * 4 / 2**20, whole.nbytes / 2**20
+    assert peak / 2**20 < 0.25 * min(samples_mb, frames_mb), (peak, samples_mb, frames_mb)
+    np.testing.assert_allclose(done.load_features(), whole, atol=1e-4, rtol=0)
+    (path,) = store.rglob("*.npy")
+    saved = tmp_path / "saved.npy"
+    np.save(saved, np.load(path))
+    assert path.read_bytes() == saved.read_bytes()

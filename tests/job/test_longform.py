@@ -20,10 +20,10 @@ import numpy as np
 import pysubs2
 import pytest
 import soundfile as sf
-from lhotse import CutSet, SupervisionSet
+from lhotse import CutSet, Recording, SupervisionSet
 from praatio import textgrid
 
-from k2dec.data import cuts_from_audio_dir
+from k2dec.data import compute_cut_features, cuts_from_audio_dir
 from k2dec.demo import ASSETS
 from k2dec.job import DecodeConfig, decode_cuts, load_assets, plan_methods, read_settings
 from k2dec.job.longform import segment_utterance
@@ -320,3 +320,39 @@ def test_a_stereo_file_is_segmented_by_the_vad(long_setup, decoded, tmp_path, ca
     rec = read_results(summary.results_path)["long"]
     assert rec["segments"] == decoded["greedy_search"][1]["segments"]
     assert rec["hyp"] == decoded["greedy_search"][1]["hyp"]
+
+
+def test_a_cut_that_is_part_of_a_recording_is_segmented_by_the_vad(long_setup, tmp_path,
+                                                                     caplog):
+    """A recordings-only manifest whose long cut is a part of its recording (from 3.1 s to
+    3 s before the end): the VAD runs over the cut's range, not fixed windows, and the
+    segments, words and times are those of a file holding only that range (mono and
+    stereo)."""
+    rec = next(iter(long_setup[1])).recording
+    samples, rate = sf.read(rec.sources[0].source, dtype="float32")
+    first, last = round(3.1 * rate), len(samples) - 3 * rate
+    for channels in (1, 2):
+        d = tmp_path / f"c{channels}"
+        d.mkdir()
+        data = samples if channels == 1 else np.stack([samples, samples], axis=1)
+        sf.write(d / "whole.wav", data, rate)
+        (d / "part").mkdir()
+        sf.write(d / "part" / "long.wav", data[first:last], rate)
+        part = Recording.from_file(d / "whole.wav").to_cut().truncate(
+            offset=first / rate, duration=(last - first) / rate)
+        cuts, failed = compute_cut_features(CutSet.from_cuts([part]), d / "f1",
+                                            progress=False)
+        assert not failed
+        at = next(iter(cuts))  # stereo: downmixed, the file's range named in custom
+        assert (at.start if channels == 1 else at.custom["audio_offset"]) == \
+            pytest.approx(first / rate)
+        alone = cuts_from_audio_dir(d / "part", d / "f2", progress=False).cuts
+        with caplog.at_level(logging.WARNING):
+            got = _decode(long_setup, cuts, "greedy_search", d / "o1", segment_max=10.0)
+        assert "fixed windows" not in caplog.text
+        want = _decode(long_setup, alone, "greedy_search", d / "o2", segment_max=10.0)
+        got_rec = read_results(got.results_path)[part.id]
+        want_rec = read_results(want.results_path)["long"]
+        assert got_rec["segments"] == want_rec["segments"] and got_rec["segments"]
+        assert got_rec["hyp"] == want_rec["hyp"]
+        assert got_rec["hyps"] == want_rec["hyps"]  # words, times, confidences

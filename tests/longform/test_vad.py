@@ -168,3 +168,67 @@ def test_blocks_at_44_1_khz_stereo_are_16_khz_mono_without_drift(tmp_path):
     assert all(b.dtype == np.float32 for b in blocks)
     # channels averaged: the tone at half its amplitude
     assert np.abs(blocks[1]).max() == pytest.approx(0.15, abs=0.01)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_range_of_a_file_is_segmented_as_that_range_alone(joined, tmp_path, seed):
+    """vad_segments(offset, duration) (a cut that is part of a recording) gives the
+    segments of a file holding only that range, in seconds from its start: random ranges,
+    one to the file's end, a range of less than one VAD frame; at 16 kHz and at 8 kHz
+    stereo; blocks smaller than the range."""
+    wav, _ = joined
+    samples, rate = sf.read(str(wav), dtype="float32")
+    rng = np.random.default_rng(seed)
+    total = len(samples) / rate
+    a = float(rng.uniform(0, total - 1))
+    b = {0: min(total, a + float(rng.uniform(0.01, 12))), 1: total, 2: a + 0.02}.get(
+        seed, float(rng.uniform(a + 0.5, total)))
+    first, last = round(a * rate), round(b * rate)
+    part = tmp_path / "part.wav"
+    sf.write(str(part), samples[first:last], rate)
+    want = vad_segments(part, VadConfig(block_seconds=3.0))
+    got = vad_segments(wav, VadConfig(block_seconds=3.0), first / rate, (last - first) / rate)
+    assert got == want, (a, b)
+    if seed == 1:  # 8 kHz stereo: the same range of the same speech
+        low = Resample(rate, 8000)(samples[None, :], rate)[0]
+        wav8 = tmp_path / "low.wav"
+        sf.write(str(wav8), np.stack([low, low], axis=1), 8000)
+        a8, b8 = round(a * 8000), round(b * 8000)
+        sf.write(str(part), np.stack([low, low], axis=1)[a8:b8], 8000)
+        assert vad_segments(wav8, offset=a8 / 8000, duration=(b8 - a8) / 8000) == \
+            vad_segments(part)
+
+
+def test_a_bad_range_is_refused(joined):
+    wav, _ = joined
+    for offset, duration in ((-1.0, None), (0.0, 0.0), (float("nan"), 1.0), (1.0, -2.0)):
+        with pytest.raises(ValueError, match="long.wav.*offset >= 0 and duration > 0"):
+            vad_segments(wav, offset=offset, duration=duration)
+
+
+def _reference_runs(probs, on, off):
+    """Speech runs by hysteresis, frame by frame over the whole list."""
+    runs, speaking = [], False
+    for i, p in enumerate(probs):
+        if speaking and p < off:
+            speaking = False
+        elif speaking:
+            runs[-1][1] = i + 1
+        elif p >= on:
+            runs.append([i, i + 1])
+            speaking = True
+    return runs
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 16])
+def test_speech_runs_read_in_chunks_are_those_of_the_whole(monkeypatch, chunk):
+    """_runs reads the probabilities a chunk at a time (bounded memory on a 10-hour file):
+    the same runs as a frame-by-frame reference for any chunk size, runs across chunk edges,
+    empty and length-1 inputs."""
+    from k2dec.longform import vad
+
+    monkeypatch.setattr(vad, "_RUN_CHUNK", chunk)
+    rng = np.random.default_rng(chunk)
+    for n in (0, 1, 2, 13, 500, 70001):
+        probs = np.repeat(rng.random(max(1, n // 5)), 5)[:n].astype(np.float32)
+        assert vad._runs(probs, 0.5, 0.35) == _reference_runs(probs.tolist(), 0.5, 0.35), n

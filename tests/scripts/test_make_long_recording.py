@@ -52,3 +52,28 @@ def test_the_same_seed_makes_the_same_files_and_repeats_reach_min_duration(tmp_p
         make(CORPUS, tmp_path / "c", min_pause=2.0, max_pause=1.0)
     with pytest.raises(ValueError, match="no .*trans.txt"):
         make(tmp_path / "a", tmp_path / "d")
+
+
+def test_a_sparse_recording_is_low_noise_with_the_utterances_at_their_times(tmp_path):
+    """--sparse-duration: the length asked for, the utterances where the supervisions say,
+    low noise (-60 dBFS) everywhere else."""
+    script = load_script("make_long_recording")
+    result = CliRunner().invoke(script.main, ["--corpus-dir", str(CORPUS), "--output-dir",
+                                              str(tmp_path), "--num-utterances", "3",
+                                              "--sparse-duration", "130"])
+    assert result.exit_code == 0, result.output
+    audio, rate = sf.read(str(tmp_path / "long.wav"), dtype="float32")
+    assert len(audio) == 130 * rate
+    sups = sorted(SupervisionSet.from_file(tmp_path / "supervisions.jsonl"),
+                  key=lambda s: s.start)
+    utts = script.corpus_utterances(CORPUS)[:3]
+    assert [s.id for s in sups] == [u for u, _, _ in utts]
+    quiet = np.ones(len(audio), dtype=bool)
+    for sup, (_, flac, _) in zip(sups, utts):
+        samples, _ = sf.read(str(flac), dtype="float32")
+        start = round(sup.start * rate)
+        np.testing.assert_allclose(audio[start:start + len(samples)], samples, atol=1e-4)
+        quiet[start:start + len(samples)] = False
+    rms_db = 10 * np.log10(np.mean(audio[quiet] ** 2))
+    assert -61.5 < rms_db < -58.5, rms_db
+    assert read_kaldi_text(tmp_path / "text") == {"long": " ".join(t for _, _, t in utts)}
