@@ -21,6 +21,7 @@ from k2dec.lattice.one_best import ONE_BEST_OUTPUT_BEAM
 from k2dec.lattice.search import has_final_arc
 from k2dec.testing.graphs import peaked_log_probs
 from tests.lattice.graphs import HUGE, to_k2
+from tests.reference.dead_end import DEAD_END, dead_end_case
 from tests.reference.viterbi import path_outputs, path_score, random_graph, viterbi
 
 NARROW = LatticeConfig(search_beam=2.0, output_beam=6.0, min_active_states=0,
@@ -123,24 +124,8 @@ def test_batch_sizes_and_single_frames(device):
         assert batch[i].score == pytest.approx(ref_score, abs=1e-4)
 
 
-# state 1 is a dead end (no final arc) that the input favours; the only complete paths loop
-# on state 2. With T >= 20 frames k2 prunes the lattice in chunks and returns the partial
-# lattice of the dead end: arcs, but no final arc.
-DEAD_END = "0 1 1 0 0\n0 2 2 0 0\n1 1 1 0 0\n2 2 2 7 0\n2 3 -1 -1 0\n3"
-
-
-def _dead_end_case(t: int, device):
-    g = k2.Fsa.from_str(DEAD_END, acceptor=False).to(device)
-    lp = torch.full((2, t, 3), -10.0)
-    lp[:, :, 1] = 0.0
-    lp[:, :, 2] = -3.0
-    lp[1, :, 2] = 0.0  # utterance 1 prefers the good branch
-    lp[1, :, 1] = -3.0
-    return g, lp.to(device), torch.tensor([t, t])
-
-
 def test_has_final_arc_sees_partial_lattices(device):
-    g, lp, lengths = _dead_end_case(40, device)
+    g, lp, lengths = dead_end_case(40, device)
     dense = make_dense_fsa_vec(lp, lengths)
     lat = k2.intersect_dense_pruned(g, dense.dense_fsa_vec, 1.0, 1.0, 0, 10000)
     assert lat[0].num_arcs > 0  # the partial lattice this detection is about
@@ -155,7 +140,7 @@ def test_has_final_arc_sees_partial_lattices(device):
 @pytest.mark.parametrize("values", [(float("nan"), -float("inf")), (-float("inf"), float("inf")),
                                     (float("inf"), float("nan"))])
 def test_nan_inf_next_to_minus_inf(device, values):
-    g, lp, lengths = _dead_end_case(6, device)
+    g, lp, lengths = dead_end_case(6, device)
     bad = lp.clone()
     bad[0, 4, 0], bad[0, 4, 2] = values
     bad[0, 4, 1] = -float("inf")
@@ -169,7 +154,7 @@ def test_nan_inf_next_to_minus_inf(device, values):
 
 @pytest.mark.parametrize("t", [6, 40])
 def test_partial_lattice_is_retried(device, t):
-    g, lp, lengths = _dead_end_case(t, device)
+    g, lp, lengths = dead_end_case(t, device)
     # the good path falls 3 per frame behind: only a beam above 3 * t keeps it
     config = LatticeConfig(search_beam=1.0, output_beam=1.0, min_active_states=0,
                            retry_scales=(2.0, 4.0 * t))
@@ -186,7 +171,7 @@ def test_partial_lattice_is_retried(device, t):
 
 
 def test_partial_lattice_without_retries_is_empty(device):
-    g, lp, lengths = _dead_end_case(40, device)
+    g, lp, lengths = dead_end_case(40, device)
     config = LatticeConfig(search_beam=1.0, output_beam=1.0, min_active_states=0,
                            retry_scales=())
     res = get_lattice(lp, lengths, g, config)
@@ -200,7 +185,7 @@ def test_partial_lattice_without_retries_is_empty(device):
 
 
 def test_fast_path_validates_like_get_lattice(device):
-    g, lp, lengths = _dead_end_case(6, device)
+    g, lp, lengths = dead_end_case(6, device)
     with pytest.raises(TypeError, match="config must be a LatticeConfig"):
         one_best_decoding(lp, lengths, g, {"search_beam": 20})
     with pytest.raises(TypeError, match="aux_labels must be an AuxLabels"):

@@ -21,6 +21,7 @@ from k2dec.lattice import (
 from k2dec.lattice.viterbi import graph_tables, viterbi_paths
 from k2dec.testing.graphs import ctc_lexicon_graph, peaked_log_probs
 from tests.lattice.graphs import HUGE, LEXICON, to_k2
+from tests.reference.dead_end import dead_end_case
 from tests.reference.viterbi import path_outputs, path_score, random_graph, viterbi
 
 INF = float("inf")
@@ -182,24 +183,9 @@ def test_approximations_match_the_lattice_route(device, approx):
             assert _fields(f) == _fields(s) and f.status is s.status
 
 
-# state 1 is a dead end (no final arc) that the input favours; the only complete paths loop
-# on state 2
-DEAD_END = "0 1 1 0 0\n0 2 2 0 0\n1 1 1 0 0\n2 2 2 7 0\n2 3 -1 -1 0\n3"
-
-
-def _dead_end_case(t: int, device):
-    g = k2.Fsa.from_str(DEAD_END, acceptor=False).to(device)
-    lp = torch.full((2, t, 3), -10.0)
-    lp[:, :, 1] = 0.0
-    lp[:, :, 2] = -3.0
-    lp[1, :, 2] = 0.0  # utterance 1 prefers the good branch
-    lp[1, :, 1] = -3.0
-    return g, lp.to(device), torch.tensor([t, t])
-
-
 def test_no_surviving_path_is_retried_then_reported(device):
     t = 10
-    g, lp, lengths = _dead_end_case(t, device)
+    g, lp, lengths = dead_end_case(t, device)
     retried = LatticeConfig(search_beam=1.0, min_active_states=0,
                             retry_scales=(2.0, 4.0 * t))
     hyps = viterbi_one_best(lp, lengths, g, retried)
