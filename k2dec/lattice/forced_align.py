@@ -26,6 +26,17 @@ label, garbage gains less than its penalties, and the alignment is the plain one
 garbage label is an extra column of the dense input, so the graph stays small (one state per
 word boundary). Ties between paths of equal score (possible only with zero
 penalties) are broken by k2.
+
+With :attr:`Untranscribed.skip_penalty`, the path may also **skip** transcript words (up to
+:data:`MAX_SKIPPED_RUN` in a row), paying the penalty per word: arcs from a word boundary's
+states to where the path would go on the next frame after the skipped words (k2's dense
+intersection has no epsilon arcs, so a skip is taken on the frame after it). A word the
+audio lacks then costs the penalty instead of squeezing into frames its neighbours say, so
+the neighbours keep their frames. A skipped word has no frames (:class:`WordAlignment`
+marks it zero-length at its gap). Skipping words and taking garbage for their frames costs
+``entry_penalty`` plus the skips, so a skip penalty under a right word's log-prob gap skips
+right words: choose it on dev material. Two choices of skipped words that spell the same
+tokens (``A A`` with one ``A`` skipped) tie; k2 breaks the tie.
 """
 
 from __future__ import annotations

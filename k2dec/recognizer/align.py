@@ -123,7 +123,7 @@ over blank frames (not past the transcript's tokens around it): the garbage run 
 covers only the frames the network spikes on (see :func:`_widened`)."""
 
 
-SKIP_PENALTY_DEFAULT = 6.0
+SKIP_PENALTY_DEFAULT = 20.0
 """:attr:`AlignConfig.skip_penalty`'s default (chosen on dev material, see
 :class:`AlignConfig`)."""
 

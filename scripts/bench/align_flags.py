@@ -14,16 +14,17 @@ substituted / deleted word's frames on the right transcript's alignment.
 
 1. On the **dev** set (the corpus' held-out dev-clean, synthesized by
    ``scripts/make_align_dev.py``), a grid of ``AlignConfig``'s ``untranscribed_penalty`` x
-   ``min_word_score`` x ``min_confidence`` is scored; the chosen setting is the one catching
-   the most changed words among those that flag at most ``--max-false`` of the right
-   transcripts (fewest false flags on a tie).
+   ``skip_penalty`` x ``min_word_score`` x ``min_confidence`` is scored; the chosen setting
+   is the one catching the most changed words among those that flag at most
+   ``--max-false`` of the right transcripts (on a tie, the most flags on target, then the
+   fewest false flags). A skipped word is a flagged word (confidence 0).
 2. With that setting, the shipped test-clean and test-other, and the long recording
    ``scripts/make_long_recording.py`` makes from test-clean (aligned through
    ``align_recording``, segment by segment; ``--long-changes`` changes of each kind), are
    reported: per case, the share of utterances flagged, the share of changed words caught
-   (on target) and the share of flags on target; then the same for the rule before these
-   flags (confidence under 0.01, no garbage path), and ``align_words``' time with and
-   without the garbage path.
+   (on target) and the share of flags on target; then the same for the rule before the
+   word-skip path (:data:`BEFORE`), and ``align_words``' time plain, with the garbage path
+   and with garbage and skips.
 
 The network runs once per utterance (log-probs cached); the grid re-runs only the alignment.
 1 torch thread.
