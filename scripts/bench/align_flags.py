@@ -211,7 +211,7 @@ def _long(assets, vocab, work: Path, config: AlignConfig, num: int) -> list[str]
     words = (work / "long" / "text").read_text().split()[1:]
     right = align_recording(assets.model, assets.sp, work / "long" / "long.wav",
                             " ".join(words), config=config)
-    spans = [(w.start, w.end) for w in right.words]
+    spans = _spans(right.words)
     rows = []
     for case in CASES:
         rng = random.Random(f"long-{case}")
@@ -253,6 +253,22 @@ def _long(assets, vocab, work: Path, config: AlignConfig, num: int) -> list[str]
                     + " | " + ("-" if case == "right" or not flags else f"{on / flags:.0%}")
                     + " |")
     return rows
+
+
+def _spans(words) -> list[tuple[float, float]]:
+    """Each word's ``(start, end)``; a word without times (skipped) spans the gap between
+    the words around it that have times."""
+    ends = [w.end for w in words if w.end is not None]
+    out, prev_end = [], 0.0
+    for k, w in enumerate(words):
+        if w.start is None:
+            nxt = next((x.start for x in words[k + 1:] if x.start is not None),
+                       ends[-1] if ends else 0.0)
+            out.append((prev_end, nxt))
+        else:
+            out.append((w.start, w.end))
+            prev_end = w.end
+    return out
 
 
 def speed_rows(utts, assets, skip: float, repeats: int = 3, batch: int = 16) -> list[str]:
@@ -300,6 +316,9 @@ def main() -> None:
     parser.add_argument("--max-false", type=float, default=0.05,
                         help="Most right transcripts flagged on dev, as a share.")
     parser.add_argument("--long-changes", type=int, default=20)
+    parser.add_argument("--setting", default=None,
+                        help="ENTRY,SKIP,SCORE,CONFIDENCE: score only this setting on dev "
+                             "(one chosen by an earlier run's grid) instead of the grid.")
     args = parser.parse_args()
     torch.set_num_threads(1)
     load = load_average()
@@ -308,8 +327,12 @@ def main() -> None:
                    if w.isalpha() and w.isupper() and len(w) > 1)
     with torch.no_grad():
         dev = load_set(assets, args.dev)
-        grid = evaluate(dev, assets, vocab, list(itertools.product(ENTRY, SKIP)),
-                        WORD_SCORE, CONFIDENCE)
+        if args.setting:
+            e, sk, lo, co = (float(x) for x in args.setting.split(","))
+            grid = evaluate(dev, assets, vocab, [(e, sk)], (lo,), (co,))
+        else:
+            grid = evaluate(dev, assets, vocab, list(itertools.product(ENTRY, SKIP)),
+                            WORD_SCORE, CONFIDENCE)
         speed = speed_rows(dev, assets, skip=SKIP_SPEED)
         for row in _grid_rows(grid, len(dev)):
             print(row)
