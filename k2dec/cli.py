@@ -827,21 +827,30 @@ def demo_cmd(work_dir, methods, assignments, tune_out, num_utts, seed):
               help="Log-prob by which speech the transcript lacks must beat the transcript "
                    "to be reported (default: AlignConfig's).")
 @click.option("--no-untranscribed", is_flag=True,
-              help="Plain forced alignment: do not look for speech the transcript lacks.")
+              help="Plain forced alignment: do not look for speech the transcript lacks "
+                   "(and skip no word).")
+@click.option("--skip-penalty", default=None, type=_Number(0.0, 1000.0),
+              help="Log-prob a transcript word the audio lacks costs when skipped (reported "
+                   "as not in the audio, no times) instead of aligned (default: "
+                   "AlignConfig's, chosen on dev material).")
+@click.option("--no-skip-words", is_flag=True,
+              help="Align every transcript word (a word the audio lacks is squeezed into "
+                   "frames and flagged by its score).")
 @click.option("--segment-max", "max_segment", default=None, type=_Number(1.0, 600.0),
               help="Seconds: longer recordings are aligned VAD segment by segment (as "
                    "k2dec decode's --segment-max; default: AlignConfig's, 30).")
 @click.option("--device", default="cpu", show_default=True, help="torch device.")
 def align_cmd(audio_files, audio_dir, text_path, model_path, lang_dir, out_dir, formats,
               min_word_score, min_confidence, untranscribed_penalty, no_untranscribed,
-              max_segment, device):
+              skip_penalty, no_skip_words, max_segment, device):
     """Align transcripts to audio (forced alignment through the model's CTC output): the
     start, end and confidence of every word and BPE piece, in --output-format files.
 
     Recordings longer than --segment-max are cut by a VAD and anchored by a greedy CTC pass.
     Exit status 0 when every word was aligned unflagged (score >= --min-word-score,
     confidence >= --min-confidence) and no speech outside the transcript was found; 3 when
-    some words are missing (the audio likely lacks them or says another word), some speech
+    some words are missing (the audio likely lacks them or says another word; a word the
+    alignment skipped has no times, see --skip-penalty), some speech
     is not in the transcript ("speech not in the transcript at 12.3-14.1 s"; both listed on
     stderr and in align-summary.jsonl) or some recordings failed; 4 when no recording could
     be aligned.
@@ -852,11 +861,16 @@ def align_cmd(audio_files, audio_dir, text_path, model_path, lang_dir, out_dir, 
         raise click.UsageError("give --audio FILE (repeatable) or --audio-dir DIR")
     if no_untranscribed and untranscribed_penalty is not None:
         raise click.UsageError("--no-untranscribed and --untranscribed-penalty contradict")
+    if (no_skip_words or no_untranscribed) and skip_penalty is not None:
+        raise click.UsageError("--skip-penalty contradicts --no-skip-words / --no-untranscribed")
     given = {"min_word_score": min_word_score, "min_confidence": min_confidence,
-             "untranscribed_penalty": untranscribed_penalty, "max_segment": max_segment}
+             "untranscribed_penalty": untranscribed_penalty, "skip_penalty": skip_penalty,
+             "max_segment": max_segment}
     given = {k: v for k, v in given.items() if v is not None}
     if no_untranscribed:
         given["untranscribed_penalty"] = None
+    if no_skip_words or no_untranscribed:
+        given["skip_penalty"] = None
     config = _checked(AlignConfig, **given)
     results = _checked(_align, audio_files, audio_dir, text_path, model_path, lang_dir,
                        out_dir, formats, config, device)

@@ -26,6 +26,17 @@ label, garbage gains less than its penalties, and the alignment is the plain one
 garbage label is an extra column of the dense input, so the graph stays small (one state per
 word boundary). Ties between paths of equal score (possible only with zero
 penalties) are broken by k2.
+
+With :attr:`Untranscribed.skip_penalty`, the path may also **skip** transcript words (up to
+:data:`MAX_SKIPPED_RUN` in a row), paying the penalty per word: arcs from a word boundary's
+states to where the path would go on the next frame after the skipped words (k2's dense
+intersection has no epsilon arcs, so a skip is taken on the frame after it). A word the
+audio lacks then costs the penalty instead of squeezing into frames its neighbours say, so
+the neighbours keep their frames. A skipped word has no frames (:class:`WordAlignment`
+marks it zero-length at its gap). Skipping words and taking garbage for their frames costs
+``entry_penalty`` plus the skips, so a skip penalty under a right word's log-prob gap skips
+right words: choose it on dev material. Two choices of skipped words that spell the same
+tokens (``A A`` with one ``A`` skipped) tie; k2 breaks the tie.
 """
 
 from __future__ import annotations
@@ -42,7 +53,11 @@ from k2dec.lattice.dense import make_dense_fsa_vec
 from k2dec.primitives.best_paths import ctc_token_spans
 from k2dec.primitives.ragged import ragged_from_row_ids, ragged_select
 
-__all__ = ["Untranscribed", "WordAlignment", "align_words", "frame_labels"]
+__all__ = ["MAX_SKIPPED_RUN", "Untranscribed", "WordAlignment", "align_words", "frame_labels"]
+
+MAX_SKIPPED_RUN = 3
+"""The most transcript words in a row the word-skip path skips (each run of ``r`` skipped
+words is one arc per state pair, ``r * skip_penalty``: the graph grows by this factor)."""
 
 
 @dataclass(frozen=True)
@@ -53,14 +68,20 @@ class Untranscribed:
       entry_penalty: paid once per garbage run (the evidence an untranscribed stretch
         must bring: the free CTC pass must beat the transcript's path by this much).
       frame_penalty: paid per garbage frame.
+      skip_penalty: paid per transcript word the path skips (a word the audio lacks:
+        reported as skipped, with no frames); at most :data:`MAX_SKIPPED_RUN` words in a
+        row are skipped; ``None``: every word is aligned.
     """
 
     entry_penalty: float = 8.0
     frame_penalty: float = 0.0
+    skip_penalty: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("entry_penalty", "frame_penalty"):
+        for name in ("entry_penalty", "frame_penalty", "skip_penalty"):
             value = getattr(self, name)
+            if value is None and name == "skip_penalty":
+                continue
             if not isinstance(value, int | float) or not 0 <= value < float("inf"):
                 raise ValueError(f"Untranscribed.{name} must be a finite number >= 0, got "
                                  f"{value!r}")
@@ -88,6 +109,11 @@ class WordAlignment:
       garbage_begin, garbage_end: int32 ``k2.RaggedTensor`` ``[utt][run]``: the frames
         ``begin <= f < end`` of each garbage run (speech the transcript lacks; empty rows
         without ``untranscribed``).
+      word_skipped: int32 ``k2.RaggedTensor`` ``[utt][word]`` (rows empty when not
+        ``aligned``): 1 for a word the path skipped (``Untranscribed.skip_penalty``: the
+        audio lacks it). A skipped word has no frames: its tokens and itself get the
+        zero-length mark ``begin == end`` at the gap it was skipped in (the end of the
+        token before it, 0 at the start), confidence 0 and score ``-inf``.
     """
 
     token_begin: k2.RaggedTensor
@@ -100,6 +126,7 @@ class WordAlignment:
     score: torch.Tensor
     garbage_begin: k2.RaggedTensor
     garbage_end: k2.RaggedTensor
+    word_skipped: k2.RaggedTensor
 
 
 def _ragged3(rows: list[list[list[int]]], device: torch.device) -> k2.RaggedTensor:
@@ -225,7 +252,46 @@ def _flex_parts(ragged: k2.RaggedTensor, garbage: int, penalty: Untranscribed
         (utts, 2 * num + 1 + words, final, -1, 0.0),  # the last garbage state
         (utts[nonempty], 2 * num[nonempty] - 1, final[nonempty], -1, 0.0),
     ]
+    if penalty.skip_penalty is not None:
+        for r in range(1, MAX_SKIPPED_RUN + 1):
+            parts += _skip_parts(r, penalty, tok, starts, num, words, b_utt, j, bound, g,
+                                 garbage)
     return parts, final + 1
+
+
+def _skip_parts(r: int, penalty: Untranscribed, tok: torch.Tensor, starts: torch.Tensor,
+                num: torch.Tensor, words: torch.Tensor, b_utt: torch.Tensor, j: torch.Tensor,
+                bound: torch.Tensor, g: torch.Tensor, garbage: int) -> list[tuple]:
+    """The arcs that skip the ``r`` words after a word boundary: from the boundary's states
+    (its blank, the token before it, its garbage state) on one frame to where the path
+    would go on that frame after the skipped words (the blank, the garbage state or the
+    first token of the next word; the final state after the last word), each paying
+    ``r * skip_penalty`` besides the arc's own score."""
+    src = torch.nonzero(j + r <= words[b_utt]).flatten()
+    dst = src + r
+    u, bs, bd, gs, gd = b_utt[src], bound[src], bound[dst], g[src], g[dst]
+    skip = -r * float(penalty.skip_penalty)
+    enter = skip - penalty.entry_penalty - penalty.frame_penalty
+    has_tok, nxt, last = bs > 0, bd < num[u], bd == num[u]
+    first = tok[(starts[u] + bd).clamp(max=max(tok.numel() - 1, 0))]
+    prev = tok[(starts[u] + bs - 1).clamp(min=0)]
+    from_tok = has_tok & nxt & (prev != first)
+    final = 2 * num[u] + words[u] + 2
+    tb = 2 * bs - 1
+    return [
+        (u, 2 * bs, 2 * bd, 0, skip),  # boundary blank -> the blank after the skip
+        (u[has_tok], tb[has_tok], 2 * bd[has_tok], 0, skip),
+        (u, gs, 2 * bd, 0, skip),
+        (u, 2 * bs, gd, garbage, enter),  # -> garbage after the skip
+        (u[has_tok], tb[has_tok], gd[has_tok], garbage, enter),
+        (u, gs, gd, garbage, skip - penalty.frame_penalty),  # the same garbage run
+        (u[nxt], 2 * bs[nxt], 2 * bd[nxt] + 1, first[nxt], skip),  # -> the next word
+        (u[from_tok], tb[from_tok], 2 * bd[from_tok] + 1, first[from_tok], skip),
+        (u[nxt], gs[nxt], 2 * bd[nxt] + 1, first[nxt], skip),
+        (u[last], 2 * bs[last], final[last], -1, skip),  # skipping the last words
+        (u[last & has_tok], tb[last & has_tok], final[last & has_tok], -1, skip),
+        (u[last], gs[last], final[last], -1, skip),
+    ]
 
 
 def _flex_graphs(ragged: k2.RaggedTensor, garbage: int, penalty: Untranscribed) -> k2.Fsa:
@@ -245,6 +311,10 @@ def _flex_graphs(ragged: k2.RaggedTensor, garbage: int, penalty: Untranscribed) 
 
     utt, src, dst, label = (column(i, torch.int64) for i in range(4))
     score = column(4, torch.float32)
+    word_splits = ragged.shape.row_splits(1).to(torch.int64)
+    num_tokens = (num_states - (word_splits[1:] - word_splits[:-1]) - 3) // 2
+    is_token = (dst % 2 == 1) & (dst < 2 * num_tokens[utt] + 1)
+    tok_pos = torch.where(is_token, (dst - 1) // 2, torch.full_like(dst, -1))
     state_splits = torch.nn.functional.pad(torch.cumsum(num_states, 0), (1, 0))
     key = state_splits[utt] + src
     order = torch.sort(key, stable=True).indices
@@ -254,16 +324,20 @@ def _flex_graphs(ragged: k2.RaggedTensor, garbage: int, penalty: Untranscribed) 
         k2.ragged.create_ragged_shape2(row_splits=arc_splits.to(torch.int32)))
     arcs = torch.stack([src[order].to(torch.int32), dst[order].to(torch.int32),
                         label[order].to(torch.int32), score[order].view(torch.int32)], dim=1)
-    return k2.Fsa(_k2.RaggedArc(shape, arcs.contiguous()))
+    fsa = k2.Fsa(_k2.RaggedArc(shape, arcs.contiguous()))
+    fsa.tok_pos = tok_pos[order].to(torch.int32)
+    return fsa
 
 
 def _flex_alignment(log_probs: torch.Tensor, log_probs_lens: torch.Tensor,
                     ragged: k2.RaggedTensor, penalty: Untranscribed
-                    ) -> tuple[CtcAlignment, k2.RaggedTensor, k2.RaggedTensor]:
+                    ) -> tuple[CtcAlignment, k2.RaggedTensor, k2.RaggedTensor, torch.Tensor]:
     """The best path through each transcript's CTC graph with garbage between words
     (:func:`_flex_graphs`); the garbage label's log-prob on a frame is the frame's best
     log-prob (what an unconstrained CTC pass would take there). Returns the tokens' runs
-    (as :func:`ctc_forced_alignment`) and the garbage runs ``[utt][run]`` (begin, end)."""
+    (as :func:`ctc_forced_alignment`, every token of an aligned utterance: a skipped one
+    zero-length at its gap), the garbage runs ``[utt][run]`` (begin, end) and a bool mask
+    of the skipped tokens (``ragged``'s tokens)."""
     v = log_probs.shape[2]
     free = log_probs.max(dim=2, keepdim=True).values
     dense = make_dense_fsa_vec(torch.cat([log_probs, free], dim=2), log_probs_lens)
@@ -275,15 +349,52 @@ def _flex_alignment(log_probs: torch.Tensor, log_probs_lens: torch.Tensor,
                                                      dtype=torch.int32))
     score = best.get_tot_scores(use_double_scores=True, log_semiring=False).to("cpu")
     labels = best.labels.clone()
-    per_frame = ragged_select(k2.RaggedTensor(best.arcs.shape().remove_axis(1), labels),
-                              labels >= 0)
+    arc_shape = best.arcs.shape().remove_axis(1)
+    per_frame = ragged_select(k2.RaggedTensor(arc_shape, labels), labels >= 0)
+    positions = ragged_select(k2.RaggedTensor(arc_shape, best.tok_pos.clone()), labels >= 0)
     is_garbage = per_frame.values == v
     tokens_only = k2.RaggedTensor(per_frame.shape, per_frame.values.masked_fill(is_garbage, 0))
     _, begin, end = ctc_token_spans(tokens_only)
     _, g_begin, g_end = ctc_token_spans(k2.RaggedTensor(per_frame.shape,
                                                         is_garbage.to(torch.int32)))
-    ctc = CtcAlignment(begin=begin, end=end, aligned=torch.isfinite(score), score=score)
-    return ctc, g_begin, g_end
+    aligned = torch.isfinite(score)
+    begin, end, skipped = _with_skipped(ragged.remove_axis(1), positions, begin, end,
+                                        aligned.to(log_probs.device))
+    ctc = CtcAlignment(begin=begin, end=end, aligned=aligned, score=score)
+    return ctc, g_begin, g_end, skipped
+
+
+def _with_skipped(flat: k2.RaggedTensor, positions: k2.RaggedTensor, begin: k2.RaggedTensor,
+                  end: k2.RaggedTensor, aligned: torch.Tensor
+                  ) -> tuple[k2.RaggedTensor, k2.RaggedTensor, torch.Tensor]:
+    """The runs of every token of ``flat`` (``[utt][token]``) of the aligned utterances
+    from the path's runs (``[utt][run]``, one per token it kept) and the transcript token
+    each run's first frame is on (``positions``: ``[utt][frame]``); a token the path skipped
+    gets ``begin == end`` = the end of the kept token before it (0 if none). Returns
+    ``(begin, end, skipped)``, ``skipped`` a bool mask over ``flat``'s tokens."""
+    device = flat.values.device
+    n, num = flat.dim0, flat.numel()
+    tok_utt = flat.shape.row_ids(1).to(torch.int64)
+    tok_splits = flat.shape.row_splits(1).to(torch.int64)
+    run_utt = begin.shape.row_ids(1).to(torch.int64)
+    frame_splits = positions.shape.row_splits(1).to(torch.int64)
+    k = positions.values.to(torch.int64)[frame_splits[run_utt] + begin.values.to(torch.int64)]
+    at = tok_splits[run_utt] + k
+    kept = torch.zeros(num, dtype=torch.bool, device=device)
+    kept[at] = True
+    tb = torch.zeros(num, dtype=torch.int32, device=device)
+    te = torch.zeros(num, dtype=torch.int32, device=device)
+    tb[at], te[at] = begin.values, end.values
+    idx = torch.arange(num, device=device)
+    last = torch.cummax(torch.where(kept, idx, torch.full_like(idx, -1)), 0).values \
+        if num else idx
+    gap = torch.where(last >= tok_splits[tok_utt], te[last.clamp(min=0)],
+                      torch.zeros_like(te))
+    tb, te = torch.where(kept, tb, gap), torch.where(kept, te, gap)
+    keep = aligned[tok_utt]
+    rows = tok_utt[keep].to(torch.int32)
+    return (ragged_from_row_ids(rows, tb[keep], n), ragged_from_row_ids(rows, te[keep], n),
+            ~kept & keep)
 
 
 def align_words(log_probs: torch.Tensor, log_probs_lens: torch.Tensor,
@@ -318,18 +429,22 @@ def align_words(log_probs: torch.Tensor, log_probs_lens: torch.Tensor,
         empty = ragged_from_row_ids(torch.zeros(0, dtype=torch.int32),
                                     torch.zeros(0, dtype=torch.int32), n)
         g_begin = g_end = empty.to(log_probs.device)
+        skipped = torch.zeros(flat.numel(), dtype=torch.bool, device=log_probs.device)
     else:
         if not isinstance(untranscribed, Untranscribed):
             raise TypeError(f"untranscribed must be an Untranscribed, got "
                             f"{type(untranscribed).__name__}")
         _check_tokens(ragged, log_probs.shape[2])
-        ctc, g_begin, g_end = _flex_alignment(log_probs, log_probs_lens, ragged, untranscribed)
-    return _word_frames(log_probs, ragged, ctc, g_begin, g_end, t)
+        ctc, g_begin, g_end, skipped = _flex_alignment(log_probs, log_probs_lens, ragged,
+                                                       untranscribed)
+    return _word_frames(log_probs, ragged, ctc, (g_begin, g_end), skipped, t)
 
 
 def _word_frames(log_probs: torch.Tensor, ragged: k2.RaggedTensor, ctc: CtcAlignment,
-                 g_begin: k2.RaggedTensor, g_end: k2.RaggedTensor, t: int) -> WordAlignment:
-    """Word frames and confidences from the tokens' runs of the best paths."""
+                 garbage: tuple[k2.RaggedTensor, k2.RaggedTensor], skipped: torch.Tensor,
+                 t: int) -> WordAlignment:
+    """Word frames and confidences from the tokens' runs of the best paths (``skipped``:
+    bool over ``ragged``'s tokens)."""
     n = ragged.dim0
     flat = ragged.remove_axis(1)
     aligned = ctc.aligned.to(log_probs.device)
@@ -348,10 +463,15 @@ def _word_frames(log_probs: torch.Tensor, ragged: k2.RaggedTensor, ctc: CtcAlign
     token_keep = aligned[flat.shape.row_ids(1).to(torch.int64)]
     labels = frame_labels(ctc.begin, ctc.end, flat.values[token_keep], t)
     conf, score = _confidences(log_probs, labels, wb, we, rows.long())
+    word_skipped = skipped[splits[:-1][keep]] if keep.any() else skipped[:0]
+    conf = conf.masked_fill(word_skipped, 0.0)
+    score = score.masked_fill(word_skipped, -float("inf"))
     return WordAlignment(token_begin=ctc.begin, token_end=ctc.end,
                          word_begin=ragged_from_row_ids(rows, wb, n),
                          word_end=ragged_from_row_ids(rows, we, n),
                          word_confidence=ragged_from_row_ids(rows, conf, n),
                          word_score=ragged_from_row_ids(rows, score, n),
                          aligned=aligned.cpu(), score=ctc.score,
-                         garbage_begin=g_begin, garbage_end=g_end)
+                         garbage_begin=garbage[0], garbage_end=garbage[1],
+                         word_skipped=ragged_from_row_ids(rows, word_skipped.to(torch.int32),
+                                                          n))

@@ -28,7 +28,12 @@ How a recording is aligned:
    transcript lacks, the free labels beat the transcript's path by more than that, and the
    run is reported as **speech not in the transcript**
    (:attr:`AlignmentResult.untranscribed`, with its times); a segment given no words is
-   aligned too, so its speech is reported rather than dropped.
+   aligned too, so its speech is reported rather than dropped. A transcript word may also be
+   **skipped** (:attr:`AlignConfig.skip_penalty` per word, at most
+   :data:`k2dec.lattice.forced_align.MAX_SKIPPED_RUN` in a row): a word the audio lacks
+   costs that penalty instead of squeezing into frames its neighbours said, so the
+   neighbours keep their times; it is reported as not in the audio
+   (:attr:`AlignedWord.skipped`, missing, no start or end).
 4. **Flags**: each word gets the time of its frames, a confidence and a score (the sum
    over its frames of how much worse the word's path scores than the frame's best label:
    a goodness-of-pronunciation ratio). A word under :attr:`AlignConfig.min_word_score`
@@ -118,6 +123,11 @@ over blank frames (not past the transcript's tokens around it): the garbage run 
 covers only the frames the network spikes on (see :func:`_widened`)."""
 
 
+SKIP_PENALTY_DEFAULT = 20.0
+""":attr:`AlignConfig.skip_penalty`'s default (chosen on dev material, see
+:class:`AlignConfig`)."""
+
+
 @dataclass(frozen=True)
 class AlignConfig:
     """How recordings are aligned and what is flagged (seconds unless said).
@@ -136,7 +146,10 @@ class AlignConfig:
       untranscribed_penalty: the log-prob a stretch of speech the transcript lacks must
         win by to be reported (the entry penalty of the garbage path between words), in
         ``[0, 1000]``; ``None``: no garbage path (plain forced alignment, nothing
-        reported as untranscribed).
+        reported as untranscribed, no word skipped).
+      skip_penalty: the log-prob a transcript word the audio lacks costs when it is
+        skipped (reported as not in the audio, with no times) rather than aligned, in
+        ``[0, 1000]``; ``None``: every word is aligned (with the garbage path only).
       max_segment: recordings up to this long are aligned whole; longer ones segment by
         segment (VAD segments of at most this length), in ``[1, 600]``.
       batch_seconds: audio per network batch, in ``[1, 3600]`` (memory: one batch).
@@ -147,6 +160,7 @@ class AlignConfig:
     min_word_score: float = -25.0
     min_confidence: float = 0.001
     untranscribed_penalty: float | None = 4.0
+    skip_penalty: float | None = SKIP_PENALTY_DEFAULT
     max_segment: float = 30.0
     batch_seconds: float = 60.0
     vad: VadConfig = field(default_factory=VadConfig)
@@ -159,6 +173,7 @@ class AlignConfig:
                              f"{self.min_confidence!r}")
         check_float_range(self, "untranscribed_penalty", 0.0, 1000.0, low_open=False,
                           optional=True)
+        check_float_range(self, "skip_penalty", 0.0, 1000.0, low_open=False, optional=True)
         check_float_range(self, "max_segment", 1.0, 600.0, low_open=False)
         check_float_range(self, "batch_seconds", 1.0, 3600.0, low_open=False)
         if not isinstance(self.vad, VadConfig):
@@ -193,7 +208,10 @@ class AlignedWord:
       score: ``<= 0``: minus how much better the unconstrained CTC labels of its frames
         score than the word's path (the sum over its frames of the log-prob gap;
         :attr:`k2dec.lattice.forced_align.WordAlignment.word_score`); ``-inf`` when not
-        aligned.
+        aligned or skipped.
+      skipped: the alignment skipped the word (:attr:`AlignConfig.skip_penalty`): the
+        audio lacks it. It is ``missing``, has no times (``start``, ``end`` ``None``, no
+        tokens; left out of the written files but for ``jsonl``) and confidence 0.
     """
 
     word: str
@@ -205,6 +223,7 @@ class AlignedWord:
     tokens: tuple[AlignedToken, ...] = ()
     segment: int = 0
     score: float = 0.0
+    skipped: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {"word": self.word, "start": None if self.start is None else round(self.start, 3),
@@ -212,7 +231,7 @@ class AlignedWord:
                 "confidence": round(self.confidence, 4),
                 "score": None if math.isinf(self.score) else round(self.score, 2),
                 "oov": self.oov,
-                "missing": self.missing,
+                "missing": self.missing, "skipped": self.skipped,
                 "tokens": [[t.piece, round(t.start, 3), round(t.end, 3)] for t in self.tokens]}
 
 
@@ -257,7 +276,9 @@ class AlignmentResult:
             return self.error
         out = []
         if self.missing:
-            out.append(f"{len(self.missing)} of {len(self.words)} words missing: "
+            skipped = sum(w.skipped for w in self.missing)
+            out.append(f"{len(self.missing)} of {len(self.words)} words missing"
+                       + (f" ({skipped} not in the audio)" if skipped else "") + ": "
                        + " ".join(w.word for w in self.missing[:10])
                        + (" ..." if len(self.missing) > 10 else ""))
         if self.untranscribed:
@@ -568,8 +589,9 @@ def flag_word(confidence: float, score: float, config: AlignConfig) -> bool:
     return confidence < config.min_confidence or score < config.min_word_score
 
 
-def _unaligned(unit: TranscriptWord, segment: int) -> AlignedWord:
-    return AlignedWord(unit.display, None, None, 0.0, unit.oov, True, (), segment, -math.inf)
+def _unaligned(unit: TranscriptWord, segment: int, skipped: bool = False) -> AlignedWord:
+    return AlignedWord(unit.display, None, None, 0.0, unit.oov, True, (), segment, -math.inf,
+                       skipped)
 
 
 def _align_batch(batch: list[int], log_probs: Sequence[torch.Tensor],
@@ -579,7 +601,8 @@ def _align_batch(batch: list[int], log_probs: Sequence[torch.Tensor],
                                          batch_first=True)
     lens = torch.tensor([log_probs[i].shape[0] for i in batch], dtype=torch.int64)
     garbage = (None if config.untranscribed_penalty is None
-               else Untranscribed(config.untranscribed_penalty, GARBAGE_FRAME_PENALTY))
+               else Untranscribed(config.untranscribed_penalty, GARBAGE_FRAME_PENALTY,
+                                  config.skip_penalty))
     return align_words(lp, lens, [[list(units[w].pieces) for w in words_of.get(i, ())]
                                   for i in batch], garbage)
 
@@ -615,6 +638,7 @@ def _align_segments(log_probs: Sequence[torch.Tensor], segments: Sequence[Segmen
         wb, we = a.word_begin.tolist(), a.word_end.tolist()
         wc, ws = a.word_confidence.tolist(), a.word_score.tolist()
         gb, ge = a.garbage_begin.tolist(), a.garbage_end.tolist()
+        skipped = a.word_skipped.tolist()
         for k, i in enumerate(batch):
             start = segments[i].start
             runs = _widened(list(zip(gb[k], ge[k])), tb[k], te[k], log_probs[i].shape[0],
@@ -623,8 +647,9 @@ def _align_segments(log_probs: Sequence[torch.Tensor], segments: Sequence[Segmen
             pos = 0
             for j, w in enumerate(words_of.get(i, ())):
                 n = len(units[w].pieces)
-                if not bool(a.aligned[k]):
-                    out[w] = _unaligned(units[w], i)
+                if not bool(a.aligned[k]) or skipped[k][j]:
+                    out[w] = _unaligned(units[w], i, skipped=bool(a.aligned[k]))
+                    pos += n
                     continue
                 frames = {"shift": shift, "begin": wb[k][j], "end": we[k][j],
                           "confidence": wc[k][j], "score": ws[k][j],
@@ -777,14 +802,15 @@ def align_files(model: Any, sp: Any, files: dict[str, Path], transcripts: dict[s
 
 def write_align_summary(path: str | Path, results: Sequence[AlignmentResult]) -> Path:
     """One JSON line per recording: its id, ``ok``, ``error``, the number of words, the
-    missing words (text, index, confidence, score), the speech not in the transcript
+    missing words (text, index, confidence, score, skipped), the speech not in the transcript
     (``[start, end]`` seconds) and the VAD's dropped speech."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = []
     for r in results:
         missing = [{"index": i, "word": w.word, "confidence": round(w.confidence, 4),
-                    "score": None if math.isinf(w.score) else round(w.score, 2)}
+                    "score": None if math.isinf(w.score) else round(w.score, 2),
+                    "skipped": w.skipped}
                    for i, w in enumerate(r.words) if w.missing]
         lines.append(json.dumps({
             "id": r.id, "ok": r.ok, "error": r.error, "num_words": len(r.words),

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from k2dec.lattice.forced_align import Untranscribed, align_words
+from k2dec.lattice.forced_align import MAX_SKIPPED_RUN, Untranscribed, align_words
 from tests.reference.ctc_align import align_words_reference
-from tests.reference.ctc_align_garbage import align_garbage_reference
+from tests.reference.ctc_align_garbage import align_garbage_reference, align_skip_reference
 
 
 def _random_case(rng: np.random.Generator, n: int, vocab: int = 4, max_t: int = 6):
@@ -100,9 +100,10 @@ def test_bad_input_is_refused():
         align_words(lp[0], torch.tensor([3]), [[[1]]])
 
 
-def _check_garbage(lp, lens, words, got, i, penalty):
-    ref = align_garbage_reference(lp[i, : int(lens[i])].double().numpy(), words[i],
-                                  penalty.entry_penalty, penalty.frame_penalty)
+def _check_garbage(lp, lens, words, got, i, penalty, ref=None):
+    if ref is None:
+        ref = align_garbage_reference(lp[i, : int(lens[i])].double().numpy(), words[i],
+                                      penalty.entry_penalty, penalty.frame_penalty)
     if ref is None:
         assert not bool(got.aligned[i]) and got.word_begin.tolist()[i] == []
         return 0
@@ -189,3 +190,93 @@ def test_bad_penalties_are_refused():
         align_words(lp, torch.tensor([3]), [[[1]]], 4.0)
     with pytest.raises(ValueError, match=r"\[1, 4\)"):
         align_words(lp, torch.tensor([3]), [[[4]]], Untranscribed())
+
+
+def _distinct_words(rng: np.random.Generator, n: int, vocab: int = 5, max_t: int = 4):
+    """Random log-probs and transcripts of 0-4 words of one or two tokens, no token twice in
+    a transcript (so that no two choices of skipped words spell the same tokens: the best
+    path is unique); four words make runs longer than MAX_SKIPPED_RUN possible."""
+    lp, lens, _ = _random_case(rng, n, vocab=vocab, max_t=max_t)
+    words = []
+    for _ in range(n):
+        tokens = [int(x) for x in rng.permutation(np.arange(1, vocab))[:int(rng.integers(0, 5))]]
+        cut = int(rng.integers(0, len(tokens) + 1))
+        group = [tokens[cut - 1:cut + 1]] if 0 < cut < len(tokens) and rng.random() < 0.3 \
+            else []
+        rest = [[x] for k, x in enumerate(tokens) if not (group and k in (cut - 1, cut))]
+        words.append(rest[:max(cut - 1, 0)] + group + rest[max(cut - 1, 0):] if group
+                     else rest)
+    return lp, lens, words
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_skip_path_matches_brute_force(n, device):
+    """Words may be skipped (at most MAX_SKIPPED_RUN in a row): score, token runs (a skipped
+    token zero-length at its gap), garbage runs, word frames, confidences and the skipped
+    words are the brute force's over every choice of skipped words; some cases skip."""
+    rng = np.random.default_rng(30 + n)
+    skipped = 0
+    for _ in range(12 if n == 1 else 4):
+        lp, lens, words = _distinct_words(rng, n)
+        penalty = Untranscribed(float(rng.uniform(0.2, 3.0)), float(rng.uniform(0.01, 1.0)),
+                                float(rng.uniform(0.05, 3.0)))
+        got = align_words(lp.to(device), lens, words, penalty)
+        for i in range(n):
+            ref = align_skip_reference(lp[i, : int(lens[i])].double().numpy(), words[i],
+                                       penalty.entry_penalty, penalty.frame_penalty,
+                                       penalty.skip_penalty, MAX_SKIPPED_RUN)
+            _check_garbage(lp, lens, words, got, i, penalty, ref)
+            if ref is not None:
+                assert got.word_skipped.tolist()[i] == [int(s) for s in ref["skipped"]]
+                skipped += sum(ref["skipped"])
+    assert skipped > 0
+
+
+def test_an_inserted_word_is_skipped_and_its_neighbours_keep_their_frames():
+    """Frames say A A B B; the transcript says A C B: without skips C must take a frame
+    from a neighbour; with them C is skipped (zero-length at the gap, confidence 0, score
+    -inf) and A and B keep their frames and confidences, in a batch with other cases."""
+    lp = _peaks([1, 1, 2, 2])
+    lens = torch.tensor([4])
+    plain = align_words(lp, lens, [[[1], [3], [2]]], Untranscribed(4.0, 0.05))
+    assert list(zip(plain.word_begin.tolist()[0], plain.word_end.tolist()[0])) != \
+        [(0, 2), (2, 2), (2, 4)]
+    got = align_words(lp, lens, [[[1], [3], [2]]], Untranscribed(4.0, 0.05, 3.0))
+    assert got.word_skipped.tolist() == [[0, 1, 0]]
+    assert list(zip(got.word_begin.tolist()[0], got.word_end.tolist()[0])) == \
+        [(0, 2), (2, 2), (2, 4)]
+    conf = got.word_confidence.tolist()[0]
+    assert conf[0] > 0.9 and conf[2] > 0.9 and conf[1] == 0.0
+    assert math.isinf(got.word_score.tolist()[0][1]) and got.garbage_begin.tolist() == [[]]
+    # a skip dearer than the squeeze keeps the word
+    dear = align_words(lp, lens, [[[1], [3], [2]]], Untranscribed(4.0, 0.05, 30.0))
+    assert dear.word_skipped.tolist() == [[0, 0, 0]]
+    # batch > 1: the same case among a one-word transcript the audio lacks (skipped, its
+    # mark at frame 0), a right one-word transcript and an empty one
+    lp3 = torch.cat([lp, _peaks([0, 3, 3, 0]), _peaks([0, 3, 3, 0])])
+    batch = align_words(lp3, torch.tensor([4, 4, 4]), [[[1], [3], [2]], [[1]], [[3]]],
+                        Untranscribed(4.0, 0.05, 3.0))
+    assert batch.word_skipped.tolist() == [[0, 1, 0], [1], [0]]
+    assert batch.word_begin.tolist() == [[0, 2, 2], [0], [1]]
+    assert batch.word_end.tolist() == [[2, 2, 4], [0], [3]]
+
+
+def test_a_right_transcript_is_never_skipped(device):
+    """Peaky random log-probs and the transcript they spell, batches of 1 and 4: no word is
+    skipped and no garbage used at any skip penalty, and the alignment is the plain one."""
+    rng = np.random.default_rng(7)
+    for n in (1, 4):
+        for skip in (0.01, 0.5, 4.0):
+            labels = rng.integers(0, 5, size=(n, 12))
+            lp = torch.cat([_peaks([int(x) for x in row]) for row in labels])
+            words = []
+            for row in labels:
+                spelled = [int(x) for x, prev in zip(row, [-1, *row[:-1]]) if x != 0 and x != prev]
+                words.append([[x] for x in spelled])
+            lens = torch.full((n,), 12)
+            got = align_words(lp.to(device), lens, words, Untranscribed(4.0, 0.05, skip))
+            plain = align_words(lp.to(device), lens, words)
+            assert got.word_skipped.tolist() == [[0] * len(w) for w in words]
+            assert got.garbage_begin.tolist() == [[]] * n
+            assert got.word_begin.tolist() == plain.word_begin.tolist()
+            assert got.word_end.tolist() == plain.word_end.tolist()

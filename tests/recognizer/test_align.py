@@ -198,7 +198,8 @@ def test_the_command_exit_status_says_what_was_aligned(tmp_path, texts):
                .read_text().splitlines()]
     assert [s["ok"] for s in summary] == [False, True, False]
     assert summary[2]["untranscribed"] and not summary[2]["missing"]
-    assert summary[0]["untranscribed"] == [] and summary[0]["missing"][-1]["score"] < -25
+    assert summary[0]["untranscribed"] == [] and summary[0]["missing"][-1]["skipped"]
+    assert summary[0]["missing"][-1]["score"] is None  # skipped: no frames, no score
     (tmp_path / "x").write_text("other-id A B\n")
     none = _cli("--audio", str(UTT_DIR / "101-3000-0000.flac"), "--text", str(tmp_path / "x"),
                 "--out-dir", str(tmp_path / "none"))
@@ -217,6 +218,28 @@ def test_the_command_without_the_garbage_path(tmp_path, texts):
     both = _cli(*audio, "--out-dir", str(tmp_path / "both"), "--no-untranscribed",
                 "--untranscribed-penalty", "3")
     assert both.returncode == 2 and "contradict" in both.stderr
+    skip = _cli(*audio, "--out-dir", str(tmp_path / "skip"), "--no-skip-words",
+                "--skip-penalty", "3")
+    assert skip.returncode == 2 and "contradicts" in skip.stderr
+
+
+def test_the_command_without_word_skips(tmp_path, texts):
+    """An inserted word: skipped by default (no times in the jsonl, exit 3, "not in the
+    audio" on stderr); --no-skip-words aligns it (times, flagged by its score)."""
+    said = texts["101-3000-0002"].split()
+    text = tmp_path / "text"
+    text.write_text(f"101-3000-0002 {' '.join(said[:4] + ['ELEPHANTS'] + said[4:])}\n")
+    audio = ("--audio", str(UTT_DIR / "101-3000-0002.flac"), "--text", str(text))
+    runs = {name: _cli(*audio, "--out-dir", str(tmp_path / name), *flags)
+            for name, flags in (("skip", ()), ("noskip", ("--no-skip-words",)))}
+    for name, run in runs.items():
+        assert run.returncode == 3, (name, run.stderr)
+    words = {name: json.loads((tmp_path / name / "101-3000-0002.jsonl").read_text())["words"]
+             for name in runs}
+    assert words["skip"][4]["skipped"] and words["skip"][4]["start"] is None
+    assert "not in the audio" in runs["skip"].stderr
+    assert not words["noskip"][4]["skipped"] and words["noskip"][4]["start"] is not None
+    assert words["noskip"][4]["missing"]
 
 
 def test_transcripts_file_refuses_a_repeated_id(tmp_path):
@@ -334,6 +357,32 @@ def test_a_deleted_word_is_reported_as_speech_not_in_the_transcript(rec, texts):
     assert caught >= 4
 
 
+def test_a_word_the_audio_lacks_is_skipped_and_its_neighbours_keep_their_times(rec, texts):
+    """A word inserted into each right transcript (at the start, inside, at the end): it is
+    skipped (missing, no times, not in the CTM words) and every other word keeps its
+    right-transcript times, unflagged; the right transcript skips nothing;
+    skip_penalty=None aligns the inserted word."""
+    for n, (path, text) in enumerate(_five(texts)[:3]):
+        words = text.split()
+        right = rec.align(path, text)
+        assert right.ok and not any(w.skipped for w in right.words), right.problems()
+        at = (0, len(words) // 2, len(words))[n]
+        result = rec.align(path, " ".join(words[:at] + ["ELEPHANTS"] + words[at:]))
+        inserted = result.words[at]
+        assert inserted.skipped and inserted.missing and inserted.start is None \
+            and inserted.end is None and inserted.tokens == () and inserted.confidence == 0
+        others = result.words[:at] + result.words[at + 1:]
+        assert not any(w.missing for w in others), result.problems()
+        assert [(w.start, w.end) for w in others] == \
+            [(w.start, w.end) for w in right.words]
+        assert "not in the audio" in result.problems()
+        assert [w.word for w in result.ctm_words()] == words
+        assert result.to_json()["words"][at]["skipped"] is True
+        squeezed = rec.align(path, " ".join(words[:at] + ["ELEPHANTS"] + words[at:]),
+                             config=AlignConfig(skip_penalty=None))
+        assert not squeezed.words[at].skipped and squeezed.words[at].start is not None
+
+
 def test_a_one_word_transcript(rec, texts, tmp_path):
     """The audio of one word (cut from an utterance at its aligned times): its transcript
     aligns clean, another word is flagged, an empty transcript reports the speech."""
@@ -346,7 +395,8 @@ def test_a_one_word_transcript(rec, texts, tmp_path):
     one = rec.align(piece, text.split()[0])
     assert one.ok and len(one.words) == 1 and one.words[0].end <= end + 1e-6
     other = rec.align(piece, "ELEPHANTS")
-    assert [w.word for w in other.missing] == ["ELEPHANTS"]
+    assert [w.word for w in other.missing] == ["ELEPHANTS"] and other.words[0].skipped
+    assert other.words[0].start is None and other.untranscribed
     empty = rec.align(piece, "")
     assert not empty.ok and not empty.error and empty.words == ()
     assert empty.untranscribed and empty.untranscribed[0].start < one.words[0].end
@@ -375,11 +425,12 @@ def test_the_flag_rule_on_constructed_posteriors(rec):
     lp[torch.arange(len(frames)), torch.tensor(frames)] = 0.0
     lp = lp.log_softmax(-1)
     shift = 0.04
-    for text, config in [("THE CAT DOG", AlignConfig()), ("THE DOG", AlignConfig()),
-                         ("THE CAT DOG", AlignConfig(min_confidence=0.0)),  # score alone
-                         ("THE CAT DOG", AlignConfig(min_word_score=-1e5)),  # confidence
+    plain = {"skip_penalty": None}  # every word aligned: the flag rule alone
+    for text, config in [("THE CAT DOG", AlignConfig(**plain)), ("THE DOG", AlignConfig()),
+                         ("THE CAT DOG", AlignConfig(min_confidence=0.0, **plain)),  # score
+                         ("THE CAT DOG", AlignConfig(min_word_score=-1e5, **plain)),
                          ("THE CAT DOG", AlignConfig(min_word_score=-1e5,
-                                                     min_confidence=0.0))]:
+                                                     min_confidence=0.0, **plain))]:
         units = al.transcript_units(text, sp)
         words, _ = al._align_segments([lp], [Segment(0.0, len(frames) * shift)], units,
                                       [0] * len(units), sp, config, shift)

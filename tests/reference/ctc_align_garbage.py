@@ -98,3 +98,48 @@ def align_garbage_reference(lp: np.ndarray, words: list[list[int]], entry: float
         gaps = [lp[t, 0 if arg[t] == G else arg[t]] - lp[t].max() for t in range(begin, end)]
         out["words"].append((begin, end, math.exp(sum(gaps) / len(gaps))))
     return out
+
+
+def _skip_masks(num_words: int, max_run: int):
+    """Every choice of skipped words (a bool per word) with at most ``max_run`` in a row."""
+    for mask in itertools.product([False, True], repeat=num_words):
+        run = longest = 0
+        for m in mask:
+            run = run + 1 if m else 0
+            longest = max(longest, run)
+        if longest <= max_run:
+            yield mask
+
+
+def align_skip_reference(lp: np.ndarray, words: list[list[int]], entry: float, frame: float,
+                         skip: float, max_run: int) -> dict | None:
+    """:func:`align_garbage_reference` where words may also be skipped (at most ``max_run``
+    in a row), at ``skip`` each: the best over every choice of skipped words of the
+    garbage alignment of the words kept, minus ``skip`` per skipped word. A skipped word
+    has no frames: it, and each of its tokens, is reported as ``(gap, gap)``, the end of the
+    kept token before it (0 if none), with confidence 0; ``"skipped"`` lists a bool per
+    word."""
+    best = None
+    for mask in _skip_masks(len(words), max_run):
+        kept = [w for w, m in zip(words, mask) if not m]
+        ref = align_garbage_reference(lp, kept, entry, frame)
+        if ref is None:
+            continue
+        ref["score"] -= skip * sum(mask)
+        if best is None or ref["score"] > best[0]["score"]:
+            best = (ref, mask)
+    if best is None:
+        return None
+    ref, mask = best
+    runs, out_words, k, gap = [], [], 0, 0
+    kept_words = iter(ref["words"])
+    for w, m in zip(words, mask):
+        if m:
+            runs += [(gap, gap)] * len(w)
+            out_words.append((gap, gap, 0.0))
+            continue
+        runs += ref["token_runs"][k:k + len(w)]
+        k += len(w)
+        gap = runs[-1][1]
+        out_words.append(next(kept_words))
+    return {**ref, "token_runs": runs, "words": out_words, "skipped": list(mask)}
