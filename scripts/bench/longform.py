@@ -86,20 +86,26 @@ def recording(minutes: float | None, num: int | None = None, sparse: bool = Fals
     return folder
 
 
-def _assets(methods: tuple[str, ...] = ()):
-    """The shipped model and graphs as ``k2dec decode --graph-dir`` loads them, and the
-    shipped RNN LM / LODR token n-gram when one of ``methods`` needs them (as ``--rnn-lm`` /
-    ``--lodr-arpa`` would be given for it)."""
-    from k2dec.demo import SHIPPED_TOKEN_LM, prepare_demo
-    from k2dec.job import load_assets
+def lm_inputs(methods: tuple[str, ...]) -> dict:
+    """``load_assets``' ``lm_paths`` / ``lodr_arpa``: the shipped RNN LM when one of
+    ``methods`` needs a neural LM, LODR's token n-gram when one needs it (what ``k2dec decode
+    --rnn-lm`` / ``--lodr-arpa`` would be given for them), else None."""
+    from k2dec.demo import SHIPPED_TOKEN_LM
     from k2dec.methods import get_method
 
     needs = {r for m in methods for r in get_method(m).requires}
+    return {"lm_paths": {"rnn_lm": SHIPPED / "lm" / "rnn_lm.pt"} if "lm" in needs else None,
+            "lodr_arpa": SHIPPED / "lm" / SHIPPED_TOKEN_LM if "lodr" in needs else None}
+
+
+def _assets(methods: tuple[str, ...] = ()):
+    """The shipped model and graphs as ``k2dec decode --graph-dir`` loads them, and the LMs
+    ``methods`` need (:func:`lm_inputs`)."""
+    from k2dec.demo import prepare_demo
+    from k2dec.job import load_assets
+
     lang, graphs, _ = prepare_demo(SHIPPED, WORK)
-    return load_assets(SHIPPED / "model.pt", lang, graph_dir=graphs,
-                       lm_paths={"rnn_lm": SHIPPED / "lm" / "rnn_lm.pt"} if "lm" in needs
-                       else None,
-                       lodr_arpa=SHIPPED / "lm" / SHIPPED_TOKEN_LM if "lodr" in needs else None)
+    return load_assets(SHIPPED / "model.pt", lang, graph_dir=graphs, **lm_inputs(methods))
 
 
 def _decode(assets, folder: Path, method: str, out: Path, refs=None, **config):
