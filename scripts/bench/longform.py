@@ -10,7 +10,8 @@ repeated to reach the length). Two parts:
   --audio-dir`` does (features of the file computed from its audio read 10 s at a time,
   VAD segments of at most 30 s, the method over the segments in batches of at most 60 s,
   each segment reading only its own feature frames, one stitched record), reporting its
-  peak RSS (Linux ``VmHWM``; the model and all three graphs loaded) and wall seconds per
+  peak RSS (Linux ``VmHWM``; the model and all three graphs loaded, the RNN LM and LODR's
+  token n-gram too for the methods that need them) and wall seconds per
   audio second; lengths 1, 10, 30 and 60 minutes of speech (``--quick``: 1 and 3;
   ``--smoke``: 0.5 and 1);
 * **accuracy**: test-clean joined into one recording (``--quick``: its first 20 utterances)
@@ -85,12 +86,26 @@ def recording(minutes: float | None, num: int | None = None, sparse: bool = Fals
     return folder
 
 
-def _assets():
+def lm_inputs(methods: tuple[str, ...]) -> dict:
+    """``load_assets``' ``lm_paths`` / ``lodr_arpa``: the shipped RNN LM when one of
+    ``methods`` needs a neural LM, LODR's token n-gram when one needs it (what ``k2dec decode
+    --rnn-lm`` / ``--lodr-arpa`` would be given for them), else None."""
+    from k2dec.demo import SHIPPED_TOKEN_LM
+    from k2dec.methods import get_method
+
+    needs = {r for m in methods for r in get_method(m).requires}
+    return {"lm_paths": {"rnn_lm": SHIPPED / "lm" / "rnn_lm.pt"} if "lm" in needs else None,
+            "lodr_arpa": SHIPPED / "lm" / SHIPPED_TOKEN_LM if "lodr" in needs else None}
+
+
+def _assets(methods: tuple[str, ...] = ()):
+    """The shipped model and graphs as ``k2dec decode --graph-dir`` loads them, and the LMs
+    ``methods`` need (:func:`lm_inputs`)."""
     from k2dec.demo import prepare_demo
     from k2dec.job import load_assets
 
     lang, graphs, _ = prepare_demo(SHIPPED, WORK)
-    return load_assets(SHIPPED / "model.pt", lang, graph_dir=graphs)
+    return load_assets(SHIPPED / "model.pt", lang, graph_dir=graphs, **lm_inputs(methods))
 
 
 def _decode(assets, folder: Path, method: str, out: Path, refs=None, **config):
@@ -107,7 +122,7 @@ def worker(method: str, minutes: float, sparse: bool = False) -> dict:
     """One scale case, in this process: peak RSS and RTF of decoding the recording."""
     one_thread()
     folder = recording(minutes, sparse=sparse)
-    assets = _assets()
+    assets = _assets((method,))
     base = current_rss_mb()
     out = WORK / AREA / "out" / f"{method}-{'sparse' if sparse else ''}{minutes:g}"
     shutil.rmtree(out, ignore_errors=True)
@@ -182,7 +197,7 @@ def accuracy(mode: str, rep: Report) -> list[bool]:
     for utt, path, words in _script().corpus_utterances(CORPUS)[:num]:
         shutil.copy(path, utt_dir / path.name)
         refs[utt] = words
-    assets = _assets()
+    assets = _assets(METHODS)
     rows, ok = [], []
     for method in METHODS:
         base = WORK / AREA / "acc" / method
