@@ -12,11 +12,12 @@ For such an utterance (a whole long recording, typically):
    the stitched frames are exact;
 2. each segment's features are its frames of the utterance's features (lhotse reads the
    range: ``Cut.truncate``); segments go through :func:`k2dec.job.batches.decode_or_split`
-   and :func:`~k2dec.job.batches.silenced` in batches of at most ``max_duration`` seconds,
-   as short utterances do, so every method (lattices, n-best, MBR, LODR, hotwords, LM
-   fusion, confidences) works per segment; a segment that fails (unreadable features, an
-   empty lattice) is left out, said in the record's notes and the log (the recording fails
-   only when every segment does);
+   and :func:`~k2dec.job.batches.silenced` in batches (:func:`long_batch_seconds`: at most
+   ``max_duration`` and twice ``segment_max`` seconds, one ``segment_max`` for a method that
+   builds a lattice), as short utterances do, so every method (lattices, n-best, MBR, LODR,
+   hotwords, LM fusion, confidences) works per segment; a segment that fails (unreadable
+   features, an empty lattice) is left out, said in the record's notes and the log (the
+   recording fails only when every segment does);
 3. per setting, the segments' records are stitched by time
    (:func:`k2dec.longform.stitch_records`) into one
    :class:`~k2dec.primitives.hypothesis.HypothesisRecord` whose frames count from the
