@@ -12,11 +12,12 @@ For such an utterance (a whole long recording, typically):
    the stitched frames are exact;
 2. each segment's features are its frames of the utterance's features (lhotse reads the
    range: ``Cut.truncate``); segments go through :func:`k2dec.job.batches.decode_or_split`
-   and :func:`~k2dec.job.batches.silenced` in batches of at most ``max_duration`` seconds,
-   as short utterances do, so every method (lattices, n-best, MBR, LODR, hotwords, LM
-   fusion, confidences) works per segment; a segment that fails (unreadable features, an
-   empty lattice) is left out, said in the record's notes and the log (the recording fails
-   only when every segment does);
+   and :func:`~k2dec.job.batches.silenced` in batches (:func:`long_batch_seconds`: at most
+   ``max_duration`` and twice ``segment_max`` seconds, one ``segment_max`` for a method that
+   builds a lattice), as short utterances do, so every method (lattices, n-best, MBR, LODR,
+   hotwords, LM fusion, confidences) works per segment; a segment that fails (unreadable
+   features, an empty lattice) is left out, said in the record's notes and the log (the
+   recording fails only when every segment does);
 3. per setting, the segments' records are stitched by time
    (:func:`k2dec.longform.stitch_records`) into one
    :class:`~k2dec.primitives.hypothesis.HypothesisRecord` whose frames count from the
@@ -58,14 +59,16 @@ from ..longform import (
 )
 from ..methods import Method
 from ..primitives.hypothesis import HypothesisRecord
+from ..transducer import FastBeamSearchConfig
 from .assets import DecodeAssets, hypothesis_texts
 from .batches import Decoded, decode_or_split, silenced
 from .config import DecodeConfig
 from .encoder import JobEncoder
 from .outputs import word_start_mask
 
-__all__ = ["LongDecoded", "decode_long", "dropped_speech", "is_long", "long_batch_seconds",
-           "long_key", "output_frame_shift", "segment_utterance", "window_seconds"]
+__all__ = ["LongDecoded", "builds_lattice", "decode_long", "dropped_speech", "is_long",
+           "long_batch_seconds", "long_key", "output_frame_shift", "segment_utterance",
+           "window_seconds"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +79,14 @@ _MIN_PIECE = 1.0
 #: A batch of a long recording's segments holds at most this many times ``segment_max``
 #: seconds (:func:`long_batch_seconds`).
 LONG_BATCH_FACTOR = 2.0
+
+#: The same for methods that build a lattice (:func:`builds_lattice`): their peak is the
+#: largest lattice of one batch, and a longer recording, with more batches, reached a larger
+#: one (1best 792 / 947 MB at 1 / 60 minutes with batches of 60 s).
+LATTICE_BATCH_FACTOR = 1.0
+
+#: Graphs a method intersects with its network output (it builds a lattice).
+_LATTICE_GRAPHS = frozenset({"H", "HLG", "LG", "G"})
 
 
 def is_long(cut: Cut, config: DecodeConfig) -> bool:
@@ -198,14 +209,23 @@ def _features(cut: Cut, seg: Segment) -> np.ndarray:
     return feats
 
 
-def long_batch_seconds(config: DecodeConfig) -> float:
+def builds_lattice(method: Method, method_config: Any) -> bool:
+    """Whether ``method`` builds a lattice: it intersects a graph (H, HLG, LG, G) with the
+    network output, or runs fast_beam_search (its config has a ``search`` part)."""
+    return bool(_LATTICE_GRAPHS.intersection(method.requires)) or isinstance(
+        getattr(method_config, "search", None), FastBeamSearchConfig)
+
+
+def long_batch_seconds(config: DecodeConfig, lattice: bool = False) -> float:
     """Seconds of segments decoded in one batch: ``max_duration``, but at most
     ``LONG_BATCH_FACTOR * segment_max`` (a segment of a long recording is up to
     ``segment_max`` seconds, far longer than a typical utterance, and the encoder's memory
     grows with the square of an input's length: 200 s of 30 s segments took the shipped
-    model's greedy_search from 0.44 GB loaded to a 1.79 GB peak, 60 s of them to 0.98 GB)."""
-    return max(config.segment_max, min(config.max_duration,
-                                       LONG_BATCH_FACTOR * config.segment_max))
+    model's greedy_search from 0.44 GB loaded to a 1.79 GB peak, 60 s of them to 0.98 GB),
+    ``LATTICE_BATCH_FACTOR * segment_max`` for a method that builds a lattice (``lattice``);
+    never less than ``segment_max`` (one segment)."""
+    factor = LATTICE_BATCH_FACTOR if lattice else LONG_BATCH_FACTOR
+    return max(config.segment_max, min(config.max_duration, factor * config.segment_max))
 
 
 def _batches(segments: Sequence[Segment], max_duration: float) -> Iterator[list[int]]:
@@ -279,9 +299,10 @@ def _decode_segments(method: Method, method_config: Any, assets: DecodeAssets, c
                      silence: Any) -> list[Decoded]:
     """Each segment's hypotheses (without their word strings: the stitched record's are
     made from its ids) or failure reason, decoded in batches of at most
-    :func:`long_batch_seconds`."""
+    :func:`long_batch_seconds` (fewer for a method that builds a lattice)."""
     out: list[Decoded | None] = [None] * len(segments)
-    for idx in _batches(segments, long_batch_seconds(config)):
+    seconds = long_batch_seconds(config, builds_lattice(method, method_config))
+    for idx in _batches(segments, seconds):
         rows = []
         for i in idx:
             try:

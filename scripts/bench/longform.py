@@ -8,7 +8,8 @@ repeated to reach the length). Two parts:
 
 * **scale**: each (method, length) in a fresh process that does what ``k2dec decode
   --audio-dir`` does (features of the file computed from its audio read 10 s at a time,
-  VAD segments of at most 30 s, the method over the segments in batches of at most 60 s,
+  VAD segments of at most 30 s, the method over the segments in batches of at most 60 s
+  (30 s for a method that builds a lattice),
   each segment reading only its own feature frames, one stitched record), reporting its
   peak RSS (Linux ``VmHWM``; the model and all three graphs loaded, the RNN LM and LODR's
   token n-gram too for the methods that need them) and wall seconds per

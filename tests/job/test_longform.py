@@ -286,21 +286,61 @@ def test_the_config_refuses_bad_segment_settings():
         DecodeConfig(output_formats=("pdf",))
 
 
-def test_same_words_at_any_batch_size_and_after_a_rerun(long_setup, decoded, tmp_path, caplog):
-    """The segments in batches of at most 12 s (one or two segments) give the words, times
-    and segments of the default batches (all in one); a rerun decodes nothing again."""
+def _spy_batches(monkeypatch) -> list[float]:
+    """Seconds of features (10 ms frames) of each batch of segments the job decodes."""
+    import k2dec.job.longform as longform
+
+    seen: list[float] = []
+    real = longform.decode_or_split
+
+    def spy(method, method_config, assets, feats, lens, *rest):
+        seen.append(float(lens.sum()) * 0.01)
+        return real(method, method_config, assets, feats, lens, *rest)
+
+    monkeypatch.setattr(longform, "decode_or_split", spy)
+    return seen
+
+
+@pytest.mark.parametrize("method", ["1best", "fast_beam_search_nbest_LG", "greedy_search"])
+def test_a_lattice_methods_batches_stay_within_their_bound(long_setup, tmp_path, monkeypatch,
+                                                           method):
+    """A method that builds a lattice decodes at most segment_max seconds (10 s) per batch,
+    the others up to twice that (the segments of 1.5-10 s fill batches past 10 s)."""
+    from k2dec.job.longform import long_batch_seconds
+
+    seen = _spy_batches(monkeypatch)
+    config = DecodeConfig(segment_max=10.0)
+    summary = _decode(long_setup, long_setup[1], method, tmp_path, segment_max=10.0)
+    assert read_results(summary.results_path)["long"]["status"] == "ok"
+    lattice = method != "greedy_search"
+    assert long_batch_seconds(config, lattice) == (10.0 if lattice else 20.0)
+    assert len(seen) >= 2 and sum(seen) > 20.0, seen
+    assert max(seen) <= long_batch_seconds(config, lattice) + 0.05, seen
+    assert lattice or max(seen) > 10.5, seen
+
+
+def test_same_words_at_any_batch_size_and_after_a_rerun(long_setup, decoded, tmp_path, caplog,
+                                                        monkeypatch):
+    """All segments in one batch (a lattice method's bound raised past the recording) give
+    the words, times and segments of the default batches (at most 10 s each); a rerun
+    decodes nothing again."""
+    import k2dec.job.longform as longform
+
     _, rec, _ = decoded["fast_beam_search_nbest_LG"]
-    small = _decode(long_setup, long_setup[1], "fast_beam_search_nbest_LG", tmp_path,
-                    segment_max=10.0, max_duration=12.0)
-    got = read_results(small.results_path)["long"]
+    monkeypatch.setattr(longform, "LATTICE_BATCH_FACTOR", 100.0)
+    seen = _spy_batches(monkeypatch)
+    big = _decode(long_setup, long_setup[1], "fast_beam_search_nbest_LG", tmp_path,
+                  segment_max=10.0)
+    assert len(seen) == 1 and seen[0] > 20.0, seen
+    got = read_results(big.results_path)["long"]
     assert got["hyp"] == rec["hyp"] and got["segments"] == rec["segments"]
     key = next(iter(rec["hyps"]))
     assert got["hyps"][key]["word_frames"] == rec["hyps"][key]["word_frames"]
     with caplog.at_level(logging.INFO, logger="k2dec.job"):
         again = _decode(long_setup, long_setup[1], "fast_beam_search_nbest_LG", tmp_path,
-                        segment_max=10.0, max_duration=12.0)
+                        segment_max=10.0)
     assert "1 utterances, 0 to decode" in caplog.text
-    assert again.results_path.read_bytes() == small.results_path.read_bytes()
+    assert again.results_path.read_bytes() == big.results_path.read_bytes()
 
 
 def test_a_stereo_file_is_segmented_by_the_vad(long_setup, decoded, tmp_path, caplog):
