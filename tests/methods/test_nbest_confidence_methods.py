@@ -35,6 +35,7 @@ from tests.methods.conftest import method_config
 from tests.methods.ctc_inputs import random_ctc_inputs
 from tests.reference import nbest_confidence as ref
 from tests.reference.lattice_paths import enumerate_paths
+from tests.reference.lattice_rescore import levenshtein
 
 
 def _check(records, words: bool):
@@ -152,14 +153,6 @@ def _utt(inp, u: int):
                      memory_lens=inp.memory_lens[u:u + 1])
 
 
-def _levenshtein(a, b) -> int:
-    d = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        prev, d[0] = d[0], i
-        for j, y in enumerate(b, 1):
-            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (x != y))
-    return d[-1]
-
 
 def _same_records(batch, alone):
     assert (batch.words, batch.tokens, batch.word_frames, batch.word_durations,
@@ -192,7 +185,7 @@ def test_nbest_oracle_confidences_are_lattice_nbest_posteriors(setup, device, se
             assert rec.error.startswith("no path survived") and rec.words == ()
             chosen.append(-1)
             continue
-        dist = [_levenshtein(h, inp.ref_words[u]) for h in lists[u]]
+        dist = [levenshtein(h, inp.ref_words[u]) for h in lists[u]]
         c = dist.index(min(dist))  # the first closest
         assert list(rec.words) == lists[u][c] and rec.score is None and not rec.error
         chosen.append(c)
@@ -233,7 +226,7 @@ def test_fast_beam_search_nbest_oracle_confidences_are_nbest_posteriors(device):
     lists, totals = nbest.key_lists(), _split_scores(nbest)
     chosen = []
     for u, rec in enumerate(out.hyps):
-        dist = [_levenshtein(h, refs[u]) for h in lists[u]]
+        dist = [levenshtein(h, refs[u]) for h in lists[u]]
         c = dist.index(min(dist))
         assert list(rec.tokens) == lists[u][c] and rec.score is None
         chosen.append(c)

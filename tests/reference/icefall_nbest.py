@@ -22,6 +22,8 @@ import math
 import k2
 import torch
 
+from tests.reference.lattice_rescore import levenshtein
+
 
 def sampled_keys(lattice: k2.Fsa, num_paths: int, nbest_scale: float) -> list[list[tuple]]:
     """Distinct keys (tuples of ``aux_labels`` > 0) of the sampled paths, per utterance."""
@@ -80,13 +82,5 @@ def nbest_icefall(lattice: k2.Fsa, num_paths: int, nbest_scale: float = 0.5,
 def oracle_distance(lattice: k2.Fsa, num_paths: int, refs: list[list[int]],
                     nbest_scale: float = 0.5) -> list[int]:
     """The smallest edit distance to ``refs[u]`` among utterance ``u``'s sampled keys."""
-    def distance(a, b) -> int:
-        row = list(range(len(b) + 1))
-        for i, x in enumerate(a, 1):
-            prev, row[0] = row[0], i
-            for j, y in enumerate(b, 1):
-                prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
-        return row[-1]
-
     keys = sampled_keys(lattice, num_paths, nbest_scale)
-    return [min((distance(k, r) for k in ks), default=len(r)) for ks, r in zip(keys, refs)]
+    return [min((levenshtein(r, k) for k in ks), default=len(r)) for ks, r in zip(keys, refs)]
