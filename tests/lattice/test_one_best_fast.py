@@ -22,7 +22,7 @@ from k2dec.lattice.search import has_final_arc
 from k2dec.testing.graphs import peaked_log_probs
 from tests.lattice.graphs import HUGE, to_k2
 from tests.reference.dead_end import DEAD_END, dead_end_case
-from tests.reference.viterbi import path_outputs, path_score, random_graph, viterbi
+from tests.reference.viterbi import path_outputs, path_score, random_case, random_graph, viterbi
 
 NARROW = LatticeConfig(search_beam=2.0, output_beam=6.0, min_active_states=0,
                        max_active_states=3, retry_scales=(2.0,))
@@ -30,16 +30,6 @@ NARROW = LatticeConfig(search_beam=2.0, output_beam=6.0, min_active_states=0,
 
 def _fields(h):
     return (h.tokens, h.token_frames, h.words, h.word_frames, h.status, h.reason)
-
-
-def _random_case(seed: int, ragged: bool, max_n: int = 5, max_t: int = 9):
-    rng = np.random.default_rng(seed)
-    vocab = int(rng.integers(2, 6))
-    graph = random_graph(rng, int(rng.integers(2, 7)), vocab, num_words=6, ragged_aux=ragged)
-    n = int(rng.integers(1, max_n))
-    lengths = rng.integers(1, max_t, size=n)
-    log_probs = peaked_log_probs(rng, n, int(lengths.max()), vocab, scale=float(rng.uniform(1, 4)))
-    return graph, log_probs, torch.from_numpy(lengths)
 
 
 @pytest.mark.parametrize("ragged", [False, True])
@@ -50,7 +40,7 @@ def test_fast_path_equals_lattice_then_best_path(device, ragged, config):
     pick another path, which must then score the same."""
     ties = total = 0
     for seed in range(40):
-        graph, log_probs, lengths = _random_case(1000 + seed, ragged)
+        graph, log_probs, lengths = random_case(1000 + seed, ragged)
         fsa = to_k2(graph, device, ragged=ragged)
         fast = one_best_decoding(log_probs.to(device), lengths, fsa, config)
         slow = hypotheses_from_lattice(get_lattice(log_probs.to(device), lengths, fsa, config))
@@ -71,7 +61,7 @@ def test_fast_path_equals_lattice_then_best_path(device, ragged, config):
 def test_fast_path_equals_viterbi_reference(device, ragged):
     checked = 0
     for seed in range(40):
-        graph, log_probs, lengths = _random_case(2000 + seed, ragged)
+        graph, log_probs, lengths = random_case(2000 + seed, ragged)
         fsa = to_k2(graph, device, ragged=ragged)
         hyps = one_best_decoding(log_probs.to(device), lengths, fsa, HUGE)
         for i, h in enumerate(hyps):
@@ -97,7 +87,7 @@ def test_output_beam_cap_keeps_the_best_path(device):
     """The cap is what makes the fast path cheaper: its lattice is a subset, with the same best
     path, whatever output_beam the config asks for."""
     for seed in range(20):
-        graph, log_probs, lengths = _random_case(3000 + seed, False, max_t=12)
+        graph, log_probs, lengths = random_case(3000 + seed, False, max_t=12)
         fsa = to_k2(graph, device)
         wide = LatticeConfig(search_beam=20.0, output_beam=10.0, min_active_states=0)
         thin = LatticeConfig(search_beam=20.0, output_beam=ONE_BEST_OUTPUT_BEAM,

@@ -22,25 +22,13 @@ from k2dec.lattice.viterbi import graph_tables, viterbi_paths
 from k2dec.testing.graphs import ctc_lexicon_graph, peaked_log_probs
 from tests.lattice.graphs import HUGE, LEXICON, to_k2
 from tests.reference.dead_end import dead_end_case
-from tests.reference.viterbi import path_outputs, path_score, random_graph, viterbi
+from tests.reference.viterbi import path_outputs, path_score, random_case, random_graph, viterbi
 
 INF = float("inf")
 
 
 def _fields(h):
     return (h.tokens, h.token_frames, h.words, h.word_frames)
-
-
-def _random_case(seed: int, ragged: bool = False, max_n: int = 5, max_t: int = 9):
-    rng = np.random.default_rng(seed)
-    vocab = int(rng.integers(2, 6))
-    graph = random_graph(rng, int(rng.integers(2, 7)), vocab, num_words=6, ragged_aux=ragged)
-    n = int(rng.integers(1, max_n))
-    lengths = rng.integers(1, max_t, size=n)
-    lengths[int(rng.integers(0, n))] = 1  # a one-frame utterance in every batch
-    log_probs = peaked_log_probs(rng, n, int(lengths.max()), vocab,
-                                 scale=float(rng.uniform(1, 4)))
-    return graph, log_probs, torch.from_numpy(lengths)
 
 
 def _exact_k2(log_probs, lengths, fsa):
@@ -65,7 +53,7 @@ def test_wide_beams_give_the_reference_best_path(device, ragged):
     """Brute-force Viterbi: same score; same outputs and frames unless two paths tie."""
     checked = 0
     for seed in range(40):
-        graph, log_probs, lengths = _random_case(100 + seed, ragged)
+        graph, log_probs, lengths = random_case(100 + seed, ragged, one_frame=True)
         fsa = to_k2(graph, device, ragged=ragged)
         hyps = viterbi_one_best(log_probs.to(device), lengths, fsa, HUGE)
         assert len(hyps) == len(lengths)
@@ -107,7 +95,7 @@ def test_tight_beams_never_beat_the_optimum(device):
     complete path whose score is the reported one, and never above the optimum."""
     misses = 0
     for seed in range(40):
-        graph, log_probs, lengths = _random_case(300 + seed, max_t=14)
+        graph, log_probs, lengths = random_case(300 + seed, max_t=14, one_frame=True)
         fsa = to_k2(graph, device)
         tables = graph_tables(fsa)
         paths = viterbi_paths(log_probs.to(device), lengths, tables, 1.0, 2)
@@ -156,7 +144,7 @@ def test_max_active_states_bounds_the_tokens(device):
                          ids=["huge", "tight"])
 def test_batch_size_does_not_change_results(device, config):
     for seed in range(15):
-        graph, log_probs, lengths = _random_case(500 + seed, max_n=7, max_t=12)
+        graph, log_probs, lengths = random_case(500 + seed, max_n=7, max_t=12, one_frame=True)
         fsa = to_k2(graph, device)
         batch = viterbi_one_best(log_probs.to(device), lengths, fsa, config)
         for i in range(len(lengths)):

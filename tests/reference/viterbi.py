@@ -12,6 +12,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import torch
+
+from k2dec.testing.graphs import peaked_log_probs
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,21 @@ def random_graph(
         if s == 0 or rng.random() < 0.5:
             arcs.append(RefArc(s, final, -1, (), float(np.float32(rng.normal() * score_scale))))
     return RefGraph(num_states, tuple(arcs))
+
+
+def random_case(seed: int, ragged: bool = False, max_n: int = 5, max_t: int = 9,
+                one_frame: bool = False) -> tuple[RefGraph, torch.Tensor, torch.Tensor]:
+    """A random graph (:func:`random_graph`), peaked log-probs ``(N, T, vocab)`` and lengths
+    ``(N,)`` of 1 to ``max_n - 1`` utterances; ``one_frame``: one of them lasts one frame."""
+    rng = np.random.default_rng(seed)
+    vocab = int(rng.integers(2, 6))
+    graph = random_graph(rng, int(rng.integers(2, 7)), vocab, num_words=6, ragged_aux=ragged)
+    n = int(rng.integers(1, max_n))
+    lengths = rng.integers(1, max_t, size=n)
+    if one_frame:
+        lengths[int(rng.integers(0, n))] = 1
+    log_probs = peaked_log_probs(rng, n, int(lengths.max()), vocab, scale=float(rng.uniform(1, 4)))
+    return graph, log_probs, torch.from_numpy(lengths)
 
 
 def viterbi(graph: RefGraph, log_probs: np.ndarray) -> tuple[float, list[int]]:
