@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +25,8 @@ from torch import nn
 
 __all__ = ["DecoderCache", "DecoderTables", "RawDecoderOutputs", "StatelessDecoder",
            "TransducerNet",
-           "check_decoder_sizes", "check_model", "decode_by_tables", "equivalent_tables"]
+           "cached_equivalent_tables", "check_decoder_sizes", "check_model", "decode_by_tables",
+           "equivalent_tables"]
 
 
 def check_model(model: nn.Module) -> tuple[int, int, int]:
@@ -284,10 +286,13 @@ class TransducerNet:
         :class:`DecoderCache`); 0 disables the cache.
       tables: run k2dec's own decoder as per-token tables (:class:`DecoderTables`) where
         it applies; False: always the module.
+      equivalent_tables: also run a decoder of another class laid out as icefall's as
+        tables, where :func:`cached_equivalent_tables` finds them (equal to the module's
+        outputs up to float rounding: for searches that only take maxima, greedy search).
     """
 
-    def __init__(self, model: nn.Module, decoder_cache_size: int = 0, tables: bool = True
-                 ) -> None:
+    def __init__(self, model: nn.Module, decoder_cache_size: int = 0, tables: bool = True,
+                 equivalent_tables: bool = False) -> None:
         self.blank_id, self.context_size, self.vocab_size = check_model(model)
         self.decoder = model.decoder
         self.joiner = model.joiner
@@ -307,6 +312,8 @@ class TransducerNet:
         #: k2dec's own decoder runs as per-token tables (:class:`DecoderTables`)
         self.tables = (DecoderTables() if tables and DecoderTables.applies(self.decoder)
                        else None)
+        self.equivalent = tables and equivalent_tables and self.tables is None
+        self._decoder_tensors: list[torch.Tensor] | None = None
         self.raw: RawDecoderOutputs | None = None
 
     def joiner_dim(self, encoder_out: torch.Tensor) -> int:
@@ -376,13 +383,25 @@ class TransducerNet:
     def _decoder_raw(self, contexts: torch.Tensor) -> torch.Tensor:
         self.decoder_rows += contexts.size(0)
         with self._timer():
-            if self.tables is not None and not torch.is_grad_enabled():
-                out = decode_by_tables(self.tables.get(self.decoder), contexts)
+            tables = None if torch.is_grad_enabled() else self.decoder_tables()
+            if tables is not None:
+                out = decode_by_tables(tables, contexts)
             else:
                 out = self._decoder_module(contexts)
             if self.project:
                 out = self.joiner.decoder_proj(out)
         return out
+
+    def decoder_tables(self) -> torch.Tensor | None:
+        """The per-token tables ``[c, V + 1, D]`` this net runs its decoder as (see
+        ``tables`` and ``equivalent_tables``), or None: the module."""
+        if self.tables is not None:
+            return self.tables.get(self.decoder)
+        if not self.equivalent:
+            return None
+        if self._decoder_tensors is None:  # (listed once: each step only reads versions)
+            self._decoder_tensors = decoder_tensors(self.decoder)
+        return cached_equivalent_tables(self, self._decoder_tensors)
 
     def _decoder_module(self, contexts: torch.Tensor) -> torch.Tensor:
         out = self.decoder(contexts, need_pad=False)
@@ -566,6 +585,42 @@ def equivalent_tables(net: TransducerNet) -> torch.Tensor | None:
     if got.shape != want.shape or not torch.allclose(got, want, rtol=1e-4, atol=1e-5):
         return None
     return tables
+
+
+#: :func:`cached_equivalent_tables`' tables by decoder object: ``(weights key, tables or None)``
+_EQUIVALENT_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def cached_equivalent_tables(net: TransducerNet,
+                             tensors: list[torch.Tensor] | None = None) -> torch.Tensor | None:
+    """:func:`equivalent_tables` of ``net.decoder``, kept with the decoder object while its
+    parameters and buffers (or ``tensors``, a list of them taken once) stay the same
+    tensors at the same versions (an optimizer step or ``load_state_dict`` builds them
+    again): a search called again and again (one call per batch) builds and checks them
+    once. At most one entry per live decoder, of at most :data:`DECODER_TABLE_MAX`
+    floats."""
+    decoder = net.decoder
+    if tensors is None:
+        tensors = decoder_tensors(decoder)
+    key = tuple((t.data_ptr(), t._version, t.device, t.dtype, t.shape) for t in tensors)
+    try:
+        hit = _EQUIVALENT_TABLES.get(decoder)
+    except TypeError:  # not weakly referenceable
+        return equivalent_tables(net)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    tables = equivalent_tables(net)
+    _EQUIVALENT_TABLES[decoder] = (key, tables)
+    return tables
+
+
+def decoder_tensors(decoder: object) -> list[torch.Tensor]:
+    """The parameters and buffers of ``decoder`` (none for an object that has no
+    ``parameters()`` / ``buffers()``)."""
+    try:
+        return [*decoder.parameters(), *decoder.buffers()]
+    except (AttributeError, TypeError):
+        return []
 
 
 def _grouped_tables(emb: torch.Tensor, conv: nn.Conv1d | None) -> torch.Tensor:
