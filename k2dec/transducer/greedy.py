@@ -94,9 +94,10 @@ class GreedySearch:
         if not isinstance(config, GreedySearchConfig):
             raise TypeError(f"config must be a GreedySearchConfig, got {type(config).__name__}")
         self.config = config
-        # the decoder as tables (k2dec's, or one laid out as icefall's): greedy decisions
-        # take maxima, which float rounding of the decoder outputs changes only at exact ties
-        self.net = TransducerNet(model, equivalent_tables=True)
+        # the decoder as tables (k2dec's, or one laid out as icefall's) and the joiner's
+        # linear layers as products with transposed weights: greedy decisions take maxima,
+        # which float rounding of the network's outputs changes only at exact ties
+        self.net = TransducerNet(model, equivalent_tables=True, equivalent_joiner=True)
         #: decide by the joiner's logits and record each decision's logit instead of its
         #: log-prob (icefall's ``greedy_search_batch``; see :func:`greedy_search_logits`)
         self.logit_decisions = False
@@ -402,7 +403,7 @@ def greedy_search_single(
       (token ids, frame of each token), lists of Python ints.
     """
     config = config or GreedySearchConfig()
-    net = TransducerNet(model, equivalent_tables=True)
+    net = TransducerNet(model, equivalent_tables=True, equivalent_joiner=True)
     enc = _single_frames(net, encoder_out)
     ctx = net.initial_context(1, encoder_out.device)
     tables = net.decoder_tables()
