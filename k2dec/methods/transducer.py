@@ -26,12 +26,13 @@ from ..nbest import (
     neural_scores,
     word_sequence_scores,
 )
+from ..scorers.hotword_lattices import TokenLatticeHotwords
 from ..transducer import (
     FastBeamSearch,
     FastBeamSearchConfig,
     GreedySearch,
     GreedySearchConfig,
-    fast_beam_search,
+    fast_beam_search_lattice,
     greedy_search,
 )
 from ..transducer.joiner_confidences import token_confidences
@@ -40,6 +41,7 @@ from .hotword_biasing import (
     LatticeBiasedSearch,
     hotword_fast_beam_search,
     token_biased_graph,
+    transducer_graph,
 )
 from .parts import LM_BATCH_SIZE, GraphConfig, RescorePart
 from .records import from_nbest, from_transducer, oracle_records
@@ -206,15 +208,31 @@ def _sample(inputs: TransducerInputs, cfg: FastBeamSearchNbestConfig | FastBeamS
             graph: k2.Fsa | None, key: DedupKey, res: Resources | None = None,
             hotwords: HotwordConfig | None = None) -> tuple[k2.Fsa, Nbest]:
     """The search's lattice (biased by ``res.hotwords`` with ``hotwords`` when given:
-    :func:`~k2dec.methods.hotword_biasing.hotword_fast_beam_search`) and ``cfg.nbest`` paths
-    sampled from it, deduplicated by ``key``."""
+    :func:`_search_lattice`) and ``cfg.nbest`` paths sampled from it, deduplicated by
+    ``key``."""
+    biased = graph
     if res is not None and hotwords is not None:
-        out = hotword_fast_beam_search(inputs, res, hotwords, graph, cfg.search)
-    else:
-        out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens,
-                               graph, cfg.search)
-    nbest = Nbest.from_config(out.lattice, cfg.nbest, key)
+        biased = transducer_graph(inputs, res, hotwords, graph)
+    lattice = _search_lattice(inputs, graph, biased, cfg.search)
+    nbest = Nbest.from_config(lattice, cfg.nbest, key)
     return nbest.lattice, nbest
+
+
+def _search_lattice(inputs: TransducerInputs, graph: k2.Fsa | None,
+                    biased: k2.Fsa | TokenLatticeHotwords | None,
+                    search: FastBeamSearchConfig) -> k2.Fsa:
+    """The lattice of :func:`~k2dec.methods.hotword_biasing.hotword_fast_beam_search`
+    without its one-best hypotheses (the n-best methods choose their own): the search
+    through ``biased`` (:func:`~k2dec.methods.hotword_biasing.transducer_graph` of
+    ``graph``; ``graph`` itself without hotwords), or, for a list too large for a biased
+    graph, through ``graph`` with the bonus put on the lattice."""
+    model, enc, lens = inputs.model, inputs.encoder_out, inputs.encoder_out_lens
+    if isinstance(biased, TokenLatticeHotwords):
+        return biased(fast_beam_search_lattice(model, enc, lens, graph, search))
+    lattice = fast_beam_search_lattice(model, enc, lens, biased, search)
+    if biased is not graph and graph is None:  # the trivial graph's outputs: its tokens
+        lattice.aux_labels = lattice.labels.clone()
+    return lattice
 
 
 @register("fast_beam_search_nbest", Family.TRANSDUCER, FastBeamSearchNbestConfig,

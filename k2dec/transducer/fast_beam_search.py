@@ -599,6 +599,9 @@ def one_best(lattice: k2.Fsa, num_frames: Sequence[int]) -> list[TransducerHypot
 #: padding frames) and pad its smaller batches up to it with the same bits; with fewer,
 #: it runs icefall's very batches (:meth:`FastBeamSearch._decode_icefall`).
 ICEFALL_MIN_ROWS = 16
+#: the most contexts whose rows :class:`_ContextRows` computes all at once on first use
+#: (vocabulary 31 at context 2)
+ALL_CONTEXTS_MAX = 1024
 
 
 class _ContextRows:
@@ -615,7 +618,11 @@ class _ContextRows:
       config: the search's options (``ilme_scale``, ``temperature``, ``blank_penalty``).
       max_size: contexts kept (:class:`~k2dec.transducer.DecoderCache`: emptied when full;
         ``max_size * (J + V)`` floats at most, ``J`` without ILME); 0 keeps none (every
-        frame computes its rows, in the same batches of at least ``min_rows``).
+        frame computes its rows, in the same batches of at least ``min_rows``). When every
+        context (ids ``-1 .. V - 1`` in each position) fits, at most
+        :data:`ALL_CONTEXTS_MAX` of them, all their rows are computed in one batch on first
+        use and looked up by key (small vocabularies, where a search reaches most contexts
+        and the per-frame cache bookkeeping would cost more than the rows).
       min_rows: the least rows of a batch.
     """
 
@@ -625,6 +632,11 @@ class _ContextRows:
         self.cache = (DecoderCache(net.vocab_size, net.context_size, max_size)
                       if max_size > 0 else None)
         self.ilme = config.ilme_scale != 0.0
+        num_contexts = (net.vocab_size + 1) ** net.context_size
+        #: every context's rows, by key (:meth:`DecoderCache.key`), when they fit
+        self.every: torch.Tensor | None = None
+        self.all_contexts = (self.cache is not None
+                             and num_contexts <= min(max_size, ALL_CONTEXTS_MAX))
 
     def compute(self, contexts: torch.Tensor) -> torch.Tensor:
         """The rows ``[M, J (+ V)]`` of int64 contexts ``[M, c]`` (``M >= 1``)."""
@@ -653,7 +665,10 @@ class _ContextRows:
         ``[M]``): one gather of the contexts' rows and one of the frames, both padded to
         ``min_rows`` rows, and one joiner call."""
         net, cfg, m = self.net, self.config, contexts.size(0)
-        if self.cache is None:
+        if self.all_contexts:
+            rows = self._every_context(contexts.device)
+            ids = self.cache.key(contexts)
+        elif self.cache is None:
             rows = self.compute(contexts.to(torch.int64))
             ids = torch.arange(m, device=contexts.device)
         else:
@@ -665,6 +680,14 @@ class _ContextRows:
         logits = net.logits4(cur, got[:, :j].unsqueeze(1).unsqueeze(1))[:m]
         log_probs = log_probs_from_logits(logits, 0, cfg.temperature, cfg.blank_penalty)
         return log_probs - cfg.ilme_scale * got[:m, j:] if self.ilme else log_probs
+
+
+    def _every_context(self, device: torch.device) -> torch.Tensor:
+        """The rows of every context, computed once, in the order of their keys."""
+        if self.every is None or self.every.device != device:
+            keys = torch.arange(self.cache.base ** self.cache.context_size, device=device)
+            self.every = self.compute(self.cache.contexts_of(keys))
+        return self.every
 
 
 def _pad_rows(rows: torch.Tensor, min_rows: int) -> torch.Tensor:

@@ -32,7 +32,7 @@ from k2dec.transducer.common import (
     check_streams,
     log_probs_from_logits,
 )
-from k2dec.transducer.network import TransducerNet, decode_by_tables, equivalent_tables
+from k2dec.transducer.network import TransducerNet, decode_by_tables
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +94,10 @@ class GreedySearch:
         if not isinstance(config, GreedySearchConfig):
             raise TypeError(f"config must be a GreedySearchConfig, got {type(config).__name__}")
         self.config = config
-        self.net = TransducerNet(model)
+        # the decoder as tables (k2dec's, or one laid out as icefall's) and the joiner's
+        # linear layers as products with transposed weights: greedy decisions take maxima,
+        # which float rounding of the network's outputs changes only at exact ties
+        self.net = TransducerNet(model, equivalent_tables=True, equivalent_joiner=True)
         #: decide by the joiner's logits and record each decision's logit instead of its
         #: log-prob (icefall's ``greedy_search_batch``; see :func:`greedy_search_logits`)
         self.logit_decisions = False
@@ -368,9 +371,6 @@ def greedy_search_logits(
 #: every all-blank window up to :data:`SINGLE_WINDOW_MAX`)
 SINGLE_WINDOW_MIN = 2
 SINGLE_WINDOW_MAX = 32
-#: from this many frames on :func:`greedy_search_single` runs a decoder laid out as icefall's
-#: as tables (:func:`~k2dec.transducer.network.equivalent_tables`: built and checked per call)
-SINGLE_TABLES_MIN_FRAMES = 64
 
 
 def greedy_search_single(
@@ -388,9 +388,9 @@ def greedy_search_single(
     on from the first frame whose best symbol is not blank; a frame that reached
     ``config.max_sym_per_frame`` symbols is left without a blank (icefall's rule). The
     decoder runs once per distinct context of the utterance, as tables where they give its
-    outputs (:func:`~k2dec.transducer.network.equivalent_tables`; utterances of at least
-    :data:`SINGLE_TABLES_MIN_FRAMES` frames): the joiner's maxima are those of the module's
-    outputs unless two symbols tie to the last bits.
+    outputs (:func:`~k2dec.transducer.network.cached_equivalent_tables`, built once per
+    decoder): the joiner's maxima are those of the module's outputs unless two symbols tie
+    to the last bits.
 
     Args:
       model: stateless transducer (``.decoder``, ``.joiner``).
@@ -403,10 +403,10 @@ def greedy_search_single(
       (token ids, frame of each token), lists of Python ints.
     """
     config = config or GreedySearchConfig()
-    net = TransducerNet(model)
+    net = TransducerNet(model, equivalent_tables=True, equivalent_joiner=True)
     enc = _single_frames(net, encoder_out)
     ctx = net.initial_context(1, encoder_out.device)
-    tables = equivalent_tables(net) if enc.size(0) >= SINGLE_TABLES_MIN_FRAMES else None
+    tables = net.decoder_tables()
     dec = _single_decoder_out(net, ctx, tables)
     history = tuple(ctx[0].tolist())
     decoded = {history: dec}  # projected decoder outputs by context, for this utterance

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -24,7 +25,8 @@ from torch import nn
 
 __all__ = ["DecoderCache", "DecoderTables", "RawDecoderOutputs", "StatelessDecoder",
            "TransducerNet",
-           "check_decoder_sizes", "check_model", "decode_by_tables", "equivalent_tables"]
+           "cached_equivalent_tables", "check_decoder_sizes", "check_model", "decode_by_tables",
+           "cached_equivalent_joiner", "equivalent_joiner", "equivalent_tables"]
 
 
 def check_model(model: nn.Module) -> tuple[int, int, int]:
@@ -284,10 +286,19 @@ class TransducerNet:
         :class:`DecoderCache`); 0 disables the cache.
       tables: run k2dec's own decoder as per-token tables (:class:`DecoderTables`) where
         it applies; False: always the module.
+      equivalent_tables: also run a decoder of another class laid out as icefall's as
+        tables, where :func:`cached_equivalent_tables` finds them (equal to the module's
+        outputs up to float rounding: for searches that only take maxima, greedy search).
+      equivalent_joiner: run a joiner laid out as icefall's (``decoder_proj`` and
+        ``output_linear(tanh(encoder_out + decoder_out))`` with ``nn.Linear`` layers) as
+        matrix products with its weights transposed once (:func:`cached_equivalent_joiner`;
+        the same outputs up to float rounding, and faster than ``nn.Linear`` on the few rows
+        of a search step), where it gives the module's outputs; for searches that only take
+        maxima.
     """
 
-    def __init__(self, model: nn.Module, decoder_cache_size: int = 0, tables: bool = True
-                 ) -> None:
+    def __init__(self, model: nn.Module, decoder_cache_size: int = 0, tables: bool = True,
+                 equivalent_tables: bool = False, equivalent_joiner: bool = False) -> None:
         self.blank_id, self.context_size, self.vocab_size = check_model(model)
         self.decoder = model.decoder
         self.joiner = model.joiner
@@ -307,6 +318,10 @@ class TransducerNet:
         #: k2dec's own decoder runs as per-token tables (:class:`DecoderTables`)
         self.tables = (DecoderTables() if tables and DecoderTables.applies(self.decoder)
                        else None)
+        self.equivalent = tables and equivalent_tables and self.tables is None
+        self._decoder_tensors: list[torch.Tensor] | None = None
+        self.equivalent_joiner = equivalent_joiner and self.project
+        self._joiner_tensors: list[torch.Tensor] | None = None
         self.raw: RawDecoderOutputs | None = None
 
     def joiner_dim(self, encoder_out: torch.Tensor) -> int:
@@ -376,13 +391,27 @@ class TransducerNet:
     def _decoder_raw(self, contexts: torch.Tensor) -> torch.Tensor:
         self.decoder_rows += contexts.size(0)
         with self._timer():
-            if self.tables is not None and not torch.is_grad_enabled():
-                out = decode_by_tables(self.tables.get(self.decoder), contexts)
+            tables = None if torch.is_grad_enabled() else self.decoder_tables()
+            if tables is not None:
+                out = decode_by_tables(tables, contexts)
             else:
                 out = self._decoder_module(contexts)
             if self.project:
-                out = self.joiner.decoder_proj(out)
+                fast = self._joiner_weights()
+                out = (self.joiner.decoder_proj(out) if fast is None
+                       else _linear(out, fast.decoder_t, fast.decoder_bias))
         return out
+
+    def decoder_tables(self) -> torch.Tensor | None:
+        """The per-token tables ``[c, V + 1, D]`` this net runs its decoder as (see
+        ``tables`` and ``equivalent_tables``), or None: the module."""
+        if self.tables is not None:
+            return self.tables.get(self.decoder)
+        if not self.equivalent:
+            return None
+        if self._decoder_tensors is None:  # (listed once: each step only reads versions)
+            self._decoder_tensors = module_tensors(self.decoder)
+        return cached_equivalent_tables(self, self._decoder_tensors)
 
     def _decoder_module(self, contexts: torch.Tensor) -> torch.Tensor:
         out = self.decoder(contexts, need_pad=False)
@@ -409,8 +438,19 @@ class TransducerNet:
         without projections)."""
         if self.project:
             with self._timer():
+                fast = self._joiner_weights()
+                if fast is not None:
+                    return _linear(decoder_out, fast.decoder_t, fast.decoder_bias)
                 return self.joiner.decoder_proj(decoder_out)
         return decoder_out
+
+    def _joiner_weights(self) -> JoinerWeights | None:
+        """The joiner's transposed weights (``equivalent_joiner``; None: the modules)."""
+        if not self.equivalent_joiner or torch.is_grad_enabled():
+            return None
+        if self._joiner_tensors is None:  # (listed once: each step only reads versions)
+            self._joiner_tensors = module_tensors(self.joiner)
+        return cached_equivalent_joiner(self, self._joiner_tensors)
 
     def decoder_out(self, contexts: torch.Tensor) -> torch.Tensor:
         """Projected decoder output for int64 contexts ``[M, c]`` -> float ``[M, J]``."""
@@ -448,7 +488,10 @@ class TransducerNet:
         m = encoder_out.size(0)
         self.joiner_rows += m
         with self._timer():
-            if self.project:
+            fast = self._joiner_weights()
+            if fast is not None:
+                out = _joined(fast, encoder_out, decoder_out)
+            elif self.project:
                 out = self.joiner(encoder_out, decoder_out, project_input=False)
             else:
                 out = self.joiner(encoder_out, decoder_out)
@@ -481,8 +524,12 @@ class TransducerNet:
             return self.logits(enc.reshape(n * a * b, -1), dec.reshape(n * a * b, -1))
         self.joiner_rows += n * a * b
         with self._timer():
-            out = self.joiner(encoder_out.unsqueeze(2), decoder_out.unsqueeze(1),
-                              project_input=False)
+            fast = self._joiner_weights()
+            if fast is not None:
+                out = _joined(fast, encoder_out.unsqueeze(2), decoder_out.unsqueeze(1))
+            else:
+                out = self.joiner(encoder_out.unsqueeze(2), decoder_out.unsqueeze(1),
+                                  project_input=False)
             out = out.reshape(n * a * b, -1)
         if out.size(1) != self.vocab_size:
             raise ValueError(
@@ -566,6 +613,118 @@ def equivalent_tables(net: TransducerNet) -> torch.Tensor | None:
     if got.shape != want.shape or not torch.allclose(got, want, rtol=1e-4, atol=1e-5):
         return None
     return tables
+
+
+#: :func:`cached_equivalent_tables`' tables by decoder object: ``(weights key, tables or None)``
+_EQUIVALENT_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def cached_equivalent_tables(net: TransducerNet,
+                             tensors: list[torch.Tensor] | None = None) -> torch.Tensor | None:
+    """:func:`equivalent_tables` of ``net.decoder``, kept with the decoder object while its
+    parameters and buffers (or ``tensors``, a list of them taken once) stay the same
+    tensors at the same versions (an optimizer step or ``load_state_dict`` builds them
+    again): a search called again and again (one call per batch) builds and checks them
+    once. At most one entry per live decoder, of at most :data:`DECODER_TABLE_MAX`
+    floats."""
+    decoder = net.decoder
+    if tensors is None:
+        tensors = module_tensors(decoder)
+    key = _weights_key(tensors)
+    try:
+        hit = _EQUIVALENT_TABLES.get(decoder)
+    except TypeError:  # not weakly referenceable
+        return equivalent_tables(net)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    tables = equivalent_tables(net)
+    _EQUIVALENT_TABLES[decoder] = (key, tables)
+    return tables
+
+
+def module_tensors(module: object) -> list[torch.Tensor]:
+    """The parameters and buffers of ``module`` (none for an object that has no
+    ``parameters()`` / ``buffers()``)."""
+    try:
+        return [*module.parameters(), *module.buffers()]
+    except (AttributeError, TypeError):
+        return []
+
+
+def _weights_key(tensors: list[torch.Tensor]) -> tuple:
+    return tuple((t.data_ptr(), t._version, t.device, t.dtype, t.shape) for t in tensors)
+
+
+class JoinerWeights(NamedTuple):
+    """A joiner laid out as icefall's, as transposed weights (:func:`equivalent_joiner`)."""
+
+    decoder_t: torch.Tensor  # [D, J], decoder_proj's weight transposed (contiguous)
+    decoder_bias: torch.Tensor | None  # [J]
+    output_t: torch.Tensor  # [J, V], output_linear's weight transposed (contiguous)
+    output_bias: torch.Tensor | None  # [V]
+
+
+def equivalent_joiner(net: TransducerNet) -> JoinerWeights | None:
+    """:class:`JoinerWeights` of a joiner with ``nn.Linear`` layers ``decoder_proj`` and
+    ``output_linear`` whose ``joiner(e, d, project_input=False)`` is
+    ``output_linear(tanh(e + d))`` (icefall's), or None. Its forward is not read: the
+    weights are used only when they give the module's outputs up to float rounding on
+    seeded probe rows (for searches that only take maxima: not bit for bit)."""
+    joiner = net.joiner
+    dec, out = getattr(joiner, "decoder_proj", None), getattr(joiner, "output_linear", None)
+    if not net.project or type(dec) is not nn.Linear or type(out) is not nn.Linear:
+        return None
+    with torch.no_grad():
+        weights = JoinerWeights(dec.weight.t().contiguous(), dec.bias,
+                                out.weight.t().contiguous(), out.bias)
+        g = torch.Generator().manual_seed(0)
+        shape = (4, 1, 1, out.in_features)
+        e, d = (torch.randn(shape, generator=g).to(out.weight) for _ in range(2))
+        want = net.joiner(e, d, project_input=False)
+        got = _joined(weights, e, d)
+    if want.shape[-1] != got.shape[-1] or want.numel() != got.numel() or not torch.allclose(
+            got, want.reshape(got.shape), rtol=1e-4, atol=1e-5 * (1.0 + float(
+                want.abs().max()))):
+        return None
+    return weights
+
+
+#: :func:`cached_equivalent_joiner`'s weights by joiner object: ``(weights key, weights)``
+_EQUIVALENT_JOINERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def cached_equivalent_joiner(net: TransducerNet, tensors: list[torch.Tensor] | None = None
+                             ) -> JoinerWeights | None:
+    """:func:`equivalent_joiner` of ``net.joiner``, kept with the joiner object while its
+    parameters and buffers (or ``tensors``) stay the same tensors at the same versions (as
+    :func:`cached_equivalent_tables`); at most one copy of its weights per live joiner."""
+    joiner = net.joiner
+    key = _weights_key(module_tensors(joiner) if tensors is None else tensors)
+    try:
+        hit = _EQUIVALENT_JOINERS.get(joiner)
+    except TypeError:  # not weakly referenceable
+        return equivalent_joiner(net)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    weights = equivalent_joiner(net)
+    _EQUIVALENT_JOINERS[joiner] = (key, weights)
+    return weights
+
+
+def _linear(x: torch.Tensor, weight_t: torch.Tensor, bias: torch.Tensor | None
+            ) -> torch.Tensor:
+    """``x @ weight_t + bias`` over the last axis of ``x`` ``[..., I]`` (``weight_t``
+    ``[I, O]``): ``nn.Linear`` up to float rounding."""
+    flat = x.reshape(-1, x.size(-1))
+    out = torch.mm(flat, weight_t) if bias is None else torch.addmm(bias, flat, weight_t)
+    return out.reshape(*x.shape[:-1], weight_t.size(1))
+
+
+def _joined(weights: JoinerWeights, encoder_out: torch.Tensor, decoder_out: torch.Tensor
+            ) -> torch.Tensor:
+    """icefall's joiner on projected inputs (broadcast against each other) -> ``[..., V]``."""
+    return _linear(torch.tanh(encoder_out + decoder_out), weights.output_t,
+                   weights.output_bias)
 
 
 def _grouped_tables(emb: torch.Tensor, conv: nn.Conv1d | None) -> torch.Tensor:

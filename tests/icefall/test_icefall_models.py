@@ -9,6 +9,8 @@ batches) and more (ended utterances dropped, batches padded), with a length-1 ut
 
 from __future__ import annotations
 
+import copy
+
 import k2
 import pytest
 import torch
@@ -20,17 +22,25 @@ from k2dec.transducer.fast_beam_search import (
     FastBeamSearch,
     FastBeamSearchConfig,
 )
+from k2dec.transducer.network import (
+    TransducerNet,
+    cached_equivalent_joiner,
+    cached_equivalent_tables,
+)
 from tests.icefall.icefall_shaped import zipformer_transducer
 from tests.reference.icefall_greedy import greedy_search_batch_icefall, greedy_search_icefall
 from tests.reference.icefall_nbest import nbest_icefall, oracle_distance
 from tests.reference.icefall_search import fast_beam_search_icefall
 from tests.reference.lattice_rescore import levenshtein
+from tests.reference.transducer_reference import NetOracle, greedy_reference
 
 FBS = dict(beam=4.0, max_states=32, max_contexts=8)
 #: (vocab, decoder dim, encoder dim)
 MODELS = [(500, 256, 384), (20, 32, 32)]
 BATCHES = [[13], [9, 1, 12, 7], [14, 3, 11, 9, 12, 1, 10, 8, 13, 6, 12, 9, 5, 14, 7, 11, 10, 4]]
 NUM_PATHS = 20
+#: blank penalty of the greedy tests on decoder tables (symbols on a third of the frames)
+GREEDY_PENALTY = 2.0
 
 
 def _problem(sizes, lens, seed):
@@ -183,3 +193,75 @@ def test_greedy_search_batch_is_icefalls(sizes, loop, monkeypatch):
             assert mine == pytest.approx(want, abs=1e-4)
         assert [h.tokens for h in hyps] == tokens
         assert ice.greedy_search_batch(model, enc, enc_lens, blank_penalty=0.5) == tokens
+
+
+@pytest.mark.parametrize("sizes", [(2000, 128, 64)] + MODELS)
+@pytest.mark.parametrize("loop", ["frames", "windows"])
+def test_greedy_search_on_decoder_tables_is_the_modules(sizes, loop, monkeypatch):
+    """k2dec's greedy_search runs icefall's decoder class as per-token tables
+    (cached_equivalent_tables) and its joiner's linear layers with transposed weights
+    (cached_equivalent_joiner): the tokens and frames of the frame-by-frame reference that
+    calls the decoder module and the unprojected joiner, and its scores (sums of log-probs)
+    to float tolerance, through both loops, at vocab 2000, 500 and 20, at batch 1 and 4 with
+    a length-1 and an empty utterance; the one-utterance search gives the same tokens."""
+    monkeypatch.setattr(greedy, "_FRAME_LOOP_WORK", 0 if loop == "frames" else 1 << 62)
+    for seed, lens in enumerate([[13], [1], [9, 1, 12, 0], [0]]):
+        model, enc, enc_lens = _problem(sizes, lens, seed=70 + seed)
+        net = TransducerNet(model, equivalent_tables=True, equivalent_joiner=True)
+        assert net.decoder_tables() is not None
+        with torch.no_grad():
+            assert net._joiner_weights() is not None
+        with torch.no_grad():
+            hyps = greedy.greedy_search(model, enc, enc_lens, greedy.GreedySearchConfig(
+                blank_penalty=GREEDY_PENALTY))
+            for i, n in enumerate(lens):
+                tokens, times, score = greedy_reference(
+                    NetOracle(model, enc[i], blank_penalty=GREEDY_PENALTY), n)
+                assert (hyps[i].tokens, hyps[i].timestamps) == (tokens, times)
+                assert hyps[i].score == pytest.approx(score, rel=1e-5, abs=1e-4)
+                if n:
+                    assert greedy.greedy_search_single(
+                        model, enc[i : i + 1, :n], greedy.GreedySearchConfig(
+                            blank_penalty=GREEDY_PENALTY)) == (tokens, times)
+        if seed == 2:
+            assert sum(len(h.tokens) for h in hyps) > 4  # (the test sees symbols)
+
+
+def test_equivalent_tables_are_kept_until_the_weights_change():
+    """cached_equivalent_tables builds the tables of a decoder once and again after an
+    in-place weight update (an optimizer step), when they follow the new weights."""
+    model, _, _ = _problem(MODELS[1], [3], seed=5)
+    net = TransducerNet(model, equivalent_tables=True)
+    first = net.decoder_tables()
+    assert first is not None and net.decoder_tables() is first
+    assert cached_equivalent_tables(TransducerNet(model)) is first
+    ctx = torch.tensor([[-1, 0], [3, 7], [19, 2]])
+    with torch.no_grad():
+        model.decoder.embedding.weight.mul_(0.5)
+        want = net.project_decoder(net._decoder_module(ctx))
+        second = net.decoder_tables()
+        got = net.decoder_out(ctx)
+    assert second is not first
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_equivalent_joiner_follows_the_weights_and_refuses_other_joiners():
+    """cached_equivalent_joiner keeps a joiner's transposed weights until they change (then
+    the logits follow the new weights), and a joiner whose forward is not icefall's
+    (output_linear(tanh(e + d))) runs as its module."""
+    model, _, _ = _problem(MODELS[1], [3], seed=6)
+    net = TransducerNet(model, equivalent_joiner=True)
+    e, d = torch.randn(5, 1, 1, 32), torch.randn(5, 1, 1, 32)
+    with torch.no_grad():
+        first = net._joiner_weights()
+        assert first is not None and cached_equivalent_joiner(net) is first
+        model.joiner.output_linear.weight.mul_(0.5)
+        torch.testing.assert_close(net.logits4(e, d), model.joiner(
+            e, d, project_input=False).reshape(5, -1), rtol=1e-5, atol=1e-5)
+        assert net._joiner_weights() is not first
+    model.joiner = copy.deepcopy(model.joiner)  # (a new joiner object)
+    model.joiner.__class__ = type("ReluJoiner", (type(model.joiner),), {
+        "forward": lambda self, e, d, project_input=True: self.output_linear(
+            torch.relu(e + d))})
+    with torch.no_grad():
+        assert TransducerNet(model, equivalent_joiner=True)._joiner_weights() is None
