@@ -59,7 +59,8 @@ class LatticeConfig:
     Attributes:
       search_beam: decoding beam; larger is slower and more exact.
       output_beam: lattice beam relative to the best path (Kaldi's ``lattice-beam``).
-      min_active_states: try to keep at least this many graph states active per frame.
+      min_active_states: try to keep at least this many graph states active per frame (fewer
+        than ``max_active_states``).
       max_active_states: try to keep at most this many graph states active per frame.
       retry_scales: when an utterance's lattice has no complete path (see
         :func:`has_final_arc`), decode it again with both beams and ``max_active_states``
@@ -97,7 +98,8 @@ class LatticeConfig:
         check_float_range(self, "search_beam", 0.0, _MAX_BEAM)
         check_float_range(self, "output_beam", 0.0, _MAX_BEAM)
         check_int_range(self, "max_active_states", 1, _MAX_ACTIVE_STATES)
-        check_int_range(self, "min_active_states", 0, self.max_active_states)
+        # k2's search needs max_active_states > min_active_states (a fatal check in C++)
+        check_int_range(self, "min_active_states", 0, self.max_active_states - 1)
         for s in self.retry_scales:
             if isinstance(s, bool) or not isinstance(s, int | float) or not 1 < s < math.inf:
                 raise ValueError(f"LatticeConfig.retry_scales must all be finite numbers > 1, "

@@ -63,7 +63,13 @@ VARIANTS = (("exact", {}), ("token_top_k 8", {"token_top_k": 8}),
             ("token_top_k 8, blank_skip 0.95", {"token_top_k": 8,
                                                 "blank_skip_threshold": 0.95}),
             ("token_top_k 16, blank_skip 0.99", {"token_top_k": 16,
-                                                 "blank_skip_threshold": 0.99}))
+                                                 "blank_skip_threshold": 0.99}),
+            # between the two above, and the mildest (to see whether any switch keeps the
+            # exact search's WER while skipping frames at the accurate end)
+            ("token_top_k 8, blank_skip 0.99", {"token_top_k": 8,
+                                                "blank_skip_threshold": 0.99}),
+            ("token_top_k 32, blank_skip 0.999", {"token_top_k": 32,
+                                                  "blank_skip_threshold": 0.999}))
 #: the lattice-free Viterbi search (``1best``'s ``search.lattice_free``) at the same settings
 LATTICE_FREE = (("lattice-free exact", {}),
                 ("lattice-free token_top_k 8, blank_skip 0.95", {"token_top_k": 8,

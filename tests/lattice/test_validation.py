@@ -117,8 +117,14 @@ def test_bad_graph_and_config(device):
     with pytest.raises(ValueError, match="LatticeConfig.output_beam must be a number in"):
         LatticeConfig(output_beam=-1)
     with pytest.raises(ValueError, match=r"LatticeConfig.min_active_states must be an int in "
-                                         r"\[0, 10\], got 100"):
+                                         r"\[0, 9\], got 100"):
         LatticeConfig(min_active_states=100, max_active_states=10)
+    # equal limits would reach k2's fatal check (max_active > min_active) in C++
+    with pytest.raises(ValueError, match=r"LatticeConfig.min_active_states must be an int in "
+                                         r"\[0, 9\], got 10"):
+        LatticeConfig(min_active_states=10, max_active_states=10)
+    LatticeConfig(min_active_states=9, max_active_states=10)
+    LatticeConfig(min_active_states=0, max_active_states=1)
     with pytest.raises(ValueError, match="retry_scales must all be finite numbers > 1"):
         LatticeConfig(retry_scales=(0.5,))
 

@@ -52,8 +52,8 @@ def test_smoke_report(tmp_path):
     assert (tmp_path / "ctc_lm.png").stat().st_size > 1000
     systems = _systems(report)
     # the lattice-free search right after the lattice search at each setting
-    assert systems[:5] == [bench.K2_1BEST, bench.K2_FREE, bench.K2_1BEST_FAST,
-                           bench.K2_FREE_FAST, bench.K2_WLR]
+    assert systems[:6] == [bench.K2_1BEST, bench.K2_FREE, bench.K2_1BEST_FAST,
+                           bench.K2_FREE_FAST, bench.K2_1BEST_FASTER, bench.K2_WLR]
     for row in report["tables"][0]["rows"]:
         wers = row[3:6]
         assert all(0.0 <= w <= 200.0 for w in wers), row
@@ -98,7 +98,7 @@ def test_missing_or_failing_peers_are_reported_not_dropped(tmp_path):
     assert "requirements/bench-ctc.txt" in reasons[bench.TORCHAUDIO]
     assert "failed while decoding (RuntimeError: broken decoder)" in reasons[bench.PYCTC]
     assert set(_systems(report)) == {bench.K2_1BEST, bench.K2_1BEST_FAST, bench.K2_FREE,
-                                     bench.K2_FREE_FAST, bench.K2_WLR}
+                                     bench.K2_FREE_FAST, bench.K2_1BEST_FASTER, bench.K2_WLR}
     assert [(t["target"], t["met"]) for t in report["targets"]] == [
         (bench.TARGET_EQUAL_WER, None)]
     assert all(row[0].startswith("k2dec") for row in report["tables"][-1]["rows"])  # tuning
@@ -153,6 +153,17 @@ def test_compare_takes_the_most_accurate_k2dec_run_that_is_not_slower():
     assert "At equal accuracy" in target["value"]
     assert "takes 30.00x the time of" in target["value"]  # k2dec's 20% run vs the peer's
     assert bench.compare(runs[:3], peer) == ([], None)
+
+
+def test_every_grid_point_is_a_valid_search_setting():
+    # the small points (max-active 10-30) need min_active_states below k2dec's default 30
+    for sizes in bench.MODES.values():
+        for beams in (sizes.k2_beams, sizes.k2_fast, sizes.k2_faster, sizes.rescore_beams,
+                      sizes.nbest_beams, (sizes.k2_tune,)):
+            for beam in beams:
+                lattice = bench.K2System.config(beam)["lattice"]
+                assert lattice.min_active_states < lattice.max_active_states == beam[2]
+    assert bench.min_active(10) == 5 and bench.min_active(100) == 30
 
 
 def test_tune_rescoring_reads_the_scale_from_the_result_key():
