@@ -38,6 +38,7 @@ __all__ = [
     "PiecewiseLattices",
     "UtteranceReport",
     "arcs_per_fsa",
+    "cpu_group_size",
     "get_lattice",
     "has_final_arc",
     "prepare_graph",
@@ -283,8 +284,8 @@ class PiecewiseLattices:
     (the result of :func:`search_lattices`).
 
     The first pieces hold the utterances sorted by decreasing length, in groups of
-    :data:`CPU_GROUP_SIZE` on CPU (one piece on GPU); each later piece holds the utterances of
-    one retry (and finally the empty lattices of ``EMPTY`` utterances).
+    :func:`cpu_group_size` on CPU (one piece on GPU); each later piece holds utterances of one
+    retry, grouped the same way (and finally the empty lattices of ``EMPTY`` utterances).
 
     Attributes:
       pieces: FsaVecs ``[utt][state][arc]``.
@@ -340,8 +341,9 @@ def get_lattice(
         ``subsampling_factor`` ``None`` (the default) takes ``config.subsampling_factor``
         (a value that disagrees with a non-default one there is refused).
 
-    On CPU the batch is searched in groups of :data:`CPU_GROUP_SIZE` utterances of similar
-    length (faster, same result).
+    On CPU the batch is searched in groups of at most :data:`CPU_GROUP_SIZE` utterances of
+    similar length (faster, same result), fewer for a wide search (:data:`CPU_STATES_PER_CALL`:
+    the memory of one call is bounded).
 
     Returns:
       :class:`LatticeResult` with the lattice FsaVec in the caller's order and one report per
@@ -353,11 +355,31 @@ def get_lattice(
 
 
 CPU_GROUP_SIZE = 4
-"""Utterances per ``k2.intersect_dense_pruned`` call on CPU (:func:`get_lattice` splits a batch,
-sorted by length, into groups of this size). k2's frame-synchronous search keeps the states and
-arcs of every utterance of a call; small groups keep that working set in cache, which made the
-shipped HLG search faster than one call for a whole batch. Every utterance is searched
-independently, so the result does not depend on the grouping. GPUs get the whole batch at once."""
+"""At most this many utterances per ``k2.intersect_dense_pruned`` call on CPU (:func:`get_lattice`
+splits a batch, sorted by length, into groups; :func:`cpu_group_size` makes them smaller for
+searches with many active states). k2's frame-synchronous search keeps the states and arcs of
+every utterance of a call; small groups keep that working set in cache, which made the shipped
+HLG search faster than one call for a whole batch. Every utterance is searched independently, so
+the result does not depend on the grouping. GPUs get the whole batch at once."""
+
+CPU_STATES_PER_CALL = 10_000
+"""The memory bound of one ``k2.intersect_dense_pruned`` call on CPU, in active states: a call
+searches at most ``CPU_STATES_PER_CALL // max_active_states`` utterances (one at least, at most
+:data:`CPU_GROUP_SIZE`; retries, with their scaled ``max_active_states``, too). k2 holds every
+active state of each utterance of a call and the arcs leaving them for the frames its
+backward pruning has not yet reached (it prunes 30 frames at a time, in a thread of its own), so
+a call's working memory grows with its utterances times their active states, whatever their
+length: with the shipped HLG at icefall's ``max_active_states=10000``, 50 MB for one utterance,
+150-240 MB for four. Searches at that default go one utterance per call (6% slower than four
+in the lattice bench's sweep); narrower ones (``max_active_states <= 2500``) still go four at a
+time."""
+
+
+def cpu_group_size(max_active_states: int) -> int:
+    """Utterances per CPU ``k2.intersect_dense_pruned`` call for a search with
+    ``max_active_states``: ``CPU_STATES_PER_CALL // max_active_states``, within
+    ``[1, CPU_GROUP_SIZE]``."""
+    return max(1, min(CPU_GROUP_SIZE, CPU_STATES_PER_CALL // max_active_states))
 
 
 def search_lattices(
@@ -439,21 +461,29 @@ class _GroupedSearch:
 
     def first_pass(self, order: torch.Tensor) -> torch.Tensor:
         """Search the utterances in ``order`` (caller indexes sorted by decreasing number of
-        frames) in groups of :data:`CPU_GROUP_SIZE` on CPU; return those without a complete
-        path (int64 CPU, in the same order)."""
-        n = order.numel()
-        group = CPU_GROUP_SIZE if self.log_probs.device.type == "cpu" else n
+        frames) in groups (:meth:`_groups`); return those without a complete path (int64 CPU,
+        in the same order)."""
         failed = []
-        for start in range(0, n, group):
-            utts = order[start : start + group]
+        for utts in self._groups(order, self.config):
             lattice = self._decode(utts, self.config)
             self._place(lattice, utts)
             failed.append(utts[~has_final_arc(lattice)])
         return torch.cat(failed)
 
+    def _groups(self, utts: torch.Tensor, config: LatticeConfig) -> list[torch.Tensor]:
+        """``utts`` (int64 CPU) in the groups that are searched in one k2 call each with
+        ``config``: :func:`cpu_group_size` on CPU, all at once on GPU."""
+        n = utts.numel()
+        if self.log_probs.device.type == "cpu":
+            size = cpu_group_size(config.max_active_states)
+        else:
+            size = max(n, 1)
+        return [utts[start : start + size] for start in range(0, n, size)]
+
     def retry(self, pending: torch.Tensor) -> None:
-        """Decode ``pending`` again at each of ``config.retry_scales`` until they have a
-        complete path; those that never get one are ``EMPTY`` (an empty FSA each)."""
+        """Decode ``pending`` again at each of ``config.retry_scales`` (in groups for the
+        retry's ``max_active_states``, :meth:`_groups`) until they have a complete path; those
+        that never get one are ``EMPTY`` (an empty FSA each)."""
         first_piece, first_index = self.where_piece.clone(), self.where_index.clone()
         for factor in self.config.retry_scales:
             if pending.numel() == 0:
@@ -464,17 +494,20 @@ class _GroupedSearch:
                 "output_beam=%g, max_active_states=%d",
                 pending.numel(), wider.search_beam, wider.output_beam, wider.max_active_states,
             )
-            retry = self._decode(pending, wider)
-            found = has_final_arc(retry)
             for u in pending.tolist():
                 self.settings[u] = wider
-            self.pieces.append(retry)
-            piece = len(self.pieces) - 1
-            for j in found.nonzero().squeeze(1).tolist():
-                u = int(pending[j])
-                self.where_piece[u], self.where_index[u] = piece, j
-                self.status[u] = LatticeStatus.RETRIED
-            pending = pending[~found]
+            left = []
+            for utts in self._groups(pending, wider):
+                retry = self._decode(utts, wider)
+                found = has_final_arc(retry)
+                self.pieces.append(retry)
+                piece = len(self.pieces) - 1
+                for j in found.nonzero().squeeze(1).tolist():
+                    u = int(utts[j])
+                    self.where_piece[u], self.where_index[u] = piece, j
+                    self.status[u] = LatticeStatus.RETRIED
+                left.append(utts[~found])
+            pending = torch.cat(left)
         if pending.numel() > 0:
             # k2 returns the partial lattice of a search that died before the end: keep the
             # documented contract (an empty FSA) by removing every arc not on a complete path
