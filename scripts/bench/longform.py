@@ -109,6 +109,18 @@ def _assets(methods: tuple[str, ...] = ()):
     return load_assets(SHIPPED / "model.pt", lang, graph_dir=graphs, **lm_inputs(methods))
 
 
+def worker_references(folder: Path, method: str) -> dict[str, str] | None:
+    """The recording's reference (``{recording id: words}``, from its ``text``) when
+    ``method`` is an oracle (``needs_references``), as ``k2dec decode --text`` would give
+    it; else None (the other methods decode without one, scoring nothing)."""
+    from k2dec.methods import get_method
+
+    if not get_method(method).needs_references:
+        return None
+    rec_id, words = (folder / "text").read_text().split(maxsplit=1)
+    return {rec_id: words.strip()}
+
+
 def _decode(assets, folder: Path, method: str, out: Path, refs=None, **config):
     from k2dec.data import cuts_from_audio_dir
     from k2dec.job import DecodeConfig, decode_cuts, plan_methods, read_settings
@@ -128,7 +140,7 @@ def worker(method: str, minutes: float, sparse: bool = False) -> dict:
     out = WORK / AREA / "out" / f"{method}-{'sparse' if sparse else ''}{minutes:g}"
     shutil.rmtree(out, ignore_errors=True)
     start, cpu = time.perf_counter(), time.process_time()
-    summary = _decode(assets, folder, method, out)
+    summary = _decode(assets, folder, method, out, worker_references(folder, method))
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     from k2dec.results import read_results
 
