@@ -13,7 +13,7 @@ import torch
 
 from ..lattice import Topology, get_lattice
 from ..lattice.ctc_prefix_beam_search import CtcPrefixBeamSearchConfig, ctc_prefix_beam_search
-from ..nbest import DedupKey, Nbest, NbestConfig, combine_scores, intersected
+from ..nbest import ATTENTION_CHUNK_CELLS, DedupKey, Nbest, NbestConfig, combine_scores, intersected
 from .ctc import CtcLatticeConfig
 from .fusion import build_scorers
 from .hotword_biasing import HotwordConfig
@@ -76,8 +76,10 @@ def _prefix8() -> CtcPrefixBeamSearchConfig:
 
 
 def _attention_rescore() -> RescorePart:
-    """The attention decoder's weight :data:`ATTENTION_SCALE` with icefall's grid."""
-    return RescorePart(attention_scale=ATTENTION_SCALE, attention_scales=ATTENTION_SCALES)
+    """The attention decoder's weight :data:`ATTENTION_SCALE` with icefall's grid; the
+    hypotheses are scored in chunks of at most ``attention_chunk_cells`` (token, frame) cells."""
+    return RescorePart(attention_scale=ATTENTION_SCALE, attention_scales=ATTENTION_SCALES,
+                       attention_chunk_cells=ATTENTION_CHUNK_CELLS)
 
 
 @dataclass(frozen=True)
@@ -176,7 +178,8 @@ def _prefix_attention(inputs: CtcInputs, res: Resources, cfg: CtcPrefixAttention
     lists = HypothesisLists.from_lists(hyps, inputs.log_probs.device)
     ctc = torch.tensor([h.ctc_score for hs in hyps for h in hs], dtype=torch.float64,
                        device=lists.utt.device)
-    att = attention_scores(res.attention_decoder, inputs.memory, inputs.memory_lens, lists)
+    att = attention_scores(res.attention_decoder, inputs.memory, inputs.memory_lens, lists,
+                           max_cells=cfg.rescore.attention_chunk())
     grid = {"att": weight_points(cfg.rescore, "attention_scale")}
     out = sweep(lists, ctc, {"att": att}, grid,
                 lambda b, c, s: b + s["att"] * c["att"], lambda s: f"attention_scale_{s['att']}",
@@ -201,7 +204,8 @@ def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
     lists = HypothesisLists(nbest.key_seqs.to(device),
                             nbest.path_to_utt().to(device=device, dtype=torch.int64),
                             nbest.num_utts, [[] for _ in range(nbest.num_paths)])
-    att = attention_scores(res.attention_decoder, inputs.memory, inputs.memory_lens, lists)
+    att = attention_scores(res.attention_decoder, inputs.memory, inputs.memory_lens, lists,
+                           max_cells=cfg.rescore.attention_chunk())
     comps = {"am": nbest.tot_scores(), "attention": k2.RaggedTensor(nbest.shape, att.to(
         nbest.device))}
     grid = {"attention_scale": weight_points(cfg.rescore, "attention_scale")}

@@ -157,3 +157,32 @@ def test_no_ngram_rescoring_keys(resources):
         ctc_inputs(5), res, NoNgramAttentionConfig())
     assert [r.key for r in out] == ["attention_scale_1.2"]
     assert all(h.tokens is not None and not h.error for r in out for h in r.hyps)
+
+
+@pytest.mark.parametrize("name, config_cls", [
+    ("attention-decoder-rescoring-no-ngram", NoNgramAttentionConfig),
+    ("ctc-prefix-beam-search-attention-decoder-rescoring", CtcPrefixAttentionConfig)])
+def test_attention_chunk_cells_bound_the_decoder_calls_not_the_results(resources, monkeypatch,
+                                                                       name, config_cls):
+    """``rescore.attention_chunk_cells`` reaches the attention decoder: at 1 cell every call
+    scores one hypothesis; the words and scores are those of the default chunks."""
+    res, _ = resources
+    dec = res.attention_decoder
+    sizes: list[int] = []
+    real = dec.score_sequences
+
+    def spy(memory, memory_lens, tokens, utt):
+        sizes.append(int(utt.numel()))
+        return real(memory, memory_lens, tokens, utt)
+
+    monkeypatch.setattr(dec, "score_sequences", spy)
+    inputs = ctc_inputs(4)
+    default = get_method(name)(inputs, res, config_cls())
+    default_sizes, sizes[:] = list(sizes), []
+    one = config_cls(rescore=replace(config_cls().rescore, attention_chunk_cells=1))
+    small = get_method(name)(inputs, res, one)
+    assert sizes and set(sizes) == {1} and len(sizes) == sum(default_sizes)
+    assert max(default_sizes) > 1
+    for a, b in zip(default, small, strict=True):
+        assert [h.tokens for h in a.hyps] == [h.tokens for h in b.hyps]
+        assert [h.score for h in a.hyps] == pytest.approx([h.score for h in b.hyps], abs=1e-4)
