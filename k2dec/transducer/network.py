@@ -627,19 +627,25 @@ def cached_equivalent_tables(net: TransducerNet,
     again): a search called again and again (one call per batch) builds and checks them
     once. At most one entry per live decoder, of at most :data:`DECODER_TABLE_MAX`
     floats."""
-    decoder = net.decoder
-    if tensors is None:
-        tensors = module_tensors(decoder)
-    key = _weights_key(tensors)
+    return _kept_with_weights(_EQUIVALENT_TABLES, net.decoder, tensors,
+                              lambda: equivalent_tables(net))
+
+
+def _kept_with_weights(cache: weakref.WeakKeyDictionary, module: object,
+                       tensors: list[torch.Tensor] | None, build: Callable[[], Any]) -> Any:
+    """``build()``, kept in ``cache`` with ``module`` while its parameters and buffers (or
+    ``tensors``) stay the same tensors at the same versions; built each call for a module
+    that cannot be weakly referenced."""
+    key = _weights_key(module_tensors(module) if tensors is None else tensors)
     try:
-        hit = _EQUIVALENT_TABLES.get(decoder)
+        hit = cache.get(module)
     except TypeError:  # not weakly referenceable
-        return equivalent_tables(net)
+        return build()
     if hit is not None and hit[0] == key:
         return hit[1]
-    tables = equivalent_tables(net)
-    _EQUIVALENT_TABLES[decoder] = (key, tables)
-    return tables
+    value = build()
+    cache[module] = (key, value)
+    return value
 
 
 def module_tensors(module: object) -> list[torch.Tensor]:
@@ -698,17 +704,8 @@ def cached_equivalent_joiner(net: TransducerNet, tensors: list[torch.Tensor] | N
     """:func:`equivalent_joiner` of ``net.joiner``, kept with the joiner object while its
     parameters and buffers (or ``tensors``) stay the same tensors at the same versions (as
     :func:`cached_equivalent_tables`); at most one copy of its weights per live joiner."""
-    joiner = net.joiner
-    key = _weights_key(module_tensors(joiner) if tensors is None else tensors)
-    try:
-        hit = _EQUIVALENT_JOINERS.get(joiner)
-    except TypeError:  # not weakly referenceable
-        return equivalent_joiner(net)
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    weights = equivalent_joiner(net)
-    _EQUIVALENT_JOINERS[joiner] = (key, weights)
-    return weights
+    return _kept_with_weights(_EQUIVALENT_JOINERS, net.joiner, tensors,
+                              lambda: equivalent_joiner(net))
 
 
 def _linear(x: torch.Tensor, weight_t: torch.Tensor, bias: torch.Tensor | None
