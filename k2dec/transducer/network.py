@@ -396,11 +396,7 @@ class TransducerNet:
                 out = decode_by_tables(tables, contexts)
             else:
                 out = self._decoder_module(contexts)
-            if self.project:
-                fast = self._joiner_weights()
-                out = (self.joiner.decoder_proj(out) if fast is None
-                       else _linear(out, fast.decoder_t, fast.decoder_bias))
-        return out
+        return self.project_decoder(out)
 
     def decoder_tables(self) -> torch.Tensor | None:
         """The per-token tables ``[c, V + 1, D]`` this net runs its decoder as (see
