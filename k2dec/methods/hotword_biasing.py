@@ -58,7 +58,7 @@ from ..transducer import (
     FastBeamSearchConfig,
     FastBeamSearchResult,
     FastBeamSearchStream,
-    fast_beam_search,
+    fast_beam_search_lattice,
     one_best,
 )
 from .resources import Resources, TransducerInputs
@@ -66,7 +66,8 @@ from .resources import Resources, TransducerInputs
 __all__ = ["HOTWORDS_PARTIAL_SHARE", "HOTWORDS_SCORE", "HOTWORDS_WHOLE_WORDS",
            "HOTWORD_GRAPH_MAX_ARCS", "HOTWORD_LG_MAX_ARCS", "ICEFALL_HOTWORDS_SCORE",
            "WORD_HOTWORDS_SCORE", "HotwordConfig", "LatticeBiasedSearch", "WordHotwordConfig",
-           "check_hotwords", "hotword_fast_beam_search", "hotword_scorers",
+           "check_hotwords", "hotword_fast_beam_search", "hotword_fast_beam_search_lattice",
+           "hotword_scorers",
            "token_biased_graph", "transducer_graph", "word_biased_graph"]
 
 logger = logging.getLogger(__name__)
@@ -248,22 +249,29 @@ def hotword_fast_beam_search(inputs: TransducerInputs, res: Resources, cfg: Hotw
                              graph: k2.Fsa | None,
                              search: FastBeamSearchConfig) -> FastBeamSearchResult:
     """:func:`k2dec.transducer.fast_beam_search` through ``graph`` (``None``: the trivial
-    graph) biased by ``Resources.hotwords``: through the biased graph while it fits its
-    bound, else through ``graph`` with the bonus put on the lattices (every path gets the
-    bonus of its tokens, as in the biased graph; the search itself is not biased) and the
-    one-best hypotheses taken from them."""
-    biased = transducer_graph(inputs, res, cfg, graph)
-    if not isinstance(biased, TokenLatticeHotwords):
-        out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens,
-                               biased, search)
-        if biased is not graph and graph is None:  # the trivial graph's outputs: its tokens
-            out.lattice.aux_labels = out.lattice.labels.clone()
-        return out
-    out = fast_beam_search(inputs.model, inputs.encoder_out, inputs.encoder_out_lens, graph,
-                           search)
-    lattice = biased(out.lattice)
+    graph) biased by ``Resources.hotwords``: the lattices of
+    :func:`hotword_fast_beam_search_lattice` and their one-best hypotheses."""
+    lattice = hotword_fast_beam_search_lattice(inputs, res, cfg, graph, search)
     return FastBeamSearchResult(lattice, one_best(lattice, inputs.encoder_out_lens.tolist()),
-                                out.config)
+                                search)
+
+
+def hotword_fast_beam_search_lattice(inputs: TransducerInputs, res: Resources,
+                                     cfg: HotwordConfig, graph: k2.Fsa | None,
+                                     search: FastBeamSearchConfig) -> k2.Fsa:
+    """The lattice FsaVec of fast_beam_search through ``graph`` (``None``: the trivial
+    graph) biased by ``Resources.hotwords`` (no one-best hypotheses: for the n-best
+    methods): through the biased graph while it fits its bound, else through ``graph`` with
+    the bonus put on the lattices (every path gets the bonus of its tokens, as in the biased
+    graph; the search itself is not biased)."""
+    model, enc, lens = inputs.model, inputs.encoder_out, inputs.encoder_out_lens
+    biased = transducer_graph(inputs, res, cfg, graph)
+    if isinstance(biased, TokenLatticeHotwords):
+        return biased(fast_beam_search_lattice(model, enc, lens, graph, search))
+    lattice = fast_beam_search_lattice(model, enc, lens, biased, search)
+    if biased is not graph and graph is None:  # the trivial graph's outputs: its tokens
+        lattice.aux_labels = lattice.labels.clone()
+    return lattice
 
 
 class LatticeBiasedSearch:

@@ -26,7 +26,6 @@ from ..nbest import (
     neural_scores,
     word_sequence_scores,
 )
-from ..scorers.hotword_lattices import TokenLatticeHotwords
 from ..transducer import (
     FastBeamSearch,
     FastBeamSearchConfig,
@@ -40,8 +39,8 @@ from .hotword_biasing import (
     HotwordConfig,
     LatticeBiasedSearch,
     hotword_fast_beam_search,
+    hotword_fast_beam_search_lattice,
     token_biased_graph,
-    transducer_graph,
 )
 from .parts import LM_BATCH_SIZE, GraphConfig, RescorePart
 from .records import from_nbest, from_transducer, oracle_records
@@ -208,31 +207,15 @@ def _sample(inputs: TransducerInputs, cfg: FastBeamSearchNbestConfig | FastBeamS
             graph: k2.Fsa | None, key: DedupKey, res: Resources | None = None,
             hotwords: HotwordConfig | None = None) -> tuple[k2.Fsa, Nbest]:
     """The search's lattice (biased by ``res.hotwords`` with ``hotwords`` when given:
-    :func:`_search_lattice`) and ``cfg.nbest`` paths sampled from it, deduplicated by
-    ``key``."""
-    biased = graph
+    :func:`~k2dec.methods.hotword_biasing.hotword_fast_beam_search_lattice`) and
+    ``cfg.nbest`` paths sampled from it, deduplicated by ``key``."""
     if res is not None and hotwords is not None:
-        biased = transducer_graph(inputs, res, hotwords, graph)
-    lattice = _search_lattice(inputs, graph, biased, cfg.search)
+        lattice = hotword_fast_beam_search_lattice(inputs, res, hotwords, graph, cfg.search)
+    else:
+        lattice = fast_beam_search_lattice(inputs.model, inputs.encoder_out,
+                                           inputs.encoder_out_lens, graph, cfg.search)
     nbest = Nbest.from_config(lattice, cfg.nbest, key)
     return nbest.lattice, nbest
-
-
-def _search_lattice(inputs: TransducerInputs, graph: k2.Fsa | None,
-                    biased: k2.Fsa | TokenLatticeHotwords | None,
-                    search: FastBeamSearchConfig) -> k2.Fsa:
-    """The lattice of :func:`~k2dec.methods.hotword_biasing.hotword_fast_beam_search`
-    without its one-best hypotheses (the n-best methods choose their own): the search
-    through ``biased`` (:func:`~k2dec.methods.hotword_biasing.transducer_graph` of
-    ``graph``; ``graph`` itself without hotwords), or, for a list too large for a biased
-    graph, through ``graph`` with the bonus put on the lattice."""
-    model, enc, lens = inputs.model, inputs.encoder_out, inputs.encoder_out_lens
-    if isinstance(biased, TokenLatticeHotwords):
-        return biased(fast_beam_search_lattice(model, enc, lens, graph, search))
-    lattice = fast_beam_search_lattice(model, enc, lens, biased, search)
-    if biased is not graph and graph is None:  # the trivial graph's outputs: its tokens
-        lattice.aux_labels = lattice.labels.clone()
-    return lattice
 
 
 @register("fast_beam_search_nbest", Family.TRANSDUCER, FastBeamSearchNbestConfig,
