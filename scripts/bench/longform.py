@@ -113,12 +113,12 @@ def worker_references(folder: Path, method: str) -> dict[str, str] | None:
     """The recording's reference (``{recording id: words}``, from its ``text``) when
     ``method`` is an oracle (``needs_references``), as ``k2dec decode --text`` would give
     it; else None (the other methods decode without one, scoring nothing)."""
+    from k2dec.data import read_kaldi_text
     from k2dec.methods import get_method
 
     if not get_method(method).needs_references:
         return None
-    rec_id, words = (folder / "text").read_text().split(maxsplit=1)
-    return {rec_id: words.strip()}
+    return read_kaldi_text(folder / "text")
 
 
 def _decode(assets, folder: Path, method: str, out: Path, refs=None, **config):
@@ -200,10 +200,12 @@ def _starts(summary, sups) -> list[float]:
 def accuracy(mode: str, rep: Report) -> list[bool]:
     from lhotse import SupervisionSet
 
+    from k2dec.data import read_kaldi_text
+
     num = ACCURACY_UTTS[mode]
     folder = recording(None, num)
     sups = sorted(SupervisionSet.from_file(folder / "supervisions.jsonl"), key=lambda s: s.start)
-    text = (folder / "text").read_text().split(maxsplit=1)
+    refs_long = read_kaldi_text(folder / "text")
     utt_dir = WORK / AREA / f"utt-files-{num or 'all'}"
     refs = {}
     utt_dir.mkdir(parents=True, exist_ok=True)
@@ -218,7 +220,7 @@ def accuracy(mode: str, rep: Report) -> list[bool]:
         utts = _decode(assets, utt_dir, method, base / "utts", refs).headline[1]
         row = [method, utts]
         for seg in ("vad", "windows"):
-            long = _decode(assets, folder, method, base / seg, {text[0]: text[1]},
+            long = _decode(assets, folder, method, base / seg, refs_long,
                            segmenter=seg)
             errors = _starts(long, sups)
             row += [long.headline[1],
