@@ -19,6 +19,7 @@ import functools
 import inspect
 import logging
 import math
+import warnings
 import weakref
 from dataclasses import dataclass
 
@@ -348,7 +349,9 @@ def _with_partial_final_arcs(graph: k2.Fsa) -> k2.Fsa:
     src = arcs[:, 0].to(torch.int64)
     is_final = arcs[:, 2] == -1
     best = torch.full((num_states,), -math.inf, dtype=torch.float32, device=device)
-    best = best.scatter_reduce(0, src, graph.scores.detach().to(torch.float32), "amax")
+    with warnings.catch_warnings():  # torch 1.13: "scatter_reduce() is in beta"
+        warnings.simplefilter("ignore", UserWarning)
+        best = best.scatter_reduce(0, src, graph.scores.detach().to(torch.float32), "amax")
     has_final = torch.zeros(num_states, dtype=torch.bool, device=device)
     has_final[src[is_final]] = True
     new_src = torch.nonzero(~has_final & (best > -math.inf)).flatten()

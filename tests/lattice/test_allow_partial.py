@@ -166,3 +166,36 @@ def test_config_validation_and_inputs():
         get_lattice(lp[:0], torch.tensor([], dtype=torch.int64), g, PARTIAL)
     with pytest.raises(ValueError, match=r"log_probs_lens\[1\]=0"):
         get_lattice(lp, torch.tensor([3, 0]), g, PARTIAL)
+
+
+def test_searches_without_the_option_refuse_it():
+    from k2dec.lattice import StreamingDecoder, viterbi_one_best
+
+    g, lp, lengths = dead_end_case(3, "cpu")
+    with pytest.raises(ValueError, match="allow_partial=True is a setting of the lattice search"):
+        viterbi_one_best(lp, lengths, g, PARTIAL)
+    with pytest.raises(ValueError, match="allow_partial must be False"):
+        StreamingDecoder(g, PARTIAL)
+
+
+def test_method_setting(device):
+    """``--set allow_partial=true`` (or ``lattice.allow_partial``) reaches 1best, whose records
+    note the partial paths; the lattice-free search refuses it before decoding."""
+    from k2dec.methods import CtcInputs, Resources, get_method
+    from k2dec.methods.settings import override_config
+
+    method = get_method("1best")
+    cfg = override_config(method.config_cls(), ["allow_partial=true", "graph.scale=1.0",
+                                                "search_beam=1.0", "output_beam=1.0",
+                                                "min_active_states=0"])
+    assert cfg.lattice.allow_partial is True
+    assert override_config(method.config_cls(), ["lattice.allow_partial=false"]
+                           ).lattice.allow_partial is False
+    with pytest.raises(ValueError, match="allow_partial"):
+        override_config(method.config_cls(), ["allow_partial=maybe"])
+    with pytest.raises(ValueError, match="needs the lattice search"):
+        override_config(method.config_cls(), ["allow_partial=true", "search.lattice_free=true"])
+    g, lp, lengths = dead_end_case(6, device)
+    [result] = method(CtcInputs(lp, lengths), Resources(graphs={"HLG": g}), cfg)
+    assert ["allow_partial" in r.notes for r in result.hyps] == [True, False]
+    assert [r.error for r in result.hyps] == ["", ""]
