@@ -69,7 +69,13 @@ VARIANTS = (("exact", {}), ("token_top_k 8", {"token_top_k": 8}),
             ("token_top_k 8, blank_skip 0.99", {"token_top_k": 8,
                                                 "blank_skip_threshold": 0.99}),
             ("token_top_k 32, blank_skip 0.999", {"token_top_k": 32,
-                                                  "blank_skip_threshold": 0.999}))
+                                                  "blank_skip_threshold": 0.999}),
+            # the opt-in best partial path instead of retries (kaldi-decoder's FasterDecoder
+            # returns one too when no final state is active)
+            ("exact, allow_partial", {"allow_partial": True}),
+            ("token_top_k 8, blank_skip 0.95, allow_partial", {"token_top_k": 8,
+                                                               "blank_skip_threshold": 0.95,
+                                                               "allow_partial": True}))
 #: the lattice-free Viterbi search (``1best``'s ``search.lattice_free``) at the same settings
 LATTICE_FREE = (("lattice-free exact", {}),
                 ("lattice-free token_top_k 8, blank_skip 0.95", {"token_top_k": 8,
