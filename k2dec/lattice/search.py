@@ -35,6 +35,7 @@ from k2dec.lattice.dense import (
     validate_log_probs,
 )
 from k2dec.primitives.best_paths import FRAME_ATTR
+from k2dec.primitives.ragged import ragged_from_row_ids
 from k2dec.primitives.sizes import check_float_range, check_int_range
 
 logger = logging.getLogger(__name__)
@@ -87,6 +88,7 @@ class LatticeConfig:
         :func:`~k2dec.lattice.dense.prune_frames`). Lattice frames (``frame`` attribute) are
         mapped back to the original frames, so timestamps stay in the caller's frame rate;
         scores lack the dropped frames.
+      blank_id: the blank token of the network outputs, for ``blank_skip_threshold``.
       allow_partial: off by default (icefall's name, as in its ``fast_beam_search``): an
         utterance whose search at these settings ends with no final state active gets the
         lattice of its best partial path instead of retries: every graph state active on the
@@ -319,7 +321,7 @@ _PARTIAL_GRAPHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def partial_graph(graph: k2.Fsa) -> k2.Fsa:
     """The graph of a best-partial-path search on a k2 without ``allow_partial``: a copy of
     ``graph`` (one FSA, or an FsaVec) with an extra arc into the final state (label ``-1``,
-    ``aux_labels`` ``-1`` where they are a tensor, other attributes 0) from every state that
+    ``aux_labels`` ``-1`` / ``[-1]`` on every final arc, other attributes 0) from every state that
     has leaving arcs but no final arc, scored with its best leaving arc's score (what k2's
     ``allow_partial`` gives a state active on the last frame), arc-sorted. A search through it
     that reaches no real final arc ends on the best active state. Kept per graph object while
@@ -366,19 +368,29 @@ def _with_partial_final_arcs(graph: k2.Fsa) -> k2.Fsa:
                          torch.full_like(new_src, -1)])[order].to(torch.int32)
     out = k2.utils.fsa_from_unary_function_tensor(
         graph, k2.Fsa(torch.cat([arcs, new_arcs])[order]).arcs, arc_map)
-    aux = getattr(out, "aux_labels", None)
+    return k2.arc_sort(_mark_final_aux(out))
+
+
+def _mark_final_aux(fsa: k2.Fsa) -> k2.Fsa:
+    """``fsa`` (changed in place) with ``aux_labels`` ``-1`` on every arc into a final state:
+    where they are a tensor, ``-1``; where they are ragged, ``[-1]`` on such an arc that has
+    none (k2's ``allow_partial`` and :func:`partial_graph` give the arcs they add fillers:
+    ``0`` / ``[]``)."""
+    aux = getattr(fsa, "aux_labels", None)
+    if aux is None or fsa.num_arcs == 0:
+        return fsa
+    final = fsa.labels == -1
     if isinstance(aux, torch.Tensor):
-        out.aux_labels = torch.where(arc_map == -1, torch.full_like(aux, -1), aux)
-    return k2.arc_sort(out)
-
-
-def _mark_final_aux(lattice: k2.Fsa) -> k2.Fsa:
-    """``lattice`` with ``aux_labels`` ``-1`` on every arc into a final state (k2's
-    ``allow_partial`` leaves 0 on the arcs it redirects there), where they are a tensor."""
-    aux = getattr(lattice, "aux_labels", None)
-    if isinstance(aux, torch.Tensor) and lattice.num_arcs > 0:
-        lattice.aux_labels = torch.where(lattice.labels == -1, torch.full_like(aux, -1), aux)
-    return lattice
+        fsa.aux_labels = torch.where(final, torch.full_like(aux, -1), aux)
+        return fsa
+    splits = aux.shape.row_splits(1)
+    missing = torch.nonzero(final & (splits[1:] == splits[:-1])).flatten()
+    if missing.numel() > 0:
+        extra = ragged_from_row_ids(missing.to(torch.int32),
+                                    torch.full_like(missing, -1, dtype=torch.int32),
+                                    fsa.num_arcs)
+        fsa.aux_labels = k2.ragged.cat([aux, extra], axis=1)
+    return fsa
 
 
 @dataclass(frozen=True)

@@ -50,8 +50,14 @@ def _best(lattice: k2.Fsa) -> tuple[float, tuple[int, ...]]:
 
 
 def _same_fsa(a: k2.Fsa, b: k2.Fsa) -> bool:
+    aux_a, aux_b = a.aux_labels, b.aux_labels
+    if isinstance(aux_a, k2.RaggedTensor):
+        aux_a, aux_b = aux_a.tolist(), aux_b.tolist()
+        same_aux = aux_a == aux_b
+    else:
+        same_aux = torch.equal(aux_a, aux_b)
     return (torch.equal(a.arcs.values(), b.arcs.values()) and torch.equal(a.scores, b.scores)
-            and torch.equal(a.aux_labels, b.aux_labels) and torch.equal(a.frame, b.frame))
+            and same_aux and torch.equal(a.frame, b.frame))
 
 
 def _cases(seed: int, device):
@@ -103,11 +109,22 @@ def test_batch_results_do_not_depend_on_batching(device):
             assert one.score == pytest.approx(whole[i].score, abs=1e-5)
 
 
+def _final_aux(lattice: k2.Fsa) -> list:
+    """The aux labels of the arcs into the final state of a single lattice."""
+    aux = lattice.aux_labels
+    rows = aux.tolist() if isinstance(aux, k2.RaggedTensor) else aux.tolist()
+    return [rows[i] for i in torch.nonzero(lattice.labels == -1).flatten().tolist()]
+
+
+@pytest.mark.parametrize("ragged", [False, True])
 @pytest.mark.parametrize("t", [1, 6, 40])
-def test_pruned_final_path_gives_the_partial_path_not_retries(device, t):
+def test_pruned_final_path_gives_the_partial_path_not_retries(device, t, ragged):
     """The dead-end graph: utterance 0's complete path is pruned (it falls 3 per frame behind),
     so its search ends in state 1, which has no final arc; utterance 1 ends normally."""
     g, lp, lengths = dead_end_case(t, device)
+    if ragged:  # aux labels as the shipped HLG holds them (ragged, [] for none)
+        g.aux_labels = k2.RaggedTensor([[x] if x != 0 else [] for x in g.aux_labels.tolist()]
+                                       ).to(device)
     config = LatticeConfig(search_beam=1.0, output_beam=1.0, min_active_states=0,
                            retry_scales=(2.0, 4.0 * t), allow_partial=True)
     plain = get_lattice(lp, lengths, g, LatticeConfig(**{**config.__dict__,
@@ -117,6 +134,7 @@ def test_pruned_final_path_gives_the_partial_path_not_retries(device, t):
     assert plain.reports[0].status is LatticeStatus.RETRIED  # without it: retried
     assert _same_fsa(res.lattice[1], plain.lattice[1])
     assert has_final_arc(res.lattice).tolist() == [True, True]
+    assert set(map(str, _final_aux(res.lattice[0]))) == {"[-1]" if ragged else "-1"}
     hyps = one_best_decoding(lp, lengths, g, config)
     assert [h.status for h in hyps] == [LatticeStatus.PARTIAL, LatticeStatus.OK]
     # the dead end: label 1 on every frame, no word; its self-loop (score 0) ends it
