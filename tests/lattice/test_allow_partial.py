@@ -24,7 +24,7 @@ V = 4
 
 
 def _random_graph(gen: torch.Generator, device) -> k2.Fsa:
-    """4 states and a final one: 1-3 arcs per state (labels 0..V-1, scores in [-2, 1]), final
+    """4 states and a final one: 0-3 arcs per state (labels 0..V-1, scores in [-2, 1]), final
     arcs from a random subset (possibly none); some states may have no leaving arc."""
     num = 4
     lines = []
