@@ -56,6 +56,7 @@ from k2dec.lattice.search import (
     UtteranceReport,
     arcs_per_fsa,
     get_lattice,
+    partial_graph,
 )
 from k2dec.lattice.streaming import Stream, StreamingDecoder
 from k2dec.lattice.timed_units import TimedUnits, Topology, lattice_timed_units, path_units
@@ -100,6 +101,7 @@ __all__ = [
     "ctc_greedy_search",
     "ctc_greedy_token_confidences",
     "get_lattice",
+    "partial_graph",
     "hypotheses_from_lattice",
     "lattice_arc_frames",
     "lattice_timed_units",

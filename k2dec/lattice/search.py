@@ -1,18 +1,26 @@
 """``get_lattice``: pruned intersection of a decoding graph with network outputs.
 
-k2 1.23.4 has no ``allow_partial``: an utterance whose best path is pruned away (or which the graph
-cannot accept at all) comes back as an empty FSA, or as the partial lattice of a search that died
-before the last frame (arcs but no final arc, see :func:`has_final_arc`). ``get_lattice`` retries
-such utterances with wider beams and reports, per utterance, whether that worked and why not, so
-no utterance vanishes silently.
+An utterance whose best path is pruned away (or which the graph cannot accept at all) comes back
+from k2 as an empty FSA, or as the partial lattice of a search that died before the last frame
+(arcs but no final arc, see :func:`has_final_arc`). ``get_lattice`` retries such utterances with
+wider beams and reports, per utterance, whether that worked and why not, so no utterance vanishes
+silently. With ``LatticeConfig.allow_partial`` (opt-in) an utterance whose search ends with no
+final state active instead gets the lattice of its best partial path (what Kaldi's
+FasterDecoder and flashlight return), searched again at the same beams: through k2's own
+``allow_partial`` where the installed k2 has it (k2 >= 1.24), else through a copy of the graph
+with an extra final arc from every state (:func:`partial_graph`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
+import inspect
 import logging
 import math
+import warnings
+import weakref
 from dataclasses import dataclass
 
 import k2
@@ -27,6 +35,7 @@ from k2dec.lattice.dense import (
     validate_log_probs,
 )
 from k2dec.primitives.best_paths import FRAME_ATTR
+from k2dec.primitives.ragged import ragged_from_row_ids
 from k2dec.primitives.sizes import check_float_range, check_int_range
 
 logger = logging.getLogger(__name__)
@@ -41,6 +50,8 @@ __all__ = [
     "cpu_group_size",
     "get_lattice",
     "has_final_arc",
+    "k2_has_allow_partial",
+    "partial_graph",
     "prepare_graph",
     "search_lattices",
 ]
@@ -78,6 +89,14 @@ class LatticeConfig:
         mapped back to the original frames, so timestamps stay in the caller's frame rate;
         scores lack the dropped frames.
       blank_id: the blank token of the network outputs, for ``blank_skip_threshold``.
+      allow_partial: off by default (icefall's name, as in its ``fast_beam_search``): an
+        utterance whose search at these settings ends with no final state active gets the
+        lattice of its best partial path instead of retries: every graph state active on the
+        last frame is treated as final, with the score of its best leaving arc (k2's
+        ``allow_partial`` semantics), and the arc into the final state carries label ``-1``
+        and ``aux_labels`` ``-1``. Its status is ``PARTIAL``. Utterances that reach a final
+        state get exactly the lattice they get without it; those whose search dies before
+        the last frame (no state active there) are still retried (``retry_scales``).
       subsampling_factor: of the network outputs relative to the graph's frame rate (1: none;
         the methods' ``lattice.subsampling_factor``; formerly a top-level field of the CTC
         lattice method configs). :func:`get_lattice` uses it unless its own
@@ -93,6 +112,7 @@ class LatticeConfig:
     blank_skip_threshold: float | None = None
     blank_id: int = 0
     subsampling_factor: int = 1
+    allow_partial: bool = False
 
     def __post_init__(self) -> None:
         check_int_range(self, "subsampling_factor", 1, 16)
@@ -112,6 +132,9 @@ class LatticeConfig:
         if isinstance(self.blank_id, bool) or not isinstance(self.blank_id, int) \
                 or self.blank_id < 0:
             raise ValueError(f"blank_id must be an int >= 0, got {self.blank_id!r}")
+        if not isinstance(self.allow_partial, bool):
+            raise TypeError(f"LatticeConfig.allow_partial must be True or False, got "
+                            f"{self.allow_partial!r}")
 
     @property
     def approximate(self) -> bool:
@@ -140,6 +163,9 @@ class LatticeStatus(enum.Enum):
     """Non-empty lattice at the configured beams."""
     RETRIED = "retried"
     """No complete path at the configured beams, found after widening them."""
+    PARTIAL = "partial"
+    """No final state active at the end of the search (``LatticeConfig.allow_partial``): the
+    lattice of the best partial path, which may lack the utterance's last words."""
     EMPTY = "empty"
     """No complete path even at the widest retry beams; the utterance has no hypothesis and an
     empty lattice."""
@@ -153,7 +179,8 @@ class UtteranceReport:
       status: see :class:`LatticeStatus`.
       num_frames: frames decoded (after subsampling/truncation).
       search_beam, output_beam, max_active_states: the settings of the last attempt.
-      reason: human-readable explanation for ``RETRIED``/``EMPTY``; ``""`` for ``OK``.
+      reason: human-readable explanation for ``RETRIED``/``PARTIAL``/``EMPTY``; ``""`` for
+        ``OK``.
     """
 
     status: LatticeStatus
@@ -261,12 +288,21 @@ def has_final_arc(fsas: k2.Fsa) -> torch.Tensor:
     return counts.to("cpu") > 0
 
 
+@functools.cache
+def k2_has_allow_partial() -> bool:
+    """Whether the installed k2's ``intersect_dense_pruned`` takes ``allow_partial`` (k2 >=
+    1.24; 1.23.4 does not), read from its signature."""
+    return "allow_partial" in inspect.signature(k2.intersect_dense_pruned).parameters
+
+
 def _intersect(
-    graph: k2.Fsa, dense: k2.DenseFsaVec, config: LatticeConfig, output_beam_cap: float | None
+    graph: k2.Fsa, dense: k2.DenseFsaVec, config: LatticeConfig, output_beam_cap: float | None,
+    allow_partial: bool = False,
 ) -> k2.Fsa:
     output_beam = config.output_beam
     if output_beam_cap is not None:
         output_beam = min(output_beam, output_beam_cap)
+    extra = {"allow_partial": True} if allow_partial else {}
     return k2.intersect_dense_pruned(
         graph,
         dense,
@@ -275,7 +311,86 @@ def _intersect(
         min_active_states=config.min_active_states,
         max_active_states=config.max_active_states,
         frame_idx_name=FRAME_ATTR,
+        **extra,
     )
+
+
+_PARTIAL_GRAPHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def partial_graph(graph: k2.Fsa) -> k2.Fsa:
+    """The graph of a best-partial-path search on a k2 without ``allow_partial``: a copy of
+    ``graph`` (one FSA, or an FsaVec) with an extra arc into the final state (label ``-1``,
+    ``aux_labels`` ``-1`` / ``[-1]`` on every final arc, other attributes 0) from every state that
+    has leaving arcs but no final arc, scored with its best leaving arc's score (what k2's
+    ``allow_partial`` gives a state active on the last frame), arc-sorted. A search through it
+    that reaches no real final arc ends on the best active state. Kept per graph object while
+    its arcs and scores are unchanged; ``graph`` is not modified."""
+    arcs, scores = graph.arcs.values(), graph.scores
+    key = (arcs.data_ptr(), arcs.shape[0], scores.data_ptr(), scores._version,
+           graph.labels._version)
+    cached = _PARTIAL_GRAPHS.get(graph)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    if graph.arcs.num_axes() == 2:
+        out = _with_partial_final_arcs(graph)
+    else:
+        out = k2.create_fsa_vec([_with_partial_final_arcs(graph[i])
+                                 for i in range(graph.shape[0])])
+    _PARTIAL_GRAPHS[graph] = (key, out)
+    return out
+
+
+def _with_partial_final_arcs(graph: k2.Fsa) -> k2.Fsa:
+    """:func:`partial_graph` of a single FSA (2 axes)."""
+    arcs = graph.arcs.values()
+    device = arcs.device
+    num_states = graph.shape[0]
+    if num_states == 0:
+        return graph.clone()
+    src = arcs[:, 0].to(torch.int64)
+    is_final = arcs[:, 2] == -1
+    best = torch.full((num_states,), -math.inf, dtype=torch.float32, device=device)
+    with warnings.catch_warnings():  # torch 1.13: "scatter_reduce() is in beta"
+        warnings.simplefilter("ignore", UserWarning)
+        best = best.scatter_reduce(0, src, graph.scores.detach().to(torch.float32), "amax")
+    has_final = torch.zeros(num_states, dtype=torch.bool, device=device)
+    has_final[src[is_final]] = True
+    new_src = torch.nonzero(~has_final & (best > -math.inf)).flatten()
+    new_arcs = torch.stack([
+        new_src.to(torch.int32),
+        torch.full_like(new_src, num_states - 1, dtype=torch.int32),
+        torch.full_like(new_src, -1, dtype=torch.int32),
+        best[new_src].view(torch.int32),
+    ], dim=1)
+    order = torch.sort(torch.cat([src, new_src]), stable=True).indices
+    arc_map = torch.cat([torch.arange(arcs.shape[0], device=device),
+                         torch.full_like(new_src, -1)])[order].to(torch.int32)
+    out = k2.utils.fsa_from_unary_function_tensor(
+        graph, k2.Fsa(torch.cat([arcs, new_arcs])[order]).arcs, arc_map)
+    return k2.arc_sort(_mark_final_aux(out))
+
+
+def _mark_final_aux(fsa: k2.Fsa) -> k2.Fsa:
+    """``fsa`` (changed in place) with ``aux_labels`` ``-1`` on every arc into a final state:
+    where they are a tensor, ``-1``; where they are ragged, ``[-1]`` on such an arc that has
+    none (k2's ``allow_partial`` and :func:`partial_graph` give the arcs they add fillers:
+    ``0`` / ``[]``)."""
+    aux = getattr(fsa, "aux_labels", None)
+    if aux is None or fsa.num_arcs == 0:
+        return fsa
+    final = fsa.labels == -1
+    if isinstance(aux, torch.Tensor):
+        fsa.aux_labels = torch.where(final, torch.full_like(aux, -1), aux)
+        return fsa
+    splits = aux.shape.row_splits(1)
+    missing = torch.nonzero(final & (splits[1:] == splits[:-1])).flatten()
+    if missing.numel() > 0:
+        extra = ragged_from_row_ids(missing.to(torch.int32),
+                                    torch.full_like(missing, -1, dtype=torch.int32),
+                                    fsa.num_arcs)
+        fsa.aux_labels = k2.ragged.cat([aux, extra], axis=1)
+    return fsa
 
 
 @dataclass(frozen=True)
@@ -284,8 +399,9 @@ class PiecewiseLattices:
     (the result of :func:`search_lattices`).
 
     The first pieces hold the utterances sorted by decreasing length, in groups of
-    :func:`cpu_group_size` on CPU (one piece on GPU); each later piece holds utterances of one
-    retry, grouped the same way (and finally the empty lattices of ``EMPTY`` utterances).
+    :func:`cpu_group_size` on CPU (one piece on GPU); each later piece holds utterances of the
+    best-partial-path search (``allow_partial``) or of one retry, grouped the same way (and
+    finally the empty lattices of ``EMPTY`` utterances).
 
     Attributes:
       pieces: FsaVecs ``[utt][state][arc]``.
@@ -409,7 +525,7 @@ def search_lattices(
     search = _GroupedSearch(log_probs, num_frames, graph, config, output_beam_cap)
     order = torch.sort(num_frames, descending=True, stable=True).indices
     pending = search.first_pass(order)
-    search.retry(pending)
+    search.retry(search.partial(pending))
     result = search.result()
     if bias is None:  # a graph too large to bias carries its hotword bonus for the lattices
         return result
@@ -435,15 +551,23 @@ class _GroupedSearch:
         self.settings = [config] * n  # the settings of each utterance's last attempt
         self.status = [LatticeStatus.OK] * n
 
-    def _decode(self, utts: torch.Tensor, config: LatticeConfig) -> k2.Fsa:
+    def _decode(self, utts: torch.Tensor, config: LatticeConfig, partial: bool = False
+                ) -> k2.Fsa:
         """Lattices of the caller's utterances ``utts`` (int64 CPU), in that order; on the
-        pruned outputs when ``config`` asks for approximations (frames mapped back)."""
+        pruned outputs when ``config`` asks for approximations (frames mapped back); with
+        ``partial`` the best partial path's lattice where no final state is active at the
+        end (k2's ``allow_partial``, else :func:`partial_graph`)."""
         pruned = self.pruned if config.approximate else None
         log_probs, num_frames = ((pruned.log_probs, pruned.num_frames) if pruned is not None
                                  else (self.log_probs, self.num_frames))
         dense = dense_rows(log_probs, utts, num_frames)
-        lattice = _intersect(_graph_subset(self.graph, utts), dense, config,
-                             self.output_beam_cap)
+        graph = _graph_subset(self.graph, utts)
+        native = partial and k2_has_allow_partial()
+        if partial and not native:
+            graph = partial_graph(graph)
+        lattice = _intersect(graph, dense, config, self.output_beam_cap, allow_partial=native)
+        if partial:
+            lattice = _mark_final_aux(lattice)
         if pruned is not None and pruned.kept is not None and lattice.num_arcs > 0:
             shape = lattice.arcs.shape()
             fsa_of_arc = shape.row_ids(1)[shape.row_ids(2).to(torch.int64)]
@@ -479,6 +603,26 @@ class _GroupedSearch:
         else:
             size = max(n, 1)
         return [utts[start : start + size] for start in range(0, n, size)]
+
+    def partial(self, pending: torch.Tensor) -> torch.Tensor:
+        """With ``config.allow_partial``: search ``pending`` (int64 CPU, no complete path)
+        again at the same settings for their best partial paths; those that get one are
+        ``PARTIAL``. Returns the rest (their search died before the last frame), which the
+        retries take; without ``allow_partial`` returns ``pending``."""
+        if not self.config.allow_partial or pending.numel() == 0:
+            return pending
+        left = []
+        for utts in self._groups(pending, self.config):
+            lattice = self._decode(utts, self.config, partial=True)
+            found = has_final_arc(lattice)
+            self.pieces.append(lattice)
+            piece = len(self.pieces) - 1
+            for j in found.nonzero().squeeze(1).tolist():
+                u = int(utts[j])
+                self.where_piece[u], self.where_index[u] = piece, j
+                self.status[u] = LatticeStatus.PARTIAL
+            left.append(utts[~found])
+        return torch.cat(left)
 
     def retry(self, pending: torch.Tensor) -> None:
         """Decode ``pending`` again at each of ``config.retry_scales`` (in groups for the
@@ -541,7 +685,8 @@ class _GroupedSearch:
 def utterance_report(config: LatticeConfig, last: LatticeConfig, status: LatticeStatus,
                      num_frames: int) -> UtteranceReport:
     """The report of an utterance searched with ``config`` whose last attempt used ``last``
-    (a retry's settings, or ``config``), with the reason for ``RETRIED`` / ``EMPTY``."""
+    (a retry's settings, or ``config``), with the reason for ``RETRIED`` / ``PARTIAL`` /
+    ``EMPTY``."""
     if status is LatticeStatus.OK:
         reason = ""
     elif status is LatticeStatus.RETRIED:
@@ -550,6 +695,12 @@ def utterance_report(config: LatticeConfig, last: LatticeConfig, status: Lattice
             f"output_beam={config.output_beam:g}, "
             f"max_active_states={config.max_active_states}; "
             f"found at search_beam={last.search_beam:g}"
+        )
+    elif status is LatticeStatus.PARTIAL:
+        reason = (
+            f"no final state active after {num_frames} frames at "
+            f"search_beam={config.search_beam:g}, max_active_states={config.max_active_states}; "
+            "best partial path (allow_partial), which may lack the last words"
         )
     else:
         reason = (

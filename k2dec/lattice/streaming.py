@@ -105,6 +105,9 @@ class StreamingDecoder:
     ) -> None:
         if not isinstance(config, LatticeConfig):
             raise TypeError(f"config must be a LatticeConfig, got {type(config).__name__}")
+        if config.allow_partial:
+            raise ValueError("StreamingDecoder returns partial results by itself; "
+                             "LatticeConfig.allow_partial must be False")
         if config.approximate:
             raise ValueError(
                 "StreamingDecoder does not prune its inputs: token_top_k and "

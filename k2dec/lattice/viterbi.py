@@ -413,6 +413,9 @@ def viterbi_one_best(
         raise TypeError(f"config must be a LatticeConfig, got {type(config).__name__}")
     if not isinstance(aux_labels, AuxLabels):
         raise TypeError(f"aux_labels must be an AuxLabels, got {aux_labels!r}")
+    if config.allow_partial:
+        raise ValueError("LatticeConfig.allow_partial=True is a setting of the lattice search; "
+                         "the lattice-free search has none (set search.lattice_free=false)")
     factor = config_subsampling(config, subsampling_factor)
     num_frames = validate_log_probs(log_probs, log_probs_lens, factor, allow_truncate)
     graph = _single_graph(graph, log_probs.device)

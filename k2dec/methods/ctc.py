@@ -186,6 +186,12 @@ class HlgConfig(HlgGraphConfig):
 
     search: OneBestSearchConfig = field(default_factory=OneBestSearchConfig)
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.search.lattice_free and self.lattice.allow_partial:
+            raise ValueError("lattice.allow_partial=true needs the lattice search: the "
+                             "lattice-free one (search.lattice_free=true) has no partial paths")
+
 
 @dataclass(frozen=True)
 class HlgNbestConfig(HlgGraphConfig):

@@ -28,6 +28,7 @@ __all__ = [
     "from_timed_units",
     "from_transducer",
     "lattice_failures",
+    "lattice_notes",
     "oracle_records",
     "probabilities",
 ]
@@ -46,6 +47,13 @@ def lattice_failures(records: Sequence) -> list[str]:
     return [r.reason if r.status is LatticeStatus.EMPTY else "" for r in records]
 
 
+def lattice_notes(records: Sequence) -> list[str]:
+    """Per-utterance notes from lattice reports or 1best hypotheses (anything with ``status``
+    and ``reason``): the reason where the result is a best partial path
+    (``LatticeConfig.allow_partial``), else ``""``."""
+    return [r.reason if r.status is LatticeStatus.PARTIAL else "" for r in records]
+
+
 def from_lattice(hyps: Sequence[Hypothesis], words: bool, failed: Sequence[str] | None = None,
                  notes: Sequence[str] | None = None,
                  token_confidences: Sequence[Sequence[float]] | None = None,
@@ -53,10 +61,11 @@ def from_lattice(hyps: Sequence[Hypothesis], words: bool, failed: Sequence[str] 
     """Records of lattice 1best hypotheses: tokens with their start frames, score, and with
     ``words`` the word ids with the frames of the arcs emitting them. ``failed`` gives each
     utterance's failure reason (default: :func:`lattice_failures` of ``hyps``), ``notes``
-    what else its report should say (e.g. its lattice was pruned), ``token_confidences`` the
-    tokens' confidences where known."""
+    what else its report should say (e.g. its lattice was pruned; default:
+    :func:`lattice_notes` of ``hyps``, which marks best partial paths), ``token_confidences``
+    the tokens' confidences where known."""
     failed = lattice_failures(hyps) if failed is None else failed
-    notes = notes if notes is not None else [""] * len(hyps)
+    notes = notes if notes is not None else lattice_notes(hyps)
     out = []
     for i, (h, err, note) in enumerate(zip(hyps, failed, notes)):
         if err:

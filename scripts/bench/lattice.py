@@ -70,6 +70,13 @@ VARIANTS = (("exact", {}), ("token_top_k 8", {"token_top_k": 8}),
                                                 "blank_skip_threshold": 0.99}),
             ("token_top_k 32, blank_skip 0.999", {"token_top_k": 32,
                                                   "blank_skip_threshold": 0.999}))
+#: the opt-in best partial path instead of retries (kaldi-decoder's FasterDecoder returns one
+#: too when no final state is active), at the fast points only (beam <= PARTIAL_MAX_BEAM:
+#: wider searches leave (almost) every utterance a complete path)
+PARTIAL_VARIANTS = (("exact, allow_partial", {"allow_partial": True}),
+                    ("token_top_k 8, blank_skip 0.95, allow_partial",
+                     {"token_top_k": 8, "blank_skip_threshold": 0.95, "allow_partial": True}))
+PARTIAL_MAX_BEAM = 7.0
 #: the lattice-free Viterbi search (``1best``'s ``search.lattice_free``) at the same settings
 LATTICE_FREE = (("lattice-free exact", {}),
                 ("lattice-free token_top_k 8, blank_skip 0.95", {"token_top_k": 8,
@@ -228,12 +235,11 @@ def k2dec_batches(graph, log_probs, lengths, config, batch_size: int = 40,
 
 
 def wer_curves(p: Problem, refs: References, beams, repeat: int) -> list[CurvePoint]:
-    """kaldi-decoder and k2dec (exact and with each approximation of ``VARIANTS``, then the
-    lattice-free search of ``LATTICE_FREE``) at every (beam, max-active) of ``beams``; one
-    setting's systems timed in turns, ``repeat`` rounds."""
+    """kaldi-decoder and k2dec (exact and with each approximation of ``VARIANTS``, at the fast
+    points ``PARTIAL_VARIANTS`` too, then the lattice-free search of ``LATTICE_FREE``) at every
+    (beam, max-active) of ``beams``; one setting's systems timed in turns, ``repeat``
+    rounds."""
     frames = int(p.lengths.sum())
-    names = (["kaldi-decoder"] + [f"k2dec {name}" for name, _ in VARIANTS]
-             + [f"k2dec {name}" for name, _ in LATTICE_FREE])
     points = []
     for beam, max_active in beams:
         base = LatticeConfig(search_beam=beam, output_beam=min(4.0, beam / 2),
@@ -241,7 +247,10 @@ def wer_curves(p: Problem, refs: References, beams, repeat: int) -> list[CurvePo
         setting = f"beam {beam:g}, max-active {max_active}"
         fns = [lambda b=beam, m=max_active, n=base.min_active_states: kaldi.decode(
             p.fst, p.log_probs, p.lengths, b, m, n)]
-        for _, kw in VARIANTS:
+        variants = VARIANTS + (PARTIAL_VARIANTS if beam <= PARTIAL_MAX_BEAM else ())
+        names = (["kaldi-decoder"] + [f"k2dec {name}" for name, _ in variants]
+                 + [f"k2dec {name}" for name, _ in LATTICE_FREE])
+        for _, kw in variants:
             cfg = LatticeConfig(**{**base.__dict__, **kw})
             fns.append(lambda cfg=cfg: k2dec_batches(p.graph, p.log_probs, p.lengths, cfg))
         for _, kw in LATTICE_FREE:
