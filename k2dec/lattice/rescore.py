@@ -16,6 +16,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 import k2
 import kaldialign
@@ -245,8 +246,9 @@ def search_and_rescore_whole_lattices(
     holding the lattices of the whole batch: the utterances are searched in the groups of one
     k2 search call (:func:`~k2dec.lattice.search.cpu_group_size` on CPU, the whole batch on
     GPU), longest first, and the lattices waiting are rescored (and dropped) as soon as they
-    hold ``config.max_group_arcs`` arcs or the next call's would take them past that. Every utterance is searched
-    and rescored on its own: the reports and hypotheses are those of the two calls.
+    hold ``config.max_group_arcs`` arcs or the next call's would take them past that. Every
+    utterance is searched and rescored on its own: the reports and hypotheses are those of
+    the two calls.
 
     Args: as :func:`~k2dec.lattice.get_lattice` (``log_probs`` float32 ``(N, T, V)``,
       ``log_probs_lens`` integer ``(N,)``, ``graph`` a word-output HLG with ``lm_scores``, a
@@ -274,14 +276,26 @@ def search_and_rescore_whole_lattices(
         return result.reports, rescore_with_whole_lattice(result, G, config)
     G = _rescoring_G(G, log_probs.device)
     order = torch.sort(num_frames, descending=True, stable=True).indices
-    size = cpu_group_size(lattice_config.max_active_states)
-    reports: list[UtteranceReport | None] = [None] * n
+    groups = order.split(cpu_group_size(lattice_config.max_active_states))
+    search = partial(get_lattice, graph=graph, config=lattice_config,
+                     subsampling_factor=factor)
+    reports, parts = _search_and_rescore(log_probs, log_probs_lens, groups, search, G, config)
+    return reports, _joined(parts, n, config, keep_lattice=False)
+
+
+def _search_and_rescore(log_probs: torch.Tensor, log_probs_lens: torch.Tensor,
+                        groups: Sequence[torch.Tensor], search, G: k2.Fsa,
+                        config: RescoreConfig
+                        ) -> tuple[tuple[UtteranceReport, ...], list]:
+    """The loop of :func:`search_and_rescore_whole_lattices`: ``search`` (``get_lattice``
+    with the graph and settings) on each group of caller indexes (int64 CPU) in turn, the
+    lattices waiting rescored whenever they are full. Returns the reports in the caller's
+    order and the rescored parts (for :func:`_joined`)."""
+    reports: list[UtteranceReport | None] = [None] * log_probs.shape[0]
     parts: list[tuple[list[int], _GroupRescore]] = []
     waiting: list[tuple[list[int], k2.Fsa]] = []
-    for start in range(0, n, size):
-        utts = order[start : start + size]
-        found = get_lattice(log_probs[utts], log_probs_lens[utts], graph, lattice_config,
-                            factor)
+    for utts in groups:
+        found = search(log_probs[utts], log_probs_lens[utts])
         _check_word_lattice(found.lattice)
         for u, r in zip(utts.tolist(), found.reports):
             reports[u] = r
@@ -295,7 +309,7 @@ def search_and_rescore_whole_lattices(
             parts += _rescore_waiting(G, waiting, config)
             waiting = []
     parts += _rescore_waiting(G, waiting, config)
-    return tuple(reports), _joined(parts, n, config, keep_lattice=False)
+    return tuple(reports), parts
 
 
 def _check_config(config: RescoreConfig) -> None:
