@@ -46,6 +46,7 @@ from k2dec.lattice.rescore import (
     SweepResult,
     UtteranceRescore,
     rescore_with_whole_lattice,
+    search_and_rescore_whole_lattices,
     split_scores,
     sweep_lattice_weights,
 )
@@ -111,6 +112,7 @@ __all__ = [
     "one_best_decoding",
     "prune_lattice",
     "rescore_with_whole_lattice",
+    "search_and_rescore_whole_lattices",
     "split_scores",
     "sweep_lattice_weights",
     "viterbi_one_best",

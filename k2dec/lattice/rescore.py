@@ -16,14 +16,26 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 import k2
 import kaldialign
 import torch
 
+from k2dec.lattice.dense import validate_log_probs
 from k2dec.lattice.one_best import AuxLabels, Hypothesis, hypotheses_from_lattice
 from k2dec.lattice.prune import PruneReport, prune_lattice
-from k2dec.lattice.search import LatticeResult, LatticeStatus, arcs_per_fsa, lattice_fsa_vec
+from k2dec.lattice.search import (
+    LatticeConfig,
+    LatticeResult,
+    LatticeStatus,
+    UtteranceReport,
+    arcs_per_fsa,
+    config_subsampling,
+    cpu_group_size,
+    get_lattice,
+    lattice_fsa_vec,
+)
 from k2dec.primitives.best_paths import FRAME_ATTR
 from k2dec.primitives.sizes import check_int_range
 
@@ -38,6 +50,7 @@ __all__ = [
     "SweepPoint",
     "SweepResult",
     "rescore_with_whole_lattice",
+    "search_and_rescore_whole_lattices",
     "split_scores",
     "sweep_lattice_weights",
 ]
@@ -57,7 +70,11 @@ class RescoreConfig:
     of the last doubling) stays within ``max_rescored_arcs``, and never beyond
     ``max_input_arcs``. The pruning is reported per utterance. Memory is bounded by about
     ``max_rescored_arcs`` times 150 bytes per composition call (an utterance or a group of
-    them within that budget), time by about twice the last composition.
+    them within that budget), time by about twice the last composition. A batch's lattices
+    are rescored in groups of at most ``max_group_arcs`` lattice arcs, so the copies the
+    rescoring makes of its input (acoustic scores, inversion, connection) are bounded too,
+    whatever the size of the batch's densest lattices
+    (:func:`search_and_rescore_whole_lattices` also searches in such groups).
 
     Attributes:
       lm_scales: LM scales to produce results for (scores are ``am / lm_scale + lm``, icefall's
@@ -66,12 +83,16 @@ class RescoreConfig:
       max_rescored_arcs: the most arcs the composition of one utterance may produce (before
         removing dead ends).
       first_arcs: the lattice size of the first composition of an utterance.
+      max_group_arcs: the most lattice arcs rescored together: consecutive utterances whose
+        lattices hold at most this many arcs (one utterance at least, whatever its size).
+        Every utterance is rescored on its own, so the results do not depend on it.
     """
 
     lm_scales: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(1, 21))
     max_input_arcs: int = 100_000
     max_rescored_arcs: int = 2_000_000
     first_arcs: int = 2_000
+    max_group_arcs: int = 100_000
 
     def __post_init__(self) -> None:
         if not self.lm_scales or any(not s > 0 for s in self.lm_scales):
@@ -80,6 +101,7 @@ class RescoreConfig:
         check_int_range(self, "max_input_arcs", 1, 10_000_000)
         check_int_range(self, "max_rescored_arcs", 1, 10_000_000)
         check_int_range(self, "first_arcs", 1, 10_000_000)
+        check_int_range(self, "max_group_arcs", 1, 100_000_000)
 
 
 class RescoreStatus(enum.Enum):
@@ -196,7 +218,8 @@ def rescore_with_whole_lattice(
         (``k2.add_epsilon_self_loops``), arc-sorted, with attribute ``lm_scores`` (icefall's
         ``G_4_gram.pt`` prepared for rescoring), on the lattice's device. A single Fsa or an
         FsaVec of one.
-      config: LM scales and the memory bounds (see :class:`RescoreConfig`).
+      config: LM scales and the memory bounds (see :class:`RescoreConfig`); the utterances
+        are rescored in groups of at most ``config.max_group_arcs`` lattice arcs.
 
     Returns:
       :class:`RescoreResult` with one :class:`ScaleResult` per LM scale and a report per
@@ -204,32 +227,203 @@ def rescore_with_whole_lattice(
     """
     lat = lattice_fsa_vec(lattice)
     _check_word_lattice(lat)
+    _check_config(config)
+    G = _rescoring_G(G, lat.device)
+    parts = _rescore_in_groups(G, lat, config, keep_lattice=True)
+    return _joined(parts, lat.shape[0], config, keep_lattice=True)
+
+
+def search_and_rescore_whole_lattices(
+    log_probs: torch.Tensor,
+    log_probs_lens: torch.Tensor,
+    graph: k2.Fsa,
+    G: k2.Fsa,
+    lattice_config: LatticeConfig = LatticeConfig(),  # noqa: B008 (frozen, immutable)
+    config: RescoreConfig = RescoreConfig(),  # noqa: B008 (frozen, immutable)
+    subsampling_factor: int | None = None,
+) -> tuple[tuple[UtteranceReport, ...], RescoreResult]:
+    """:func:`~k2dec.lattice.get_lattice` and :func:`rescore_with_whole_lattice`, without
+    holding the lattices of the whole batch: the utterances are searched in the groups of one
+    k2 search call (:func:`~k2dec.lattice.search.cpu_group_size` on CPU, the whole batch on
+    GPU), longest first, and the lattices waiting are rescored (and dropped) as soon as they
+    hold ``config.max_group_arcs`` arcs or the next call's would take them past that. Every
+    utterance is searched and rescored on its own: the reports and hypotheses are those of
+    the two calls.
+
+    Args: as :func:`~k2dec.lattice.get_lattice` (``log_probs`` float32 ``(N, T, V)``,
+      ``log_probs_lens`` integer ``(N,)``, ``graph`` a word-output HLG with ``lm_scores``, a
+      single Fsa or an FsaVec of one or ``N``) and :func:`rescore_with_whole_lattice`.
+
+    Returns:
+      ``(reports, result)``: the search's :class:`~k2dec.lattice.search.UtteranceReport` per
+      utterance and the :class:`RescoreResult` (its ``lattice`` is ``None``: the rescored
+      lattices are not kept).
+    """
+    if not isinstance(lattice_config, LatticeConfig):
+        raise TypeError(f"lattice_config must be a LatticeConfig, got "
+                        f"{type(lattice_config).__name__}")
+    _check_config(config)
+    if isinstance(graph, k2.Fsa) and not hasattr(graph, "lm_scores"):
+        raise ValueError("graph has no lm_scores attribute; set graph.lm_scores = "
+                         "graph.scores.clone() so the LM part of the lattices' scores can be "
+                         "removed")
+    factor = config_subsampling(lattice_config, subsampling_factor)
+    num_frames = validate_log_probs(log_probs, log_probs_lens, factor)
+    n = num_frames.numel()
+    per_utt_graph = graph.arcs.num_axes() == 3 and graph.shape[0] > 1
+    if per_utt_graph or log_probs.device.type != "cpu":
+        result = get_lattice(log_probs, log_probs_lens, graph, lattice_config, factor)
+        return result.reports, rescore_with_whole_lattice(result, G, config)
+    G = _rescoring_G(G, log_probs.device)
+    order = torch.sort(num_frames, descending=True, stable=True).indices
+    groups = order.split(cpu_group_size(lattice_config.max_active_states))
+    search = partial(get_lattice, graph=graph, config=lattice_config,
+                     subsampling_factor=factor)
+    reports, parts = _search_and_rescore(log_probs, log_probs_lens, groups, search, G, config)
+    return reports, _joined(parts, n, config, keep_lattice=False)
+
+
+def _search_and_rescore(log_probs: torch.Tensor, log_probs_lens: torch.Tensor,
+                        groups: Sequence[torch.Tensor], search, G: k2.Fsa,
+                        config: RescoreConfig
+                        ) -> tuple[tuple[UtteranceReport, ...], list]:
+    """The loop of :func:`search_and_rescore_whole_lattices`: ``search`` (``get_lattice``
+    with the graph and settings) on each group of caller indexes (int64 CPU) in turn, the
+    lattices waiting rescored whenever they are full. Returns the reports in the caller's
+    order and the rescored parts (for :func:`_joined`)."""
+    reports: list[UtteranceReport | None] = [None] * log_probs.shape[0]
+    parts: list[tuple[list[int], _GroupRescore]] = []
+    waiting: list[tuple[list[int], k2.Fsa]] = []
+    for utts in groups:
+        found = search(log_probs[utts], log_probs_lens[utts])
+        _check_word_lattice(found.lattice)
+        for u, r in zip(utts.tolist(), found.reports):
+            reports[u] = r
+        if waiting and sum(f.num_arcs for _, f in waiting) + found.lattice.num_arcs \
+                > config.max_group_arcs:
+            parts += _rescore_waiting(G, waiting, config)
+            waiting = []
+        waiting.append((utts.tolist(), found.lattice))
+        del found
+        if sum(f.num_arcs for _, f in waiting) >= config.max_group_arcs:  # full already
+            parts += _rescore_waiting(G, waiting, config)
+            waiting = []
+    parts += _rescore_waiting(G, waiting, config)
+    return tuple(reports), parts
+
+
+def _check_config(config: RescoreConfig) -> None:
     if not isinstance(config, RescoreConfig):
         raise TypeError(f"config must be a RescoreConfig, got {type(config).__name__}")
-    G = _rescoring_G(G, lat.device)
+
+
+def _rescore_waiting(G: k2.Fsa, waiting: list[tuple[list[int], k2.Fsa]],
+                     config: RescoreConfig) -> list[tuple[list[int], _GroupRescore]]:
+    """The groups of :func:`_rescore_in_groups` of the lattices ``waiting`` (the caller's
+    utterances of each, and their FsaVec) joined, with the caller's utterance indexes."""
+    if not waiting:
+        return []
+    utts = [u for us, _ in waiting for u in us]
+    lat = waiting[0][1] if len(waiting) == 1 else k2.cat([f for _, f in waiting])
+    return [([utts[j] for j in idx], part)
+            for idx, part in _rescore_in_groups(G, lat, config, keep_lattice=False)]
+
+
+@dataclass(frozen=True)
+class _GroupRescore:
+    """The rescoring of one group of utterances: their reports, their hypotheses per LM scale
+    (``None`` when every one failed) and their rescored lattices (``None`` when not kept or
+    every one failed)."""
+
+    utterances: tuple[UtteranceRescore, ...]
+    hypotheses: tuple[tuple[Hypothesis, ...], ...] | None
+    lattice: k2.Fsa | None
+
+
+def _rescore_in_groups(G: k2.Fsa, lat: k2.Fsa, config: RescoreConfig, keep_lattice: bool
+                       ) -> list[tuple[list[int], _GroupRescore]]:
+    """Each group of consecutive utterances of ``lat`` holding at most
+    ``config.max_group_arcs`` arcs (one utterance at least) rescored on its own, with its
+    utterances' positions in ``lat``."""
+    groups = _groups(arcs_per_fsa(lat).tolist(), config.max_group_arcs)
+    if not groups:
+        groups = [[]]
+    out = []
+    for group in groups:
+        sub = lat if len(groups) == 1 else k2.index_fsa(
+            lat, torch.tensor(group, dtype=torch.int32, device=lat.device))
+        out.append((group, _rescore_group(G, sub, config, keep_lattice)))
+        del sub
+    return out
+
+
+def _rescore_group(G: k2.Fsa, lat: k2.Fsa, config: RescoreConfig, keep_lattice: bool
+                   ) -> _GroupRescore:
+    """The rescoring of every utterance of ``lat`` (one k2 call per step for all of them)."""
     rescored, utts = _bounded_compose(G, _acoustic_word_lattice(lat), config)
-    num_failed = sum(u.status is RescoreStatus.FAILED for u in utts)
-    reason = "; ".join(f"utterance {i}: {u.reason}" for i, u in enumerate(utts)
-                       if u.status is RescoreStatus.FAILED)
-    if reason:
-        logger.warning("whole-lattice rescoring: %s", reason)
-    if num_failed == len(utts):
-        return RescoreResult(status=RescoreStatus.FAILED, per_scale=(), utterances=utts,
-                             reason=reason)
-    status = (RescoreStatus.PRUNED if any(u.status is RescoreStatus.PRUNED for u in utts)
-              else RescoreStatus.OK)
+    if all(u.status is RescoreStatus.FAILED for u in utts):
+        return _GroupRescore(utts, None, None)
     am = rescored.scores - rescored.lm_scores
     scaled = rescored.clone()  # our own copy, re-scored for each scale
     per_scale = []
     for scale in config.lm_scales:
         scaled.scores = am / scale + rescored.lm_scores
         hyps = hypotheses_from_lattice(scaled, aux_labels=AuxLabels.WORDS)
-        hyps = [h if u.status is not RescoreStatus.FAILED
-                else replace(h, status=LatticeStatus.EMPTY, reason=u.reason)
-                for h, u in zip(hyps, utts)]
+        per_scale.append(tuple(
+            h if u.status is not RescoreStatus.FAILED
+            else replace(h, status=LatticeStatus.EMPTY, reason=u.reason)
+            for h, u in zip(hyps, utts)))
+    return _GroupRescore(utts, tuple(per_scale), rescored if keep_lattice else None)
+
+
+def _failed_hypothesis(reason: str) -> Hypothesis:
+    """The hypothesis of a failed utterance (as the best path of an empty lattice)."""
+    return Hypothesis(tokens=(), token_frames=(), words=(), word_frames=(),
+                      score=float("-inf"), status=LatticeStatus.EMPTY, reason=reason)
+
+
+def _joined(parts: list[tuple[list[int], _GroupRescore]], n: int, config: RescoreConfig,
+            keep_lattice: bool) -> RescoreResult:
+    """The :class:`RescoreResult` of ``n`` utterances rescored in ``parts`` (each with the
+    caller's indexes of its utterances; with ``keep_lattice`` consecutive, in order)."""
+    utts: list[UtteranceRescore] = [None] * n  # type: ignore[list-item]
+    for idx, part in parts:
+        for j, u in enumerate(idx):
+            utts[u] = part.utterances[j]
+    reason = "; ".join(f"utterance {i}: {u.reason}" for i, u in enumerate(utts)
+                       if u.status is RescoreStatus.FAILED)
+    if reason:
+        logger.warning("whole-lattice rescoring: %s", reason)
+    if all(u.status is RescoreStatus.FAILED for u in utts):
+        return RescoreResult(status=RescoreStatus.FAILED, per_scale=(), utterances=tuple(utts),
+                             reason=reason)
+    status = (RescoreStatus.PRUNED if any(u.status is RescoreStatus.PRUNED for u in utts)
+              else RescoreStatus.OK)
+    per_scale = []
+    for k, scale in enumerate(config.lm_scales):
+        hyps: list[Hypothesis] = [None] * n  # type: ignore[list-item]
+        for idx, part in parts:
+            for j, u in enumerate(idx):
+                hyps[u] = (part.hypotheses[k][j] if part.hypotheses is not None
+                           else _failed_hypothesis(part.utterances[j].reason))
         per_scale.append(ScaleResult(lm_scale=scale, hypotheses=tuple(hyps)))
-    return RescoreResult(status=status, per_scale=tuple(per_scale), utterances=utts,
-                         reason=reason, lattice=rescored)
+    lattice = _joined_lattice([p for _, p in parts]) if keep_lattice else None
+    return RescoreResult(status=status, per_scale=tuple(per_scale), utterances=tuple(utts),
+                         reason=reason, lattice=lattice)
+
+
+def _joined_lattice(parts: list[_GroupRescore]) -> k2.Fsa:
+    """The rescored lattices of consecutive groups joined (empty FSAs for a group whose
+    utterances all failed); at least one group has a lattice."""
+    template = next(p.lattice for p in parts if p.lattice is not None)
+    if len(parts) == 1:
+        return template
+    empty = _empty_like(template)
+    zeros = torch.zeros(1, dtype=torch.int32, device=template.device)
+    pieces = [p.lattice if p.lattice is not None
+              else k2.index_fsa(empty, zeros.expand(len(p.utterances)).contiguous())
+              for p in parts]
+    return k2.cat(pieces)
 
 
 def _rescoring_G(G: k2.Fsa, device: torch.device) -> k2.Fsa:

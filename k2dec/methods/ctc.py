@@ -19,7 +19,12 @@ from ..lattice import (
     one_best_decoding,
     viterbi_one_best,
 )
-from ..lattice.rescore import RescoreConfig, RescoreStatus, rescore_with_whole_lattice
+from ..lattice.rescore import (
+    RescoreConfig,
+    RescoreStatus,
+    rescore_with_whole_lattice,
+    search_and_rescore_whole_lattices,
+)
 from ..nbest import (
     ATTENTION_CHUNK_CELLS,
     SCALE_GRID,
@@ -392,13 +397,19 @@ def _one_best(inputs: CtcInputs, res: Resources, cfg: HlgConfig):
 def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: WholeLatticeRescoringConfig):
     """HLG lattices rescored with a bigger G (4-gram) as a whole: am / ngram_lm_scale + lm."""
     graph = hlg_graph(res, "whole-lattice-rescoring", cfg, lm_scores=True)
-    result = _lattice(inputs, graph, cfg)
     G = res.graph("G", "whole-lattice-rescoring")
     settings = _whole_lattice_settings(cfg)
     scales = weight_points(cfg.rescore, "ngram_lm_scale")
-    out = rescore_with_whole_lattice(result, G, cfg.whole_lattice.config(tuple(scales)))
+    config = cfg.whole_lattice.config(tuple(scales))
+    if inputs.lattices is None:  # search and rescore in groups: the batch's lattices never held
+        reports, out = search_and_rescore_whole_lattices(
+            inputs.log_probs, inputs.log_probs_lens, graph, G, cfg.lattice, config,
+            cfg.lattice.subsampling_factor)
+    else:  # the job's other methods share the batch's lattice (a bounded cache)
+        result = _lattice(inputs, graph, cfg)
+        reports, out = result.reports, rescore_with_whole_lattice(result, G, config)
     failed = [lat or (u.reason if u.status is RescoreStatus.FAILED else "")
-              for lat, u in zip(lattice_failures(result.reports), out.utterances)]
+              for lat, u in zip(lattice_failures(reports), out.utterances)]
     notes = [u.reason if u.status is RescoreStatus.PRUNED else "" for u in out.utterances]
     if out.status is RescoreStatus.FAILED:
         hyps = tuple(HypothesisRecord.failure(f, tokens=True, words=True) for f in failed)

@@ -193,12 +193,13 @@ class WholeLatticePart:
     max_input_arcs: int = RescoreConfig.max_input_arcs
     max_rescored_arcs: int = RescoreConfig.max_rescored_arcs
     first_arcs: int = RescoreConfig.first_arcs
+    max_group_arcs: int = RescoreConfig.max_group_arcs
 
     def config(self, lm_scales: tuple[float, ...]) -> RescoreConfig:
         """The :class:`~k2dec.lattice.rescore.RescoreConfig` of these bounds and scales."""
         return RescoreConfig(lm_scales=lm_scales, max_input_arcs=self.max_input_arcs,
                              max_rescored_arcs=self.max_rescored_arcs,
-                             first_arcs=self.first_arcs)
+                             first_arcs=self.first_arcs, max_group_arcs=self.max_group_arcs)
 
 
 @dataclass(frozen=True)

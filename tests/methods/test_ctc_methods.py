@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 import torch
 
-from k2dec.lattice import get_lattice, hypotheses_from_lattice
+from k2dec.lattice import LatticeCache, get_lattice, hypotheses_from_lattice
 from k2dec.lattice.rescore import RescoreConfig, rescore_with_whole_lattice
 from k2dec.methods import CtcInputs, Family, Resources, get_method, list_methods
 from k2dec.methods.ctc import (
@@ -157,3 +158,47 @@ def test_graph_scale_must_be_positive():
     for bad in (math.inf, math.nan):
         with pytest.raises(ValueError, match="scale must be a finite number"):
             HlgConfig(graph=GraphConfig(bad))
+
+
+def test_whole_lattice_rescoring_in_groups_equals_the_shared_lattice(setup):
+    """Searched and rescored one utterance's lattice at a time (``max_group_arcs=1``, no
+    lattice cache) or rescored from the job's shared whole-batch lattice: the same words,
+    frames and scores at every scale."""
+    lang, res = setup
+    inp = random_ctc_inputs(3, lang.max_token_id + 1)
+    cfg = method_config("whole-lattice-rescoring", ngram_lm_scale=0.6, sweep=True,
+                        ngram_lm_scales=(0.3, 0.6, 1.2))
+    one = replace(cfg, whole_lattice=replace(cfg.whole_lattice, max_group_arcs=1))
+    grouped = get_method("whole-lattice-rescoring")(inp, res, one)
+    shared = CtcInputs(inp.log_probs, inp.log_probs_lens, lattices=LatticeCache(64))
+    whole = get_method("whole-lattice-rescoring")(shared, res, cfg)
+    assert shared.lattices.misses == 1  # the shared path was taken
+    assert [r.key for r in grouped] == [r.key for r in whole]
+    for a, b in zip(grouped, whole, strict=True):
+        assert a.hyps == b.hyps
+
+
+def test_attention_chunk_cells_bound_the_decoder_calls_not_the_results(setup, monkeypatch):
+    """``attention-decoder``: at ``rescore.attention_chunk_cells=1`` every decoder call scores
+    one path; the words and scores are those of the default chunks."""
+    lang, res = setup
+    dec = res.attention_decoder
+    sizes: list[int] = []
+    real = dec.score_sequences
+
+    def spy(memory, memory_lens, tokens, utt):
+        sizes.append(int(utt.numel()))
+        return real(memory, memory_lens, tokens, utt)
+
+    monkeypatch.setattr(dec, "score_sequences", spy)
+    inp = random_ctc_inputs(4, lang.max_token_id + 1)
+    cfg = method_config("attention-decoder", nbest=NbestConfig(num_paths=20))
+    default = get_method("attention-decoder")(inp, res, cfg)
+    default_sizes, sizes[:] = list(sizes), []
+    small = get_method("attention-decoder")(
+        inp, res, replace(cfg, rescore=replace(cfg.rescore, attention_chunk_cells=1)))
+    assert sizes and set(sizes) == {1} and len(sizes) == sum(default_sizes)
+    assert max(default_sizes) > 1
+    for a, b in zip(default, small, strict=True):
+        assert [h.words for h in a.hyps] == [h.words for h in b.hyps]
+        assert [h.score for h in a.hyps] == pytest.approx([h.score for h in b.hyps], abs=1e-4)

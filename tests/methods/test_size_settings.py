@@ -48,6 +48,8 @@ SIZES = [
     ("whole-lattice-rescoring", "max_rescored_arcs", "RescoreConfig", 1, 10_000_000, True,
      False),
     ("whole-lattice-rescoring", "first_arcs", "RescoreConfig", 1, 10_000_000, True, False),
+    ("whole-lattice-rescoring", "max_group_arcs", "RescoreConfig", 1, 100_000_000, True,
+     False),
     ("mbr", "max_iterations", "MbrConfig", 1, 10_000, True, False),
     ("mbr", "max_cells", "MbrConfig", 1, 1 << 26, True, False),
     ("mbr", "mbr.max_lattice_arcs", "MbrConfig", 1, 1_000_000, True, False),
