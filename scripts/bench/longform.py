@@ -262,7 +262,8 @@ def accuracy_case(assets, method: str, utt_dir: Path, refs: dict, folder: Path, 
     refs_long = read_kaldi_text(folder / "text")
     for seg in ("vad", "windows") if method in METHODS else ("vad",):
         row[seg] = _long_cells(assets, folder, method, base / seg, refs_long, sups, seg)
-    shutil.rmtree(base, ignore_errors=True)
+    for feats in base.glob("*/feats"):  # the results stay, to see which words differ
+        shutil.rmtree(feats, ignore_errors=True)
     return row
 
 
