@@ -16,13 +16,17 @@ repeated to reach the length). Two parts:
   audio second; lengths 1, 10, 30 and 60 minutes of speech (``--quick``: 1 and 3;
   ``--smoke``: 0.5 and 1);
 * **accuracy**: test-clean joined into one recording (``--quick``: its first 20 utterances)
-  decoded long-form with each segmenter against its utterances decoded one by one: WER, and
-  per utterance the error of its first decoded word's start against its true start (median,
-  95th percentile).
+  decoded long-form against its utterances decoded one by one: WER, and per utterance the
+  error of its first decoded word's start against its true start (median, 95th
+  percentile). The methods of :data:`METHODS` with both segmenters; ``--accuracy-methods
+  all`` (or ``A,B,...``) adds every registered method (the oracles given the references)
+  with the VAD segmenter; a row that cannot run says why.
 
 Usage (from the repository root)::
 
     python -m scripts.bench.longform [--quick | --smoke] [--report DIR]
+    python -m scripts.bench.longform --accuracy-only --accuracy-methods all \
+        --accuracy-cases acc.jsonl  # resumable: rows already in acc.jsonl are kept
 """
 
 from __future__ import annotations
