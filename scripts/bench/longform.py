@@ -454,7 +454,7 @@ def _scale_parts(args, mode: str, rep: Report) -> None:
     cases = Path(args.cases) if args.cases else WORK / AREA / f"cases-{time.time():.0f}.jsonl"
     cases.parent.mkdir(parents=True, exist_ok=True)
     rep.settings = (f"methods {', '.join(methods)}; lengths {lengths} minutes; "
-                    "segmenter VAD, segment_max 30 s (k2dec decode's defaults)")
+                    f"segmenter VAD, segment_max 30 s (k2dec decode's defaults); {rep.settings}")
     # what the targets compare first (longest and shortest, then the any-length part), so a
     # run cut short still has them; the tables then read every case from ``cases``
     for n in (lengths[-1], lengths[0]):
