@@ -16,18 +16,23 @@ repeated to reach the length). Two parts:
   audio second; lengths 1, 10, 30 and 60 minutes of speech (``--quick``: 1 and 3;
   ``--smoke``: 0.5 and 1);
 * **accuracy**: test-clean joined into one recording (``--quick``: its first 20 utterances)
-  decoded long-form with each segmenter against its utterances decoded one by one: WER, and
-  per utterance the error of its first decoded word's start against its true start (median,
-  95th percentile).
+  decoded long-form against its utterances decoded one by one: WER, and per utterance the
+  error of its first decoded word's start against its true start (median, 95th
+  percentile). The methods of :data:`METHODS` with both segmenters; ``--accuracy-methods
+  all`` (or ``A,B,...``) adds every registered method (the oracles given the references)
+  with the VAD segmenter; a row that cannot run says why.
 
 Usage (from the repository root)::
 
     python -m scripts.bench.longform [--quick | --smoke] [--report DIR]
+    python -m scripts.bench.longform --accuracy-only --accuracy-methods all \
+        --accuracy-cases acc.jsonl  # resumable: rows already in acc.jsonl are kept
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import statistics
 import subprocess
@@ -197,45 +202,169 @@ def _starts(summary, sups) -> list[float]:
     return out
 
 
-def accuracy(mode: str, rep: Report) -> list[bool]:
-    from lhotse import SupervisionSet
+def accuracy_methods(spec: str | None) -> tuple[str, ...]:
+    """The methods of the accuracy part: ``None`` -> :data:`METHODS`, ``"all"`` -> every
+    registered method (oracles included; :data:`METHODS` first, then the others in the
+    registry's order), else a comma-separated list of registered names."""
+    from k2dec.methods import list_methods
 
+    names = [m.name for m in list_methods()]
+    if spec is None:
+        return METHODS
+    if spec.strip() == "all":
+        return METHODS + tuple(n for n in names if n not in METHODS)
+    got = tuple(m.strip() for m in spec.split(",") if m.strip())
+    unknown = [m for m in got if m not in names]
+    if unknown or not got:
+        raise ValueError(f"--accuracy-methods {spec!r}: unknown method(s) {unknown} "
+                         "(give 'all' or registered names, comma-separated)")
+    return got
+
+
+def _failure(summary) -> str:
+    """Why ``summary``'s decode has no WER ('' when it has one over every utterance)."""
+    if summary.failed:
+        return f"{len(summary.failed)} failed: {summary.first_failure}"
+    return "" if summary.wers else "no WER"
+
+
+def _long_cells(assets, folder: Path, method: str, out: Path, refs, sups, seg: str) -> dict:
+    """One segmenter's long-form decode of the recording: its WER, start-time errors, or
+    why it did not run."""
+    try:
+        long = _decode(assets, folder, method, out, refs, segmenter=seg)
+    except (ValueError, RuntimeError) as e:  # a row says why it could not run
+        return {"wer": None, "error": f"{type(e).__name__}: {e}".splitlines()[0]}
+    errors = _starts(long, sups)
+    return {"wer": None if long.failed else long.headline[1], "error": _failure(long),
+            "start_median": statistics.median(errors) if errors else None,
+            "start_p95": float(sorted(errors)[int(0.95 * (len(errors) - 1))]) if errors
+            else None, "segments": _segments(long)}
+
+
+def _segments(summary) -> int | None:
+    from k2dec.results import read_results
+
+    rec = read_results(summary.results_path).get("long", {})
+    return len(rec["segments"]) if "segments" in rec else None
+
+
+def accuracy_case(assets, method: str, utt_dir: Path, refs: dict, folder: Path, sups) -> dict:
+    """One method's row: its per-utterance WER and, per segmenter (windows only for
+    :data:`METHODS`), the long-form WER and start-time errors; failures say why."""
     from k2dec.data import read_kaldi_text
 
-    num = ACCURACY_UTTS[mode]
+    base = WORK / AREA / "acc" / method
+    shutil.rmtree(base, ignore_errors=True)
+    row: dict = {"method": method}
+    try:
+        utts = _decode(assets, utt_dir, method, base / "utts", refs)
+        row["utts"] = {"wer": None if utts.failed else utts.headline[1],
+                       "error": _failure(utts)}
+    except (ValueError, RuntimeError) as e:
+        row["utts"] = {"wer": None, "error": f"{type(e).__name__}: {e}".splitlines()[0]}
+    refs_long = read_kaldi_text(folder / "text")
+    for seg in ("vad", "windows") if method in METHODS else ("vad",):
+        row[seg] = _long_cells(assets, folder, method, base / seg, refs_long, sups, seg)
+    for feats in base.glob("*/feats"):  # the results stay, to see which words differ
+        shutil.rmtree(feats, ignore_errors=True)
+    return row
+
+
+def _met(row: dict, seg: str) -> bool | None:
+    """Whether ``seg``'s WER is within 0.5 absolute of the per-utterance one (None: no
+    WER)."""
+    utts, long = row["utts"]["wer"], row.get(seg, {}).get("wer")
+    if utts is None or long is None:
+        return None
+    return long <= utts + 0.5
+
+
+def _accuracy_cells(row: dict) -> list:
+    cells = [row["method"], row["utts"]["wer"]]
+    notes = [f"per-utterance: {row['utts']['error']}"] if row["utts"]["error"] else []
+    for seg in ("vad", "windows"):
+        got = row.get(seg)
+        if got is None:
+            cells += ["-"] * 5
+            continue
+        delta = None if got["wer"] is None or row["utts"]["wer"] is None else \
+            round(got["wer"] - row["utts"]["wer"], 2)
+        met = _met(row, seg)
+        cells += [got["wer"], delta, _round(got.get("start_median")),
+                  _round(got.get("start_p95")), "n/a" if met is None else
+                  ("yes" if met else "no")]
+        if got["error"]:
+            notes.append(f"{seg}: {got['error']}")
+    return cells + ["; ".join(notes)]
+
+
+def _round(x: float | None) -> float | str:
+    return "n/a" if x is None else round(x, 2)
+
+
+def _accuracy_inputs(num: int | None) -> tuple[Path, list, Path, dict]:
+    """The joined recording, its supervisions by start, and the utterances as files with
+    their references."""
+    from lhotse import SupervisionSet
+
     folder = recording(None, num)
     sups = sorted(SupervisionSet.from_file(folder / "supervisions.jsonl"), key=lambda s: s.start)
-    refs_long = read_kaldi_text(folder / "text")
     utt_dir = WORK / AREA / f"utt-files-{num or 'all'}"
     refs = {}
     utt_dir.mkdir(parents=True, exist_ok=True)
     for utt, path, words in _script().corpus_utterances(CORPUS)[:num]:
         shutil.copy(path, utt_dir / path.name)
         refs[utt] = words
-    assets = _assets(METHODS)
-    rows, ok = [], []
-    for method in METHODS:
-        base = WORK / AREA / "acc" / method
-        shutil.rmtree(base, ignore_errors=True)
-        utts = _decode(assets, utt_dir, method, base / "utts", refs).headline[1]
-        row = [method, utts]
-        for seg in ("vad", "windows"):
-            long = _decode(assets, folder, method, base / seg, refs_long,
-                           segmenter=seg)
-            errors = _starts(long, sups)
-            row += [long.headline[1],
-                    statistics.median(errors) if errors else float("nan"),
-                    float(sorted(errors)[int(0.95 * (len(errors) - 1))]) if errors
-                    else float("nan")]
-            ok.append(long.headline[1] <= utts + 0.5)
-        rows.append(row)
-    rep.table(f"WER % of {len(sups)} test-clean utterances joined into one recording "
+    return folder, sups, utt_dir, refs
+
+
+def accuracy_rows(mode: str, methods: tuple[str, ...] = METHODS,
+                  cases: Path | None = None) -> tuple[list[dict], list]:
+    """Each method's row (:func:`accuracy_case`), those already in ``cases`` (a JSONL file
+    of this mode's rows) reused, new ones appended to it; and the supervisions."""
+    num = ACCURACY_UTTS[mode]
+    folder, sups, utt_dir, refs = _accuracy_inputs(num)
+    done = {}
+    if cases is not None and cases.is_file():
+        for line in cases.read_text().splitlines():
+            got = json.loads(line)
+            if got.get("mode") == mode:
+                done[got["method"]] = got
+    todo = [m for m in methods if m not in done]
+    assets = _assets(tuple(todo)) if todo else None
+    for method in todo:
+        logging.getLogger(__name__).info("accuracy: %s", method)
+        done[method] = {"mode": mode, **accuracy_case(assets, method, utt_dir, refs, folder,
+                                                      sups)}
+        if cases is not None:
+            cases.parent.mkdir(parents=True, exist_ok=True)
+            with cases.open("a") as f:
+                f.write(json.dumps(done[method]) + "\n")
+    return [done[m] for m in methods], sups
+
+
+def accuracy(mode: str, rep: Report, methods: tuple[str, ...] = METHODS,
+             cases: Path | None = None) -> dict[str, list[str]]:
+    """The accuracy table; returns ``{"vad" / "windows": [methods that met the target]}``
+    and ``"vad-missed"`` / ``"windows-missed"`` (no WER or over 0.5)."""
+    rows, sups = accuracy_rows(mode, methods, cases)
+    rep.table(f"WER % of {len(sups)} test-clean utterances "
+              f"({sum(len(s.text.split()) for s in sups)} words) joined into one recording "
               f"({sups[-1].end / 60:.1f} min), long-form (VAD / windows of 30 s + 2 s "
-              "context) vs one by one; word start error: first word of each utterance vs its "
-              "true start (s)",
-              ["method", "per-utterance WER", "VAD WER", "VAD start median", "VAD start p95",
-               "windows WER", "windows start median", "windows start p95"], rows)
-    return ok
+              "context; windows for the first 4 methods only) vs one by one; delta: long-form "
+              "- per-utterance; met: delta <= 0.5; word start error: first word of each "
+              "utterance vs its true start (s)",
+              ["method", "per-utterance WER", "VAD WER", "VAD delta", "VAD start median",
+               "VAD start p95", "VAD met", "windows WER", "windows delta",
+               "windows start median", "windows start p95", "windows met", "notes"],
+              [_accuracy_cells(r) for r in rows])
+    out: dict[str, list[str]] = {}
+    for seg in ("vad", "windows"):
+        ran = [r for r in rows if seg in r]
+        out[seg] = [r["method"] for r in ran if _met(r, seg)]
+        out[f"{seg}-missed"] = [r["method"] for r in ran if not _met(r, seg)]
+    return out
 
 
 def _cells(g: dict) -> list:
@@ -287,27 +416,45 @@ def any_length(lengths: tuple[float, ...], rep: Report, cases: Path) -> bool:
     return ok and got[-1]["rss_mb"] <= 1.1 * got[0]["rss_mb"]
 
 
-def main() -> None:
+def _parser():
     p = area_parser(__doc__, AREA)
     p.add_argument("--worker", nargs=2, metavar=("METHOD", "MINUTES"), help=argparse_help())
     p.add_argument("--sparse", action="store_true", help="with --worker: the sparse recording")
     p.add_argument("--methods", default=None, help="comma-separated methods of the scale "
                    f"part (default: {','.join(METHODS)})")
     p.add_argument("--lengths", default=None, help="comma-separated minutes of the scale part")
-    p.add_argument("--scale-only", action="store_true", help="skip the accuracy part")
+    part = p.add_mutually_exclusive_group()
+    part.add_argument("--scale-only", action="store_true", help="skip the accuracy part")
+    part.add_argument("--accuracy-only", action="store_true", help="skip the scale parts")
+    p.add_argument("--accuracy-methods", default=None, metavar="all|A,B,...",
+                   help="methods of the accuracy part: 'all' (every registered method, "
+                        "oracles included; VAD only for those beyond the default ones) or "
+                        f"comma-separated names (default: {','.join(METHODS)})")
+    p.add_argument("--accuracy-cases", default=None, metavar="JSONL",
+                   help="append each accuracy row here and reuse this mode's rows in it")
     p.add_argument("--cases", default=None, metavar="JSONL",
                    help="append each scale case's result here and reuse those already in it")
-    args = p.parse_args()
-    if args.worker:
-        print(json.dumps(worker(args.worker[0], float(args.worker[1]), args.sparse)))
-        return
-    one_thread()
-    mode = mode_of(args)
+    return p
+
+
+def _accuracy_target(rep: Report, got: dict[str, list[str]]) -> None:
+    parts = []
+    for seg in ("vad", "windows"):
+        met, missed = got[seg], got[f"{seg}-missed"]
+        parts.append(f"{seg}: met for {len(met)} of {len(met) + len(missed)} methods" +
+                     (f" (not: {', '.join(missed)})" if missed else ""))
+    rep.target(TARGET_WER, "; ".join(parts),
+               not got["vad-missed"] and not got["windows-missed"])
+
+
+def _scale_parts(args, mode: str, rep: Report) -> None:
     lengths = tuple(float(x) for x in args.lengths.split(",")) if args.lengths else \
         LENGTHS[mode]
     methods = tuple(args.methods.split(",")) if args.methods else METHODS
     cases = Path(args.cases) if args.cases else WORK / AREA / f"cases-{time.time():.0f}.jsonl"
     cases.parent.mkdir(parents=True, exist_ok=True)
+    rep.settings = (f"methods {', '.join(methods)}; lengths {lengths} minutes; "
+                    f"segmenter VAD, segment_max 30 s (k2dec decode's defaults); {rep.settings}")
     # what the targets compare first (longest and shortest, then the any-length part), so a
     # run cut short still has them; the tables then read every case from ``cases``
     for n in (lengths[-1], lengths[0]):
@@ -315,18 +462,29 @@ def main() -> None:
             run_case(method, n, cases=cases)
     for n in SPARSE_MINUTES[mode]:
         run_case("greedy_search", n, sparse=True, cases=cases)
-    rep = Report(area=AREA, title="Long recordings: memory, speed and stitching accuracy",
-                 settings=f"methods {', '.join(methods)}; lengths {lengths} minutes; "
-                          "segmenter VAD, segment_max 30 s (k2dec decode's defaults)")
-    ok = None if args.scale_only else accuracy(mode, rep)
     rss_ok, rtf_ok = scale(lengths, methods, rep, cases)
     flat = any_length(SPARSE_MINUTES[mode], rep, cases)
-    if ok is not None:
-        rep.target(TARGET_WER, "met for every method and segmenter" if all(ok) else
-                   "not met for some (see the table)", all(ok))
     rep.target(TARGET_RSS, "see the table", rss_ok)
     rep.target(TARGET_RTF, "see the table", rtf_ok)
     rep.target(TARGET_ANY, "see the table", flat)
+
+
+def main() -> None:
+    args = _parser().parse_args()
+    if args.worker:
+        print(json.dumps(worker(args.worker[0], float(args.worker[1]), args.sparse)))
+        return
+    one_thread()
+    mode = mode_of(args)
+    acc_methods = accuracy_methods(args.accuracy_methods)
+    rep = Report(area=AREA, title="Long recordings: memory, speed and stitching accuracy",
+                 settings=f"accuracy methods {', '.join(acc_methods)}")
+    if not args.accuracy_only:
+        _scale_parts(args, mode, rep)
+    if not args.scale_only:
+        got = accuracy(mode, rep, acc_methods,
+                       Path(args.accuracy_cases) if args.accuracy_cases else None)
+        _accuracy_target(rep, got)
     rep.write(args.report)
 
 

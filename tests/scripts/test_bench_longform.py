@@ -1,6 +1,8 @@
-"""The long-form bench's assets (``scripts/bench/longform.py``): a worker gives a method the
-LMs ``k2dec decode`` would load for it (``--rnn-lm`` / ``--lodr-arpa``), so the LM-fusion and
-LODR methods decode instead of failing for a missing LM."""
+"""The long-form bench (``scripts/bench/longform.py``): a worker gives a method the LMs
+``k2dec decode`` would load for it (``--rnn-lm`` / ``--lodr-arpa``), so the LM-fusion and
+LODR methods decode instead of failing for a missing LM; the accuracy part runs the methods
+``--accuracy-methods`` names (every registered one with ``all``), keeps its rows, and says
+why a row could not run."""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ import pytest
 
 from k2dec.job import check_references, load_assets
 from k2dec.methods import get_method, list_methods
-from scripts.bench.common import SHIPPED
-from scripts.bench.longform import lm_inputs, worker_references
+from scripts.bench import longform
+from scripts.bench.common import SHIPPED, Report
+from scripts.bench.longform import METHODS, accuracy_methods, lm_inputs, worker_references
 
 LM_METHODS = [m.name for m in list_methods() if {"lm", "lodr"} & set(m.requires)]
 
@@ -48,3 +51,60 @@ def test_oracle_workers_get_the_recordings_reference(tmp_path):
             assert got is None, method.name
     with pytest.raises(ValueError, match="nbest-oracle"):
         check_references(["nbest-oracle"], {"long": None})
+
+
+def test_accuracy_methods_default_all_and_named():
+    names = {m.name for m in list_methods()}
+    assert accuracy_methods(None) == METHODS
+    every = accuracy_methods("all")
+    assert every[:len(METHODS)] == METHODS and set(every) == names and len(every) == len(names)
+    assert {"nbest-oracle", "fast_beam_search_nbest_oracle"} <= set(every)
+    assert accuracy_methods("ctc-decoding, 1best") == ("ctc-decoding", "1best")
+    with pytest.raises(ValueError, match="--accuracy-methods.*no_such_method"):
+        accuracy_methods("1best,no_such_method")
+    with pytest.raises(ValueError, match="--accuracy-methods"):
+        accuracy_methods(",")
+
+
+def _table(rep: Report) -> dict[str, dict]:
+    (table,) = rep.tables
+    return {r[0]: dict(zip(table["headers"], r)) for r in table["rows"]}
+
+
+def test_accuracy_rows_for_the_named_methods_kept_and_failures_said(tmp_path, monkeypatch):
+    """Smoke mode, two cheap methods: a WER per segmenter (windows only for the default
+    methods), the rows kept in the cases file and reused without decoding again; a method
+    whose decode raises gets a row that says why, and misses the target."""
+    cases = tmp_path / "acc.jsonl"
+    rep = Report(area="longform", title="t")
+    got = longform.accuracy("smoke", rep, ("greedy_search", "ctc-greedy-search"), cases)
+    rows = _table(rep)
+    assert list(rows) == ["greedy_search", "ctc-greedy-search"]
+    for row in rows.values():
+        assert 0 < row["per-utterance WER"] < 100 and 0 < row["VAD WER"] < 100, row
+        assert row["VAD delta"] == pytest.approx(row["VAD WER"] - row["per-utterance WER"],
+                                                 abs=0.01)
+        assert row["VAD met"] == ("yes" if row["VAD delta"] <= 0.5 else "no"), row
+        assert row["notes"] == "", row
+    assert 0 < rows["greedy_search"]["windows WER"] < 100
+    assert rows["ctc-greedy-search"]["windows WER"] == "-"
+    assert sorted(got["vad"] + got["vad-missed"]) == ["ctc-greedy-search", "greedy_search"]
+    assert got["windows"] + got["windows-missed"] == ["greedy_search"]
+    assert len(cases.read_text().splitlines()) == 2
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("no decoding here")
+
+    monkeypatch.setattr(longform, "_decode", boom)
+    again = Report(area="longform", title="t")
+    longform.accuracy("smoke", again, ("greedy_search", "ctc-greedy-search"), cases)
+    assert again.tables == rep.tables
+    failing = Report(area="longform", title="t")
+    got = longform.accuracy("smoke", failing, ("ctc-greedy-search", "ctc-decoding"), cases)
+    row = _table(failing)["ctc-decoding"]
+    assert row["per-utterance WER"] is None and row["VAD met"] == "n/a"
+    assert "RuntimeError: no decoding here" in row["notes"]
+    assert got["vad"] == (["ctc-greedy-search"] if _table(failing)["ctc-greedy-search"][
+        "VAD met"] == "yes" else [])
+    assert "ctc-decoding" in got["vad-missed"]
+    assert len(cases.read_text().splitlines()) == 3
