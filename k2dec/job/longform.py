@@ -25,8 +25,18 @@ For such an utterance (a whole long recording, typically):
 
 Speech the VAD dropped (runs shorter than its minimum) is never silent: its total goes into
 the record (``dropped_speech``), its notes, the log and the job's summary. A recording in
-which the VAD finds no speech gets an empty hypothesis whose notes say so. Oracle methods,
-which need a reference per segment, fail such a recording with that reason.
+which the VAD finds no speech gets an empty hypothesis whose notes say so.
+
+Oracle methods (``needs_references``: nbest-oracle, fast_beam_search_nbest_oracle) read a
+reference per segment: the recording's one reference is cut into one span per segment
+(:func:`segment_references`) before step 2. A first greedy pass over the segments (greedy
+CTC; the transducer's greedy search for a model without a CTC head) gives the words of each
+segment's own part (a window's core), and :func:`k2dec.longform.assign_words` (what forced
+alignment uses) anchors the reference words to them and shares the runs between two
+segments' anchors where the segments' CTC paths score best (their log-probs wait in a
+temporary file, not in memory); every word goes to exactly one segment, in order, so the
+spans concatenate to the reference. The record's notes say how it was split; its WER is
+scored against the whole reference, as any long recording's.
 """
 
 from __future__ import annotations
