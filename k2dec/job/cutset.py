@@ -287,7 +287,9 @@ def _decode_todo(assets: DecodeAssets, todo: CutSet, job: _Job, writer: ResultWr
     for cut in tqdm(long, desc=f"{job.name} (long, in segments)", unit="recording",
                     disable=not len(long)):  # no bar for a job of short recordings
         start = time.perf_counter()
-        done = decode_long(job.method, job.method_config, assets, cut, config, encoder, silence)
+        ref = job.refs.get(cut.id)
+        done = decode_long(job.method, job.method_config, assets, cut, config, encoder, silence,
+                           None if ref is None else match_case(" ".join(ref), job.case).split())
         record.decode_seconds += time.perf_counter() - start + encoder.take_saved_seconds()
         record.audio_seconds += cut.duration
         write_decoded(writer, cut.id, job.refs.get(cut.id) or [], done.decoded,

@@ -83,7 +83,9 @@ def _batches(assets: DecodeAssets, cuts: CutSet, run: MethodRun, config: DecodeC
         return
     silence, case = silence_check(assets, config), reference_case(assets)
     for cut in (c for c in todo if is_long(c, config)):  # in segments, stitched
-        done = decode_long(run.method, run.config, assets, cut, config, encoder, silence)
+        text = cut.supervisions[0].text if cut.supervisions else None
+        done = decode_long(run.method, run.config, assets, cut, config, encoder, silence,
+                           None if text is None else match_case(text, case).split())
         hyps, error = done.decoded
         yield DecodedUtterance(cut.id, {} if error else hyps, error, done.segments,
                                done.dropped_speech)

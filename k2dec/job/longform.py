@@ -25,8 +25,18 @@ For such an utterance (a whole long recording, typically):
 
 Speech the VAD dropped (runs shorter than its minimum) is never silent: its total goes into
 the record (``dropped_speech``), its notes, the log and the job's summary. A recording in
-which the VAD finds no speech gets an empty hypothesis whose notes say so. Oracle methods,
-which need a reference per segment, fail such a recording with that reason.
+which the VAD finds no speech gets an empty hypothesis whose notes say so.
+
+Oracle methods (``needs_references``: nbest-oracle, fast_beam_search_nbest_oracle) read a
+reference per segment: the recording's one reference is cut into one span per segment
+(:func:`segment_references`) before step 2. A first greedy pass over the segments (greedy
+CTC; the transducer's greedy search for a model without a CTC head) gives the words of each
+segment's own part (a window's core), and :func:`k2dec.longform.assign_words` (what forced
+alignment uses) anchors the reference words to them and shares the runs between two
+segments' anchors where the segments' CTC paths score best (their log-probs wait in a
+temporary file, not in memory); every word goes to exactly one segment, in order, so the
+spans concatenate to the reference. The record's notes say how it was split; its WER is
+scored against the whole reference, as any long recording's.
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ import ctypes.util
 import functools
 import logging
 import math
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from types import SimpleNamespace
@@ -47,19 +58,26 @@ from lhotse.cut import Cut
 from lhotse.utils import LOG_EPSILON
 
 from ..data import load_feature_range
+from ..lang import bpe_case, match_case
+from ..lattice import ctc_greedy_search
+from ..lattice.forced_align import path_scores
 from ..longform import (
+    RunScorer,
     Segment,
     Segmentation,
     VadConfig,
     WindowConfig,
+    assign_words,
     fixed_windows,
+    kept_tokens,
     stitch_records,
     vad_segments,
     window_segments,
+    words_by_segment,
 )
 from ..methods import Method
 from ..primitives.hypothesis import HypothesisRecord
-from ..transducer import FastBeamSearchConfig
+from ..transducer import FastBeamSearchConfig, greedy_search
 from .assets import DecodeAssets, hypothesis_texts
 from .batches import Decoded, decode_or_split, silenced
 from .config import DecodeConfig
@@ -67,8 +85,8 @@ from .encoder import JobEncoder
 from .outputs import word_start_mask
 
 __all__ = ["LongDecoded", "builds_lattice", "decode_long", "dropped_speech", "is_long",
-           "long_batch_seconds", "long_key", "output_frame_shift", "segment_utterance",
-           "window_seconds"]
+           "long_batch_seconds", "long_key", "output_frame_shift", "segment_references",
+           "segment_utterance", "window_seconds"]
 
 logger = logging.getLogger(__name__)
 
@@ -296,10 +314,11 @@ def _release_freed() -> None:
 
 def _decode_segments(method: Method, method_config: Any, assets: DecodeAssets, cut: Cut,
                      segments: Sequence[Segment], config: DecodeConfig, encoder: JobEncoder,
-                     silence: Any) -> list[Decoded]:
+                     silence: Any, refs: Sequence[list[str]] | None = None) -> list[Decoded]:
     """Each segment's hypotheses (without their word strings: the stitched record's are
     made from its ids) or failure reason, decoded in batches of at most
-    :func:`long_batch_seconds` (fewer for a method that builds a lattice)."""
+    :func:`long_batch_seconds` (fewer for a method that builds a lattice); ``refs``: each
+    segment's reference words (oracle methods), else none."""
     out: list[Decoded | None] = [None] * len(segments)
     seconds = long_batch_seconds(config, builds_lattice(method, method_config))
     for idx in _batches(segments, seconds):
@@ -313,8 +332,10 @@ def _decode_segments(method: Method, method_config: Any, assets: DecodeAssets, c
         done: list[Decoded] = []
         if read:
             feats, lens = _padded(read)
+            batch_refs = [list(refs[i]) if refs is not None else []
+                          for i, r in zip(idx, rows) if not isinstance(r, str)]
             done = silenced(decode_or_split(method, method_config, assets, feats, lens,
-                                            [[] for _ in read], encoder), feats, lens, silence)
+                                            batch_refs, encoder), feats, lens, silence)
         done = [({k: (rec, []) for k, (rec, _) in hyps.items()}, error)
                 for hyps, error in reversed(done)]
         for i, r in zip(idx, rows):
@@ -322,6 +343,133 @@ def _decode_segments(method: Method, method_config: Any, assets: DecodeAssets, c
         del rows, read
         _release_freed()
     return out  # type: ignore[return-value]
+
+
+class _SpilledLogProbs:
+    """Per segment, its float16 ``[T, V]`` CTC log-probs, kept in a temporary file between
+    the first pass and the scoring of the runs between segments (memory: what one scoring
+    batch reads, not a recording's worth: an hour at 256 outputs is about 46 MB)."""
+
+    def __init__(self, file: Any, num_segments: int) -> None:
+        self.file = file
+        self.where: list[tuple[int, tuple[int, int]] | None] = [None] * num_segments
+
+    def put(self, i: int, log_probs: torch.Tensor) -> None:
+        data = log_probs.detach().to("cpu", torch.float16).contiguous().numpy()
+        self.where[i] = (self.file.seek(0, 2), tuple(data.shape))
+        self.file.write(data.tobytes())
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        offset, shape = self.where[i]  # type: ignore[misc]
+        self.file.seek(offset)
+        data = self.file.read(2 * shape[0] * shape[1])
+        return torch.from_numpy(np.frombuffer(data, dtype=np.float16).reshape(shape).copy())
+
+
+def _greedy_records(assets: DecodeAssets, feats: torch.Tensor, lens: torch.Tensor,
+                    encoder: JobEncoder) -> tuple[list[HypothesisRecord], torch.Tensor | None,
+                                                  torch.Tensor]:
+    """A batch's first pass: greedy CTC tokens and frames (a model with a CTC head; then
+    also its log-probs ``[N, T, V]``), else the transducer's greedy search; and the output
+    lengths ``[N]``."""
+    out = encoder(assets.model, feats, lens)
+    if out.ctc_log_probs is not None:
+        hyps = ctc_greedy_search(out.ctc_log_probs, out.encoder_out_lens)
+        return ([HypothesisRecord(tokens=h.tokens, token_frames=h.token_frames) for h in hyps],
+                out.ctc_log_probs, out.encoder_out_lens)
+    if assets.model.transducer is None:
+        raise ValueError(f"the first pass that splits the reference needs a CTC head or a "
+                         f"transducer; the model has neither ({assets.model.describe()})")
+    hyps = greedy_search(assets.model.transducer, out.encoder_out, out.encoder_out_lens)
+    return ([HypothesisRecord(tokens=tuple(h.tokens), token_frames=tuple(h.timestamps))
+             for h in hyps], None, out.encoder_out_lens)
+
+
+def _first_pass(assets: DecodeAssets, cut: Cut, segments: Sequence[Segment],
+                config: DecodeConfig, encoder: JobEncoder, spill: _SpilledLogProbs
+                ) -> tuple[list[list[str]], bool]:
+    """Per segment, the first pass's words of its own part (:func:`k2dec.longform.kept_tokens`:
+    a window's core), in batches as :func:`_decode_segments`'s; its CTC log-probs go to
+    ``spill``. Also whether every segment has log-probs (a CTC head, every segment read)."""
+    grid = output_frame_shift(assets, config)
+    records: list[HypothesisRecord] = [HypothesisRecord(tokens=(), token_frames=())
+                                       for _ in segments]
+    scored = True
+    for idx in _batches(segments, long_batch_seconds(config)):
+        rows = {}
+        for i in idx:
+            try:
+                rows[i] = _features(cut, segments[i])
+            except (ValueError, OSError, RuntimeError):  # no words; the second pass says why
+                scored = False
+        if not rows:
+            continue
+        feats, lens = _padded(list(rows.values()))
+        with torch.no_grad():
+            hyps, log_probs, out_lens = _greedy_records(assets, feats, lens, encoder)
+        for k, i in enumerate(rows):
+            records[i] = hyps[k]
+            if log_probs is not None:
+                spill.put(i, log_probs[k, : int(out_lens[k])])
+        scored = scored and log_probs is not None
+        del rows, feats, log_probs
+        _release_freed()
+    kept = kept_tokens(list(zip(segments, records)), grid, word_start_mask(assets))
+    return [_words(HypothesisRecord(tokens=tuple(r.tokens[k] for k in ks)), assets)
+            for r, ks in zip(records, kept)], scored
+
+
+def _scorer(assets: DecodeAssets, reference: Sequence[str], log_probs: _SpilledLogProbs
+            ) -> RunScorer | None:
+    """The reference's runs between segments scored by each segment's best CTC path through
+    the words (:func:`k2dec.lattice.forced_align.path_scores`, as forced alignment does);
+    ``None`` without a BPE model to spell them."""
+    if assets.sp is None:
+        return None
+    case = bpe_case(assets.sp)
+    pieces = [tuple(int(t) for t in assets.sp.encode(match_case(w, case))) for w in reference]
+
+    def score(jobs: list[tuple[int, list[int]]]) -> list[float]:
+        return path_scores(log_probs, [(seg, [pieces[w] for w in words]) for seg, words in jobs])
+    return score
+
+
+def segment_references(assets: DecodeAssets, cut: Cut, segments: Sequence[Segment],
+                       config: DecodeConfig, encoder: JobEncoder, reference: Sequence[str]
+                       ) -> tuple[list[list[str]], str]:
+    """A long utterance's reference cut into one span per segment, for an oracle method:
+    every word in exactly one segment, in order (the spans concatenate to ``reference``).
+
+    A first pass (greedy CTC, or the transducer's greedy search without a CTC head; the
+    words of each segment's own part, a window's core) anchors the words to segments and the
+    runs between two segments' anchors are shared where the segments' CTC paths score best
+    (:func:`k2dec.longform.assign_words`, what forced alignment does); words the first pass
+    has not (speech the VAD dropped, say) go with their neighbours.
+
+    Returns:
+      ``(spans, note)``: per segment its reference words; a note saying how it was split.
+    """
+    ref = list(reference)
+    with tempfile.TemporaryFile() as file:
+        spill = _SpilledLogProbs(file, len(segments))
+        try:
+            words, scored = _first_pass(assets, cut, segments, config, encoder, spill)
+        except ValueError as e:
+            return [ref] + [[] for _ in segments[1:]], f"the reference went to the first " \
+                f"segment (no first pass: {e})"
+        score = _scorer(assets, ref, spill) if scored and ref else None
+        fold = [[w.casefold() for w in ws] for ws in words]
+        try:
+            segs = assign_words([w.casefold() for w in ref], fold, score)
+        except ValueError as e:  # a word the scorer cannot spell: anchors and neighbours
+            logger.warning("cut %s: reference runs not scored: %s", cut.id, e)
+            segs = assign_words([w.casefold() for w in ref], fold)
+    spans = words_by_segment(ref, segs, len(segments))
+    how = "their CTC path scores" if score is not None else "the segment before them"
+    note = (f"reference of {len(ref)} words split over the {len(segments)} segments by a "
+            f"first greedy pass ({sum(map(bool, spans))} segments got words; words between "
+            f"two segments' anchors went by {how})")
+    return spans, note
 
 
 def _words(record: HypothesisRecord, assets: DecodeAssets) -> list[str]:
@@ -358,15 +506,21 @@ def _stitched(pieces: list[tuple[Segment, Decoded]], grid: float, assets: Decode
 
 
 def decode_long(method: Method, method_config: Any, assets: DecodeAssets, cut: Cut,
-                config: DecodeConfig, encoder: JobEncoder, silence: Any) -> LongDecoded:
+                config: DecodeConfig, encoder: JobEncoder, silence: Any,
+                reference: Sequence[str] | None = None) -> LongDecoded:
     """Decode one long utterance (with features) in segments and stitch its hypotheses, as
     the module docstring says; a failure (unreadable audio for the VAD, a failing segment,
-    a method that cannot stitch) is the returned record's reason, never an exception."""
+    a method that cannot stitch) is the returned record's reason, never an exception.
+
+    Args:
+      reference: the utterance's reference words (case matched to the vocabulary), for a
+        method that reads one (an oracle): cut into one span per segment
+        (:func:`segment_references`); ``None`` fails an oracle's utterance.
+    """
     grid = output_frame_shift(assets, config)
-    if method.needs_references:
-        return LongDecoded(({}, f"method {method.name!r} reads a reference per utterance; an "
-                                f"utterance over segment_max={config.segment_max:g} s is "
-                                "decoded in segments that have none"), (), 0.0, 0.0)
+    if method.needs_references and reference is None:
+        return LongDecoded(({}, f"method {method.name!r} reads the utterance's reference; "
+                                "it has none"), (), 0.0, 0.0)
     try:
         window = window_seconds(assets.model, config) if config.segmenter == "windows" else None
         seg = segment_utterance(cut, config, grid, window)
@@ -378,18 +532,22 @@ def decode_long(method: Method, method_config: Any, assets: DecodeAssets, cut: C
     if not segments:  # no speech: an empty hypothesis for every setting, saying so
         probe = [Segment(0.0, min(cut.duration, 1.0))]
         decoded = _decode_segments(method, method_config, assets, cut, probe, config,
-                                   encoder, silence)
+                                   encoder, silence, [[]])
         hyps, error = decoded[0]
         decoded = ({k: (_empty(r, seg.notes), []) for k, (r, _) in hyps.items()}, error)
         return LongDecoded(decoded, (), seg.dropped_speech, 0.0)
+    refs, notes = None, seg.notes
+    if method.needs_references:
+        refs, split = segment_references(assets, cut, segments, config, encoder, reference)
+        notes = "; ".join(n for n in (notes, split) if n)
     decoded = _decode_segments(method, method_config, assets, cut, segments, config, encoder,
-                               silence)
+                               silence, refs)
     for s, (_, error) in zip(segments, decoded):
         if error:
             logger.warning("cut %s: segment %.2f-%.2f s failed, its words are missing: %s",
                            cut.id, s.start, s.end, error)
     try:
-        result = _stitched(list(zip(segments, decoded)), grid, assets, seg.notes)
+        result = _stitched(list(zip(segments, decoded)), grid, assets, notes)
     except ValueError as e:
         result = ({}, f"cannot stitch its segments: {e}")
     return LongDecoded(result, tuple((s.start, s.end) for s in segments), seg.dropped_speech,

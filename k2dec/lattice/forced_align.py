@@ -53,7 +53,8 @@ from k2dec.lattice.dense import make_dense_fsa_vec
 from k2dec.primitives.best_paths import ctc_token_spans
 from k2dec.primitives.ragged import ragged_from_row_ids, ragged_select
 
-__all__ = ["MAX_SKIPPED_RUN", "Untranscribed", "WordAlignment", "align_words", "frame_labels"]
+__all__ = ["MAX_SKIPPED_RUN", "PATH_SCORE_CELLS", "PATH_SCORE_FRAMES", "Untranscribed",
+           "WordAlignment", "align_words", "frame_labels", "path_scores"]
 
 MAX_SKIPPED_RUN = 3
 """The most transcript words in a row the word-skip path skips (each run of ``r`` skipped
@@ -475,3 +476,51 @@ def _word_frames(log_probs: torch.Tensor, ragged: k2.RaggedTensor, ctc: CtcAlign
                          garbage_begin=garbage[0], garbage_end=garbage[1],
                          word_skipped=ragged_from_row_ids(rows, word_skipped.to(torch.int32),
                                                           n))
+
+
+PATH_SCORE_CELLS = 500_000
+"""Frames x CTC graph states per batch of :func:`path_scores` (bounds the memory of
+``k2.intersect_dense``: about 100 MB)."""
+
+PATH_SCORE_FRAMES = 25_000
+"""Padded frames (jobs x the longest job's frames) per batch of :func:`path_scores`: bounds
+the batch's float32 log-probs and their dense copy (26 MB each at 256 outputs); jobs with few
+words count few graph states, so the cell bound alone let hundreds of a 30 s segment's jobs
+into one batch."""
+
+
+def path_scores(log_probs: Sequence[torch.Tensor],
+                jobs: Sequence[tuple[int, Sequence[Sequence[int]]]],
+                max_cells: int = PATH_SCORE_CELLS, max_frames: int = PATH_SCORE_FRAMES
+                ) -> list[float]:
+    """The best CTC path's log-prob of each job ``(utterance, words)``: utterance
+    ``log_probs[utterance]``'s frames aligned to exactly those words (their token ids),
+    ``-inf`` when they do not fit; batched by :func:`align_words`, at most ``max_cells``
+    frames x CTC graph states (what its lattice memory grows with) and ``max_frames`` padded
+    frames (its log-probs) per batch, but at least one job.
+
+    Args:
+      log_probs: per utterance, float ``[T, V]`` CTC log-probs (any float dtype: taken as
+        float32 a batch at a time).
+      jobs: the utterance index and its words (token ids in ``[1, V)``, none empty).
+    """
+    out: list[float] = []
+    k = 0
+    while k < len(jobs):
+        cells, longest, end = 0, 0, k
+        while end < len(jobs):
+            seg, words = jobs[end]
+            frames = log_probs[seg].shape[0]
+            longest = max(longest, frames)
+            cells += frames * (2 * sum(len(w) for w in words) + 1)
+            if end > k and (cells > max_cells or (end - k + 1) * longest > max_frames):
+                break
+            end += 1
+        part = jobs[k:end]
+        lps = [log_probs[seg].float() for seg, _ in part]
+        lp = torch.nn.utils.rnn.pad_sequence(lps, batch_first=True)
+        lens = torch.tensor([x.shape[0] for x in lps], dtype=torch.int64)
+        out += align_words(lp, lens, [[list(w) for w in words] for _, words in part]
+                           ).score.tolist()
+        k = end
+    return out

@@ -22,7 +22,7 @@ from ..primitives.sizes import check_positive
 from ..results.ctm import CtmWord
 from .segments import Segment
 
-__all__ = ["Span", "assign_spans", "stitch_records", "stitch_words"]
+__all__ = ["Span", "assign_spans", "kept_tokens", "stitch_records", "stitch_words"]
 
 Span = tuple[object, float, float]
 """``(label, start, end)``: a word or token with its times in seconds of its segment's clock."""
@@ -160,6 +160,15 @@ def _kept_tokens(pieces: Sequence[tuple[Segment, HypothesisRecord]], frame_shift
              for (s, r), gs in zip(pieces, groups)]
     kept = assign_spans(spans, tolerance)
     return [[k for i in ks for k in gs[i]] for ks, gs in zip(kept, groups)]
+
+
+def kept_tokens(pieces: Sequence[tuple[Segment, HypothesisRecord]], frame_shift: float,
+                word_start: Sequence[bool] | None = None) -> list[list[int]]:
+    """Per piece (in the order given), the indices of its record's tokens that
+    :func:`stitch_records` keeps (the same arguments): those of the segment's own part of the
+    recording, a word at a time with ``word_start``."""
+    check_positive("frame_shift", frame_shift)
+    return _kept_tokens(pieces, frame_shift, max(0.1, 2 * frame_shift), word_start)
 
 
 def stitch_records(pieces: Sequence[tuple[Segment, HypothesisRecord]],

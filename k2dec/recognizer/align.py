@@ -57,7 +57,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import kaldialign
 import numpy as np
 import soundfile as sf
 import torch
@@ -67,8 +66,14 @@ from tqdm import tqdm
 from ..data.audio_io import AudioLimits, probe_recording
 from ..lang import bpe_case, match_case
 from ..lattice import ctc_greedy_search
-from ..lattice.forced_align import Untranscribed, align_words
+from ..lattice.forced_align import PATH_SCORE_CELLS, Untranscribed, align_words, path_scores
 from ..longform import Segment, Segmentation, VadConfig, vad_segments
+from ..longform.anchor import (
+    ANCHOR_WINDOW,
+    assign_words,
+    match_words,
+    split_run,
+)
 from ..primitives.sizes import check_float_range
 from ..results import (
     CtmWord,
@@ -93,22 +98,9 @@ ALIGN_FORMATS = ("srt", "vtt", "ctm", "jsonl", "textgrid", "lhotse")
 """The ``--output-format`` values of ``k2dec align``."""
 
 
-MAX_SPLIT_RUN = 50
-"""The longest run of unmatched words between two segments that is split by trying every
-split point (longer runs, a transcript that does not match the audio, stay with the segment
-before them)."""
-
-
-ANCHOR_WINDOW = 1000
-"""Transcript words per edit-distance alignment window when anchoring (memory: one
-``window x 2 window`` table of kaldialign's)."""
-_EPS = "\u0000"
-MAX_SPLIT_JOBS = 2000
-"""The most alignments tried to share one run of unmatched words among the segments around
-it (a run with more ways to share it stays with the segment before it)."""
-SPLIT_BATCH_CELLS = 500_000
-"""Frames x CTC graph states per batch of alignments when sharing a run (bounds the memory
-of ``k2.intersect_dense``: about 100 MB)."""
+SPLIT_BATCH_CELLS = PATH_SCORE_CELLS
+"""Frames x CTC graph states per batch of alignments when sharing a run
+(:data:`k2dec.lattice.forced_align.PATH_SCORE_CELLS`)."""
 
 
 GARBAGE_FRAME_PENALTY = 0.05
@@ -418,158 +410,44 @@ def _network_pass(model: Any, cut: Any, segments: Sequence[Segment], seconds: fl
     return log_probs, tokens
 
 
-def _window_matches(ref: Sequence[str], hyp: Sequence[str], last: bool
-                    ) -> tuple[list[int | None], int, int]:
-    """kaldialign's alignment of ``ref`` and ``hyp``: for each of the first ref words (all
-    when ``last``, else the first half), the index in ``hyp`` of the same word aligned with
-    it, or ``None``; and how many ref and hyp words that covers."""
-    keep = len(ref) if last else max(1, len(ref) // 2)
-    out: list[int | None] = []
-    h = 0
-    for r, y in kaldialign.align(list(ref), list(hyp), _EPS):
-        if r == _EPS:
-            h += 1
-            continue
-        if len(out) == keep:
-            break
-        out.append(h if y == r else None)
-        h += y != _EPS
-    return out, len(out), h
-
-
 def _matches(ref: Sequence[str], hyp: Sequence[str], window: int = ANCHOR_WINDOW
              ) -> list[int | None]:
-    """For each ref word, the index of the hyp word it is matched with when the two are
-    the same word (edit-distance alignment), else ``None``; aligned ``window`` words at a
-    time, each window committing its first half (memory ``O(window**2)``, not
-    ``O(len(ref) * len(hyp))``)."""
-    out: list[int | None] = []
-    r0 = h0 = 0
-    while r0 < len(ref):
-        last = r0 + window >= len(ref)
-        got, used_r, used_h = _window_matches(ref[r0: r0 + window],
-                                              hyp[h0: h0 + (2 if last else 1) * window], last)
-        out += [None if m is None else h0 + m for m in got]
-        r0, h0 = r0 + used_r, h0 + used_h
-    return out
+    """:func:`k2dec.longform.match_words`."""
+    return match_words(ref, hyp, window)
 
 
-def _anchor(units: Sequence[TranscriptWord], tokens: Sequence[list[int]], sp: Any
-            ) -> list[int | None]:
-    """The segment of the greedy word each transcript word is matched with by kaldialign's
-    edit-distance alignment when the two are the same word, else ``None``."""
-    hyp_words: list[str] = []
-    hyp_segment: list[int] = []
-    for i, toks in enumerate(tokens):
-        words = sp.decode(toks).split()
-        hyp_words += words
-        hyp_segment += [i] * len(words)
-    ref = [sp.decode(list(u.pieces)).replace(" ", "") for u in units]
-    return [None if m is None else hyp_segment[m] for m in _matches(ref, hyp_words)]
+def _segment_words(tokens: Sequence[list[int]], sp: Any) -> list[list[str]]:
+    """Each segment's greedy words."""
+    return [sp.decode(toks).split() for toks in tokens]
 
 
-def _fill(matched: Sequence[int | None]) -> list[int]:
-    """Unmatched words to the segment of the word before them (the first's if none)."""
-    prev = next((s for s in matched if s is not None), 0)
-    segs = []
-    for s in matched:
-        prev = prev if s is None else s
-        segs.append(prev)
-    return segs
+def _reference(units: Sequence[TranscriptWord], sp: Any) -> list[str]:
+    """The transcript's words as the BPE model spells them (what the greedy words are)."""
+    return [sp.decode(list(u.pieces)).replace(" ", "") for u in units]
 
 
-def _boundary_runs(matched: Sequence[int | None]) -> list[tuple[int, int, int, int]]:
-    """``(first word, end word, segment before, segment after)`` of each run of unmatched
-    words between matched words of two different segments (runs of at most
-    :data:`MAX_SPLIT_RUN` words)."""
-    runs = []
-    w = 0
-    while w < len(matched):
-        if matched[w] is not None:
-            w += 1
-            continue
-        end = w
-        while end < len(matched) and matched[end] is None:
-            end += 1
-        if 0 < w and end < len(matched) and matched[w - 1] != matched[end] \
-                and end - w <= MAX_SPLIT_RUN:
-            runs.append((w, end, matched[w - 1], matched[end]))
-        w = end
-    return runs
-
-
-def _path_scores(jobs: list[tuple[int, list[int]]], units: Sequence[TranscriptWord],
-                 log_probs: Sequence[torch.Tensor]) -> list[float]:
-    """The best CTC path's log-prob of each ``(segment, word indices)`` job (``-inf`` when
-    the words do not fit), in batches of at most :data:`SPLIT_BATCH_CELLS` frames x CTC
-    graph states (what ``k2.intersect_dense``'s memory grows with)."""
-    out: list[float] = []
-    k = 0
-    while k < len(jobs):
-        cells, end = 0, k
-        while end < len(jobs) and (end == k or cells < SPLIT_BATCH_CELLS):
-            seg, words = jobs[end]
-            states = 2 * sum(len(units[w].pieces) for w in words) + 1
-            cells += log_probs[seg].shape[0] * states
-            end += 1
-        part = jobs[k:end]
-        lps = [log_probs[seg].float() for seg, _ in part]
-        lp = torch.nn.utils.rnn.pad_sequence(lps, batch_first=True)
-        lens = torch.tensor([x.shape[0] for x in lps], dtype=torch.int64)
-        rows = [[list(units[w].pieces) for w in words] for _, words in part]
-        out += align_words(lp, lens, rows).score.tolist()
-        k = end
-    return out
+def _scorer(units: Sequence[TranscriptWord], log_probs: Sequence[torch.Tensor]) -> Any:
+    """The :data:`k2dec.longform.RunScorer` of a run's shares: each segment's best CTC path
+    through its words (:func:`k2dec.lattice.forced_align.path_scores`)."""
+    def score(jobs: list[tuple[int, list[int]]]) -> list[float]:
+        return path_scores(log_probs, [(seg, [units[w].pieces for w in words])
+                                       for seg, words in jobs], SPLIT_BATCH_CELLS)
+    return score
 
 
 def _split_run(run: tuple[int, int, int, int], segs: list[int],
                units: Sequence[TranscriptWord], log_probs: Sequence[torch.Tensor]) -> None:
-    """Share a run of unmatched words among the segments ``a .. b`` around it, in order,
-    where the sum of the segments' best CTC path scores is highest (dynamic programming
-    over the split points; each segment between ``a`` and ``b`` may get none)."""
-    first, end, a, b = run
-    run_words = list(range(first, end))
-    size = len(run_words)
-    own_a = [w for w, s in enumerate(segs) if s == a and w < first]
-    own_b = [w for w, s in enumerate(segs) if s == b and w >= end]
-    middle = list(range(a + 1, b))
-    spans = [(i, k) for i in range(size + 1) for k in range(i, size + 1)]
-    if len(middle) * len(spans) > MAX_SPLIT_JOBS:
-        logger.info("%d words between segments %d and %d stay with segment %d (too many "
-                    "ways to share them)", size, a, b, a)
-        return
-    jobs = [(a, own_a + run_words[:k]) for k in range(size + 1)]
-    jobs += [(b, run_words[i:] + own_b) for i in range(size + 1)]
-    jobs += [(j, run_words[i:k]) for j in middle for i, k in spans]
-    scores = _path_scores(jobs, units, log_probs)
-    best = scores[: size + 1]  # best[k]: the first k words placed so far
-    choice: list[list[int]] = []
-    for m in range(len(middle)):
-        table = dict(zip(spans, scores[2 * (size + 1) + m * len(spans):]))
-        prev = [max(range(k + 1), key=lambda i, k=k: best[i] + table[(i, k)])
-                for k in range(size + 1)]
-        best = [best[prev[k]] + table[(prev[k], k)] for k in range(size + 1)]
-        choice.append(prev)
-    tail = scores[size + 1: 2 * (size + 1)]
-    k = max(range(size + 1), key=lambda i: best[i] + tail[i])
-    cuts = [k]
-    for prev in reversed(choice):
-        cuts.append(prev[cuts[-1]])
-    bounds = list(reversed(cuts))  # words given to a, then to each middle segment
-    owners = [a] + middle
-    for n, w in enumerate(run_words):
-        segs[w] = next((owners[j] for j, c in enumerate(bounds) if n < c), b)
+    """:func:`k2dec.longform.split_run` with the segments' CTC path scores."""
+    split_run(run, segs, _scorer(units, log_probs))
 
 
 def _assign(units: Sequence[TranscriptWord], tokens: Sequence[list[int]], sp: Any,
             log_probs: Sequence[torch.Tensor]) -> list[int]:
-    """The segment of each transcript word: matched by kaldialign to the greedy words, the
-    words matched with nothing between two segments split where the CTC paths score best."""
-    matched = _anchor(units, tokens, sp)
-    segs = _fill(matched)
-    for run in _boundary_runs(matched):
-        _split_run(run, segs, units, log_probs)
-    return segs
+    """The segment of each transcript word (:func:`k2dec.longform.assign_words`): matched by
+    kaldialign to the greedy words, the words matched with nothing between two segments
+    split where the CTC paths score best."""
+    return assign_words(_reference(units, sp), _segment_words(tokens, sp),
+                        _scorer(units, log_probs))
 
 
 def _timed_word(unit: TranscriptWord, segment: int, start: float, frames: dict[str, Any],
