@@ -246,7 +246,7 @@ def _decode_locked(assets: DecodeAssets, cuts: CutSet, job: _Job, out_dir: Path,
         retry = config.retry_failed or record.max_duration != config.max_duration
         todo, digests = todo_cuts(cuts, failed, writer, assets.model.min_input_frames,
                                   config.max_duration, retry, config.segment_max,
-                                  long_key(config))
+                                  long_key(config), job.method.needs_references)
         logger.info("%s: %d utterances, %d to decode", job.name, len(cuts) + len(failed),
                     len(todo))
         if len(todo):

@@ -14,7 +14,9 @@ spent on it and the result settings written. On a rerun:
   failed under (``max_duration``) changed, since the reason may be gone;
 - another key: the old results and their files are moved to ``replaced/<test_set>/`` beside
   them (one log line says which inputs changed) and the test set is decoded again;
-- changed references re-score only (:func:`update_references`): the hypotheses stay.
+- changed references re-score only (:func:`update_references`): the hypotheses stay; except
+  for the oracle methods (``needs_references``), whose hypotheses depend on the reference: a
+  cut whose reference changed is decoded again (its digest holds the text).
 
 Contents are hashed (BLAKE2b) from the loaded objects once per job (:class:`JobInputs`),
 never judged by file sizes or times.
@@ -119,13 +121,15 @@ def content_digest(obj: Any) -> str:
     return h.hexdigest()
 
 
-def cut_digest(cut: Any) -> str:
+def cut_digest(cut: Any, with_text: bool = False) -> str:
     """The digest of a cut's manifest entry (recording, features, times, channels) without
-    its supervisions' texts and lhotse's data-loading notes: what the cut's hypotheses
-    depend on besides the job."""
+    its supervisions' texts (kept with ``with_text``: an oracle method's hypotheses depend on
+    them) and lhotse's data-loading notes: what the cut's hypotheses depend on besides the
+    job."""
     data = cut.to_dict()
     for sup in data.get("supervisions") or []:
-        sup.pop("text", None)
+        if not with_text:
+            sup.pop("text", None)
     custom = data.get("custom") or {}
     custom.pop("dataloading_info", None)  # lhotse's sampler adds it to the cuts it yields
     if not custom:
@@ -317,7 +321,7 @@ def update_references(records: dict[str, dict[str, Any]], refs: Mapping[str, lis
 
 def todo_cuts(cuts: CutSet, failed: Mapping[str, str], writer: ResultWriter, min_frames: int,
           max_duration: float, retry_failures: bool, segment_max: float | None = None,
-          long_key: str = "") -> tuple[CutSet, dict[str, str]]:
+          long_key: str = "", with_text: bool = False) -> tuple[CutSet, dict[str, str]]:
     """The cuts to decode: those not in the results file, or whose line is of another input
     (:func:`~k2dec.job.resume.cut_digest`), or failed while ``retry_failures``; cuts too
     short for the model or longer than a batch, and the utterances of ``failed``, are
@@ -326,6 +330,9 @@ def todo_cuts(cuts: CutSet, failed: Mapping[str, str], writer: ResultWriter, min
     A cut longer than ``segment_max`` (not ``None``) is decoded in segments
     (:mod:`k2dec.job.longform`): never too long, and its digest also holds ``long_key``
     (the segmenter's settings), so a rerun with other settings decodes it again.
+    ``with_text``: the digests hold the cuts' reference texts (the methods that read them,
+    ``needs_references``), so a changed reference decodes the cut again instead of only
+    re-scoring it.
 
     Raises:
       ValueError: if no cut to decode has features (cuts of recordings: compute fbank first).
@@ -338,7 +345,7 @@ def todo_cuts(cuts: CutSet, failed: Mapping[str, str], writer: ResultWriter, min
     todo, digests = [], {}
     for c in cuts:
         long = segment_max is not None and c.duration > segment_max
-        digest = cut_digest(c)
+        digest = cut_digest(c, with_text)
         if long:
             digest = content_digest([digest, long_key])
         digests[c.id] = digest

@@ -203,3 +203,43 @@ def test_exported_models_have_stable_digests_that_follow_their_files(tmp_path):
     other = il.export_onnx(il.build_transducer(seed=1), tmp_path / "other")
     shutil.copy(other["joiner"], paths["joiner"])
     assert content_digest(load_model(folder)) != before
+
+
+def test_an_oracle_decodes_again_when_its_references_change(decode_setup, audio, tmp_path,
+                                                            caplog):
+    """An oracle's hypotheses are read off its reference: a changed reference decodes those
+    cuts again (what a fresh job gives), an unchanged one resumes."""
+    s = decode_setup
+    rec, text = audio
+    out = tmp_path / "out"
+    method = ["--method", "nbest-oracle"]
+    first = _decode(s, rec, text, out, *method)
+    assert first.exit_code in (0, 3), first.output
+    results = out / "nbest-oracle" / "results-rec.jsonl"
+    before = read_results(results)
+    with caplog.at_level(logging.INFO, logger="k2dec.job"):
+        again = _decode(s, rec, text, out, *method)
+    assert read_results(results) == before
+    assert "rec nbest-oracle: 5 utterances, 0 to decode" in caplog.text
+    caplog.clear()
+    # two references changed: those two cuts are decoded again, the others resume
+    lines = [f"utt{i} {TEXT[(i + 1) % 5] if i < 2 else TEXT[i]}\n" for i in range(5)]
+    text.write_text("".join(lines))
+    with caplog.at_level(logging.INFO, logger="k2dec.job"):
+        changed = _decode(s, rec, text, out, *method)
+    assert changed.exit_code == first.exit_code, changed.output
+    assert "rec nbest-oracle: 5 utterances, 2 to decode" in caplog.text
+    fresh = _decode(s, rec, text, tmp_path / "fresh", *method)
+    assert fresh.exit_code == first.exit_code, fresh.output
+    assert _hyps(results) == _hyps(tmp_path / "fresh" / "nbest-oracle" / "results-rec.jsonl")
+    assert _rows(changed.output)["nbest-oracle"][3] == _rows(fresh.output)["nbest-oracle"][3]
+
+
+def test_cut_digest_holds_the_text_only_when_asked(decode_setup):
+    from lhotse.utils import fastcopy
+
+    cut = next(iter(decode_setup["cuts"]))
+    other = fastcopy(cut, supervisions=[fastcopy(cut.supervisions[0], text="SOMETHING ELSE")])
+    assert cut_digest(cut) == cut_digest(other)
+    assert cut_digest(cut, with_text=True) != cut_digest(other, with_text=True)
+    assert cut_digest(cut, with_text=True) == cut_digest(fastcopy(cut), with_text=True)
