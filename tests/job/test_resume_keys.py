@@ -219,6 +219,7 @@ def test_an_oracle_decodes_again_when_its_references_change(decode_setup, audio,
     before = read_results(results)
     with caplog.at_level(logging.INFO, logger="k2dec.job"):
         again = _decode(s, rec, text, out, *method)
+    assert again.exit_code == first.exit_code, again.output
     assert read_results(results) == before
     assert "rec nbest-oracle: 5 utterances, 0 to decode" in caplog.text
     caplog.clear()
