@@ -20,7 +20,6 @@ import inspect
 import logging
 import math
 import warnings
-import weakref
 from dataclasses import dataclass
 
 import k2
@@ -35,6 +34,7 @@ from k2dec.lattice.dense import (
     validate_log_probs,
 )
 from k2dec.primitives.best_paths import FRAME_ATTR
+from k2dec.primitives.per_graph import PerGraph
 from k2dec.primitives.ragged import ragged_from_row_ids
 from k2dec.primitives.sizes import check_float_range, check_int_range
 
@@ -315,9 +315,6 @@ def _intersect(
     )
 
 
-_PARTIAL_GRAPHS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def partial_graph(graph: k2.Fsa) -> k2.Fsa:
     """The graph of a best-partial-path search on a k2 without ``allow_partial``: a copy of
     ``graph`` (one FSA, or an FsaVec) with an extra arc into the final state (label ``-1``,
@@ -326,19 +323,17 @@ def partial_graph(graph: k2.Fsa) -> k2.Fsa:
     ``allow_partial`` gives a state active on the last frame), arc-sorted. A search through it
     that reaches no real final arc ends on the best active state. Kept per graph object while
     its arcs and scores are unchanged; ``graph`` is not modified."""
-    arcs, scores = graph.arcs.values(), graph.scores
-    key = (arcs.data_ptr(), arcs.shape[0], scores.data_ptr(), scores._version,
-           graph.labels._version)
-    cached = _PARTIAL_GRAPHS.get(graph)
-    if cached is not None and cached[0] == key:
-        return cached[1]
+    return _PARTIAL_GRAPHS(graph)
+
+
+def _build_partial_graph(graph: k2.Fsa) -> k2.Fsa:
     if graph.arcs.num_axes() == 2:
-        out = _with_partial_final_arcs(graph)
-    else:
-        out = k2.create_fsa_vec([_with_partial_final_arcs(graph[i])
-                                 for i in range(graph.shape[0])])
-    _PARTIAL_GRAPHS[graph] = (key, out)
-    return out
+        return _with_partial_final_arcs(graph)
+    return k2.create_fsa_vec([_with_partial_final_arcs(graph[i])
+                              for i in range(graph.shape[0])])
+
+
+_PARTIAL_GRAPHS: PerGraph[k2.Fsa] = PerGraph(_build_partial_graph)
 
 
 def _with_partial_final_arcs(graph: k2.Fsa) -> k2.Fsa:

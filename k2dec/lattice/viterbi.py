@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import math
 import warnings
-import weakref
 from dataclasses import dataclass
 
 import k2
@@ -45,6 +44,7 @@ from k2dec.lattice.search import (
     utterance_report,
 )
 from k2dec.primitives.best_paths import ctc_collapse
+from k2dec.primitives.per_graph import PerGraph
 from k2dec.primitives.ragged import ragged_from_row_ids, ragged_select
 
 logger = logging.getLogger(__name__)
@@ -77,22 +77,11 @@ class GraphTables:
     final_arc: torch.Tensor
 
 
-_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def graph_tables(graph: k2.Fsa) -> GraphTables:
     """:class:`GraphTables` of a single FSA (2 axes), computed once per graph object and kept
     while its arcs and scores are unchanged (keyed on their storage and torch version
     counters; a new ``scores`` tensor is a new key)."""
-    arcs, scores = graph.arcs.values(), graph.scores
-    key = (arcs.data_ptr(), arcs.shape[0], scores.data_ptr(), scores._version,
-           graph.labels._version)
-    cached = _TABLES.get(graph)
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    tables = _build_tables(graph)
-    _TABLES[graph] = (key, tables)
-    return tables
+    return _TABLES(graph)
 
 
 def _build_tables(graph: k2.Fsa) -> GraphTables:
@@ -117,6 +106,9 @@ def _build_tables(graph: k2.Fsa) -> GraphTables:
         _scatter(final_arc, src[winners], winners, "amin", include_self=False)
     return GraphTables(num_states, emit_splits, emit_arc, dest[emit_arc], label[emit_arc],
                        scores[emit_arc].contiguous(), final_score, final_arc)
+
+
+_TABLES: PerGraph[GraphTables] = PerGraph(_build_tables)
 
 
 def _scatter(out: torch.Tensor, index: torch.Tensor, src: torch.Tensor, reduce: str,

@@ -99,3 +99,20 @@ def fbs_setup(tmp_path_factory):
 def tiny_LG(tmp_path_factory):
     """The tiny transducer lang dir and its LG."""
     return tiny_lg(tmp_path_factory.mktemp("lg"))  # tokens a b c d = 1..4 (vocab 5)
+
+
+@pytest.fixture()
+def attention_call_sizes(monkeypatch):
+    """``spy(decoder)``: patches ``decoder.score_sequences`` to record, per call, how many
+    hypotheses it scores; returns that list (filled as the decoder is called)."""
+    def spy_on(dec: Any) -> list[int]:
+        sizes: list[int] = []
+        real = dec.score_sequences
+
+        def spy(memory, memory_lens, tokens, utt):
+            sizes.append(int(utt.numel()))
+            return real(memory, memory_lens, tokens, utt)
+
+        monkeypatch.setattr(dec, "score_sequences", spy)
+        return sizes
+    return spy_on

@@ -178,19 +178,12 @@ def test_whole_lattice_rescoring_in_groups_equals_the_shared_lattice(setup):
         assert a.hyps == b.hyps
 
 
-def test_attention_chunk_cells_bound_the_decoder_calls_not_the_results(setup, monkeypatch):
+def test_attention_chunk_cells_bound_the_decoder_calls_not_the_results(setup,
+                                                                       attention_call_sizes):
     """``attention-decoder``: at ``rescore.attention_chunk_cells=1`` every decoder call scores
     one path; the words and scores are those of the default chunks."""
     lang, res = setup
-    dec = res.attention_decoder
-    sizes: list[int] = []
-    real = dec.score_sequences
-
-    def spy(memory, memory_lens, tokens, utt):
-        sizes.append(int(utt.numel()))
-        return real(memory, memory_lens, tokens, utt)
-
-    monkeypatch.setattr(dec, "score_sequences", spy)
+    sizes = attention_call_sizes(res.attention_decoder)
     inp = random_ctc_inputs(4, lang.max_token_id + 1)
     cfg = method_config("attention-decoder", nbest=NbestConfig(num_paths=20))
     default = get_method("attention-decoder")(inp, res, cfg)

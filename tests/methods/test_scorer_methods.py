@@ -162,20 +162,12 @@ def test_no_ngram_rescoring_keys(resources):
 @pytest.mark.parametrize("name, config_cls", [
     ("attention-decoder-rescoring-no-ngram", NoNgramAttentionConfig),
     ("ctc-prefix-beam-search-attention-decoder-rescoring", CtcPrefixAttentionConfig)])
-def test_attention_chunk_cells_bound_the_decoder_calls_not_the_results(resources, monkeypatch,
-                                                                       name, config_cls):
+def test_attention_chunk_cells_bound_the_decoder_calls_not_the_results(
+        resources, attention_call_sizes, name, config_cls):
     """``rescore.attention_chunk_cells`` reaches the attention decoder: at 1 cell every call
     scores one hypothesis; the words and scores are those of the default chunks."""
     res, _ = resources
-    dec = res.attention_decoder
-    sizes: list[int] = []
-    real = dec.score_sequences
-
-    def spy(memory, memory_lens, tokens, utt):
-        sizes.append(int(utt.numel()))
-        return real(memory, memory_lens, tokens, utt)
-
-    monkeypatch.setattr(dec, "score_sequences", spy)
+    sizes = attention_call_sizes(res.attention_decoder)
     inputs = ctc_inputs(4)
     default = get_method(name)(inputs, res, config_cls())
     default_sizes, sizes[:] = list(sizes), []
