@@ -52,8 +52,9 @@ def test_smoke_report(tmp_path):
     assert (tmp_path / "ctc_lm.png").stat().st_size > 1000
     systems = _systems(report)
     # the lattice-free search right after the lattice search at each setting
-    assert systems[:6] == [bench.K2_1BEST, bench.K2_FREE, bench.K2_1BEST_FAST,
-                           bench.K2_FREE_FAST, bench.K2_1BEST_FASTER, bench.K2_WLR]
+    assert systems[:7] == [bench.K2_1BEST, bench.K2_FREE, bench.K2_1BEST_FAST,
+                           bench.K2_FREE_FAST, bench.K2_1BEST_FASTER, bench.K2_1BEST_PARTIAL,
+                           bench.K2_WLR]
     for row in report["tables"][0]["rows"]:
         wers = row[3:6]
         assert all(0.0 <= w <= 200.0 for w in wers), row
@@ -98,7 +99,8 @@ def test_missing_or_failing_peers_are_reported_not_dropped(tmp_path):
     assert "requirements/bench-ctc.txt" in reasons[bench.TORCHAUDIO]
     assert "failed while decoding (RuntimeError: broken decoder)" in reasons[bench.PYCTC]
     assert set(_systems(report)) == {bench.K2_1BEST, bench.K2_1BEST_FAST, bench.K2_FREE,
-                                     bench.K2_FREE_FAST, bench.K2_1BEST_FASTER, bench.K2_WLR}
+                                     bench.K2_FREE_FAST, bench.K2_1BEST_FASTER,
+                                     bench.K2_1BEST_PARTIAL, bench.K2_WLR}
     assert [(t["target"], t["met"]) for t in report["targets"]] == [
         (bench.TARGET_EQUAL_WER, None)]
     assert all(row[0].startswith("k2dec") for row in report["tables"][-1]["rows"])  # tuning
