@@ -606,16 +606,22 @@ class _GroupedSearch:
         retries take; without ``allow_partial`` returns ``pending``."""
         if not self.config.allow_partial or pending.numel() == 0:
             return pending
+        return self._search_again(pending, self.config, LatticeStatus.PARTIAL, partial=True)
+
+    def _search_again(self, pending: torch.Tensor, config: LatticeConfig,
+                      status: LatticeStatus, partial: bool = False) -> torch.Tensor:
+        """Search ``pending`` (int64 CPU) again with ``config`` in groups (:meth:`_groups`);
+        those whose new lattice has a final arc take it, with ``status``. Returns the rest."""
         left = []
-        for utts in self._groups(pending, self.config):
-            lattice = self._decode(utts, self.config, partial=True)
+        for utts in self._groups(pending, config):
+            lattice = self._decode(utts, config, partial=partial)
             found = has_final_arc(lattice)
             self.pieces.append(lattice)
             piece = len(self.pieces) - 1
             for j in found.nonzero().squeeze(1).tolist():
                 u = int(utts[j])
                 self.where_piece[u], self.where_index[u] = piece, j
-                self.status[u] = LatticeStatus.PARTIAL
+                self.status[u] = status
             left.append(utts[~found])
         return torch.cat(left)
 
@@ -635,18 +641,7 @@ class _GroupedSearch:
             )
             for u in pending.tolist():
                 self.settings[u] = wider
-            left = []
-            for utts in self._groups(pending, wider):
-                retry = self._decode(utts, wider)
-                found = has_final_arc(retry)
-                self.pieces.append(retry)
-                piece = len(self.pieces) - 1
-                for j in found.nonzero().squeeze(1).tolist():
-                    u = int(utts[j])
-                    self.where_piece[u], self.where_index[u] = piece, j
-                    self.status[u] = LatticeStatus.RETRIED
-                left.append(utts[~found])
-            pending = torch.cat(left)
+            pending = self._search_again(pending, wider, LatticeStatus.RETRIED)
         if pending.numel() > 0:
             # k2 returns the partial lattice of a search that died before the end: keep the
             # documented contract (an empty FSA) by removing every arc not on a complete path
