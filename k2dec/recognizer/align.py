@@ -66,14 +66,9 @@ from tqdm import tqdm
 from ..data.audio_io import AudioLimits, probe_recording
 from ..lang import bpe_case, match_case
 from ..lattice import ctc_greedy_search
-from ..lattice.forced_align import PATH_SCORE_CELLS, Untranscribed, align_words, path_scores
+from ..lattice.forced_align import Untranscribed, align_words, path_scores
 from ..longform import Segment, Segmentation, VadConfig, vad_segments
-from ..longform.anchor import (
-    ANCHOR_WINDOW,
-    assign_words,
-    match_words,
-    split_run,
-)
+from ..longform.anchor import assign_words
 from ..primitives.sizes import check_float_range
 from ..results import (
     CtmWord,
@@ -96,11 +91,6 @@ __all__ = ["ALIGN_FORMATS", "AlignConfig", "AlignedToken", "AlignedWord", "Align
 
 ALIGN_FORMATS = ("srt", "vtt", "ctm", "jsonl", "textgrid", "lhotse")
 """The ``--output-format`` values of ``k2dec align``."""
-
-
-SPLIT_BATCH_CELLS = PATH_SCORE_CELLS
-"""Frames x CTC graph states per batch of alignments when sharing a run
-(:data:`k2dec.lattice.forced_align.PATH_SCORE_CELLS`)."""
 
 
 GARBAGE_FRAME_PENALTY = 0.05
@@ -410,12 +400,6 @@ def _network_pass(model: Any, cut: Any, segments: Sequence[Segment], seconds: fl
     return log_probs, tokens
 
 
-def _matches(ref: Sequence[str], hyp: Sequence[str], window: int = ANCHOR_WINDOW
-             ) -> list[int | None]:
-    """:func:`k2dec.longform.match_words`."""
-    return match_words(ref, hyp, window)
-
-
 def _segment_words(tokens: Sequence[list[int]], sp: Any) -> list[list[str]]:
     """Each segment's greedy words."""
     return [sp.decode(toks).split() for toks in tokens]
@@ -431,14 +415,8 @@ def _scorer(units: Sequence[TranscriptWord], log_probs: Sequence[torch.Tensor]) 
     through its words (:func:`k2dec.lattice.forced_align.path_scores`)."""
     def score(jobs: list[tuple[int, list[int]]]) -> list[float]:
         return path_scores(log_probs, [(seg, [units[w].pieces for w in words])
-                                       for seg, words in jobs], SPLIT_BATCH_CELLS)
+                                       for seg, words in jobs])
     return score
-
-
-def _split_run(run: tuple[int, int, int, int], segs: list[int],
-               units: Sequence[TranscriptWord], log_probs: Sequence[torch.Tensor]) -> None:
-    """:func:`k2dec.longform.split_run` with the segments' CTC path scores."""
-    split_run(run, segs, _scorer(units, log_probs))
 
 
 def _assign(units: Sequence[TranscriptWord], tokens: Sequence[list[int]], sp: Any,

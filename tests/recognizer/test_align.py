@@ -23,6 +23,7 @@ from lhotse import SupervisionSet
 from praatio import textgrid
 
 from k2dec.demo import ASSETS
+from k2dec.longform.anchor import match_words, split_run
 from k2dec.recognizer.align import (
     AlignConfig,
     align_recording,
@@ -278,7 +279,7 @@ def test_words_between_anchors_are_shared_as_a_brute_force_search_would(rec):
                .mul(3).log_softmax(-1) for _ in range(num_segments)]
         # words 0 and 5 anchor the first and last segment; 1..4 are the run
         segs = [0] * 5 + [num_segments - 1]
-        al._split_run((1, 5, 0, num_segments - 1), segs, units, lps)
+        split_run((1, 5, 0, num_segments - 1), segs, al._scorer(units, lps))
         best, arg = -float("inf"), None
         for share in _shares(4, num_segments):
             owner = [0] + share + [num_segments - 1]
@@ -297,7 +298,6 @@ def test_windowed_anchor_matches_the_whole_alignment():
     on transcripts with sparse errors that gives the matches of one whole alignment."""
     import kaldialign
 
-    from k2dec.recognizer import align as al
 
     rng = np.random.default_rng(0)
     for n, window in [(1, 4), (7, 4), (150, 20), (400, 50), (400, 1000)]:
@@ -317,8 +317,8 @@ def test_windowed_anchor_matches_the_whole_alignment():
                 continue
             whole.append(h if y == r else None)
             h += y != "*"
-        assert al._matches(ref, hyp, window) == whole, (n, window)
-    assert al._matches(["A", "B"], []) == [None, None]
+        assert match_words(ref, hyp, window) == whole, (n, window)
+    assert match_words(["A", "B"], []) == [None, None]
 
 
 def _five(texts):
