@@ -140,3 +140,44 @@ def test_empty_and_bad_inputs():
     vec = k2.create_fsa_vec([_two_tails(-0.5)])
     with pytest.raises(ValueError, match="fsa"):
         minimize_graph(vec)
+
+
+def test_compile_options_minimize(tiny_lang, tmp_path):
+    """compile_HLG / compile_LG / compile_graph(minimize=True) (and ``k2dec compile-graph
+    --minimize``) give the minimized graph, recorded in its metadata."""
+    from click.testing import CliRunner
+
+    from k2dec.cli import main
+    from k2dec.graph import compile_graph, load_graph
+    from k2dec.graph.io import META_KEY
+
+    lang, arpa = tiny_lang
+    for kind in ("HLG", "LG", "HL"):
+        plain, _ = compile_graph(lang.path, kind, arpa=arpa, out=tmp_path / f"{kind}.pt")
+        small, path = compile_graph(lang.path, kind, arpa=arpa, minimize=True,
+                                    out=tmp_path / f"{kind}-min.pt")
+        want = minimize_graph(plain)
+        assert (small.shape[0], small.num_arcs) == (want.shape[0], want.num_arcs)
+        assert torch.equal(small.arcs.values(), want.arcs.values())
+        assert torch.load(path)[META_KEY]["minimized"] is True
+        r = CliRunner().invoke(main, ["compile-graph", "--lang-dir", str(lang.path), "--type",
+                                      kind, "--arpa", str(arpa), "--minimize", "--out",
+                                      str(tmp_path / f"{kind}-cli.pt")])
+        assert r.exit_code == 0, r.output
+        cli = load_graph(tmp_path / f"{kind}-cli.pt", lang.token_table, lang.word_table)
+        assert torch.equal(cli.arcs.values(), want.arcs.values())
+    with pytest.raises(ValueError, match="minimize"):
+        compile_graph(lang.path, "H", minimize=True, out=tmp_path / "H.pt")
+
+
+@pytest.mark.parametrize("seed", SEEDS[:3])
+def test_compile_functions_minimize(seed, tmp_path):
+    case = RandomCase(seed, tmp_path)
+    H = build_ctc_topo(case.lang.max_token_id)
+    for got, want in (
+        (compile_HLG(H, case.L, case.G, *case.ids, minimize=True),
+         minimize_graph(compile_HLG(H, case.L, case.G, *case.ids))),
+        (compile_LG(case.L, case.G, *case.ids, minimize=True),
+         minimize_graph(compile_LG(case.L, case.G, *case.ids))),
+    ):
+        assert torch.equal(got.arcs.values(), want.arcs.values())
