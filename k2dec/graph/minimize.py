@@ -6,9 +6,16 @@ for every arc leaving one there is an arc leaving the other with the same label,
 (a bisimulation over the arcs' whole content). Nothing is pushed: no score and no word moves
 to another arc, so every path of the input is a path of the output with the same labels,
 words, tokens and scores at every frame, and the output has no other path. A search on the
-smaller graph therefore keeps the same partial scores: where the input kept a hypothesis in
-each of several equivalent states the output keeps one, so at the same beam it keeps at least
-the same best path, and a max-active cap counts distinct futures only.
+smaller graph sees the same partial scores: where the input kept a hypothesis in each of
+several equivalent states the output keeps one (the best), so a max-active cap counts
+distinct futures only. Without pruning the best path and its score are the same; with
+pruning the searches may differ where the input's copies crowded other states out.
+
+Measured on the shipped BPE-256 / 3-gram HLG: 616947 -> 504416 states, 2.62M -> 2.23M arcs
+(24 s of CPU); 1best on the shipped test sets gave the same words on every utterance at
+beams 8-12 and the same speed within the machine's noise (0.87-1.12x), for k2 and for
+kaldi-decoder alike: the search's cost follows its active states, which the merged copies
+rarely are at the same time. Hence an option, off by default.
 
 This is what Kaldi's ``fstminimizeencoded`` does to HCLG (encode each arc's labels and weight
 as one label, minimize the acceptor, decode), here through OpenFst's ``Minimize`` in kaldifst,

@@ -181,3 +181,22 @@ def test_compile_functions_minimize(seed, tmp_path):
          minimize_graph(compile_LG(case.L, case.G, *case.ids))),
     ):
         assert torch.equal(got.arcs.values(), want.arcs.values())
+
+
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_minimized_hlg_on_blank_and_empty_inputs(seed, tmp_path):
+    """All-blank frames (no words: the empty hypothesis) give the same score; an empty batch
+    is refused the same way for both graphs."""
+    case, HLG, HLG_min, _, _ = _graphs(seed, tmp_path)
+    vocab = case.lang.max_token_id + 1
+    log_probs = torch.full((2, 5, vocab), -8.0)
+    log_probs[:, :, 0] = -0.01
+    lens = torch.tensor([5, 1])
+    want = one_best_decoding(log_probs, lens, HLG, WIDE)
+    got = one_best_decoding(log_probs, lens, HLG_min, WIDE)
+    for g, w in zip(got, want):
+        assert g.words == w.words == ()
+        assert g.score == pytest.approx(w.score, abs=1e-4)
+    for graph in (HLG, HLG_min):
+        with pytest.raises(ValueError, match="non-empty"):
+            one_best_decoding(log_probs[:0], lens[:0], graph, WIDE)
