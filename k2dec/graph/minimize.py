@@ -114,8 +114,8 @@ def _minimized_acceptor(src: torch.Tensor, dst: torch.Tensor, code: torch.Tensor
                         final: int
                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int, int]:
     """OpenFst ``Minimize`` of the acceptor with arcs ``src -code+1-> dst`` (start state 0,
-    ``final`` the one final state); returns its arcs (``src``, ``dst``, ``code`` int64, start
-    start state) and its start and final states."""
+    ``final`` the one final state); returns its arcs (``src``, ``dst``, ``code`` int64) and
+    its start and final states."""
     import kaldifst
 
     lines = torch.stack([src, dst, code + 1], dim=1).tolist()
@@ -176,12 +176,13 @@ def minimize_graph(fsa: k2.Fsa) -> k2.Fsa:
         (e.g. ragged ``aux_labels``), all kept.
 
     Returns:
-      a new arc-sorted ``k2.Fsa`` on CPU with the same attributes and non-tensor
+      a new connected, arc-sorted ``k2.Fsa`` on CPU with the same attributes and non-tensor
       attributes, states in breadth-first order from the start state.
     """
     _check_graph(fsa)
+    fsa = k2.connect(fsa)  # every state then lies on a path from the start to the final state
     if fsa.num_arcs == 0:
-        return fsa.clone()
+        return fsa
     arcs = fsa.arcs.values()
     columns, layout = _attribute_columns(fsa)
     rows, code = torch.unique(torch.stack(columns, dim=1), dim=0, return_inverse=True)

@@ -132,9 +132,13 @@ def test_minimized_hlg_gives_the_same_one_best(seed, lengths, tmp_path):
         assert g.score == pytest.approx(w.score, abs=1e-4)
 
 
-def test_empty_and_bad_inputs():
+def test_empty_dead_and_bad_inputs():
     empty = k2.Fsa.from_str("")
     assert minimize_graph(empty).num_arcs == 0
+    dead = k2.Fsa.from_str("0 1 1 0.5\n0 2 2 0.0\n1 3 -1 0.0\n3")  # state 2: a dead end
+    small = minimize_graph(dead)
+    assert (small.shape[0], small.num_arcs) == (3, 2)
+    assert k2.is_rand_equivalent(dead, small, log_semiring=False)
     with pytest.raises(TypeError, match="fsa"):
         minimize_graph("HLG.pt")
     vec = k2.create_fsa_vec([_two_tails(-0.5)])
