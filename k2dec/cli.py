@@ -86,13 +86,17 @@ def prepare_lang(lang_dir, lexicon, words, bpe_model, sil_token, sil_prob, allow
 @click.option("--max-order", default=-1, show_default=True, type=int,
               help="Use n-grams up to this order (-1: all).")
 @click.option("--modified-ctc", is_flag=True, help="Use the modified CTC topology for H.")
+@click.option("--minimize", is_flag=True,
+              help="HL, HLG, LG: merge the states that have the same future (same paths, "
+                   "words and scores in a smaller graph).")
 @click.option("--graph-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write the graph here (and L.pt / L_disambig.pt when they must be built) "
                    "instead of into the lang dir; k2dec decode --graph-dir reads it.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Output file (default: <graph-dir or lang-dir>/<TYPE>.pt; G_4_gram.pt "
                    "for G); never one of the inputs (the ARPA file, the lang dir's tables).")
-def compile_graph_cmd(lang_dir, graph_type, arpa, max_order, modified_ctc, graph_dir, out):
+def compile_graph_cmd(lang_dir, graph_type, arpa, max_order, modified_ctc, minimize, graph_dir,
+                      out):
     """Compile H, L, HL, HLG, LG or the rescoring G for a lang dir and save it with
     metadata (the lang dir's symbol tables); print its size and the lexicon words on no
     arc."""
@@ -100,7 +104,7 @@ def compile_graph_cmd(lang_dir, graph_type, arpa, max_order, modified_ctc, graph
 
     _not_an_input(out, [arpa] + [lang_dir / n for n in _LANG_INPUTS])
     graph, path = _checked(compile_graph, lang_dir, graph_type, arpa, max_order, modified_ctc,
-                           out, graph_dir=graph_dir)
+                           out, graph_dir=graph_dir, minimize=minimize)
     check = check_lang_graph(graph, graph_type, lang_dir)
     what = (check.describe() if graph_type != "H"  # H has tokens, no words
             else f"{check.num_states} states, {check.num_arcs} arcs")

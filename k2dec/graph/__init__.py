@@ -25,6 +25,7 @@ from .hclg import (
 )
 from .io import graph_metadata, load_graph, save_graph
 from .lexicon_fst import build_L
+from .minimize import minimize_graph
 from .ngram import ArpaInfo, build_G, build_rescoring_G, check_arpa, train_arpa
 from .openfst import (
     compose_openfst,
@@ -63,6 +64,7 @@ __all__ = [
     "k2_to_openfst",
     "load_graph",
     "load_kaldi_hclg",
+    "minimize_graph",
     "openfst_to_k2",
     "prepare_decoding_graphs",
     "read_openfst",

@@ -20,6 +20,7 @@ from .check import GraphCheck, check_graph_words
 from .compile import compile_HL, compile_HLG, compile_LG
 from .io import graph_metadata, load_graph, save_graph
 from .lexicon_fst import build_L
+from .minimize import minimize_graph
 from .ngram import build_G, build_rescoring_G
 from .topo import build_ctc_topo
 
@@ -86,6 +87,7 @@ def compile_graph(
     modified_ctc: bool = False,
     out: str | Path | None = None,
     graph_dir: str | Path | None = None,
+    minimize: bool = False,
 ) -> tuple[k2.Fsa, Path]:
     """Compile one graph for a lang dir and save it (default
     ``<graph_dir>/<GraphType.file_name>``, ``graph_dir`` defaulting to the lang dir).
@@ -96,6 +98,9 @@ def compile_graph(
     graph dir, else the lang dir, and built into the graph dir when missing (without optional
     silence): the lang dir itself is only read when ``graph_dir`` is given. Logs a warning
     naming the lexicon words that no arc of the graph outputs (see :func:`check_lang_graph`).
+    ``minimize`` (``HL``, ``HLG``, ``LG`` only) merges the graph's states that have the same
+    future (:func:`~k2dec.graph.minimize_graph`: same paths, words and scores, fewer states);
+    the metadata records it.
     """
     graph_type = GraphType(graph_type)
     ld = LangDir(Path(lang_dir))
@@ -103,7 +108,13 @@ def compile_graph(
     if graph_type in (GraphType.HLG, GraphType.LG, GraphType.G) and arpa is None:
         raise ValueError(f"{graph_type.value} needs an ARPA language model (arpa=...)")
 
+    if minimize and graph_type not in (GraphType.HL, GraphType.HLG, GraphType.LG):
+        raise ValueError(f"minimize: only HL, HLG and LG graphs are minimized, not "
+                         f"{graph_type.value}")
     graph, extra = _build_graph(graph_type, ld, gdir, arpa, max_order, modified_ctc)
+    if minimize:
+        graph = minimize_graph(graph)
+        extra["minimized"] = True
     path = Path(out) if out is not None else gdir / graph_type.file_name
     path.parent.mkdir(parents=True, exist_ok=True)
     kind = "G_4_gram" if graph_type is GraphType.G else graph_type.value

@@ -53,6 +53,8 @@ import logging
 import k2
 import torch
 
+from .minimize import minimize_graph
+
 __all__ = [
     "compile_LG",
     "compile_HLG",
@@ -219,6 +221,7 @@ def compile_LG(
     first_token_disambig_id: int,
     first_word_disambig_id: int,
     log_weight_pushing: bool = False,
+    minimize: bool = False,
 ) -> k2.Fsa:
     """LG = remove_disambig(det(L_disambig o G)), epsilon-free, arc-sorted.
 
@@ -230,6 +233,8 @@ def compile_LG(
         and words.txt; every id >= them is a disambiguation symbol.
       log_weight_pushing: push weights in the log semiring while determinizing
         (what transducer ``fast_beam_search`` with LG wants).
+      minimize: merge the states with the same future (:func:`minimize_graph`): the
+        same paths, words and scores in fewer states and arcs.
 
     Returns:
       ``k2.Fsa`` on CPU: labels are tokens (no disambig), aux_labels a
@@ -266,6 +271,8 @@ def compile_LG(
     LG.aux_labels = aux
 
     LG = k2.arc_sort(remove_epsilon_keep_words(LG))
+    if minimize:
+        LG = minimize_graph(LG)
     logger.info("LG: %d states, %d arcs", LG.shape[0], LG.num_arcs)
     return LG
 
@@ -276,8 +283,13 @@ def compile_HLG(
     G: k2.Fsa,
     first_token_disambig_id: int,
     first_word_disambig_id: int,
+    minimize: bool = False,
 ) -> k2.Fsa:
     """HLG = H o LG with ``inner_labels="tokens"``, connected and arc-sorted.
+
+    Args:
+      minimize: merge the states of HLG with the same future (:func:`minimize_graph`):
+        the same paths, words, tokens and scores in fewer states and arcs.
 
     Returns:
       ``k2.Fsa`` on CPU: labels are network outputs (0 = blank), ``aux_labels``
@@ -288,6 +300,8 @@ def compile_HLG(
     HLG = k2.connect(k2.compose(H, LG, inner_labels="tokens"))
     HLG = refresh_labels_version(HLG)
     HLG = k2.arc_sort(HLG)
+    if minimize:
+        HLG = minimize_graph(HLG)
     logger.info("HLG: %d states, %d arcs", HLG.shape[0], HLG.num_arcs)
     return HLG
 
