@@ -5,7 +5,8 @@ settings, against its utterances decoded one by one.
 
 Each setting changes one field of ``VadConfig`` from its default (``--speech-pads``,
 ``--pads-start``, ``--pads-end``, ``--thresholds``, ``--min-gaps``, ``--min-speeches``:
-comma-separated values; the default is always run). Per method and setting: the long-form WER,
+comma-separated values; the default is always run; ``--settings`` several fields at once).
+Per method and setting: the long-form WER,
 the per-utterance WER, their difference, and where the segments lie against the true
 utterances (each utterance's segment: the one that overlaps it most): segment start - true
 start and segment end - true end, in seconds, their medians and the 95th percentiles of their
@@ -47,12 +48,22 @@ PER_UTTERANCE = "per utterance"
 DEFAULT = "default"
 
 
-def sweep(values: dict[str, str]) -> list[dict[str, float]]:
+def _number(field: str, item: str) -> float:
+    try:
+        return float(item)
+    except ValueError:
+        raise ValueError(f"{field}: {item!r} is not a number") from None
+
+
+def sweep(values: dict[str, str], combined: str = "") -> list[dict[str, float]]:
     """The settings to run: ``{}`` (the default) first, then one per value of each field
-    (``values``: field -> comma-separated numbers), the default's own value skipped.
+    (``values``: field -> comma-separated numbers), the default's own value skipped, then
+    the ``combined`` ones (``"field=value,field=value;..."``: several fields changed at
+    once).
 
     Raises:
-      ValueError: a value that is not a number, or that ``VadConfig`` refuses.
+      ValueError: a value that is not a number, a field that is not ``VadConfig``'s, or a
+        value that ``VadConfig`` refuses.
     """
     from k2dec.longform import VadConfig
 
@@ -60,13 +71,21 @@ def sweep(values: dict[str, str]) -> list[dict[str, float]]:
     out: list[dict[str, float]] = [{}]
     for field, text in values.items():
         for item in (x.strip() for x in text.split(",") if x.strip()):
-            try:
-                value = float(item)
-            except ValueError:
-                raise ValueError(f"{field}: {item!r} is not a number") from None
+            value = _number(field, item)
             VadConfig(**{field: value})
             if getattr(default, field) != value and {field: value} not in out:
                 out.append({field: value})
+    for group in (g.strip() for g in combined.split(";") if g.strip()):
+        pairs = [kv.split("=", 1) for kv in group.split(",") if kv.strip()]
+        if any(len(kv) != 2 for kv in pairs):
+            raise ValueError(f"--settings: {group!r} is not field=value,...")
+        setting = {k.strip(): _number(k.strip(), v) for k, v in pairs}
+        try:
+            VadConfig(**setting)
+        except TypeError:
+            raise ValueError(f"--settings: {group!r} names a field VadConfig lacks") from None
+        if setting not in out:
+            out.append(setting)
     return out
 
 
@@ -282,6 +301,8 @@ def _parser() -> argparse.ArgumentParser:
     for option, field in OPTIONS.items():
         p.add_argument(f"--{option.replace('_', '-')}", default="",
                        help=f"VadConfig.{field} values, comma-separated")
+    p.add_argument("--settings", default="", metavar="F=V,F=V;...",
+                   help="settings that change several VadConfig fields at once")
     p.add_argument("--segment-max", type=float, default=30.0,
                    help="DecodeConfig.segment_max (and the VAD's longest segment)")
     p.add_argument("--work", type=Path, default=WORK / "vad_dev")
@@ -293,7 +314,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> tuple[list[list], list[list]]:
     args = _parser().parse_args(argv)
     one_thread()
-    settings = sweep({field: getattr(args, option) for option, field in OPTIONS.items()})
+    settings = sweep({field: getattr(args, option) for option, field in OPTIONS.items()},
+                     args.settings)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     dev = DevRecording(args.dev_dir, args.work, args.segment_max)
     done = run_cases(dev, methods, settings, args.cases)

@@ -29,6 +29,15 @@ def test_sweep_runs_the_default_first_and_each_value_once():
         vad_dev.sweep({"speech_pad": "0,x"})
     with pytest.raises(ValueError, match="VadConfig.threshold"):
         vad_dev.sweep({"threshold": "1.5"})
+    both = vad_dev.sweep({"speech_pad": "0"}, "speech_pad_start=0.05, speech_pad_end=0.3;"
+                         "speech_pad=0; threshold=0.4,min_gap=1")
+    assert both == [{}, {"speech_pad": 0.0}, {"speech_pad_start": 0.05, "speech_pad_end": 0.3},
+                    {"threshold": 0.4, "min_gap": 1.0}]
+    assert vad_dev.setting_name(both[2]) == "speech_pad_end=0.3,speech_pad_start=0.05"
+    with pytest.raises(ValueError, match="'pad=0.1' names a field VadConfig lacks"):
+        vad_dev.sweep({}, "pad=0.1")
+    with pytest.raises(ValueError, match="is not field=value"):
+        vad_dev.sweep({}, "speech_pad")
 
 
 def _sup(start, end):
