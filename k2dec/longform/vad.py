@@ -63,6 +63,14 @@ class VadConfig:
         quietest point.
       block_seconds: seconds of audio read at a time, in ``[1, 600]``, rounded down to whole
         seconds (memory: one block).
+
+    The defaults were checked on a development recording (96 utterances of the shipped
+    model's dev split joined with 0.3-1.5 s pauses, 940 words; seven methods): the long-form
+    WER averaged over the methods stayed within 0.25 of the defaults' for ``speech_pad``
+    0.05-0.3 s (on either side or both), ``threshold`` 0.35-0.65 and ``min_gap`` 0.3 s,
+    changes that a one-frame (32 ms) change of the pad also gives, and rose by 1.0-1.1 with
+    no pad before a segment (its first sound clipped) and by 0.4 with ``min_gap`` 1 s
+    (neighbouring utterances merged).
     """
 
     threshold: float = 0.5
