@@ -66,11 +66,12 @@ class VadConfig:
 
     The defaults were checked on a development recording (96 utterances of the shipped
     model's dev split joined with 0.3-1.5 s pauses, 940 words; seven methods): the long-form
-    WER averaged over the methods stayed within 0.25 of the defaults' for ``speech_pad``
-    0.05-0.3 s (on either side or both), ``threshold`` 0.35-0.65 and ``min_gap`` 0.3 s,
-    changes that a one-frame (32 ms) change of the pad also gives, and rose by 1.0-1.1 with
-    no pad before a segment (its first sound clipped) and by 0.4 with ``min_gap`` 1 s
-    (neighbouring utterances merged). What long-form decoding loses there against the
+    WER averaged over the methods moved by -0.23 to +0.31 from the defaults' for
+    ``speech_pad`` 0.05-0.3 s, 0.05-0.1 s before or 0.1-0.3 s after a segment,
+    ``threshold`` 0.35-0.65 and ``min_gap`` 0.3 s, not monotonically (a one-frame, 32 ms,
+    change of the pad moved it by 0.06), and rose by 1.0-1.1 with no pad before a segment
+    (its first sound clipped) and by 0.4 with ``min_gap`` 1 s (neighbouring utterances
+    merged). What long-form decoding loses there against the
     utterances decoded one by one (1.1 on average) is not the pads': the same utterance files
     decoded with under 40 ms of silence put before them lose as much (1.3-1.6).
     """
