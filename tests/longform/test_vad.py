@@ -232,3 +232,35 @@ def test_speech_runs_read_in_chunks_are_those_of_the_whole(monkeypatch, chunk):
     for n in (0, 1, 2, 13, 500, 70001):
         probs = np.repeat(rng.random(max(1, n // 5)), 5)[:n].astype(np.float32)
         assert vad._runs(probs, 0.5, 0.35) == _reference_runs(probs.tolist(), 0.5, 0.35), n
+
+
+def test_pads_before_and_after_a_segment(joined):
+    """speech_pad_start / speech_pad_end widen a segment on one side each (the other side as
+    with speech_pad); speech_pad alone is both; each side at most half the gap to a
+    neighbour."""
+    wav, _ = joined
+    bare = vad_segments(wav, VadConfig(speech_pad=0.0)).segments
+    wide = vad_segments(wav, VadConfig(speech_pad=0.3)).segments
+    assert len(bare) == len(wide) >= 6
+    front = vad_segments(wav, VadConfig(speech_pad=0.3, speech_pad_end=0.0)).segments
+    back = vad_segments(wav, VadConfig(speech_pad=0.3, speech_pad_start=0.0)).segments
+    assert [s.start for s in front] == [s.start for s in wide]
+    assert [s.end for s in front] == [s.end for s in bare]
+    assert [s.start for s in back] == [s.start for s in bare]
+    assert [s.end for s in back] == [s.end for s in wide]
+    assert vad_segments(wav, VadConfig(speech_pad=0.1, speech_pad_start=0.2,
+                                       speech_pad_end=0.2)).segments == \
+        vad_segments(wav, VadConfig(speech_pad=0.2)).segments
+    frame = 512 / 16000
+    for b, w in zip(bare, wide):  # pauses of 0.3-1.5 s: some pads are cut to half the gap
+        assert 0 <= b.start - w.start <= 0.3 + 1e-6 and 0 <= w.end - b.end <= 0.3 + 1e-6
+    gaps = [(b.start - a.end) for a, b in zip(bare, bare[1:])]
+    assert any(g < 0.6 for g in gaps)  # the half-gap rule is exercised
+    for a, b, wa, wb in zip(bare, bare[1:], wide, wide[1:]):
+        pad = min(round(0.3 / frame), round((b.start - a.end) / frame) // 2) * frame
+        assert wa.end - a.end == pytest.approx(pad, abs=1e-6), (a, b)
+        assert b.start - wb.start == pytest.approx(pad, abs=1e-6), (a, b)
+    with pytest.raises(ValueError, match="VadConfig.speech_pad_start"):
+        VadConfig(speech_pad_start=-0.1)
+    with pytest.raises(ValueError, match="VadConfig.speech_pad_end"):
+        VadConfig(speech_pad_end=11.0)
