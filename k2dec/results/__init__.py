@@ -54,9 +54,18 @@ from .text import (
 )
 from .textgrid import MIN_INTERVAL, write_textgrid
 from .timing import RtfTimer
-from .wer import EPS, Result, WerStats, align_words, combine_error_runs, compute_wer
+from .wer import (
+    ALIGN_MAX_CELLS,
+    EPS,
+    Result,
+    WerStats,
+    align_words,
+    combine_error_runs,
+    compute_wer,
+)
 
 __all__ = [
+    "ALIGN_MAX_CELLS",
     "SCORING_NORMALIZATION",
     "scoring_words",
     "DISK_FULL_ERRNOS",

@@ -3,7 +3,7 @@ import random
 import kaldialign
 import pytest
 
-from k2dec.results import EPS, align_words, combine_error_runs, compute_wer
+from k2dec.results import ALIGN_MAX_CELLS, EPS, align_words, combine_error_runs, compute_wer
 from tests.results.results_sample import RESULTS
 
 
@@ -68,3 +68,54 @@ def test_wer_bad_inputs():
         align_words(["A"], [1])
     with pytest.raises(ValueError, match="contains"):
         align_words(["A", EPS], ["A"])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_blockwise_alignment_is_kaldialigns(seed):
+    """Above ``max_cells`` the alignment is computed in blocks of rows: the same pairs as
+    kaldialign's own on random pairs (small vocabularies: many ties), empty and length-1
+    sides included, at the smallest bound, one between, and the default."""
+    rng = random.Random(seed)
+    vocab = ["A", "B", "C", "D", "E", "F"][: rng.choice([1, 2, 3, 6])]
+    pairs = [([], []), (["A"], []), ([], ["A"]), (["A"], ["B"]), (["A"], ["A"])]
+    for _ in range(150):
+        pairs.append(([rng.choice(vocab) for _ in range(rng.randint(0, 30))],
+                      [rng.choice(vocab) for _ in range(rng.randint(0, 30))]))
+    for ref, hyp in pairs:
+        want = [tuple(p) for p in kaldialign.align(ref, hyp, EPS)]
+        for max_cells in (1, 40, ALIGN_MAX_CELLS):
+            assert align_words(ref, hyp, max_cells=max_cells) == want, (ref, hyp, max_cells)
+
+
+def test_pairs_above_the_bound_skip_kaldialigns_table(monkeypatch):
+    """A pair above ``max_cells`` never reaches kaldialign (its whole table), one within
+    does; the blocks keep about ``2 * sqrt(len(ref)) * len(hyp)`` cells, not the table."""
+    import tracemalloc
+
+    from k2dec.results import wer
+
+    calls = []
+    real = kaldialign.align
+    monkeypatch.setattr(wer.kaldialign, "align",
+                        lambda r, h, e: calls.append(len(r)) or real(r, h, e))
+    rng = random.Random(0)
+    ref = [rng.choice("ABCDEFGH") for _ in range(2000)]
+    hyp = [w if rng.random() < 0.8 else "X" for w in ref if rng.random() < 0.95]
+    align_words(ref[:10], hyp[:10], max_cells=121)
+    assert calls == [10]
+    tracemalloc.start()
+    try:
+        got = align_words(ref, hyp, max_cells=2001 * len(hyp))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert calls == [10]  # the long pair went block by block
+    assert peak < 3 * 2**20  # the whole int32 table: 15 MB
+    monkeypatch.setattr(wer.kaldialign, "align", real)
+    assert got == align_words(ref, hyp, max_cells=ALIGN_MAX_CELLS)
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5, "100", None])
+def test_align_words_bad_max_cells(bad):
+    with pytest.raises(ValueError, match=f"max_cells must be an int >= 1, got {bad!r}"):
+        align_words(["A"], ["A"], max_cells=bad)
