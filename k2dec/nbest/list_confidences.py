@@ -29,8 +29,11 @@ from .config import NbestConfig, check_posterior_scale
 
 __all__ = ["aligned_matches", "list_posteriors", "nbest_confidences"]
 
-MAX_ALIGN_CELLS = 1 << 22
-"""Alignment tables are filled for groups of pairs with at most this many cells (int32 each)."""
+MAX_ALIGN_CELLS = 1 << 20
+"""Alignment tables are filled for groups of pairs with at most this many cells (int32 each).
+The groups' alignments do not depend on it; a long recording's longest segments fill whole
+groups, and at ``1 << 22`` their tables and temporaries (30-100 MB) set the 60-minute peak of
+the fast_beam_search n-best methods above their 1-minute one."""
 
 
 def _padded(ragged: k2.RaggedTensor, fill: int) -> tuple[torch.Tensor, torch.Tensor]:
