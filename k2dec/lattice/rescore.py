@@ -21,7 +21,7 @@ import k2
 import kaldialign
 import torch
 
-from k2dec.lattice.groups import lattice_groups
+from k2dec.lattice.groups import MAX_GROUP_ARCS, MAX_GROUP_ARCS_LIMIT, lattice_groups
 from k2dec.lattice.one_best import AuxLabels, Hypothesis, hypotheses_from_lattice
 from k2dec.lattice.prune import PruneReport, prune_lattice
 from k2dec.lattice.search import (
@@ -88,7 +88,7 @@ class RescoreConfig:
     max_input_arcs: int = 100_000
     max_rescored_arcs: int = 2_000_000
     first_arcs: int = 2_000
-    max_group_arcs: int = 100_000
+    max_group_arcs: int = MAX_GROUP_ARCS
 
     def __post_init__(self) -> None:
         if not self.lm_scales or any(not s > 0 for s in self.lm_scales):
@@ -97,7 +97,7 @@ class RescoreConfig:
         check_int_range(self, "max_input_arcs", 1, 10_000_000)
         check_int_range(self, "max_rescored_arcs", 1, 10_000_000)
         check_int_range(self, "first_arcs", 1, 10_000_000)
-        check_int_range(self, "max_group_arcs", 1, 100_000_000)
+        check_int_range(self, "max_group_arcs", 1, MAX_GROUP_ARCS_LIMIT)
 
 
 class RescoreStatus(enum.Enum):
