@@ -254,6 +254,9 @@ def search_and_rescore_whole_lattices(
       utterance and the :class:`RescoreResult` (its ``lattice`` is ``None``: the rescored
       lattices are not kept).
     """
+    if not isinstance(lattice_config, LatticeConfig):
+        raise TypeError(f"lattice_config must be a LatticeConfig, got "
+                        f"{type(lattice_config).__name__}")
     _check_config(config)
     if isinstance(graph, k2.Fsa) and not hasattr(graph, "lm_scores"):
         raise ValueError("graph has no lm_scores attribute; set graph.lm_scores = "

@@ -111,8 +111,7 @@ def _rescored_mbr(result: LatticeResult, G: k2.Fsa, failed: list[str], res: Reso
     reason (the same records whether or not the batch's other utterances failed too)."""
     scales = weight_points(cfg.rescore, "ngram_lm_scale")
     out = rescore_with_whole_lattice(result, G, cfg.whole_lattice.config(tuple(scales)))
-    failed = [lat or (f"whole-lattice rescoring failed: {u.reason}"
-                      if u.status is RescoreStatus.FAILED else "")
+    failed = [lat or (u.reason if u.status is RescoreStatus.FAILED else "")
               for lat, u in zip(failed, out.utterances, strict=True)]
     if out.status is RescoreStatus.FAILED:  # as _mbr_results gives failed utterances
         consensus, best = (tuple(HypothesisRecord.failure(f, tokens=t, words=True)
