@@ -28,7 +28,6 @@ from ..lattice.rescore import (
     search_and_rescore_whole_lattices,
 )
 from ..nbest import (
-    ATTENTION_CHUNK_CELLS,
     SCALE_GRID,
     DedupKey,
     MultiPassConfig,
@@ -62,6 +61,7 @@ from .resources import CtcInputs, Resources
 from .scales import grid_settings, weight_points
 
 __all__ = [
+    "HLG_ATTENTION_CHUNK_CELLS",
     "RNN_LM_SCALE",
     "AttentionRescoringConfig",
     "CtcGreedyConfig",
@@ -225,11 +225,21 @@ def _ngram_rescore() -> RescorePart:
     return RescorePart(ngram_lm_scale=1.3, ngram_lm_scales=SCALE_GRID)
 
 
+#: ``attention-decoder``'s attention chunk (a quarter of
+#: :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`, ~125 MB): with its n-best decoded group by group,
+#: the fullest chunk set its peak RSS, and a 60-minute recording's long segments fill fuller
+#: chunks than a 1-minute one's (2^23 cells: 1293 MB at 60 minutes, 1004-1021 MB at 1 minute;
+#: 2^21 cells: 1166 MB at 60 minutes, 1008 MB at 1 minute, no more CPU time).
+HLG_ATTENTION_CHUNK_CELLS = 1 << 21
+
+
 def _attention_rescore() -> RescorePart:
     """G's and the attention decoder's weights 1.3 and 1.2 as in icefall's ``pretrained.py``
-    (``--attention-decoder-scale``), icefall's grids."""
+    (``--attention-decoder-scale``), icefall's grids; attention chunks of
+    :data:`HLG_ATTENTION_CHUNK_CELLS`."""
     return RescorePart(ngram_lm_scale=1.3, ngram_lm_scales=SCALE_GRID, attention_scale=1.2,
-                       attention_scales=SCALE_GRID, attention_chunk_cells=ATTENTION_CHUNK_CELLS)
+                       attention_scales=SCALE_GRID,
+                       attention_chunk_cells=HLG_ATTENTION_CHUNK_CELLS)
 
 
 def _lm_rescore() -> RescorePart:
@@ -269,7 +279,7 @@ class AttentionRescoringConfig(NbestRescoringConfig):
       rescore: ``ngram_lm_scale`` 1.3 and ``attention_scale`` 1.2 (icefall's
         ``pretrained.py``) with their grids; ``attention_chunk_cells``: paths are scored in
         chunks of at most this many (token, encoder frame) cells (memory bound, ~60 bytes
-        per cell).
+        per cell; :data:`HLG_ATTENTION_CHUNK_CELLS` by default).
     """
 
     rescore: RescorePart = field(default_factory=_attention_rescore)
