@@ -18,6 +18,7 @@ from k2dec.lattice.align import CtcAlignment, ctc_forced_alignment
 from k2dec.lattice.cache import LatticeCache
 from k2dec.lattice.dense import DenseInput, check_vocab, make_dense_fsa_vec
 from k2dec.lattice.forced_align import WordAlignment, align_words
+from k2dec.lattice.groups import lattice_groups
 from k2dec.lattice.mbr import MbrConfig, MbrResult, Sausages, mbr_decode
 from k2dec.lattice.one_best import (
     AuxLabels,
@@ -104,6 +105,7 @@ __all__ = [
     "get_lattice",
     "partial_graph",
     "hypotheses_from_lattice",
+    "lattice_groups",
     "lattice_arc_frames",
     "lattice_timed_units",
     "path_units",

@@ -16,13 +16,12 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 
 import k2
 import kaldialign
 import torch
 
-from k2dec.lattice.dense import validate_log_probs
+from k2dec.lattice.groups import MAX_GROUP_ARCS, MAX_GROUP_ARCS_LIMIT, lattice_groups
 from k2dec.lattice.one_best import AuxLabels, Hypothesis, hypotheses_from_lattice
 from k2dec.lattice.prune import PruneReport, prune_lattice
 from k2dec.lattice.search import (
@@ -31,9 +30,6 @@ from k2dec.lattice.search import (
     LatticeStatus,
     UtteranceReport,
     arcs_per_fsa,
-    config_subsampling,
-    cpu_group_size,
-    get_lattice,
     lattice_fsa_vec,
 )
 from k2dec.primitives.best_paths import FRAME_ATTR
@@ -92,7 +88,7 @@ class RescoreConfig:
     max_input_arcs: int = 100_000
     max_rescored_arcs: int = 2_000_000
     first_arcs: int = 2_000
-    max_group_arcs: int = 100_000
+    max_group_arcs: int = MAX_GROUP_ARCS
 
     def __post_init__(self) -> None:
         if not self.lm_scales or any(not s > 0 for s in self.lm_scales):
@@ -101,7 +97,7 @@ class RescoreConfig:
         check_int_range(self, "max_input_arcs", 1, 10_000_000)
         check_int_range(self, "max_rescored_arcs", 1, 10_000_000)
         check_int_range(self, "first_arcs", 1, 10_000_000)
-        check_int_range(self, "max_group_arcs", 1, 100_000_000)
+        check_int_range(self, "max_group_arcs", 1, MAX_GROUP_ARCS_LIMIT)
 
 
 class RescoreStatus(enum.Enum):
@@ -243,12 +239,11 @@ def search_and_rescore_whole_lattices(
     subsampling_factor: int | None = None,
 ) -> tuple[tuple[UtteranceReport, ...], RescoreResult]:
     """:func:`~k2dec.lattice.get_lattice` and :func:`rescore_with_whole_lattice`, without
-    holding the lattices of the whole batch: the utterances are searched in the groups of one
-    k2 search call (:func:`~k2dec.lattice.search.cpu_group_size` on CPU, the whole batch on
-    GPU), longest first, and the lattices waiting are rescored (and dropped) as soon as they
-    hold ``config.max_group_arcs`` arcs or the next call's would take them past that. Every
-    utterance is searched and rescored on its own: the reports and hypotheses are those of
-    the two calls.
+    holding the lattices of the whole batch: the lattices of each group of
+    :func:`~k2dec.lattice.groups.lattice_groups` (at most ``config.max_group_arcs`` arcs, or
+    one search call's; the whole batch on GPU) are rescored and dropped before the next
+    group is searched. Every utterance is searched and rescored on its own: the reports and
+    hypotheses are those of the two calls.
 
     Args: as :func:`~k2dec.lattice.get_lattice` (``log_probs`` float32 ``(N, T, V)``,
       ``log_probs_lens`` integer ``(N,)``, ``graph`` a word-output HLG with ``lm_scores``, a
@@ -267,66 +262,25 @@ def search_and_rescore_whole_lattices(
         raise ValueError("graph has no lm_scores attribute; set graph.lm_scores = "
                          "graph.scores.clone() so the LM part of the lattices' scores can be "
                          "removed")
-    factor = config_subsampling(lattice_config, subsampling_factor)
-    num_frames = validate_log_probs(log_probs, log_probs_lens, factor)
-    n = num_frames.numel()
-    per_utt_graph = graph.arcs.num_axes() == 3 and graph.shape[0] > 1
-    if per_utt_graph or log_probs.device.type != "cpu":
-        result = get_lattice(log_probs, log_probs_lens, graph, lattice_config, factor)
-        return result.reports, rescore_with_whole_lattice(result, G, config)
+    groups = lattice_groups(log_probs, log_probs_lens, graph, lattice_config,
+                            subsampling_factor, config.max_group_arcs)
     G = _rescoring_G(G, log_probs.device)
-    order = torch.sort(num_frames, descending=True, stable=True).indices
-    groups = order.split(cpu_group_size(lattice_config.max_active_states))
-    search = partial(get_lattice, graph=graph, config=lattice_config,
-                     subsampling_factor=factor)
-    reports, parts = _search_and_rescore(log_probs, log_probs_lens, groups, search, G, config)
-    return reports, _joined(parts, n, config, keep_lattice=False)
-
-
-def _search_and_rescore(log_probs: torch.Tensor, log_probs_lens: torch.Tensor,
-                        groups: Sequence[torch.Tensor], search, G: k2.Fsa,
-                        config: RescoreConfig
-                        ) -> tuple[tuple[UtteranceReport, ...], list]:
-    """The loop of :func:`search_and_rescore_whole_lattices`: ``search`` (``get_lattice``
-    with the graph and settings) on each group of caller indexes (int64 CPU) in turn, the
-    lattices waiting rescored whenever they are full. Returns the reports in the caller's
-    order and the rescored parts (for :func:`_joined`)."""
     reports: list[UtteranceReport | None] = [None] * log_probs.shape[0]
     parts: list[tuple[list[int], _GroupRescore]] = []
-    waiting: list[tuple[list[int], k2.Fsa]] = []
-    for utts in groups:
-        found = search(log_probs[utts], log_probs_lens[utts])
+    for utts, found in groups:
         _check_word_lattice(found.lattice)
-        for u, r in zip(utts.tolist(), found.reports):
+        idx = utts.tolist()
+        for u, r in zip(idx, found.reports):
             reports[u] = r
-        if waiting and sum(f.num_arcs for _, f in waiting) + found.lattice.num_arcs \
-                > config.max_group_arcs:
-            parts += _rescore_waiting(G, waiting, config)
-            waiting = []
-        waiting.append((utts.tolist(), found.lattice))
-        del found
-        if sum(f.num_arcs for _, f in waiting) >= config.max_group_arcs:  # full already
-            parts += _rescore_waiting(G, waiting, config)
-            waiting = []
-    parts += _rescore_waiting(G, waiting, config)
-    return tuple(reports), parts
+        parts += [([idx[j] for j in group], part)
+                  for group, part in _rescore_in_groups(G, found.lattice, config, False)]
+        del found  # not held while the next group is searched
+    return tuple(reports), _joined(parts, len(reports), config, keep_lattice=False)
 
 
 def _check_config(config: RescoreConfig) -> None:
     if not isinstance(config, RescoreConfig):
         raise TypeError(f"config must be a RescoreConfig, got {type(config).__name__}")
-
-
-def _rescore_waiting(G: k2.Fsa, waiting: list[tuple[list[int], k2.Fsa]],
-                     config: RescoreConfig) -> list[tuple[list[int], _GroupRescore]]:
-    """The groups of :func:`_rescore_in_groups` of the lattices ``waiting`` (the caller's
-    utterances of each, and their FsaVec) joined, with the caller's utterance indexes."""
-    if not waiting:
-        return []
-    utts = [u for us, _ in waiting for u in us]
-    lat = waiting[0][1] if len(waiting) == 1 else k2.cat([f for _, f in waiting])
-    return [([utts[j] for j in idx], part)
-            for idx, part in _rescore_in_groups(G, lat, config, keep_lattice=False)]
 
 
 @dataclass(frozen=True)

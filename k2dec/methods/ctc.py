@@ -4,6 +4,7 @@ and neural-LM rescoring, oracle and multi-pass rescoring, all on lattices from
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import k2
@@ -19,6 +20,7 @@ from ..lattice import (
     one_best_decoding,
     viterbi_one_best,
 )
+from ..lattice.groups import MAX_GROUP_ARCS, lattice_groups
 from ..lattice.rescore import (
     RescoreConfig,
     RescoreStatus,
@@ -26,7 +28,6 @@ from ..lattice.rescore import (
     search_and_rescore_whole_lattices,
 )
 from ..nbest import (
-    ATTENTION_CHUNK_CELLS,
     SCALE_GRID,
     DedupKey,
     MultiPassConfig,
@@ -60,6 +61,7 @@ from .resources import CtcInputs, Resources
 from .scales import grid_settings, weight_points
 
 __all__ = [
+    "HLG_ATTENTION_CHUNK_CELLS",
     "RNN_LM_SCALE",
     "AttentionRescoringConfig",
     "CtcGreedyConfig",
@@ -88,6 +90,12 @@ def _multi_pass() -> MultiPassConfig:
     """``MultiPassConfig`` with the LM weighted like ``rnn-lm``'s default."""
     return MultiPassConfig(lm_scale=RNN_LM_SCALE)
 
+
+
+def _hlg_nbest() -> NbestConfig:
+    """icefall's n-best sampling, searched, sampled and rescored in groups of at most
+    :data:`~k2dec.lattice.groups.MAX_GROUP_ARCS` lattice arcs (``nbest.max_group_arcs``)."""
+    return NbestConfig(max_group_arcs=MAX_GROUP_ARCS)
 
 
 def _hlg_graph() -> GraphConfig:
@@ -204,10 +212,12 @@ class HlgNbestConfig(HlgGraphConfig):
 
     Attributes:
       nbest: n-best sampling (``num_paths``, ``nbest_scale``; icefall's 100 paths, scale
-        0.5).
+        0.5); ``max_group_arcs``: the batch is searched, sampled and rescored in groups of
+        utterances whose lattices hold at most this many arcs together (memory bound; the
+        results do not depend on it).
     """
 
-    nbest: NbestConfig = field(default_factory=NbestConfig)
+    nbest: NbestConfig = field(default_factory=_hlg_nbest)
 
 
 def _ngram_rescore() -> RescorePart:
@@ -215,11 +225,21 @@ def _ngram_rescore() -> RescorePart:
     return RescorePart(ngram_lm_scale=1.3, ngram_lm_scales=SCALE_GRID)
 
 
+#: ``attention-decoder``'s attention chunk (a quarter of
+#: :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`, ~125 MB): with its n-best decoded group by group,
+#: the fullest chunk set its peak RSS, and a 60-minute recording's long segments fill fuller
+#: chunks than a 1-minute one's (2^23 cells: 1293 MB at 60 minutes, 1004-1021 MB at 1 minute;
+#: 2^21 cells: 1166 MB at 60 minutes, 1008 MB at 1 minute, no more CPU time).
+HLG_ATTENTION_CHUNK_CELLS = 1 << 21
+
+
 def _attention_rescore() -> RescorePart:
     """G's and the attention decoder's weights 1.3 and 1.2 as in icefall's ``pretrained.py``
-    (``--attention-decoder-scale``), icefall's grids."""
+    (``--attention-decoder-scale``), icefall's grids; attention chunks of
+    :data:`HLG_ATTENTION_CHUNK_CELLS`."""
     return RescorePart(ngram_lm_scale=1.3, ngram_lm_scales=SCALE_GRID, attention_scale=1.2,
-                       attention_scales=SCALE_GRID, attention_chunk_cells=ATTENTION_CHUNK_CELLS)
+                       attention_scales=SCALE_GRID,
+                       attention_chunk_cells=HLG_ATTENTION_CHUNK_CELLS)
 
 
 def _lm_rescore() -> RescorePart:
@@ -259,7 +279,7 @@ class AttentionRescoringConfig(NbestRescoringConfig):
       rescore: ``ngram_lm_scale`` 1.3 and ``attention_scale`` 1.2 (icefall's
         ``pretrained.py``) with their grids; ``attention_chunk_cells``: paths are scored in
         chunks of at most this many (token, encoder frame) cells (memory bound, ~60 bytes
-        per cell).
+        per cell; :data:`HLG_ATTENTION_CHUNK_CELLS` by default).
     """
 
     rescore: RescorePart = field(default_factory=_attention_rescore)
@@ -418,18 +438,85 @@ def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: WholeLatticeRescoring
             for s, r in zip(settings, out.per_scale, strict=True)]
 
 
-def _nbest(inputs: CtcInputs, res: Resources, cfg: HlgNbestConfig, method: str,
-           lm_scores: bool = False) -> tuple[LatticeResult, Nbest]:
+#: Decodes one group of a batch: ``(the group's inputs, its lattices) -> the method's
+#: results for the group's utterances`` (see :func:`decode_lattice_groups`).
+GroupDecoder = Callable[[CtcInputs, LatticeResult], list[MethodResult]]
+
+
+def decode_lattice_groups(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcLatticeConfig,
+                          max_group_arcs: int | None, decode: GroupDecoder
+                          ) -> list[MethodResult]:
+    """``decode`` on the lattices of ``inputs`` through ``graph`` (``cfg.lattice``), in the
+    groups of :func:`k2dec.lattice.groups.lattice_groups` (at most ``max_group_arcs``
+    lattice arcs each; the whole batch on GPU) when the method searches its own lattices
+    (``inputs.lattices`` is None) and ``max_group_arcs`` is not None, so that one group's
+    lattices and what ``decode`` makes of them are held at a time; else once on the whole
+    batch. Each group's results are joined in the caller's order (``decode`` gives each
+    utterance the same result in any batch, so they are those of the whole batch)."""
+    if inputs.lattices is not None or max_group_arcs is None:
+        return decode(inputs, _lattice(inputs, graph, cfg))
+    parts = []
+    for utts, result in lattice_groups(inputs.log_probs, inputs.log_probs_lens, graph,
+                                       cfg.lattice, cfg.lattice.subsampling_factor,
+                                       max_group_arcs):
+        parts.append((utts.tolist(), decode(_group_inputs(inputs, utts), result)))
+        del result  # not held while the next group is searched
+    if not parts:  # no utterance
+        return decode(inputs, _lattice(inputs, graph, cfg))
+    return _joined_results(parts, inputs.log_probs.shape[0])
+
+
+def _group_inputs(inputs: CtcInputs, utts: torch.Tensor) -> CtcInputs:
+    """The inputs of the caller's utterances ``utts`` (int64 CPU), in that order."""
+    if torch.equal(utts, torch.arange(inputs.log_probs.shape[0])):
+        return inputs
+    idx = utts.to(inputs.log_probs.device)
+
+    def rows(x: torch.Tensor | None) -> torch.Tensor | None:
+        return None if x is None else x[idx.to(x.device)]
+
+    refs = inputs.ref_words
+    return CtcInputs(rows(inputs.log_probs), rows(inputs.log_probs_lens),
+                     ref_words=None if refs is None else [refs[u] for u in utts.tolist()],
+                     memory=rows(inputs.memory), memory_lens=rows(inputs.memory_lens))
+
+
+def _joined_results(parts: list[tuple[list[int], list[MethodResult]]], n: int
+                    ) -> list[MethodResult]:
+    """The results of ``n`` utterances decoded in ``parts`` (each with the caller's indexes
+    of its utterances and its results, the same settings in the same order) in the caller's
+    order."""
+    out = []
+    for k, first in enumerate(parts[0][1]):
+        hyps: list[HypothesisRecord] = [None] * n  # type: ignore[list-item]
+        for utts, results in parts:
+            if results[k].key != first.key:
+                raise RuntimeError(f"a group's result {k} is {results[k].key!r}, another's "
+                                   f"{first.key!r}")
+            for u, h in zip(utts, results[k].hyps, strict=True):
+                hyps[u] = h
+        out.append(MethodResult(first.key, tuple(hyps), first.config))
+    return out
+
+
+#: Decodes one group's n-best: ``(the group's inputs, its intersected n-best, per utterance
+#: the lattice's failure reason or "") -> the method's results`` (see :func:`_nbest_groups`).
+NbestDecoder = Callable[[CtcInputs, Nbest, list[str]], list[MethodResult]]
+
+
+def _nbest_groups(inputs: CtcInputs, res: Resources, cfg: HlgNbestConfig, method: str,
+                  decode: NbestDecoder, lm_scores: bool = False) -> list[MethodResult]:
+    """The HLG lattices of ``inputs``, their n-best (``cfg.nbest``) with each path's best
+    alignment, and ``decode`` of it, group by group (``cfg.nbest.max_group_arcs``, see
+    :func:`decode_lattice_groups`)."""
     graph = hlg_graph(res, method, cfg, lm_scores=lm_scores)
-    result = _lattice(inputs, graph, cfg)
-    nbest = Nbest.from_config(result.lattice, cfg.nbest, DedupKey.WORDS)
-    return result, nbest
 
+    def decode_group(group: CtcInputs, result: LatticeResult) -> list[MethodResult]:
+        nbest = intersected(Nbest.from_config(result.lattice, cfg.nbest, DedupKey.WORDS),
+                            cfg.nbest)
+        return decode(group, nbest, lattice_failures(result.reports))
 
-def _intersected(nbest: Nbest, cfg: HlgNbestConfig) -> Nbest:
-    """``nbest`` with each path replaced by its key's best alignment in the (bounded) lattice
-    it was sampled from (an n-best without paths, every lattice empty, as it is)."""
-    return intersected(nbest, cfg.nbest)
+    return decode_lattice_groups(inputs, graph, cfg, cfg.nbest.max_group_arcs, decode_group)
 
 
 def _sweep_results(results, settings: list[Setting], failed: list[str], cfg: HlgNbestConfig,
@@ -446,26 +533,28 @@ def _sweep_results(results, settings: list[Setting], failed: list[str], cfg: Hlg
 @register("nbest", Family.CTC, HlgNbestConfig, requires=("HLG",), hotwords=True)
 def _nbest_decoding(inputs: CtcInputs, res: Resources, cfg: HlgNbestConfig):
     """HLG lattice, num_paths sampled word sequences, the best alignment score wins."""
-    result, nbest = _nbest(inputs, res, cfg, "nbest")
-    nbest = _intersected(nbest, cfg)
-    totals = nbest.tot_scores().values
-    best, scores = best_paths_by_score(nbest, totals, cfg.nbest.tie_break)
-    [hyps] = from_nbest(nbest, [(best, scores, totals)], True, Topology.CTC,
-                        lattice_failures(result.reports), res.word_start,
-                        cfg.nbest.posterior_scale)
-    return [MethodResult("nbest", hyps, cfg)]
+    def decode(group: CtcInputs, nbest: Nbest, failed: list[str]) -> list[MethodResult]:
+        totals = nbest.tot_scores().values
+        best, scores = best_paths_by_score(nbest, totals, cfg.nbest.tie_break)
+        [hyps] = from_nbest(nbest, [(best, scores, totals)], True, Topology.CTC, failed,
+                            res.word_start, cfg.nbest.posterior_scale)
+        return [MethodResult("nbest", hyps, cfg)]
+
+    return _nbest_groups(inputs, res, cfg, "nbest", decode)
 
 
 @register("nbest-rescoring", Family.CTC, NbestRescoringConfig, requires=("HLG", "G"),
           settings=_ngram_settings, hotwords=True)
 def _nbest_rescoring(inputs: CtcInputs, res: Resources, cfg: NbestRescoringConfig):
     """n-best from HLG rescored with a bigger n-gram G: am + ngram_lm_scale * G."""
-    result, nbest = _nbest(inputs, res, cfg, "nbest-rescoring", lm_scores=True)
-    nbest = _intersected(nbest, cfg)
+    G = res.graph("G", "nbest-rescoring")
     scales = weight_points(cfg.rescore, "ngram_lm_scale")
-    sweep = rescore_with_ngram(nbest, res.graph("G", "nbest-rescoring"), scales)
-    return _sweep_results(sweep, _ngram_settings(cfg), lattice_failures(result.reports), cfg,
-                          nbest, res)
+
+    def decode(group: CtcInputs, nbest: Nbest, failed: list[str]) -> list[MethodResult]:
+        sweep = rescore_with_ngram(nbest, G, scales)
+        return _sweep_results(sweep, _ngram_settings(cfg), failed, cfg, nbest, res)
+
+    return _nbest_groups(inputs, res, cfg, "nbest-rescoring", decode, lm_scores=True)
 
 
 @register("nbest-oracle", Family.CTC, HlgNbestConfig, requires=("HLG",), needs_references=True,
@@ -474,12 +563,13 @@ def _nbest_oracle(inputs: CtcInputs, res: Resources, cfg: HlgNbestConfig):
     """The n-best path closest to the reference words (an upper bound on n-best methods)."""
     if inputs.ref_words is None:
         raise ValueError("nbest-oracle needs reference word ids (CtcInputs.ref_words)")
-    result, nbest = _nbest(inputs, res, cfg, "nbest-oracle")
-    nbest = _intersected(nbest, cfg)
-    [hyps] = oracle_records(nbest, inputs.ref_words, True, Topology.CTC,
-                            lattice_failures(result.reports),
-                            res.word_start, cfg.nbest.posterior_scale, cfg.nbest.tie_break)
-    return [MethodResult("nbest-oracle", hyps, cfg)]
+
+    def decode(group: CtcInputs, nbest: Nbest, failed: list[str]) -> list[MethodResult]:
+        [hyps] = oracle_records(nbest, group.ref_words, True, Topology.CTC, failed,
+                                res.word_start, cfg.nbest.posterior_scale, cfg.nbest.tie_break)
+        return [MethodResult("nbest-oracle", hyps, cfg)]
+
+    return _nbest_groups(inputs, res, cfg, "nbest-oracle", decode)
 
 
 @register("attention-decoder", Family.CTC, AttentionRescoringConfig,
@@ -493,17 +583,18 @@ def _attention(inputs: CtcInputs, res: Resources, cfg: AttentionRescoringConfig)
     if inputs.memory is None or inputs.memory_lens is None:
         raise ValueError("attention-decoder needs the encoder output (CtcInputs.memory, "
                          "memory_lens)")
-    result, nbest = _nbest(inputs, res, cfg, "attention-decoder", lm_scores=True)
-    nbest = _intersected(nbest, cfg)
-    with torch.no_grad():
-        sweep = rescore_with_attention_decoder(
-            nbest, res.attention_decoder, inputs.memory, inputs.memory_lens,
-            weight_points(cfg.rescore, "ngram_lm_scale"),
-            weight_points(cfg.rescore, "attention_scale"),
-            res.graphs.get("G"),
-            max_chunk_cells=cfg.rescore.attention_chunk())
-    return _sweep_results(sweep, _attention_settings(cfg), lattice_failures(result.reports),
-                          cfg, nbest, res)
+
+    def decode(group: CtcInputs, nbest: Nbest, failed: list[str]) -> list[MethodResult]:
+        with torch.no_grad():
+            sweep = rescore_with_attention_decoder(
+                nbest, res.attention_decoder, group.memory, group.memory_lens,
+                weight_points(cfg.rescore, "ngram_lm_scale"),
+                weight_points(cfg.rescore, "attention_scale"),
+                res.graphs.get("G"),
+                max_chunk_cells=cfg.rescore.attention_chunk())
+        return _sweep_results(sweep, _attention_settings(cfg), failed, cfg, nbest, res)
+
+    return _nbest_groups(inputs, res, cfg, "attention-decoder", decode, lm_scores=True)
 
 
 @register("rnn-lm", Family.CTC, RnnLmRescoringConfig, requires=("HLG", "lm"),
@@ -512,13 +603,14 @@ def _attention(inputs: CtcInputs, res: Resources, cfg: AttentionRescoringConfig)
 def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: RnnLmRescoringConfig):
     """n-best from HLG rescored with a neural LM (RNN or Transformer): am + lm_scale * nnlm."""
     _, lm = res.neural_lm("rnn-lm")
-    result, nbest = _nbest(inputs, res, cfg, "rnn-lm", lm_scores=True)
-    nbest = _intersected(nbest, cfg)
-    sweep = rescore_with_lm(nbest, lm_path_scorer(lm, cfg.rescore.lm_batch()),
-                            weight_points(cfg.rescore, "lm_scale"),
-                            scale_name="rnn_lm_scale")
-    return _sweep_results(sweep, _rnn_lm_settings(cfg), lattice_failures(result.reports), cfg,
-                          nbest, res)
+
+    def decode(group: CtcInputs, nbest: Nbest, failed: list[str]) -> list[MethodResult]:
+        sweep = rescore_with_lm(nbest, lm_path_scorer(lm, cfg.rescore.lm_batch()),
+                                weight_points(cfg.rescore, "lm_scale"),
+                                scale_name="rnn_lm_scale")
+        return _sweep_results(sweep, _rnn_lm_settings(cfg), failed, cfg, nbest, res)
+
+    return _nbest_groups(inputs, res, cfg, "rnn-lm", decode, lm_scores=True)
 
 
 @register("multi-pass", Family.CTC, MultiPassMethodConfig, requires=("HLG", "lm"),
@@ -527,14 +619,22 @@ def _multi_pass(inputs: CtcInputs, res: Resources, cfg: MultiPassMethodConfig):
     """top_k n-best rescored with a neural LM in passes, evaluating only paths that may win
     (k2.get_best_matching_stats predictions)."""
     _, lm = res.neural_lm("multi-pass")
-    result, nbest = _nbest(inputs, res, cfg, "multi-pass", lm_scores=True)
-    nbest = _intersected(nbest, cfg)
+
+    def decode(group: CtcInputs, nbest: Nbest, failed: list[str]) -> list[MethodResult]:
+        return [MethodResult("multi-pass", _multi_pass_records(nbest, failed, lm, res, cfg),
+                             cfg)]
+
+    return _nbest_groups(inputs, res, cfg, "multi-pass", decode, lm_scores=True)
+
+
+def _multi_pass_records(nbest: Nbest, failed: list[str], lm, res: Resources,
+                        cfg: MultiPassMethodConfig) -> tuple[HypothesisRecord, ...]:
+    """``multi-pass``'s hypotheses of an intersected n-best (``failed``: per utterance the
+    lattice's failure reason or ``""``)."""
     counts = nbest.shape.row_splits(1)
     has = (counts[1:] - counts[:-1]) > 0
-    failed = lattice_failures(result.reports)
-    notes = nbest.notes()
     hyps = [HypothesisRecord(words=(), error=err or EMPTY_LATTICE, notes=note)
-            for err, note in zip(failed, notes)]
+            for err, note in zip(failed, nbest.notes())]
     # utterances without paths cannot enter top_k: decode the others
     keep = torch.nonzero(has).flatten().tolist()
     if keep:
@@ -549,7 +649,7 @@ def _multi_pass(inputs: CtcInputs, res: Resources, cfg: MultiPassMethodConfig):
                                cfg.nbest.posterior_scale)
         for u, rec in zip(keep, records):
             hyps[u] = rec
-    return [MethodResult("multi-pass", tuple(hyps), cfg)]
+    return tuple(hyps)
 
 
 def _select_utts(nbest: Nbest, utts: list[int]) -> Nbest:

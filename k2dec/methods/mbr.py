@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 import k2
 import torch
 
-from ..lattice import AuxLabels, Topology, lattice_timed_units
+from ..lattice import AuxLabels, LatticeResult, Topology, lattice_timed_units
 from ..lattice.prune import prune_lattice
 from ..lattice.rescore import RescoreStatus, rescore_with_whole_lattice
 from ..primitives.best_paths import path_token_ids
 from ..primitives.hypothesis import HypothesisRecord
 from ..transducer import FastBeamSearchConfig
-from .ctc import WholeLatticeRescoringConfig, hlg_graph
+from .ctc import WholeLatticeRescoringConfig, decode_lattice_groups, hlg_graph
 from .hotword_biasing import (
     HotwordConfig,
     hotword_fast_beam_search,
@@ -49,7 +49,9 @@ class MbrMethodConfig(WholeLatticeRescoringConfig):
 
     With ``mbr.rescore_with_g`` the scores at LM scale ``s`` are icefall's ``am / s + lm``,
     and the posteriors scale them as ``mbr`` says (its ``am_posterior_scale`` multiplies
-    ``am / s``)."""
+    ``am / s``). A batch is searched, rescored and MBR-decoded in groups of utterances whose
+    lattices hold at most ``whole_lattice.max_group_arcs`` arcs together (when the method
+    searches its own lattices; the results do not depend on it)."""
 
     mbr: MbrPart = field(default_factory=_mbr_part)  # rescore_with_g None: false
 
@@ -81,33 +83,48 @@ def _mbr(inputs: CtcInputs, res: Resources, cfg: MbrMethodConfig):
     """HLG lattice (rescored with G when mbr.rescore_with_g=1), sausages: the MBR consensus and
     the best path, words with frames and confidences."""
     graph = hlg_graph(res, "mbr", cfg, lm_scores=True)
-    result = inputs.get_lattice(graph, cfg.lattice, cfg.lattice.subsampling_factor)
-    failed = lattice_failures(result.reports)
-    if not cfg.mbr.rescore_with_g:
-        best, consensus, notes, lat = _units(result.lattice, Topology.CTC, cfg.mbr, res)
-        tokens = _path_tokens(lat, Topology.CTC)
-        return [MethodResult("mbr", from_timed_units(consensus, True, failed, notes=notes), cfg),
-                MethodResult("1best", from_timed_units(best, True, failed, tokens, notes), cfg)]
+    G = res.graph("G", "mbr") if cfg.mbr.rescore_with_g else None
+
+    def decode(group: CtcInputs, result: LatticeResult) -> list[MethodResult]:
+        failed = lattice_failures(result.reports)
+        if G is None:
+            return _mbr_results(result.lattice, failed, res, cfg, "mbr", "1best")
+        return _rescored_mbr(result, G, failed, res, cfg)
+
+    return decode_lattice_groups(inputs, graph, cfg, cfg.whole_lattice.max_group_arcs, decode)
+
+
+def _mbr_results(lattice: k2.Fsa, failed: list[str], res: Resources, cfg: MbrMethodConfig,
+                 mbr_key: str, best_key: str) -> list[MethodResult]:
+    """The MBR consensus and the best path of ``lattice``, words with frames and
+    confidences."""
+    best, consensus, notes, lat = _units(lattice, Topology.CTC, cfg.mbr, res)
+    tokens = _path_tokens(lat, Topology.CTC)
+    return [MethodResult(mbr_key, from_timed_units(consensus, True, failed, notes=notes), cfg),
+            MethodResult(best_key, from_timed_units(best, True, failed, tokens, notes), cfg)]
+
+
+def _rescored_mbr(result: LatticeResult, G: k2.Fsa, failed: list[str], res: Resources,
+                  cfg: MbrMethodConfig) -> list[MethodResult]:
+    """:func:`_mbr_results` of the lattices of ``result`` rescored with ``G`` at each scale
+    (``mbr_lm_scale_<s>``, ``lm_scale_<s>``); an utterance whose rescoring failed gets the
+    reason (the same records whether or not the batch's other utterances failed too)."""
     scales = weight_points(cfg.rescore, "ngram_lm_scale")
-    out = rescore_with_whole_lattice(result, res.graph("G", "mbr"),
-                                     cfg.whole_lattice.config(tuple(scales)))
-    if out.status is RescoreStatus.FAILED:
-        reason = f"whole-lattice rescoring failed: {out.reason}"
-        hyps = tuple(HypothesisRecord.failure(reason, tokens=False, words=True) for _ in failed)
+    out = rescore_with_whole_lattice(result, G, cfg.whole_lattice.config(tuple(scales)))
+    failed = [lat or (u.reason if u.status is RescoreStatus.FAILED else "")
+              for lat, u in zip(failed, out.utterances, strict=True)]
+    if out.status is RescoreStatus.FAILED:  # as _mbr_results gives failed utterances
+        consensus, best = (tuple(HypothesisRecord.failure(f, tokens=t, words=True)
+                                 for f in failed) for t in (False, True))
         return [MethodResult(f"{prefix}lm_scale_{s}", hyps, cfg)
-                for s in scales for prefix in ("mbr_", "")]
+                for s in scales for prefix, hyps in (("mbr_", consensus), ("", best))]
     rescored = out.lattice
     am = rescored.scores - rescored.lm_scores
     results = []
     for s in scales:
         lat = rescored.clone()
         lat.scores = am / s + rescored.lm_scores
-        best, consensus, notes, lat = _units(lat, Topology.CTC, cfg.mbr, res)
-        tokens = _path_tokens(lat, Topology.CTC)
-        results += [MethodResult(f"mbr_lm_scale_{s}",
-                                 from_timed_units(consensus, True, failed, notes=notes), cfg),
-                    MethodResult(f"lm_scale_{s}",
-                                 from_timed_units(best, True, failed, tokens, notes), cfg)]
+        results += _mbr_results(lat, failed, res, cfg, f"mbr_lm_scale_{s}", f"lm_scale_{s}")
     return results
 
 

@@ -188,7 +188,9 @@ class RescorePart:
 @dataclass(frozen=True)
 class WholeLatticePart:
     """The memory bounds of whole-lattice rescoring (the ``whole_lattice`` part; see
-    :class:`k2dec.lattice.rescore.RescoreConfig`, which it makes with the method's scales)."""
+    :class:`k2dec.lattice.rescore.RescoreConfig`, which it makes with the method's scales).
+    ``max_group_arcs`` also bounds the groups ``mbr`` searches, rescores and MBR-decodes
+    together (:func:`k2dec.methods.ctc.decode_lattice_groups`)."""
 
     max_input_arcs: int = RescoreConfig.max_input_arcs
     max_rescored_arcs: int = RescoreConfig.max_rescored_arcs

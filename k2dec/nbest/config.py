@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
+from ..lattice.groups import MAX_GROUP_ARCS_LIMIT
 from ..lattice.prune import MAX_LATTICE_ARCS
 from ..primitives.sizes import check_int_range, check_positive
 
@@ -60,6 +61,15 @@ class NbestConfig:
         1 sharpens it. It changes confidences only, never the chosen hypothesis. The default
         of every method config that has the field (the beam-search list methods have their
         own ``posterior_scale`` field with this default).
+      max_group_arcs: the HLG n-best methods that search their own lattices (no lattice cache
+        shared between a job's methods) search, sample and rescore consecutive groups of a
+        batch's utterances whose lattices hold at most this many arcs together (one
+        utterance at least; :func:`k2dec.lattice.groups.lattice_groups`), so what they hold
+        does not grow with the batch's densest lattices. Every utterance is decoded on its
+        own, so results do not depend on it. ``None`` (the default here, and the setting of
+        the methods whose n-best comes from another search, which do not list it): the
+        whole batch at once; the HLG methods' default is
+        :data:`k2dec.lattice.groups.MAX_GROUP_ARCS`.
 
     Raises:
       ValueError: for a ``num_paths`` that is not an int ``>= 1``, or an ``nbest_scale`` or
@@ -73,6 +83,7 @@ class NbestConfig:
     tie_break: str = "first"
     sampler: str = "hashed"
     posterior_scale: float = 1.0
+    max_group_arcs: int | None = None
 
     def __post_init__(self) -> None:
         check_int_range(self, "num_paths", 1, 10_000)
@@ -84,3 +95,9 @@ class NbestConfig:
             raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {self.tie_break!r}")
         if self.sampler not in SAMPLERS:
             raise ValueError(f"sampler must be one of {SAMPLERS}, got {self.sampler!r}")
+        check_int_range(self, "max_group_arcs", 1, MAX_GROUP_ARCS_LIMIT, optional=True)
+
+    def settings_fields(self) -> tuple[str, ...]:
+        """The fields a method reads (``max_group_arcs`` only where it is not None)."""
+        return tuple(f.name for f in fields(self)
+                     if f.name != "max_group_arcs" or self.max_group_arcs is not None)

@@ -50,6 +50,8 @@ SIZES = [
     ("whole-lattice-rescoring", "first_arcs", "RescoreConfig", 1, 10_000_000, True, False),
     ("whole-lattice-rescoring", "max_group_arcs", "RescoreConfig", 1, 100_000_000, True,
      False),
+    ("nbest", "nbest.max_group_arcs", "NbestConfig", 1, 100_000_000, True, False),
+    ("mbr", "whole_lattice.max_group_arcs", "RescoreConfig", 1, 100_000_000, True, False),
     ("mbr", "max_iterations", "MbrConfig", 1, 10_000, True, False),
     ("mbr", "max_cells", "MbrConfig", 1, 1 << 26, True, False),
     ("mbr", "mbr.max_lattice_arcs", "MbrConfig", 1, 1_000_000, True, False),
