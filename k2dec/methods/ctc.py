@@ -53,8 +53,11 @@ from .records import (
     EMPTY_LATTICE,
     from_lattice,
     from_nbest,
+    joined_notes,
     lattice_failures,
+    lattice_notes,
     oracle_records,
+    with_lattice_notes,
 )
 from .registry import Family, MethodResult, Setting, register
 from .resources import CtcInputs, Resources
@@ -430,7 +433,8 @@ def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: WholeLatticeRescoring
         reports, out = result.reports, rescore_with_whole_lattice(result, G, config)
     failed = [lat or (u.reason if u.status is RescoreStatus.FAILED else "")
               for lat, u in zip(lattice_failures(reports), out.utterances)]
-    notes = [u.reason if u.status is RescoreStatus.PRUNED else "" for u in out.utterances]
+    notes = [joined_notes(u.reason if u.status is RescoreStatus.PRUNED else "", partial)
+             for u, partial in zip(out.utterances, lattice_notes(reports), strict=True)]
     if out.status is RescoreStatus.FAILED:
         hyps = tuple(HypothesisRecord.failure(f, tokens=True, words=True) for f in failed)
         return [MethodResult(s.key, hyps, cfg) for s in settings]
@@ -443,6 +447,13 @@ def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: WholeLatticeRescoring
 GroupDecoder = Callable[[CtcInputs, LatticeResult], list[MethodResult]]
 
 
+def _noting_partial_paths(decode: GroupDecoder) -> GroupDecoder:
+    """``decode`` whose results note the utterances whose lattice is a best partial path."""
+    def noted(group: CtcInputs, result: LatticeResult) -> list[MethodResult]:
+        return with_lattice_notes(decode(group, result), result.reports)
+    return noted
+
+
 def decode_lattice_groups(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcLatticeConfig,
                           max_group_arcs: int | None, decode: GroupDecoder
                           ) -> list[MethodResult]:
@@ -453,6 +464,7 @@ def decode_lattice_groups(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcLatticeConfi
     lattices and what ``decode`` makes of them are held at a time; else once on the whole
     batch. Each group's results are joined in the caller's order (``decode`` gives each
     utterance the same result in any batch, so they are those of the whole batch)."""
+    decode = _noting_partial_paths(decode)
     if inputs.lattices is not None or max_group_arcs is None:
         return decode(inputs, _lattice(inputs, graph, cfg))
     parts = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import k2
 import torch
@@ -18,6 +19,7 @@ from ..nbest import Nbest, NbestConfig
 from ..nbest.list_confidences import nbest_confidences
 from ..primitives.hypothesis import HypothesisRecord
 from ..transducer import TransducerHypothesis
+from .registry import MethodResult
 
 __all__ = [
     "EMPTY_LATTICE",
@@ -27,10 +29,12 @@ __all__ = [
     "from_nbest",
     "from_timed_units",
     "from_transducer",
+    "joined_notes",
     "lattice_failures",
     "lattice_notes",
     "oracle_records",
     "probabilities",
+    "with_lattice_notes",
 ]
 
 #: The reason recorded for a transducer utterance whose lattice has no path.
@@ -52,6 +56,25 @@ def lattice_notes(records: Sequence) -> list[str]:
     and ``reason``): the reason where the result is a best partial path
     (``LatticeConfig.allow_partial``), else ``""``."""
     return [r.reason if r.status is LatticeStatus.PARTIAL else "" for r in records]
+
+
+def joined_notes(*notes: str) -> str:
+    """The non-empty ``notes`` of one utterance joined with ``"; "`` (``""`` when none)."""
+    return "; ".join(n for n in notes if n)
+
+
+def with_lattice_notes(results: Sequence[MethodResult], reports: Sequence
+                       ) -> list[MethodResult]:
+    """``results`` (one batch's, per setting) with :func:`lattice_notes` of the search's
+    ``reports`` (one per utterance) added to each utterance's notes: a method that makes its
+    hypotheses from a lattice (n-best, MBR, rescoring) says, as 1best does, when that lattice
+    holds only a best partial path (``LatticeConfig.allow_partial``)."""
+    extra = lattice_notes(reports)
+    if not any(extra):
+        return list(results)
+    return [MethodResult(r.key, tuple(
+        h if not note else replace(h, notes=joined_notes(h.notes, note))
+        for h, note in zip(r.hyps, extra, strict=True)), r.config) for r in results]
 
 
 def from_lattice(hyps: Sequence[Hypothesis], words: bool, failed: Sequence[str] | None = None,

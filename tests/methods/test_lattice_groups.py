@@ -141,3 +141,47 @@ def test_the_bound_is_a_setting_of_the_grouped_methods_only():
         assert "nbest.max_group_arcs" not in config_keys(get_method(name).default_config())
         with pytest.raises(ValueError, match="has no field 'nbest.max_group_arcs'"):
             override_config(get_method(name).default_config(), ["nbest.max_group_arcs=7"])
+
+
+
+#: accepts token 1 one or more times, then token 2 (words 11 and 12): an utterance of token
+#: 1 only ends in a state that is not final, so its lattice is a best partial path
+PARTIAL_GRAPH = """0 1 1 11 0.0
+1 1 1 0 0.0
+1 2 2 12 0.0
+2 3 -1 -1 0.0
+3"""
+
+
+@pytest.mark.parametrize("bound", [None, 1, 100_000_000], ids=["whole", "one-each", "one"])
+def test_every_grouped_method_notes_a_best_partial_path(bound):
+    """``decode_lattice_groups`` (through which every grouped n-best / MBR method decodes its
+    lattices) adds the search's partial-path note (``lattice.allow_partial``) to the records
+    of exactly the utterances whose lattice is a best partial path, in any grouping."""
+    import k2
+    import torch
+
+    from k2dec.lattice import LatticeConfig, LatticeStatus
+    from k2dec.methods.records import from_lattice
+    from k2dec.primitives.hypothesis import HypothesisRecord
+
+    graph = k2.arc_sort(k2.Fsa.from_str(PARTIAL_GRAPH, acceptor=False))
+    lp = torch.full((3, 3, 3), float("-inf"))
+    lp[:, :, 1] = 0.0  # utterance 0: token 1 only (partial); 1 and 2 end with token 2
+    lp[1, 2] = lp[2, 1] = torch.tensor([float("-inf"), float("-inf"), 0.0])
+    lens = torch.tensor([3, 3, 2])
+    cfg = replace(method_config("nbest"), lattice=LatticeConfig(
+        allow_partial=True, retry_scales=(), min_active_states=0))
+    seen = []
+
+    def decode(group, result):
+        seen.append([r.status for r in result.reports])
+        return [ctc.MethodResult("m", tuple(HypothesisRecord(words=(), notes="own")
+                                            for _ in result.reports), cfg)]
+
+    [got] = ctc.decode_lattice_groups(CtcInputs(lp, lens), graph, cfg, bound, decode)
+    assert LatticeStatus.PARTIAL in [s for g in seen for s in g]
+    one_best = from_lattice(ctc.one_best_decoding(lp, lens, graph, cfg.lattice), True)
+    note = one_best[0].notes
+    assert note and [h.notes for h in one_best[1:]] == ["", ""], one_best
+    assert [h.notes for h in got.hyps] == [f"own; {note}", "own", "own"]
