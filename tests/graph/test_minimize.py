@@ -153,7 +153,6 @@ def test_compile_options_minimize(tiny_lang, tmp_path):
 
     from k2dec.cli import main
     from k2dec.graph import compile_graph, load_graph
-    from k2dec.graph.io import META_KEY
 
     lang, arpa = tiny_lang
     for kind in ("HLG", "LG", "HL"):
@@ -163,13 +162,14 @@ def test_compile_options_minimize(tiny_lang, tmp_path):
         want = minimize_graph(plain)
         assert (small.shape[0], small.num_arcs) == (want.shape[0], want.num_arcs)
         assert torch.equal(small.arcs.values(), want.arcs.values())
-        assert torch.load(path)[META_KEY]["minimized"] is True
+        assert load_graph(path, kind=kind).k2dec_meta["minimized"] is True
         r = CliRunner().invoke(main, ["compile-graph", "--lang-dir", str(lang.path), "--type",
                                       kind, "--arpa", str(arpa), "--minimize", "--out",
                                       str(tmp_path / f"{kind}-cli.pt")])
         assert r.exit_code == 0, r.output
         cli = load_graph(tmp_path / f"{kind}-cli.pt", lang.token_table, lang.word_table)
         assert torch.equal(cli.arcs.values(), want.arcs.values())
+        assert cli.k2dec_meta["minimized"] is True
     with pytest.raises(ValueError, match="minimize"):
         compile_graph(lang.path, "H", minimize=True, out=tmp_path / "H.pt")
 
