@@ -8,7 +8,18 @@ from dataclasses import dataclass
 import k2
 import torch
 
-__all__ = ["GraphCheck", "check_graph_words", "graph_words"]
+__all__ = ["GraphCheck", "check_graph_words", "check_single_cpu_fsa", "graph_words"]
+
+
+def check_single_cpu_fsa(name: str, fsa: k2.Fsa, purpose: str) -> None:
+    """``TypeError`` unless ``fsa`` is a ``k2.Fsa``; ``ValueError`` unless it is a single FSA
+    on CPU (``purpose``, e.g. ``"for graph compilation"``, says why in the message)."""
+    if not isinstance(fsa, k2.Fsa):
+        raise TypeError(f"{name} must be a k2.Fsa, got {type(fsa).__name__}")
+    if len(fsa.shape) != 2:
+        raise ValueError(f"{name} must be a single FSA, not an FsaVec (shape {fsa.shape})")
+    if fsa.device.type != "cpu":
+        raise ValueError(f"{name} must be on CPU {purpose}, got {fsa.device}")
 
 
 def graph_words(graph: k2.Fsa, word_table: k2.SymbolTable) -> set[str]:

@@ -53,6 +53,7 @@ import logging
 import k2
 import torch
 
+from .check import check_single_cpu_fsa
 from .minimize import minimize_graph
 
 __all__ = [
@@ -86,12 +87,7 @@ def _set_labels(fsa: k2.Fsa, labels: torch.Tensor) -> None:
 
 
 def _check_single_cpu(name: str, fsa: k2.Fsa) -> None:
-    if not isinstance(fsa, k2.Fsa):
-        raise TypeError(f"{name} must be a k2.Fsa, got {type(fsa).__name__}")
-    if len(fsa.shape) != 2:
-        raise ValueError(f"{name} must be a single FSA, not an FsaVec (shape {fsa.shape})")
-    if fsa.device.type != "cpu":
-        raise ValueError(f"{name} must be on CPU for graph compilation, got {fsa.device}")
+    check_single_cpu_fsa(name, fsa, "for graph compilation")
 
 
 def _word_aux(fsa: k2.Fsa) -> k2.RaggedTensor:

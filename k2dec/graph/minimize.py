@@ -36,20 +36,13 @@ import logging
 import k2
 import torch
 
+from .check import check_single_cpu_fsa
+
 __all__ = ["minimize_graph"]
 
 logger = logging.getLogger(__name__)
 
 _PAD = -(2**31)  # fills the ragged attributes' rows (with their lengths in the code: unambiguous)
-
-
-def _check_graph(fsa: k2.Fsa) -> None:
-    if not isinstance(fsa, k2.Fsa):
-        raise TypeError(f"fsa must be a k2.Fsa, got {type(fsa).__name__}")
-    if len(fsa.shape) != 2:
-        raise ValueError(f"fsa must be a single FSA, not an FsaVec (shape {fsa.shape})")
-    if fsa.device.type != "cpu":
-        raise ValueError(f"fsa must be on CPU to be minimized, got {fsa.device}")
 
 
 def _attribute_columns(fsa: k2.Fsa) -> tuple[list[torch.Tensor], list[tuple]]:
@@ -179,7 +172,7 @@ def minimize_graph(fsa: k2.Fsa) -> k2.Fsa:
       a new connected, arc-sorted ``k2.Fsa`` on CPU with the same attributes and non-tensor
       attributes, states in breadth-first order from the start state.
     """
-    _check_graph(fsa)
+    check_single_cpu_fsa("fsa", fsa, "to be minimized")
     fsa = k2.connect(fsa)  # every state then lies on a path from the start to the final state
     if fsa.num_arcs == 0:
         return fsa
