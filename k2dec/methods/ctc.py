@@ -482,10 +482,8 @@ def _group_inputs(inputs: CtcInputs, utts: torch.Tensor) -> CtcInputs:
     """The inputs of the caller's utterances ``utts`` (int64 CPU), in that order."""
     if torch.equal(utts, torch.arange(inputs.log_probs.shape[0])):
         return inputs
-    idx = utts.to(inputs.log_probs.device)
-
     def rows(x: torch.Tensor | None) -> torch.Tensor | None:
-        return None if x is None else x[idx.to(x.device)]
+        return None if x is None else x[utts.to(x.device)]
 
     refs = inputs.ref_words
     return CtcInputs(rows(inputs.log_probs), rows(inputs.log_probs_lens),
@@ -561,10 +559,11 @@ def _nbest_rescoring(inputs: CtcInputs, res: Resources, cfg: NbestRescoringConfi
     """n-best from HLG rescored with a bigger n-gram G: am + ngram_lm_scale * G."""
     G = res.graph("G", "nbest-rescoring")
     scales = weight_points(cfg.rescore, "ngram_lm_scale")
+    settings = _ngram_settings(cfg)
 
     def decode(group: CtcInputs, nbest: Nbest, failed: list[str]) -> list[MethodResult]:
-        sweep = rescore_with_ngram(nbest, G, scales)
-        return _sweep_results(sweep, _ngram_settings(cfg), failed, cfg, nbest, res)
+        return _sweep_results(rescore_with_ngram(nbest, G, scales), settings, failed, cfg,
+                              nbest, res)
 
     return _nbest_groups(inputs, res, cfg, "nbest-rescoring", decode, lm_scores=True)
 
@@ -596,15 +595,17 @@ def _attention(inputs: CtcInputs, res: Resources, cfg: AttentionRescoringConfig)
         raise ValueError("attention-decoder needs the encoder output (CtcInputs.memory, "
                          "memory_lens)")
 
+    ngram_scales = weight_points(cfg.rescore, "ngram_lm_scale")
+    attention_scales = weight_points(cfg.rescore, "attention_scale")
+    settings = _attention_settings(cfg)
+
     def decode(group: CtcInputs, nbest: Nbest, failed: list[str]) -> list[MethodResult]:
         with torch.no_grad():
             sweep = rescore_with_attention_decoder(
                 nbest, res.attention_decoder, group.memory, group.memory_lens,
-                weight_points(cfg.rescore, "ngram_lm_scale"),
-                weight_points(cfg.rescore, "attention_scale"),
-                res.graphs.get("G"),
+                ngram_scales, attention_scales, res.graphs.get("G"),
                 max_chunk_cells=cfg.rescore.attention_chunk())
-        return _sweep_results(sweep, _attention_settings(cfg), failed, cfg, nbest, res)
+        return _sweep_results(sweep, settings, failed, cfg, nbest, res)
 
     return _nbest_groups(inputs, res, cfg, "attention-decoder", decode, lm_scores=True)
 
@@ -615,12 +616,13 @@ def _attention(inputs: CtcInputs, res: Resources, cfg: AttentionRescoringConfig)
 def _rnn_lm(inputs: CtcInputs, res: Resources, cfg: RnnLmRescoringConfig):
     """n-best from HLG rescored with a neural LM (RNN or Transformer): am + lm_scale * nnlm."""
     _, lm = res.neural_lm("rnn-lm")
+    scorer = lm_path_scorer(lm, cfg.rescore.lm_batch())
+    scales = weight_points(cfg.rescore, "lm_scale")
+    settings = _rnn_lm_settings(cfg)
 
     def decode(group: CtcInputs, nbest: Nbest, failed: list[str]) -> list[MethodResult]:
-        sweep = rescore_with_lm(nbest, lm_path_scorer(lm, cfg.rescore.lm_batch()),
-                                weight_points(cfg.rescore, "lm_scale"),
-                                scale_name="rnn_lm_scale")
-        return _sweep_results(sweep, _rnn_lm_settings(cfg), failed, cfg, nbest, res)
+        sweep = rescore_with_lm(nbest, scorer, scales, scale_name="rnn_lm_scale")
+        return _sweep_results(sweep, settings, failed, cfg, nbest, res)
 
     return _nbest_groups(inputs, res, cfg, "rnn-lm", decode, lm_scores=True)
 
