@@ -185,3 +185,37 @@ def test_every_grouped_method_notes_a_best_partial_path(bound):
     note = one_best[0].notes
     assert note and [h.notes for h in one_best[1:]] == ["", ""], one_best
     assert [h.notes for h in got.hyps] == [f"own; {note}", "own", "own"]
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["grouped", "shared-lattices"])
+def test_whole_lattice_rescoring_notes_a_best_partial_path(shared):
+    """whole-lattice-rescoring (searched and rescored in groups, or through the job's shared
+    lattices) notes the search's partial path (``lattice.allow_partial``) on exactly the
+    utterance whose lattice is one, after its rescoring's own notes."""
+    import k2
+    import torch
+
+    from k2dec.lattice import LatticeConfig, LatticeStatus
+    from k2dec.methods import Resources
+    from k2dec.methods.records import from_lattice
+
+    hlg = k2.arc_sort(k2.Fsa.from_str(PARTIAL_GRAPH, acceptor=False))
+    hlg.lm_scores = hlg.scores.clone()
+    G = k2.arc_sort(k2.add_epsilon_self_loops(k2.Fsa.from_str(
+        "0 0 11 -0.5\n0 0 12 -0.25\n0 1 -1 0.0\n1", acceptor=True)))
+    G.lm_scores = G.scores.clone()
+    lp = torch.full((3, 3, 3), float("-inf"))
+    lp[:, :, 1] = 0.0  # as above: utterance 0 ends on token 1 only (partial)
+    lp[1, 2] = lp[2, 1] = torch.tensor([float("-inf"), float("-inf"), 0.0])
+    lens = torch.tensor([3, 3, 2])
+    lattice = LatticeConfig(allow_partial=True, retry_scales=(), min_active_states=0)
+    cfg = replace(method_config("whole-lattice-rescoring"), lattice=lattice)
+    inputs = CtcInputs(lp, lens, lattices=LatticeCache(64) if shared else None)
+    [got] = get_method("whole-lattice-rescoring")(inputs, Resources(graphs={"HLG": hlg, "G": G}),
+                                                  cfg)
+    one_best = ctc.one_best_decoding(lp, lens, hlg, lattice)
+    assert [h.status for h in one_best][0] is LatticeStatus.PARTIAL
+    note = from_lattice(one_best, True)[0].notes
+    assert note and [h.error for h in got.hyps] == ["", "", ""], got.hyps
+    assert [h.notes for h in got.hyps] == [note, "", ""]
+    assert [h.words for h in got.hyps] == [(11,), (11, 12), (11, 12)]
