@@ -16,7 +16,7 @@ import k2
 import torch
 from torch import nn
 
-from ..nbest import DedupKey, edit_distances, intersected
+from ..nbest import DedupKey, intersected
 from ..scorers import WeightedScorer
 from ..transducer import (
     GreedySearchConfig,
@@ -27,7 +27,15 @@ from ..transducer import (
 from ..transducer import beam_search as k2dec_beam_search
 from ..transducer import modified_beam_search as k2dec_modified_beam_search
 from ..transducer.greedy import greedy_search_single
-from .common import check_model, check_single, compat, fbs_lattice, pick, sample
+from .common import (
+    check_model,
+    check_single,
+    compat,
+    fbs_lattice,
+    oracle_pick,
+    pick,
+    sample,
+)
 from .results import DecodingResults, index_paths, paths_result, results_or_hyps
 from .state_scorers import context_scorer
 
@@ -277,6 +285,4 @@ def fast_beam_search_nbest_oracle(
     if len(refs) != nbest.num_utts:
         raise ValueError(f"ref_texts has {len(refs)} references for {nbest.num_utts} "
                          "utterances")
-    dist = edit_distances(nbest.key_seqs, refs, nbest.path_to_utt())
-    best = pick(nbest, -dist.to(torch.float64))
-    return paths_result(index_paths(nbest.fsa, best), return_timestamps)
+    return paths_result(index_paths(nbest.fsa, oracle_pick(nbest, refs)), return_timestamps)
