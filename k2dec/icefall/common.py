@@ -15,10 +15,11 @@ from ..transducer import FastBeamSearchConfig, fast_beam_search_lattice
 __all__ = ["check_model", "check_single", "compat", "fbs_lattice", "oracle_pick", "pick",
            "sample"]
 
-#: k2's Levenshtein graphs score an insertion or deletion -0.501 and a substitution -1, so
-#: the alignment k2 picks has the fewest errors while a hypothesis and its reference have
-#: fewer than this many symbols together
-EXACT_ALIGNMENT_SYMBOLS = 500
+#: k2's Levenshtein alignment costs a substitution 1 and an insertion or deletion 1.001 (its
+#: ``ins_del_score`` -0.501 plus half a substitution), so the alignment it picks has the
+#: fewest errors while a hypothesis and its reference have fewer than this many symbols
+#: together
+EXACT_ALIGNMENT_SYMBOLS = 1000
 
 
 def compat(config: Any) -> Any:
@@ -90,8 +91,8 @@ def levenshtein_scores(hyps: k2.RaggedTensor, refs: list[list[int]], hyp_to_ref:
     """float32 ``[num_hyps]``: icefall's oracle score of each hypothesis (int32 ragged
     ``[hyp][symbol]``) against its reference ``refs[hyp_to_ref[i]]``: the total score of
     ``k2.levenshtein_alignment`` of their ``k2.levenshtein_graph`` s, summed in float32 (minus
-    the number of errors, with float32 rounding: an insertion or deletion adds
-    ``-0.99999994``)."""
+    the number of errors, with float32 rounding: insertions and deletions count a little
+    less than 1 each, e.g. ``-5.9999995`` for 6)."""
     device = hyps.device
     ref_graphs = k2.levenshtein_graph(refs, device=device)
     alignment = k2.levenshtein_alignment(

@@ -160,7 +160,8 @@ def nbest_oracle(
 ) -> k2.Fsa:
     """Of ``num_paths`` sampled paths (one per word sequence), the one closest (word edit
     distance) to ``ref_texts[i]`` (words separated by spaces; words outside ``word_table``
-    read as ``oov``)."""
+    read as ``oov``); among paths at the same distance icefall's choice, by the float32
+    scores of ``k2.levenshtein_alignment`` (:func:`k2dec.icefall.common.oracle_pick`)."""
     nbest, _ = sample(lattice, num_paths, nbest_scale, use_double_scores, DedupKey.WORDS)
     if len(ref_texts) != nbest.num_utts:
         raise ValueError(f"ref_texts has {len(ref_texts)} texts for {nbest.num_utts} "

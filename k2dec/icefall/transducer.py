@@ -275,7 +275,8 @@ def fast_beam_search_nbest_oracle(
 ) -> list[list[int]] | DecodingResults:
     """:func:`fast_beam_search` (hidden ``ilme_scale`` 0.1), ``num_paths`` sampled paths;
     the sampled path closest (edit distance) to ``ref_texts[i]`` (token ids through the
-    trivial graph) wins."""
+    trivial graph) wins; among paths at the same distance icefall's choice, by the float32
+    scores of ``k2.levenshtein_alignment`` (:func:`k2dec.icefall.common.oracle_pick`)."""
     check_model(model, "fast_beam_search_nbest_oracle")
     lattice = fbs_lattice(model, decoding_graph, encoder_out, encoder_out_lens, beam,
                        max_states, max_contexts, temperature, 0.1, allow_partial,

@@ -265,3 +265,24 @@ def test_nbest_oracle_breaks_ties_by_icefalls_float32_scores(seed):
         torch.manual_seed(seed)
         assert got == oracle_icefall(lattice, NUM_PATHS, refs)
         assert got[0] == [1, 2]
+
+
+def test_nbest_oracle_scores_long_hypotheses_as_icefall():
+    """Past 1000 symbols k2's alignment may count more errors than the edit distance: here
+    the words ``hyp`` (distance 1020 to the reference, k2's alignment counts 1021) and no words
+    (1021 deletions, float32 total above -1021): icefall picks the empty path."""
+    from tests.reference.icefall_nbest import oracle_icefall
+
+    n = 510
+    ref, hyp = [1] * n + [8] + [2] * n, [8] + [2] * n + [3] * n
+    lines = ["0 1 0 0 0.0"] + [f"{i} {i + 1} {w} {w} 0.0" for i, w in enumerate(hyp, 1)]
+    final = len(hyp) + 1
+    lines += [f"{final} {final + 1} -1 -1 0.0", f"0 {final} 0 0 0.0", f"{final + 1}"]
+    lattice = k2.create_fsa_vec([k2.Fsa.from_str("\n".join(sorted(
+        lines, key=lambda line: int(line.split()[0]))), acceptor=False)])
+    words = k2.SymbolTable.from_str("\n".join(f"w{i} {i}" for i in range(10)))
+    text = " ".join(f"w{w}" for w in ref)
+    torch.manual_seed(0)
+    got = ice.get_texts(ice.nbest_oracle(lattice, NUM_PATHS, [text], words))
+    torch.manual_seed(0)
+    assert got == oracle_icefall(lattice, NUM_PATHS, [ref]) == [[]]
