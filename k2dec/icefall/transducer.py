@@ -131,16 +131,22 @@ def beam_search(
     temperature: float = 1.0,
     blank_penalty: float = 0.0,
     return_timestamps: bool = False,
+    max_expansions_per_frame: int = TransducerBeamSearchConfig.max_expansions_per_frame,
 ) -> list[int] | DecodingResults:
     """The classic transducer beam search (Graves 2012) of one utterance (``encoder_out``
     ``(1, T, C)``), any number of symbols per frame; the best hypothesis by log-prob per
-    ``context_size + tokens``. A frame is expanded at most 32 times
-    (:class:`~k2dec.transducer.TransducerBeamSearchConfig`; icefall's loop has no bound and can
-    run for minutes, and only then may the hypotheses differ)."""
+    ``context_size + tokens``.
+
+    A frame is expanded at most ``max_expansions_per_frame`` times (default 32, at most
+    1000: :class:`~k2dec.transducer.TransducerBeamSearchConfig`), which bounds time and
+    memory. icefall's loop has no bound and can run for minutes on a frame; only where it
+    expands a frame more often than the bound may the hypotheses differ, so raise the bound
+    (1000) to get icefall's on such utterances."""
     check_model(model, "beam_search")
     lens = check_single(encoder_out, "beam_search")
     cfg = TransducerBeamSearchConfig(beam_size=int(beam), temperature=float(temperature),
-                                     blank_penalty=float(blank_penalty))
+                                     blank_penalty=float(blank_penalty),
+                                     max_expansions_per_frame=max_expansions_per_frame)
     [hyps] = k2dec_beam_search(model, encoder_out, lens, cfg)
     best = hyps[0]
     if not return_timestamps:
