@@ -80,6 +80,16 @@ def _ngram_scores(nbest: Nbest, G: k2.Fsa, sp: Any, word_table: Any, oov_word: s
     return word_sequence_scores(ragged, G).to(nbest.device)
 
 
+def _icefall_ids(sp: Any, sos_id: int | None, eos_id: int | None) -> tuple[int, int]:
+    """``(sos_id, eos_id)``, each looked up as icefall does (``sp.piece_to_id("sos_id")`` /
+    ``("eos_id")``) where it is ``None``."""
+    if (sos_id is None or eos_id is None) and not callable(getattr(sp, "piece_to_id", None)):
+        raise TypeError("sp must have piece_to_id (a sentencepiece.SentencePieceProcessor) "
+                        f"unless sos_id and eos_id are given, got {type(sp).__name__}")
+    return (sp.piece_to_id("sos_id") if sos_id is None else sos_id,
+            sp.piece_to_id("eos_id") if eos_id is None else eos_id)
+
+
 def _best_by(nbest: Nbest, totals: dict[str, torch.Tensor], return_timestamps: bool
              ) -> dict[str, list[list[int]] | DecodingResults]:
     return {key: paths_result(index_paths(nbest.fsa, pick(nbest, tot)), return_timestamps)
@@ -152,8 +162,7 @@ def fast_beam_search_with_nbest_rnn_rescoring(
     eos_id=1``, or ``lm.sos_id`` / ``lm.eos_id`` of a k2dec LM) to score as it was trained.
     The ids apply to a k2dec LM as to an icefall ``RnnLmModel``."""
     check_model(model, "fast_beam_search_with_nbest_rnn_rescoring")
-    sos = sp.piece_to_id("sos_id") if sos_id is None else sos_id
-    eos = sp.piece_to_id("eos_id") if eos_id is None else eos_id
+    sos, eos = _icefall_ids(sp, sos_id, eos_id)
     lm = sequence_lm_with_ids(rnn_lm_model, sos, eos, int(model.decoder.blank_id))
     nbest = _token_nbest(model, decoding_graph, encoder_out, encoder_out_lens, beam,
                          max_states, max_contexts, num_paths, use_double_scores, nbest_scale,

@@ -263,6 +263,9 @@ def test_rnn_rescoring_takes_sos_and_eos_as_icefall(words, lms):
     for bad in (dict(sos_id=-1), dict(eos_id=VOCAB), dict(sos_id=True)):
         with pytest.raises(ValueError, match="sos_id|eos_id"):
             rescore(model, graph, enc, enc_lens, rnn_lm_model=lm, **kw, **bad)
+    with pytest.raises(TypeError, match="piece_to_id"):  # no lookup without a BPE model
+        rescore(model, graph, enc, enc_lens, rnn_lm_model=lm, **dict(kw, sp=_Pieces()),
+                sos_id=1)
 
 
 def test_lm_arguments_are_checked(lms):
