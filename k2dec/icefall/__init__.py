@@ -23,21 +23,24 @@ or ``nll`` (zipformer), or k2dec's (``score_sequences``). LMs: icefall's ``LmSco
 
 Where the result can differ from icefall's (each documented at the function):
 
-- ties: ``fast_beam_search_nbest_oracle`` / ``nbest_oracle`` choose among paths of equal
-  edit distance by k2dec's exact distances (icefall's float32 alignment scores carry
-  rounding noise that decides); the hypothesis-list rescorings take the first of equal
-  totals;
+- ties: the hypothesis-list rescorings take the first of equal totals
+  (``fast_beam_search_nbest_oracle`` / ``nbest_oracle`` choose among paths of equal edit
+  distance as icefall, by the float32 scores of ``k2.levenshtein_alignment``);
 - ``get_lattice`` searches an utterance whose lattice has no complete path again with wider
   beams (icefall returns it without one); lattices carry a ``frame`` attribute;
 - n-best sampling prunes a lattice over ``NbestConfig.max_lattice_arcs`` (50k) arcs first and
   whole-lattice rescoring bounds its memory (icefall retries on CUDA out-of-memory errors
   and may return ``None``);
-- ``fast_beam_search_with_nbest_rnn_rescoring`` scores with the LM's ``sos``/``eos`` (icefall
-  looks up the pieces ``"sos_id"``/``"eos_id"``, i.e. ``<unk>``);
-- ``beam_search`` expands a frame at most 32 times (icefall's loop has no bound);
+- ``beam_search`` expands a frame at most ``max_expansions_per_frame`` times (default 32, up
+  to 1000; icefall's loop has no bound and can run for minutes on one frame);
 - an utterance without frames gets an empty hypothesis (icefall asserts, or aborts in k2);
 - a model whose ``unk_id`` differs from its blank is refused (icefall skips ``unk``);
 - no function modifies its arguments (icefall's rescorings rescale the caller's lattice).
+
+Where icefall's choice is arguably a slip, it is kept and a keyword offers the alternative:
+``fast_beam_search_with_nbest_rnn_rescoring`` scores with icefall's ``sp.piece_to_id("sos_id")``
+/ ``("eos_id")`` (``<unk>`` for a BPE model without such pieces) unless ``sos_id=`` /
+``eos_id=`` give the LM's own.
 """
 
 from .ctc import (

@@ -9,10 +9,17 @@ import k2
 import torch
 
 from ..methods import icefall_compatible_part
-from ..nbest import DedupKey, Nbest, NbestConfig, best_paths_by_score
+from ..nbest import DedupKey, Nbest, NbestConfig, best_paths_by_score, edit_distances
 from ..transducer import FastBeamSearchConfig, fast_beam_search_lattice
 
-__all__ = ["check_model", "check_single", "compat", "fbs_lattice", "pick", "sample"]
+__all__ = ["check_model", "check_single", "compat", "fbs_lattice", "oracle_pick", "pick",
+           "sample"]
+
+#: k2's Levenshtein alignment costs a substitution 1 and an insertion or deletion 1.001 (its
+#: ``ins_del_score`` -0.501 plus half a substitution), so the alignment it picks has the
+#: fewest errors while a hypothesis and its reference have fewer than this many symbols
+#: together
+EXACT_ALIGNMENT_SYMBOLS = 1000
 
 
 def compat(config: Any) -> Any:
@@ -77,3 +84,53 @@ def fbs_lattice(model: Any, decoding_graph: k2.Fsa, encoder_out: torch.Tensor,
         temperature=float(temperature), blank_penalty=float(blank_penalty),
         ilme_scale=float(ilme_scale), allow_partial=bool(allow_partial)))
     return fast_beam_search_lattice(model, encoder_out, encoder_out_lens, decoding_graph, cfg)
+
+
+def levenshtein_scores(hyps: k2.RaggedTensor, refs: list[list[int]], hyp_to_ref: torch.Tensor
+                       ) -> torch.Tensor:
+    """float32 ``[num_hyps]``: icefall's oracle score of each hypothesis (int32 ragged
+    ``[hyp][symbol]``) against its reference ``refs[hyp_to_ref[i]]``: the total score of
+    ``k2.levenshtein_alignment`` of their ``k2.levenshtein_graph`` s, summed in float32 (minus
+    the number of errors, with float32 rounding: insertions and deletions count a little
+    less than 1 each, e.g. ``-5.9999995`` for 6)."""
+    device = hyps.device
+    ref_graphs = k2.levenshtein_graph(refs, device=device)
+    alignment = k2.levenshtein_alignment(
+        refs=ref_graphs, hyps=k2.levenshtein_graph(hyps),
+        hyp_to_ref_map=hyp_to_ref.to(device=device, dtype=torch.int32), sorted_match_ref=True)
+    return alignment.get_tot_scores(use_double_scores=False, log_semiring=False)
+
+
+def oracle_pick(nbest: Nbest, refs: list[list[int]]) -> torch.Tensor:
+    """int64 ``[num_utts]``: icefall's oracle choice among ``nbest``'s paths (their
+    ``key_seqs``) for references ``refs`` (one per utterance), ``-1`` without paths.
+
+    icefall takes the largest float32 score of :func:`levenshtein_scores`, the last of equal
+    ones. Those scores are minus the edit distance plus rounding noise that decides among
+    paths at the same distance, so here the exact distances
+    (:func:`k2dec.nbest.edit_distances`) choose, and the k2 scores are computed only where
+    they decide: for the paths at an utterance's smallest distance when there are several,
+    and for every path of an utterance with a hypothesis and reference of
+    :data:`EXACT_ALIGNMENT_SYMBOLS` symbols or more (where k2's alignment may count more
+    errors than the smallest number)."""
+    hyps, utt = nbest.key_seqs, nbest.path_to_utt().to(torch.int64)
+    dist = edit_distances(hyps, refs, utt)
+    scores = -dist.to(torch.float64)
+    if nbest.num_paths == 0:
+        return pick(nbest, scores)
+    num_utts, device = nbest.num_utts, dist.device
+    utt = utt.to(device)
+    best = k2.RaggedTensor(nbest.shape, scores.to(nbest.device)).max(float("-inf"))
+    at_min = scores == best.to(device)[utt]
+    count = torch.zeros(num_utts, dtype=torch.int64, device=device).index_add_(
+        0, utt, at_min.to(torch.int64))
+    splits = hyps.shape.row_splits(1).to(device=device, dtype=torch.int64)
+    ref_len = torch.tensor([len(r) for r in refs], dtype=torch.int64, device=device)
+    long = (splits[1:] - splits[:-1] + ref_len[utt]) >= EXACT_ALIGNMENT_SYMBOLS
+    long_utt = torch.zeros(num_utts, dtype=torch.bool, device=device).index_fill_(
+        0, utt[long], True)
+    scored = torch.nonzero((at_min & (count[utt] > 1)) | long_utt[utt]).squeeze(1)
+    if scored.numel():
+        sub, _ = hyps.index(scored.to(device=hyps.device, dtype=torch.int32), axis=0)
+        scores[scored] = levenshtein_scores(sub, refs, utt[scored]).to(scores)
+    return pick(nbest, scores)

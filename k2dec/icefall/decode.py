@@ -23,10 +23,10 @@ from ..lattice import get_lattice as k2dec_get_lattice
 from ..lattice.rescore import RescoreConfig
 from ..lattice.rescore import rescore_with_whole_lattice as k2dec_whole_lattice
 from ..methods.lists import HypothesisLists, attention_scores
-from ..nbest import DedupKey, Nbest, edit_distances, intersected, ngram_lm_scores
+from ..nbest import DedupKey, Nbest, intersected, ngram_lm_scores
 from ..nbest.sampling import k2_random_paths
 from .attention import attention_decoder as as_decoder
-from .common import pick, sample
+from .common import oracle_pick, pick, sample
 from .lm import sequence_lm
 from .results import index_paths
 
@@ -160,14 +160,14 @@ def nbest_oracle(
 ) -> k2.Fsa:
     """Of ``num_paths`` sampled paths (one per word sequence), the one closest (word edit
     distance) to ``ref_texts[i]`` (words separated by spaces; words outside ``word_table``
-    read as ``oov``)."""
+    read as ``oov``); among paths at the same distance icefall's choice, by the float32
+    scores of ``k2.levenshtein_alignment`` (:func:`k2dec.icefall.common.oracle_pick`)."""
     nbest, _ = sample(lattice, num_paths, nbest_scale, use_double_scores, DedupKey.WORDS)
     if len(ref_texts) != nbest.num_utts:
         raise ValueError(f"ref_texts has {len(ref_texts)} texts for {nbest.num_utts} "
                          "utterances")
     refs = [[_word_id(w, word_table, oov) for w in text.split()] for text in ref_texts]
-    dist = edit_distances(nbest.key_seqs, refs, nbest.path_to_utt())
-    return index_paths(nbest.fsa, pick(nbest, -dist.to(torch.float64)))
+    return index_paths(nbest.fsa, oracle_pick(nbest, refs))
 
 
 def _word_id(word: str, word_table: k2.SymbolTable, oov: str) -> int:

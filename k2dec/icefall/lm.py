@@ -17,6 +17,7 @@ Here:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -29,7 +30,8 @@ from ..primitives.sizes import check_finite
 from ..scorers import NeuralLmScorer, Scorer
 from ..scorers.base import check_rows, emitting_rows
 
-__all__ = ["IcefallLm", "LmScorer", "ScoreTokenScorer", "fusion_scorer", "sequence_lm"]
+__all__ = ["IcefallLm", "LmScorer", "ScoreTokenScorer", "fusion_scorer", "sequence_lm",
+           "sequence_lm_with_ids"]
 
 
 class LmScorer:
@@ -253,3 +255,25 @@ def sequence_lm(LM: Any, sos_id: int = 1, eos_id: int = 1, blank_id: int = 0) ->
     if isinstance(LM, NeuralLM):
         return LM
     return IcefallLm(LM, sos_id, eos_id, blank_id)
+
+
+def sequence_lm_with_ids(LM: Any, sos_id: int, eos_id: int, blank_id: int = 0) -> Any:
+    """As :func:`sequence_lm`, scoring with ``sos_id`` / ``eos_id`` whatever the LM's own: a
+    k2dec LM (bare or in an :class:`LmScorer`) as itself or a shallow copy sharing its weights
+    with the ids replaced (the caller's LM is not changed), an icefall one through
+    :class:`IcefallLm`."""
+    for name, value in (("sos_id", sos_id), ("eos_id", eos_id)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    lm = LM.lm if isinstance(LM, LmScorer) else LM
+    if not isinstance(lm, NeuralLM):
+        return IcefallLm(LM, sos_id, eos_id, blank_id)
+    for name, value in (("sos_id", sos_id), ("eos_id", eos_id)):
+        if value >= lm.vocab_size:
+            raise ValueError(f"{name}={value} is not a token of the LM (vocab_size "
+                             f"{lm.vocab_size})")
+    if (lm.sos_id, lm.eos_id) == (sos_id, eos_id):
+        return lm
+    out = copy.copy(lm)
+    out.sos_id, out.eos_id = sos_id, eos_id
+    return out

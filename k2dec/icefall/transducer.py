@@ -16,7 +16,7 @@ import k2
 import torch
 from torch import nn
 
-from ..nbest import DedupKey, edit_distances, intersected
+from ..nbest import DedupKey, intersected
 from ..scorers import WeightedScorer
 from ..transducer import (
     GreedySearchConfig,
@@ -27,7 +27,15 @@ from ..transducer import (
 from ..transducer import beam_search as k2dec_beam_search
 from ..transducer import modified_beam_search as k2dec_modified_beam_search
 from ..transducer.greedy import greedy_search_single
-from .common import check_model, check_single, compat, fbs_lattice, pick, sample
+from .common import (
+    check_model,
+    check_single,
+    compat,
+    fbs_lattice,
+    oracle_pick,
+    pick,
+    sample,
+)
 from .results import DecodingResults, index_paths, paths_result, results_or_hyps
 from .state_scorers import context_scorer
 
@@ -123,16 +131,22 @@ def beam_search(
     temperature: float = 1.0,
     blank_penalty: float = 0.0,
     return_timestamps: bool = False,
+    max_expansions_per_frame: int = TransducerBeamSearchConfig.max_expansions_per_frame,
 ) -> list[int] | DecodingResults:
     """The classic transducer beam search (Graves 2012) of one utterance (``encoder_out``
     ``(1, T, C)``), any number of symbols per frame; the best hypothesis by log-prob per
-    ``context_size + tokens``. A frame is expanded at most 32 times
-    (:class:`~k2dec.transducer.TransducerBeamSearchConfig`; icefall's loop has no bound and can
-    run for minutes, and only then may the hypotheses differ)."""
+    ``context_size + tokens``.
+
+    A frame is expanded at most ``max_expansions_per_frame`` times (default 32, at most
+    1000: :class:`~k2dec.transducer.TransducerBeamSearchConfig`), which bounds time and
+    memory. icefall's loop has no bound and can run for minutes on a frame; only where it
+    expands a frame more often than the bound may the hypotheses differ, so raise the bound
+    (1000) to get icefall's on such utterances."""
     check_model(model, "beam_search")
     lens = check_single(encoder_out, "beam_search")
     cfg = TransducerBeamSearchConfig(beam_size=int(beam), temperature=float(temperature),
-                                     blank_penalty=float(blank_penalty))
+                                     blank_penalty=float(blank_penalty),
+                                     max_expansions_per_frame=max_expansions_per_frame)
     [hyps] = k2dec_beam_search(model, encoder_out, lens, cfg)
     best = hyps[0]
     if not return_timestamps:
@@ -267,7 +281,8 @@ def fast_beam_search_nbest_oracle(
 ) -> list[list[int]] | DecodingResults:
     """:func:`fast_beam_search` (hidden ``ilme_scale`` 0.1), ``num_paths`` sampled paths;
     the sampled path closest (edit distance) to ``ref_texts[i]`` (token ids through the
-    trivial graph) wins."""
+    trivial graph) wins; among paths at the same distance icefall's choice, by the float32
+    scores of ``k2.levenshtein_alignment`` (:func:`k2dec.icefall.common.oracle_pick`)."""
     check_model(model, "fast_beam_search_nbest_oracle")
     lattice = fbs_lattice(model, decoding_graph, encoder_out, encoder_out_lens, beam,
                        max_states, max_contexts, temperature, 0.1, allow_partial,
@@ -277,6 +292,4 @@ def fast_beam_search_nbest_oracle(
     if len(refs) != nbest.num_utts:
         raise ValueError(f"ref_texts has {len(refs)} references for {nbest.num_utts} "
                          "utterances")
-    dist = edit_distances(nbest.key_seqs, refs, nbest.path_to_utt())
-    best = pick(nbest, -dist.to(torch.float64))
-    return paths_result(index_paths(nbest.fsa, best), return_timestamps)
+    return paths_result(index_paths(nbest.fsa, oracle_pick(nbest, refs)), return_timestamps)

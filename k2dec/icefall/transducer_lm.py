@@ -35,7 +35,7 @@ from ..scorers import TokenNgramScorer, WeightedScorer
 from ..transducer import ModifiedBeamSearchConfig
 from ..transducer import modified_beam_search as k2dec_modified_beam_search
 from .common import check_model, compat, fbs_lattice, pick, sample
-from .lm import fusion_scorer, sequence_lm
+from .lm import fusion_scorer, sequence_lm, sequence_lm_with_ids
 from .results import DecodingResults, index_paths, paths_result, results_or_hyps
 from .state_scorers import context_scorer, ngram_scorer
 
@@ -78,6 +78,16 @@ def _ngram_scores(nbest: Nbest, G: k2.Fsa, sp: Any, word_table: Any, oov_word: s
              for text in texts]
     ragged = k2.RaggedTensor(words, dtype=torch.int32).to(G.device)
     return word_sequence_scores(ragged, G).to(nbest.device)
+
+
+def _icefall_ids(sp: Any, sos_id: int | None, eos_id: int | None) -> tuple[int, int]:
+    """``(sos_id, eos_id)``, each looked up as icefall does (``sp.piece_to_id("sos_id")`` /
+    ``("eos_id")``) where it is ``None``."""
+    if (sos_id is None or eos_id is None) and not callable(getattr(sp, "piece_to_id", None)):
+        raise TypeError("sp must have piece_to_id (a sentencepiece.SentencePieceProcessor) "
+                        f"unless sos_id and eos_id are given, got {type(sp).__name__}")
+    return (sp.piece_to_id("sos_id") if sos_id is None else sos_id,
+            sp.piece_to_id("eos_id") if eos_id is None else eos_id)
 
 
 def _best_by(nbest: Nbest, totals: dict[str, torch.Tensor], return_timestamps: bool
@@ -138,18 +148,27 @@ def fast_beam_search_with_nbest_rnn_rescoring(
     nbest_scale: float = 0.5,
     temperature: float = 1.0,
     return_timestamps: bool = False,
+    sos_id: int | None = None,
+    eos_id: int | None = None,
 ) -> dict[str, list[list[int]] | DecodingResults]:
     """As :func:`fast_beam_search_with_nbest_rescoring`, plus the neural LM's log-prob of
-    each path's tokens (with ``sos``/``eos`` 1, the LM's own; icefall looks them up as the
-    pieces ``"sos_id"``/``"eos_id"``, which BPE models lack, so it scores with ``<unk>``):
-    ``am + s1 * ngram + s2 * rnn`` keyed ``ngram_lm_scale_{s1}_rnn_lm_scale_{s2}``."""
+    each path's tokens: ``am + s1 * ngram + s2 * rnn`` keyed
+    ``ngram_lm_scale_{s1}_rnn_lm_scale_{s2}``.
+
+    The LM reads ``sos_id`` before the tokens and scores ``eos_id`` after them. ``None``
+    (default): as icefall, ``sp.piece_to_id("sos_id")`` and ``sp.piece_to_id("eos_id")``,
+    which for a BPE model without those pieces is the id of ``<unk>`` (2 for icefall's, not
+    the ``<sos/eos>`` id 1 the LM was trained with); pass the LM's ids (e.g. ``sos_id=1,
+    eos_id=1``, or ``lm.sos_id`` / ``lm.eos_id`` of a k2dec LM) to score as it was trained.
+    The ids apply to a k2dec LM as to an icefall ``RnnLmModel``."""
     check_model(model, "fast_beam_search_with_nbest_rnn_rescoring")
+    sos, eos = _icefall_ids(sp, sos_id, eos_id)
+    lm = sequence_lm_with_ids(rnn_lm_model, sos, eos, int(model.decoder.blank_id))
     nbest = _token_nbest(model, decoding_graph, encoder_out, encoder_out_lens, beam,
                          max_states, max_contexts, num_paths, use_double_scores, nbest_scale,
                          temperature)
     am = nbest.tot_scores().values
     ngram = _ngram_scores(nbest, G, sp, word_table, oov_word)
-    lm = sequence_lm(rnn_lm_model, blank_id=int(model.decoder.blank_id))
     rnn = neural_scores(nbest, lm_path_scorer(lm)).values
     totals = {f"ngram_lm_scale_{s1}_rnn_lm_scale_{s2}": am + s1 * ngram + s2 * rnn
               for s1 in ngram_lm_scale_list for s2 in rnn_lm_scale_list}

@@ -233,3 +233,56 @@ def test_rescore_with_rnn_lm_adds_the_lm_to_the_attention_rescoring(setup):
     best = k2.RaggedTensor(nbest.shape, total).argmax()
     assert ice.get_texts(got[key]) == [nbest.key_seqs.tolist()[b] for b in best.tolist()]
     assert len(ice.rescore_with_rnn_lm(*args, 0.5, 0.7, 1.2, 0)) == 24  # 0: icefall's grid
+
+
+#: the words ``a b`` (a blank in place of a third word) and ``a b d``: for the reference
+#: ``a b c`` one deletion or one substitution
+TIE_LATTICE = """0 1 1 1 0.0
+1 2 2 2 0.0
+2 3 4 4 -0.1
+2 3 0 0 0.0
+3 4 -1 -1 0.0
+4"""
+TIE_WORDS = "<eps> 0\na 1\nb 2\nc 3\nd 4\n<UNK> 5"
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_nbest_oracle_breaks_ties_by_icefalls_float32_scores(seed):
+    """icefall's float32 alignment scores put a deletion (-0.99999994) above a substitution
+    (-1.0); exact distances tie them (k2dec's nbest-oracle takes the last, ``a b d``). With an
+    utterance without paths, one with a reference word outside the table, and batch 1."""
+    from tests.reference.icefall_nbest import oracle_icefall
+
+    words = k2.SymbolTable.from_str(TIE_WORDS)
+    tie = k2.Fsa.from_str(TIE_LATTICE, acceptor=False)
+    no_path = k2.Fsa.from_str("0 1 1 1 0.0\n2", acceptor=False)
+    for fsas, texts in (([tie], ["a b c"]),
+                        ([tie, no_path, tie, tie], ["a b c", "a", "a b zz", ""])):
+        lattice = k2.create_fsa_vec(fsas)
+        refs = [[words[w] if w in words else words["<UNK>"] for w in t.split()] for t in texts]
+        torch.manual_seed(seed)
+        got = ice.get_texts(ice.nbest_oracle(lattice, NUM_PATHS, texts, words))
+        torch.manual_seed(seed)
+        assert got == oracle_icefall(lattice, NUM_PATHS, refs)
+        assert got[0] == [1, 2]
+
+
+def test_nbest_oracle_scores_long_hypotheses_as_icefall():
+    """Past 1000 symbols k2's alignment may count more errors than the edit distance: here
+    the words ``hyp`` (distance 1020 to the reference, k2's alignment counts 1021) and no words
+    (1021 deletions, float32 total above -1021): icefall picks the empty path."""
+    from tests.reference.icefall_nbest import oracle_icefall
+
+    n = 510
+    ref, hyp = [1] * n + [8] + [2] * n, [8] + [2] * n + [3] * n
+    lines = ["0 1 0 0 0.0"] + [f"{i} {i + 1} {w} {w} 0.0" for i, w in enumerate(hyp, 1)]
+    final = len(hyp) + 1
+    lines += [f"{final} {final + 1} -1 -1 0.0", f"0 {final} 0 0 0.0", f"{final + 1}"]
+    lattice = k2.create_fsa_vec([k2.Fsa.from_str("\n".join(sorted(
+        lines, key=lambda line: int(line.split()[0]))), acceptor=False)])
+    words = k2.SymbolTable.from_str("\n".join(f"w{i} {i}" for i in range(10)))
+    text = " ".join(f"w{w}" for w in ref)
+    torch.manual_seed(0)
+    got = ice.get_texts(ice.nbest_oracle(lattice, NUM_PATHS, [text], words))
+    torch.manual_seed(0)
+    assert got == oracle_icefall(lattice, NUM_PATHS, [ref]) == [[]]

@@ -29,7 +29,7 @@ from k2dec.transducer.network import (
 )
 from tests.icefall.icefall_shaped import zipformer_transducer
 from tests.reference.icefall_greedy import greedy_search_batch_icefall, greedy_search_icefall
-from tests.reference.icefall_nbest import nbest_icefall, oracle_distance
+from tests.reference.icefall_nbest import nbest_icefall, oracle_distance, oracle_icefall
 from tests.reference.icefall_search import fast_beam_search_icefall
 from tests.reference.lattice_rescore import levenshtein
 from tests.reference.transducer_reference import NetOracle, greedy_reference
@@ -103,7 +103,10 @@ def test_nbest_searches_are_icefalls(sizes, lens):
                                                 num_paths=NUM_PATHS, ref_texts=refs, **FBS)
         torch.manual_seed(0)
         dist = oracle_distance(want, NUM_PATHS, refs)
+        torch.manual_seed(0)
+        chosen = oracle_icefall(want, NUM_PATHS, refs)
     assert [levenshtein(g, r) for g, r in zip(got, refs)] == dist
+    assert got == chosen
 
 
 @pytest.mark.parametrize("sizes", MODELS)

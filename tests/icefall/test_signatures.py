@@ -140,4 +140,4 @@ def test_a_wrong_table_fails():
     assert sig != [("model", REQUIRED), ("encoder_out", REQUIRED), ("beam", 5),
                    ("temperature", 1.0), ("blank_penalty", 0.0), ("return_timestamps", False)]
     assert sig[:2] != [("encoder_out", REQUIRED), ("model", REQUIRED)]
-    assert len(sig) == 6
+    assert len(sig) == 7  # icefall's 6 and max_expansions_per_frame

@@ -15,10 +15,12 @@ from k2dec.methods.transducer import GreedySearchMethodConfig
 from k2dec.nbest import NbestConfig
 from k2dec.scorers import ContextGraph
 from k2dec.testing.lang import tiny_lg
+from k2dec.testing.transducer import random_batch, random_model
 from k2dec.transducer import FastBeamSearchConfig, GreedySearchConfig, one_best
 from tests.icefall.conftest import BATCHES, VOCAB, model_and_batch
 from tests.reference.icefall_search import fast_beam_search_icefall, modified_beam_search_icefall
 from tests.reference.lattice_rescore import levenshtein
+from tests.reference.transducer_reference import NetOracle, classic_beam_search_reference
 
 SEEDS = [0, 1, 2]
 FBS = dict(beam=4.0, max_states=32, max_contexts=8)
@@ -68,6 +70,26 @@ def test_single_utterance_searches(seed):
     assert ice.beam_search(model, enc, return_timestamps=True).timestamps == _frames(want)
     with pytest.raises(ValueError, match="one utterance"):
         ice.beam_search(model, torch.cat([enc, enc]))
+
+
+def test_beam_search_takes_the_expansion_bound():
+    """``max_expansions_per_frame`` reaches the search: with a model that emits many symbols
+    per frame, the best of icefall's algorithm (``classic_beam_search_reference``) at each
+    bound; 1000 lifts the default 32 (icefall has none); values outside [1, 1000] are
+    refused."""
+    model = random_model(vocab_size=5, context_size=2, seed=11, scale=3.0)
+    enc, _ = random_batch([6], seed=11)
+    got = {}
+    for bound in (1, 2, 32, 1000):
+        got[bound] = ice.beam_search(model, enc, max_expansions_per_frame=bound)
+        want = classic_beam_search_reference(NetOracle(model, enc[0]), 6, 4, bound)
+        c = model.decoder.context_size
+        assert tuple(got[bound]) == max(want, key=lambda k: want[k][0] / (c + len(k)))
+    assert ice.beam_search(model, enc) == got[32]
+    assert got[1] != got[1000]
+    for bad in (0, 1001, None):
+        with pytest.raises(ValueError, match="max_expansions_per_frame"):
+            ice.beam_search(model, enc, max_expansions_per_frame=bad)
 
 
 @pytest.mark.parametrize("lens", BATCHES)

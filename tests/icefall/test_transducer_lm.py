@@ -152,13 +152,14 @@ def test_lm_rescore_lodr_is_the_method_with_k2dec_or_kenlm_ngrams(lms):
 
 @pytest.fixture(scope="module")
 def words(tmp_path_factory):
-    """Word ``w{t}`` spelled by token ``t``: word table, rescoring G over a random bigram,
-    the token -> word map the registered methods use."""
+    """Word ``w{t}`` spelled by token ``t``: word table, rescoring G over a random bigram
+    (with ``<UNK>``, so that the words of a real BPE model's pieces get finite scores), the
+    token -> word map the registered methods use."""
     d = tmp_path_factory.mktemp("words")
     rng = random.Random(3)
-    (d / "text.txt").write_text("\n".join(" ".join(f"w{rng.randrange(1, VOCAB)}" for _ in
+    (d / "text.txt").write_text("\n".join(" ".join(f"w{rng.randrange(0, VOCAB)}" for _ in
                                                    range(rng.randint(1, 6)))
-                                          for _ in range(80)) + "\n")
+                                          for _ in range(80)).replace("w0", "<UNK>") + "\n")
     arpa = train_arpa(d / "text.txt", d / "g.arpa", order=2)
     table = "<eps> 0\n" + "".join(f"w{t} {t}\n" for t in range(1, VOCAB)) + "".join(
         f"{w} {VOCAB + i}\n" for i, w in enumerate(["<UNK>", "#0", "<s>", "</s>"]))
@@ -197,8 +198,10 @@ def test_fast_beam_search_with_nbest_rnn_rescoring_is_the_method(words, lms):
     lm, _, _ = lms
     model, enc, enc_lens = model_and_batch(BATCHES[0], 6)
     graph = k2.trivial_graph(VOCAB - 1)
+    # the LM's own sos/eos, as the method scores (icefall's default looks them up in sp)
     kw = dict(ngram_lm_scale_list=[0.5], num_paths=20, G=G, sp=_Pieces(),
-              word_table=word_table, rnn_lm_scale_list=[0.3, 1.0], **FBS)
+              word_table=word_table, rnn_lm_scale_list=[0.3, 1.0], sos_id=lm.sos_id,
+              eos_id=lm.eos_id, **FBS)
     got = ice.fast_beam_search_with_nbest_rnn_rescoring(model, graph, enc, enc_lens,
                                                          rnn_lm_model=lm, **kw)
     out = _method("fast_beam_search_with_nbest_rnn_rescoring", model, enc, enc_lens,
@@ -212,6 +215,57 @@ def test_fast_beam_search_with_nbest_rnn_rescoring_is_the_method(words, lms):
     shaped = icefall_shaped.RnnLmModel(lm)  # forward(x, y, lengths) -> nll
     assert ice.fast_beam_search_with_nbest_rnn_rescoring(model, graph, enc, enc_lens,
                                                           rnn_lm_model=shaped, **kw) == got
+
+
+class _RecordingRnnLm(icefall_shaped.RnnLmModel):
+    """An icefall ``RnnLmModel`` that records the (sos, eos) pairs it is given."""
+
+    def __init__(self, lm) -> None:
+        super().__init__(lm)
+        self.ids: set[tuple[int, int]] = set()
+
+    def forward(self, x, y, lengths):
+        eos = y.gather(1, (lengths - 1).unsqueeze(1)).squeeze(1)
+        self.ids.update(zip(x[:, 0].tolist(), eos.tolist()))
+        return super().forward(x, y, lengths)
+
+
+def test_rnn_rescoring_takes_sos_and_eos_as_icefall(words, lms):
+    """With the shipped BPE model: by default icefall's ``sp.piece_to_id("sos_id")`` /
+    ``("eos_id")`` (``<unk>``, 2: the model has no such pieces), for icefall's and k2dec's
+    LMs alike; the keywords override them; bad ids are refused."""
+    spm = pytest.importorskip("sentencepiece")
+    from k2dec.demo import ASSETS
+
+    if not (ASSETS / "lang" / "bpe.model").is_file():
+        pytest.skip("no shipped BPE model in this checkout")
+    sp = spm.SentencePieceProcessor(model_file=str(ASSETS / "lang" / "bpe.model"))
+    unk = sp.piece_to_id("<unk>")
+    assert sp.piece_to_id("sos_id") == sp.piece_to_id("eos_id") == unk == 2
+    word_table, G, _ = words
+    lm, _, _ = lms
+    model, enc, enc_lens = model_and_batch(BATCHES[0], 6)
+    graph = k2.trivial_graph(VOCAB - 1)
+    kw = dict(ngram_lm_scale_list=[0.0], num_paths=20, G=G, sp=sp, word_table=word_table,
+              rnn_lm_scale_list=[0.3, 1.0], **FBS)
+    rescore = ice.fast_beam_search_with_nbest_rnn_rescoring
+    results = {}
+    for ids, want in (({}, (unk, unk)), (dict(sos_id=1, eos_id=1), (1, 1)),
+                      (dict(sos_id=3, eos_id=4), (3, 4))):
+        recording = _RecordingRnnLm(lm)
+        results[want] = rescore(model, graph, enc, enc_lens, rnn_lm_model=recording, **kw,
+                                **ids)
+        assert recording.ids == {want}
+        assert rescore(model, graph, enc, enc_lens, rnn_lm_model=lm, **kw, **ids) == \
+            results[want]  # a k2dec LM scores with the same ids
+    assert (lm.sos_id, lm.eos_id) == (1, 1)  # the caller's LM is unchanged
+    assert results[(unk, unk)] != results[(1, 1)]  # the ids matter here
+    for bad in (dict(sos_id=-1), dict(eos_id=VOCAB), dict(sos_id=True)):
+        with pytest.raises(ValueError, match="sos_id|eos_id"):
+            rescore(model, graph, enc, enc_lens, rnn_lm_model=lm, **kw, **bad)
+    with pytest.raises(TypeError, match="piece_to_id"):  # no lookup without a BPE model
+        rescore(model, graph, enc, enc_lens, rnn_lm_model=lm, **dict(kw, sp=_Pieces()),
+                sos_id=1)
 
 
 def test_lm_arguments_are_checked(lms):

@@ -12,7 +12,10 @@ icefall's algorithm: ``Nbest.from_lattice`` then ``fast_beam_search_nbest`` /
    over them (``_nbest_LG``'s log-semiring total score), by a dynamic programme over the
    lattice's states (they are numbered in topological order);
 4. the key with the largest score wins; :func:`oracle_distance` gives the smallest edit
-   distance to a reference among the keys (the oracle's choice, up to ties).
+   distance to a reference among the keys, :func:`oracle_icefall` the oracle's very choice:
+   each key scored by its own ``k2.levenshtein_alignment`` with its reference (float32 total,
+   as icefall's ``nbest_oracle`` / ``fast_beam_search_nbest_oracle`` score them), the last
+   of equal scores in the order of k2's ``unique`` (which icefall's n-best has).
 """
 
 from __future__ import annotations
@@ -84,3 +87,39 @@ def oracle_distance(lattice: k2.Fsa, num_paths: int, refs: list[list[int]],
     """The smallest edit distance to ``refs[u]`` among utterance ``u``'s sampled keys."""
     keys = sampled_keys(lattice, num_paths, nbest_scale)
     return [min((levenshtein(r, k) for k in ks), default=len(r)) for ks, r in zip(keys, refs)]
+
+
+def levenshtein_score(hyp: list[int], ref: list[int]) -> float:
+    """icefall's oracle score of one hypothesis: the float32 total score of
+    ``k2.levenshtein_alignment`` of the two Levenshtein graphs (minus the edit distance, with
+    float32 rounding)."""
+    alignment = k2.levenshtein_alignment(
+        refs=k2.levenshtein_graph([ref]), hyps=k2.levenshtein_graph([hyp]),
+        hyp_to_ref_map=torch.zeros(1, dtype=torch.int32), sorted_match_ref=True)
+    return float(alignment.get_tot_scores(use_double_scores=False, log_semiring=False)[0])
+
+
+def oracle_icefall(lattice: k2.Fsa, num_paths: int, refs: list[list[int]],
+                   nbest_scale: float = 0.5) -> list[list[int]]:
+    """icefall's oracle choice per utterance (``[]`` without paths): of the sampled keys
+    (``aux_labels`` > 0; a tensor ``aux_labels`` only), the one whose
+    :func:`levenshtein_score` against ``refs[u]`` is largest, one key at a time."""
+    scaled = lattice.clone()
+    scaled.scores = lattice.scores * nbest_scale
+    paths = k2.random_paths(scaled, num_paths=num_paths, use_double_scores=True).tolist()
+    aux = lattice.aux_labels.tolist()
+    out = []
+    for utt_paths, ref in zip(paths, refs):
+        keys = [[aux[a] for a in path if aux[a] > 0] for path in utt_paths]
+        if not keys:
+            out.append([])
+            continue
+        # k2's order of the distinct keys (icefall's), which decides between equal scores
+        distinct = k2.RaggedTensor([keys], dtype=torch.int32).unique()[0].tolist()[0]
+        best, best_score = [], -math.inf
+        for key in distinct:
+            score = levenshtein_score(key, ref)
+            if score >= best_score:
+                best, best_score = key, score
+        out.append(best)
+    return out
