@@ -18,17 +18,19 @@ searches with a model of that size, on the device given:
   a freshly initialized model's are nearly flat, which makes every search explore far more
   than it does on speech;
 - the inputs: seeded random 80-dimensional features of 4 to 8 seconds (10 ms frames);
-- the searches: fast_beam_search one-best with a trivial graph and with an LG (a random
-  lexicon of 2000 words and a random bigram LM, as the transducer area's icefall-sized model),
-  modified_beam_search (beam 4), and HLG 1best on the CTC head (the HLG of the same lexicon
-  and LM, ``k2.intersect_dense_pruned``), each with its config's defaults.
+- the searches: greedy_search (batched, max_sym_per_frame 1), fast_beam_search one-best with
+  a trivial graph and with an LG (a random lexicon of 2000 words and a random bigram LM, as
+  the transducer area's icefall-sized model), modified_beam_search (beam 4), and HLG 1best
+  on the CTC head (the HLG of the same lexicon and LM, ``k2.intersect_dense_pruned``), each
+  with its config's defaults.
 
 Each row times one batch: the encoder (and CTC head) plus the search, best of ``--repeat``
 after one untimed warm-up batch per search (every search returns Python lists, so a CUDA run
 has finished when the timer stops); the encoder's share; the RTF (time / seconds of audio in
-the batch); utterances per second; the peak GPU memory of the batch (CUDA only); and whether
-the first utterances of the batch of 16 get the hypotheses they get when searched alone from
-the same encoder output rows.
+the batch) and its inverse RTFx (audio seconds per second, the Open ASR Leaderboard's measure),
+end to end and of the search alone (encoder time left out); utterances per second; the peak
+GPU memory of the batch (CUDA only); and whether the first utterances of the batch of 16 get
+the hypotheses they get when searched alone from the same encoder output rows.
 
 Not one of ``make bench``'s areas: on a CPU one batch of 256 takes minutes with this model.
 Run it by hand on a GPU machine and keep the report in docs/bench/gpu/ (``--smoke``: a 2-layer
@@ -121,7 +123,12 @@ def random_batch(n: int, seed: int, device) -> Batch:
 def searches(model, device, seed: int) -> dict[str, Callable]:
     """search name -> search(encoder_out, lengths) returning hypotheses (token or word lists)."""
     from k2dec.lattice import LatticeConfig, one_best_decoding
-    from k2dec.transducer import FastBeamSearchConfig, fast_beam_search, modified_beam_search
+    from k2dec.transducer import (
+        FastBeamSearchConfig,
+        fast_beam_search,
+        greedy_search,
+        modified_beam_search,
+    )
 
     from .transducer import random_graph
 
@@ -134,6 +141,9 @@ def searches(model, device, seed: int) -> dict[str, Callable]:
             return [h.tokens for h in fast_beam_search(model, enc, lens, graph, fbs_cfg).hyps]
         return run
 
+    def greedy(enc, lens):
+        return [h.tokens for h in greedy_search(model, enc, lens)]
+
     def mbs(enc, lens):
         return [h.tokens for h in modified_beam_search(model, enc, lens)]
 
@@ -141,8 +151,9 @@ def searches(model, device, seed: int) -> dict[str, Callable]:
         lp = model.ctc_log_probs(enc)
         return [list(h.words) for h in one_best_decoding(lp, lens, HLG, lat_cfg)]
 
-    return {"fast_beam_search (trivial graph)": fbs(None), "fast_beam_search (LG)": fbs(LG),
-            "modified_beam_search (beam 4)": mbs, "HLG 1best (CTC head)": hlg}
+    return {"greedy_search (batched)": greedy, "fast_beam_search (trivial graph)": fbs(None),
+            "fast_beam_search (LG)": fbs(LG), "modified_beam_search (beam 4)": mbs,
+            "HLG 1best (CTC head)": hlg}
 
 
 def _sync(device) -> None:
@@ -199,12 +210,15 @@ def measure(model, name: str, search: Callable, n: int, data: Batch, device,
     print(f"{name} x{n}: {total:.3f} s (encoder {enc_s:.3f} s), RTF "
           f"{total / batch.seconds:.5f}, peak {peak} MiB, units/frame {units:.3f}"
           + (f", same as alone: {same}" if same != "" else ""), flush=True)
+    search_s = max(total - enc_s, 1e-9)
     return [name, n, round(batch.seconds, 2), round(total, 4), round(enc_s, 4),
-            f"{total / batch.seconds:.5f}", round(n / total, 1), peak, round(units, 3), same]
+            f"{total / batch.seconds:.5f}", round(batch.seconds / total, 1),
+            round(batch.seconds / search_s, 1), round(n / total, 1), peak, round(units, 3), same]
 
 
 HEADERS = ["search", "streams / batch size", "audio s", "encoder + search s", "of which encoder s",
-           "RTF", "utterances/s", "peak GPU MiB", "output units per encoder frame",
+           "RTF", "RTFx (audio s per s)", "search-only RTFx", "utterances/s", "peak GPU MiB",
+           "output units per encoder frame",
            f"same hypotheses as alone (first {ALONE} of {INVARIANCE_SIZE}; --smoke: of 2)"]
 
 

@@ -21,14 +21,18 @@ def test_smoke_report(tmp_path, device):
     (table,) = rep["tables"]
     rows = table["rows"]
     assert [(r[0], r[1]) for r in rows] == [
-        (s, n) for s in ("fast_beam_search (trivial graph)", "fast_beam_search (LG)",
-                         "modified_beam_search (beam 4)", "HLG 1best (CTC head)")
+        (s, n) for s in ("greedy_search (batched)", "fast_beam_search (trivial graph)",
+                         "fast_beam_search (LG)", "modified_beam_search (beam 4)",
+                         "HLG 1best (CTC head)")
         for n in (1, 2)]
     for r in rows:
         audio, total, encoder, rtf = r[2], r[3], r[4], float(r[5])
         assert audio > 0 and total > 0 and 0 < encoder <= total
         assert abs(rtf - total / audio) < 1e-3 * max(rtf, 1e-3) + 1e-5
-        assert r[8] >= 0  # output units per frame
-    assert [r[-1] for r in rows if r[1] == 2] == [True] * 4
+        rtfx, search_rtfx = r[6], r[7]
+        assert abs(rtfx - audio / total) <= 0.05 + 1e-3 * rtfx
+        assert abs(search_rtfx - audio / (total - encoder)) <= 0.05 + 1e-3 * search_rtfx
+        assert r[10] >= 0  # output units per frame
+    assert [r[-1] for r in rows if r[1] == 2] == [True] * 5
     assert [t["met"] for t in rep["targets"]] == [True]
     assert "parameters" in rep["settings"] and f"({device.type})" in rep["settings"]
