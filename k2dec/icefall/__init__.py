@@ -31,8 +31,9 @@ Where the result can differ from icefall's (each documented at the function):
 - n-best sampling prunes a lattice over ``NbestConfig.max_lattice_arcs`` (50k) arcs first and
   whole-lattice rescoring bounds its memory (icefall retries on CUDA out-of-memory errors
   and may return ``None``);
-- ``beam_search`` expands a frame at most ``max_expansions_per_frame`` times (default 32, up
-  to 1000; icefall's loop has no bound and can run for minutes on one frame);
+- ``beam_search`` expands a frame at most ``max_expansions_per_frame`` times (default 1000,
+  the most k2dec allows; icefall's loop has no bound and can run for minutes on one frame;
+  k2dec's own method stops at 32);
 - an utterance without frames gets an empty hypothesis (icefall asserts, or aborts in k2);
 - a model whose ``unk_id`` differs from its blank is refused (icefall skips ``unk``);
 - no function modifies its arguments (icefall's rescorings rescale the caller's lattice).

@@ -55,6 +55,11 @@ __all__ = [
 #: icefall's one-utterance greedy_search stops after this many symbols
 MAX_SYM_PER_UTT = 1000
 
+#: ``beam_search``'s default bound on a frame's expansions: the most k2dec's config allows,
+#: so that the drop-in gives icefall's (unbounded) hypotheses wherever a frame needs fewer
+#: (k2dec's own ``beam_search`` method stops at 32)
+ICEFALL_MAX_EXPANSIONS = 1000
+
 
 def greedy_search(
     model: nn.Module,
@@ -131,17 +136,19 @@ def beam_search(
     temperature: float = 1.0,
     blank_penalty: float = 0.0,
     return_timestamps: bool = False,
-    max_expansions_per_frame: int = TransducerBeamSearchConfig.max_expansions_per_frame,
+    max_expansions_per_frame: int = ICEFALL_MAX_EXPANSIONS,
 ) -> list[int] | DecodingResults:
     """The classic transducer beam search (Graves 2012) of one utterance (``encoder_out``
     ``(1, T, C)``), any number of symbols per frame; the best hypothesis by log-prob per
     ``context_size + tokens``.
 
-    A frame is expanded at most ``max_expansions_per_frame`` times (default 32, at most
-    1000: :class:`~k2dec.transducer.TransducerBeamSearchConfig`), which bounds time and
+    A frame is expanded at most ``max_expansions_per_frame`` times (default
+    :data:`ICEFALL_MAX_EXPANSIONS`, 1000, the most
+    :class:`~k2dec.transducer.TransducerBeamSearchConfig` allows), which bounds time and
     memory. icefall's loop has no bound and can run for minutes on a frame; only where it
-    expands a frame more often than the bound may the hypotheses differ, so raise the bound
-    (1000) to get icefall's on such utterances."""
+    expands a frame more often than the bound may the hypotheses differ. k2dec's own
+    ``beam_search`` method stops at 32, much faster where a frame needs many expansions:
+    pass ``max_expansions_per_frame=32`` for that."""
     check_model(model, "beam_search")
     lens = check_single(encoder_out, "beam_search")
     cfg = TransducerBeamSearchConfig(beam_size=int(beam), temperature=float(temperature),

@@ -75,8 +75,8 @@ def test_single_utterance_searches(seed):
 def test_beam_search_takes_the_expansion_bound():
     """``max_expansions_per_frame`` reaches the search: with a model that emits many symbols
     per frame, the best of icefall's algorithm (``classic_beam_search_reference``) at each
-    bound; 1000 lifts the default 32 (icefall has none); values outside [1, 1000] are
-    refused."""
+    bound; the default is 1000 (icefall has none; k2dec's method stops at 32); values outside
+    [1, 1000] are refused."""
     model = random_model(vocab_size=5, context_size=2, seed=11, scale=3.0)
     enc, _ = random_batch([6], seed=11)
     got = {}
@@ -85,7 +85,7 @@ def test_beam_search_takes_the_expansion_bound():
         want = classic_beam_search_reference(NetOracle(model, enc[0]), 6, 4, bound)
         c = model.decoder.context_size
         assert tuple(got[bound]) == max(want, key=lambda k: want[k][0] / (c + len(k)))
-    assert ice.beam_search(model, enc) == got[32]
+    assert ice.beam_search(model, enc) == got[1000]
     assert got[1] != got[1000]
     for bad in (0, 1001, None):
         with pytest.raises(ValueError, match="max_expansions_per_frame"):
