@@ -270,22 +270,7 @@ class NeuralLM(nn.Module):
           ``eos`` score), and float ``[num_seqs]`` totals, both on the model's device and in
           the order of ``tokens``.
         """
-        if not isinstance(tokens, k2.RaggedTensor):
-            raise TypeError(f"tokens must be a k2.RaggedTensor, got {type(tokens).__name__}")
-        if tokens.num_axes != 2:
-            raise ValueError(
-                f"tokens must have 2 axes [seq][token], got {tokens.num_axes} axes"
-            )
-        if tokens.dtype != torch.int32:
-            raise TypeError(f"tokens must be an int32 ragged tensor, got {tokens.dtype}")
-        if batch_size is not None and (
-            not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1
-        ):
-            raise ValueError(f"batch_size must be a positive int or None, got {batch_size!r}")
-        if max_tokens is not None and (
-            not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1
-        ):
-            raise ValueError(f"max_tokens must be a positive int or None, got {max_tokens!r}")
+        _check_sequence_args(tokens, batch_size, max_tokens)
         device = self.device
         tokens = tokens.to(device)
         check_token_ids("tokens", tokens.values, self.vocab_size)
@@ -387,6 +372,21 @@ def pad_with_sos_eos(
     inputs[:, 0] = sos_id
     inputs[:, 1:] = targets[:, :-1]
     return inputs, targets, lens
+
+
+def _check_sequence_args(tokens: k2.RaggedTensor, batch_size: int | None,
+                         max_tokens: int | None) -> None:
+    """The argument checks of :meth:`NeuralLM.score_sequences`."""
+    if not isinstance(tokens, k2.RaggedTensor):
+        raise TypeError(f"tokens must be a k2.RaggedTensor, got {type(tokens).__name__}")
+    if tokens.num_axes != 2:
+        raise ValueError(f"tokens must have 2 axes [seq][token], got {tokens.num_axes} axes")
+    if tokens.dtype != torch.int32:
+        raise TypeError(f"tokens must be an int32 ragged tensor, got {tokens.dtype}")
+    for name, value in (("batch_size", batch_size), ("max_tokens", max_tokens)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                  or value < 1):
+            raise ValueError(f"{name} must be a positive int or None, got {value!r}")
 
 
 def length_batches(lens: torch.Tensor, max_count: int, max_tokens: int | None = None
