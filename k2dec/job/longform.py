@@ -464,10 +464,6 @@ def segment_references(assets: DecodeAssets, cut: Cut, segments: Sequence[Segmen
         except ValueError as e:  # a word the scorer cannot spell: anchors and neighbours
             logger.warning("cut %s: reference runs not scored: %s", cut.id, e)
             segs = assign_words([w.casefold() for w in ref], fold)
-    # the first pass's and the run scoring's freed heap (~70 MB for an hour) goes back before
-    # the segments are decoded: left, the decoding's allocations landed above it and an
-    # hour's peak RSS was ~60 MB over a method without the first pass
-    _release_freed()
     spans = words_by_segment(ref, segs, len(segments))
     how = "their CTC path scores" if score is not None else "the segment before them"
     note = (f"reference of {len(ref)} words split over the {len(segments)} segments by a "
