@@ -32,10 +32,16 @@ RESCORE_WEIGHTS = ("ngram_lm_scale", "lm_scale", "lodr_scale", "attention_scale"
 #: The memory bounds of :class:`RescorePart`: the sequences per neural LM call and the
 #: cells per attention-decoder chunk (None: not a bound of the method; the method's
 #: default then applies).
-RESCORE_BOUNDS = ("lm_batch_size", "attention_chunk_cells")
+RESCORE_BOUNDS = ("lm_batch_size", "lm_batch_tokens", "attention_chunk_cells")
 
 #: Sequences per neural LM call when the rescore part gives no ``lm_batch_size``.
 LM_BATCH_SIZE = 256
+
+#: Padded token positions per neural LM call (sequences times the longest one's tokens + 1)
+#: when the rescore part gives no ``lm_batch_tokens``: the shipped RNN LM takes ~9 KB a
+#: position (activations and log-probs), so ~37 MB a call (256 paths of 100 tokens in one
+#: call: ~230 MB).
+LM_BATCH_TOKENS = 1 << 12
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,10 @@ class RescorePart:
         (icefall's).
       lm_batch_size: sequences per neural LM call (a method that rescores with a neural LM;
         None there: :data:`LM_BATCH_SIZE`); formerly a top-level field.
+      lm_batch_tokens: padded token positions per neural LM call, the call's sequences
+        times its longest one's tokens + 1 (``fast_beam_search_with_nbest_rnn_rescoring``;
+        None there: :data:`LM_BATCH_TOKENS`); a call has at least one sequence. The scores
+        do not depend on it beyond float32 rounding.
       attention_chunk_cells: the attention decoder scores paths in chunks of at most this many
         (token, encoder frame) cells, ~60 bytes each (``attention-decoder``; None there:
         :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`); formerly a top-level field.
@@ -147,10 +157,12 @@ class RescorePart:
     attention_scale: float | None = None
     attention_scales: tuple[float, ...] = ()
     lm_batch_size: int | None = None
+    lm_batch_tokens: int | None = None
     attention_chunk_cells: int | None = None
 
     def __post_init__(self) -> None:
         check_int_range(self, "lm_batch_size", 1, 4096, optional=True)
+        check_int_range(self, "lm_batch_tokens", 1, 1 << 24, optional=True)
         check_int_range(self, "attention_chunk_cells", 1, 1 << 24, optional=True)
         for name in RESCORE_WEIGHTS:
             if getattr(self, name) is not None:
@@ -176,6 +188,11 @@ class RescorePart:
     def lm_batch(self) -> int:
         """Sequences per neural LM call: ``lm_batch_size``, else :data:`LM_BATCH_SIZE`."""
         return LM_BATCH_SIZE if self.lm_batch_size is None else self.lm_batch_size
+
+    def lm_tokens(self) -> int:
+        """Padded token positions per neural LM call: ``lm_batch_tokens``, else
+        :data:`LM_BATCH_TOKENS`."""
+        return LM_BATCH_TOKENS if self.lm_batch_tokens is None else self.lm_batch_tokens
 
     def attention_chunk(self) -> int:
         """Cells per attention-decoder chunk: ``attention_chunk_cells``, else

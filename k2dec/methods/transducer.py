@@ -42,7 +42,7 @@ from .hotword_biasing import (
     hotword_fast_beam_search_lattice,
     token_biased_graph,
 )
-from .parts import LM_BATCH_SIZE, GraphConfig, RescorePart
+from .parts import LM_BATCH_SIZE, LM_BATCH_TOKENS, GraphConfig, RescorePart
 from .records import from_nbest, from_transducer, oracle_records
 from .registry import Family, MethodResult, Setting, register
 from .resources import Resources, TransducerInputs
@@ -273,7 +273,8 @@ def _ngram_lm_rescore() -> RescorePart:
     """G's and the neural LM's weights :data:`NBEST_RESCORING_SCALE` with icefall's grid."""
     return RescorePart(ngram_lm_scale=NBEST_RESCORING_SCALE,
                        ngram_lm_scales=NBEST_RESCORING_SCALES, lm_scale=NBEST_RESCORING_SCALE,
-                       lm_scales=NBEST_RESCORING_SCALES, lm_batch_size=LM_BATCH_SIZE)
+                       lm_scales=NBEST_RESCORING_SCALES, lm_batch_size=LM_BATCH_SIZE,
+                       lm_batch_tokens=LM_BATCH_TOKENS)
 
 
 @dataclass(frozen=True)
@@ -294,8 +295,9 @@ class FastBeamSearchNbestRnnRescoringConfig(FastBeamSearchNbestRescoringConfig):
     """``fast_beam_search_with_nbest_rnn_rescoring``: as
     :class:`FastBeamSearchNbestRescoringConfig`, plus each path's tokens scored with the
     neural LM: ``am + ngram_lm_scale * ngram + lm_scale * rnn_lm``; with ``rescore.sweep``,
-    also every other pair of the two grids (``rescore.lm_batch_size`` sequences per LM
-    call)."""
+    also every other pair of the two grids (at most ``rescore.lm_batch_size`` sequences and
+    ``rescore.lm_batch_tokens`` padded token positions per LM call: its memory does not grow
+    with the paths' length)."""
 
     rescore: RescorePart = field(default_factory=_ngram_lm_rescore)
 
@@ -359,5 +361,6 @@ def _fbs_nbest_rnn_rescoring(inputs: TransducerInputs, res: Resources,
     method = "fast_beam_search_with_nbest_rnn_rescoring"
     _, lm = res.neural_lm(method)
     nbest, comps = _rescoring_components(inputs, res, cfg, method)
-    comps["rnn_lm"] = neural_scores(nbest, lm_path_scorer(lm, cfg.rescore.lm_batch()))
+    comps["rnn_lm"] = neural_scores(nbest, lm_path_scorer(lm, cfg.rescore.lm_batch(),
+                                                          cfg.rescore.lm_tokens()))
     return _rescored(nbest, comps, _rescoring_points(cfg), cfg)

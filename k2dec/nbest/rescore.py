@@ -333,13 +333,19 @@ def rescore_with_lm(
     return combine_scores(components, {scale_name: list(lm_scales)}, nbest=nbest)
 
 
-def lm_path_scorer(lm, batch_size: int | None = 256) -> PathScorer:
-    """Adapt a neural LM with ``score_sequences(tokens, batch_size)`` (``k2dec.lm``) to a
-    :data:`PathScorer` (the utterance of a path does not matter to an LM)."""
+def lm_path_scorer(lm, batch_size: int | None = 256, max_tokens: int | None = None
+                   ) -> PathScorer:
+    """Adapt a neural LM with ``score_sequences(tokens, batch_size, max_tokens)``
+    (``k2dec.lm``) to a :data:`PathScorer` (the utterance of a path does not matter to an
+    LM): at most ``batch_size`` sequences and ``max_tokens`` padded positions (``None``: no
+    bound) per LM pass."""
 
     def scorer(tokens: k2.RaggedTensor, seq_to_utt: torch.Tensor) -> k2.RaggedTensor:
         with torch.no_grad():
-            return lm.score_sequences(tokens, batch_size=batch_size).token_log_probs
+            if max_tokens is None:  # LMs without the bound (a user's own scorer class)
+                return lm.score_sequences(tokens, batch_size=batch_size).token_log_probs
+            return lm.score_sequences(tokens, batch_size=batch_size,
+                                      max_tokens=max_tokens).token_log_probs
 
     return scorer
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from k2dec.lm import NeuralLM, RnnLmState, TransformerLmState
+from k2dec.lm.base import length_batches
 from k2dec.testing.lm import CONFIGS, VOCAB, make_lm, random_seqs
 from tests.reference.lm_reference import score_sequence_by_prefixes
 
@@ -166,6 +167,60 @@ def test_chunked_scoring_equals_one_pass(name, batch_size, device):
     torch.testing.assert_close(chunked.totals, one.totals)
     with pytest.raises(ValueError, match="batch_size must be a positive int or None, got 0"):
         lm.score_sequences(_ragged(seqs, device), batch_size=0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("batch_size,max_tokens", [(None, 1), (None, 9), (3, 20), (4, 10**6),
+                                                   (None, None)])
+def test_token_bounded_scoring_equals_one_pass(name, batch_size, max_tokens, device,
+                                               monkeypatch):
+    """``max_tokens`` bounds each pass's sequences times its longest ``len + 1`` (one
+    sequence at least), with ``batch_size`` too; the scores are those of one pass."""
+    lm = make_lm(name, device, seed=7)
+    seqs = random_seqs(random.Random(max_tokens or 0), 23, max_len=12)
+    with torch.no_grad():
+        one = lm.score_sequences(_ragged(seqs, device))
+        passes = []
+        score_padded = type(lm)._score_padded
+
+        def spy(self, tokens):
+            passes.append(tokens.tolist())
+            return score_padded(self, tokens)
+
+        monkeypatch.setattr(type(lm), "_score_padded", spy)
+        got = lm.score_sequences(_ragged(seqs, device), batch_size=batch_size,
+                                 max_tokens=max_tokens)
+    for a, b in zip(got.token_log_probs.tolist(), one.token_log_probs.tolist(), strict=True):
+        assert a == pytest.approx(b, abs=1e-5)
+    torch.testing.assert_close(got.totals, one.totals, rtol=1e-5, atol=1e-5)
+    assert sorted(s for p in passes for s in p) == sorted(seqs)  # every sequence once
+    for p in passes:
+        assert len(p) <= (batch_size or len(seqs))
+        if max_tokens is not None and len(p) > 1:
+            assert len(p) * (max(map(len, p)) + 1) <= max_tokens
+    if max_tokens == 1:
+        assert len(passes) == len(seqs)
+    with pytest.raises(ValueError, match="max_tokens must be a positive int or None, got 0"):
+        lm.score_sequences(_ragged(seqs, device), max_tokens=0)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_length_batches_are_the_largest_that_fit(seed):
+    """Each range is as long as the count and token bounds allow (brute force), in order."""
+    rng = random.Random(seed)
+    lens = sorted((rng.randint(0, 30) for _ in range(rng.randint(0, 40))), reverse=True)
+    max_count, max_tokens = rng.randint(1, 10), rng.choice([None, 1, 17, 64, 400])
+    got = length_batches(torch.tensor(lens, dtype=torch.int64), max_count, max_tokens)
+    start = 0
+    for a, b in got:
+        assert a == start
+        size = 1
+        while start + size < len(lens) and size < max_count and (
+                max_tokens is None or (size + 1) * (lens[start] + 1) <= max_tokens):
+            size += 1
+        assert b - a == size, (lens, max_count, max_tokens, got)
+        start = b
+    assert start == len(lens)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -70,6 +70,8 @@ SIZES = [
      False),
     ("fast_beam_search_with_nbest_rnn_rescoring", "lm_batch_size", "RescorePart", 1, 4096,
      True, False),
+    ("fast_beam_search_with_nbest_rnn_rescoring", "rescore.lm_batch_tokens", "RescorePart", 1,
+     1 << 24, True, False),
     ("ctc-greedy-search", "search.subsampling_factor", "CtcGreedySearchConfig", 1, 16, True,
      False),
 ]
