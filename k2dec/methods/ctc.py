@@ -228,12 +228,12 @@ def _ngram_rescore() -> RescorePart:
     return RescorePart(ngram_lm_scale=1.3, ngram_lm_scales=SCALE_GRID)
 
 
-#: ``attention-decoder``'s attention chunk (a quarter of
-#: :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`, ~125 MB): with its n-best decoded group by group,
-#: the fullest chunk set its peak RSS, and a 60-minute recording's long segments fill fuller
-#: chunks than a 1-minute one's (2^23 cells: 1293 MB at 60 minutes, 1004-1021 MB at 1 minute;
-#: 2^21 cells: 1166 MB at 60 minutes, 1008 MB at 1 minute, no more CPU time).
-HLG_ATTENTION_CHUNK_CELLS = 1 << 21
+#: ``attention-decoder``'s attention chunk (an eighth of
+#: :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`, ~40 MB): with its n-best decoded group by group,
+#: the fullest chunk sets its peak RSS, and a 60-minute recording's long segments fill fuller
+#: chunks than a 1-minute one's short ones (2^23 cells: 1293 MB at 60 minutes, 1004-1021 MB at
+#: 1 minute, when the decoder still copied the encoder output per path).
+HLG_ATTENTION_CHUNK_CELLS = 1 << 20
 
 
 def _attention_rescore() -> RescorePart:

@@ -104,13 +104,12 @@ def _no_ngram_nbest() -> NbestConfig:
     return NbestConfig(num_paths=100, nbest_scale=1.0, max_group_arcs=MAX_GROUP_ARCS)
 
 
-#: ``attention-decoder-rescoring-no-ngram``'s attention chunk (a quarter of
-#: :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`, ~125 MB): its 100 paths per segment fill a chunk
-#: of 2^23 cells on a 30 s batch, and the fullest chunk set its peak RSS (a 60-minute
-#: recording's batches meet fuller ones than a 1-minute one's); at 2^21 cells the shipped model
-#: decoded a 1-minute recording at 10% less peak RSS and no more CPU time. The other attention
-#: methods keep 2^23 (their chunks did not set their peak).
-NO_NGRAM_ATTENTION_CHUNK_CELLS = 1 << 21
+#: ``attention-decoder-rescoring-no-ngram``'s attention chunk (an eighth of
+#: :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`, ~40 MB): its 100 paths per segment fill a chunk
+#: of 2^23 cells on a 30 s batch, and the fullest chunk sets its peak RSS (a 60-minute
+#: recording's batches meet fuller ones than a 1-minute one's). The other attention methods
+#: keep 2^23 (their chunks did not set their peak).
+NO_NGRAM_ATTENTION_CHUNK_CELLS = 1 << 20
 
 
 def _no_ngram_rescore() -> RescorePart:
