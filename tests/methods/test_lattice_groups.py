@@ -1,9 +1,9 @@
-"""The HLG n-best and MBR methods (and the n-best through H) that search their own lattices (no lattice cache) search
-and decode a batch group by group (``nbest.max_group_arcs``; ``whole_lattice.max_group_arcs``
-for ``mbr``), holding one group's lattices at a time: at any group size (one utterance per
-group, a few, the whole batch in the search's length order) every utterance gets the
-records of the whole batch's shared lattices (words, frames, scores, confidences, notes,
-errors), an utterance with an empty lattice included."""
+"""The HLG n-best and MBR methods, and the n-best through H, that search their own lattices
+(no lattice cache) search and decode a batch group by group (``nbest.max_group_arcs``;
+``whole_lattice.max_group_arcs`` for ``mbr``), holding one group's lattices at a time: at any
+group size (one utterance per group, a few, the whole batch in the search's length order)
+every utterance gets the records of the whole batch's shared lattices (words, frames,
+scores, confidences, notes, errors), an utterance with an empty lattice included."""
 
 from __future__ import annotations
 
