@@ -228,12 +228,14 @@ def _ngram_rescore() -> RescorePart:
     return RescorePart(ngram_lm_scale=1.3, ngram_lm_scales=SCALE_GRID)
 
 
-#: ``attention-decoder``'s attention chunk (an eighth of
-#: :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`, ~40 MB): with its n-best decoded group by group,
-#: the fullest chunk sets its peak RSS, and a 60-minute recording's long segments fill fuller
-#: chunks than a 1-minute one's short ones (2^23 cells: 1293 MB at 60 minutes, 1004-1021 MB at
-#: 1 minute, when the decoder still copied the encoder output per path).
-HLG_ATTENTION_CHUNK_CELLS = 1 << 20
+#: ``attention-decoder``'s attention chunk (a quarter of
+#: :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`, ~80 MB): with its n-best decoded group by group,
+#: a 60-minute recording's long segments fill fuller chunks than a 1-minute one's short ones
+#: (2^23 cells: 1293 MB at 60 minutes, 1004-1021 MB at 1 minute, when the decoder still copied
+#: the encoder output per path). Since the decoder shares it, what a 60-minute recording adds
+#: is mostly the heap's fragments: 2^20 cells lowered the 1-minute peak (701 MB against ~745)
+#: but not the 60-minute one (836 MB against 816).
+HLG_ATTENTION_CHUNK_CELLS = 1 << 21
 
 
 def _attention_rescore() -> RescorePart:
