@@ -233,8 +233,9 @@ def _ngram_rescore() -> RescorePart:
 #: a 60-minute recording's long segments fill fuller chunks than a 1-minute one's short ones
 #: (2^23 cells: 1293 MB at 60 minutes, 1004-1021 MB at 1 minute, when the decoder still copied
 #: the encoder output per path). Since the decoder shares it, what a 60-minute recording adds
-#: is mostly the heap's fragments: 2^20 cells lowered the 1-minute peak (701 MB against ~745)
-#: but not the 60-minute one (836 MB against 816).
+#: is mostly the heap's fragments: 2^20 cells changed neither peak (1 minute 701-703 MB
+#: against 689-718, 60 minutes 836 against 816), glibc's mmap threshold fixed at 1 MiB did
+#: (1 / 10 minutes: 640 / 666 MB against 701 / 804).
 HLG_ATTENTION_CHUNK_CELLS = 1 << 21
 
 
