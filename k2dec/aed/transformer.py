@@ -90,14 +90,15 @@ class _Attention(nn.Module):
         if per_group > 1:
             q = q.view(groups, per_group, self.nhead, lq, self.head_dim).transpose(1, 2)
             q = q.reshape(groups, self.nhead, per_group * lq, self.head_dim)
-            if blocked is not None:
+            if blocked is not None and (blocked.size(0) != groups or blocked.size(2) != 1):
                 blocked = blocked.expand(num_rows, 1, lq, lk).reshape(
                     groups, 1, per_group * lq, lk
-                )
+                )  # (a mask per group that no query changes broadcasts as it is)
         scores = q @ k.transpose(2, 3)
-        if blocked is not None:
-            scores = scores.masked_fill(blocked, float("-inf"))
+        if blocked is not None:  # in place: one [G, heads, B * Lq, Lk] less at a time
+            scores.masked_fill_(blocked, float("-inf"))
         weights = scores.softmax(dim=-1)
+        del scores
         out = self.dropout(weights) @ v  # [G, heads, B * Lq, head_dim]
         mean_weights = weights.mean(dim=1).reshape(num_rows, lq, lk)
         if per_group > 1:
@@ -240,7 +241,9 @@ class TransformerDecoder(nn.Module):
 
         Args:
           tokens: int64 ``[N, U]`` (starting with ``sos_id``).
-          memory: float ``[N, T, C]``; memory_padding_mask: bool ``[N, T]``, True at padding.
+          memory: float ``[G, T, C]``; memory_padding_mask: bool ``[G, T]``, True at padding:
+            ``G`` divides ``N`` and row ``n`` attends to memory row ``n // (N / G)`` (e.g.
+            ``G = 1``: every row to the one utterance's memory, projected once).
 
         Returns:
           float ``[N, U, V]``: log-probs of the token after each position.
@@ -316,10 +319,15 @@ class TransformerDecoder(nn.Module):
     ) -> k2.RaggedTensor:
         """Whole-sequence scoring, e.g. for n-best rescoring.
 
+        The sequences of one utterance are scored together against its memory, projected once
+        and cut to its ``memory_lens`` frames (never copied per sequence): the memory this
+        takes grows with the ``(len + 1) x frames`` cells of the utterance's sequences (the
+        cross-attention weights), not with ``sequences x frames x layers``.
+
         Args:
           memory: float ``[N, T, C]``; memory_lens: int ``[N]`` valid frames per utterance.
           tokens: int32 ragged ``[seq][token]``, token ids without ``sos``/``eos``.
-          seq_to_utt: int64 ``[S]``, the utterance of each sequence.
+          seq_to_utt: int64 ``[S]``, the utterance of each sequence (in ``[0, N)``, any order).
 
         Returns:
           float ragged ``[seq][token]`` with ``len + 1`` entries per sequence: the log-prob of
@@ -333,25 +341,45 @@ class TransformerDecoder(nn.Module):
                 f"seq_to_utt must have shape ({num_seqs},), got {tuple(seq_to_utt.shape)}"
             )
         device = memory.device
+        seq_to_utt = seq_to_utt.to(device=device, dtype=torch.int64)
+        if num_seqs and (int(seq_to_utt.min()) < 0 or int(seq_to_utt.max()) >= memory.size(0)):
+            raise ValueError(f"seq_to_utt must be in [0, {memory.size(0)}) (memory's "
+                             f"utterances), got values in [{int(seq_to_utt.min())}, "
+                             f"{int(seq_to_utt.max())}]")
         row_splits = tokens.shape.row_splits(1).to(device=device, dtype=torch.int64)
         lens = row_splits[1:] - row_splits[:-1]
+        padded, targets = self._teacher_forced(tokens.values.to(device), row_splits)
+        tok_lp = torch.zeros(padded.shape, dtype=memory.dtype, device=device)
+        order = torch.sort(seq_to_utt, stable=True).indices
+        utts, counts = torch.unique_consecutive(seq_to_utt[order], return_counts=True)
+        frames = memory_lens.to(device).index_select(0, utts).clamp(min=0).tolist()
+        for u, rows, t in zip(utts.tolist(), order.split(counts.tolist()), frames):
+            width = int(lens[rows].max()) + 1
+            mem = memory[u : u + 1, : max(t, 1)]  # at least one (then blocked) frame
+            mask = torch.arange(mem.size(1), device=device).unsqueeze(0) >= t
+            log_probs = self.forward(padded[rows, :width], mem, mask)
+            tok_lp[rows, :width] = log_probs.gather(
+                2, targets[rows, :width].unsqueeze(2)).squeeze(2)
+            del log_probs
+        keep = torch.arange(padded.size(1), device=device).unsqueeze(0) <= lens.unsqueeze(1)
+        out_splits = (row_splits + torch.arange(num_seqs + 1, device=device)).to(torch.int32)
+        shape = k2.ragged.create_ragged_shape2(out_splits, None, int(out_splits[-1]))
+        return k2.RaggedTensor(shape, tok_lp[keep].contiguous())
+
+    def _teacher_forced(self, values: torch.Tensor, row_splits: torch.Tensor
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The decoder's inputs and targets of sequences ``values`` (int ``[total]``) split by
+        ``row_splits`` (int64 ``[S + 1]``): int64 ``[S, max_len + 1]`` each, ``sos`` then the
+        tokens (``eos`` after them), and the tokens then ``eos`` (what follows is padding)."""
+        device = values.device
+        num_seqs = row_splits.numel() - 1
+        lens = row_splits[1:] - row_splits[:-1]
         max_len = int(lens.max()) if num_seqs > 0 else 0
-        values = tokens.values.to(device=device, dtype=torch.int64)
         padded = torch.full((num_seqs, max_len + 1), self.eos_id, dtype=torch.int64, device=device)
         padded[:, 0] = self.sos_id
         pos = torch.arange(values.numel(), device=device) - row_splits[:-1].repeat_interleave(lens)
         seq_ids = torch.arange(num_seqs, device=device).repeat_interleave(lens)
-        padded[seq_ids, pos + 1] = values
+        padded[seq_ids, pos + 1] = values.to(torch.int64)
         targets = padded.roll(-1, dims=1)
         targets[torch.arange(num_seqs, device=device), lens] = self.eos_id
-        seq_to_utt = seq_to_utt.to(device=device, dtype=torch.int64)
-        mem = memory.index_select(0, seq_to_utt)
-        frames = torch.arange(memory.size(1), device=device)
-        seq_lens = memory_lens.to(device).index_select(0, seq_to_utt)
-        mask = frames.unsqueeze(0) >= seq_lens.unsqueeze(1)
-        log_probs = self.forward(padded, mem, mask)
-        tok_lp = log_probs.gather(2, targets.unsqueeze(2)).squeeze(2)  # [S, max_len + 1]
-        keep = torch.arange(max_len + 1, device=device).unsqueeze(0) <= lens.unsqueeze(1)
-        out_splits = (row_splits + torch.arange(num_seqs + 1, device=device)).to(torch.int32)
-        shape = k2.ragged.create_ragged_shape2(out_splits, None, int(out_splits[-1]))
-        return k2.RaggedTensor(shape, tok_lp[keep].contiguous())
+        return padded, targets

@@ -229,10 +229,13 @@ def _ngram_rescore() -> RescorePart:
 
 
 #: ``attention-decoder``'s attention chunk (a quarter of
-#: :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`, ~125 MB): with its n-best decoded group by group,
-#: the fullest chunk set its peak RSS, and a 60-minute recording's long segments fill fuller
-#: chunks than a 1-minute one's (2^23 cells: 1293 MB at 60 minutes, 1004-1021 MB at 1 minute;
-#: 2^21 cells: 1166 MB at 60 minutes, 1008 MB at 1 minute, no more CPU time).
+#: :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`, ~80 MB): with its n-best decoded group by group,
+#: a 60-minute recording's long segments fill fuller chunks than a 1-minute one's short ones
+#: (2^23 cells: 1293 MB at 60 minutes, 1004-1021 MB at 1 minute, when the decoder still copied
+#: the encoder output per path). Since the decoder shares it, what a 60-minute recording adds
+#: is mostly the heap's fragments: 2^20 cells changed neither peak (1 minute 701-703 MB
+#: against 689-718, 60 minutes 836 against 816), glibc's mmap threshold fixed at 1 MiB did
+#: (1 / 10 minutes: 640 / 666 MB against 701 / 804).
 HLG_ATTENTION_CHUNK_CELLS = 1 << 21
 
 

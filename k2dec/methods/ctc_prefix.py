@@ -11,10 +11,11 @@ from dataclasses import dataclass, field, replace
 import k2
 import torch
 
-from ..lattice import Topology, get_lattice
+from ..lattice import LatticeResult, Topology
 from ..lattice.ctc_prefix_beam_search import CtcPrefixBeamSearchConfig, ctc_prefix_beam_search
+from ..lattice.groups import MAX_GROUP_ARCS
 from ..nbest import ATTENTION_CHUNK_CELLS, DedupKey, Nbest, NbestConfig, combine_scores, intersected
-from .ctc import CtcLatticeConfig
+from .ctc import CtcLatticeConfig, decode_lattice_groups
 from .fusion import build_scorers
 from .hotword_biasing import HotwordConfig
 from .lists import HypothesisLists, attention_scores, sweep
@@ -97,17 +98,18 @@ class CtcPrefixAttentionConfig:
 
 
 def _no_ngram_nbest() -> NbestConfig:
-    """icefall's ``ctc_decode.py``: 100 paths, lattice scores not scaled."""
-    return NbestConfig(num_paths=100, nbest_scale=1.0)
+    """icefall's ``ctc_decode.py``: 100 paths, lattice scores not scaled; searched, sampled
+    and rescored in groups of at most :data:`~k2dec.lattice.groups.MAX_GROUP_ARCS` lattice
+    arcs (``nbest.max_group_arcs``)."""
+    return NbestConfig(num_paths=100, nbest_scale=1.0, max_group_arcs=MAX_GROUP_ARCS)
 
 
-#: ``attention-decoder-rescoring-no-ngram``'s attention chunk (a quarter of
-#: :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`, ~125 MB): its 100 paths per segment fill a chunk
-#: of 2^23 cells on a 30 s batch, and the fullest chunk set its peak RSS (a 60-minute
-#: recording's batches meet fuller ones than a 1-minute one's); at 2^21 cells the shipped model
-#: decoded a 1-minute recording at 10% less peak RSS and no more CPU time. The other attention
-#: methods keep 2^23 (their chunks did not set their peak).
-NO_NGRAM_ATTENTION_CHUNK_CELLS = 1 << 21
+#: ``attention-decoder-rescoring-no-ngram``'s attention chunk (an eighth of
+#: :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`, ~40 MB): its 100 paths per segment fill a chunk
+#: of 2^23 cells on a 30 s batch, and the fullest chunk sets its peak RSS (a 60-minute
+#: recording's batches meet fuller ones than a 1-minute one's). The other attention methods
+#: keep 2^23 (their chunks did not set their peak).
+NO_NGRAM_ATTENTION_CHUNK_CELLS = 1 << 20
 
 
 def _no_ngram_rescore() -> RescorePart:
@@ -122,7 +124,9 @@ class NoNgramAttentionConfig(CtcLatticeConfig):
     attention`` (the ``rescore`` part; the paths scored in chunks of
     ``rescore.attention_chunk_cells``, :data:`NO_NGRAM_ATTENTION_CHUNK_CELLS` by default); with
     ``rescore.sweep``, also for every other ``s`` of ``rescore.attention_scales`` (icefall's
-    grid)."""
+    grid). ``nbest.max_group_arcs``: the batch is searched, sampled and rescored in groups of
+    utterances whose lattices hold at most this many arcs together (memory bound; the results
+    do not depend on it; ``None``: the whole batch at once)."""
 
     nbest: NbestConfig = field(default_factory=_no_ngram_nbest)
     rescore: RescorePart = field(default_factory=_no_ngram_rescore)
@@ -208,26 +212,30 @@ def _prefix_attention(inputs: CtcInputs, res: Resources, cfg: CtcPrefixAttention
           requires=("H", "attention_decoder"), settings=_no_ngram_settings)
 def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
     """n-best token sequences from the lattice through H rescored with the attention decoder:
-    am + attention_scale * attention."""
+    am + attention_scale * attention (searched, sampled and rescored group by group,
+    ``nbest.max_group_arcs``)."""
     method = "attention-decoder-rescoring-no-ngram"
     _memory(inputs, res, method)
-    result = get_lattice(inputs.log_probs, inputs.log_probs_lens, res.graph("H", method),
-                         cfg.lattice, cfg.lattice.subsampling_factor)
-    # H's aux_labels are the tokens
-    nbest = Nbest.from_config(result.lattice, cfg.nbest, DedupKey.WORDS)
-    failed = lattice_failures(result.reports)
-    nbest = intersected(nbest, cfg.nbest)
-    device = inputs.log_probs.device
-    lists = HypothesisLists(nbest.key_seqs.to(device),
-                            nbest.path_to_utt().to(device=device, dtype=torch.int64),
-                            nbest.num_utts, [[] for _ in range(nbest.num_paths)])
-    att = attention_scores(res.attention_decoder, inputs.memory, inputs.memory_lens, lists,
-                           max_cells=cfg.rescore.attention_chunk())
-    comps = {"am": nbest.tot_scores(), "attention": k2.RaggedTensor(nbest.shape, att.to(
-        nbest.device))}
     grid = {"attention_scale": weight_points(cfg.rescore, "attention_scale")}
-    out = combine_scores(comps, grid, nbest=nbest)
-    # frames from each chosen path's alignment in the H lattice
-    records = from_nbest(nbest, [(r.best, r.scores, r.path_scores) for r in out.values()],
-                         False, Topology.CTC, failed, posterior_scale=cfg.nbest.posterior_scale)
-    return [MethodResult(key, recs, cfg) for key, recs in zip(out, records, strict=True)]
+
+    def decode(group: CtcInputs, result: LatticeResult) -> list[MethodResult]:
+        # H's aux_labels are the tokens
+        nbest = intersected(Nbest.from_config(result.lattice, cfg.nbest, DedupKey.WORDS),
+                            cfg.nbest)
+        device = group.log_probs.device
+        lists = HypothesisLists(nbest.key_seqs.to(device),
+                                nbest.path_to_utt().to(device=device, dtype=torch.int64),
+                                nbest.num_utts, [[] for _ in range(nbest.num_paths)])
+        att = attention_scores(res.attention_decoder, group.memory, group.memory_lens, lists,
+                               max_cells=cfg.rescore.attention_chunk())
+        comps = {"am": nbest.tot_scores(),
+                 "attention": k2.RaggedTensor(nbest.shape, att.to(nbest.device))}
+        out = combine_scores(comps, grid, nbest=nbest)
+        # frames from each chosen path's alignment in the H lattice
+        records = from_nbest(nbest, [(r.best, r.scores, r.path_scores) for r in out.values()],
+                             False, Topology.CTC, lattice_failures(result.reports),
+                             posterior_scale=cfg.nbest.posterior_scale)
+        return [MethodResult(key, recs, cfg) for key, recs in zip(out, records, strict=True)]
+
+    return decode_lattice_groups(inputs, res.graph("H", method), cfg, cfg.nbest.max_group_arcs,
+                                 decode)

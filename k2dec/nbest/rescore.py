@@ -233,9 +233,11 @@ def rescore_with_ngram(
 
 #: Attention-decoder rescoring runs in chunks of at most this many (token, frame) cells, the
 #: sum over a chunk's paths of ``(tokens + 1) x encoder frames``: the decoder's
-#: cross-attention and its copy of the encoder output take ~60 bytes per cell (the shipped
-#: model: 4 heads, 2 layers), so ~0.5 GB a chunk. A 60 s utterance (1500 frames, ~240
-#: tokens) fits ~23 paths in a chunk; unchunked, 500 paths of it needed > 8 GB.
+#: cross-attention weights take ~40 bytes per cell (the shipped model's
+#: :class:`~k2dec.aed.TransformerDecoder`, 4 heads, which shares an utterance's encoder output
+#: and its projections between the utterance's paths; a decoder that copies them per path
+#: takes more), so ~0.3 GB a chunk. A 60 s utterance (1500 frames, ~240 tokens) fits ~23
+#: paths in a chunk.
 ATTENTION_CHUNK_CELLS = 1 << 23
 
 

@@ -233,3 +233,56 @@ def test_step_rejects_state_of_other_rows():
         dec.step(torch.tensor([[4, 1], [4, 2], [4, 3]]), memory[[0, 1, 1]], mask[[0, 1, 1]], bad)
     with pytest.raises(ValueError, match="memory_padding_mask must have shape"):
         dec.step(torch.tensor([[4, 1], [4, 2]]), memory, mask[:1], None)
+
+
+def _one_by_one(dec, memory, lens, seqs, seq_to_utt):
+    """Each sequence's token log-probs (then eos) from ``forward`` on it alone, against its
+    utterance's memory cut to its valid frames: the reference of ``score_sequences``."""
+    out = []
+    for toks, n in zip(seqs, seq_to_utt.tolist()):
+        t = int(lens[n])
+        inp = torch.tensor([[dec.sos_id] + toks], device=memory.device)
+        mask = torch.zeros(1, t, dtype=torch.bool, device=memory.device)
+        lp = dec.forward(inp, memory[n : n + 1, :t], mask)[0]
+        out.append([float(lp[i, tok]) for i, tok in enumerate(toks + [dec.eos_id])])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_score_sequences_of_many_utterances_in_any_order(device, seed):
+    """The sequences of several utterances, interleaved in a random order (one utterance, a
+    single sequence, empty sequences, utterances of 1 frame to the whole memory): each gets
+    its scores against its own utterance's memory, as scored alone."""
+    g = torch.Generator().manual_seed(seed)
+    dec = random_decoder(9, 5, seed=seed, eos_bias=float(seed % 3)).to(device)
+    n = 1 + seed % 4
+    t = int(torch.randint(1, 9, (1,), generator=g))
+    memory = torch.randn(n, t, 5, generator=g, dtype=torch.float64).to(device)
+    lens = torch.randint(1, t + 1, (n,), generator=g)
+    lens[int(torch.randint(0, n, (1,), generator=g))] = t
+    num = [1, 2, 7, 13][seed % 4]
+    seq_to_utt = torch.randint(0, n, (num,), generator=g)
+    seqs = [torch.randint(1, 8, (int(torch.randint(0, 6, (1,), generator=g)),),
+                          generator=g).tolist() for _ in range(num)]
+    with torch.no_grad():
+        tokens = k2.RaggedTensor(seqs, dtype=torch.int32).to(device)
+        got = dec.score_sequences(memory, lens.to(device), tokens,
+                                  seq_to_utt.to(device)).tolist()
+        want = _one_by_one(dec, memory, lens, seqs, seq_to_utt)
+    assert len(got) == num
+    for a, b in zip(got, want):
+        assert a == pytest.approx(b, abs=1e-9)
+
+
+def test_score_sequences_of_no_sequence_and_bad_utterances():
+    dec = random_decoder(5, 3, seed=0)
+    memory = torch.randn(2, 4, 3, dtype=torch.float64)
+    lens = torch.tensor([4, 2])
+    none = k2.RaggedTensor(k2.ragged.create_ragged_shape2(torch.zeros(1, dtype=torch.int32),
+                                                          None, 0),
+                           torch.zeros(0, dtype=torch.int32))
+    out = dec.score_sequences(memory, lens, none, torch.zeros(0, dtype=torch.int64))
+    assert out.dim0 == 0
+    for bad in ([0, 2], [-1, 0]):
+        with pytest.raises(ValueError, match="seq_to_utt must be in"):
+            dec.score_sequences(memory, lens, k2.RaggedTensor([[1], [2]]), torch.tensor(bad))

@@ -1,9 +1,9 @@
-"""The HLG n-best and MBR methods that search their own lattices (no lattice cache) search
-and decode a batch group by group (``nbest.max_group_arcs``; ``whole_lattice.max_group_arcs``
-for ``mbr``), holding one group's lattices at a time: at any group size (one utterance per
-group, a few, the whole batch in the search's length order) every utterance gets the
-records of the whole batch's shared lattices (words, frames, scores, confidences, notes,
-errors), an utterance with an empty lattice included."""
+"""The HLG n-best and MBR methods, and the n-best through H, that search their own lattices
+(no lattice cache) search and decode a batch group by group (``nbest.max_group_arcs``;
+``whole_lattice.max_group_arcs`` for ``mbr``), holding one group's lattices at a time: at any
+group size (one utterance per group, a few, the whole batch in the search's length order)
+every utterance gets the records of the whole batch's shared lattices (words, frames,
+scores, confidences, notes, errors), an utterance with an empty lattice included."""
 
 from __future__ import annotations
 
@@ -21,12 +21,15 @@ from tests.methods.ctc_inputs import ctc_batch_with_empty
 #: the grouped methods and where their group bound is
 GROUPED = {"nbest": "nbest", "nbest-rescoring": "nbest", "nbest-oracle": "nbest",
            "attention-decoder": "nbest", "rnn-lm": "nbest", "multi-pass": "nbest",
-           "mbr": "whole_lattice"}
+           "mbr": "whole_lattice", "attention-decoder-rescoring-no-ngram": "nbest"}
+
+#: the methods whose lattices are searched through H (any token sequence is a path)
+THROUGH_H = ("attention-decoder-rescoring-no-ngram",)
 
 #: the methods whose scores come from a neural network: a batch of other paths rounds its
 #: float32 matrix products differently (~1e-7 relative), so their scores and confidences
 #: agree to that; everything else is identical
-NEURAL = ("attention-decoder", "rnn-lm", "multi-pass")
+NEURAL = ("attention-decoder", "rnn-lm", "multi-pass", "attention-decoder-rescoring-no-ngram")
 
 #: (seed, lengths of the random utterances, where the empty lattice's utterance goes)
 BATCHES = [(0, [9], None), (1, [], 0), (2, [3, 12, 7, 1, 10], 2), (3, [6, 11, 8], 3)]
@@ -63,6 +66,8 @@ def test_groups_give_the_records_of_the_whole_batch(setup, monkeypatch, name, re
     lang, res = setup
     inp = ctc_batch_with_empty(seed, lang.max_token_id + 1, lengths,
                                lang.token_table["d"], dead_at)
+    if dead_at is not None and name in THROUGH_H:  # no token possible: H has no path either
+        inp.log_probs[dead_at] = float("-inf")
     n = inp.log_probs.shape[0]
     cfg = _config(name, rescore_with_g)
     part = GROUPED[name]
@@ -81,7 +86,8 @@ def test_groups_give_the_records_of_the_whole_batch(setup, monkeypatch, name, re
     assert groups == []  # the shared lattices: no groups
     errors = [h.error for h in shared[0].hyps]
     if lengths:
-        assert any(h.words for r in shared for h in r.hyps), "no words: the test checks nothing"
+        assert any(h.words or h.tokens for r in shared for h in r.hyps), \
+            "no words: the test checks nothing"
     if dead_at is not None:
         assert errors[dead_at] and errors.count("") == n - 1, errors
     for bound in (1, 150, 100_000_000):
@@ -137,7 +143,7 @@ def test_the_bound_is_a_setting_of_the_grouped_methods_only():
                        part).max_group_arcs == 7
         assert config_keys(get_method(name).default_config())[f"{part}.max_group_arcs"] \
             == 100_000
-    for name in ("fast_beam_search_nbest", "attention-decoder-rescoring-no-ngram"):
+    for name in ("fast_beam_search_nbest",):
         assert "nbest.max_group_arcs" not in config_keys(get_method(name).default_config())
         with pytest.raises(ValueError, match="has no field 'nbest.max_group_arcs'"):
             override_config(get_method(name).default_config(), ["nbest.max_group_arcs=7"])
