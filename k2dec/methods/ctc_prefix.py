@@ -213,7 +213,7 @@ def _prefix_attention(inputs: CtcInputs, res: Resources, cfg: CtcPrefixAttention
 def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
     """n-best token sequences from the lattice through H rescored with the attention decoder:
     am + attention_scale * attention (searched, sampled and rescored group by group,
-    ``nbest.max_group_arcs``)."""
+    nbest.max_group_arcs)."""
     method = "attention-decoder-rescoring-no-ngram"
     _memory(inputs, res, method)
     grid = {"attention_scale": weight_points(cfg.rescore, "attention_scale")}
