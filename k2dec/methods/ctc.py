@@ -513,23 +513,32 @@ def _joined_results(parts: list[tuple[list[int], list[MethodResult]]], n: int
 
 
 #: Decodes one group's n-best: ``(the group's inputs, its intersected n-best, per utterance
-#: the lattice's failure reason or "") -> the method's results`` (see :func:`_nbest_groups`).
+#: the lattice's failure reason or "") -> the method's results`` (see
+#: :func:`decode_nbest_groups`).
 NbestDecoder = Callable[[CtcInputs, Nbest, list[str]], list[MethodResult]]
+
+
+def decode_nbest_groups(inputs: CtcInputs, graph: k2.Fsa, cfg: CtcLatticeConfig,
+                        decode: NbestDecoder) -> list[MethodResult]:
+    """The lattices of ``inputs`` through ``graph``, their n-best (``cfg.nbest``, keyed by the
+    lattices' aux_labels) with each path's best alignment, and ``decode`` of it, group by
+    group (``cfg.nbest.max_group_arcs``, see :func:`decode_lattice_groups`)."""
+    nbest_config = cfg.nbest  # type: ignore[attr-defined]
+
+    def decode_group(group: CtcInputs, result: LatticeResult) -> list[MethodResult]:
+        nbest = intersected(Nbest.from_config(result.lattice, nbest_config, DedupKey.WORDS),
+                            nbest_config)
+        return decode(group, nbest, lattice_failures(result.reports))
+
+    return decode_lattice_groups(inputs, graph, cfg, nbest_config.max_group_arcs,
+                                 decode_group)
 
 
 def _nbest_groups(inputs: CtcInputs, res: Resources, cfg: HlgNbestConfig, method: str,
                   decode: NbestDecoder, lm_scores: bool = False) -> list[MethodResult]:
-    """The HLG lattices of ``inputs``, their n-best (``cfg.nbest``) with each path's best
-    alignment, and ``decode`` of it, group by group (``cfg.nbest.max_group_arcs``, see
-    :func:`decode_lattice_groups`)."""
-    graph = hlg_graph(res, method, cfg, lm_scores=lm_scores)
-
-    def decode_group(group: CtcInputs, result: LatticeResult) -> list[MethodResult]:
-        nbest = intersected(Nbest.from_config(result.lattice, cfg.nbest, DedupKey.WORDS),
-                            cfg.nbest)
-        return decode(group, nbest, lattice_failures(result.reports))
-
-    return decode_lattice_groups(inputs, graph, cfg, cfg.nbest.max_group_arcs, decode_group)
+    """:func:`decode_nbest_groups` through HLG (``lm_scores``: with its LM scores)."""
+    return decode_nbest_groups(inputs, hlg_graph(res, method, cfg, lm_scores=lm_scores), cfg,
+                               decode)
 
 
 def _sweep_results(results, settings: list[Setting], failed: list[str], cfg: HlgNbestConfig,

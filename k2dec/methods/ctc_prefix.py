@@ -11,16 +11,16 @@ from dataclasses import dataclass, field, replace
 import k2
 import torch
 
-from ..lattice import LatticeResult, Topology
+from ..lattice import Topology
 from ..lattice.ctc_prefix_beam_search import CtcPrefixBeamSearchConfig, ctc_prefix_beam_search
 from ..lattice.groups import MAX_GROUP_ARCS
-from ..nbest import ATTENTION_CHUNK_CELLS, DedupKey, Nbest, NbestConfig, combine_scores, intersected
-from .ctc import CtcLatticeConfig, decode_lattice_groups
+from ..nbest import ATTENTION_CHUNK_CELLS, Nbest, NbestConfig, combine_scores
+from .ctc import CtcLatticeConfig, decode_nbest_groups
 from .fusion import build_scorers
 from .hotword_biasing import HotwordConfig
 from .lists import HypothesisLists, attention_scores, sweep
 from .parts import ConfidencePart, FusionConfig, RescorePart
-from .records import from_nbest, lattice_failures
+from .records import from_nbest
 from .registry import Family, MethodResult, Setting, register
 from .resources import CtcInputs, Resources
 from .scales import LM_SCALE, grid_settings, weight_points
@@ -218,10 +218,7 @@ def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
     _memory(inputs, res, method)
     grid = {"attention_scale": weight_points(cfg.rescore, "attention_scale")}
 
-    def decode(group: CtcInputs, result: LatticeResult) -> list[MethodResult]:
-        # H's aux_labels are the tokens
-        nbest = intersected(Nbest.from_config(result.lattice, cfg.nbest, DedupKey.WORDS),
-                            cfg.nbest)
+    def decode(group: CtcInputs, nbest: Nbest, failed: list[str]) -> list[MethodResult]:
         device = group.log_probs.device
         lists = HypothesisLists(nbest.key_seqs.to(device),
                                 nbest.path_to_utt().to(device=device, dtype=torch.int64),
@@ -233,9 +230,9 @@ def _no_ngram(inputs: CtcInputs, res: Resources, cfg: NoNgramAttentionConfig):
         out = combine_scores(comps, grid, nbest=nbest)
         # frames from each chosen path's alignment in the H lattice
         records = from_nbest(nbest, [(r.best, r.scores, r.path_scores) for r in out.values()],
-                             False, Topology.CTC, lattice_failures(result.reports),
+                             False, Topology.CTC, failed,
                              posterior_scale=cfg.nbest.posterior_scale)
         return [MethodResult(key, recs, cfg) for key, recs in zip(out, records, strict=True)]
 
-    return decode_lattice_groups(inputs, res.graph("H", method), cfg, cfg.nbest.max_group_arcs,
-                                 decode)
+    # the n-best of H's lattices: its aux_labels, the keys, are the tokens
+    return decode_nbest_groups(inputs, res.graph("H", method), cfg, decode)
