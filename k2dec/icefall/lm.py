@@ -265,9 +265,9 @@ def sequence_lm_with_ids(LM: Any, sos_id: int, eos_id: int, blank_id: int = 0) -
     for name, value in (("sos_id", sos_id), ("eos_id", eos_id)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise ValueError(f"{name} must be a non-negative int, got {value!r}")
-    lm = LM.lm if isinstance(LM, LmScorer) else LM
-    if not isinstance(lm, NeuralLM):
-        return IcefallLm(LM, sos_id, eos_id, blank_id)
+    lm = sequence_lm(LM, sos_id, eos_id, blank_id)
+    if not isinstance(lm, NeuralLM):  # icefall's, through IcefallLm with the ids
+        return lm
     for name, value in (("sos_id", sos_id), ("eos_id", eos_id)):
         if value >= lm.vocab_size:
             raise ValueError(f"{name}={value} is not a token of the LM (vocab_size "
