@@ -20,8 +20,9 @@ from k2dec.lattice.search import (
     cpu_group_size,
     get_lattice,
 )
+from k2dec.primitives.sizes import check_int
 
-__all__ = ["MAX_GROUP_ARCS", "check_max_group_arcs", "lattice_groups"]
+__all__ = ["MAX_GROUP_ARCS", "lattice_groups"]
 
 #: The default of every ``max_group_arcs`` bound: at most this many lattice arcs are
 #: processed together (about 60 MB of k2 arcs with their attributes; what the processing
@@ -31,14 +32,6 @@ MAX_GROUP_ARCS = 100_000
 
 #: The largest ``max_group_arcs`` a setting may have.
 MAX_GROUP_ARCS_LIMIT = 100_000_000
-
-
-def check_max_group_arcs(name: str, value: object) -> None:
-    """``ValueError`` unless ``value`` is an int in ``[1, 1e8]``, naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int) \
-            or not 1 <= value <= MAX_GROUP_ARCS_LIMIT:
-        raise ValueError(f"{name} must be an int in [1, {MAX_GROUP_ARCS_LIMIT}], got "
-                         f"{value!r}")
 
 
 def lattice_groups(
@@ -73,7 +66,7 @@ def lattice_groups(
     """
     if not isinstance(config, LatticeConfig):
         raise TypeError(f"config must be a LatticeConfig, got {type(config).__name__}")
-    check_max_group_arcs("max_group_arcs", max_group_arcs)
+    check_int("max_group_arcs", max_group_arcs, 1, MAX_GROUP_ARCS_LIMIT)
     factor = config_subsampling(config, subsampling_factor)
     num_frames = validate_log_probs(log_probs, log_probs_lens, factor)
     search = partial(get_lattice, graph=graph, config=config, subsampling_factor=factor)

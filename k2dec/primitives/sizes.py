@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["MAX_DURATION", "check_finite", "check_float_range", "check_int_range",
+__all__ = ["MAX_DURATION", "check_finite", "check_float_range", "check_int", "check_int_range",
            "check_positive"]
 
 #: Seconds of audio per decode batch, and the longest recording a decode job takes: the one
@@ -38,11 +38,16 @@ def check_int_range(owner: object, name: str, low: int, high: int,
                     optional: bool = False) -> None:
     """Raise ``ValueError`` unless ``owner.<name>`` is an int in ``[low, high]`` (or ``None``
     when ``optional``), naming the field, its value and the range."""
-    value = getattr(owner, name)
+    check_int(_name(owner, name), getattr(owner, name), low, high, optional)
+
+
+def check_int(name: str, value: object, low: int, high: int, optional: bool = False) -> None:
+    """Raise ``ValueError`` unless ``value`` (an argument called ``name``) is an int in
+    ``[low, high]`` (or ``None`` when ``optional``), naming it, its value and the range."""
     if optional and value is None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{_name(owner, name)} must be an int in [{low}, {high}]"
+        raise ValueError(f"{name} must be an int in [{low}, {high}]"
                          f"{' or None' if optional else ''}, got {value!r}")
 
 

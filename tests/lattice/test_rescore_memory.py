@@ -21,6 +21,7 @@ from k2dec.lattice import (
     RescoreStatus,
     arcs_per_fsa,
     get_lattice,
+    lattice_groups,
     rescore_with_whole_lattice,
     search_and_rescore_whole_lattices,
 )
@@ -230,6 +231,10 @@ def test_search_and_rescore_bad_inputs():
     del no_lm.lm_scores
     with pytest.raises(ValueError, match="graph has no lm_scores"):
         search_and_rescore_whole_lattices(log_probs, lengths, no_lm, G)
+    for bad in (0, 10**8 + 1, True, 2.0):  # refused at the call, before any search
+        with pytest.raises(ValueError, match=r"^max_group_arcs must be an int in "
+                                             r"\[1, 100000000\], got "):
+            lattice_groups(log_probs, lengths, HLG, max_group_arcs=bad)
 
 
 def test_equivalence_of_rescored_lattices_can_fail():
