@@ -76,7 +76,7 @@ from ..longform import (
     words_by_segment,
 )
 from ..methods import Method
-from ..primitives.hypothesis import HypothesisRecord
+from ..primitives.hypothesis import HypothesisRecord, joined_notes
 from ..transducer import FastBeamSearchConfig, greedy_search
 from .assets import DecodeAssets, hypothesis_texts
 from .batches import Decoded, decode_or_split, silenced
@@ -493,14 +493,14 @@ def _stitched(pieces: list[tuple[Segment, Decoded]], grid: float, assets: Decode
     if not pieces:
         return {}, failed[0]
     if failed:  # the others are kept; what is missing is said, never silent
-        notes = "; ".join(n for n in (notes, f"{len(failed)} segments failed, their words "
-                                             f"are missing ({'; '.join(failed)})") if n)
+        notes = joined_notes(notes, f"{len(failed)} segments failed, their words are missing "
+                                    f"({'; '.join(failed)})")
     out = {}
     for key in pieces[0][1][0]:
         rec = stitch_records([(seg, hyps[key][0]) for seg, (hyps, _) in pieces], grid,
                              word_start)
         if notes:
-            rec = replace(rec, notes="; ".join(n for n in (notes, rec.notes) if n))
+            rec = replace(rec, notes=joined_notes(notes, rec.notes))
         out[key] = (rec, _words(rec, assets))
     return out, ""
 
@@ -539,7 +539,7 @@ def decode_long(method: Method, method_config: Any, assets: DecodeAssets, cut: C
     refs, notes = None, seg.notes
     if method.needs_references:
         refs, split = segment_references(assets, cut, segments, config, encoder, reference)
-        notes = "; ".join(n for n in (notes, split) if n)
+        notes = joined_notes(notes, split)
     decoded = _decode_segments(method, method_config, assets, cut, segments, config, encoder,
                                silence, refs)
     for s, (_, error) in zip(segments, decoded):

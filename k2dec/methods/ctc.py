@@ -41,7 +41,7 @@ from ..nbest import (
     rescore_with_lm,
     rescore_with_ngram,
 )
-from ..primitives.hypothesis import HypothesisRecord
+from ..primitives.hypothesis import HypothesisRecord, joined_notes
 from ..primitives.sizes import check_int_range, check_positive
 from .checks import check_finite
 from .hotword_biasing import (
@@ -53,10 +53,10 @@ from .records import (
     EMPTY_LATTICE,
     from_lattice,
     from_nbest,
-    joined_notes,
     lattice_failures,
     lattice_notes,
     oracle_records,
+    rescore_failures,
     with_lattice_notes,
 )
 from .registry import Family, MethodResult, Setting, register
@@ -434,8 +434,7 @@ def _whole_lattice(inputs: CtcInputs, res: Resources, cfg: WholeLatticeRescoring
     else:  # the job's other methods share the batch's lattice (a bounded cache)
         result = _lattice(inputs, graph, cfg)
         reports, out = result.reports, rescore_with_whole_lattice(result, G, config)
-    failed = [lat or (u.reason if u.status is RescoreStatus.FAILED else "")
-              for lat, u in zip(lattice_failures(reports), out.utterances)]
+    failed = rescore_failures(lattice_failures(reports), out.utterances)
     notes = [joined_notes(u.reason if u.status is RescoreStatus.PRUNED else "", partial)
              for u, partial in zip(out.utterances, lattice_notes(reports), strict=True)]
     if out.status is RescoreStatus.FAILED:

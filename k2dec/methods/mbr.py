@@ -27,7 +27,7 @@ from .hotword_biasing import (
     hotword_fast_beam_search,
 )
 from .parts import GraphConfig, MbrPart
-from .records import EMPTY_LATTICE, from_timed_units, lattice_failures
+from .records import EMPTY_LATTICE, from_timed_units, lattice_failures, rescore_failures
 from .registry import Family, MethodResult, register
 from .resources import CtcInputs, Resources, TransducerInputs
 from .scales import lg_graph, weight_points
@@ -111,8 +111,7 @@ def _rescored_mbr(result: LatticeResult, G: k2.Fsa, failed: list[str], res: Reso
     reason (the same records whether or not the batch's other utterances failed too)."""
     scales = weight_points(cfg.rescore, "ngram_lm_scale")
     out = rescore_with_whole_lattice(result, G, cfg.whole_lattice.config(tuple(scales)))
-    failed = [lat or (u.reason if u.status is RescoreStatus.FAILED else "")
-              for lat, u in zip(failed, out.utterances, strict=True)]
+    failed = rescore_failures(failed, out.utterances)
     if out.status is RescoreStatus.FAILED:  # as _mbr_results gives failed utterances
         consensus, best = (tuple(HypothesisRecord.failure(f, tokens=t, words=True)
                                  for f in failed) for t in (False, True))

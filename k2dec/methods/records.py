@@ -14,10 +14,18 @@ from dataclasses import replace
 import k2
 import torch
 
-from ..lattice import AuxLabels, Hypothesis, LatticeStatus, TimedUnits, Topology, path_units
+from ..lattice import (
+    AuxLabels,
+    Hypothesis,
+    LatticeStatus,
+    RescoreStatus,
+    TimedUnits,
+    Topology,
+    path_units,
+)
 from ..nbest import Nbest, NbestConfig
 from ..nbest.list_confidences import nbest_confidences
-from ..primitives.hypothesis import HypothesisRecord
+from ..primitives.hypothesis import HypothesisRecord, joined_notes
 from ..transducer import TransducerHypothesis
 from .registry import MethodResult
 
@@ -29,11 +37,11 @@ __all__ = [
     "from_nbest",
     "from_timed_units",
     "from_transducer",
-    "joined_notes",
     "lattice_failures",
     "lattice_notes",
     "oracle_records",
     "probabilities",
+    "rescore_failures",
     "with_lattice_notes",
 ]
 
@@ -58,9 +66,12 @@ def lattice_notes(records: Sequence) -> list[str]:
     return [r.reason if r.status is LatticeStatus.PARTIAL else "" for r in records]
 
 
-def joined_notes(*notes: str) -> str:
-    """The non-empty ``notes`` of one utterance joined with ``"; "`` (``""`` when none)."""
-    return "; ".join(n for n in notes if n)
+def rescore_failures(failed: Sequence[str], utterances: Sequence) -> list[str]:
+    """Per utterance its lattice's failure reason (``failed``, ``""`` if none), else its
+    whole-lattice rescoring's (``utterances``: :class:`~k2dec.lattice.rescore.UtteranceRescore`
+    s) where that failed, else ``""``."""
+    return [lat or (u.reason if u.status is RescoreStatus.FAILED else "")
+            for lat, u in zip(failed, utterances, strict=True)]
 
 
 def with_lattice_notes(results: Sequence[MethodResult], reports: Sequence

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-__all__ = ["HypothesisRecord"]
+__all__ = ["HypothesisRecord", "joined_notes"]
 
 
 @dataclass(frozen=True)
@@ -75,3 +75,9 @@ class HypothesisRecord:
                 continue
             out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
+
+
+def joined_notes(*notes: str) -> str:
+    """The non-empty ``notes`` of one record (:attr:`HypothesisRecord.notes`) joined with
+    ``"; "`` (``""`` when none)."""
+    return "; ".join(n for n in notes if n)
