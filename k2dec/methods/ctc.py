@@ -284,8 +284,8 @@ class AttentionRescoringConfig(NbestRescoringConfig):
     Attributes:
       rescore: ``ngram_lm_scale`` 1.3 and ``attention_scale`` 1.2 (icefall's
         ``pretrained.py``) with their grids; ``attention_chunk_cells``: paths are scored in
-        chunks of at most this many (token, encoder frame) cells (memory bound, ~60 bytes
-        per cell; :data:`HLG_ATTENTION_CHUNK_CELLS` by default).
+        chunks of at most this many (token, encoder frame) cells (memory bound, ~40 bytes
+        per cell with k2dec's decoder; :data:`HLG_ATTENTION_CHUNK_CELLS` by default).
     """
 
     rescore: RescorePart = field(default_factory=_attention_rescore)

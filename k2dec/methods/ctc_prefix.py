@@ -107,8 +107,9 @@ def _no_ngram_nbest() -> NbestConfig:
 #: ``attention-decoder-rescoring-no-ngram``'s attention chunk (an eighth of
 #: :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`, ~40 MB): its 100 paths per segment fill a chunk
 #: of 2^23 cells on a 30 s batch, and the fullest chunk sets its peak RSS (a 60-minute
-#: recording's batches meet fuller ones than a 1-minute one's). The other attention methods
-#: keep 2^23 (their chunks did not set their peak).
+#: recording's batches meet fuller ones than a 1-minute one's). ``attention-decoder`` has its
+#: own (:data:`k2dec.methods.ctc.HLG_ATTENTION_CHUNK_CELLS`, 2^21); the list methods keep
+#: 2^23 (their chunks did not set their peak).
 NO_NGRAM_ATTENTION_CHUNK_CELLS = 1 << 20
 
 

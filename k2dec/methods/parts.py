@@ -143,7 +143,8 @@ class RescorePart:
         None there: :data:`LM_BATCH_TOKENS`); a call has at least one sequence. The scores
         do not depend on it beyond float32 rounding.
       attention_chunk_cells: the attention decoder scores paths in chunks of at most this many
-        (token, encoder frame) cells, ~60 bytes each (``attention-decoder``; None there:
+        (token, encoder frame) cells, ~40 bytes each with k2dec's decoder
+        (``attention-decoder``; None there:
         :data:`k2dec.nbest.ATTENTION_CHUNK_CELLS`); formerly a top-level field.
     """
 
