@@ -5,17 +5,16 @@ a batch of several with an utterance whose lattice is empty."""
 
 from __future__ import annotations
 
-import random
 from dataclasses import replace
 
 import pytest
 import torch
-from lhotse import CutSet
 
 from k2dec.demo import ASSETS, SHIPPED_SETTINGS
-from k2dec.job import load_assets, plan_methods, read_settings
+from k2dec.job import plan_methods, read_settings
 from k2dec.lattice import LatticeCache
 from k2dec.methods import CtcInputs, get_method
+from tests.shipped.conftest import encoded_test_clean
 
 pytestmark = pytest.mark.skipif(not (ASSETS / "model.pt").is_file(),
                                 reason="no shipped model in this checkout")
@@ -33,15 +32,7 @@ def shipped(shipped_demo):
     """``(resources, inputs)``: the shipped model's resources (graphs, RNN LM, attention
     decoder) and the CTC inputs of three random test-clean utterances plus, second, one of 20
     frames where only a token that begins no word is possible (its HLG lattice is empty)."""
-    _, lang, graphs, cut_paths = shipped_demo
-    assets = load_assets(ASSETS / "model.pt", lang, graph_dir=graphs,
-                         lm_paths={"rnn_lm": ASSETS / "lm" / "rnn_lm.pt"})
-    cuts = sorted(CutSet.from_file(cut_paths["test-clean"]), key=lambda c: c.id)
-    outs = []
-    with torch.no_grad():
-        for cut in random.Random(34).sample(cuts, 3):
-            feats = torch.from_numpy(cut.load_features())
-            outs.append(assets.model.encode(feats[None], torch.tensor([feats.shape[0]])))
+    assets, outs = encoded_test_clean(shipped_demo, 34, 3)
     res = assets.resources
     inner = int(torch.nonzero(~res.word_start[1:])[0]) + 1  # a piece inside a word
     dead = torch.full_like(outs[0].ctc_log_probs[0, :20], float("-inf"))

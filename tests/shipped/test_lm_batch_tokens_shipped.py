@@ -5,16 +5,15 @@ with an utterance of no frames."""
 
 from __future__ import annotations
 
-import random
 from dataclasses import replace
 
 import pytest
 import torch
-from lhotse import CutSet
 
 from k2dec.demo import ASSETS, SHIPPED_SETTINGS
-from k2dec.job import load_assets, plan_methods, read_settings
+from k2dec.job import plan_methods, read_settings
 from k2dec.methods import TransducerInputs, get_method
+from tests.shipped.conftest import encoded_test_clean
 
 pytestmark = pytest.mark.skipif(not (ASSETS / "model.pt").is_file(),
                                 reason="no shipped model in this checkout")
@@ -27,16 +26,8 @@ def shipped(shipped_demo):
     """``(resources, model, encoder outputs)``: the shipped transducer, its resources (G,
     token words, RNN LM) and the encoder outputs ``[T, C]`` of three random test-clean
     utterances plus, second, one of no frames."""
-    _, lang, graphs, cut_paths = shipped_demo
-    assets = load_assets(ASSETS / "model.pt", lang, graph_dir=graphs,
-                         lm_paths={"rnn_lm": ASSETS / "lm" / "rnn_lm.pt"})
-    cuts = sorted(CutSet.from_file(cut_paths["test-clean"]), key=lambda c: c.id)
-    outs = []
-    with torch.no_grad():
-        for cut in random.Random(35).sample(cuts, 3):
-            feats = torch.from_numpy(cut.load_features())
-            out = assets.model.encode(feats[None], torch.tensor([feats.shape[0]]))
-            outs.append(out.encoder_out[0, : int(out.encoder_out_lens[0])])
+    assets, encoded = encoded_test_clean(shipped_demo, 35, 3)
+    outs = [o.encoder_out[0, : int(o.encoder_out_lens[0])] for o in encoded]
     outs.insert(1, outs[0][:0])
     return assets.resources, assets.model.transducer, outs
 
